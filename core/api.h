@@ -1,0 +1,30 @@
+/* The JSON API under /api/v1: a route table shared by the control socket and
+ * (later) the admin HTTPS server, and the core's own handlers. */
+#ifndef TLSBOX_CORE_API_H
+#define TLSBOX_CORE_API_H
+
+#include <jansson.h>
+#include <tlsbox/host.h>
+
+/* See host.h api_route_add. */
+int api_route_add(struct tlsbox_plugin *owner, const char *method, const char *pattern,
+                  tlsbox_api_fn fn, void *arg);
+void api_routes_remove_owner(struct tlsbox_plugin *owner);
+/* Run the matching route; 404/405 JSON errors otherwise.  reply->body always set. */
+void api_dispatch(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply);
+void api_reply_error(struct tlsbox_api_reply *reply, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Set reply->body to the compact dump of @p j (reference stolen) and status. */
+void api_reply_json(struct tlsbox_api_reply *reply, int status, json_t *j);
+/* Parse the request body as a JSON object (duplicates refused); on failure fill
+ * reply with 400 and return NULL. */
+json_t *api_body_object(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply);
+/* Register the core's routes: status, plugins, plugins/{name}/settings, metrics. */
+void api_core_register(void);
+void api_routes_free(void);
+
+/* Control socket: libmicrohttpd on AF_UNIX "<state_dir>/control.sock" (0600). */
+int control_start(const char *state_dir);
+void control_stop(void);
+
+#endif

@@ -1,0 +1,33 @@
+/* The maintenance thread pool (blocking work: network, key generation, DH,
+ * benchmarks) and timers that submit jobs to it. */
+#ifndef TLSBOX_CORE_JOBS_H
+#define TLSBOX_CORE_JOBS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <tlsbox/host.h>
+
+int jobs_start(int nthreads);
+/* Cancel everything (queued jobs are dropped with free_arg called, running ones
+ * see job_cancelled()), then join the threads. */
+void jobs_stop(void);
+int64_t jobs_submit(struct tlsbox_plugin *owner, const char *name, tlsbox_job_fn fn, void *arg,
+                    void (*free_arg)(void *));
+int jobs_cancel(int64_t id);
+/* Cancel @p owner's jobs and timers and wait until none of its jobs runs. */
+void jobs_cancel_owner(struct tlsbox_plugin *owner);
+bool job_cancelled(struct tlsbox_job *job);
+bool job_sleep(struct tlsbox_job *job, uint64_t ms);
+/* Number of jobs queued or running (status API). */
+int jobs_pending(void);
+
+/* Timers: one thread sleeps until the next deadline and submits the job. */
+int timers_start(void);
+void timers_stop(void);
+int64_t timers_add(struct tlsbox_plugin *owner, const char *name, uint64_t first_ms,
+                   uint64_t period_ms, uint64_t jitter_ms, tlsbox_job_fn fn, void *arg);
+int timers_cancel(int64_t id);
+void timers_cancel_owner(struct tlsbox_plugin *owner);
+
+#endif

@@ -1,0 +1,21 @@
+# tlsboxd: the daemon.  Everything but main() lives in a convenience library
+# that the unit tests link too.
+sbin_PROGRAMS += core/tlsboxd
+noinst_LTLIBRARIES += core/libtlsboxcore.la
+
+CORE_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(GNUTLS_CFLAGS) $(MHD_CFLAGS) \
+	$(SQLITE_CFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS)
+CORE_LIBS = $(GNUTLS_LIBS) $(MHD_LIBS) $(SQLITE_LIBS) $(JANSSON_LIBS) $(CURL_LIBS) $(LIBS)
+
+core_libtlsboxcore_la_SOURCES = \
+	core/xalloc.c core/xalloc.h core/log.c core/log.h \
+	core/plugin_loader.c core/plugin_loader.h core/host.c core/host.h \
+	core/api.c core/api.h core/api_core.c core/control.c \
+	core/http_routes.c core/http_routes.h \
+	$(core_store_sources) $(core_runtime_sources) $(core_tls_sources)
+core_libtlsboxcore_la_CFLAGS = $(CORE_CFLAGS)
+core_libtlsboxcore_la_LIBADD = $(CORE_LIBS)
+
+core_tlsboxd_SOURCES = core/main.c
+core_tlsboxd_CFLAGS = $(CORE_CFLAGS)
+core_tlsboxd_LDADD = core/libtlsboxcore.la

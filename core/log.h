@@ -1,0 +1,26 @@
+/* Logging to stderr in a journald-friendly form: "<N>who: message" when
+ * stderr is the journal (JOURNAL_STREAM set), "LEVEL who: message" with a
+ * timestamp otherwise.  Thread-safe; one write() per line. */
+#ifndef TLSBOX_CORE_LOG_H
+#define TLSBOX_CORE_LOG_H
+
+#include <stdarg.h>
+
+#include <tlsbox/host.h>
+
+/* Set the highest level written (TLSBOX_LOG_*).  Main thread, before threads start. */
+void log_set_level(enum tlsbox_log_level level);
+enum tlsbox_log_level log_get_level(void);
+/* Parse "err", "warn", "info", "debug"; returns -1 for anything else. */
+int log_level_parse(const char *s);
+
+void log_msg(const char *who, enum tlsbox_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void log_vmsg(const char *who, enum tlsbox_log_level level, const char *fmt, va_list ap);
+
+#define log_err(...) log_msg("core", TLSBOX_LOG_ERR, __VA_ARGS__)
+#define log_warn(...) log_msg("core", TLSBOX_LOG_WARN, __VA_ARGS__)
+#define log_info(...) log_msg("core", TLSBOX_LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg("core", TLSBOX_LOG_DEBUG, __VA_ARGS__)
+
+#endif

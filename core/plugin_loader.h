@@ -1,0 +1,50 @@
+/* Loading plugins and running their hooks; the core's own handle ("core"). */
+#ifndef TLSBOX_CORE_PLUGIN_LOADER_H
+#define TLSBOX_CORE_PLUGIN_LOADER_H
+
+#include <stdbool.h>
+
+#include <tlsbox/plugin.h>
+
+enum plugin_state {
+    PLUGIN_LOADED,   /* dlopen'd and ABI-checked */
+    PLUGIN_INITED,   /* init hook returned 0 */
+    PLUGIN_STARTED,  /* start hook returned 0 */
+    PLUGIN_STOPPED,  /* stop hook ran */
+    PLUGIN_FAILED,   /* a hook failed; kept for status only */
+    PLUGIN_DISABLED, /* disabled by core.plugins_disabled */
+};
+
+/* A loaded plugin (also the core's pseudo-plugin "core").  Owned by the loader. */
+struct tlsbox_plugin {
+    char *name;
+    char *path; /* NULL for "core" */
+    void *dl;   /* dlopen handle, NULL for "core" */
+    const struct tlsbox_plugin_desc *desc;
+    void *state;
+    enum plugin_state pstate;
+    char *error; /* why it failed, or NULL */
+    struct tlsbox_plugin *next;
+};
+
+/* The core's own handle: name "core", settings table core_settings. */
+struct tlsbox_plugin *core_self(void);
+
+/* Check a descriptor's ABI fields.  Returns 0 or -1 with *err set (caller frees)
+ * to "<path>: plugin ABI <maj>.<min>, core ABI <maj>.<min>: ..." */
+int plugin_check_abi(const char *path, const struct tlsbox_plugin_desc *d, char **err);
+
+/* Load every *.so in @p dir (sorted by name).  Refused files are logged and skipped. */
+int plugins_load_dir(const char *dir);
+/* Load one file; returns 0 or a negative errno (logged). */
+int plugins_load_file(const char *path);
+/* Run init then start on every loaded plugin not disabled by setting. */
+void plugins_start_all(void);
+/* Stop then fini every plugin, in reverse order; unload them. */
+void plugins_stop_all(void);
+/* First plugin (load order), or NULL; the list is stable after plugins_start_all. */
+struct tlsbox_plugin *plugins_first(void);
+struct tlsbox_plugin *plugins_find(const char *name);
+const char *plugin_state_name(enum plugin_state s);
+
+#endif

@@ -1,0 +1,60 @@
+/* Typed, validated settings: declared by plugins, stored as text, cached in memory. */
+#ifndef TLSBOX_CORE_SETTINGS_H
+#define TLSBOX_CORE_SETTINGS_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+#include <tlsbox/plugin.h>
+
+/* The core's own settings (owner "core"): hostname, plugins_disabled, log_level, ... */
+extern const struct tlsbox_setting_def core_settings[];
+
+/*
+ * Validate @p value against @p def.  Returns 0, or -1 with *err (caller frees)
+ * naming the key (@p full_key), the value and the rule broken, e.g.
+ * "site.workers: 0 is out of range 1..64".
+ */
+int settings_validate(const char *full_key, const struct tlsbox_setting_def *def,
+                      const char *value, char **err);
+
+/* Declare the settings of @p owner (table borrowed for the daemon's life).  Main thread. */
+int settings_register(const char *owner, const struct tlsbox_setting_def *defs);
+/* Forget @p owner's declarations (plugin unloaded).  Main thread. */
+void settings_unregister(const char *owner);
+
+/* Replace the declared default of "owner.key" for this run (demo mode: ports
+ * 8443/8080, site root in the state dir).  Not stored.  Main thread, before
+ * plugins start.  Returns -1 when the key is unknown or the value invalid. */
+int settings_override_default(const char *full_key, const char *value, char **err);
+
+/* Load stored values (from store_main()).  Values that no longer validate are
+ * ignored with a warning (the default serves).  Called at start and on SIGHUP. */
+int settings_load(void);
+
+/* The declaration of "owner.key", or NULL.  The pointer lives as long as the owner. */
+const struct tlsbox_setting_def *settings_def(const char *full_key);
+/* Current value (stored or default), caller frees; NULL for an unknown key. */
+char *settings_get(const char *full_key);
+long long settings_get_int(const char *full_key, long long dflt);
+bool settings_get_bool(const char *full_key, bool dflt);
+/* Parse a BOOL text the way settings_validate accepts it: 1 true, 0 false, -1 invalid. */
+int settings_parse_bool(const char *v);
+
+/*
+ * Validate, write (own connection, one IMMEDIATE transaction, audit row),
+ * update the cache and publish "settings.changed".  Unknown key or invalid
+ * value: -1 with *err, nothing written.  Not from a site worker.
+ */
+int settings_set(const char *full_key, const char *value, const char *actor, char **err);
+/*
+ * Several "owner.key" -> value pairs at once (JSON object of strings, numbers
+ * or booleans): all validated first, then written in one transaction, or none.
+ */
+int settings_set_many(json_t *pairs, const char *owner, const char *actor, char **err);
+
+/* JSON array describing @p owner's settings: key, type, value, default, limits,
+ * help, flags (secrets shown as "********").  New reference. */
+json_t *settings_describe(const char *owner);
+
+#endif

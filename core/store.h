@@ -1,0 +1,55 @@
+/* The SQLite store: one file in the state directory, WAL, migrations. */
+#ifndef TLSBOX_CORE_STORE_H
+#define TLSBOX_CORE_STORE_H
+
+#include <sqlite3.h>
+
+/* One embedded migration (generated from db/migrations/NNNN_name.sql). */
+struct store_migration {
+    int version;     /* NNNN */
+    const char *name; /* file name */
+    const char *sql;
+};
+extern const struct store_migration store_migrations[];
+extern const int store_migrations_count;
+
+/*
+ * Open (creating when absent) "<state_dir>/tlsbox.db": the directory is made
+ * 0700 when missing, the file created 0600 with O_EXCL before SQLite opens it,
+ * WAL, busy timeout 5 s, synchronous FULL, foreign keys on; then migrate.
+ * Remembers the path for store_connect.  Returns 0, or -1 with *err set
+ * (caller frees): e.g. a store newer than this build knows.
+ */
+int store_init(const char *state_dir, char **err);
+/* The main-thread connection opened by store_init (NULL before). */
+sqlite3 *store_main(void);
+/* Path of the database file (valid after store_init). */
+const char *store_path(void);
+/* A new connection for the calling thread, set up like the main one; NULL on failure. */
+sqlite3 *store_connect(void);
+/* Close a connection from store_connect. */
+void store_disconnect(sqlite3 *db);
+/* Close the main connection. */
+void store_close(void);
+
+/*
+ * Apply @p migs[0..n) above the database's PRAGMA user_version, each in one
+ * BEGIN IMMEDIATE transaction with the version bump.  Refuses (returns -1,
+ * *err set) a database whose user_version is above the newest known.
+ * Exposed with explicit arrays for tests.
+ */
+int store_migrate(sqlite3 *db, const struct store_migration *migs, int n, char **err);
+/* PRAGMA user_version, or -1. */
+int store_schema_version(sqlite3 *db);
+
+/* Small helpers.  All return 0 or -1 (err set, caller frees, may be NULL). */
+int store_exec(sqlite3 *db, const char *sql, char **err);
+int store_begin(sqlite3 *db, char **err); /* BEGIN IMMEDIATE */
+int store_commit(sqlite3 *db, char **err);
+void store_rollback(sqlite3 *db);
+
+/* Append to the audit table (best effort, logged on failure). */
+void store_audit(sqlite3 *db, const char *actor, const char *action, const char *target,
+                 const char *detail);
+
+#endif

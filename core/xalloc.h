@@ -1,0 +1,24 @@
+/* Allocation that aborts on failure (one place decides what OOM means), and
+ * wiping frees for anything that held key material. */
+#ifndef TLSBOX_CORE_XALLOC_H
+#define TLSBOX_CORE_XALLOC_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t nmemb, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *xvasprintf(const char *fmt, va_list ap);
+
+/* Overwrite @p n bytes at @p p so the compiler cannot drop it. */
+void wipe(void *p, size_t n);
+/* wipe() a NUL-terminated string, then free it.  NULL is fine. */
+void wipe_free_str(char *s);
+/* wipe() @p n bytes, then free.  NULL is fine. */
+void wipe_free(void *p, size_t n);
+
+#endif

@@ -1,0 +1,320 @@
+/*
+ * tlsbox plugin kit: the host table, the only way a plugin reaches the core.
+ *
+ * ABI changelog: see the top of <tlsbox/plugin.h>; both headers share one
+ * version.  New functions are only ever appended; check host->size before
+ * calling one that is newer than the oldest core you support:
+ *
+ *     if (TLSBOX_HOST_HAS(host, cert_install)) ...
+ *
+ * Conventions for every call below:
+ *  - Functions returning int return 0 on success and a negative errno on
+ *    failure, unless said otherwise.
+ *  - Strings passed in are borrowed for the duration of the call; the core
+ *    copies what it keeps.  Strings returned as "char *" are owned by the
+ *    caller and freed with free().
+ *  - "any thread" means the call is thread-safe and never blocks on I/O.
+ *  - Callbacks never run while the core holds a lock that the same host call
+ *    would take, so a callback may call back into the host.
+ *  - Everything a plugin registers (subscriptions, timers, routes, metrics)
+ *    is owned by the core and removed after the plugin's stop hook returns.
+ *  - Private key material passed to the core is copied into memory that is
+ *    wiped when freed; the core never logs it or sends it over an API.
+ */
+#ifndef TLSBOX_HOST_H
+#define TLSBOX_HOST_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gnutls/gnutls.h>
+#include <sqlite3.h>
+
+#include <tlsbox/plugin.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Log levels, in the order of syslog's (journald shows them as priorities). */
+enum tlsbox_log_level {
+    TLSBOX_LOG_ERR = 3,
+    TLSBOX_LOG_WARN = 4,
+    TLSBOX_LOG_INFO = 6,
+    TLSBOX_LOG_DEBUG = 7,
+};
+
+/** Kinds of metric. */
+enum tlsbox_metric_type {
+    TLSBOX_METRIC_COUNTER,   /**< only goes up; metric_add */
+    TLSBOX_METRIC_GAUGE,     /**< any value; metric_set / metric_add (may be negative) */
+    TLSBOX_METRIC_HISTOGRAM, /**< distribution; metric_observe */
+    TLSBOX_METRIC_TYPE_MAX
+};
+
+/** A registered metric series, owned by the core. */
+struct tlsbox_metric;
+/** A running job, as seen from inside its function. */
+struct tlsbox_job;
+/** An immutable TLS bundle (credentials + priority + ticket key + policy flags). */
+struct tlsbox_bundle;
+
+/** Event callback.  @p data is JSON text or NULL, borrowed for the call. */
+typedef void (*tlsbox_event_fn)(void *arg, const char *event, const char *data);
+
+/** Job (and timer) function, run on a maintenance thread. */
+typedef void (*tlsbox_job_fn)(void *arg, struct tlsbox_job *job);
+
+/** A request to the JSON API (admin HTTPS and the control socket). */
+struct tlsbox_api_request {
+    const char *method; /**< "GET", "PUT", "POST", "DELETE" */
+    const char *path;   /**< after "/api/v1/", no query string, e.g. "acme/status" */
+    const char *query;  /**< raw query string without '?', or NULL */
+    const char *body;   /**< request body (NUL-terminated), or NULL */
+    size_t body_len;    /**< length of body */
+    const char *user;   /**< authenticated user name, "control" on the socket */
+};
+
+/** What an API handler fills in. */
+struct tlsbox_api_reply {
+    int status; /**< HTTP status; the core sets 200 before calling */
+    char *body; /**< JSON text, malloc'd, owned by the core after return */
+};
+
+/**
+ * API handler.  Runs on the admin thread: it must not block for long (submit
+ * a job for anything that talks to the network and answer 202).
+ */
+typedef void (*tlsbox_api_fn)(void *arg, const struct tlsbox_api_request *req,
+                              struct tlsbox_api_reply *reply);
+
+/** What a site HTTP route handler fills in. */
+struct tlsbox_http_reply {
+    int status;               /**< HTTP status */
+    const char *content_type; /**< static string, e.g. "text/plain" */
+    char *body;               /**< malloc'd, owned by the caller of dispatch after return */
+    size_t body_len;          /**< bytes in body */
+};
+
+/**
+ * Site HTTP route handler (e.g. ACME's /.well-known/acme-challenge/).  Runs
+ * on a site worker thread: it must never block (no I/O, no SQLite, no long
+ * locks).  Return 0 when it answered, -ENOENT to let the site go on as if no
+ * route matched.
+ */
+typedef int (*tlsbox_http_fn)(void *arg, const char *method, const char *path,
+                              struct tlsbox_http_reply *reply);
+
+/** Sources of a certificate in the store. */
+enum tlsbox_cert_source {
+    TLSBOX_CERT_INTERNAL, /**< issued by the box's internal CA */
+    TLSBOX_CERT_IMPORT,   /**< imported by a person */
+    TLSBOX_CERT_ACME,     /**< issued through ACME */
+    TLSBOX_CERT_SOURCE_MAX
+};
+
+/** A certificate to validate and store (see cert_install). */
+struct tlsbox_cert_install {
+    const char *name;       /**< store name, e.g. "example.org" or "example.org-rsa" */
+    const char *chain_pem;  /**< leaf first, then intermediates, PEM */
+    const char *key_pem;    /**< the leaf's private key, PEM (PKCS#8 or traditional) */
+    enum tlsbox_cert_source source;
+    const char *ari_id;     /**< ACME renewal-info id, or NULL */
+    const char *meta_json;  /**< free JSON object kept with the certificate, or NULL */
+};
+
+/**
+ * The host table.  Its address and contents are constant for the daemon's
+ * life; call through it from any thread unless a function says otherwise.
+ */
+struct tlsbox_host {
+    uint32_t size;      /**< sizeof(struct tlsbox_host) of the core */
+    uint16_t abi_major; /**< the core's TLSBOX_ABI_MAJOR */
+    uint16_t abi_minor; /**< the core's TLSBOX_ABI_MINOR */
+
+    /* ---- logging ------------------------------------------------------ */
+
+    /** Log one line, prefixed with the plugin's name.  Any thread. */
+    void (*log)(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+    /** va_list form of log. */
+    void (*vlog)(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt,
+                 va_list ap);
+
+    /* ---- settings ------------------------------------------------------- */
+    /*
+     * Keys are the plugin's own ("port") or fully qualified ("site.port",
+     * "core.hostname") to read another plugin's.  Values come from the store
+     * or, when unset there, the declared default.  Any thread; reads are
+     * served from memory.  The core publishes "settings.changed" with data
+     * {"key":"<plugin>.<key>"} after every successful change.
+     */
+
+    /** Current value as text (caller frees), or NULL for an unknown key. */
+    char *(*setting_get)(struct tlsbox_plugin *self, const char *key);
+    /** Current INT value, or @p dflt when unknown or not an INT. */
+    long long (*setting_get_int)(struct tlsbox_plugin *self, const char *key, long long dflt);
+    /** Current BOOL value, or @p dflt when unknown or not a BOOL. */
+    bool (*setting_get_bool)(struct tlsbox_plugin *self, const char *key, bool dflt);
+    /**
+     * Validate and store a value.  On refusal returns -EINVAL and sets *err to
+     * a message naming key, value and rule (caller frees); nothing is written.
+     * Not from a site worker (it writes SQLite).
+     */
+    int (*setting_set)(struct tlsbox_plugin *self, const char *key, const char *value, char **err);
+
+    /* ---- store ---------------------------------------------------------- */
+
+    /**
+     * Open a new connection to the store (WAL, busy timeout, foreign keys on).
+     * One connection per thread; close it with store_close on the same thread.
+     * Write in "BEGIN IMMEDIATE" transactions.  Never from a site worker.
+     * Returns NULL on failure (logged).
+     */
+    sqlite3 *(*store_open)(struct tlsbox_plugin *self);
+    /** Close a connection from store_open. */
+    void (*store_close)(struct tlsbox_plugin *self, sqlite3 *db);
+
+    /* ---- events --------------------------------------------------------- */
+
+    /**
+     * Call @p fn for every event named @p event ("cert.changed"), or every
+     * event starting with a prefix when @p event ends in '*' ("cert.*").
+     * Callbacks run on the core's event thread, in publish order, never on
+     * the publishing thread.  Returns a subscription id > 0 or a negative errno.
+     */
+    int64_t (*event_subscribe)(struct tlsbox_plugin *self, const char *event, tlsbox_event_fn fn,
+                               void *arg);
+    /** Remove a subscription; after return its callback is not running and never runs again. */
+    int (*event_unsubscribe)(struct tlsbox_plugin *self, int64_t id);
+    /** Queue an event (name and JSON data copied).  Any thread, never blocks. */
+    int (*event_publish)(struct tlsbox_plugin *self, const char *event, const char *data);
+
+    /* ---- jobs and timers ----------------------------------------------- */
+
+    /**
+     * Run @p fn(arg) on a maintenance thread.  @p free_arg (may be NULL) is
+     * called with @p arg after the job ran or was cancelled before running.
+     * Returns a job id > 0 or a negative errno.  Any thread.
+     */
+    int64_t (*job_submit)(struct tlsbox_plugin *self, const char *name, tlsbox_job_fn fn, void *arg,
+                          void (*free_arg)(void *));
+    /**
+     * Cancel a job: a queued job never runs; a running one sees
+     * job_cancelled() turn true and should return soon.  Does not wait.
+     */
+    int (*job_cancel)(struct tlsbox_plugin *self, int64_t id);
+    /** From inside a job: true once it was cancelled or the daemon is stopping. */
+    bool (*job_cancelled)(struct tlsbox_job *job);
+    /**
+     * From inside a job: sleep up to @p ms, returning early (true) when the job
+     * is cancelled.  Use instead of sleep() so a stop is never held up.
+     */
+    bool (*job_sleep)(struct tlsbox_job *job, uint64_t ms);
+    /**
+     * Run @p fn as a job after @p first_ms, then every @p period_ms (0 = once),
+     * each time delayed by a random 0..@p jitter_ms.  A timer never runs twice at
+     * once: a firing is skipped while the previous one still runs.
+     * Returns a timer id > 0 or a negative errno.  Any thread.
+     */
+    int64_t (*timer_add)(struct tlsbox_plugin *self, const char *name, uint64_t first_ms,
+                         uint64_t period_ms, uint64_t jitter_ms, tlsbox_job_fn fn, void *arg);
+    /** Cancel a timer; a running firing finishes, none starts after return. */
+    int (*timer_cancel)(struct tlsbox_plugin *self, int64_t id);
+
+    /* ---- metrics -------------------------------------------------------- */
+
+    /**
+     * Register (or find, when the same name was registered before) a metric.
+     * @p name is a Prometheus series name with optional labels, e.g.
+     * "tlsbox_site_handshakes_total{kind=\"full\",version=\"TLS1.3\"}".
+     * @p buckets (histograms only; upper bounds, ascending, copied) may be NULL
+     * for the default latency buckets in seconds.  Returns NULL on a bad name
+     * or a type clash.  Any thread; takes a lock: register ahead of hot paths.
+     */
+    struct tlsbox_metric *(*metric_register)(struct tlsbox_plugin *self, const char *name,
+                                             enum tlsbox_metric_type type, const char *help,
+                                             const double *buckets, size_t nbuckets);
+    /** Add to a counter or gauge.  Any thread, lock-free, no syscalls. */
+    void (*metric_add)(struct tlsbox_metric *m, int64_t delta);
+    /** Set a gauge.  Any thread, lock-free. */
+    void (*metric_set)(struct tlsbox_metric *m, int64_t value);
+    /** Record one observation in a histogram.  Any thread, lock-free. */
+    void (*metric_observe)(struct tlsbox_metric *m, double value);
+
+    /* ---- admin API routes ---------------------------------------------- */
+
+    /**
+     * Serve @p method on @p pattern under /api/v1/ (on the admin HTTPS server
+     * and the control socket).  A pattern is literal ("acme/status") or ends in
+     * "/*" to match the rest of the path ("cert/*").  Main thread, from start.
+     */
+    int (*api_route_add)(struct tlsbox_plugin *self, const char *method, const char *pattern,
+                         tlsbox_api_fn fn, void *arg);
+    /**
+     * Fill @p reply with a JSON error {"error": message} and @p status.
+     * For handlers.
+     */
+    void (*api_reply_error)(struct tlsbox_api_reply *reply, int status, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+    /* ---- site HTTP routes (plain HTTP port) ---------------------------- */
+
+    /** Answer paths starting with @p prefix on the site's plain HTTP port.  Main thread. */
+    int (*http_route_add)(struct tlsbox_plugin *self, const char *prefix, tlsbox_http_fn fn,
+                          void *arg);
+    /**
+     * For the site plugin: run the route matching @p path.  Returns 0 when a
+     * route answered (reply filled; caller frees reply->body), -ENOENT when
+     * none did.  Any thread; lock-free read.
+     */
+    int (*http_route_dispatch)(const char *method, const char *path,
+                               struct tlsbox_http_reply *reply);
+
+    /* ---- TLS bundle ----------------------------------------------------- */
+
+    /**
+     * Take a reference on the current bundle, or NULL when none is built.
+     * Any thread, lock-free.  Hold it for a connection's whole life.
+     */
+    struct tlsbox_bundle *(*bundle_acquire)(void);
+    /** Drop a reference; the last one frees the bundle.  Any thread. */
+    void (*bundle_release)(struct tlsbox_bundle *b);
+    /**
+     * Configure a new server session from the bundle: priority, credentials
+     * (every certificate; GnuTLS picks per client), session ticket key, TLS 1.2
+     * session cache, ALPN "h2" then "http/1.1".  The session must be
+     * deinitialised before the reference is released.  Any thread.
+     */
+    int (*bundle_session_setup)(const struct tlsbox_bundle *b, gnutls_session_t session);
+    /** The Strict-Transport-Security value of the policy, or NULL for none. */
+    const char *(*bundle_hsts)(const struct tlsbox_bundle *b);
+    /** A number that grows with every bundle built (for logs and tests). */
+    uint64_t (*bundle_generation)(const struct tlsbox_bundle *b);
+
+    /* ---- certificates --------------------------------------------------- */
+
+    /**
+     * Validate a chain and key (key matches leaf, chain in order and chaining,
+     * within validity, supported key type) and store them in one transaction,
+     * replacing a certificate of the same name; then publish "cert.changed".
+     * On refusal returns -EINVAL and sets *err (caller frees) to a message
+     * that never contains key material; nothing is written.  Not from a site
+     * worker.
+     */
+    int (*cert_install)(struct tlsbox_plugin *self, const struct tlsbox_cert_install *in,
+                        char **err);
+};
+
+/** True when the core's host table has member @p field (a newer core may have more). */
+#define TLSBOX_HOST_HAS(host, field)                                                               \
+    ((host)->size >= offsetof(struct tlsbox_host, field) + sizeof((host)->field) &&                \
+     (host)->field != NULL)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TLSBOX_HOST_H */

@@ -1,0 +1,154 @@
+/*
+ * tlsbox plugin kit: the plugin descriptor.
+ *
+ * ABI changelog (bump TLSBOX_ABI_MINOR for additions at the end of a struct,
+ * TLSBOX_ABI_MAJOR for anything that moves or changes an existing field):
+ *
+ *   1.0  2026-11  First release: descriptor with settings table and the hooks
+ *                 init/start/stop/fini; host table with log, settings, store,
+ *                 events, jobs, timers, metrics, admin API routes, site HTTP
+ *                 routes, TLS bundle access and certificate install.
+ *
+ * A plugin is one shared object exporting exactly one symbol, the constant
+ * descriptor made by TLSBOX_PLUGIN().  Everything else in the plugin is static.
+ * The core loads it with dlopen(), checks the ABI numbers and the struct size
+ * before touching any other field, and refuses (with one log line naming the
+ * file, the version it expected and the one it found) a plugin whose major
+ * differs from the core's or whose minor is newer than the core's.
+ *
+ * Threading: every hook is called on the daemon's main thread, one plugin at a
+ * time, in load order for init/start and in reverse order for stop/fini.
+ *
+ * Example:
+ *
+ *     static const struct tlsbox_setting_def settings[] = {
+ *         {.key = "greeting", .type = TLSBOX_SETTING_STRING,
+ *          .default_value = "hello", .pattern = "^[a-z ]{1,32}$",
+ *          .help = "What the example says"},
+ *         TLSBOX_SETTINGS_END};
+ *
+ *     TLSBOX_PLUGIN(.name = "example", .version = "1.0",
+ *                   .description = "An example", .settings = settings,
+ *                   .init = ex_init, .start = ex_start, .stop = ex_stop,
+ *                   .fini = ex_fini);
+ */
+#ifndef TLSBOX_PLUGIN_H
+#define TLSBOX_PLUGIN_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** ABI major: a plugin built with another major is refused. */
+#define TLSBOX_ABI_MAJOR 1
+/** ABI minor: a plugin built with a newer minor than the core's is refused. */
+#define TLSBOX_ABI_MINOR 0
+
+/** Name of the one symbol every plugin exports. */
+#define TLSBOX_PLUGIN_SYMBOL "tlsbox_plugin_descriptor"
+
+struct tlsbox_host;
+/** Opaque handle the core gives each plugin; first argument of most host calls. */
+struct tlsbox_plugin;
+
+/** Types of a declared setting.  Values are always carried as text. */
+enum tlsbox_setting_type {
+    TLSBOX_SETTING_BOOL,   /**< "true" or "false" (also accepts 1/0, yes/no, on/off) */
+    TLSBOX_SETTING_INT,    /**< decimal integer within [min, max] */
+    TLSBOX_SETTING_STRING, /**< text matching .pattern (POSIX ERE) when set */
+    TLSBOX_SETTING_ENUM,   /**< one of .choices, written "a|b|c" */
+    TLSBOX_SETTING_LIST,   /**< comma-separated items, each matching .pattern */
+    TLSBOX_SETTING_TYPE_MAX
+};
+
+/** Flags of a declared setting. */
+enum tlsbox_setting_flag {
+    /** Never shown by the API or CLI (shown as "********"): passwords, HMAC keys. */
+    TLSBOX_SETTING_SECRET = 1u << 0,
+    /** Takes effect at the next daemon start only; the API says so. */
+    TLSBOX_SETTING_RESTART = 1u << 1,
+};
+
+/**
+ * One setting a plugin declares.  The core validates every value against it,
+ * stores it as "<plugin>.<key>", and the admin UI draws a form field from it.
+ * The table is borrowed for the plugin's whole life (it is static const data).
+ */
+struct tlsbox_setting_def {
+    const char *key;                /**< [a-z0-9_]+, unique within the plugin */
+    enum tlsbox_setting_type type;  /**< value type */
+    const char *default_value;      /**< text form; must itself be valid */
+    long long min, max;             /**< INT: inclusive range (both 0 = any) */
+    const char *pattern;            /**< STRING/LIST item: POSIX ERE, NULL = any */
+    const char *choices;            /**< ENUM: "a|b|c" */
+    const char *help;               /**< one sentence for humans */
+    unsigned flags;                 /**< enum tlsbox_setting_flag bits */
+};
+
+/** Ends a settings table. */
+#define TLSBOX_SETTINGS_END                                                                        \
+    {                                                                                              \
+        .key = 0                                                                                   \
+    }
+
+/**
+ * The descriptor.  Build it with TLSBOX_PLUGIN(); never write the ABI fields
+ * by hand.
+ */
+struct tlsbox_plugin_desc {
+    uint16_t abi_major; /**< TLSBOX_ABI_MAJOR the plugin was built with */
+    uint16_t abi_minor; /**< TLSBOX_ABI_MINOR the plugin was built with */
+    uint32_t size;      /**< sizeof(struct tlsbox_plugin_desc) at build time */
+
+    const char *name;        /**< [a-z][a-z0-9_]*, unique; settings prefix */
+    const char *version;     /**< the plugin's own version, free text */
+    const char *description; /**< one line */
+    const struct tlsbox_setting_def *settings; /**< NULL or ended by TLSBOX_SETTINGS_END */
+
+    /**
+     * Parse settings, allocate state.  Must not start threads or register
+     * anything.  @p self and @p host stay valid until after fini returns.
+     * Store the state in *state (owned by the plugin).  Return 0, or a
+     * negative errno: the plugin is then not started (its fini is called).
+     */
+    int (*init)(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state);
+    /**
+     * Register routes, timers, subscriptions; start threads.  Return 0 or a
+     * negative errno (the plugin is then stopped and unloaded, the daemon goes on).
+     */
+    int (*start)(void *state);
+    /**
+     * Stop threads and in-flight work.  After it returns the core removes every
+     * route, timer and subscription the plugin registered and waits for its
+     * running jobs.  May be NULL.
+     */
+    void (*stop)(void *state);
+    /** Free the state.  May be NULL. */
+    void (*fini)(void *state);
+};
+
+#if defined(__GNUC__)
+#define TLSBOX_EXPORT __attribute__((visibility("default")))
+#else
+#define TLSBOX_EXPORT
+#endif
+
+/**
+ * Define the plugin's one exported descriptor.  Arguments are designated
+ * initialisers for the fields after .size.
+ */
+#define TLSBOX_PLUGIN(...)                                                                         \
+    TLSBOX_EXPORT extern const struct tlsbox_plugin_desc tlsbox_plugin_descriptor;                 \
+    const struct tlsbox_plugin_desc tlsbox_plugin_descriptor = {                                   \
+        .abi_major = TLSBOX_ABI_MAJOR,                                                             \
+        .abi_minor = TLSBOX_ABI_MINOR,                                                             \
+        .size = sizeof(struct tlsbox_plugin_desc),                                                 \
+        __VA_ARGS__}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TLSBOX_PLUGIN_H */
