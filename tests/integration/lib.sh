@@ -1,0 +1,180 @@
+# Shared helpers for integration tests (bash).  A test sources this file,
+# calls tb_setup, runs real programs, reports with ok/is/like and ends with
+# done_testing.  Output is TAP, read by automake's tap-driver.sh.
+#
+#   tb_setup                 temp dir $TB_TMP (removed at exit), state dir $TB_STATE
+#   tb_free_port             print a free loopback TCP port
+#   tb_start_daemon [ARGS]   start tlsboxd on $TB_STATE; waits for the control socket
+#   tb_ctl ARGS...           tlsboxctl --state-dir $TB_STATE ARGS
+#   tb_stop_daemon           SIGTERM and wait (fails the test if it takes > 5 s)
+#   tb_bg CMD...             start a helper process, killed at exit; pid in $TB_BG_PID
+#   ok STATUS DESC | is GOT WANT DESC | like GOT ERE DESC | diag MSG | done_testing
+
+set -u
+
+: "${top_builddir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+: "${top_srcdir:=$top_builddir}"
+TB_TLSBOXD="$top_builddir/core/tlsboxd"
+TB_TLSBOXCTL="$top_builddir/cli/tlsboxctl"
+TB_PLUGINS="$top_builddir/build-plugins"
+
+_tb_n=0
+_tb_failed=0
+_tb_pids=""
+TB_PID=""
+
+ok() {
+    local status=$1
+    shift
+    _tb_n=$((_tb_n + 1))
+    if [ "$status" -eq 0 ]; then
+        echo "ok $_tb_n - $*"
+    else
+        echo "not ok $_tb_n - $*"
+        _tb_failed=$((_tb_failed + 1))
+    fi
+}
+
+is() {
+    local got=$1 want=$2
+    shift 2
+    if [ "$got" = "$want" ]; then
+        ok 0 "$*"
+    else
+        ok 1 "$*"
+        diag "  got '$got', want '$want'"
+    fi
+}
+
+like() {
+    local got=$1 re=$2
+    shift 2
+    if printf '%s' "$got" | grep -Eq -- "$re"; then
+        ok 0 "$*"
+    else
+        ok 1 "$*"
+        diag "  '$(printf '%s' "$got" | head -c 600)' does not match /$re/"
+    fi
+}
+
+unlike() {
+    local got=$1 re=$2
+    shift 2
+    if printf '%s' "$got" | grep -Eq -- "$re"; then
+        ok 1 "$*"
+        diag "  matched /$re/: $(printf '%s' "$got" | grep -E -- "$re" | head -3)"
+    else
+        ok 0 "$*"
+    fi
+}
+
+diag() {
+    printf '%s\n' "$*" | sed 's/^/# /'
+}
+
+bail() {
+    echo "Bail out! $*"
+    exit 1
+}
+
+done_testing() {
+    echo "1..$_tb_n"
+    [ "$_tb_failed" -eq 0 ]
+    exit $?
+}
+
+_tb_cleanup() {
+    local p
+    for p in $TB_PID $_tb_pids; do
+        kill -TERM "$p" 2>/dev/null
+    done
+    for p in $TB_PID $_tb_pids; do
+        for _ in $(seq 1 50); do
+            kill -0 "$p" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$p" 2>/dev/null
+    done
+    # Keep the daemon log of a failed test for the person reading CI output.
+    if [ "$_tb_failed" -ne 0 ] && [ -f "${TB_TMP:-/nonexistent}/daemon.log" ]; then
+        diag "---- daemon log (last 40 lines) ----"
+        tail -n 40 "$TB_TMP/daemon.log" | sed 's/^/# /'
+    fi
+    [ -n "${TB_TMP:-}" ] && [ -z "${TB_KEEP:-}" ] && rm -rf "$TB_TMP"
+}
+
+tb_setup() {
+    [ -x "$TB_TLSBOXD" ] || bail "no $TB_TLSBOXD: build first"
+    TB_TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsbox-test.XXXXXX")
+    TB_STATE="$TB_TMP/state"
+    export TB_TMP TB_STATE
+    trap _tb_cleanup EXIT
+    trap 'exit 1' INT TERM
+}
+
+# A free TCP port on loopback, chosen by the kernel.
+tb_free_port() {
+    python3 - <<'PY'
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()
+PY
+}
+
+tb_bg() {
+    "$@" &
+    TB_BG_PID=$!
+    _tb_pids="$_tb_pids $TB_BG_PID"
+}
+
+tb_start_daemon() {
+    : >>"$TB_TMP/daemon.log"
+    "$TB_TLSBOXD" --state-dir "$TB_STATE" --plugin-dir "$TB_PLUGINS" --foreground \
+        --log-level "${TB_LOG_LEVEL:-info}" "$@" >>"$TB_TMP/daemon.log" 2>&1 &
+    TB_PID=$!
+    local i
+    for i in $(seq 1 100); do
+        if [ -S "$TB_STATE/control.sock" ] &&
+            "$TB_TLSBOXCTL" --state-dir "$TB_STATE" status >/dev/null 2>&1; then
+            return 0
+        fi
+        kill -0 "$TB_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    diag "tlsboxd did not come up; log:"
+    sed 's/^/#   /' "$TB_TMP/daemon.log" | tail -n 30
+    return 1
+}
+
+tb_ctl() {
+    "$TB_TLSBOXCTL" --state-dir "$TB_STATE" "$@"
+}
+
+# Stop the daemon with SIGTERM; returns 1 if it needed more than 5 s.
+tb_stop_daemon() {
+    [ -n "$TB_PID" ] || return 0
+    kill -TERM "$TB_PID" 2>/dev/null
+    local i
+    for i in $(seq 1 50); do
+        if ! kill -0 "$TB_PID" 2>/dev/null; then
+            wait "$TB_PID" 2>/dev/null
+            TB_EXIT=$?
+            TB_PID=""
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
+# Wait until a TCP port on 127.0.0.1 accepts connections (max ~5 s).
+tb_wait_port() {
+    local port=$1 i
+    for i in $(seq 1 50); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
