@@ -249,7 +249,7 @@ struct tlsbox_host {
     /**
      * Serve @p method on @p pattern under /api/v1/ (on the admin HTTPS server
      * and the control socket).  A pattern is literal ("acme/status") or ends in
-     * "/*" to match the rest of the path ("cert/*").  Main thread, from start.
+     * a slash then an asterisk, matching the rest of the path ("cert/" + "*").  Main thread.
      */
     int (*api_route_add)(struct tlsbox_plugin *self, const char *method, const char *pattern,
                          tlsbox_api_fn fn, void *arg);

@@ -1,0 +1,145 @@
+/* tlsboxctl's HTTP client: libcurl over the control socket. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <curl/curl.h>
+
+#include "cli/ctl.h"
+
+struct buf {
+    char *data;
+    size_t len;
+};
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    struct buf *b = userdata;
+    size_t n = size * nmemb;
+    char *p = realloc(b->data, b->len + n + 1);
+    if (!p)
+        return 0;
+    memcpy(p + b->len, ptr, n);
+    b->data = p;
+    b->len += n;
+    b->data[b->len] = '\0';
+    return n;
+}
+
+int ctl_request(struct ctl *c, const char *method, const char *path, const char *body,
+                long *status, json_t **reply)
+{
+    *status = 0;
+    if (reply)
+        *reply = NULL;
+    struct stat st;
+    if (stat(c->socket_path, &st) < 0) {
+        fprintf(stderr,
+                "tlsboxctl: tlsboxd is not running (no control socket at %s%s%s)\n",
+                c->socket_path, errno == EACCES ? ": " : "",
+                errno == EACCES ? "permission denied; run as root or the tlsbox user" : "");
+        return errno == EACCES ? CTL_EXIT_IO : CTL_EXIT_NOT_RUNNING;
+    }
+    CURL *h = curl_easy_init();
+    if (!h)
+        return CTL_EXIT_IO;
+    char url[2048];
+    snprintf(url, sizeof url, "http://localhost/api/v1/%s", path);
+    struct buf out = {0};
+    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket_path);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 120000L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
+    if (body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    CURLcode rc = curl_easy_perform(h);
+    int ret = CTL_EXIT_OK;
+    if (rc == CURLE_COULDNT_CONNECT) {
+        fprintf(stderr, "tlsboxctl: tlsboxd is not running (nothing answers on %s)\n",
+                c->socket_path);
+        ret = CTL_EXIT_NOT_RUNNING;
+    } else if (rc != CURLE_OK) {
+        fprintf(stderr, "tlsboxctl: control socket %s: %s\n", c->socket_path,
+                curl_easy_strerror(rc));
+        ret = CTL_EXIT_IO;
+    } else {
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+        if (reply && out.data)
+            *reply = json_loadb(out.data, out.len, 0, NULL);
+    }
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+    free(out.data);
+    return ret;
+}
+
+int ctl_call(struct ctl *c, const char *method, const char *path, const char *body,
+             json_t **reply)
+{
+    long status;
+    json_t *j = NULL;
+    int rc = ctl_request(c, method, path, body, &status, &j);
+    if (rc != CTL_EXIT_OK)
+        return rc;
+    if (status >= 400) {
+        const char *msg = json_string_value(json_object_get(j, "error"));
+        fprintf(stderr, "tlsboxctl: %s\n", msg ? msg : "request refused");
+        json_decref(j);
+        if (reply)
+            *reply = NULL;
+        return CTL_EXIT_REFUSED;
+    }
+    if (reply)
+        *reply = j;
+    else
+        json_decref(j);
+    return CTL_EXIT_OK;
+}
+
+void ctl_print_json(struct ctl *c, json_t *j)
+{
+    if (!j)
+        return;
+    if (json_is_string(j) && !c->json) {
+        fputs(json_string_value(j), stdout);
+        size_t n = strlen(json_string_value(j));
+        if (n == 0 || json_string_value(j)[n - 1] != '\n')
+            putchar('\n');
+        return;
+    }
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (s) {
+        puts(s);
+        free(s);
+    }
+}
+
+char *ctl_escape(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char *out = malloc(strlen(s) * 3 + 1), *o = out;
+    if (!out)
+        abort();
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '-' || *p == '_' || *p == '.' || *p == '~') {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}

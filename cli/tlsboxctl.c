@@ -1,0 +1,91 @@
+/* tlsboxctl: command-line client of tlsboxd's control socket. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "cli/ctl.h"
+
+static const struct ctl_command *const tables[] = {ctl_core_commands, ctl_tls_commands,
+                                                   ctl_acme_commands};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tlsboxctl [--state-dir DIR] [--json] COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
+        for (const struct ctl_command *c = tables[t]; c->name; c++) {
+            char head[64];
+            snprintf(head, sizeof head, "%s%s%s %s", c->name, c->sub ? " " : "",
+                     c->sub ? c->sub : "", c->usage ? c->usage : "");
+            fprintf(f, "  %-36s %s\n", head, c->help ? c->help : "");
+        }
+    fprintf(f, "\nexit codes: 0 ok, 1 refused by tlsboxd, 2 usage, 3 tlsboxd not running,\n"
+               "4 local error (see tlsboxctl(1))\n");
+}
+
+int main(int argc, char **argv)
+{
+    struct ctl c = {.state_dir = LOCALSTATEDIR "/lib/tlsbox"};
+    static const struct option longopts[] = {{"state-dir", required_argument, NULL, 's'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    int opt;
+    /* "+" stops at the first non-option: the rest belongs to the command. */
+    while ((opt = getopt_long(argc, argv, "+s:jh", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 's':
+            c.state_dir = optarg;
+            break;
+        case 'j':
+            c.json = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return CTL_EXIT_OK;
+        default:
+            usage(stderr);
+            return CTL_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return CTL_EXIT_USAGE;
+    }
+    const char *name = argv[optind];
+    const char *sub = optind + 1 < argc ? argv[optind + 1] : NULL;
+    const struct ctl_command *match = NULL;
+    int known_name = 0;
+    for (size_t t = 0; t < sizeof tables / sizeof *tables && !match; t++)
+        for (const struct ctl_command *cmd = tables[t]; cmd->name; cmd++) {
+            if (strcmp(cmd->name, name) != 0)
+                continue;
+            known_name = 1;
+            if (!cmd->sub || (sub && strcmp(cmd->sub, sub) == 0)) {
+                match = cmd;
+                break;
+            }
+        }
+    if (!match) {
+        if (known_name)
+            fprintf(stderr, "tlsboxctl: %s: unknown or missing subcommand%s%s\n", name,
+                    sub ? " " : "", sub ? sub : "");
+        else
+            fprintf(stderr, "tlsboxctl: unknown command '%s'\n", name);
+        usage(stderr);
+        return CTL_EXIT_USAGE;
+    }
+    size_t n = strlen(c.state_dir) + sizeof "/control.sock";
+    c.socket_path = malloc(n);
+    if (!c.socket_path)
+        return CTL_EXIT_IO;
+    snprintf(c.socket_path, n, "%s/control.sock", c.state_dir);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int skip = match->sub ? 2 : 1;
+    int rc = match->run(&c, argc - optind - skip, argv + optind + skip);
+    curl_global_cleanup();
+    free(c.socket_path);
+    return rc;
+}

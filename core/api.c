@@ -1,0 +1,169 @@
+/* The JSON API route table, shared by the control socket and the admin server. */
+#include "core/api.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/xalloc.h"
+
+struct api_route {
+    struct tlsbox_plugin *owner;
+    char *method;
+    char *pattern;
+    size_t prefix_len; /* > 0 for prefix patterns ("x/" + "*"): length of "x/" */
+    tlsbox_api_fn fn;
+    void *arg;
+    struct api_route *next;
+};
+
+static pthread_rwlock_t routes_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct api_route *routes;
+
+int api_route_add(struct tlsbox_plugin *owner, const char *method, const char *pattern,
+                  tlsbox_api_fn fn, void *arg)
+{
+    if (!method || !pattern || !fn || pattern[0] == '/')
+        return -EINVAL;
+    struct api_route *r = xcalloc(1, sizeof *r);
+    r->owner = owner;
+    r->method = xstrdup(method);
+    r->pattern = xstrdup(pattern);
+    size_t len = strlen(pattern);
+    if (len >= 2 && strcmp(pattern + len - 2, "/*") == 0)
+        r->prefix_len = len - 1;
+    r->fn = fn;
+    r->arg = arg;
+    pthread_rwlock_wrlock(&routes_lock);
+    for (struct api_route *o = routes; o; o = o->next)
+        if (strcmp(o->method, method) == 0 && strcmp(o->pattern, pattern) == 0) {
+            pthread_rwlock_unlock(&routes_lock);
+            free(r->method);
+            free(r->pattern);
+            free(r);
+            return -EEXIST;
+        }
+    r->next = routes;
+    routes = r;
+    pthread_rwlock_unlock(&routes_lock);
+    return 0;
+}
+
+static void route_free(struct api_route *r)
+{
+    free(r->method);
+    free(r->pattern);
+    free(r);
+}
+
+void api_routes_remove_owner(struct tlsbox_plugin *owner)
+{
+    pthread_rwlock_wrlock(&routes_lock);
+    struct api_route **pp = &routes;
+    while (*pp) {
+        if ((*pp)->owner == owner) {
+            struct api_route *r = *pp;
+            *pp = r->next;
+            route_free(r);
+        } else {
+            pp = &(*pp)->next;
+        }
+    }
+    pthread_rwlock_unlock(&routes_lock);
+}
+
+void api_routes_free(void)
+{
+    pthread_rwlock_wrlock(&routes_lock);
+    while (routes) {
+        struct api_route *r = routes;
+        routes = r->next;
+        route_free(r);
+    }
+    pthread_rwlock_unlock(&routes_lock);
+}
+
+static int route_matches(const struct api_route *r, const char *path)
+{
+    if (r->prefix_len)
+        return strncmp(path, r->pattern, r->prefix_len) == 0 && path[r->prefix_len] != '\0';
+    return strcmp(path, r->pattern) == 0;
+}
+
+void api_dispatch(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)
+{
+    reply->status = 200;
+    reply->body = NULL;
+    /* Literal routes win over prefix routes; among prefixes the longest wins. */
+    const struct api_route *best = NULL;
+    int path_known = 0;
+    pthread_rwlock_rdlock(&routes_lock);
+    for (const struct api_route *r = routes; r; r = r->next) {
+        if (!route_matches(r, req->path))
+            continue;
+        path_known = 1;
+        if (strcmp(r->method, req->method) != 0)
+            continue;
+        if (!best || (best->prefix_len && (!r->prefix_len || r->prefix_len > best->prefix_len)))
+            best = r;
+    }
+    tlsbox_api_fn fn = best ? best->fn : NULL;
+    void *arg = best ? best->arg : NULL;
+    /* Handlers run under the read lock: routes are only removed after a
+     * plugin's stop hook, and the write lock then waits for running handlers. */
+    if (fn)
+        fn(arg, req, reply);
+    pthread_rwlock_unlock(&routes_lock);
+
+    if (!fn) {
+        if (path_known)
+            api_reply_error(reply, 405, "method %s not allowed on /api/v1/%s", req->method,
+                            req->path);
+        else
+            api_reply_error(reply, 404, "no such API path: /api/v1/%s", req->path);
+    }
+    if (!reply->body)
+        reply->body = xstrdup(reply->status < 400 ? "{}" : "{\"error\":\"unknown error\"}");
+}
+
+void api_reply_json(struct tlsbox_api_reply *reply, int status, json_t *j)
+{
+    free(reply->body);
+    reply->status = status;
+    reply->body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    if (!reply->body)
+        reply->body = xstrdup("null");
+    json_decref(j);
+}
+
+void api_reply_error(struct tlsbox_api_reply *reply, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = xvasprintf(fmt, ap);
+    va_end(ap);
+    api_reply_json(reply, status, json_pack("{s:s}", "error", msg));
+    free(msg);
+}
+
+json_t *api_body_object(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)
+{
+    if (!req->body || req->body_len == 0) {
+        api_reply_error(reply, 400, "a JSON object body is required");
+        return NULL;
+    }
+    json_error_t e;
+    json_t *j = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &e);
+    if (!j) {
+        api_reply_error(reply, 400, "request body is not valid JSON: %s at line %d column %d",
+                        e.text, e.line, e.column);
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        api_reply_error(reply, 400, "request body must be a JSON object");
+        return NULL;
+    }
+    return j;
+}

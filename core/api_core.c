@@ -1,0 +1,166 @@
+/* The core's own API handlers: status, plugins, settings, metrics. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/api.h"
+#include "core/jobs.h"
+#include "core/metrics.h"
+#include "core/plugin_loader.h"
+#include "core/settings.h"
+#include "core/store.h"
+#include "core/tls.h"
+#include "core/xalloc.h"
+
+static time_t started_at;
+
+static json_t *plugin_json(const struct tlsbox_plugin *p)
+{
+    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s*,s:s*}", "name", p->name, "version",
+                          p->desc->version ? p->desc->version : "", "description",
+                          p->desc->description ? p->desc->description : "", "state",
+                          plugin_state_name(p->pstate), "path", p->path, "error", p->error);
+    json_object_set_new(j, "abi", json_sprintf("%u.%u", p->desc->abi_major, p->desc->abi_minor));
+    return j;
+}
+
+static void on_status(void *arg, const struct tlsbox_api_request *req,
+                      struct tlsbox_api_reply *reply)
+{
+    json_t *plugins = json_array();
+    for (struct tlsbox_plugin *p = plugins_first(); p; p = p->next)
+        json_array_append_new(plugins, json_pack("{s:s,s:s}", "name", p->name, "state",
+                                                 plugin_state_name(p->pstate)));
+    json_t *j = json_pack("{s:s,s:s,s:i,s:I,s:I,s:o,s:s,s:i}", "name", "tlsboxd", "version",
+                          PACKAGE_VERSION, "pid", (int)getpid(), "started_at",
+                          (json_int_t)started_at, "uptime_s",
+                          (json_int_t)(time(NULL) - started_at), "plugins", plugins, "store",
+                          store_path() ? store_path() : "", "jobs_pending", jobs_pending());
+    json_object_set_new(j, "abi", json_sprintf("%d.%d", TLSBOX_ABI_MAJOR, TLSBOX_ABI_MINOR));
+    struct tlsbox_bundle *b = tls_bundle_acquire();
+    json_object_set_new(j, "tls_bundle_generation",
+                        b ? json_integer((json_int_t)tls_bundle_generation(b)) : json_null());
+    if (b)
+        tls_bundle_release(b);
+    api_reply_json(reply, 200, j);
+}
+
+static void on_plugins(void *arg, const struct tlsbox_api_request *req,
+                       struct tlsbox_api_reply *reply)
+{
+    json_t *a = json_array();
+    json_array_append_new(a, plugin_json(core_self()));
+    for (struct tlsbox_plugin *p = plugins_first(); p; p = p->next)
+        json_array_append_new(a, plugin_json(p));
+    api_reply_json(reply, 200, a);
+}
+
+/* "plugins/<name>/settings" -> name (caller frees), or NULL. */
+static char *plugin_from_path(const char *path)
+{
+    const char *rest = path + strlen("plugins/");
+    const char *slash = strchr(rest, '/');
+    if (!slash || strcmp(slash, "/settings") != 0 || slash == rest)
+        return NULL;
+    return xstrndup(rest, (size_t)(slash - rest));
+}
+
+static void on_plugin_settings(void *arg, const struct tlsbox_api_request *req,
+                               struct tlsbox_api_reply *reply)
+{
+    char *name = plugin_from_path(req->path);
+    if (!name) {
+        api_reply_error(reply, 404, "no such API path: /api/v1/%s", req->path);
+        return;
+    }
+    struct tlsbox_plugin *p = plugins_find(name);
+    if (!p) {
+        api_reply_error(reply, 404, "no plugin named \"%s\"", name);
+        goto out;
+    }
+    if (strcmp(req->method, "GET") == 0) {
+        api_reply_json(reply, 200, settings_describe(name));
+        goto out;
+    }
+    json_t *body = api_body_object(req, reply);
+    if (!body)
+        goto out;
+    char *err = NULL;
+    if (settings_set_many(body, name, req->user, &err) < 0) {
+        api_reply_error(reply, 400, "%s", err ? err : "refused");
+        free(err);
+    } else {
+        api_reply_json(reply, 200, settings_describe(name));
+    }
+    json_decref(body);
+out:
+    free(name);
+}
+
+/* One setting: GET/PUT settings/<plugin>.<key>; PUT body {"value": "..."}. */
+static void on_setting(void *arg, const struct tlsbox_api_request *req,
+                       struct tlsbox_api_reply *reply)
+{
+    const char *key = req->path + strlen("settings/");
+    const struct tlsbox_setting_def *def = settings_def(key);
+    if (!def) {
+        api_reply_error(reply, 404, "%s: no such setting (keys are plugin.key; "
+                        "see tlsboxctl plugins)", key);
+        return;
+    }
+    if (strcmp(req->method, "PUT") == 0) {
+        json_t *body = api_body_object(req, reply);
+        if (!body)
+            return;
+        json_t *v = json_object_get(body, "value");
+        char *text = NULL;
+        if (json_is_string(v))
+            text = xstrdup(json_string_value(v));
+        else if (json_is_integer(v))
+            text = xasprintf("%lld", (long long)json_integer_value(v));
+        else if (json_is_boolean(v))
+            text = xstrdup(json_is_true(v) ? "true" : "false");
+        json_decref(body);
+        if (!text) {
+            api_reply_error(reply, 400, "%s: body must be {\"value\": string, number or boolean}",
+                            key);
+            return;
+        }
+        char *err = NULL;
+        int rc = settings_set(key, text, req->user, &err);
+        free(text);
+        if (rc < 0) {
+            api_reply_error(reply, 400, "%s", err ? err : "refused");
+            free(err);
+            return;
+        }
+    }
+    char *value = settings_get(key);
+    int secret = (def->flags & TLSBOX_SETTING_SECRET) != 0;
+    json_t *j = json_pack("{s:s,s:s,s:b}", "key", key, "value",
+                          secret ? "********" : (value ? value : ""), "restart_needed",
+                          strcmp(req->method, "PUT") == 0 &&
+                              (def->flags & TLSBOX_SETTING_RESTART) != 0);
+    free(value);
+    api_reply_json(reply, 200, j);
+}
+
+static void on_metrics(void *arg, const struct tlsbox_api_request *req,
+                       struct tlsbox_api_reply *reply)
+{
+    api_reply_json(reply, 200, metrics_json());
+}
+
+void api_core_register(void)
+{
+    struct tlsbox_plugin *self = core_self();
+    started_at = time(NULL);
+    api_route_add(self, "GET", "status", on_status, NULL);
+    api_route_add(self, "GET", "plugins", on_plugins, NULL);
+    api_route_add(self, "GET", "plugins/*", on_plugin_settings, NULL);
+    api_route_add(self, "PUT", "plugins/*", on_plugin_settings, NULL);
+    api_route_add(self, "GET", "settings/*", on_setting, NULL);
+    api_route_add(self, "PUT", "settings/*", on_setting, NULL);
+    api_route_add(self, "GET", "metrics", on_metrics, NULL);
+}

@@ -1,0 +1,86 @@
+/* The control socket: the JSON API on AF_UNIX "<state_dir>/control.sock",
+ * reachable only by whoever can enter the 0700 state directory. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "core/api.h"
+#include "core/api_mhd.h"
+#include "core/log.h"
+#include "core/settings.h"
+#include "core/xalloc.h"
+
+static struct MHD_Daemon *control_daemon;
+static char *control_path;
+static struct api_mhd_ctx control_ctx = {.user = "control"};
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    /* MHD's messages end in a newline that log_vmsg folds away. */
+    log_vmsg("control", TLSBOX_LOG_WARN, fmt, ap);
+}
+
+int control_start(const char *state_dir)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    control_path = xasprintf("%s/control.sock", state_dir);
+    if (strlen(control_path) >= sizeof sa.sun_path) {
+        log_err("control socket path %s is too long (max %zu bytes)", control_path,
+                sizeof sa.sun_path - 1);
+        return -1;
+    }
+    strcpy(sa.sun_path, control_path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        log_err("control socket: %s", strerror(errno));
+        return -1;
+    }
+    /* A stale socket from a crashed run would make bind fail; a live daemon
+     * would answer a connect, so only unlink when nobody does. */
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+        log_err("another tlsboxd is already running on %s", control_path);
+        close(fd);
+        return -1;
+    }
+    unlink(control_path);
+    mode_t old = umask(0177);
+    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (rc < 0 || listen(fd, 32) < 0) {
+        log_err("control socket %s: %s", control_path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    control_ctx.max_body = (size_t)settings_get_int("core.api_max_body", 1 << 20);
+    control_daemon = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_POLL, 0, NULL, NULL,
+        api_mhd_access, &control_ctx, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+        MHD_OPTION_NOTIFY_COMPLETED, api_mhd_completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)64, MHD_OPTION_END);
+    if (!control_daemon) {
+        log_err("control socket %s: libmicrohttpd did not start", control_path);
+        close(fd);
+        unlink(control_path);
+        return -1;
+    }
+    return 0;
+}
+
+void control_stop(void)
+{
+    if (control_daemon) {
+        MHD_stop_daemon(control_daemon);
+        control_daemon = NULL;
+    }
+    if (control_path) {
+        unlink(control_path);
+        free(control_path);
+        control_path = NULL;
+    }
+}

@@ -1,0 +1,194 @@
+/* The host table: the plugin kit's view of the core.  Each entry is a thin
+ * adapter onto a core module, so plugins and core code share one
+ * implementation of everything. */
+#include "core/host.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/api.h"
+#include "core/events.h"
+#include "core/http_routes.h"
+#include "core/jobs.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/plugin_loader.h"
+#include "core/settings.h"
+#include "core/store.h"
+#include "core/tls.h"
+#include "core/xalloc.h"
+
+static const char *who(struct tlsbox_plugin *self)
+{
+    return self ? self->name : "core";
+}
+
+static void host_vlog(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt,
+                      va_list ap)
+{
+    log_vmsg(who(self), level, fmt, ap);
+}
+
+static void host_log(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt,
+                     ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_vmsg(who(self), level, fmt, ap);
+    va_end(ap);
+}
+
+/* "key" -> "<plugin>.key"; "other.key" stays as it is.  Caller frees. */
+static char *full_key(struct tlsbox_plugin *self, const char *key)
+{
+    if (!key)
+        return NULL;
+    if (strchr(key, '.'))
+        return xstrdup(key);
+    return xasprintf("%s.%s", who(self), key);
+}
+
+static char *host_setting_get(struct tlsbox_plugin *self, const char *key)
+{
+    char *k = full_key(self, key);
+    char *v = k ? settings_get(k) : NULL;
+    free(k);
+    return v;
+}
+
+static long long host_setting_get_int(struct tlsbox_plugin *self, const char *key, long long dflt)
+{
+    char *k = full_key(self, key);
+    long long v = k ? settings_get_int(k, dflt) : dflt;
+    free(k);
+    return v;
+}
+
+static bool host_setting_get_bool(struct tlsbox_plugin *self, const char *key, bool dflt)
+{
+    char *k = full_key(self, key);
+    bool v = k ? settings_get_bool(k, dflt) : dflt;
+    free(k);
+    return v;
+}
+
+static int host_setting_set(struct tlsbox_plugin *self, const char *key, const char *value,
+                            char **err)
+{
+    char *k = full_key(self, key);
+    if (!k)
+        return -EINVAL;
+    int rc = settings_set(k, value, who(self), err);
+    free(k);
+    return rc < 0 ? -EINVAL : 0;
+}
+
+static sqlite3 *host_store_open(struct tlsbox_plugin *self)
+{
+    return store_connect();
+}
+
+static void host_store_close(struct tlsbox_plugin *self, sqlite3 *db)
+{
+    store_disconnect(db);
+}
+
+static int64_t host_event_subscribe(struct tlsbox_plugin *self, const char *event,
+                                    tlsbox_event_fn fn, void *arg)
+{
+    return events_subscribe(self, event, fn, arg);
+}
+
+static int host_event_unsubscribe(struct tlsbox_plugin *self, int64_t id)
+{
+    return events_unsubscribe(id);
+}
+
+static int host_event_publish(struct tlsbox_plugin *self, const char *event, const char *data)
+{
+    return events_publish(event, data);
+}
+
+static int64_t host_job_submit(struct tlsbox_plugin *self, const char *name, tlsbox_job_fn fn,
+                               void *arg, void (*free_arg)(void *))
+{
+    return jobs_submit(self, name, fn, arg, free_arg);
+}
+
+static int host_job_cancel(struct tlsbox_plugin *self, int64_t id)
+{
+    return jobs_cancel(id);
+}
+
+static int64_t host_timer_add(struct tlsbox_plugin *self, const char *name, uint64_t first_ms,
+                              uint64_t period_ms, uint64_t jitter_ms, tlsbox_job_fn fn, void *arg)
+{
+    return timers_add(self, name, first_ms, period_ms, jitter_ms, fn, arg);
+}
+
+static int host_timer_cancel(struct tlsbox_plugin *self, int64_t id)
+{
+    return timers_cancel(id);
+}
+
+static struct tlsbox_metric *host_metric_register(struct tlsbox_plugin *self, const char *name,
+                                                  enum tlsbox_metric_type type, const char *help,
+                                                  const double *buckets, size_t nbuckets)
+{
+    return metrics_register(self, name, type, help, buckets, nbuckets);
+}
+
+static int host_api_route_add(struct tlsbox_plugin *self, const char *method, const char *pattern,
+                              tlsbox_api_fn fn, void *arg)
+{
+    return api_route_add(self, method, pattern, fn, arg);
+}
+
+static int host_http_route_add(struct tlsbox_plugin *self, const char *prefix, tlsbox_http_fn fn,
+                               void *arg)
+{
+    return http_route_add(self, prefix, fn, arg);
+}
+
+static const struct tlsbox_host host = {
+    .size = sizeof(struct tlsbox_host),
+    .abi_major = TLSBOX_ABI_MAJOR,
+    .abi_minor = TLSBOX_ABI_MINOR,
+    .log = host_log,
+    .vlog = host_vlog,
+    .setting_get = host_setting_get,
+    .setting_get_int = host_setting_get_int,
+    .setting_get_bool = host_setting_get_bool,
+    .setting_set = host_setting_set,
+    .store_open = host_store_open,
+    .store_close = host_store_close,
+    .event_subscribe = host_event_subscribe,
+    .event_unsubscribe = host_event_unsubscribe,
+    .event_publish = host_event_publish,
+    .job_submit = host_job_submit,
+    .job_cancel = host_job_cancel,
+    .job_cancelled = job_cancelled,
+    .job_sleep = job_sleep,
+    .timer_add = host_timer_add,
+    .timer_cancel = host_timer_cancel,
+    .metric_register = host_metric_register,
+    .metric_add = metrics_add,
+    .metric_set = metrics_set,
+    .metric_observe = metrics_observe,
+    .api_route_add = host_api_route_add,
+    .api_reply_error = api_reply_error,
+    .http_route_add = host_http_route_add,
+    .http_route_dispatch = http_route_dispatch,
+    .bundle_acquire = tls_bundle_acquire,
+    .bundle_release = tls_bundle_release,
+    .bundle_session_setup = tls_bundle_session_setup,
+    .bundle_hsts = tls_bundle_hsts,
+    .bundle_generation = tls_bundle_generation,
+    .cert_install = tls_cert_install,
+};
+
+const struct tlsbox_host *host_table(void)
+{
+    return &host;
+}

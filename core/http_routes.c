@@ -1,0 +1,125 @@
+/* Routes on the site's plain HTTP port.  Site workers read the table on every
+ * plain-HTTP request, so it is an immutable array behind an atomic pointer;
+ * the main thread replaces it (routes change only when plugins start/stop)
+ * and keeps retired arrays until exit, which makes readers lock-free. */
+#include "core/http_routes.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/xalloc.h"
+
+struct http_route {
+    struct tlsbox_plugin *owner;
+    char *prefix;
+    size_t prefix_len;
+    tlsbox_http_fn fn;
+    void *arg;
+};
+
+struct http_table {
+    size_t n;
+    struct http_table *retired_next;
+    struct http_route routes[];
+};
+
+static _Atomic(struct http_table *) current;
+static struct http_table *retired;
+
+static void publish(struct http_table *t)
+{
+    struct http_table *old = atomic_exchange(&current, t);
+    if (old) {
+        old->retired_next = retired;
+        retired = old;
+    }
+}
+
+static struct http_table *table_copy(const struct http_table *old, size_t extra)
+{
+    size_t n = old ? old->n : 0;
+    struct http_table *t = xcalloc(1, sizeof *t + (n + extra) * sizeof t->routes[0]);
+    if (old)
+        memcpy(t->routes, old->routes, n * sizeof t->routes[0]);
+    t->n = n;
+    return t;
+}
+
+int http_route_add(struct tlsbox_plugin *owner, const char *prefix, tlsbox_http_fn fn, void *arg)
+{
+    if (!prefix || prefix[0] != '/' || !fn)
+        return -EINVAL;
+    struct http_table *old = atomic_load(&current);
+    for (size_t i = 0; old && i < old->n; i++)
+        if (strcmp(old->routes[i].prefix, prefix) == 0)
+            return -EEXIST;
+    struct http_table *t = table_copy(old, 1);
+    t->routes[t->n++] = (struct http_route){
+        .owner = owner, .prefix = xstrdup(prefix), .prefix_len = strlen(prefix), .fn = fn,
+        .arg = arg};
+    publish(t);
+    return 0;
+}
+
+void http_routes_remove_owner(struct tlsbox_plugin *owner)
+{
+    struct http_table *old = atomic_load(&current);
+    if (!old)
+        return;
+    struct http_table *t = table_copy(NULL, old->n);
+    for (size_t i = 0; i < old->n; i++)
+        if (old->routes[i].owner != owner)
+            t->routes[t->n++] = old->routes[i];
+    /* The prefixes of removed routes stay owned by the retired table. */
+    publish(t);
+}
+
+int http_route_dispatch(const char *method, const char *path, struct tlsbox_http_reply *reply)
+{
+    struct http_table *t = atomic_load_explicit(&current, memory_order_acquire);
+    if (!t || !path)
+        return -ENOENT;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct http_route *r = &t->routes[i];
+        if (strncmp(path, r->prefix, r->prefix_len) == 0) {
+            memset(reply, 0, sizeof *reply);
+            if (r->fn(r->arg, method, path, reply) == 0)
+                return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+void http_routes_free(void)
+{
+    /* Each prefix string was allocated once and may appear in several
+     * tables: free it from the newest table that holds it, once. */
+    struct http_table *t = atomic_exchange(&current, NULL);
+    if (t) {
+        t->retired_next = retired;
+        retired = t;
+    }
+    char **freed = NULL;
+    size_t nfreed = 0;
+    for (struct http_table *r = retired; r; r = r->retired_next)
+        for (size_t i = 0; i < r->n; i++) {
+            int seen = 0;
+            for (size_t k = 0; k < nfreed; k++)
+                if (freed[k] == r->routes[i].prefix)
+                    seen = 1;
+            if (!seen) {
+                freed = xrealloc(freed, (nfreed + 1) * sizeof *freed);
+                freed[nfreed++] = r->routes[i].prefix;
+            }
+        }
+    for (size_t k = 0; k < nfreed; k++)
+        free(freed[k]);
+    free(freed);
+    while (retired) {
+        struct http_table *next = retired->retired_next;
+        free(retired);
+        retired = next;
+    }
+}

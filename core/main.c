@@ -1,0 +1,360 @@
+/* tlsboxd: start-up order, signals, graceful stop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "core/api.h"
+#include "core/events.h"
+#include "core/http_routes.h"
+#include "core/jobs.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/paths.h"
+#include "core/plugin_loader.h"
+#include "core/settings.h"
+#include "core/store.h"
+#include "core/tls.h"
+#include "core/xalloc.h"
+
+struct options {
+    const char *state_dir;
+    const char *plugin_dir;
+    int demo;
+    int foreground;
+    int log_level; /* -1: from core.log_level */
+    char **sets;   /* "KEY=VALUE" from --set */
+    int nsets;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tlsboxd [--state-dir DIR] [--plugin-dir DIR] [--demo] [--foreground]\n"
+            "               [--log-level err|warn|info|debug] [--set KEY=VALUE]...\n"
+            "\n"
+            "  --state-dir DIR   store and control socket (default %s/lib/tlsbox)\n"
+            "  --plugin-dir DIR  plugins to load (default %s)\n"
+            "  --demo            unprivileged ports 8443/8080, a sample site in DIR/www\n"
+            "  --foreground      do not detach (systemd, tests)\n"
+            "  --log-level L     overrides the core.log_level setting for this run\n"
+            "  --set KEY=VALUE   validate and store a setting before plugins start\n"
+            "  --version         print the version and plugin ABI\n",
+            LOCALSTATEDIR, paths_plugindir());
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+    static const struct option longopts[] = {
+        {"state-dir", required_argument, NULL, 's'}, {"plugin-dir", required_argument, NULL, 'p'},
+        {"demo", no_argument, NULL, 'd'},            {"foreground", no_argument, NULL, 'f'},
+        {"log-level", required_argument, NULL, 'l'}, {"set", required_argument, NULL, 'S'},
+        {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "s:p:dfl:S:Vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            o->state_dir = optarg;
+            break;
+        case 'p':
+            o->plugin_dir = optarg;
+            break;
+        case 'd':
+            o->demo = 1;
+            break;
+        case 'f':
+            o->foreground = 1;
+            break;
+        case 'l':
+            o->log_level = log_level_parse(optarg);
+            if (o->log_level < 0) {
+                fprintf(stderr, "tlsboxd: --log-level %s: use err, warn, info or debug\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'S':
+            if (!strchr(optarg, '=')) {
+                fprintf(stderr, "tlsboxd: --set %s: expected KEY=VALUE\n", optarg);
+                return 2;
+            }
+            o->sets = xrealloc(o->sets, (size_t)(o->nsets + 1) * sizeof *o->sets);
+            o->sets[o->nsets++] = optarg;
+            break;
+        case 'V':
+            printf("tlsboxd %s (plugin ABI %d.%d)\n", PACKAGE_VERSION, TLSBOX_ABI_MAJOR,
+                   TLSBOX_ABI_MINOR);
+            exit(0);
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "tlsboxd: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    return 0;
+}
+
+/* Tell systemd (Type=notify) we are ready; a no-op elsewhere. */
+static void notify_systemd(const char *msg)
+{
+    const char *path = getenv("NOTIFY_SOCKET");
+    if (!path || (path[0] != '/' && path[0] != '@'))
+        return;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    size_t len = strlen(path);
+    if (len >= sizeof sa.sun_path)
+        return;
+    memcpy(sa.sun_path, path, len);
+    if (sa.sun_path[0] == '@')
+        sa.sun_path[0] = '\0';
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    ssize_t w = sendto(fd, msg, strlen(msg), 0, (struct sockaddr *)&sa,
+                       (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len));
+    (void)w;
+    close(fd);
+}
+
+static int copy_file(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return -1;
+    int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (out < 0) {
+        close(in);
+        return -1;
+    }
+    char buf[16384];
+    ssize_t n;
+    int rc = 0;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        if (write(out, buf, (size_t)n) != n)
+            rc = -1;
+    close(in);
+    close(out);
+    return n < 0 ? -1 : rc;
+}
+
+/* Demo mode: unprivileged ports and a sample site inside the state dir.
+ * These replace defaults for this run only; stored settings still win. */
+static void demo_setup(const char *state_dir)
+{
+    char *www = xasprintf("%s/www", state_dir);
+    if (mkdir(www, 0755) == 0) {
+        char *installed = xasprintf("%s/tlsbox/www", paths_datadir());
+        const char *const sample_dirs[] = {installed, ABS_SRCDIR "/plugins/site/www"};
+        static const char *const files[] = {"index.html", "style.css", "16k.bin"};
+        for (size_t d = 0; d < sizeof sample_dirs / sizeof *sample_dirs; d++) {
+            int copied = 0;
+            for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+                char *from = xasprintf("%s/%s", sample_dirs[d], files[i]);
+                char *to = xasprintf("%s/%s", www, files[i]);
+                copied += copy_file(from, to) == 0;
+                free(from);
+                free(to);
+            }
+            if (copied)
+                break;
+        }
+        free(installed);
+    }
+    static const struct {
+        const char *key;
+        const char *value;
+    } demo[] = {{"site.https_port", "8443"}, {"site.http_port", "8080"}};
+    for (size_t i = 0; i < sizeof demo / sizeof *demo; i++) {
+        char *err = NULL;
+        if (settings_override_default(demo[i].key, demo[i].value, &err) < 0)
+            log_debug("demo: %s", err ? err : demo[i].key);
+        free(err);
+    }
+    char *err = NULL;
+    if (settings_override_default("site.root", www, &err) < 0)
+        log_debug("demo: %s", err ? err : "site.root");
+    free(err);
+    log_info("demo mode: HTTPS on 8443, HTTP on 8080, site in %s", www);
+    free(www);
+}
+
+static int apply_sets(const struct options *o)
+{
+    for (int i = 0; i < o->nsets; i++) {
+        char *key = xstrdup(o->sets[i]);
+        char *eq = strchr(key, '=');
+        *eq = '\0';
+        char *err = NULL;
+        int rc = settings_set(key, eq + 1, "tlsboxd --set", &err);
+        if (rc < 0)
+            log_err("--set %s: %s", key, err ? err : "refused");
+        free(err);
+        free(key);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Detach; the parent exits with the child's start-up status. */
+static int daemonize(int *ready_fd)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0) {
+        close(p[1]);
+        char status = 1;
+        if (read(p[0], &status, 1) != 1)
+            status = 1;
+        _exit(status);
+    }
+    close(p[0]);
+    setsid();
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+        dup2(null, STDIN_FILENO);
+        dup2(null, STDOUT_FILENO);
+        close(null);
+    }
+    *ready_fd = p[1];
+    return 0;
+}
+
+static void report_ready(int *ready_fd, char status)
+{
+    if (*ready_fd >= 0) {
+        ssize_t w = write(*ready_fd, &status, 1);
+        (void)w;
+        close(*ready_fd);
+        *ready_fd = -1;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    paths_init();
+    struct options o = {.state_dir = LOCALSTATEDIR "/lib/tlsbox",
+                        .plugin_dir = paths_plugindir(),
+                        .log_level = -1};
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc;
+    int ready_fd = -1;
+    if (!o.foreground && daemonize(&ready_fd) < 0) {
+        fprintf(stderr, "tlsboxd: cannot detach: %s\n", strerror(errno));
+        return 1;
+    }
+    if (o.log_level >= 0)
+        log_set_level((enum tlsbox_log_level)o.log_level);
+
+    /* Signals are taken synchronously from a signalfd; threads inherit the mask. */
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+
+    char *err = NULL;
+    rc = 1;
+    if (store_init(o.state_dir, &err) < 0) {
+        log_err("%s", err ? err : "cannot open the store");
+        free(err);
+        report_ready(&ready_fd, 1);
+        return 1;
+    }
+    settings_register("core", core_settings);
+    plugins_load_dir(o.plugin_dir);
+    settings_load();
+    if (o.demo)
+        demo_setup(o.state_dir);
+    if (apply_sets(&o) < 0)
+        goto out_store;
+    if (o.log_level < 0) {
+        char *lvl = settings_get("core.log_level");
+        int l = log_level_parse(lvl);
+        if (l >= 0)
+            log_set_level((enum tlsbox_log_level)l);
+        free(lvl);
+    }
+
+    if (events_start() < 0 || jobs_start((int)settings_get_int("core.maintenance_threads", 2)) < 0 ||
+        timers_start() < 0) {
+        log_err("cannot start the core's threads");
+        goto out_threads;
+    }
+    sysstat_start(2000, (int)settings_get_int("core.metrics_history_period", 60));
+    api_core_register();
+    if (tls_start() < 0) {
+        log_err("TLS bundle: no usable bundle; the site cannot serve HTTPS until this is fixed");
+    }
+    if (control_start(o.state_dir) < 0)
+        goto out_tls;
+    plugins_start_all();
+    log_info("tlsboxd %s ready (state %s)", PACKAGE_VERSION, o.state_dir);
+    notify_systemd("READY=1");
+    report_ready(&ready_fd, 0);
+
+    for (;;) {
+        struct signalfd_siginfo si;
+        ssize_t n = read(sfd, &si, sizeof si);
+        if (n != (ssize_t)sizeof si) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            log_err("signalfd: %s", strerror(errno));
+            break;
+        }
+        if (si.ssi_signo == SIGHUP) {
+            log_info("SIGHUP: reloading settings");
+            settings_load();
+            events_publish("settings.changed", "{\"reload\":true}");
+            continue;
+        }
+        log_info("%s: stopping", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+        break;
+    }
+    notify_systemd("STOPPING=1");
+    rc = 0;
+    plugins_stop_all();
+    control_stop();
+out_tls:
+    tls_stop();
+    sysstat_stop();
+out_threads:
+    timers_stop();
+    jobs_stop();
+    events_stop();
+    api_routes_free();
+    http_routes_free();
+out_store:
+    report_ready(&ready_fd, (char)rc);
+    if (rc == 0)
+        log_info("stopped");
+    store_close();
+    metrics_free_all();
+    free(o.sets);
+    if (sfd >= 0)
+        close(sfd);
+    return rc;
+}

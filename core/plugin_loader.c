@@ -1,0 +1,298 @@
+/* Loading plugins: dlopen, ABI check before any other field is read, and the
+ * init/start/stop/fini lifecycle. */
+#include "core/plugin_loader.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/api.h"
+#include "core/events.h"
+#include "core/host.h"
+#include "core/http_routes.h"
+#include "core/jobs.h"
+#include "core/log.h"
+#include "core/settings.h"
+#include "core/xalloc.h"
+
+static const struct tlsbox_plugin_desc core_desc = {
+    .abi_major = TLSBOX_ABI_MAJOR,
+    .abi_minor = TLSBOX_ABI_MINOR,
+    .size = sizeof(struct tlsbox_plugin_desc),
+    .name = "core",
+    .version = PACKAGE_VERSION,
+    .description = "tlsboxd core: store, settings, TLS bundle, metrics, API",
+    .settings = core_settings,
+};
+
+static struct tlsbox_plugin core_plugin = {
+    .name = "core",
+    .desc = &core_desc,
+    .pstate = PLUGIN_STARTED,
+};
+
+/* Load order; appended at the tail so start follows load order. */
+static struct tlsbox_plugin *plugins_head;
+
+struct tlsbox_plugin *core_self(void)
+{
+    return &core_plugin;
+}
+
+struct tlsbox_plugin *plugins_first(void)
+{
+    return plugins_head;
+}
+
+struct tlsbox_plugin *plugins_find(const char *name)
+{
+    if (strcmp(name, "core") == 0)
+        return &core_plugin;
+    for (struct tlsbox_plugin *p = plugins_head; p; p = p->next)
+        if (strcmp(p->name, name) == 0)
+            return p;
+    return NULL;
+}
+
+const char *plugin_state_name(enum plugin_state s)
+{
+    switch (s) {
+    case PLUGIN_LOADED:
+        return "loaded";
+    case PLUGIN_INITED:
+        return "initialised";
+    case PLUGIN_STARTED:
+        return "running";
+    case PLUGIN_STOPPED:
+        return "stopped";
+    case PLUGIN_FAILED:
+        return "failed";
+    case PLUGIN_DISABLED:
+        return "disabled";
+    }
+    return "unknown";
+}
+
+int plugin_check_abi(const char *path, const struct tlsbox_plugin_desc *d, char **err)
+{
+    /* Only the first three fields are read before the version is known good:
+     * their layout is the one thing every ABI major promises. */
+    if (d->abi_major != TLSBOX_ABI_MAJOR) {
+        *err = xasprintf("%s: refused: built for plugin ABI %u.%u, this tlsboxd has ABI %d.%d "
+                         "(the major version must match); rebuild the plugin against this kit",
+                         path, d->abi_major, d->abi_minor, TLSBOX_ABI_MAJOR, TLSBOX_ABI_MINOR);
+        return -1;
+    }
+    if (d->abi_minor > TLSBOX_ABI_MINOR) {
+        *err = xasprintf("%s: refused: built for plugin ABI %u.%u, newer than this tlsboxd's "
+                         "ABI %d.%d; upgrade tlsbox or rebuild the plugin",
+                         path, d->abi_major, d->abi_minor, TLSBOX_ABI_MAJOR, TLSBOX_ABI_MINOR);
+        return -1;
+    }
+    if (d->size < offsetof(struct tlsbox_plugin_desc, fini) + sizeof(d->fini)) {
+        *err = xasprintf("%s: refused: descriptor size %u is smaller than ABI %u.%u defines", path,
+                         d->size, d->abi_major, d->abi_minor);
+        return -1;
+    }
+    return 0;
+}
+
+static int name_is_valid(const char *name)
+{
+    if (!name || !*name || !(name[0] >= 'a' && name[0] <= 'z'))
+        return 0;
+    for (const char *c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
+            return 0;
+    return strlen(name) <= 32;
+}
+
+int plugins_load_file(const char *path)
+{
+    char *err = NULL;
+    int rc = -EINVAL;
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        log_err("%s: refused: cannot load: %s", path, dlerror());
+        return -ENOENT;
+    }
+    const struct tlsbox_plugin_desc *d = dlsym(dl, TLSBOX_PLUGIN_SYMBOL);
+    if (!d) {
+        log_err("%s: refused: no symbol %s (not a tlsbox plugin, or built without "
+                "TLSBOX_PLUGIN())",
+                path, TLSBOX_PLUGIN_SYMBOL);
+        goto out;
+    }
+    if (plugin_check_abi(path, d, &err) < 0) {
+        log_err("%s", err);
+        goto out;
+    }
+    if (!name_is_valid(d->name)) {
+        log_err("%s: refused: plugin name \"%s\" must match [a-z][a-z0-9_]* (at most 32)", path,
+                d->name ? d->name : "(null)");
+        goto out;
+    }
+    if (plugins_find(d->name)) {
+        log_err("%s: refused: a plugin named \"%s\" is already loaded", path, d->name);
+        rc = -EEXIST;
+        goto out;
+    }
+    if (d->settings && settings_register(d->name, d->settings) < 0) {
+        log_err("%s: refused: its settings table is invalid", path);
+        goto out;
+    }
+
+    struct tlsbox_plugin *p = xcalloc(1, sizeof *p);
+    p->name = xstrdup(d->name);
+    p->path = xstrdup(path);
+    p->dl = dl;
+    p->desc = d;
+    p->pstate = PLUGIN_LOADED;
+    struct tlsbox_plugin **tail = &plugins_head;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = p;
+    log_info("loaded plugin %s %s (ABI %u.%u) from %s", d->name, d->version ? d->version : "?",
+             d->abi_major, d->abi_minor, path);
+    return 0;
+out:
+    free(err);
+    dlclose(dl);
+    return rc;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int plugins_load_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        log_err("plugin directory %s: %s", dir, strerror(errno));
+        return -errno;
+    }
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len > 3 && strcmp(e->d_name + len - 3, ".so") == 0 && e->d_name[0] != '.') {
+            names = xrealloc(names, (n + 1) * sizeof *names);
+            names[n++] = xasprintf("%s/%s", dir, e->d_name);
+        }
+    }
+    closedir(d);
+    /* Sorted, so the load (and start) order is the same on every machine. */
+    qsort(names, n, sizeof *names, cmp_names);
+    for (size_t i = 0; i < n; i++) {
+        plugins_load_file(names[i]);
+        free(names[i]);
+    }
+    free(names);
+    return 0;
+}
+
+static int plugin_disabled_by_setting(const char *name)
+{
+    char *list = settings_get("core.plugins_disabled");
+    int found = 0;
+    if (list) {
+        char *save = NULL;
+        for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
+            if (strcmp(tok, name) == 0)
+                found = 1;
+        free(list);
+    }
+    return found;
+}
+
+static void plugin_fail(struct tlsbox_plugin *p, const char *hook, int rc)
+{
+    free(p->error);
+    p->error = xasprintf("%s hook failed: %s", hook, strerror(rc < 0 ? -rc : rc));
+    p->pstate = PLUGIN_FAILED;
+    log_err("plugin %s: %s; tlsboxd goes on without it", p->name, p->error);
+}
+
+/* Remove everything the plugin registered: it may not run after stop. */
+static void plugin_unhook(struct tlsbox_plugin *p)
+{
+    timers_cancel_owner(p);
+    jobs_cancel_owner(p);
+    events_unsubscribe_owner(p);
+    api_routes_remove_owner(p);
+    http_routes_remove_owner(p);
+}
+
+void plugins_start_all(void)
+{
+    for (struct tlsbox_plugin *p = plugins_head; p; p = p->next) {
+        if (plugin_disabled_by_setting(p->name)) {
+            p->pstate = PLUGIN_DISABLED;
+            log_info("plugin %s disabled by core.plugins_disabled", p->name);
+            continue;
+        }
+        int rc = p->desc->init ? p->desc->init(p, host_table(), &p->state) : 0;
+        if (rc != 0) {
+            plugin_fail(p, "init", rc);
+            if (p->desc->fini)
+                p->desc->fini(p->state);
+            p->state = NULL;
+            continue;
+        }
+        p->pstate = PLUGIN_INITED;
+        rc = p->desc->start ? p->desc->start(p->state) : 0;
+        if (rc != 0) {
+            plugin_fail(p, "start", rc);
+            if (p->desc->stop)
+                p->desc->stop(p->state);
+            plugin_unhook(p);
+            if (p->desc->fini)
+                p->desc->fini(p->state);
+            p->state = NULL;
+            continue;
+        }
+        p->pstate = PLUGIN_STARTED;
+    }
+}
+
+static void plugins_stop_rev(struct tlsbox_plugin *p)
+{
+    if (!p)
+        return;
+    plugins_stop_rev(p->next);
+    if (p->pstate == PLUGIN_STARTED || p->pstate == PLUGIN_INITED) {
+        if (p->pstate == PLUGIN_STARTED && p->desc->stop)
+            p->desc->stop(p->state);
+        plugin_unhook(p);
+        if (p->desc->fini)
+            p->desc->fini(p->state);
+        p->state = NULL;
+        p->pstate = PLUGIN_STOPPED;
+        log_info("plugin %s stopped", p->name);
+    }
+}
+
+void plugins_stop_all(void)
+{
+    plugins_stop_rev(plugins_head);
+    struct tlsbox_plugin *p = plugins_head;
+    plugins_head = NULL;
+    while (p) {
+        struct tlsbox_plugin *next = p->next;
+        settings_unregister(p->name);
+        /* Under ASan keep the code mapped so leak reports can name plugin frames. */
+#ifndef __SANITIZE_ADDRESS__
+        dlclose(p->dl);
+#endif
+        free(p->name);
+        free(p->path);
+        free(p->error);
+        free(p);
+        p = next;
+    }
+}

@@ -1,0 +1,31 @@
+# Test plugins (never installed) and the core's own tests.
+TEST_PLUGIN_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared -rpath /nowhere
+check_LTLIBRARIES += tests/plugins/bad_major.la tests/plugins/newer_minor.la \
+	tests/plugins/no_symbol.la tests/plugins/fail_start.la
+tests_plugins_bad_major_la_SOURCES = tests/plugins/bad_major.c
+tests_plugins_bad_major_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_plugins_bad_major_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_newer_minor_la_SOURCES = tests/plugins/newer_minor.c
+tests_plugins_newer_minor_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_plugins_newer_minor_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_no_symbol_la_SOURCES = tests/plugins/no_symbol.c
+tests_plugins_no_symbol_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_plugins_no_symbol_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_fail_start_la_SOURCES = tests/plugins/fail_start.c
+tests_plugins_fail_start_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_plugins_fail_start_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+
+check_PROGRAMS += tests/unit/core/plugin_loader_test tests/unit/core/api_test
+tests_unit_core_plugin_loader_test_SOURCES = tests/unit/core/plugin_loader_test.c
+tests_unit_core_plugin_loader_test_CFLAGS = $(CORE_CFLAGS)
+tests_unit_core_plugin_loader_test_LDADD = core/libtlsboxcore.la
+tests_unit_core_api_test_SOURCES = tests/unit/core/api_test.c
+tests_unit_core_api_test_CFLAGS = $(CORE_CFLAGS)
+tests_unit_core_api_test_LDADD = core/libtlsboxcore.la
+
+TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
+	tests/integration/10_daemon_basics.sh \
+	tests/integration/11_plugin_loader.sh \
+	tests/integration/12_pdk_out_of_tree.sh
+EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_basics.sh \
+	tests/integration/11_plugin_loader.sh tests/integration/12_pdk_out_of_tree.sh

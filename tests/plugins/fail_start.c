@@ -1,0 +1,13 @@
+/* A plugin whose start hook fails: the daemon must go on without it. */
+#include <errno.h>
+
+#include <tlsbox/host.h>
+#include <tlsbox/plugin.h>
+
+static int fail_start(void *state)
+{
+    return -EADDRINUSE;
+}
+
+TLSBOX_PLUGIN(.name = "fail_start", .version = "1", .description = "start always fails",
+              .start = fail_start);

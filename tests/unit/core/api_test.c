@@ -1,0 +1,81 @@
+/* API routing: literal beats prefix, longest prefix wins, 404 vs 405,
+ * JSON bodies validated, routes removed with their owner. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/api.h"
+#include "core/xalloc.h"
+#include "tests/tap.h"
+
+static void answer(void *arg, const struct tlsbox_api_request *req,
+                   struct tlsbox_api_reply *reply)
+{
+    reply->body = xasprintf("{\"route\":\"%s\"}", (const char *)arg);
+}
+
+static char *call(const char *method, const char *path, int *status)
+{
+    struct tlsbox_api_request req = {.method = method, .path = path, .user = "test"};
+    struct tlsbox_api_reply reply = {0};
+    api_dispatch(&req, &reply);
+    *status = reply.status;
+    return reply.body;
+}
+
+int main(void)
+{
+    struct tlsbox_plugin *a = (struct tlsbox_plugin *)0x1, *b = (struct tlsbox_plugin *)0x2;
+    is_int(api_route_add(a, "GET", "cert/*", answer, "prefix"), 0, "prefix route added");
+    is_int(api_route_add(a, "GET", "cert/root", answer, "literal"), 0, "literal route added");
+    is_int(api_route_add(b, "GET", "cert/root/*", answer, "longer"), 0, "longer prefix added");
+    ok(api_route_add(a, "GET", "cert/root", answer, "dup") < 0, "duplicate refused");
+    ok(api_route_add(a, "GET", "/abs", answer, "x") < 0, "leading slash refused");
+
+    int st;
+    char *body = call("GET", "cert/root", &st);
+    like(body, "literal", "literal route wins over prefix");
+    free(body);
+    body = call("GET", "cert/example.org", &st);
+    like(body, "prefix", "prefix route answers the rest");
+    free(body);
+    body = call("GET", "cert/root/x", &st);
+    like(body, "longer", "longest prefix wins");
+    free(body);
+    body = call("DELETE", "cert/root", &st);
+    is_int(st, 405, "known path, other method: 405");
+    like(body, "not allowed", "405 says why");
+    free(body);
+    body = call("GET", "nothing/here", &st);
+    is_int(st, 404, "unknown path: 404");
+    like(body, "no such API path: /api/v1/nothing/here", "404 names the path");
+    free(body);
+    body = call("GET", "cert/", &st);
+    is_int(st, 404, "a prefix route needs a rest");
+    free(body);
+
+    api_routes_remove_owner(b);
+    body = call("GET", "cert/root/x", &st);
+    like(body, "prefix", "removed owner's route no longer answers");
+    free(body);
+
+    struct tlsbox_api_reply reply = {0};
+    struct tlsbox_api_request req = {.method = "PUT", .path = "x", .body = "{\"a\":1,\"a\":2}",
+                                     .body_len = 13};
+    ok(api_body_object(&req, &reply) == NULL && reply.status == 400,
+       "duplicate keys refused with 400");
+    free(reply.body);
+    reply.body = NULL;
+    req.body = "[1]";
+    req.body_len = 3;
+    ok(api_body_object(&req, &reply) == NULL, "non-object refused");
+    like(reply.body, "must be a JSON object", "and says so");
+    free(reply.body);
+    reply.body = NULL;
+    req.body = "{\"a\":";
+    req.body_len = 5;
+    ok(api_body_object(&req, &reply) == NULL, "broken JSON refused");
+    like(reply.body, "not valid JSON", "with the parser's reason");
+    free(reply.body);
+    api_routes_free();
+    return done_testing();
+}
