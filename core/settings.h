@@ -15,8 +15,8 @@ extern const struct tlsbox_setting_def core_settings[];
  * naming the key (@p full_key), the value and the rule broken, e.g.
  * "site.workers: 0 is out of range 1..64".
  */
-int settings_validate(const char *full_key, const struct tlsbox_setting_def *def,
-                      const char *value, char **err);
+int settings_validate(const char *full_key, const struct tlsbox_setting_def *def, const char *value,
+                      char **err);
 
 /* Declare the settings of @p owner (table borrowed for the daemon's life).  Main thread. */
 int settings_register(const char *owner, const struct tlsbox_setting_def *defs);
@@ -52,9 +52,17 @@ int settings_set(const char *full_key, const char *value, const char *actor, cha
  * or booleans): all validated first, then written in one transaction, or none.
  */
 int settings_set_many(json_t *pairs, const char *owner, const char *actor, char **err);
+/*
+ * (Added.)  Delete the stored value of "owner.key" so the default serves
+ * again; audited and published like settings_set.  In settings_set_many a
+ * JSON null does the same; with @p owner, keys may also be given without the
+ * "owner." prefix, and a LIST may be given as a JSON array of strings.
+ */
+int settings_reset(const char *full_key, const char *actor, char **err);
 
 /* JSON array describing @p owner's settings: key, type, value, default, limits,
- * help, flags (secrets shown as "********").  New reference. */
+ * help, flags (secrets shown as "********").  New reference.  @p owner NULL:
+ * every owner's; an owner never registered: NULL. */
 json_t *settings_describe(const char *owner);
 
 #endif

@@ -1,1 +1,44 @@
-# (filled by its component)
+# The SQLite store and typed settings.
+#
+# Migrations are embedded into the binary at build time: every
+# db/migrations/NNNN_name.sql must be listed here (the generator refuses a
+# file it was not given, and a gap in the versions).
+TLSBOX_MIGRATIONS = \
+	db/migrations/0001_init.sql
+
+core_store_sources += \
+	core/store.c core/store.h \
+	core/settings.c core/settings.h \
+	core/settings_check.c core/settings_check.h
+
+# Generated into the build tree, never distributed: a tarball regenerates it.
+nodist_core_libtlsboxcore_la_SOURCES = core/migrations_embedded.c
+BUILT_SOURCES += core/migrations_embedded.c
+CLEANFILES += core/migrations_embedded.c
+EXTRA_DIST += $(TLSBOX_MIGRATIONS) db/embed-migrations.sh
+
+core/migrations_embedded.c: $(TLSBOX_MIGRATIONS) $(top_srcdir)/db/embed-migrations.sh
+	$(AM_V_GEN)$(MKDIR_P) core && \
+	$(SHELL) $(top_srcdir)/db/embed-migrations.sh $@ \
+	  $(addprefix $(top_srcdir)/,$(TLSBOX_MIGRATIONS))
+
+# Unit tests list exactly the sources they need, so they build before the rest
+# of the core is finished.
+STORE_TEST_SOURCES = core/store.c core/xalloc.c core/log.c
+STORE_TEST_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(JANSSON_CFLAGS)
+STORE_TEST_LIBS = $(SQLITE_LIBS) $(JANSSON_LIBS)
+
+check_PROGRAMS += tests/unit/core/store_test tests/unit/core/settings_test
+TESTS += tests/unit/core/store_test tests/unit/core/settings_test
+
+tests_unit_core_store_test_SOURCES = tests/unit/core/store_test.c tests/tap.h \
+	$(STORE_TEST_SOURCES)
+nodist_tests_unit_core_store_test_SOURCES = core/migrations_embedded.c
+tests_unit_core_store_test_CFLAGS = $(STORE_TEST_CFLAGS)
+tests_unit_core_store_test_LDADD = $(STORE_TEST_LIBS)
+
+tests_unit_core_settings_test_SOURCES = tests/unit/core/settings_test.c tests/tap.h \
+	$(STORE_TEST_SOURCES) core/settings.c core/settings_check.c
+nodist_tests_unit_core_settings_test_SOURCES = core/migrations_embedded.c
+tests_unit_core_settings_test_CFLAGS = $(STORE_TEST_CFLAGS)
+tests_unit_core_settings_test_LDADD = $(STORE_TEST_LIBS)

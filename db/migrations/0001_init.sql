@@ -1,5 +1,5 @@
 -- tlsbox store, schema 1.  Times are Unix seconds (UTC).  Applied in one
--- BEGIN IMMEDIATE transaction by core/store_migrate.c, which then sets
+-- BEGIN IMMEDIATE transaction by store_migrate() (core/store.c), which sets
 -- PRAGMA user_version = 1.
 
 -- Settings as text, validated against the owning plugin's declared table

@@ -1,0 +1,760 @@
+/*
+ * The settings registry and its in-memory cache.
+ *
+ * Locks, always taken in this order:
+ *   set_lock  (mutex)  serializes writers: settings_set*, settings_load and
+ *                      settings_unregister, so the cache is updated in commit
+ *                      order and an owner cannot vanish while a writer uses
+ *                      its declarations;
+ *   reg_lock  (rwlock) guards the owner list and the cached values; readers
+ *                      (settings_get from any thread) take it shared.
+ *
+ * Writes use their own connection from store_connect(), opened per call:
+ * settings change rarely, the API thread must not share the main thread's
+ * connection (two threads' transactions would interleave on it), and an open
+ * costs well under a millisecond next to the fsyncs of synchronous=FULL.
+ */
+#include "core/settings.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/events.h"
+#include "core/log.h"
+#include "core/settings_check.h"
+#include "core/store.h"
+#include "core/xalloc.h"
+
+#define SECRET_SHOWN "********"
+
+const struct tlsbox_setting_def core_settings[] = {
+    {.key = "hostname",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     /* Empty (= the system host name) or a DNS name of LDH labels. */
+     .pattern = "^$|^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                "(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
+     .help = "Host name the appliance answers to; empty means the system host name"},
+    {.key = "plugins_disabled",
+     .type = TLSBOX_SETTING_LIST,
+     .default_value = "",
+     .pattern = "^[a-z][a-z0-9_]*$",
+     .help = "Plugins not to load, by name (comma-separated)",
+     .flags = TLSBOX_SETTING_RESTART},
+    {.key = "log_level",
+     .type = TLSBOX_SETTING_ENUM,
+     .default_value = "info",
+     .choices = "err|warn|info|debug",
+     .help = "Most detailed level written to the log"},
+    {.key = "maintenance_threads",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "2",
+     .min = 1,
+     .max = 8,
+     .help = "Threads running background jobs (ACME, OCSP, DH generation, history)",
+     .flags = TLSBOX_SETTING_RESTART},
+    {.key = "metrics_history_period",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "60",
+     .min = 60,
+     .max = 86400,
+     .help = "Seconds between writes of metrics history to the store (SD cards: keep it high)"},
+    {.key = "api_max_body",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "1048576",
+     .min = 1024,
+     .max = 64 * 1024 * 1024,
+     .help = "Largest request body the admin API accepts, in bytes"},
+    TLSBOX_SETTINGS_END};
+
+struct owner {
+    char *name;
+    const struct tlsbox_setting_def *defs; /* borrowed */
+    size_t n;
+    regex_t **re;    /* [n] compiled patterns (NULL: none) */
+    char **stored;   /* [n] stored canonical value, NULL = not stored */
+    char **override; /* [n] settings_override_default value, NULL = none */
+};
+
+static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct owner **owners;
+static size_t n_owners;
+
+static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(char **err, const char *fmt, ...)
+{
+    va_list ap;
+    if (!err)
+        return;
+    va_start(ap, fmt);
+    free(*err);
+    *err = xvasprintf(fmt, ap);
+    va_end(ap);
+}
+
+static bool is_secret(const struct tlsbox_setting_def *def)
+{
+    return (def->flags & TLSBOX_SETTING_SECRET) != 0;
+}
+
+static void free_value(const struct tlsbox_setting_def *def, char *v)
+{
+    if (is_secret(def))
+        wipe_free_str(v);
+    else
+        free(v);
+}
+
+/* reg_lock held. */
+static struct owner *find_owner_n(const char *name, size_t len)
+{
+    for (size_t i = 0; i < n_owners; i++)
+        if (strlen(owners[i]->name) == len && strncmp(owners[i]->name, name, len) == 0)
+            return owners[i];
+    return NULL;
+}
+
+/* "owner.key" -> owner and index.  reg_lock held. */
+static struct owner *find_key(const char *full_key, size_t *idx)
+{
+    const char *dot = full_key ? strchr(full_key, '.') : NULL;
+    if (!dot)
+        return NULL;
+    struct owner *o = find_owner_n(full_key, (size_t)(dot - full_key));
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < o->n; i++) {
+        if (strcmp(o->defs[i].key, dot + 1) == 0) {
+            *idx = i;
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/* The default in effect (declared or overridden).  reg_lock held. */
+static const char *effective_default(const struct owner *o, size_t i)
+{
+    return o->override[i] ? o->override[i] : o->defs[i].default_value;
+}
+
+static const char *effective_value(const struct owner *o, size_t i)
+{
+    return o->stored[i] ? o->stored[i] : effective_default(o, i);
+}
+
+static void owner_free(struct owner *o)
+{
+    if (!o)
+        return;
+    for (size_t i = 0; i < o->n; i++) {
+        settings_check_free_regex(o->re[i]);
+        free_value(&o->defs[i], o->stored[i]);
+        free_value(&o->defs[i], o->override[i]);
+    }
+    free(o->re);
+    free(o->stored);
+    free(o->override);
+    free(o->name);
+    free(o);
+}
+
+int settings_validate(const char *full_key, const struct tlsbox_setting_def *def, const char *value,
+                      char **err)
+{
+    size_t idx;
+    int rc;
+
+    /* Use the compiled pattern when @p def is registered, else compile now. */
+    pthread_rwlock_rdlock(&reg_lock);
+    struct owner *o = find_key(full_key, &idx);
+    const regex_t *re = o && &o->defs[idx] == def ? o->re[idx] : NULL;
+    rc = settings_check(full_key, def, re, value, NULL, err);
+    pthread_rwlock_unlock(&reg_lock);
+    return rc;
+}
+
+/*
+ * Read @p o's stored rows from @p db into a fresh array (the caller swaps it
+ * in).  Values that no longer validate are dropped with a warning.  Without
+ * reg_lock: @p o's declarations are immutable, and set_lock (held by every
+ * caller but settings_register, whose owner is not yet visible) keeps it alive.
+ */
+static int read_owner(sqlite3 *db, const struct owner *o, char ***out)
+{
+    static const char sql[] =
+        "SELECT key, value FROM settings WHERE substr(key, 1, ?1) = ?2 ORDER BY key";
+    sqlite3_stmt *st = NULL;
+    char *prefix = xasprintf("%s.", o->name);
+    char **vals = xcalloc(o->n ? o->n : 1, sizeof(*vals));
+    int rc = -EIO, s;
+
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_int(st, 1, (int)strlen(prefix));
+    sqlite3_bind_text(st, 2, prefix, -1, SQLITE_STATIC);
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *key = (const char *)sqlite3_column_text(st, 0);
+        const char *val = (const char *)sqlite3_column_text(st, 1);
+        size_t i;
+        for (i = 0; i < o->n; i++)
+            if (strcmp(o->defs[i].key, key + strlen(prefix)) == 0)
+                break;
+        if (i == o->n) {
+            log_debug("settings: %s is stored but not declared; ignored", key);
+            continue;
+        }
+        char *err = NULL, *canon = NULL;
+        if (settings_check(key, &o->defs[i], o->re[i], val ? val : "", &canon, &err) < 0) {
+            log_warn("settings: ignoring the stored value (the default serves): %s", err);
+            free(err);
+            continue;
+        }
+        free_value(&o->defs[i], vals[i]);
+        vals[i] = canon;
+    }
+    if (s != SQLITE_DONE)
+        goto out;
+    rc = 0;
+out:
+    if (rc < 0) {
+        log_err("settings: cannot read %s settings from the store: %s", o->name,
+                sqlite3_errmsg(db));
+        for (size_t i = 0; i < o->n; i++)
+            free_value(&o->defs[i], vals[i]);
+        free(vals);
+        vals = NULL;
+    }
+    sqlite3_finalize(st);
+    free(prefix);
+    *out = vals;
+    return rc;
+}
+
+/* Swap @p vals in as @p o's stored values; frees the old ones.  reg_lock held. */
+static void swap_values(struct owner *o, char **vals)
+{
+    for (size_t i = 0; i < o->n; i++)
+        free_value(&o->defs[i], o->stored[i]);
+    free(o->stored);
+    o->stored = vals;
+}
+
+int settings_register(const char *owner, const struct tlsbox_setting_def *defs)
+{
+    struct owner *o = xcalloc(1, sizeof(*o));
+    char *err = NULL;
+    int rc = -EINVAL;
+
+    o->name = xstrdup(owner ? owner : "");
+    o->defs = defs;
+    while (defs && defs[o->n].key)
+        o->n++;
+    o->re = xcalloc(o->n ? o->n : 1, sizeof(*o->re));
+    o->stored = xcalloc(o->n ? o->n : 1, sizeof(*o->stored));
+    o->override = xcalloc(o->n ? o->n : 1, sizeof(*o->override));
+
+    /* A plugin's table is checked once here, so a bad declaration fails the
+     * plugin at load instead of at the first write. */
+    if (settings_check_owner(owner, &err) < 0)
+        goto fail;
+    pthread_rwlock_rdlock(&reg_lock);
+    bool dup = find_owner_n(o->name, strlen(o->name)) != NULL;
+    pthread_rwlock_unlock(&reg_lock);
+    if (dup) {
+        set_err(&err, "settings of %s are already registered", o->name);
+        rc = -EEXIST;
+        goto fail;
+    }
+    for (size_t i = 0; i < o->n; i++) {
+        const struct tlsbox_setting_def *d = &defs[i];
+        char *full = xasprintf("%s.%s", owner, d->key);
+        int bad = settings_check_def(owner, d, &err) < 0 ||
+                  settings_check_compile(full, d, &o->re[i], &err) < 0;
+        if (!bad && settings_check(full, d, o->re[i], d->default_value, NULL, &err) < 0) {
+            char *e = err;
+            err = xasprintf("declared default is invalid: %s", e);
+            free(e);
+            bad = 1;
+        }
+        for (size_t j = 0; !bad && j < i; j++) {
+            if (strcmp(defs[j].key, d->key) == 0) {
+                set_err(&err, "%s: declared twice", full);
+                bad = 1;
+            }
+        }
+        free(full);
+        if (bad)
+            goto fail;
+    }
+
+    if (store_main()) {
+        char **vals;
+        if (read_owner(store_main(), o, &vals) == 0)
+            swap_values(o, vals);
+    }
+
+    pthread_rwlock_wrlock(&reg_lock);
+    if (find_owner_n(o->name, strlen(o->name))) {
+        pthread_rwlock_unlock(&reg_lock);
+        set_err(&err, "settings of %s are already registered", o->name);
+        rc = -EEXIST;
+        goto fail;
+    }
+    owners = xrealloc(owners, (n_owners + 1) * sizeof(*owners));
+    owners[n_owners++] = o;
+    pthread_rwlock_unlock(&reg_lock);
+    return 0;
+
+fail:
+    log_err("settings: %s", err);
+    free(err);
+    owner_free(o);
+    return rc;
+}
+
+void settings_unregister(const char *owner)
+{
+    struct owner *o = NULL;
+
+    pthread_mutex_lock(&set_lock);
+    pthread_rwlock_wrlock(&reg_lock);
+    for (size_t i = 0; owner && i < n_owners; i++) {
+        if (strcmp(owners[i]->name, owner) == 0) {
+            o = owners[i];
+            memmove(&owners[i], &owners[i + 1], (n_owners - i - 1) * sizeof(*owners));
+            n_owners--;
+            break;
+        }
+    }
+    if (n_owners == 0) {
+        free(owners);
+        owners = NULL;
+    }
+    pthread_rwlock_unlock(&reg_lock);
+    pthread_mutex_unlock(&set_lock);
+    owner_free(o);
+}
+
+int settings_override_default(const char *full_key, const char *value, char **err)
+{
+    size_t i;
+    char *canon = NULL;
+    int rc = -1;
+
+    pthread_rwlock_wrlock(&reg_lock);
+    struct owner *o = find_key(full_key, &i);
+    if (!o) {
+        set_err(err, "%s: no such setting", full_key ? full_key : "(null)");
+        goto out;
+    }
+    if (settings_check(full_key, &o->defs[i], o->re[i], value, &canon, err) < 0)
+        goto out;
+    free_value(&o->defs[i], o->override[i]);
+    o->override[i] = canon;
+    rc = 0;
+out:
+    pthread_rwlock_unlock(&reg_lock);
+    return rc;
+}
+
+int settings_load(void)
+{
+    sqlite3 *db = store_main();
+    int rc = 0;
+
+    if (!db) {
+        log_err("settings: the store is not open");
+        return -ENXIO;
+    }
+    pthread_mutex_lock(&set_lock);
+    /* Read every owner first, then swap all at once: a reader never sees
+     * half of a reload.  The owner list cannot change under set_lock but for
+     * settings_register, which only appends: take a snapshot of it. */
+    pthread_rwlock_rdlock(&reg_lock);
+    size_t n = n_owners;
+    struct owner **snap = xcalloc(n ? n : 1, sizeof(*snap));
+    memcpy(snap, owners, n * sizeof(*snap));
+    pthread_rwlock_unlock(&reg_lock);
+
+    char ***vals = xcalloc(n ? n : 1, sizeof(*vals));
+    for (size_t i = 0; i < n; i++)
+        if (read_owner(db, snap[i], &vals[i]) < 0)
+            rc = -EIO; /* that owner keeps its cached values */
+
+    pthread_rwlock_wrlock(&reg_lock);
+    for (size_t i = 0; i < n; i++)
+        if (vals[i])
+            swap_values(snap[i], vals[i]);
+    pthread_rwlock_unlock(&reg_lock);
+    pthread_mutex_unlock(&set_lock);
+    free(vals);
+    free(snap);
+    return rc;
+}
+
+const struct tlsbox_setting_def *settings_def(const char *full_key)
+{
+    size_t i;
+    pthread_rwlock_rdlock(&reg_lock);
+    struct owner *o = find_key(full_key, &i);
+    const struct tlsbox_setting_def *d = o ? &o->defs[i] : NULL;
+    pthread_rwlock_unlock(&reg_lock);
+    return d;
+}
+
+char *settings_get(const char *full_key)
+{
+    size_t i;
+    char *v = NULL;
+    pthread_rwlock_rdlock(&reg_lock);
+    struct owner *o = find_key(full_key, &i);
+    if (o)
+        v = xstrdup(effective_value(o, i));
+    pthread_rwlock_unlock(&reg_lock);
+    return v;
+}
+
+long long settings_get_int(const char *full_key, long long dflt)
+{
+    char *v = settings_get(full_key);
+    long long n;
+    if (!v || settings_check_parse_int(v, &n) < 0)
+        n = dflt;
+    free(v);
+    return n;
+}
+
+bool settings_get_bool(const char *full_key, bool dflt)
+{
+    char *v = settings_get(full_key);
+    int b = settings_parse_bool(v);
+    free(v);
+    return b < 0 ? dflt : b == 1;
+}
+
+/* One validated change, ready to write. */
+struct change {
+    struct owner *o;
+    size_t i;
+    char *full_key;
+    char *value; /* canonical; NULL = back to the default (row deleted) */
+};
+
+static void changes_free(struct change *c, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        free(c[k].full_key);
+        if (c[k].o)
+            free_value(&c[k].o->defs[c[k].i], c[k].value);
+        else
+            wipe_free_str(c[k].value);
+    }
+    free(c);
+}
+
+/* Validate one pair into @p c.  reg_lock held (shared). */
+static int prepare(struct change *c, const char *full_key, const char *value, char **err)
+{
+    c->full_key = xstrdup(full_key);
+    c->o = find_key(full_key, &c->i);
+    if (!c->o) {
+        set_err(err, "%s: no such setting", full_key);
+        return -1;
+    }
+    if (!value)
+        return 0;
+    return settings_check(full_key, &c->o->defs[c->i], c->o->re[c->i], value, &c->value, err);
+}
+
+/*
+ * Write @p n validated changes in one transaction with an audit row each,
+ * then update the cache and publish.  set_lock held by the caller.
+ */
+static int write_changes(struct change *c, size_t n, const char *actor, char **err)
+{
+    static const char upsert[] =
+        "INSERT INTO settings (key, value, updated_at, updated_by) VALUES (?1, ?2, ?3, ?4) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
+        "updated_at = excluded.updated_at, updated_by = excluded.updated_by";
+    static const char del[] = "DELETE FROM settings WHERE key = ?1";
+    sqlite3 *db = store_connect();
+    sqlite3_stmt *up = NULL, *rm = NULL;
+    int rc = -1;
+
+    if (!actor || !*actor)
+        actor = "system";
+    if (!db) {
+        set_err(err, "settings: cannot open the store%s%s", store_path() ? " " : "",
+                store_path() ? store_path() : "");
+        return -1;
+    }
+    if (store_begin(db, err) < 0)
+        goto out;
+    if (sqlite3_prepare_v2(db, upsert, -1, &up, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, del, -1, &rm, NULL) != SQLITE_OK)
+        goto sqlfail;
+    for (size_t k = 0; k < n; k++) {
+        const struct tlsbox_setting_def *d = &c[k].o->defs[c[k].i];
+        sqlite3_stmt *st = c[k].value ? up : rm;
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, c[k].full_key, -1, SQLITE_STATIC);
+        if (c[k].value) {
+            sqlite3_bind_text(st, 2, c[k].value, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 3, (sqlite3_int64)time(NULL));
+            sqlite3_bind_text(st, 4, actor, -1, SQLITE_STATIC);
+        }
+        if (sqlite3_step(st) != SQLITE_DONE)
+            goto sqlfail;
+        const char *shown = !c[k].value ? "(default)" : is_secret(d) ? SECRET_SHOWN : c[k].value;
+        store_audit(db, actor, c[k].value ? "settings.set" : "settings.reset", c[k].full_key,
+                    shown);
+    }
+    sqlite3_finalize(up);
+    sqlite3_finalize(rm);
+    up = rm = NULL;
+    if (store_commit(db, err) < 0)
+        goto out;
+
+    /* Committed: now the cache, then the news. */
+    pthread_rwlock_wrlock(&reg_lock);
+    for (size_t k = 0; k < n; k++) {
+        struct owner *o = c[k].o;
+        free_value(&o->defs[c[k].i], o->stored[c[k].i]);
+        o->stored[c[k].i] = c[k].value;
+        c[k].value = NULL;
+    }
+    pthread_rwlock_unlock(&reg_lock);
+    for (size_t k = 0; k < n; k++) {
+        char *data = xasprintf("{\"key\":\"%s\"}", c[k].full_key); /* [a-z0-9_.]: no escaping */
+        events_publish("settings.changed", data);
+        free(data);
+    }
+    rc = 0;
+    goto out;
+
+sqlfail:
+    set_err(err, "%s: cannot write settings: %s", store_path(), sqlite3_errmsg(db));
+out:
+    sqlite3_finalize(up);
+    sqlite3_finalize(rm);
+    store_rollback(db);
+    store_disconnect(db);
+    return rc;
+}
+
+/* Validate all of @p keys/@p values, then write them all or nothing. */
+static int set_pairs(const char *const *keys, const char *const *values, size_t n,
+                     const char *actor, char **err)
+{
+    struct change *c = xcalloc(n ? n : 1, sizeof(*c));
+    int rc = -1;
+
+    pthread_mutex_lock(&set_lock);
+    pthread_rwlock_rdlock(&reg_lock);
+    for (size_t k = 0; k < n; k++) {
+        if (prepare(&c[k], keys[k], values[k], err) < 0) {
+            pthread_rwlock_unlock(&reg_lock);
+            goto out;
+        }
+        for (size_t j = 0; j < k; j++) {
+            if (strcmp(c[j].full_key, c[k].full_key) == 0) {
+                pthread_rwlock_unlock(&reg_lock);
+                set_err(err, "%s: given twice", c[k].full_key);
+                goto out;
+            }
+        }
+    }
+    pthread_rwlock_unlock(&reg_lock);
+    /* Owners cannot go away while set_lock is held: @p c stays valid. */
+    rc = n ? write_changes(c, n, actor, err) : 0;
+out:
+    pthread_mutex_unlock(&set_lock);
+    changes_free(c, n);
+    return rc;
+}
+
+int settings_set(const char *full_key, const char *value, const char *actor, char **err)
+{
+    if (!value) {
+        set_err(err, "%s: no value given", full_key ? full_key : "(null)");
+        return -1;
+    }
+    if (!full_key) {
+        set_err(err, "settings: no key given");
+        return -1;
+    }
+    return set_pairs(&full_key, &value, 1, actor, err);
+}
+
+int settings_reset(const char *full_key, const char *actor, char **err)
+{
+    const char *value = NULL;
+    if (!full_key) {
+        set_err(err, "settings: no key given");
+        return -1;
+    }
+    return set_pairs(&full_key, &value, 1, actor, err);
+}
+
+/* A JSON value as setting text: strings as they are, integers in decimal,
+ * booleans as true/false, an array of strings as a LIST, null as "reset". */
+static int json_to_text(const char *full_key, json_t *v, char **out, char **err)
+{
+    *out = NULL;
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        *out = xstrdup(json_string_value(v));
+        return 0;
+    case JSON_INTEGER:
+        *out = xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        return 0;
+    case JSON_REAL:
+        *out = xasprintf("%.17g", json_real_value(v)); /* validation will say what is wrong */
+        return 0;
+    case JSON_TRUE:
+    case JSON_FALSE:
+        *out = xstrdup(json_is_true(v) ? "true" : "false");
+        return 0;
+    case JSON_NULL:
+        return 0;
+    case JSON_ARRAY: {
+        size_t i, len = 0;
+        json_t *item;
+        json_array_foreach(v, i, item)
+        {
+            if (!json_is_string(item)) {
+                set_err(err, "%s: a list must hold strings only", full_key);
+                return -1;
+            }
+            len += strlen(json_string_value(item)) + 1;
+        }
+        char *s = xmalloc(len + 1), *p = s;
+        json_array_foreach(v, i, item)
+        {
+            const char *t = json_string_value(item);
+            if (strchr(t, ',')) {
+                set_err(err, "%s: list item \"%s\" contains a comma", full_key, t);
+                free(s);
+                return -1;
+            }
+            if (p != s)
+                *p++ = ',';
+            size_t n = strlen(t);
+            memcpy(p, t, n);
+            p += n;
+        }
+        *p = '\0';
+        *out = s;
+        return 0;
+    }
+    default:
+        set_err(err, "%s: a value must be a string, number, boolean, list of strings or null",
+                full_key);
+        return -1;
+    }
+}
+
+int settings_set_many(json_t *pairs, const char *owner, const char *actor, char **err)
+{
+    const char *key;
+    json_t *v;
+    size_t n, k = 0;
+    int rc = -1;
+
+    if (!json_is_object(pairs)) {
+        set_err(err, "settings: expected a JSON object of key: value");
+        return -1;
+    }
+    n = json_object_size(pairs);
+    char **keys = xcalloc(n ? n : 1, sizeof(*keys));
+    char **vals = xcalloc(n ? n : 1, sizeof(*vals));
+    json_object_foreach(pairs, key, v)
+    {
+        /* With an owner, "key" means "owner.key"; "owner.key" is fine too,
+         * but another owner's key is not (the API path names one plugin). */
+        if (owner && !strchr(key, '.')) {
+            keys[k] = xasprintf("%s.%s", owner, key);
+        } else if (owner &&
+                   (strncmp(key, owner, strlen(owner)) != 0 || key[strlen(owner)] != '.')) {
+            set_err(err, "%s: not a setting of %s", key, owner);
+            goto out;
+        } else {
+            keys[k] = xstrdup(key);
+        }
+        if (json_to_text(keys[k], v, &vals[k], err) < 0) {
+            k++;
+            goto out;
+        }
+        k++;
+    }
+    rc = set_pairs((const char *const *)keys, (const char *const *)vals, n, actor, err);
+out:
+    for (size_t i = 0; i < n; i++) {
+        free(keys[i]);
+        wipe_free_str(vals[i]); /* may be a secret */
+    }
+    free(keys);
+    free(vals);
+    return rc;
+}
+
+static json_t *describe_one(const struct owner *o, size_t i)
+{
+    const struct tlsbox_setting_def *d = &o->defs[i];
+    const char *value = effective_value(o, i), *dflt = effective_default(o, i);
+    bool secret = is_secret(d);
+    json_t *j = json_object();
+
+    json_object_set_new(j, "key", json_string(d->key));
+    json_object_set_new(j, "full_key", json_sprintf("%s.%s", o->name, d->key));
+    json_object_set_new(j, "type", json_string(settings_check_type_name(d->type)));
+    /* A secret shows whether it is set, never what it is. */
+    json_object_set_new(j, "value", json_string(secret && *value ? SECRET_SHOWN : value));
+    json_object_set_new(j, "default", json_string(secret && *dflt ? SECRET_SHOWN : dflt));
+    if (d->type == TLSBOX_SETTING_INT && (d->min || d->max)) {
+        json_object_set_new(j, "min", json_integer(d->min));
+        json_object_set_new(j, "max", json_integer(d->max));
+    }
+    if (d->type == TLSBOX_SETTING_ENUM && d->choices) {
+        json_t *ch = json_array();
+        for (const char *p = d->choices; p;) {
+            const char *bar = strchr(p, '|');
+            json_array_append_new(ch, json_stringn(p, bar ? (size_t)(bar - p) : strlen(p)));
+            p = bar ? bar + 1 : NULL;
+        }
+        json_object_set_new(j, "choices", ch);
+    }
+    if ((d->type == TLSBOX_SETTING_STRING || d->type == TLSBOX_SETTING_LIST) && d->pattern)
+        json_object_set_new(j, "pattern", json_string(d->pattern));
+    json_object_set_new(j, "help", json_string(d->help ? d->help : ""));
+    json_object_set_new(j, "secret", json_boolean(secret));
+    json_object_set_new(j, "restart", json_boolean(d->flags & TLSBOX_SETTING_RESTART));
+    json_object_set_new(j, "is_default", json_boolean(strcmp(value, dflt) == 0));
+    return j;
+}
+
+json_t *settings_describe(const char *owner)
+{
+    json_t *arr = NULL;
+
+    pthread_rwlock_rdlock(&reg_lock);
+    for (size_t k = 0; k < n_owners; k++) {
+        const struct owner *o = owners[k];
+        if (owner && strcmp(o->name, owner) != 0)
+            continue;
+        if (!arr)
+            arr = json_array();
+        for (size_t i = 0; i < o->n; i++)
+            json_array_append_new(arr, describe_one(o, i));
+    }
+    pthread_rwlock_unlock(&reg_lock);
+    if (!arr && !owner)
+        arr = json_array();
+    return arr;
+}

@@ -1,0 +1,366 @@
+#include "core/settings_check.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/settings.h"
+#include "core/xalloc.h"
+
+static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(char **err, const char *fmt, ...)
+{
+    va_list ap;
+    if (!err)
+        return;
+    va_start(ap, fmt);
+    free(*err);
+    *err = xvasprintf(fmt, ap);
+    va_end(ap);
+}
+
+static bool is_secret(const struct tlsbox_setting_def *def)
+{
+    return (def->flags & TLSBOX_SETTING_SECRET) != 0;
+}
+
+/*
+ * The value as an error message shows it: quoted, control characters and
+ * quotes escaped, cut at 64 bytes so a huge value does not make a huge line.
+ * A secret is never shown.
+ */
+static char *show(const struct tlsbox_setting_def *def, const char *v)
+{
+    if (is_secret(def))
+        return xstrdup("the secret value");
+    size_t len = strlen(v), n = len > 64 ? 64 : len;
+    char *out = xmalloc(n * 4 + 8), *p = out;
+    *p++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+            static const char hex[] = "0123456789abcdef";
+            if (c == '"' || c == '\\') {
+                *p++ = '\\';
+                *p++ = (char)c;
+            } else {
+                *p++ = '\\';
+                *p++ = 'x';
+                *p++ = hex[c >> 4];
+                *p++ = hex[c & 15];
+            }
+        } else {
+            *p++ = (char)c;
+        }
+    }
+    *p++ = '"';
+    if (n < len) {
+        memcpy(p, "...", 3);
+        p += 3;
+    }
+    *p = '\0';
+    return out;
+}
+
+const char *settings_check_type_name(enum tlsbox_setting_type t)
+{
+    switch (t) {
+    case TLSBOX_SETTING_BOOL:
+        return "bool";
+    case TLSBOX_SETTING_INT:
+        return "int";
+    case TLSBOX_SETTING_STRING:
+        return "string";
+    case TLSBOX_SETTING_ENUM:
+        return "enum";
+    case TLSBOX_SETTING_LIST:
+        return "list";
+    default:
+        return "unknown";
+    }
+}
+
+int settings_parse_bool(const char *v)
+{
+    static const char *const yes[] = {"true", "1", "yes", "on"};
+    static const char *const no[] = {"false", "0", "no", "off"};
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (strcasecmp(v, yes[i]) == 0)
+            return 1;
+        if (strcasecmp(v, no[i]) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+int settings_check_parse_int(const char *v, long long *out)
+{
+    const char *p = v;
+    char *end = NULL;
+    if (!v)
+        return -1;
+    if (*p == '-')
+        p++;
+    if (!isdigit((unsigned char)*p)) /* strtoll would skip spaces and take '+' */
+        return -1;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return -1;
+    *out = n;
+    return 0;
+}
+
+int settings_check_compile(const char *full_key, const struct tlsbox_setting_def *def, regex_t **re,
+                           char **err)
+{
+    *re = NULL;
+    if (!def->pattern || (def->type != TLSBOX_SETTING_STRING && def->type != TLSBOX_SETTING_LIST))
+        return 0;
+    regex_t *r = xmalloc(sizeof(*r));
+    int rc = regcomp(r, def->pattern, REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+        char buf[128];
+        regerror(rc, r, buf, sizeof(buf));
+        set_err(err, "%s: declared pattern %s does not compile: %s", full_key, def->pattern, buf);
+        free(r);
+        return -1;
+    }
+    *re = r;
+    return 0;
+}
+
+void settings_check_free_regex(regex_t *re)
+{
+    if (re) {
+        regfree(re);
+        free(re);
+    }
+}
+
+static bool in_choices(const char *choices, const char *v)
+{
+    size_t len = strlen(v);
+    for (const char *p = choices; p;) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        if (n == len && strncmp(p, v, n) == 0)
+            return true;
+        p = bar ? bar + 1 : NULL;
+    }
+    return false;
+}
+
+static bool matches(const regex_t *re, const char *v)
+{
+    return !re || regexec(re, v, 0, NULL, 0) == 0;
+}
+
+/* LIST: split on ',', trim blanks, refuse empty items, check each item. */
+static int check_list(const char *full_key, const struct tlsbox_setting_def *def, const regex_t *re,
+                      const char *value, char **canon, char **err)
+{
+    size_t len = strlen(value);
+    char *out = xmalloc(len + 1), *o = out;
+    char *item = xmalloc(len + 1);
+    const char *p = value;
+    int rc = -1;
+
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p == '\0') { /* "" or blanks: the empty list */
+        *o = '\0';
+        rc = 0;
+        goto out;
+    }
+    for (int idx = 1;; idx++) {
+        const char *comma = strchr(p, ',');
+        const char *e = comma ? comma : p + strlen(p);
+        const char *s = p;
+        while (s < e && (*s == ' ' || *s == '\t'))
+            s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        if (s == e) {
+            char *shown = show(def, value);
+            set_err(err, "%s: %s has an empty item (#%d)", full_key, shown, idx);
+            free(shown);
+            goto out;
+        }
+        memcpy(item, s, (size_t)(e - s));
+        item[e - s] = '\0';
+        if (!matches(re, item)) {
+            char *shown = show(def, item);
+            set_err(err, "%s: item %s does not match %s", full_key, shown, def->pattern);
+            free(shown);
+            goto out;
+        }
+        if (o != out)
+            *o++ = ',';
+        memcpy(o, item, (size_t)(e - s));
+        o += e - s;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    *o = '\0';
+    rc = 0;
+out:
+    if (is_secret(def))
+        wipe(item, len + 1);
+    free(item);
+    if (rc == 0 && canon)
+        *canon = out;
+    else if (is_secret(def))
+        wipe_free_str(out);
+    else
+        free(out);
+    return rc;
+}
+
+int settings_check(const char *full_key, const struct tlsbox_setting_def *def, const regex_t *re,
+                   const char *value, char **canon, char **err)
+{
+    regex_t *own = NULL;
+    char *shown = NULL;
+    int rc = -1;
+    long long n;
+
+    if (canon)
+        *canon = NULL;
+    if (!def) {
+        set_err(err, "%s: no such setting", full_key ? full_key : "(null)");
+        return -1;
+    }
+    if (!value) {
+        set_err(err, "%s: no value given", full_key);
+        return -1;
+    }
+    if (strlen(value) > SETTINGS_VALUE_MAX) {
+        set_err(err, "%s: value is longer than %d bytes", full_key, SETTINGS_VALUE_MAX);
+        return -1;
+    }
+    shown = show(def, value);
+    /* Control characters would break the one-line-per-record CLI and logs. */
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) {
+            set_err(err, "%s: %s contains a control character", full_key, shown);
+            goto out;
+        }
+    }
+    if (!re && settings_check_compile(full_key, def, &own, err) < 0)
+        goto out;
+    if (!re)
+        re = own;
+
+    switch (def->type) {
+    case TLSBOX_SETTING_BOOL: {
+        int b = settings_parse_bool(value);
+        if (b < 0) {
+            set_err(err, "%s: %s is not a boolean (true/false, yes/no, on/off, 1/0)", full_key,
+                    shown);
+            goto out;
+        }
+        if (canon)
+            *canon = xstrdup(b ? "true" : "false");
+        break;
+    }
+    case TLSBOX_SETTING_INT:
+        if (settings_check_parse_int(value, &n) < 0) {
+            set_err(err, "%s: %s is not an integer", full_key, shown);
+            goto out;
+        }
+        if ((def->min || def->max) && (n < def->min || n > def->max)) {
+            set_err(err, "%s: %s is out of range %lld..%lld", full_key, shown, def->min, def->max);
+            goto out;
+        }
+        if (canon)
+            *canon = xasprintf("%lld", n);
+        break;
+    case TLSBOX_SETTING_STRING:
+        if (!matches(re, value)) {
+            set_err(err, "%s: %s does not match %s", full_key, shown, def->pattern);
+            goto out;
+        }
+        if (canon)
+            *canon = xstrdup(value);
+        break;
+    case TLSBOX_SETTING_ENUM:
+        if (!def->choices || !in_choices(def->choices, value)) {
+            set_err(err, "%s: %s is not one of %s", full_key, shown,
+                    def->choices ? def->choices : "(no choices declared)");
+            goto out;
+        }
+        if (canon)
+            *canon = xstrdup(value);
+        break;
+    case TLSBOX_SETTING_LIST:
+        if (check_list(full_key, def, re, value, canon, err) < 0)
+            goto out;
+        break;
+    default:
+        set_err(err, "%s: declared with unknown type %d", full_key, (int)def->type);
+        goto out;
+    }
+    rc = 0;
+out:
+    settings_check_free_regex(own);
+    free(shown);
+    return rc;
+}
+
+static bool valid_name(const char *s, bool first_alpha)
+{
+    if (!s || !*s || strlen(s) > 64)
+        return false;
+    if (first_alpha && !(*s >= 'a' && *s <= 'z'))
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            return false;
+    return true;
+}
+
+int settings_check_owner(const char *owner, char **err)
+{
+    if (!valid_name(owner, true)) {
+        set_err(err, "settings owner \"%s\" is not a valid name ([a-z][a-z0-9_]*)",
+                owner ? owner : "");
+        return -1;
+    }
+    return 0;
+}
+
+int settings_check_def(const char *owner, const struct tlsbox_setting_def *def, char **err)
+{
+    if (settings_check_owner(owner, err) < 0)
+        return -1;
+    if (!valid_name(def->key, false)) {
+        set_err(err, "%s: setting key \"%s\" is not [a-z0-9_]+", owner, def->key);
+        return -1;
+    }
+    if ((unsigned)def->type >= TLSBOX_SETTING_TYPE_MAX) {
+        set_err(err, "%s.%s: unknown type %d", owner, def->key, (int)def->type);
+        return -1;
+    }
+    if (def->type == TLSBOX_SETTING_INT && def->min > def->max) {
+        set_err(err, "%s.%s: declared range %lld..%lld is empty", owner, def->key, def->min,
+                def->max);
+        return -1;
+    }
+    if (def->type == TLSBOX_SETTING_ENUM && (!def->choices || !*def->choices)) {
+        set_err(err, "%s.%s: an enum needs choices", owner, def->key);
+        return -1;
+    }
+    if (!def->default_value) {
+        set_err(err, "%s.%s: no default value declared", owner, def->key);
+        return -1;
+    }
+    return 0;
+}

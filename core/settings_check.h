@@ -1,0 +1,46 @@
+/* Validation of one setting value against its declaration (no state, no
+ * locks): the part of settings.c that is pure and so tested on its own. */
+#ifndef TLSBOX_CORE_SETTINGS_CHECK_H
+#define TLSBOX_CORE_SETTINGS_CHECK_H
+
+#include <regex.h>
+
+#include <tlsbox/plugin.h>
+
+/* Longest value accepted, in bytes.  Settings are small; a bound keeps a
+ * careless client from storing megabytes in a row read at every start. */
+#define SETTINGS_VALUE_MAX 4096
+
+/*
+ * Compile @p def's pattern (POSIX ERE, no sub-matches) into *re, or set *re
+ * NULL when the def has none or its type ignores it.  Returns 0, or -1 with
+ * *err naming @p full_key when the pattern does not compile.
+ */
+int settings_check_compile(const char *full_key, const struct tlsbox_setting_def *def, regex_t **re,
+                           char **err);
+void settings_check_free_regex(regex_t *re);
+
+/*
+ * Validate @p value against @p def using @p re (the compiled pattern, or NULL:
+ * then compiled here when the def has one).  On success returns 0 and, when
+ * @p canon is not NULL, the canonical text to store in *canon (caller frees):
+ * "true"/"false" for BOOL, plain decimal for INT, trimmed items joined by ","
+ * for LIST, the value itself otherwise.  On failure -1 with *err naming key,
+ * value and rule; a SECRET value never appears in *err.
+ */
+int settings_check(const char *full_key, const struct tlsbox_setting_def *def, const regex_t *re,
+                   const char *value, char **canon, char **err);
+
+/* Strict decimal integer: optional '-', digits, nothing else.  0 or -1. */
+int settings_check_parse_int(const char *v, long long *out);
+
+/* Owner name syntax: [a-z][a-z0-9_]*, at most 64 bytes.  0 or -1 with *err. */
+int settings_check_owner(const char *owner, char **err);
+
+/* Declaration sanity: key syntax, type, range, choices.  0 or -1 with *err. */
+int settings_check_def(const char *owner, const struct tlsbox_setting_def *def, char **err);
+
+/* Name of a type as shown by the API: "bool", "int", "string", "enum", "list". */
+const char *settings_check_type_name(enum tlsbox_setting_type t);
+
+#endif

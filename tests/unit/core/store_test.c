@@ -1,0 +1,302 @@
+/* The store: fresh migration, upgrade, refusal of a newer schema, permissions. */
+#include "core/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/xalloc.h"
+#include "tests/tap.h"
+
+static char tmp[] = "/tmp/tlsbox-store-test-XXXXXX";
+
+static const char *const tables[] = {
+    "settings",   "policy_versions", "certificates",  "internal_ca",    "ticket_keys",
+    "ocsp",       "dh_params",       "acme_accounts", "acme_orders",    "acme_events",
+    "bench_runs", "metrics_history", "admin_users",   "admin_sessions", "audit",
+    "plugin_kv"};
+
+static long long query_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    long long v = -999;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static char *query_text(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    char *v = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+        sqlite3_column_text(st, 0))
+        v = xstrdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return v;
+}
+
+static int table_exists(sqlite3 *db, const char *name)
+{
+    char *sql =
+        xasprintf("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='%s'", name);
+    long long n = query_int(db, sql);
+    free(sql);
+    return n == 1;
+}
+
+static unsigned mode_of(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (unsigned)(sb.st_mode & 07777) : 0xffff;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    *len = 0;
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = xmalloc((size_t)n + 1);
+    *len = fread(buf, 1, (size_t)n, f);
+    fclose(f);
+    return buf;
+}
+
+static void check_pragmas(sqlite3 *db, const char *who)
+{
+    char *mode = query_text(db, "PRAGMA journal_mode");
+    is_str(mode, "wal", "%s: journal_mode is wal", who);
+    free(mode);
+    is_int(query_int(db, "PRAGMA synchronous"), 2, "%s: synchronous is FULL", who);
+    is_int(query_int(db, "PRAGMA foreign_keys"), 1, "%s: foreign keys on", who);
+    is_int(query_int(db, "PRAGMA busy_timeout"), 5000, "%s: busy timeout 5 s", who);
+}
+
+static void test_fresh(const char *state)
+{
+    char *err = NULL;
+    /* umask 0 proves the modes come from the code, not from the umask. */
+    mode_t old = umask(0);
+    int rc = store_init(state, &err);
+    umask(old);
+    is_int(rc, 0, "store_init on a missing state dir");
+    if (rc < 0)
+        diag("%s", err);
+    free(err);
+
+    char *db_path = xasprintf("%s/tlsbox.db", state);
+    is_str(store_path(), db_path, "store_path is <state>/tlsbox.db");
+    sqlite3 *db = store_main();
+    ok(db != NULL, "store_main is open");
+    is_int(store_migrations_count >= 1, 1, "at least one embedded migration");
+    is_int(store_migrations[0].version, 1, "first migration is version 1");
+    is_str(store_migrations[0].name, "0001_init.sql", "first migration name");
+    is_int(store_schema_version(db), store_migrations[store_migrations_count - 1].version,
+           "fresh store at the newest schema");
+    is_int(store_schema_version(db), 1, "schema version 1");
+    int missing = 0;
+    for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+        if (!table_exists(db, tables[i])) {
+            diag("missing table %s", tables[i]);
+            missing++;
+        }
+    is_int(missing, 0, "all %zu tables present", sizeof(tables) / sizeof(tables[0]));
+    check_pragmas(db, "main connection");
+
+    /* Permissions, including the WAL files SQLite creates itself. */
+    is_int(mode_of(state), 0700, "state dir is 0700");
+    is_int(mode_of(db_path), 0600, "tlsbox.db is 0600");
+    store_audit(db, "tester", "test.action", "thing", "detail");
+    is_int(query_int(db, "SELECT count(*) FROM audit WHERE actor='tester' AND "
+                         "action='test.action' AND target='thing' AND detail='detail' AND at > 0"),
+           1, "store_audit wrote one row");
+    store_audit(db, NULL, "test.noactor", NULL, NULL);
+    is_int(query_int(db, "SELECT count(*) FROM audit WHERE actor='system' AND action='test.noactor'"
+                         " AND target IS NULL"),
+           1, "store_audit without actor records 'system'");
+    char *wal = xasprintf("%s-wal", db_path), *shm = xasprintf("%s-shm", db_path);
+    is_int(mode_of(wal), 0600, "tlsbox.db-wal is 0600");
+    is_int(mode_of(shm), 0600, "tlsbox.db-shm is 0600");
+
+    /* A second connection is set up the same way and sees the data. */
+    sqlite3 *c = store_connect();
+    ok(c != NULL, "store_connect");
+    check_pragmas(c, "store_connect");
+    is_int(query_int(c, "SELECT count(*) FROM audit"), 2, "second connection sees the audit rows");
+
+    /* Transactions: rollback drops, commit keeps; errors name the file. */
+    err = NULL;
+    is_int(store_begin(c, &err), 0, "store_begin");
+    store_exec(c, "INSERT INTO plugin_kv VALUES ('t', 'a', 'x')", NULL);
+    store_rollback(c);
+    is_int(query_int(c, "SELECT count(*) FROM plugin_kv"), 0, "rollback drops the insert");
+    store_begin(c, NULL);
+    store_exec(c, "INSERT INTO plugin_kv VALUES ('t', 'a', 'x')", NULL);
+    is_int(store_commit(c, &err), 0, "store_commit");
+    is_int(query_int(db, "SELECT count(*) FROM plugin_kv"), 1,
+           "commit is seen by the main connection");
+    is_int(store_exec(c, "INSERT INTO nosuchtable VALUES (1)", &err), -1,
+           "store_exec fails on bad SQL");
+    like(err, "tlsbox.db: no such table: nosuchtable", "error names the file and the problem");
+    free(err);
+    err = NULL;
+    store_exec(c, "INSERT INTO admin_sessions VALUES (x'00', 42, 'c', 0, 0)", &err);
+    like(err, "FOREIGN KEY", "foreign keys are enforced");
+    free(err);
+    store_disconnect(c);
+
+    store_close();
+    ok(store_main() == NULL, "store_close clears the main connection");
+    is_int(access(wal, F_OK), -1, "clean close removes the -wal file");
+
+    /* Reopening an up-to-date store changes nothing and migrates nothing. */
+    err = NULL;
+    is_int(store_init(state, &err), 0, "store_init on an existing store");
+    is_int(store_schema_version(store_main()), 1, "still schema 1");
+    is_int(query_int(store_main(), "SELECT count(*) FROM audit"), 2, "data kept");
+    store_close();
+    free(err);
+    free(wal);
+    free(shm);
+    free(db_path);
+}
+
+static void test_upgrade(const char *state)
+{
+    char *err = NULL;
+    struct store_migration migs[4];
+    migs[0] = store_migrations[0];
+    migs[1] = (struct store_migration){2, "0002_test.sql",
+                                       "CREATE TABLE test_two (x INTEGER);\n"
+                                       "INSERT INTO test_two VALUES (2);\n"};
+    migs[2] = (struct store_migration){3, "0003_bad.sql",
+                                       "CREATE TABLE test_three (x INTEGER);\n"
+                                       "INSERT INTO no_such_table VALUES (3);\n"};
+
+    is_int(store_init(state, &err), 0, "store_init (schema 1)");
+    sqlite3 *db = store_main();
+    is_int(store_schema_version(db), 1, "v1 before the upgrade");
+    is_int(store_migrate(db, migs, 2, &err), 0, "store_migrate applies migration 2");
+    is_int(store_schema_version(db), 2, "user_version is 2");
+    is_int(query_int(db, "SELECT x FROM test_two"), 2, "migration 2 ran");
+    is_int(store_migrate(db, migs, 2, &err), 0, "second run succeeds");
+    is_int(store_schema_version(db), 2, "second run: still 2");
+    is_int(query_int(db, "SELECT count(*) FROM test_two"), 1, "second run: migration 2 not re-run");
+
+    /* A failing migration is all or nothing: no table, version unchanged. */
+    is_int(store_migrate(db, migs, 3, &err), -1, "a failing migration 3 is reported");
+    like(err, "migration 0003_bad.sql: ", "error names the migration");
+    like(err, "no such table: no_such_table", "and the SQLite problem");
+    is_int(store_schema_version(db), 2, "version stays 2");
+    ok(!table_exists(db, "test_three"), "nothing of migration 3 remains");
+    free(err);
+    err = NULL;
+
+    /* With the list out of order, migrations still apply by version. */
+    migs[2] = (struct store_migration){4, "0004_four.sql", "CREATE TABLE test_four (x);"};
+    migs[3] = (struct store_migration){3, "0003_three.sql", "CREATE TABLE test_three (x);"};
+    is_int(store_migrate(db, migs, 4, &err), 0, "migrations 3 and 4 applied");
+    is_int(store_schema_version(db), 4, "user_version is 4");
+    ok(table_exists(db, "test_three") && table_exists(db, "test_four"), "both tables exist");
+    store_close();
+    free(err);
+}
+
+static void test_refuse_newer(const char *state)
+{
+    char *err = NULL;
+    char *db_path = xasprintf("%s/tlsbox.db", state);
+    sqlite3 *db = NULL;
+
+    /* A store written by a future tlsboxd: rollback journal, user_version 99. */
+    mkdir(state, 0700);
+    is_int(sqlite3_open(db_path, &db), SQLITE_OK, "create a future store");
+    sqlite3_exec(db,
+                 "CREATE TABLE future (x); INSERT INTO future VALUES (1); PRAGMA user_version = 99",
+                 NULL, NULL, NULL);
+    sqlite3_close(db);
+    size_t len0, len1;
+    char *before = slurp(db_path, &len0);
+    struct stat st0, st1;
+    stat(db_path, &st0);
+
+    is_int(store_init(state, &err), -1, "store_init refuses schema 99");
+    char *want = xasprintf("%s: store schema version 99 is newer than this tlsboxd knows (%d); "
+                           "upgrade tlsbox or restore a backup",
+                           db_path, store_migrations[store_migrations_count - 1].version);
+    is_str(err, want, "the message names the file, both versions and what to do");
+    ok(store_main() == NULL, "no main connection after the refusal");
+    char *after = slurp(db_path, &len1);
+    stat(db_path, &st1);
+    ok(before && after && len0 == len1 && memcmp(before, after, len0) == 0,
+       "database file unchanged byte for byte");
+    ok(st0.st_mtime == st1.st_mtime, "mtime unchanged");
+    char *wal = xasprintf("%s-wal", db_path);
+    is_int(access(wal, F_OK), -1, "no -wal file left behind");
+
+    /* store_migrate refuses too, also without change. */
+    free(err);
+    err = NULL;
+    sqlite3_open(db_path, &db);
+    is_int(store_migrate(db, store_migrations, store_migrations_count, &err), -1,
+           "store_migrate refuses schema 99");
+    like(err, "store schema version 99 is newer than this tlsboxd knows", "same message");
+    is_int(store_schema_version(db), 99, "user_version still 99");
+    sqlite3_close(db);
+    free(err);
+    free(want);
+    free(wal);
+    free(before);
+    free(after);
+    free(db_path);
+}
+
+static void test_symlink(const char *state)
+{
+    char *err = NULL;
+    char *target = xasprintf("%s/elsewhere.db", tmp);
+    char *db_path = xasprintf("%s/tlsbox.db", state);
+    mkdir(state, 0700);
+    ok(symlink(target, db_path) == 0, "tlsbox.db is a symlink");
+    is_int(store_init(state, &err), -1, "store_init refuses a symlinked database");
+    like(err, "tlsbox.db: cannot open", "error names the file");
+    is_int(access(target, F_OK), -1, "nothing created at the symlink's target");
+    free(err);
+    free(target);
+    free(db_path);
+}
+
+int main(void)
+{
+    if (!mkdtemp(tmp)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char *s1 = xasprintf("%s/fresh", tmp), *s2 = xasprintf("%s/upgrade", tmp),
+         *s3 = xasprintf("%s/newer", tmp), *s4 = xasprintf("%s/link", tmp);
+    test_fresh(s1);
+    test_upgrade(s2);
+    test_refuse_newer(s3);
+    test_symlink(s4);
+    free(s1);
+    free(s2);
+    free(s3);
+    free(s4);
+    if (getenv("TLSBOX_KEEP_TMP") == NULL) {
+        char *cmd = xasprintf("rm -rf '%s'", tmp);
+        if (system(cmd) != 0)
+            diag("could not remove %s", tmp);
+        free(cmd);
+    }
+    return done_testing();
+}
