@@ -4,3 +4,4 @@ cli_tlsboxctl_SOURCES = cli/tlsboxctl.c cli/ctl.h cli/ctl_http.c cli/cmd_core.c 
 	$(cli_tls_sources) $(cli_acme_sources)
 cli_tlsboxctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS)
 cli_tlsboxctl_LDADD = $(JANSSON_LIBS) $(CURL_LIBS)
+dist_man_MANS = doc/tlsboxctl.1 doc/tlsboxd.8

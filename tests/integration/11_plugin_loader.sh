@@ -1,0 +1,48 @@
+#!/bin/bash
+# The loader against real .so files: refused plugins are named in one log
+# line each and the daemon runs on; a failing start hook is survived; a
+# plugin can be disabled by setting.
+. "$(dirname "$0")/lib.sh"
+tb_setup
+
+dir="$TB_TMP/plugins"
+mkdir -p "$dir"
+cp "$top_builddir"/pdk/example/.libs/example.so "$dir/"
+for p in bad_major newer_minor no_symbol fail_start; do
+    cp "$top_builddir/tests/plugins/.libs/$p.so" "$dir/"
+done
+echo "not an ELF file" >"$dir/garbage.so"
+
+TB_PLUGINS="$dir"
+tb_start_daemon
+ok $? "tlsboxd starts with broken plugins in its directory"
+log=$(cat "$TB_TMP/daemon.log")
+like "$log" "bad_major.so: refused: built for plugin ABI 2\.0, this tlsboxd has ABI 1\.0" \
+    "wrong major: one line with the file, the found and the expected ABI"
+is "$(grep -c 'bad_major.so' "$TB_TMP/daemon.log")" 1 "exactly one line about it"
+like "$log" "newer_minor.so: refused: built for plugin ABI 1\.1, newer than this tlsboxd's ABI 1\.0" \
+    "newer minor refused with both versions"
+like "$log" "no_symbol.so: refused: no symbol tlsbox_plugin_descriptor" "missing symbol refused"
+like "$log" "garbage.so: refused: cannot load" "a non-ELF file refused"
+like "$log" "plugin fail_start: start hook failed" "a failing start hook is reported"
+
+out=$(tb_ctl plugins)
+like "$out" "example .* running" "example runs"
+like "$out" "fail_start .* failed: start hook failed" "fail_start is listed as failed, with why"
+unlike "$out" "bad_major|newer_minor|no_symbol" "refused plugins are not listed"
+curl -sf --unix-socket "$TB_STATE/control.sock" http://x/api/v1/example/hello >/dev/null
+ok $? "the good plugin serves its API route"
+tb_stop_daemon
+
+tb_start_daemon --set core.plugins_disabled=example,fail_start
+like "$(tb_ctl plugins)" "example .* disabled" "core.plugins_disabled disables a plugin"
+code=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$TB_STATE/control.sock" \
+    http://x/api/v1/example/hello)
+is "$code" 404 "a disabled plugin registers no routes"
+err=$(tb_ctl set core.plugins_disabled 'Bad Name' 2>&1)
+ok $((! $?)) "an invalid plugin name in the list is refused"
+like "$err" "core.plugins_disabled" "naming the key"
+tb_stop_daemon
+ok $? "stops cleanly"
+
+done_testing

@@ -1,0 +1,52 @@
+#!/bin/bash
+# The plugin kit as a third party uses it: install tlsbox to a prefix, build
+# the example plugin out of tree with pkg-config, and run the installed
+# daemon, which must find the plugins under its prefix with no flags.
+. "$(dirname "$0")/lib.sh"
+tb_setup
+
+prefix="$TB_TMP/prefix"
+make -C "$top_builddir" install prefix="$prefix" >"$TB_TMP/install.log" 2>&1
+ok $? "make install prefix=... works"
+pc=$(ls "$prefix"/lib*/pkgconfig/tlsbox-plugin.pc 2>/dev/null | head -1)
+ok $([ -n "$pc" ]; echo $?) "tlsbox-plugin.pc is installed"
+export PKG_CONFIG_PATH=$(dirname "$pc")
+# The .pc file records the configured prefix; point it at this one.
+sed -i "s|^prefix=.*|prefix=$prefix|" "$pc"
+is "$(pkg-config --variable=abi_major tlsbox-plugin)" 1 "the kit exports its ABI major"
+plugindir=$(pkg-config --variable=plugindir tlsbox-plugin)
+like "$plugindir" "^$prefix/.*/tlsbox/plugins$" "the kit exports the plugin directory"
+
+src="$TB_TMP/example-src"
+mkdir -p "$src"
+cp "$top_srcdir/pdk/example/example.c" "$top_srcdir/pdk/example/Makefile" "$src/"
+# Out-of-tree under another name, so it is told apart from the in-tree build.
+sed -i 's/\.name = "example"/.name = "example_oot"/; s/"example\/hello"/"example_oot\/hello"/' \
+    "$src/example.c"
+make -C "$src" CFLAGS="-O2 -Wall -Wextra -Werror" >"$TB_TMP/build.log" 2>&1
+ok $? "the example builds out of tree against the installed kit"
+syms=$(nm -D --defined-only "$src/example.so" | awk '{print $3}' | grep -v '^_')
+is "$syms" "tlsbox_plugin_descriptor" "it exports only the descriptor"
+make -C "$src" install >/dev/null 2>&1
+ok $? "make install puts it into the kit's plugin directory"
+
+TB_TLSBOXD="$prefix/sbin/tlsboxd"
+TB_TLSBOXCTL="$prefix/bin/tlsboxctl"
+# No --plugin-dir: the installed daemon finds its own plugin directory.
+: >>"$TB_TMP/daemon.log"
+"$TB_TLSBOXD" --state-dir "$TB_STATE" --foreground --set site.https_port="$(tb_free_port)" \
+    --set site.http_port="$(tb_free_port)" >>"$TB_TMP/daemon.log" 2>&1 &
+TB_PID=$!
+for _ in $(seq 1 100); do
+    tb_ctl status >/dev/null 2>&1 && break
+    sleep 0.1
+done
+out=$(tb_ctl plugins)
+like "$out" "example_oot .* running" "the installed daemon loads the out-of-tree plugin"
+like "$out" "example .* running" "and the installed in-tree plugins"
+body=$(curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/example_oot/hello)
+like "$body" '"greeting":"hello"' "the out-of-tree plugin answers its route"
+tb_stop_daemon
+ok $? "stops cleanly"
+
+done_testing

@@ -1,0 +1,83 @@
+#!/bin/bash
+# The whole test suite, as README's quick start and .ci/run call it:
+# dependencies, a normal build with every test, a sanitizer (ASan + UBSan)
+# build with every test, and the formatting check.  Ends with one summary
+# line "N passed, N failed".
+#   tests/run-all.sh            everything
+#   tests/run-all.sh --quick    the normal build only
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+"$top/packaging/install-deps.sh" || { echo "install-deps failed"; exit 1; }
+./autogen.sh >/dev/null 2>&1 || { echo "autogen.sh failed"; ./autogen.sh; exit 1; }
+
+jobs=$(nproc)
+pass=0
+fail=0
+status=0
+
+# run_build NAME CONFIGURE-ARGS...: configure, build, make check in _build/NAME
+run_build() {
+    local name=$1
+    shift
+    local dir="$top/_build/$name"
+    echo "=== $name build: configure $* ==="
+    mkdir -p "$dir"
+    (cd "$dir" && "$top/configure" --enable-werror "$@" >configure.log 2>&1) ||
+        { echo "configure failed:"; tail -30 "$dir/configure.log"; status=1; return; }
+    make -C "$dir" -j"$jobs" >"$dir/build.log" 2>&1 ||
+        { echo "build failed:"; grep -E 'error|warning' "$dir/build.log" | head -40; status=1; return; }
+    echo "=== $name build: make check ==="
+    make -C "$dir" -j"$jobs" check 2>&1 | grep -E '^(PASS|FAIL|XPASS|ERROR|SKIP|XFAIL|#)' || true
+    local log="$dir/test-suite.log"
+    if [ -f "$log" ]; then
+        # tap-driver writes one .trs per test with a :test-result: line per TAP result.
+        local p f
+        f=$(find "$dir" -name '*.trs' -exec cat {} + 2>/dev/null |
+            grep -cE '^:test-result: (FAIL|ERROR|XPASS)')
+        p=$(find "$dir" -name '*.trs' -exec cat {} + 2>/dev/null | grep -c '^:test-result: PASS')
+        pass=$((pass + p))
+        fail=$((fail + f))
+        if grep -qE '^# (FAIL|ERROR|XPASS): +[1-9]' "$log"; then
+            status=1
+            echo "--- failures in the $name build ---"
+            grep -E '^(FAIL|ERROR|XPASS|not ok)' "$log" | head -60
+        fi
+    else
+        echo "no test-suite.log: make check did not run"
+        status=1
+    fi
+}
+
+run_build default CFLAGS="-O2 -g"
+if [ "${1:-}" != "--quick" ]; then
+    run_build sanitizers --enable-asan --enable-ubsan CFLAGS="-O1 -g"
+    echo "=== clang build (warnings as errors) ==="
+    mkdir -p _build/clang
+    if (cd _build/clang && "$top/configure" --enable-werror CC=clang >configure.log 2>&1 &&
+        make -j"$jobs" >build.log 2>&1); then
+        pass=$((pass + 1))
+        echo "ok - clang -Wall -Wextra build is clean"
+    else
+        fail=$((fail + 1))
+        status=1
+        echo "not ok - clang build:"
+        grep -E 'error|warning' _build/clang/build.log | head -30
+    fi
+    echo "=== format check ==="
+    if git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror >/dev/null 2>&1; then
+        pass=$((pass + 1))
+        echo "ok - every .c/.h file is clang-formatted"
+    else
+        fail=$((fail + 1))
+        status=1
+        echo "not ok - not clang-formatted:"
+        git ls-files '*.c' '*.h' | while read -r f; do
+            clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || echo "  $f"
+        done
+    fi
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ] && [ "$status" -eq 0 ]
