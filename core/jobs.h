@@ -15,6 +15,9 @@ void jobs_stop(void);
 int64_t jobs_submit(struct tlsbox_plugin *owner, const char *name, tlsbox_job_fn fn, void *arg,
                     void (*free_arg)(void *));
 int jobs_cancel(int64_t id);
+/* Cancel @p id only while it is still queued (it never runs, free_arg is
+ * called); a running job is left alone.  0, or -ENOENT. */
+int jobs_cancel_queued(int64_t id);
 /* Cancel @p owner's jobs and timers and wait until none of its jobs runs. */
 void jobs_cancel_owner(struct tlsbox_plugin *owner);
 bool job_cancelled(struct tlsbox_job *job);
