@@ -46,7 +46,7 @@ rc=$?
 ok $((rc == 0)) "an invalid value is refused (exit $rc)"
 is "$rc" 1 "refusal exit code is 1"
 like "$err" "example.greeting" "the error names the key"
-like "$err" 'bad"value' "the error names the value"
+like "$err" 'bad\\"value' "the error names the value"
 is "$(tb_ctl get example.greeting)" "good morning" "the old value is kept"
 after=$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM settings; SELECT count(*) FROM audit")
 is "$after" "$before" "nothing was written to the store"

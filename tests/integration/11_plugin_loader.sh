@@ -28,7 +28,7 @@ like "$log" "plugin fail_start: start hook failed" "a failing start hook is repo
 
 out=$(tb_ctl plugins)
 like "$out" "example .* running" "example runs"
-like "$out" "fail_start .* failed: start hook failed" "fail_start is listed as failed, with why"
+like "$out" "fail_start .* failed .*start hook failed" "fail_start is listed as failed, with why"
 unlike "$out" "bad_major|newer_minor|no_symbol" "refused plugins are not listed"
 curl -sf --unix-socket "$TB_STATE/control.sock" http://x/api/v1/example/hello >/dev/null
 ok $? "the good plugin serves its API route"

@@ -14,7 +14,7 @@ set -u
 
 : "${top_builddir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 : "${top_srcdir:=$top_builddir}"
-TB_TLSBOXD="$top_builddir/core/tlsboxd"
+TB_TLSBOXD="${TB_TLSBOXD:-$top_builddir/core/tlsboxd}"
 TB_TLSBOXCTL="$top_builddir/cli/tlsboxctl"
 TB_PLUGINS="$top_builddir/build-plugins"
 
