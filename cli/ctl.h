@@ -14,9 +14,9 @@ enum ctl_exit {
 };
 
 struct ctl {
-    const char *state_dir;   /* --state-dir, default /var/lib/tlsbox */
-    char *socket_path;       /* <state_dir>/control.sock */
-    int json;                /* --json: print raw JSON replies */
+    const char *state_dir; /* --state-dir, default /var/lib/tlsbox */
+    char *socket_path;     /* <state_dir>/control.sock */
+    int json;              /* --json: print raw JSON replies */
 };
 
 /* One command: "tlsboxctl <name> [<sub>] args...".  sub NULL = no subcommand. */
@@ -36,16 +36,15 @@ struct ctl_command {
  * when an answer came (whatever its status), CTL_EXIT_NOT_RUNNING (message
  * printed) when nothing listens, CTL_EXIT_IO otherwise.
  */
-int ctl_request(struct ctl *c, const char *method, const char *path, const char *body,
-                long *status, json_t **reply);
+int ctl_request(struct ctl *c, const char *method, const char *path, const char *body, long *status,
+                json_t **reply);
 
 /*
  * ctl_request, then: on status >= 400 print "tlsboxctl: <error from reply>" to
  * stderr and return CTL_EXIT_REFUSED; on success keep *reply (may be NULL if
  * the caller does not want it) and return CTL_EXIT_OK.
  */
-int ctl_call(struct ctl *c, const char *method, const char *path, const char *body,
-             json_t **reply);
+int ctl_call(struct ctl *c, const char *method, const char *path, const char *body, json_t **reply);
 
 /* Print @p j: as JSON when c->json, else compactly readable. */
 void ctl_print_json(struct ctl *c, json_t *j);

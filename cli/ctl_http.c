@@ -28,16 +28,15 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
-int ctl_request(struct ctl *c, const char *method, const char *path, const char *body,
-                long *status, json_t **reply)
+int ctl_request(struct ctl *c, const char *method, const char *path, const char *body, long *status,
+                json_t **reply)
 {
     *status = 0;
     if (reply)
         *reply = NULL;
     struct stat st;
     if (stat(c->socket_path, &st) < 0) {
-        fprintf(stderr,
-                "tlsboxctl: tlsboxd is not running (no control socket at %s%s%s)\n",
+        fprintf(stderr, "tlsboxctl: tlsboxd is not running (no control socket at %s%s%s)\n",
                 c->socket_path, errno == EACCES ? ": " : "",
                 errno == EACCES ? "permission denied; run as root or the tlsbox user" : "");
         return errno == EACCES ? CTL_EXIT_IO : CTL_EXIT_NOT_RUNNING;
@@ -83,8 +82,7 @@ int ctl_request(struct ctl *c, const char *method, const char *path, const char 
     return ret;
 }
 
-int ctl_call(struct ctl *c, const char *method, const char *path, const char *body,
-             json_t **reply)
+int ctl_call(struct ctl *c, const char *method, const char *path, const char *body, json_t **reply)
 {
     long status;
     json_t *j = NULL;

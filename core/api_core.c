@@ -32,11 +32,11 @@ static void on_status(void *arg, const struct tlsbox_api_request *req,
     for (struct tlsbox_plugin *p = plugins_first(); p; p = p->next)
         json_array_append_new(plugins, json_pack("{s:s,s:s}", "name", p->name, "state",
                                                  plugin_state_name(p->pstate)));
-    json_t *j = json_pack("{s:s,s:s,s:i,s:I,s:I,s:o,s:s,s:i}", "name", "tlsboxd", "version",
-                          PACKAGE_VERSION, "pid", (int)getpid(), "started_at",
-                          (json_int_t)started_at, "uptime_s",
-                          (json_int_t)(time(NULL) - started_at), "plugins", plugins, "store",
-                          store_path() ? store_path() : "", "jobs_pending", jobs_pending());
+    json_t *j =
+        json_pack("{s:s,s:s,s:i,s:I,s:I,s:o,s:s,s:i}", "name", "tlsboxd", "version",
+                  PACKAGE_VERSION, "pid", (int)getpid(), "started_at", (json_int_t)started_at,
+                  "uptime_s", (json_int_t)(time(NULL) - started_at), "plugins", plugins, "store",
+                  store_path() ? store_path() : "", "jobs_pending", jobs_pending());
     json_object_set_new(j, "abi", json_sprintf("%d.%d", TLSBOX_ABI_MAJOR, TLSBOX_ABI_MINOR));
     struct tlsbox_bundle *b = tls_bundle_acquire();
     json_object_set_new(j, "tls_bundle_generation",
@@ -105,8 +105,10 @@ static void on_setting(void *arg, const struct tlsbox_api_request *req,
     const char *key = req->path + strlen("settings/");
     const struct tlsbox_setting_def *def = settings_def(key);
     if (!def) {
-        api_reply_error(reply, 404, "%s: no such setting (keys are plugin.key; "
-                        "see tlsboxctl plugins)", key);
+        api_reply_error(reply, 404,
+                        "%s: no such setting (keys are plugin.key; "
+                        "see tlsboxctl plugins)",
+                        key);
         return;
     }
     if (strcmp(req->method, "PUT") == 0) {
@@ -138,10 +140,10 @@ static void on_setting(void *arg, const struct tlsbox_api_request *req,
     }
     char *value = settings_get(key);
     int secret = (def->flags & TLSBOX_SETTING_SECRET) != 0;
-    json_t *j = json_pack("{s:s,s:s,s:b}", "key", key, "value",
-                          secret ? "********" : (value ? value : ""), "restart_needed",
-                          strcmp(req->method, "PUT") == 0 &&
-                              (def->flags & TLSBOX_SETTING_RESTART) != 0);
+    json_t *j =
+        json_pack("{s:s,s:s,s:b}", "key", key, "value", secret ? "********" : (value ? value : ""),
+                  "restart_needed",
+                  strcmp(req->method, "PUT") == 0 && (def->flags & TLSBOX_SETTING_RESTART) != 0);
     free(value);
     api_reply_json(reply, 200, j);
 }

@@ -30,8 +30,7 @@ static void host_vlog(struct tlsbox_plugin *self, enum tlsbox_log_level level, c
     log_vmsg(who(self), level, fmt, ap);
 }
 
-static void host_log(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt,
-                     ...)
+static void host_log(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -56,9 +56,11 @@ int http_route_add(struct tlsbox_plugin *owner, const char *prefix, tlsbox_http_
         if (strcmp(old->routes[i].prefix, prefix) == 0)
             return -EEXIST;
     struct http_table *t = table_copy(old, 1);
-    t->routes[t->n++] = (struct http_route){
-        .owner = owner, .prefix = xstrdup(prefix), .prefix_len = strlen(prefix), .fn = fn,
-        .arg = arg};
+    t->routes[t->n++] = (struct http_route){.owner = owner,
+                                            .prefix = xstrdup(prefix),
+                                            .prefix_len = strlen(prefix),
+                                            .fn = fn,
+                                            .arg = arg};
     publish(t);
     return 0;
 }

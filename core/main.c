@@ -53,12 +53,15 @@ static void usage(FILE *f)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-    static const struct option longopts[] = {
-        {"state-dir", required_argument, NULL, 's'}, {"plugin-dir", required_argument, NULL, 'p'},
-        {"demo", no_argument, NULL, 'd'},            {"foreground", no_argument, NULL, 'f'},
-        {"log-level", required_argument, NULL, 'l'}, {"set", required_argument, NULL, 'S'},
-        {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"state-dir", required_argument, NULL, 's'},
+                                             {"plugin-dir", required_argument, NULL, 'p'},
+                                             {"demo", no_argument, NULL, 'd'},
+                                             {"foreground", no_argument, NULL, 'f'},
+                                             {"log-level", required_argument, NULL, 'l'},
+                                             {"set", required_argument, NULL, 'S'},
+                                             {"version", no_argument, NULL, 'V'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "s:p:dfl:S:Vh", longopts, NULL)) != -1) {
         switch (c) {
@@ -77,8 +80,7 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'l':
             o->log_level = log_level_parse(optarg);
             if (o->log_level < 0) {
-                fprintf(stderr, "tlsboxd: --log-level %s: use err, warn, info or debug\n",
-                        optarg);
+                fprintf(stderr, "tlsboxd: --log-level %s: use err, warn, info or debug\n", optarg);
                 return 2;
             }
             break;
@@ -252,9 +254,8 @@ static void report_ready(int *ready_fd, char status)
 int main(int argc, char **argv)
 {
     paths_init();
-    struct options o = {.state_dir = LOCALSTATEDIR "/lib/tlsbox",
-                        .plugin_dir = paths_plugindir(),
-                        .log_level = -1};
+    struct options o = {
+        .state_dir = LOCALSTATEDIR "/lib/tlsbox", .plugin_dir = paths_plugindir(), .log_level = -1};
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc;
@@ -299,7 +300,8 @@ int main(int argc, char **argv)
         free(lvl);
     }
 
-    if (events_start() < 0 || jobs_start((int)settings_get_int("core.maintenance_threads", 2)) < 0 ||
+    if (events_start() < 0 ||
+        jobs_start((int)settings_get_int("core.maintenance_threads", 2)) < 0 ||
         timers_start() < 0) {
         log_err("cannot start the core's threads");
         goto out_threads;

@@ -117,12 +117,12 @@ enum tlsbox_cert_source {
 
 /** A certificate to validate and store (see cert_install). */
 struct tlsbox_cert_install {
-    const char *name;       /**< store name, e.g. "example.org" or "example.org-rsa" */
-    const char *chain_pem;  /**< leaf first, then intermediates, PEM */
-    const char *key_pem;    /**< the leaf's private key, PEM (PKCS#8 or traditional) */
+    const char *name;      /**< store name, e.g. "example.org" or "example.org-rsa" */
+    const char *chain_pem; /**< leaf first, then intermediates, PEM */
+    const char *key_pem;   /**< the leaf's private key, PEM (PKCS#8 or traditional) */
     enum tlsbox_cert_source source;
-    const char *ari_id;     /**< ACME renewal-info id, or NULL */
-    const char *meta_json;  /**< free JSON object kept with the certificate, or NULL */
+    const char *ari_id;    /**< ACME renewal-info id, or NULL */
+    const char *meta_json; /**< free JSON object kept with the certificate, or NULL */
 };
 
 /**

@@ -77,14 +77,14 @@ enum tlsbox_setting_flag {
  * The table is borrowed for the plugin's whole life (it is static const data).
  */
 struct tlsbox_setting_def {
-    const char *key;                /**< [a-z0-9_]+, unique within the plugin */
-    enum tlsbox_setting_type type;  /**< value type */
-    const char *default_value;      /**< text form; must itself be valid */
-    long long min, max;             /**< INT: inclusive range (both 0 = any) */
-    const char *pattern;            /**< STRING/LIST item: POSIX ERE, NULL = any */
-    const char *choices;            /**< ENUM: "a|b|c" */
-    const char *help;               /**< one sentence for humans */
-    unsigned flags;                 /**< enum tlsbox_setting_flag bits */
+    const char *key;               /**< [a-z0-9_]+, unique within the plugin */
+    enum tlsbox_setting_type type; /**< value type */
+    const char *default_value;     /**< text form; must itself be valid */
+    long long min, max;            /**< INT: inclusive range (both 0 = any) */
+    const char *pattern;           /**< STRING/LIST item: POSIX ERE, NULL = any */
+    const char *choices;           /**< ENUM: "a|b|c" */
+    const char *help;              /**< one sentence for humans */
+    unsigned flags;                /**< enum tlsbox_setting_flag bits */
 };
 
 /** Ends a settings table. */
@@ -102,9 +102,9 @@ struct tlsbox_plugin_desc {
     uint16_t abi_minor; /**< TLSBOX_ABI_MINOR the plugin was built with */
     uint32_t size;      /**< sizeof(struct tlsbox_plugin_desc) at build time */
 
-    const char *name;        /**< [a-z][a-z0-9_]*, unique; settings prefix */
-    const char *version;     /**< the plugin's own version, free text */
-    const char *description; /**< one line */
+    const char *name;                          /**< [a-z][a-z0-9_]*, unique; settings prefix */
+    const char *version;                       /**< the plugin's own version, free text */
+    const char *description;                   /**< one line */
     const struct tlsbox_setting_def *settings; /**< NULL or ended by TLSBOX_SETTINGS_END */
 
     /**

@@ -59,9 +59,9 @@ static int example_init(struct tlsbox_plugin *self, const struct tlsbox_host *ho
 static int example_start(void *state)
 {
     struct example *ex = state;
-    ex->hellos = ex->host->metric_register(ex->self, "tlsbox_example_hellos_total",
-                                           TLSBOX_METRIC_COUNTER,
-                                           "Answers given by the example plugin", NULL, 0);
+    ex->hellos =
+        ex->host->metric_register(ex->self, "tlsbox_example_hellos_total", TLSBOX_METRIC_COUNTER,
+                                  "Answers given by the example plugin", NULL, 0);
     if (!ex->hellos)
         return -EINVAL;
     int rc = ex->host->api_route_add(ex->self, "GET", "example/hello", on_hello, ex);

@@ -7,8 +7,7 @@
 #include "core/xalloc.h"
 #include "tests/tap.h"
 
-static void answer(void *arg, const struct tlsbox_api_request *req,
-                   struct tlsbox_api_reply *reply)
+static void answer(void *arg, const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)
 {
     reply->body = xasprintf("{\"route\":\"%s\"}", (const char *)arg);
 }
@@ -59,8 +58,8 @@ int main(void)
     free(body);
 
     struct tlsbox_api_reply reply = {0};
-    struct tlsbox_api_request req = {.method = "PUT", .path = "x", .body = "{\"a\":1,\"a\":2}",
-                                     .body_len = 13};
+    struct tlsbox_api_request req = {
+        .method = "PUT", .path = "x", .body = "{\"a\":1,\"a\":2}", .body_len = 13};
     ok(api_body_object(&req, &reply) == NULL && reply.status == 400,
        "duplicate keys refused with 400");
     free(reply.body);

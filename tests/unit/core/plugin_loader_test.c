@@ -17,9 +17,8 @@ static char *built(const char *rel)
 int main(void)
 {
     char *err = NULL;
-    struct tlsbox_plugin_desc d = {.abi_major = TLSBOX_ABI_MAJOR + 1,
-                                   .abi_minor = 0,
-                                   .size = sizeof d};
+    struct tlsbox_plugin_desc d = {
+        .abi_major = TLSBOX_ABI_MAJOR + 1, .abi_minor = 0, .size = sizeof d};
     ok(plugin_check_abi("/x/bad.so", &d, &err) < 0, "wrong major refused");
     like(err, "/x/bad.so", "message names the file");
     char *want = xasprintf("ABI %d.0", TLSBOX_ABI_MAJOR + 1);
