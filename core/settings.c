@@ -754,7 +754,5 @@ json_t *settings_describe(const char *owner)
             json_array_append_new(arr, describe_one(o, i));
     }
     pthread_rwlock_unlock(&reg_lock);
-    if (!arr && !owner)
-        arr = json_array();
-    return arr;
+    return arr ? arr : json_array();
 }

@@ -62,7 +62,7 @@ int settings_reset(const char *full_key, const char *actor, char **err);
 
 /* JSON array describing @p owner's settings: key, type, value, default, limits,
  * help, flags (secrets shown as "********").  New reference.  @p owner NULL:
- * every owner's; an owner never registered: NULL. */
+ * every owner's; an owner without settings (or unknown): an empty array. */
 json_t *settings_describe(const char *owner);
 
 #endif

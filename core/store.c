@@ -237,10 +237,22 @@ static int precreate(const char *path, char **err)
         close(fd);
         return 0;
     }
-    if (errno == EEXIST)
-        return 0; /* an existing file (or a symlink, which SQLite will refuse) */
-    set_err(err, "%s: cannot create: %s", path, strerror(errno));
-    return -1;
+    if (errno != EEXIST) {
+        set_err(err, "%s: cannot create: %s", path, strerror(errno));
+        return -1;
+    }
+    /* An existing file (a symlink is left for SQLite to refuse).  It holds
+     * private keys: tighten a copy restored with a looser mode. */
+    struct stat sb;
+    if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & 0077)) {
+        if (chmod(path, 0600) < 0) {
+            set_err(err, "%s: mode %03o is too open and cannot be changed: %s", path,
+                    (unsigned)(sb.st_mode & 0777), strerror(errno));
+            return -1;
+        }
+        log_warn("%s: mode %03o was too open; now 0600", path, (unsigned)(sb.st_mode & 0777));
+    }
+    return 0;
 }
 
 int store_init(const char *state_dir, char **err)

@@ -6,7 +6,7 @@
 
 /* One embedded migration (generated from db/migrations/NNNN_name.sql). */
 struct store_migration {
-    int version;     /* NNNN */
+    int version;      /* NNNN */
     const char *name; /* file name */
     const char *sql;
 };

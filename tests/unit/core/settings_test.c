@@ -454,7 +454,9 @@ static void test_describe(void)
     is_str(json_string_value(json_object_get(find(d, "flag"), "type")), "bool", "bool type");
     ok(json_object_get(find(d, "anyint"), "min") == NULL, "no min/max for an unbounded int");
     json_decref(d);
-    ok(settings_describe("nosuchowner") == NULL, "unknown owner: NULL");
+    d = settings_describe("nosuchowner");
+    ok(json_is_array(d) && json_array_size(d) == 0, "unknown owner: empty array");
+    json_decref(d);
     d = settings_describe(NULL);
     ok(json_array_size(d) == 9 + 6, "describe(NULL): every owner");
     json_decref(d);
@@ -596,6 +598,30 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (t1.tv_sec - t0->tv_sec) * 1e3 + (t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+static void test_timing(void)
+{
+    struct timespec t0;
+    int fails = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 20; i++)
+        fails += settings_set("t.workers", i % 2 ? "5" : "6", "t", NULL) < 0;
+    diag("settings_set (own connection, IMMEDIATE, synchronous=FULL): %.2f ms each",
+         ms_since(&t0) / 20);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long long sum = 0;
+    for (int i = 0; i < 100000; i++)
+        sum += settings_get_int("t.workers", 0);
+    diag("settings_get_int (cache): %.3f us each", ms_since(&t0) * 1e3 / 100000);
+    ok(fails == 0 && sum > 0, "timing loops ran");
+}
+
 static void test_concurrent(void)
 {
     pthread_t th[3];
@@ -641,6 +667,7 @@ int main(void)
     test_override();
     test_load();
     test_register_checks();
+    test_timing();
     test_concurrent();
 
     settings_unregister("t");
