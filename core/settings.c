@@ -444,16 +444,17 @@ struct change {
     size_t i;
     char *full_key;
     char *value; /* canonical; NULL = back to the default (row deleted) */
+    bool secret; /* copied: @p o may be gone when the change is freed */
 };
 
 static void changes_free(struct change *c, size_t n)
 {
     for (size_t k = 0; k < n; k++) {
         free(c[k].full_key);
-        if (c[k].o)
-            free_value(&c[k].o->defs[c[k].i], c[k].value);
-        else
+        if (c[k].secret)
             wipe_free_str(c[k].value);
+        else
+            free(c[k].value);
     }
     free(c);
 }
@@ -467,6 +468,7 @@ static int prepare(struct change *c, const char *full_key, const char *value, ch
         set_err(err, "%s: no such setting", full_key);
         return -1;
     }
+    c->secret = is_secret(&c->o->defs[c->i]);
     if (!value)
         return 0;
     return settings_check(full_key, &c->o->defs[c->i], c->o->re[c->i], value, &c->value, err);
@@ -474,7 +476,7 @@ static int prepare(struct change *c, const char *full_key, const char *value, ch
 
 /*
  * Write @p n validated changes in one transaction with an audit row each,
- * then update the cache and publish.  set_lock held by the caller.
+ * then update the cache.  set_lock held by the caller.
  */
 static int write_changes(struct change *c, size_t n, const char *actor, char **err)
 {
@@ -521,7 +523,7 @@ static int write_changes(struct change *c, size_t n, const char *actor, char **e
     if (store_commit(db, err) < 0)
         goto out;
 
-    /* Committed: now the cache, then the news. */
+    /* Committed: now the cache. */
     pthread_rwlock_wrlock(&reg_lock);
     for (size_t k = 0; k < n; k++) {
         struct owner *o = c[k].o;
@@ -530,11 +532,6 @@ static int write_changes(struct change *c, size_t n, const char *actor, char **e
         c[k].value = NULL;
     }
     pthread_rwlock_unlock(&reg_lock);
-    for (size_t k = 0; k < n; k++) {
-        char *data = xasprintf("{\"key\":\"%s\"}", c[k].full_key); /* [a-z0-9_.]: no escaping */
-        events_publish("settings.changed", data);
-        free(data);
-    }
     rc = 0;
     goto out;
 
@@ -575,6 +572,14 @@ static int set_pairs(const char *const *keys, const char *const *values, size_t 
     rc = n ? write_changes(c, n, actor, err) : 0;
 out:
     pthread_mutex_unlock(&set_lock);
+    /* The news goes out with no lock held: a subscriber may read settings
+     * (or write them) from the dispatcher thread.  Events carry only the key;
+     * subscribers read the value, so order between writers does not matter. */
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        char *data = xasprintf("{\"key\":\"%s\"}", c[k].full_key); /* [a-z0-9_.]: no escaping */
+        events_publish("settings.changed", data);
+        free(data);
+    }
     changes_free(c, n);
     return rc;
 }
