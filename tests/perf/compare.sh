@@ -1,0 +1,613 @@
+#!/bin/bash
+# Benchmark: tlsbox's site plugin next to nginx and h2o (Debian packages).
+# A benchmark, not a test: it prints numbers and is never part of make check.
+#
+#   tests/perf/compare.sh [--quick] [--build DIR] [--servers "tlsbox nginx h2o"]
+#                         [--keep] [--help]
+#
+# Each server runs on loopback pinned to core 0 with one worker; h2load and the
+# idle-connection tool run on core 1.  All servers get the same 16,127-byte file
+# and the same ECDSA P-256 certificate (made here, in a temp dir), TLS 1.3 only.
+# For each server it measures
+#   - full handshakes: 1000 connections, one request each (h2load -c 1000 -n 1000,
+#     HTTP/1.1); h2load creates a new TLS session per client and never resumes one
+#     across clients, so every connection is a full handshake;
+#   - keep-alive HTTP/2: 10 connections, 10 streams each (-m 10), for a fixed time;
+#   - keep-alive HTTP/1.1: 10 connections, one request at a time, for a fixed time;
+#   - the server's CPU time per operation: utime+stime of the server's process
+#     tree from /proc/PID/stat, read just before and just after each h2load run;
+#   - RSS idle and with 1000 idle TLS connections open (tests/perf/idle_conns.c).
+# and then prints tlsbox/nginx and tlsbox/h2o ratios and whether each target of
+# issue 4 holds.  A full run takes about 2 minutes on 2 cores, --quick about 1.
+set -u
+
+usage() {
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+    echo "Options:"
+    echo "  --quick          1 handshake round instead of 3; 3 s keep-alive runs instead of 10 s"
+    echo "  --build DIR      tlsbox build dir (has core/tlsboxd, cli/tlsboxctl, build-plugins/);"
+    echo "                   default \$TLSBOX_BUILD, \$top_builddir, or the source tree itself"
+    echo "  --servers LIST   subset and order, default \"tlsbox nginx h2o\""
+    echo "  --keep           keep the temp dir (configs, logs) and print its path"
+}
+
+SRC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+BUILD=${TLSBOX_BUILD:-${top_builddir:-$(cd "$SRC_DIR/../.." && pwd)}}
+SERVERS="tlsbox nginx h2o"
+QUICK=0
+KEEP=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --quick) QUICK=1 ;;
+    --build)
+        BUILD=${2:?--build needs a directory}
+        shift
+        ;;
+    --servers)
+        SERVERS=${2:?--servers needs a list}
+        shift
+        ;;
+    --keep) KEEP=1 ;;
+    -h | --help)
+        usage
+        exit 0
+        ;;
+    *)
+        echo "compare.sh: unknown option '$1' (try --help)" >&2
+        exit 2
+        ;;
+    esac
+    shift
+done
+BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || {
+    echo "compare.sh: --build: no such directory" >&2
+    exit 2
+}
+
+# Sizes of the runs.  Every loop below is bounded in count, and every client
+# runs under timeout(1).
+FILE_SIZE=16127
+HS_CONNS=1000        # connections per handshake round
+IDLE_CONNS=1000      # idle TLS connections held open
+IDLE_HOLD=2          # seconds they are held after the last one is up
+KA_CONNS=10          # keep-alive connections
+if [ "$QUICK" = 1 ]; then
+    HS_ROUNDS=1
+    KA_SECONDS=3
+else
+    HS_ROUNDS=3
+    KA_SECONDS=10
+fi
+SERVER_CPU=0
+CLIENT_CPU=1
+# Same crypto for every server: the client offers one suite and one group.
+TLS_OPTS=(--tls13-ciphers=TLS_AES_128_GCM_SHA256 --groups=X25519)
+CLK_TCK=$(getconf CLK_TCK)
+OTHER_SUM=0
+ELAPSED_SUM=0
+
+say() { printf '%s\n' "$*"; }
+note() { printf '# %s\n' "$*"; }
+die() {
+    printf 'compare.sh: %s\n' "$*" >&2
+    exit 1
+}
+
+for tool in h2load taskset cc pkg-config openssl curl python3 timeout ps; do
+    command -v "$tool" >/dev/null || die "$tool is not installed (packaging/install-deps.sh)"
+done
+[ "$(nproc --all)" -ge 2 ] || die "needs 2 cores (server on core $SERVER_CPU, client on core $CLIENT_CPU)"
+pkg-config --exists gnutls || die "GnuTLS development files are missing (libgnutls28-dev)"
+
+# Room for 1000 idle connections plus h2load's, in the servers and the tools.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null
+[ "$(ulimit -n)" = unlimited ] || [ "$(ulimit -n)" -ge 4096 ] ||
+    die "the open-files limit is $(ulimit -n); 1000 idle connections need >= 4096"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsbox-perf.XXXXXX") || die "mktemp failed"
+# nginx workers and h2o drop to an unprivileged user: they must read the site.
+chmod 755 "$TMP"
+STARTED_PIDS=""  # every server and tool we start; killed by pid at exit
+CUR_PID=""
+
+# All pids of the process tree rooted at $1 (nginx master + worker, h2o and
+# its neverbleed key process, tlsboxd), one per line.
+tree_pids() {
+    ps -e -o pid=,ppid= | awk -v root="$1" '
+        { parent[$1] = $2; pids[NR] = $1 }
+        END {
+            keep[root] = 1; print root
+            do {
+                changed = 0
+                for (i = 1; i <= NR; i++) {
+                    p = pids[i]
+                    if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; changed = 1; print p }
+                }
+            } while (changed)
+        }'
+}
+
+kill_tree() {
+    local root=$1 pids p i
+    pids=$(tree_pids "$root")
+    kill -TERM "$root" 2>/dev/null
+    for i in $(seq 1 50); do
+        kill -0 "$root" 2>/dev/null || break
+        sleep 0.1
+    done
+    for p in $pids; do
+        kill -KILL "$p" 2>/dev/null
+    done
+    wait "$root" 2>/dev/null
+}
+
+cleanup() {
+    local p
+    for p in $STARTED_PIDS; do
+        kill -0 "$p" 2>/dev/null && kill_tree "$p"
+    done
+    if [ "$KEEP" = 1 ]; then
+        echo "# kept $TMP" >&2
+    else
+        rm -rf "$TMP"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Server CPU time of the whole tree, in clock ticks (utime + stime).
+cpu_ticks() {
+    local p total=0 rest
+    for p in $(tree_pids "$1"); do
+        rest=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null) || continue
+        # after "pid (comm) ": field 1 is state, utime and stime are 12 and 13
+        set -- $rest
+        total=$((total + ${12} + ${13}))
+    done
+    echo "$total"
+}
+
+# Sum of a /proc memory figure in kB over the tree: VmRSS (status) or Pss
+# (smaps_rollup; shared pages split between nginx's master and worker).
+mem_kb() {
+    local root=$1 what=$2 p total=0 v
+    for p in $(tree_pids "$root"); do
+        if [ "$what" = rss ]; then
+            v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+        else
+            v=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null)
+        fi
+        total=$((total + ${v:-0}))
+    done
+    echo "$total"
+}
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_port() {
+    local i
+    for i in $(seq 1 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        kill -0 "$CUR_PID" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# ---- shared inputs: file, certificate, tool ------------------------------
+mkdir -p "$TMP/www"
+# Incompressible printable bytes, so no server can gain from compression.
+head -c 20000 /dev/urandom | base64 -w 76 | head -c "$FILE_SIZE" >"$TMP/www/file.html"
+[ "$(stat -c %s "$TMP/www/file.html")" = "$FILE_SIZE" ] || die "could not write the test file"
+chmod 644 "$TMP/www/file.html"
+chmod 755 "$TMP/www"
+
+(umask 077 && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -keyout "$TMP/key.pem" -out "$TMP/cert.pem" -days 2 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 >/dev/null 2>&1) ||
+    die "openssl could not make the ECDSA P-256 certificate"
+chmod 644 "$TMP/cert.pem"
+PIN="sha256//$(openssl pkey -in "$TMP/key.pem" -pubout -outform der 2>/dev/null |
+    openssl dgst -sha256 -binary | base64)"
+
+IDLE_TOOL="$TMP/idle_conns"
+# shellcheck disable=SC2046
+cc -std=gnu11 -O2 -Wall -Wextra -o "$IDLE_TOOL" "$SRC_DIR/idle_conns.c" \
+    $(pkg-config --cflags --libs gnutls) || die "could not build idle_conns"
+
+URL_PATH=/file.html
+
+# ---- per-server start functions: set CUR_PID and CUR_PORT ------------------
+start_nginx() {
+    local d="$TMP/nginx"
+    command -v nginx >/dev/null || {
+        SKIP_WHY="nginx is not installed"
+        return 2
+    }
+    mkdir -p "$d"
+    CUR_PORT=$(free_port)
+    # keepalive_requests: nginx 1.22 closes a connection (h1 and h2) after 1000
+    # requests by default; the keep-alive runs measure requests, not reconnects.
+    cat >"$d/nginx.conf" <<EOF
+worker_processes 1;
+pid $d/nginx.pid;
+error_log $d/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    default_type application/octet-stream;
+    server {
+        listen 127.0.0.1:$CUR_PORT ssl http2;
+        server_name localhost;
+        ssl_certificate $TMP/cert.pem;
+        ssl_certificate_key $TMP/key.pem;
+        ssl_protocols TLSv1.3;
+        root $TMP/www;
+    }
+}
+EOF
+    taskset -c "$SERVER_CPU" nginx -e "$d/error.log" -c "$d/nginx.conf" -p "$d/" \
+        -g 'daemon off;' >"$d/stdout.log" 2>&1 &
+    CUR_PID=$!
+    STARTED_PIDS="$STARTED_PIDS $CUR_PID"
+    CUR_LOG="$d/error.log"
+    wait_port "$CUR_PORT"
+}
+
+start_h2o() {
+    local d="$TMP/h2o" user_line=""
+    command -v h2o >/dev/null || {
+        SKIP_WHY="h2o is not installed"
+        return 2
+    }
+    mkdir -p "$d"
+    CUR_PORT=$(free_port)
+    # As root h2o switches to nobody before it writes its pid file; stay root
+    # so it can write it in the temp dir (no effect on the measured work).
+    [ "$(id -u)" = 0 ] && user_line="user: root"
+    cat >"$d/h2o.conf" <<EOF
+$user_line
+num-threads: 1
+max-connections: 4096
+pid-file: $d/h2o.pid
+error-log: $d/error.log
+listen:
+  host: 127.0.0.1
+  port: $CUR_PORT
+  ssl:
+    certificate-file: $TMP/cert.pem
+    key-file: $TMP/key.pem
+    minimum-version: TLSv1.3
+    ocsp-update-interval: 0
+hosts:
+  default:
+    paths:
+      /:
+        file.dir: $TMP/www
+EOF
+    # No access-log directive: h2o then writes no access log.
+    taskset -c "$SERVER_CPU" h2o -c "$d/h2o.conf" >"$d/stdout.log" 2>&1 &
+    CUR_PID=$!
+    STARTED_PIDS="$STARTED_PIDS $CUR_PID"
+    CUR_LOG="$d/error.log"
+    wait_port "$CUR_PORT"
+}
+
+start_tlsbox() {
+    local d="$TMP/tlsbox" ctl="$BUILD/cli/tlsboxctl" i
+    if [ ! -x "$BUILD/core/tlsboxd" ] || [ ! -x "$ctl" ]; then
+        SKIP_WHY="no tlsboxd/tlsboxctl in $BUILD (build it, or pass --build DIR)"
+        return 2
+    fi
+    if [ ! -e "$BUILD/build-plugins/site.so" ]; then
+        SKIP_WHY="the build has no site plugin yet ($BUILD/build-plugins/site.so)"
+        return 2
+    fi
+    mkdir -p "$d/state"
+    CUR_PORT=$(free_port)
+    CUR_LOG="$d/daemon.log"
+    taskset -c "$SERVER_CPU" "$BUILD/core/tlsboxd" --state-dir "$d/state" \
+        --plugin-dir "$BUILD/build-plugins" --foreground \
+        --set "site.https_port=$CUR_PORT" --set "site.http_port=$(free_port)" \
+        --set site.workers=1 --set "site.root=$TMP/www" >"$CUR_LOG" 2>&1 &
+    CUR_PID=$!
+    STARTED_PIDS="$STARTED_PIDS $CUR_PID"
+    for i in $(seq 1 100); do
+        [ -S "$d/state/control.sock" ] &&
+            "$ctl" --state-dir "$d/state" status >/dev/null 2>&1 && break
+        kill -0 "$CUR_PID" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    "$ctl" --state-dir "$d/state" cert import --cert "$TMP/cert.pem" --key "$TMP/key.pem" \
+        >>"$CUR_LOG" 2>&1 || {
+        note "tlsboxctl cert import failed"
+        return 1
+    }
+    "$ctl" --state-dir "$d/state" policy preset modern >>"$CUR_LOG" 2>&1 || {
+        note "tlsboxctl policy preset modern failed"
+        return 1
+    }
+    wait_port "$CUR_PORT" || return 1
+    # The workers pick up the imported certificate asynchronously: wait (<= 10 s)
+    # until the site serves our key.
+    for i in $(seq 1 100); do
+        curl -sk --tlsv1.3 --pinnedpubkey "$PIN" -o /dev/null --max-time 2 \
+            "https://127.0.0.1:$CUR_PORT$URL_PATH" && return 0
+        sleep 0.1
+    done
+    note "tlsbox never served the imported certificate"
+    return 1
+}
+
+# ---- measurements ---------------------------------------------------------
+# Parse h2load's summary: sets H_RPS, H_DONE, H_OK, H_BAD (failed+errored+timeout).
+parse_h2load() {
+    H_RPS=$(awk '/^finished in/ { for (i = 1; i <= NF; i++) if ($(i+1) ~ /^req\/s/) print $i }' "$1")
+    read -r H_DONE H_OK H_BAD < <(awk '/^requests:/ {
+        gsub(",", ""); print $6, $8, $10 + $12 + $14 }' "$1")
+    H_RPS=${H_RPS:-0}
+    H_DONE=${H_DONE:-0}
+    H_OK=${H_OK:-0}
+    H_BAD=${H_BAD:-0}
+}
+
+# run_load NAME H2LOAD_ARGS...: one h2load run on the client core, bracketed by
+# CPU readings of the server tree.  Sets H_* and H_TICKS.
+run_load() {
+    local name=$1 out c0 c1 b0 b1 t0 t1
+    shift
+    out="$TMP/$CUR_NAME.$name.h2load"
+    b0=$(core_busy)
+    t0=$(date +%s%N)
+    c0=$(cpu_ticks "$CUR_PID")
+    timeout 120 taskset -c "$CLIENT_CPU" h2load "${TLS_OPTS[@]}" "$@" \
+        "https://127.0.0.1:$CUR_PORT$URL_PATH" >"$out" 2>&1
+    c1=$(cpu_ticks "$CUR_PID")
+    b1=$(core_busy)
+    t1=$(date +%s%N)
+    H_TICKS=$((c1 - c0))
+    # Whatever else ran on the server's core meanwhile (other programs, and the
+    # kernel's softirq work for loopback traffic): a noise indicator.
+    H_OTHER=$((b1 - b0 - H_TICKS))
+    H_ELAPSED=$(((t1 - t0) * CLK_TCK / 1000000000))
+    OTHER_SUM=$((OTHER_SUM + H_OTHER))
+    ELAPSED_SUM=$((ELAPSED_SUM + H_ELAPSED))
+    parse_h2load "$out"
+    H_TLS=$(awk -F': ' '/^TLS Protocol:|^Cipher:|^Server Temp Key:|^Application protocol:/ {
+        printf "%s%s", sep, $2; sep = " " }' "$out")
+}
+
+# Busy clock ticks of the server's core (user nice system irq softirq steal).
+core_busy() {
+    awk -v c="cpu$SERVER_CPU" '$1 == c { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
+}
+
+us_per_op() { # ticks ops
+    awk -v t="$1" -v n="$2" -v hz="$CLK_TCK" 'BEGIN {
+        if (n > 0) printf "%.1f", t * 1e6 / hz / n; else print "-" }'
+}
+
+# R[server.metric] = value; metrics: hs_rps hs_us h2_rps h2_us h1_rps h1_us
+# rss_idle rss_conns pss_conns alive rss_after
+declare -A R
+
+measure() {
+    local s=$1 i tot_ok=0 tot_ticks=0 rps_sum=0 bad=0 idle_pid ready line
+    CUR_NAME=$s
+    say ""
+    say "## $s"
+    # Correctness first: 200, the whole file, our key, TLS 1.3 only.
+    line=$(curl -sk --tlsv1.3 --pinnedpubkey "$PIN" --max-time 5 -o "$TMP/$s.get" \
+        -w '%{http_code} %{size_download} HTTP/%{http_version}' "https://127.0.0.1:$CUR_PORT$URL_PATH")
+    note "GET $URL_PATH over TLS 1.3 with our key: $line"
+    case $line in
+    "200 $FILE_SIZE "*) ;;
+    *)
+        note "$s does not serve the file correctly; not measured"
+        return 1
+        ;;
+    esac
+    if curl -sk --tlsv1.2 --tls-max 1.2 --max-time 5 -o /dev/null \
+        "https://127.0.0.1:$CUR_PORT$URL_PATH" 2>/dev/null; then
+        note "warning: $s accepts TLS 1.2 (should be TLS 1.3 only)"
+    else
+        note "TLS 1.2 refused: yes"
+    fi
+    # Warm-up: both protocols, a few hundred requests.
+    run_load warmup-h2 -n 400 -c 4 -m 10
+    run_load warmup-h1 --h1 -n 400 -c 4
+    sleep 1
+    R[$s.rss_idle]=$(mem_kb "$CUR_PID" rss)
+    OTHER_SUM=0
+    ELAPSED_SUM=0
+
+    # 1000 idle TLS connections (HTTP/2 preface sent, no request).
+    timeout $((70 + IDLE_HOLD)) taskset -c "$CLIENT_CPU" "$IDLE_TOOL" 127.0.0.1 "$CUR_PORT" \
+        "$IDLE_CONNS" "$IDLE_HOLD" h2 >"$TMP/$s.idle.out" 2>"$TMP/$s.idle.err" &
+    idle_pid=$!
+    STARTED_PIDS="$STARTED_PIDS $idle_pid"
+    ready=""
+    for i in $(seq 1 600); do
+        ready=$(awk '/^ready/ { print $2 }' "$TMP/$s.idle.out")
+        [ -n "$ready" ] && break
+        kill -0 "$idle_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    R[$s.rss_conns]=$(mem_kb "$CUR_PID" rss)
+    R[$s.pss_conns]=$(mem_kb "$CUR_PID" pss)
+    wait "$idle_pid"
+    R[$s.alive]="$(awk '/^alive/ { print $2 }' "$TMP/$s.idle.out")/${ready:-0}"
+    note "idle connections: ${ready:-0} of $IDLE_CONNS opened, ${R[$s.alive]%/*} still open after ${IDLE_HOLD} s"
+    [ -s "$TMP/$s.idle.err" ] && note "idle_conns: $(head -3 "$TMP/$s.idle.err" | tr '\n' ' ')"
+    [ "${ready:-0}" = "$IDLE_CONNS" ] || R[$s.rss_conns]="${R[$s.rss_conns]}?"
+    sleep 1
+
+    # Full handshakes: every h2load client makes exactly one connection.
+    for i in $(seq 1 "$HS_ROUNDS"); do
+        run_load handshake$i --h1 -n "$HS_CONNS" -c "$HS_CONNS"
+        tot_ok=$((tot_ok + H_OK))
+        tot_ticks=$((tot_ticks + H_TICKS))
+        bad=$((bad + H_BAD))
+        rps_sum=$(awk -v a="$rps_sum" -v b="$H_RPS" 'BEGIN { print a + b }')
+        note "handshakes round $i: $H_OK ok, $H_BAD failed, $H_RPS req/s, server $H_TICKS ticks, other work on core $SERVER_CPU $H_OTHER ticks ($H_TLS)"
+        sleep 0.5
+    done
+    R[$s.hs_rps]=$(awk -v a="$rps_sum" -v n="$HS_ROUNDS" 'BEGIN { printf "%.0f", a / n }')
+    R[$s.hs_us]=$(us_per_op "$tot_ticks" "$tot_ok")
+    [ "$bad" = 0 ] || R[$s.hs_rps]="${R[$s.hs_rps]}($bad failed)"
+    R[$s.tls]=$H_TLS
+
+    run_load h2 -D "$KA_SECONDS" -c "$KA_CONNS" -m 10
+    note "h2 keep-alive: $H_OK ok, $H_BAD failed, $H_RPS req/s, server $H_TICKS ticks, other work on core $SERVER_CPU $H_OTHER ticks ($H_TLS)"
+    R[$s.h2_rps]=${H_RPS%.*}
+    R[$s.h2_us]=$(us_per_op "$H_TICKS" "$H_OK")
+    [ "$H_BAD" = 0 ] || R[$s.h2_rps]="${R[$s.h2_rps]}($H_BAD failed)"
+
+    run_load h1 --h1 -D "$KA_SECONDS" -c "$KA_CONNS"
+    note "h1 keep-alive: $H_OK ok, $H_BAD failed, $H_RPS req/s, server $H_TICKS ticks, other work on core $SERVER_CPU $H_OTHER ticks ($H_TLS)"
+    R[$s.h1_rps]=${H_RPS%.*}
+    R[$s.h1_us]=$(us_per_op "$H_TICKS" "$H_OK")
+    [ "$H_BAD" = 0 ] || R[$s.h1_rps]="${R[$s.h1_rps]}($H_BAD failed)"
+
+    R[$s.rss_after]=$(mem_kb "$CUR_PID" rss)
+    R[$s.other]=$(awk -v o="$OTHER_SUM" -v e="$ELAPSED_SUM" 'BEGIN {
+        if (e > 0) printf "%.0f%%", 100 * o / e; else print "-" }')
+    note "core $SERVER_CPU spent ${R[$s.other]} of the load-run time on other work (loopback softirq, other programs)"
+    R[$s.ok]=1
+}
+
+# ---- run ------------------------------------------------------------------
+say "# tlsbox performance comparison ($( [ "$QUICK" = 1 ] && echo quick || echo full) run)"
+say "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc --all) cores: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo); $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) RAM; kernel $(uname -r)"
+say "# nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), h2o $(h2o --version 2>/dev/null | awk '/version/ { print $3 }'), $(h2load --version | head -1), $(openssl version | cut -d' ' -f1-2), GnuTLS $(pkg-config --modversion gnutls)"
+say "# server on core $SERVER_CPU, client on core $CLIENT_CPU; file $FILE_SIZE bytes; ECDSA P-256; TLS 1.3 TLS_AES_128_GCM_SHA256 X25519"
+say "# handshakes: $HS_ROUNDS x $HS_CONNS connections; keep-alive: $KA_CONNS connections x ${KA_SECONDS} s; idle: $IDLE_CONNS connections"
+status=0
+MEASURED=""
+for s in $SERVERS; do
+    case $s in
+    tlsbox | nginx | h2o) ;;
+    *) die "unknown server '$s' (tlsbox, nginx, h2o)" ;;
+    esac
+    SKIP_WHY=""
+    CUR_PID=""
+    CUR_LOG=/dev/null
+    "start_$s"
+    rc=$?
+    if [ $rc = 2 ]; then
+        say ""
+        say "## $s: skipped: $SKIP_WHY"
+        continue
+    fi
+    if [ $rc != 0 ]; then
+        say ""
+        say "## $s: FAILED to start; last lines of $CUR_LOG:"
+        tail -n 15 "$CUR_LOG" 2>/dev/null | sed 's/^/#   /'
+        status=1
+        [ -n "$CUR_PID" ] && kill_tree "$CUR_PID"
+        continue
+    fi
+    if measure "$s"; then
+        MEASURED="$MEASURED $s"
+    else
+        status=1
+    fi
+    kill_tree "$CUR_PID"
+done
+
+# ---- report ---------------------------------------------------------------
+val() { echo "${R[$1.$2]:--}"; }
+row() { # label metric
+    local s line="| $1 |"
+    for s in tlsbox nginx h2o; do
+        line="$line $(val "$s" "$2") |"
+    done
+    say "$line"
+}
+
+say ""
+say "## results"
+say ""
+say "| metric | tlsbox | nginx | h2o |"
+say "|---|---:|---:|---:|"
+row "full handshakes, req/s (1 request per connection)" hs_rps
+row "CPU per full handshake, us" hs_us
+row "h2 keep-alive -m 10, req/s" h2_rps
+row "CPU per h2 request, us" h2_us
+row "HTTP/1.1 keep-alive, req/s" h1_rps
+row "CPU per h1 request, us" h1_us
+row "RSS idle, kB" rss_idle
+row "RSS with $IDLE_CONNS idle TLS connections, kB" rss_conns
+row "PSS with $IDLE_CONNS idle TLS connections, kB" pss_conns
+row "idle connections still open / opened" alive
+row "RSS after the load runs, kB" rss_after
+row "server core busy with other work during the runs" other
+say ""
+for s in $MEASURED; do
+    say "# negotiated with $s: $(val "$s" tls)"
+    o=$(num "$(val "$s" other)")
+    [ -n "$o" ] && [ "$o" -gt 15 ] &&
+        say "# warning: core $SERVER_CPU was busy with other work ${o}% of the time while $s ran: its numbers are noisy; rerun on a quiet machine"
+done
+
+num() { # strip annotations such as "(3 failed)" or "?"
+    echo "$1" | sed 's/[^0-9.].*//'
+}
+ratio() { # a b
+    local a b
+    a=$(num "$1")
+    b=$(num "$2")
+    if [ -z "$a" ] || [ -z "$b" ]; then
+        echo "-"
+    else
+        awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'
+    fi
+}
+
+say ""
+say "| tlsbox ratio | tlsbox/nginx | tlsbox/h2o |"
+say "|---|---:|---:|"
+for m in hs_rps hs_us h2_rps h2_us h1_rps h1_us rss_idle rss_conns; do
+    case $m in
+    hs_rps) label="full handshakes req/s" ;;
+    hs_us) label="CPU per full handshake" ;;
+    h2_rps) label="h2 keep-alive req/s" ;;
+    h2_us) label="CPU per h2 request" ;;
+    h1_rps) label="h1 keep-alive req/s" ;;
+    h1_us) label="CPU per h1 request" ;;
+    rss_idle) label="RSS idle" ;;
+    rss_conns) label="RSS with $IDLE_CONNS idle connections" ;;
+    esac
+    say "| $label | $(ratio "$(val tlsbox $m)" "$(val nginx $m)") | $(ratio "$(val tlsbox $m)" "$(val h2o $m)") |"
+done
+
+# target LABEL VALUE LIMIT DESCRIPTION: holds when VALUE <= LIMIT
+target() {
+    local label=$1 v l verdict
+    v=$(num "$2")
+    l=$(num "$3")
+    if [ -z "$v" ] || [ -z "$l" ]; then
+        verdict="n/a (not measured)"
+    elif awk -v v="$v" -v l="$l" 'BEGIN { exit !(v <= l) }'; then
+        verdict="MET ($v <= $l)"
+    else
+        verdict="NOT MET ($v > $l)"
+    fi
+    say "| $label | $verdict |"
+}
+best_h1=$(awk -v a="$(num "$(val nginx h1_us)")" -v b="$(num "$(val h2o h1_us)")" 'BEGIN {
+    if (a == "" && b == "") exit; if (a == "") print b; else if (b == "") print a;
+    else print (a < b ? a : b) }')
+hs_limit=$(awk -v a="$(num "$(val nginx hs_us)")" 'BEGIN { if (a != "") printf "%.1f", 0.8 * a }')
+
+say ""
+say "| target | verdict |"
+say "|---|---|"
+target "CPU per full handshake <= 0.8 x nginx" "$(val tlsbox hs_us)" "$hs_limit"
+target "CPU per h2 keep-alive request <= h2o" "$(val tlsbox h2_us)" "$(val h2o h2_us)"
+target "CPU per h1 keep-alive request <= best of nginx, h2o" "$(val tlsbox h1_us)" "$best_h1"
+target "RSS with $IDLE_CONNS idle connections <= nginx" "$(val tlsbox rss_conns)" "$(val nginx rss_conns)"
+exit $status
