@@ -27,4 +27,18 @@ const char *tls_bundle_hsts(const struct tlsbox_bundle *b);
 uint64_t tls_bundle_generation(const struct tlsbox_bundle *b);
 int tls_cert_install(struct tlsbox_plugin *self, const struct tlsbox_cert_install *in, char **err);
 
+/* tls_cert_install recording @p actor in the audit log; the stored name
+ * (derived from the certificate when in->name is empty) in *name_out. */
+int tls_cert_install_as(const char *actor, const struct tlsbox_cert_install *in, char **name_out,
+                        char **err);
+/*
+ * Build a bundle from the store and publish it; on failure keep the current
+ * one and log why (naming @p why, e.g. the event).  @p db may be NULL (a
+ * connection is opened for the call).  Any thread but a site worker;
+ * serialised.  0 or a negative errno.
+ */
+int tls_rebuild(sqlite3 *db, const char *why);
+/* core.hostname, or the system host name when it is empty (caller frees). */
+char *tls_hostname(void);
+
 #endif

@@ -1,0 +1,311 @@
+/* The TLS bundle: build from the store, publish, acquire, release. */
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gnutls/gnutls.h>
+
+#include "core/log.h"
+#include "core/tls.h"
+#include "core/tls_bundle.h"
+#include "core/tls_policy.h"
+#include "core/tls_policy_store.h"
+#include "core/tls_tickets.h"
+#include "core/xalloc.h"
+
+struct tlsbox_bundle {
+    atomic_long refs;
+    uint64_t generation;
+    gnutls_certificate_credentials_t cred;
+    gnutls_dh_params_t dh; /* not freed with cred: ours to free */
+    gnutls_priority_t prio;
+    char *priority;
+    int64_t policy_id;
+    int ncerts;
+    json_t *cert_names;
+    bool tickets;
+    struct tls_ticket_keys keys;
+    unsigned ticket_lifetime;
+    char *hsts;
+    struct tls_session_cache *cache;
+};
+
+static const gnutls_datum_t alpn[] = {
+    {(unsigned char *)"h2", 2},
+    {(unsigned char *)"http/1.1", 8},
+};
+
+static _Atomic(struct tlsbox_bundle *) current;
+/* Threads between loading `current` and taking their reference: publish
+ * waits for them before it drops the old bundle's reference. */
+static atomic_long acquiring;
+static atomic_uint_fast64_t generations;
+static atomic_long live;
+
+static void bundle_free(struct tlsbox_bundle *b)
+{
+    if (b->cred)
+        gnutls_certificate_free_credentials(b->cred);
+    if (b->dh)
+        gnutls_dh_params_deinit(b->dh);
+    if (b->prio)
+        gnutls_priority_deinit(b->prio);
+    free(b->priority);
+    json_decref(b->cert_names);
+    free(b->hsts);
+    tls_tickets_wipe(&b->keys);
+    wipe_free(b, sizeof(*b));
+    atomic_fetch_sub(&live, 1);
+}
+
+struct tlsbox_bundle *tls_bundle_acquire(void)
+{
+    atomic_fetch_add(&acquiring, 1);
+    struct tlsbox_bundle *b = atomic_load(&current);
+    if (b)
+        atomic_fetch_add(&b->refs, 1);
+    atomic_fetch_sub(&acquiring, 1);
+    return b;
+}
+
+void tls_bundle_release(struct tlsbox_bundle *b)
+{
+    if (b && atomic_fetch_sub(&b->refs, 1) == 1)
+        bundle_free(b);
+}
+
+void tls_bundle_publish(struct tlsbox_bundle *b)
+{
+    struct tlsbox_bundle *old = atomic_exchange(&current, b);
+    /* A reader that loaded `old` before the exchange has not necessarily
+     * taken its reference yet; after this loop every such reader has.  The
+     * window is a few instructions, so spinning is cheap. */
+    while (atomic_load(&acquiring) != 0)
+        sched_yield();
+    tls_bundle_release(old);
+}
+
+long tls_bundle_live(void)
+{
+    return atomic_load(&live);
+}
+
+int tls_bundle_session_setup(const struct tlsbox_bundle *b, gnutls_session_t session)
+{
+    int r;
+    if (!b)
+        return -EINVAL;
+    if ((r = gnutls_priority_set(session, b->prio)) < 0 ||
+        (r = gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, b->cred)) < 0)
+        goto fail;
+    gnutls_certificate_server_set_request(session, GNUTLS_CERT_IGNORE);
+    if (b->tickets) {
+        gnutls_datum_t k = {(unsigned char *)b->keys.current, TLS_TICKET_KEY_SIZE};
+        if ((r = gnutls_session_ticket_enable_server(session, &k)) < 0)
+            goto fail;
+    }
+    if (b->cache)
+        tls_session_cache_attach(b->cache, session);
+    if ((r = gnutls_alpn_set_protocols(session, alpn, 2, GNUTLS_ALPN_SERVER_PRECEDENCE)) < 0)
+        goto fail;
+    return 0;
+fail:
+    log_warn("tls: session setup: %s", gnutls_strerror(r));
+    return -EIO;
+}
+
+const char *tls_bundle_hsts(const struct tlsbox_bundle *b)
+{
+    return b ? b->hsts : NULL;
+}
+
+uint64_t tls_bundle_generation(const struct tlsbox_bundle *b)
+{
+    return b ? b->generation : 0;
+}
+
+json_t *tls_bundle_describe(const struct tlsbox_bundle *b)
+{
+    if (!b)
+        return json_null();
+    return json_pack("{s:I, s:O, s:s, s:I, s:b, s:s?}", "generation", (json_int_t)b->generation,
+                     "certificates", b->cert_names, "priority", b->priority, "policy_id",
+                     (json_int_t)b->policy_id, "tickets", b->tickets, "hsts", b->hsts);
+}
+
+static bool type_allowed(json_t *policy, const char *key_type)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(policy, "key_types"), i, e)
+    {
+        const char *t = json_string_value(e);
+        if (t && strncmp(key_type, t, strlen(t)) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Load the OCSP staple of @p name into certificate @p idx when it is still fresh. */
+static void load_staple(sqlite3 *db, struct tlsbox_bundle *b, const char *name, int idx, time_t now)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT response, next_update FROM ocsp WHERE cert_name = ? "
+                           "AND response IS NOT NULL AND cert_status = 'good'",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_ROW)
+        goto out;
+    /* Never staple past nextUpdate; GnuTLS would refuse it anyway. */
+    if (sqlite3_column_int64(st, 1) <= (sqlite3_int64)now)
+        goto out;
+    gnutls_datum_t der = {(unsigned char *)sqlite3_column_blob(st, 0),
+                          (unsigned)sqlite3_column_bytes(st, 0)};
+    int r = gnutls_certificate_set_ocsp_status_request_mem(b->cred, &der, (unsigned)idx,
+                                                           GNUTLS_X509_FMT_DER);
+    if (r < 0)
+        log_info("tls: OCSP staple of %s not used: %s", name, gnutls_strerror(r));
+out:
+    sqlite3_finalize(st);
+}
+
+static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time_t now, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = -EIO;
+    bool staple = json_is_true(json_object_get(policy, "ocsp_stapling"));
+    /* Order decides the pick when several fit a client: valid before
+     * expired, a real certificate before the internal one, then ECDSA,
+     * Ed25519, RSA. */
+    if (sqlite3_prepare_v2(db,
+                           "SELECT name, chain_pem, key_pem, key_type FROM certificates "
+                           "WHERE status = 'active' ORDER BY (not_after < ?), "
+                           "(source = 'internal'), CASE WHEN key_type LIKE 'ecdsa%' THEN 0 "
+                           "WHEN key_type = 'ed25519' THEN 1 ELSE 2 END, name",
+                           -1, &st, NULL) != SQLITE_OK) {
+        *err = xasprintf("store: %s", sqlite3_errmsg(db));
+        goto out;
+    }
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)now);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        const char *type = (const char *)sqlite3_column_text(st, 3);
+        if (!type_allowed(policy, type))
+            continue;
+        gnutls_datum_t chain = {(unsigned char *)sqlite3_column_text(st, 1),
+                                (unsigned)sqlite3_column_bytes(st, 1)};
+        gnutls_datum_t key = {(unsigned char *)sqlite3_column_blob(st, 2),
+                              (unsigned)sqlite3_column_bytes(st, 2)};
+        int idx = gnutls_certificate_set_x509_key_mem2(b->cred, &chain, &key, GNUTLS_X509_FMT_PEM,
+                                                       NULL, 0);
+        if (idx < 0) {
+            *err = xasprintf("certificate %s: %s", name, gnutls_strerror(idx));
+            goto out;
+        }
+        json_array_append_new(b->cert_names, json_string(name));
+        b->ncerts++;
+        if (staple)
+            load_staple(db, b, name, idx, now);
+    }
+    if (b->ncerts == 0) {
+        *err = xstrdup("no active certificate of an allowed key type (policy key_types)");
+        rc = -ENOENT;
+        goto out;
+    }
+    rc = 0;
+out:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static void load_dh(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy)
+{
+    const char *mode = json_string_value(json_object_get(policy, "dh_mode"));
+    sqlite3_stmt *st = NULL;
+    if (mode && strcmp(mode, "off") == 0)
+        return;
+    if (mode && strcmp(mode, "auto") == 0 &&
+        sqlite3_prepare_v2(db, "SELECT pem, bits FROM dh_params WHERE active = 1", -1, &st, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        gnutls_datum_t pem = {(unsigned char *)sqlite3_column_text(st, 0),
+                              (unsigned)sqlite3_column_bytes(st, 0)};
+        gnutls_dh_params_init(&b->dh);
+        int r = gnutls_dh_params_import_pkcs3(b->dh, &pem, GNUTLS_X509_FMT_PEM);
+        if (r == 0) {
+            gnutls_certificate_set_dh_params(b->cred, b->dh);
+            sqlite3_finalize(st);
+            return;
+        }
+        log_warn("tls: stored DH parameters unusable (%s); using RFC 7919 groups",
+                 gnutls_strerror(r));
+        gnutls_dh_params_deinit(b->dh);
+        b->dh = NULL;
+    }
+    sqlite3_finalize(st);
+    gnutls_certificate_set_known_dh_params(b->cred, GNUTLS_SEC_PARAM_MEDIUM);
+}
+
+int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
+                     struct tlsbox_bundle **out, char **err)
+{
+    json_t *policy = NULL;
+    int rc;
+    *out = NULL;
+    *err = NULL;
+
+    struct tlsbox_bundle *b = xcalloc(1, sizeof(*b));
+    atomic_init(&b->refs, 1);
+    atomic_fetch_add(&live, 1);
+    b->cert_names = json_array();
+    b->cache = cache;
+
+    rc = tls_policy_store_active(db, &policy, &b->policy_id, NULL);
+    if (rc < 0) {
+        *err = xstrdup(rc == -ENOENT ? "no active TLS policy" : "cannot read the active policy");
+        goto fail;
+    }
+    /* Compile again rather than trusting the stored string: the GnuTLS
+     * library may have changed under an old row. */
+    b->priority = tls_policy_compile(policy, &b->prio, err);
+    if (!b->priority) {
+        rc = -EINVAL;
+        goto fail;
+    }
+    if ((rc = gnutls_certificate_allocate_credentials(&b->cred)) < 0) {
+        *err = xasprintf("credentials: %s", gnutls_strerror(rc));
+        rc = -ENOMEM;
+        goto fail;
+    }
+    /* API v2: set_x509_key_* return the index that OCSP loading needs. */
+    gnutls_certificate_set_flags(b->cred, GNUTLS_CERTIFICATE_API_V2);
+    if ((rc = load_certs(db, b, policy, now, err)) < 0)
+        goto fail;
+    load_dh(db, b, policy);
+
+    b->tickets = json_is_true(json_object_get(policy, "tickets"));
+    if (b->tickets) {
+        rc = tls_tickets_load(db, &b->keys);
+        if (rc < 0) {
+            *err = xstrdup(rc == -ENOENT ? "no session ticket key stored"
+                                         : "cannot read the session ticket keys");
+            goto fail;
+        }
+    }
+    b->ticket_lifetime =
+        (unsigned)json_integer_value(json_object_get(policy, "ticket_rotation_hours")) * 3600;
+    b->hsts = tls_policy_hsts(policy);
+    b->generation = atomic_fetch_add(&generations, 1) + 1;
+    json_decref(policy);
+    *out = b;
+    return 0;
+fail:
+    json_decref(policy);
+    tls_bundle_release(b);
+    return rc < 0 ? rc : -EIO;
+}

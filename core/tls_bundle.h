@@ -1,0 +1,39 @@
+/* Building and publishing the TLS bundle (the acquire/release side is in
+ * core/tls.h and host.h).  A bundle is immutable once built; the current one
+ * sits behind one atomic pointer and is reference-counted. */
+#ifndef TLSBOX_CORE_TLS_BUNDLE_H
+#define TLSBOX_CORE_TLS_BUNDLE_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "core/tls.h"
+#include "core/tls_session_cache.h"
+
+/*
+ * Build a bundle from the store at time @p now: active policy compiled to a
+ * priority cache, every active certificate allowed by the policy's key_types
+ * (others before the internal one; within each, ECDSA, then Ed25519, then
+ * RSA), OCSP staples not yet past nextUpdate, DH parameters per dh_mode,
+ * ticket keys, HSTS.  @p cache (may be NULL) serves TLS 1.2 session ids.
+ * Returns 0 with *out holding one reference, or a negative errno with *err.
+ */
+int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
+                     struct tlsbox_bundle **out, char **err);
+
+/* Make @p b (its reference is taken over) the current bundle; the previous
+ * one is released and freed once its last connection releases it.
+ * @p b NULL clears the current bundle. */
+void tls_bundle_publish(struct tlsbox_bundle *b);
+
+/* For status and tests: {generation, certificates, priority, policy_id,
+ * tickets, hsts}.  New reference. */
+json_t *tls_bundle_describe(const struct tlsbox_bundle *b);
+
+/* Number of bundles built and not yet freed (tests, leak checks). */
+long tls_bundle_live(void);
+
+#endif
