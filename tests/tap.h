@@ -11,6 +11,8 @@
 static int tap_count, tap_failed;
 
 static inline void tap_vresult(int pass, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static inline void tap_vresult(int pass, const char *fmt, va_list ap)
 {
     tap_count++;
     if (!pass)
