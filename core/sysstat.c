@@ -59,19 +59,22 @@ static struct {
     const char *help;
     struct tlsbox_metric *m;
 } sysstat_gauges[G_MAX] = {
-    [G_CPU] = {"tlsbox_system_cpu_percent_x100",
-               "Busy share of all CPUs over the last sample, in percent * 100 (0..10000)"},
-    [G_LOAD1] = {"tlsbox_system_load1_x1000", "1-minute load average * 1000"},
-    [G_LOAD5] = {"tlsbox_system_load5_x1000", "5-minute load average * 1000"},
-    [G_LOAD15] = {"tlsbox_system_load15_x1000", "15-minute load average * 1000"},
-    [G_MEM_TOTAL] = {"tlsbox_system_memory_total_bytes", "Total usable RAM in bytes"},
-    [G_MEM_AVAIL] = {"tlsbox_system_memory_available_bytes",
-                     "RAM available for new work without swapping, in bytes"},
-    [G_TEMP] = {"tlsbox_system_temperature_millicelsius",
-                "Temperature of the hottest thermal zone in millidegrees Celsius"},
-    [G_PROC_CPU] = {"tlsbox_process_cpu_percent_x100",
-                    "The daemon's share of all CPUs over the last sample, in percent * 100"},
-    [G_PROC_RSS] = {"tlsbox_process_rss_bytes", "The daemon's resident memory in bytes"},
+    [G_CPU] = {.name = "tlsbox_system_cpu_percent_x100",
+               .help = "Busy share of all CPUs over the last sample, in percent * 100 (0..10000)"},
+    [G_LOAD1] = {.name = "tlsbox_system_load1_x1000", .help = "1-minute load average * 1000"},
+    [G_LOAD5] = {.name = "tlsbox_system_load5_x1000", .help = "5-minute load average * 1000"},
+    [G_LOAD15] = {.name = "tlsbox_system_load15_x1000", .help = "15-minute load average * 1000"},
+    [G_MEM_TOTAL] = {.name = "tlsbox_system_memory_total_bytes",
+                     .help = "Total usable RAM in bytes"},
+    [G_MEM_AVAIL] = {.name = "tlsbox_system_memory_available_bytes",
+                     .help = "RAM available for new work without swapping, in bytes"},
+    [G_TEMP] = {.name = "tlsbox_system_temperature_millicelsius",
+                .help = "Temperature of the hottest thermal zone in millidegrees Celsius"},
+    [G_PROC_CPU] = {.name = "tlsbox_process_cpu_percent_x100",
+                    .help =
+                        "The daemon's share of all CPUs over the last sample, in percent * 100"},
+    [G_PROC_RSS] = {.name = "tlsbox_process_rss_bytes",
+                    .help = "The daemon's resident memory in bytes"},
 };
 static struct tlsbox_metric *sysstat_proc_cpu_ms;
 
