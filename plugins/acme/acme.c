@@ -1,0 +1,291 @@
+/*
+ * The ACME plugin: descriptor, settings, hooks, and the http-01 answers the
+ * site serves on /.well-known/acme-challenge/.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/acme/acme_plugin.h"
+
+#define ACME_CHALLENGE_PREFIX "/.well-known/acme-challenge/"
+
+static const struct tlsbox_setting_def acme_settings[] = {
+    {.key = "directory",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = ACME_LE_PRODUCTION,
+     .pattern = "^(production|staging|https://[^[:space:]]+)$",
+     .help = "ACME directory URL; 'production' or 'staging' for Let's Encrypt"},
+    {.key = "domains",
+     .type = TLSBOX_SETTING_LIST,
+     .default_value = "",
+     .pattern = "^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+     .help = "Names for one certificate (all as SANs; the first names it); empty = ACME off"},
+    {.key = "email",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .pattern = "^([^@[:space:]]+@[^@[:space:]]+)?$",
+     .help = "Contact address given to the CA (optional)"},
+    {.key = "agree_tos",
+     .type = TLSBOX_SETTING_BOOL,
+     .default_value = "false",
+     .help = "Agree to the CA's terms of service (required by most CAs)"},
+    {.key = "key_type",
+     .type = TLSBOX_SETTING_ENUM,
+     .default_value = "ecdsa-p256",
+     .choices = "ecdsa-p256|ecdsa-p384|rsa-2048|rsa-3072|ecdsa+rsa",
+     .help = "Certificate key; ecdsa+rsa gets two certificates (P-256 and RSA-2048)"},
+    {.key = "profile",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .pattern = "^[A-Za-z0-9._-]{0,64}$",
+     .help = "Certificate profile to ask for when the CA lists profiles (e.g. shortlived)"},
+    {.key = "eab_kid",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .pattern = "^[^[:space:]]{0,256}$",
+     .help = "External account binding key id, for CAs that require one"},
+    {.key = "eab_hmac",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .pattern = "^[A-Za-z0-9_=+/-]{0,512}$",
+     .help = "External account binding HMAC key (base64url)",
+     .flags = TLSBOX_SETTING_SECRET},
+    {.key = "ca_file",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .pattern = "^(/[^[:space:]]*)?$",
+     .help = "PEM file trusted for the CA's HTTPS (a private or test CA); empty = system"},
+    {.key = "preferred_chain",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .pattern = "^[^\"]{0,128}$",
+     .help = "Issuer common name of the root to prefer among alternate chains"},
+    {.key = "renew_check_minutes",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "10",
+     .min = 1,
+     .max = 1440,
+     .help = "How often certificates are checked for renewal",
+     .flags = TLSBOX_SETTING_RESTART},
+    TLSBOX_SETTINGS_END};
+
+static char *acme_setting(struct acme *a, const char *key)
+{
+    char *v = a->host->setting_get(a->self, key);
+    return v ? v : acme_xstrdup("");
+}
+
+void acme_conf_load(struct acme *a, struct acme_conf *conf)
+{
+    memset(conf, 0, sizeof(*conf));
+    char *dir = acme_setting(a, "directory");
+    if (strcmp(dir, "production") == 0 || !*dir) {
+        free(dir);
+        dir = acme_xstrdup(ACME_LE_PRODUCTION);
+    } else if (strcmp(dir, "staging") == 0) {
+        free(dir);
+        dir = acme_xstrdup(ACME_LE_STAGING);
+    }
+    conf->directory = dir;
+    char *list = acme_setting(a, "domains"), *save = NULL;
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ')
+            tok++;
+        if (!*tok)
+            continue;
+        conf->domains = acme_xrealloc(conf->domains, (conf->ndomains + 1) * sizeof(char *));
+        conf->domains[conf->ndomains++] = acme_xstrdup(tok);
+    }
+    free(list);
+    conf->email = acme_setting(a, "email");
+    conf->agree_tos = a->host->setting_get_bool(a->self, "agree_tos", false);
+    conf->key_type = acme_setting(a, "key_type");
+    conf->profile = acme_setting(a, "profile");
+    conf->eab_kid = acme_setting(a, "eab_kid");
+    conf->eab_hmac = acme_setting(a, "eab_hmac");
+    conf->ca_file = acme_setting(a, "ca_file");
+    conf->preferred_chain = acme_setting(a, "preferred_chain");
+}
+
+void acme_conf_free(struct acme_conf *conf)
+{
+    free(conf->directory);
+    for (size_t i = 0; i < conf->ndomains; i++)
+        free(conf->domains[i]);
+    free(conf->domains);
+    free(conf->email);
+    free(conf->key_type);
+    free(conf->profile);
+    free(conf->eab_kid);
+    acme_wipe_free_str(conf->eab_hmac);
+    free(conf->ca_file);
+    free(conf->preferred_chain);
+    memset(conf, 0, sizeof(*conf));
+}
+
+/* ---- http-01 answers ------------------------------------------------------ */
+
+void acme_chal_put(void *arg, const char *token, const char *key_auth)
+{
+    struct acme *a = arg;
+    char *t = acme_xstrdup(token), *k = acme_xstrdup(key_auth);
+    pthread_mutex_lock(&a->chal_lock);
+    a->chal = acme_xrealloc(a->chal, (a->nchal + 1) * sizeof(*a->chal));
+    a->chal[a->nchal].token = t;
+    a->chal[a->nchal].key_auth = k;
+    a->nchal++;
+    pthread_mutex_unlock(&a->chal_lock);
+}
+
+void acme_chal_del(void *arg, const char *token)
+{
+    struct acme *a = arg;
+    pthread_mutex_lock(&a->chal_lock);
+    for (size_t i = 0; i < a->nchal; i++) {
+        if (strcmp(a->chal[i].token, token) == 0) {
+            free(a->chal[i].token);
+            free(a->chal[i].key_auth);
+            a->chal[i] = a->chal[--a->nchal];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&a->chal_lock);
+}
+
+/* Site worker thread: a lookup under a short lock, nothing else. */
+static int acme_on_challenge(void *arg, const char *method, const char *path,
+                             struct tlsbox_http_reply *reply)
+{
+    struct acme *a = arg;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        return -ENOENT;
+    size_t pl = strlen(ACME_CHALLENGE_PREFIX);
+    if (strncmp(path, ACME_CHALLENGE_PREFIX, pl) != 0)
+        return -ENOENT;
+    const char *token = path + pl;
+    size_t tl = strcspn(token, "?#");
+    char *answer = NULL;
+    pthread_mutex_lock(&a->chal_lock);
+    for (size_t i = 0; i < a->nchal; i++) {
+        if (strlen(a->chal[i].token) == tl && memcmp(a->chal[i].token, token, tl) == 0) {
+            answer = acme_xstrdup(a->chal[i].key_auth);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&a->chal_lock);
+    reply->content_type = "text/plain";
+    if (answer) {
+        reply->status = 200;
+        reply->body = answer;
+        reply->body_len = strlen(answer);
+    } else {
+        /* Ours alone: an unknown token is a 404, never a redirect to HTTPS. */
+        reply->status = 404;
+        reply->body = acme_xstrdup("no such challenge\n");
+        reply->body_len = strlen(reply->body);
+    }
+    return 0;
+}
+
+/* ---- hooks ----------------------------------------------------------------- */
+
+static void acme_on_settings(void *arg, const char *event, const char *data)
+{
+    struct acme *a = arg;
+    (void)event;
+    /* {"key":"acme.domains"} or {"reload":true}: re-check with the new values. */
+    if (!data || strstr(data, "\"acme.") || strstr(data, "\"reload\""))
+        acme_run_submit(a, false);
+}
+
+static int acme_init(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state)
+{
+    struct acme *a = acme_xcalloc(1, sizeof(*a));
+    a->self = self;
+    a->host = host;
+    pthread_mutex_init(&a->chal_lock, NULL);
+    pthread_mutex_init(&a->run_lock, NULL);
+    pthread_mutex_init(&a->wake_lock, NULL);
+    pthread_mutex_init(&a->status_lock, NULL);
+    a->status_json = acme_xstrdup("{\"state\":\"starting\"}");
+    a->check_minutes = (long)host->setting_get_int(self, "renew_check_minutes", 10);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        host->log(self, TLSBOX_LOG_ERR, "acme: libcurl did not initialise");
+        *state = a;
+        return -EIO;
+    }
+    *state = a;
+    return 0;
+}
+
+static int acme_start(void *state)
+{
+    struct acme *a = state;
+    const struct tlsbox_host *h = a->host;
+    int ret;
+    if ((ret = h->http_route_add(a->self, ACME_CHALLENGE_PREFIX, acme_on_challenge, a)) < 0) {
+        h->log(a->self, TLSBOX_LOG_ERR, "acme: cannot serve %s: %s", ACME_CHALLENGE_PREFIX,
+               strerror(-ret));
+        return ret;
+    }
+    if ((ret = acme_api_register(a)) < 0)
+        return ret;
+    a->m_ok = h->metric_register(a->self, "tlsbox_acme_orders_total{result=\"ok\"}",
+                                 TLSBOX_METRIC_COUNTER, "ACME certificates issued", NULL, 0);
+    a->m_err = h->metric_register(a->self, "tlsbox_acme_orders_total{result=\"error\"}",
+                                  TLSBOX_METRIC_COUNTER, "ACME attempts that failed", NULL, 0);
+    a->m_bad_nonce = h->metric_register(a->self, "tlsbox_acme_bad_nonce_total",
+                                        TLSBOX_METRIC_COUNTER, "badNonce answers retried", NULL, 0);
+    a->m_next = h->metric_register(a->self, "tlsbox_acme_next_renewal_timestamp_seconds",
+                                   TLSBOX_METRIC_GAUGE, "When the next renewal is due", NULL, 0);
+    a->sub = h->event_subscribe(a->self, "settings.changed", acme_on_settings, a);
+    uint64_t period = (uint64_t)a->check_minutes * 60000;
+    a->timer = h->timer_add(a->self, "acme-check", period, period, period / 10, acme_run_check, a);
+    if (a->timer < 0)
+        return (int)a->timer;
+    /* The first check at once: a fresh box should not wait minutes for its certificate. */
+    acme_run_submit(a, false);
+    return 0;
+}
+
+static void acme_stop(void *state)
+{
+    struct acme *a = state;
+    atomic_store(&a->stopping, true);
+    if (a->sub > 0)
+        a->host->event_unsubscribe(a->self, a->sub);
+    if (a->timer > 0)
+        a->host->timer_cancel(a->self, a->timer);
+    pthread_mutex_lock(&a->wake_lock);
+    if (a->wake_timer > 0)
+        a->host->timer_cancel(a->self, a->wake_timer);
+    a->wake_timer = 0;
+    pthread_mutex_unlock(&a->wake_lock);
+}
+
+static void acme_fini(void *state)
+{
+    struct acme *a = state;
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->nchal; i++) {
+        free(a->chal[i].token);
+        free(a->chal[i].key_auth);
+    }
+    free(a->chal);
+    free(a->status_json);
+    pthread_mutex_destroy(&a->chal_lock);
+    pthread_mutex_destroy(&a->run_lock);
+    pthread_mutex_destroy(&a->wake_lock);
+    pthread_mutex_destroy(&a->status_lock);
+    free(a);
+}
+
+TLSBOX_PLUGIN(.name = "acme", .version = PACKAGE_VERSION,
+              .description = "Certificates from an ACME CA (RFC 8555), renewed by themselves",
+              .settings = acme_settings, .init = acme_init, .start = acme_start, .stop = acme_stop,
+              .fini = acme_fini);

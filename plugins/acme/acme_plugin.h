@@ -1,0 +1,80 @@
+/* The ACME plugin's glue to the host: state, settings, jobs, API. */
+#ifndef TLSBOX_PLUGINS_ACME_PLUGIN_H
+#define TLSBOX_PLUGINS_ACME_PLUGIN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <tlsbox/host.h>
+
+#include "plugins/acme/acme.h"
+
+#define ACME_LE_PRODUCTION "https://acme-v02.api.letsencrypt.org/directory"
+#define ACME_LE_STAGING "https://acme-staging-v02.api.letsencrypt.org/directory"
+
+/* One http-01 key authorization being answered. */
+struct acme_chal {
+    char *token;
+    char *key_auth;
+};
+
+struct acme {
+    struct tlsbox_plugin *self;
+    const struct tlsbox_host *host;
+
+    /* http-01 answers: written by jobs, read by site workers (short lock, no I/O). */
+    pthread_mutex_t chal_lock;
+    struct acme_chal *chal;
+    size_t nchal;
+
+    /* One check/issuance at a time; a request that finds it busy sets again. */
+    pthread_mutex_t run_lock;
+    atomic_bool again;
+    atomic_bool force;
+    atomic_bool stopping;
+
+    int64_t timer;      /* periodic check */
+    int64_t wake_timer; /* one-shot: next backoff retry or renewal time */
+    pthread_mutex_t wake_lock;
+    int64_t sub; /* settings.changed */
+
+    /* The status reply, rebuilt by each check (the API thread never touches SQLite). */
+    pthread_mutex_t status_lock;
+    char *status_json;
+
+    struct tlsbox_metric *m_ok, *m_err, *m_bad_nonce, *m_next;
+    long check_minutes;
+};
+
+/* Settings resolved for one run. */
+struct acme_conf {
+    char *directory;
+    char **domains;
+    size_t ndomains;
+    char *email;
+    bool agree_tos;
+    char *key_type;
+    char *profile;
+    char *eab_kid;
+    char *eab_hmac; /* wiped */
+    char *ca_file;
+    char *preferred_chain;
+};
+
+/* acme.c */
+void acme_conf_load(struct acme *a, struct acme_conf *conf);
+void acme_conf_free(struct acme_conf *conf);
+void acme_chal_put(void *arg, const char *token, const char *key_auth);
+void acme_chal_del(void *arg, const char *token);
+
+/* acme_run.c: jobs */
+void acme_run_check(void *arg, struct tlsbox_job *job);
+void acme_run_submit(struct acme *a, bool force);
+/* Queue a revocation of certificate @p name (then a replacement). */
+int acme_run_revoke(struct acme *a, const char *name);
+void acme_status_set(struct acme *a, char *json);
+
+/* acme_api.c */
+int acme_api_register(struct acme *a);
+
+#endif

@@ -1,0 +1,103 @@
+# Helpers to run Debian's pebble + pebble-challtestsrv for ACME tests (bash).
+# Source after lib.sh and tb_setup.  Everything lives in $TB_TMP/pebble and
+# listens on free loopback ports; pebble resolves every name through
+# challtestsrv to 127.0.0.1 (never the system resolver).
+#
+#   PB_HTTP_PORT=<site http port> [PB_VALIDITY=secs] [PB_ENV="VAR=x ..."] pb_start
+#     -> PB_DIRECTORY (ACME directory URL), PB_CA (trust anchor for pebble's
+#        own HTTPS: acme.ca_file), PB_ROOT (pebble's issuing root, PEM),
+#        PB_MGMT (management base URL)
+#   pb_stop                       stop pebble (challtestsrv keeps running)
+#   pb_restart                    start pebble again with the same config
+#       (NB: pebble keeps no state: a restart makes a new root and forgets accounts)
+
+if ! type tb_free_port >/dev/null 2>&1; then
+    tb_free_port() {
+        python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    }
+fi
+if ! type tb_bg >/dev/null 2>&1; then
+    _pb_pids=""
+    tb_bg() {
+        "$@" &
+        TB_BG_PID=$!
+        _pb_pids="$_pb_pids $TB_BG_PID"
+    }
+fi
+
+_pb_wait_port() {
+    local port=$1 i
+    for i in $(seq 1 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# A throwaway CA and a localhost certificate for pebble's own HTTPS listener.
+pb_make_certs() {
+    local d=$1
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+        -keyout "$d/ca.key" -out "$d/ca.pem" -days 3 -subj "/CN=tlsbox test pebble HTTPS CA" \
+        -addext "basicConstraints=critical,CA:TRUE" \
+        -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null || return 1
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+        -keyout "$d/key.pem" -out "$d/csr.pem" -subj "/CN=localhost" 2>/dev/null || return 1
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' \
+        >"$d/ext.cnf"
+    openssl x509 -req -in "$d/csr.pem" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+        -days 3 -extfile "$d/ext.cnf" -out "$d/cert.pem" 2>/dev/null || return 1
+}
+
+pb_start() {
+    PB_DIR="$TB_TMP/pebble"
+    mkdir -p "$PB_DIR"
+    [ -f "$PB_DIR/cert.pem" ] || pb_make_certs "$PB_DIR" || { echo "# pebble: certificate setup failed"; return 1; }
+    PB_DNS_PORT=$(tb_free_port)
+    PB_CTS_PORT=$(tb_free_port)
+    PB_PORT=$(tb_free_port)
+    PB_MGMT_PORT=$(tb_free_port)
+    PB_TLS_PORT=$(tb_free_port)
+    local validity=""
+    [ -n "${PB_VALIDITY:-}" ] && validity=", \"certificateValidityPeriod\": $PB_VALIDITY"
+    cat >"$PB_DIR/config.json" <<JSON
+{"pebble": {
+  "listenAddress": "127.0.0.1:$PB_PORT",
+  "managementListenAddress": "127.0.0.1:$PB_MGMT_PORT",
+  "certificate": "$PB_DIR/cert.pem",
+  "privateKey": "$PB_DIR/key.pem",
+  "httpPort": ${PB_HTTP_PORT:?PB_HTTP_PORT must be the site HTTP port},
+  "tlsPort": $PB_TLS_PORT,
+  "ocspResponderURL": "",
+  "externalAccountBindingRequired": false$validity
+}}
+JSON
+    tb_bg pebble-challtestsrv -management "127.0.0.1:$PB_CTS_PORT" -dns01 "127.0.0.1:$PB_DNS_PORT" \
+        -defaultIPv4 127.0.0.1 -defaultIPv6 "" -http01 "" -https01 "" -tlsalpn01 "" \
+        >>"$PB_DIR/challtestsrv.log" 2>&1
+    PB_CTS_PID=$TB_BG_PID
+    _pb_wait_port "$PB_CTS_PORT" || { echo "# pebble-challtestsrv did not start"; return 1; }
+    pb_restart
+}
+
+pb_restart() {
+    # shellcheck disable=SC2086
+    tb_bg env PEBBLE_VA_NOSLEEP=1 ${PB_ENV:-} pebble -config "$PB_DIR/config.json" \
+        -dnsserver "127.0.0.1:$PB_DNS_PORT" >>"$PB_DIR/pebble.log" 2>&1
+    PB_PID=$TB_BG_PID
+    _pb_wait_port "$PB_PORT" && _pb_wait_port "$PB_MGMT_PORT" ||
+        { echo "# pebble did not start:"; sed 's/^/#   /' "$PB_DIR/pebble.log" | tail -5; return 1; }
+    PB_CA="$PB_DIR/ca.pem"
+    PB_DIRECTORY="https://127.0.0.1:$PB_PORT/dir"
+    PB_MGMT="https://127.0.0.1:$PB_MGMT_PORT"
+    PB_ROOT="$PB_DIR/root.pem"
+    curl -sf --cacert "$PB_CA" "$PB_MGMT/roots/0" >"$PB_ROOT" || { echo "# pebble: no /roots/0"; return 1; }
+    export PB_CA PB_DIRECTORY PB_MGMT PB_ROOT
+}
+
+pb_stop() {
+    [ -n "${PB_PID:-}" ] || return 0
+    kill -TERM "$PB_PID" 2>/dev/null
+    wait "$PB_PID" 2>/dev/null
+    PB_PID=""
+}
