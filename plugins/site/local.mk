@@ -1,1 +1,35 @@
-# (filled by its component)
+# The site plugin: HTTPS + HTTP/2 static server (site.so).
+site_sources = \
+	plugins/site/site.c plugins/site/site.h \
+	plugins/site/site_worker.c plugins/site/site_conn.c plugins/site/site_tls.c \
+	plugins/site/site_h1.c plugins/site/site_h2.c plugins/site/site_files.c \
+	plugins/site/site_mime.c plugins/site/site_redirect.c plugins/site/site_metrics.c
+
+plugin_LTLIBRARIES += plugins/site/site.la
+plugins_site_site_la_SOURCES = $(site_sources)
+plugins_site_site_la_CFLAGS = $(PLUGIN_CFLAGS) $(NGHTTP2_CFLAGS)
+plugins_site_site_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_site_site_la_LIBADD = $(GNUTLS_LIBS) $(NGHTTP2_LIBS)
+
+# Unit tests: the plugin's sources linked with a mock host table.
+check_PROGRAMS += plugins/site/tests/site_test
+TESTS += plugins/site/tests/site_test
+plugins_site_tests_site_test_SOURCES = plugins/site/tests/site_test.c \
+	plugins/site/tests/mock_host.c plugins/site/tests/mock_host.h $(site_sources)
+plugins_site_tests_site_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) \
+	$(SQLITE_CFLAGS) -I$(top_srcdir)/plugins/site
+plugins_site_tests_site_test_LDADD = $(GNUTLS_LIBS) $(NGHTTP2_LIBS)
+
+# A throwaway host that runs the plugin with a self-made bundle (manual
+# testing and benchmarks without the daemon): site_testhost CERT KEY KEY=VALUE...
+check_PROGRAMS += plugins/site/tests/site_testhost
+plugins_site_tests_site_testhost_SOURCES = plugins/site/tests/site_testhost.c \
+	plugins/site/tests/mock_host.c plugins/site/tests/mock_host.h $(site_sources)
+plugins_site_tests_site_testhost_CFLAGS = $(plugins_site_tests_site_test_CFLAGS)
+plugins_site_tests_site_testhost_LDADD = $(GNUTLS_LIBS) $(NGHTTP2_LIBS)
+
+# The demo page, copied into <state>/www by the daemon in demo mode.
+sitewwwdir = $(datadir)/tlsbox/www
+dist_sitewww_DATA = plugins/site/www/index.html
+
+EXTRA_DIST += plugins/site/tests/h2_streams.py

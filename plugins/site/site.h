@@ -1,0 +1,307 @@
+/*
+ * The site plugin's private declarations: configuration, worker, connection,
+ * request and response shapes shared by its files.  Nothing here is part of
+ * the plugin kit; the only way out to the core is the host table.
+ */
+#ifndef TLSBOX_SITE_H
+#define TLSBOX_SITE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <gnutls/gnutls.h>
+#include <tlsbox/host.h>
+
+struct nghttp2_session;
+struct site_worker;
+struct site_centry;
+
+/* ---- configuration (site.c) -------------------------------------------- */
+
+struct site_config {
+    int workers;
+    int https_port, http_port;
+    char **bind;
+    size_t nbind;
+    char *root;
+    int max_connections;
+    int max_header_size;
+    int max_request_line;
+    int h2_max_streams;
+    int h2_window;
+    int stop_timeout_ms;
+    size_t cache_bytes;    /* per worker */
+    size_t cache_max_file; /* files up to this size are cached */
+    /* Changed live on settings.changed: read with relaxed atomics. */
+    _Atomic int handshake_timeout_ms, header_timeout_ms, idle_timeout_ms, send_timeout_ms;
+    _Atomic bool access_log;
+};
+
+/* ---- metrics (site_metrics.c) ------------------------------------------ */
+
+enum site_proto { SITE_PROTO_H1, SITE_PROTO_H2, SITE_PROTO_PLAIN, SITE_PROTO_MAX };
+
+struct site_label_cache {
+    const char *key[16];
+    struct tlsbox_metric *m[16];
+    int n;
+};
+
+struct site_metrics {
+    struct tlsbox_metric *hs_full, *hs_resumed, *hs_fail_timeout, *hs_duration;
+    struct tlsbox_metric *conns_open, *conns_total, *conns_refused;
+    struct tlsbox_metric *requests[SITE_PROTO_MAX][6]; /* [proto][status/100], 0 = other */
+    struct tlsbox_metric *bytes_in, *bytes_out, *cpu_us;
+    struct tlsbox_metric *h2_refused_streams;
+};
+
+/* Per worker, so lookups by label need no lock. */
+struct site_wmetrics {
+    struct site_label_cache version, cipher, group, sigalg, keytype, alert;
+    uint64_t bytes_in, bytes_out; /* flushed once a second */
+    uint64_t cpu_ns_flushed;
+};
+
+/* ---- the plugin state (site.c) ----------------------------------------- */
+
+struct site {
+    struct tlsbox_plugin *self;
+    const struct tlsbox_host *host;
+    struct site_config cfg;
+    int rootfd;
+    struct site_worker *workers;
+    int nworkers;
+    _Atomic int nconns;
+    _Atomic bool stopping;
+    int64_t sub_id;
+    struct site_metrics m;
+};
+
+#define SITE_LOG(s, lvl, ...) (s)->host->log((s)->self, (lvl), __VA_ARGS__)
+
+/* ---- requests and responses -------------------------------------------- */
+
+enum site_method { SITE_M_GET, SITE_M_HEAD, SITE_M_OTHER };
+
+/* A parsed request, protocol-independent.  Strings are borrowed (from the
+ * connection's input or the h2 stream) and not NUL-terminated unless said. */
+struct site_str {
+    const char *p;
+    size_t n;
+};
+
+struct site_req {
+    enum site_method method;
+    struct site_str method_s;
+    struct site_str target; /* path with query, as sent */
+    struct site_str host;
+    struct site_str inm, ims, range, if_range;
+    bool accept_gzip;
+    bool http10;     /* h1 only */
+    bool keep_alive; /* h1 only: what the client asked for */
+    bool has_body;   /* Content-Length > 0 or Transfer-Encoding */
+};
+
+/* What to answer.  The body comes from exactly one source. */
+struct site_resp {
+    int status;
+    const char *ctype;
+    char extra[1280]; /* extra header lines "Name: value\r\n" (h1 form) */
+    size_t extra_len;
+    /* file metadata for ETag/Last-Modified; valid when has_validators */
+    bool has_validators;
+    char etag[48];
+    char lastmod[32];
+    time_t mtime;
+    bool gz, vary;
+    bool range; /* 206: Content-Range bytes range_start-..../total */
+    uint64_t total;
+    /* body source */
+    struct site_centry *ce; /* cached file (a reference) */
+    int fd;                 /* or an open file, -1 */
+    const char *mem;        /* or memory (static or owned) */
+    char *owned;            /* freed with the response */
+    uint64_t off, len;      /* window of the source still to send */
+};
+
+/* ---- connections (site_conn.c) ----------------------------------------- */
+
+enum site_conn_state { SITE_CS_HANDSHAKE, SITE_CS_H1, SITE_CS_H2, SITE_CS_CLOSED };
+enum site_timer_kind {
+    SITE_T_NONE,
+    SITE_T_HANDSHAKE,
+    SITE_T_HEADER,
+    SITE_T_IDLE,
+    SITE_T_SEND,
+    SITE_T_MAX
+};
+
+struct site_conn {
+    struct site_worker *w;
+    int fd;
+    bool tls;
+    bool want_close;   /* close once the output is flushed */
+    bool read_blocked; /* stopped reading while output drains */
+    bool send_again;   /* gnutls_record_send returned E_AGAIN: repeat with NULL,0 */
+    bool in_free_list;
+    uint8_t state;
+    uint8_t tkind;
+    struct site_conn *tprev, *tnext; /* timer list of tkind */
+    uint64_t deadline_ms;
+    gnutls_session_t session;
+    struct tlsbox_bundle *bundle;
+    const char *hsts;
+    size_t hsts_len;
+    uint64_t t_hello_ns;
+    /* input not yet consumed (h1 partial or pipelined requests) */
+    char *in;
+    uint32_t in_len, in_cap;
+    /* output not yet sent */
+    char *out;
+    uint32_t out_off, out_len, out_cap;
+    uint32_t send_len; /* length passed to the pending gnutls_record_send */
+    /* h1: the response body still to stream, and whether to close after it */
+    struct site_resp *h1_body;
+    bool h1_close_after;
+    struct nghttp2_session *h2;
+    void *h2_streams; /* list of open streams (site_h2.c) */
+    bool h2_goaway;
+    uint32_t nreq;
+};
+
+/* ---- worker (site_worker.c) -------------------------------------------- */
+
+struct site_tlist {
+    struct site_conn *head, *tail;
+};
+
+#define SITE_INBUF 16640
+#define SITE_OUTBUF 65536
+#define SITE_OUT_HIGH 49152
+
+struct site_cache;
+
+struct site_worker {
+    struct site *s;
+    int id;
+    pthread_t thread;
+    int ep;
+    int evfd;
+    int *listen_fds;
+    bool *listen_tls;
+    size_t nlisten;
+    bool draining;
+    uint64_t now_ms;
+    uint64_t drain_deadline_ms;
+    time_t date_sec;
+    char date[40]; /* IMF-fixdate of date_sec */
+    size_t date_len;
+    struct site_tlist tl[SITE_T_MAX];
+    int nconns;
+    struct site_conn *dead; /* closed, freed after the current batch of events */
+    char inbuf[SITE_INBUF];
+    void *outpool[32];
+    int noutpool;
+    struct site_cache *cache;
+    struct site_wmetrics wm;
+    uint64_t last_tick_ms;
+};
+
+/* site_worker.c */
+int site_workers_start(struct site *s);
+void site_workers_stop(struct site *s);
+void site_timer_set(struct site_conn *c, enum site_timer_kind k);
+uint64_t site_now_ms(void);
+uint64_t site_now_ns(void);
+void site_worker_update_date(struct site_worker *w, time_t now);
+
+/* site_conn.c */
+void site_conn_accept(struct site_worker *w, int fd, bool tls);
+void site_conn_on_event(struct site_conn *c, uint32_t events);
+void site_conn_close(struct site_conn *c);
+void site_conn_timeout(struct site_conn *c);
+void site_conn_drain(struct site_conn *c); /* graceful stop: finish and close */
+/* Make room for n more bytes in the output buffer; returns the write pointer. */
+char *site_out_reserve(struct site_conn *c, size_t n);
+void site_out_append(struct site_conn *c, const void *p, size_t n);
+void site_out_release_if_empty(struct site_conn *c);
+/* Send what is buffered, refilling from the protocol; returns 0, or -1 after closing. */
+int site_conn_flush(struct site_conn *c);
+
+/* site_tls.c */
+int site_tls_setup(struct site_conn *c);
+/* 1 done, 0 in progress, -1 failed (logged/counted). */
+int site_tls_handshake(struct site_conn *c);
+void site_tls_count_timeout(struct site_conn *c);
+
+/* site_h1.c */
+/* Parse one request from buf.  Returns bytes consumed (>0) and fills rq, 0 when
+ * more input is needed, or -status (400, 413, 414, 431, 505) on a bad request. */
+long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, struct site_req *rq);
+/* Accept-Encoding allows gzip (and does not say q=0). */
+bool site_accepts_gzip(const char *p, size_t n);
+void site_h1_on_data(struct site_conn *c, const char *data, size_t n);
+int site_h1_produce(struct site_conn *c); /* stream more body; 1 when done */
+size_t site_h1_head(char *dst, size_t cap, const struct site_conn *c, const struct site_resp *rs,
+                    bool keep_alive, bool http10);
+
+/* site_h2.c */
+int site_h2_start(struct site_conn *c);
+int site_h2_on_data(struct site_conn *c, const char *data, size_t n);
+int site_h2_produce(struct site_conn *c); /* pump frames; 1 when nothing left */
+void site_h2_free(struct site_conn *c);
+void site_h2_goaway(struct site_conn *c);
+bool site_h2_idle(const struct site_conn *c);
+/* nghttp2 wants neither to read nor to write: the connection is done. */
+bool site_h2_finished(const struct site_conn *c);
+
+/* site_files.c */
+/* Decode and normalise a request target's path into out (NUL-terminated,
+ * no leading '/', "" for the root).  Returns 0, or -400 for a path that must be
+ * refused (NUL, bad escape, '..' above the root, too long). */
+int site_path_normalize(const char *target, size_t n, char *out, size_t cap);
+/* Fill rs for a GET/HEAD of rq from the root. */
+void site_files_serve(struct site_worker *w, const struct site_req *rq, struct site_resp *rs);
+void site_resp_init(struct site_resp *rs);
+void site_resp_error(struct site_resp *rs, int status);
+void site_resp_free(struct site_resp *rs);
+/* Add "name: value" to the response's extra headers (dropped when they do not fit). */
+void site_resp_add_header(struct site_resp *rs, const char *name, const char *v, size_t vn);
+/* Copy up to n bytes of the body window into dst; returns bytes copied, or -1. */
+long site_resp_read(struct site_resp *rs, char *dst, size_t n);
+const char *site_status_text(int status);
+struct site_cache *site_cache_new(size_t max_bytes, size_t max_file);
+void site_cache_free(struct site_cache *c);
+/* Exposed for unit tests. */
+int site_range_parse(const char *p, size_t n, uint64_t size, uint64_t *start, uint64_t *len);
+bool site_etag_match(const char *inm, size_t n, const char *etag);
+int site_http_date(time_t t, char *buf, size_t cap);
+bool site_http_date_parse(const char *p, size_t n, time_t *out);
+const char *site_mime_type(const char *path);
+
+/* site_redirect.c */
+/* Validate a Host header value; writes the host without port into out.  false when invalid. */
+bool site_host_valid(const char *p, size_t n, char *out, size_t cap);
+void site_redirect_serve(struct site_worker *w, const struct site_req *rq, struct site_resp *rs);
+
+/* site_metrics.c */
+void site_metrics_register(struct site *s);
+void site_metrics_handshake(struct site_worker *w, gnutls_session_t session, double seconds);
+void site_metrics_hs_fail(struct site_worker *w, const char *reason);
+void site_metrics_request(struct site_worker *w, enum site_proto p, int status);
+void site_metrics_tick(struct site_worker *w);
+void site_access_log(struct site_conn *c, const struct site_req *rq, int status, uint64_t bytes,
+                     const char *proto);
+
+/* Allocation that aborts on failure (plugins do not link core/xalloc.c). */
+void *site_xmalloc(size_t n);
+void *site_xcalloc(size_t a, size_t b);
+void *site_xrealloc(void *p, size_t n);
+char *site_xstrdup(const char *s);
+
+#endif

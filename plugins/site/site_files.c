@@ -1,0 +1,840 @@
+/*
+ * Static files: safe path resolution under the root, validators (ETag,
+ * Last-Modified, 304), Range (206/416), precompressed .gz siblings, error
+ * pages, and a per-worker cache of small files.
+ *
+ * Safety does not rest on string checks alone: every open goes through
+ * openat2(RESOLVE_BENEATH) on the root directory, so neither ".." nor a
+ * symlink can leave the root, whatever the normaliser missed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "site.h"
+
+#define CACHE_CHECK_MS 1000 /* revalidate a cached file at most this often */
+
+struct site_centry {
+    struct site_centry *hnext;
+    struct site_centry *lprev, *lnext;
+    int refs;
+    bool in_cache;
+    bool missing;
+    uint32_t hash;
+    char *path;
+    size_t path_len;
+    char *data;
+    size_t size;
+    dev_t dev;
+    ino_t ino;
+    struct timespec mtim;
+    uint64_t checked_ms;
+    const char *ctype;
+    char etag[40];
+    char lastmod[32];
+};
+
+struct site_cache {
+    struct site_centry **buckets;
+    size_t nbuckets;
+    size_t bytes, max_bytes, max_file;
+    struct site_centry *head, *tail; /* least recently used first */
+};
+
+/* ---- error pages --------------------------------------------------------- */
+
+const char *site_status_text(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 206:
+        return "Partial Content";
+    case 301:
+        return "Moved Permanently";
+    case 304:
+        return "Not Modified";
+    case 400:
+        return "Bad Request";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 413:
+        return "Content Too Large";
+    case 414:
+        return "URI Too Long";
+    case 416:
+        return "Range Not Satisfiable";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "Unknown";
+    }
+}
+
+#define ERR_PAGE(code, text)                                                                       \
+    "<!doctype html>\n<html><head><title>" code " " text "</title></head>\n<body><h1>" code        \
+    " " text "</h1></body></html>\n"
+
+static const char *error_page(int status)
+{
+    switch (status) {
+    case 301:
+        return ERR_PAGE("301", "Moved Permanently");
+    case 400:
+        return ERR_PAGE("400", "Bad Request");
+    case 403:
+        return ERR_PAGE("403", "Forbidden");
+    case 404:
+        return ERR_PAGE("404", "Not Found");
+    case 405:
+        return ERR_PAGE("405", "Method Not Allowed");
+    case 408:
+        return ERR_PAGE("408", "Request Timeout");
+    case 413:
+        return ERR_PAGE("413", "Content Too Large");
+    case 414:
+        return ERR_PAGE("414", "URI Too Long");
+    case 416:
+        return ERR_PAGE("416", "Range Not Satisfiable");
+    case 431:
+        return ERR_PAGE("431", "Request Header Fields Too Large");
+    case 503:
+        return ERR_PAGE("503", "Service Unavailable");
+    case 505:
+        return ERR_PAGE("505", "HTTP Version Not Supported");
+    default:
+        return ERR_PAGE("500", "Internal Server Error");
+    }
+}
+
+void site_resp_init(struct site_resp *rs)
+{
+    rs->status = 0;
+    rs->ctype = NULL;
+    rs->extra_len = 0;
+    rs->mtime = 0;
+    rs->etag[0] = rs->lastmod[0] = 0;
+    rs->has_validators = rs->gz = rs->vary = rs->range = false;
+    rs->ce = NULL;
+    rs->fd = -1;
+    rs->mem = NULL;
+    rs->owned = NULL;
+    rs->off = rs->len = rs->total = 0;
+}
+
+void site_resp_error(struct site_resp *rs, int status)
+{
+    site_resp_free(rs);
+    site_resp_init(rs);
+    rs->status = status;
+    rs->ctype = "text/html; charset=utf-8";
+    rs->mem = error_page(status);
+    rs->len = rs->total = strlen(rs->mem);
+}
+
+void site_resp_add_header(struct site_resp *rs, const char *name, const char *v, size_t vn)
+{
+    size_t nn = strlen(name);
+    if (rs->extra_len + nn + 2 + vn + 2 >= sizeof(rs->extra))
+        return;
+    memcpy(rs->extra + rs->extra_len, name, nn);
+    rs->extra_len += nn;
+    memcpy(rs->extra + rs->extra_len, ": ", 2);
+    rs->extra_len += 2;
+    memcpy(rs->extra + rs->extra_len, v, vn);
+    rs->extra_len += vn;
+    memcpy(rs->extra + rs->extra_len, "\r\n", 2);
+    rs->extra_len += 2;
+}
+
+static void centry_unref(struct site_centry *e)
+{
+    if (--e->refs > 0)
+        return;
+    free(e->path);
+    free(e->data);
+    free(e);
+}
+
+void site_resp_free(struct site_resp *rs)
+{
+    if (rs->ce)
+        centry_unref(rs->ce);
+    if (rs->fd >= 0)
+        close(rs->fd);
+    free(rs->owned);
+    rs->ce = NULL;
+    rs->fd = -1;
+    rs->owned = NULL;
+    rs->mem = NULL;
+}
+
+long site_resp_read(struct site_resp *rs, char *dst, size_t n)
+{
+    if (n > rs->len)
+        n = rs->len;
+    if (n == 0)
+        return 0;
+    if (rs->fd >= 0) {
+        ssize_t r;
+        do
+            r = pread(rs->fd, dst, n, (off_t)rs->off);
+        while (r < 0 && errno == EINTR);
+        if (r <= 0)
+            return -1; /* file shrank or I/O error: the connection must close */
+        n = (size_t)r;
+    } else {
+        memcpy(dst, rs->mem + rs->off, n);
+    }
+    rs->off += n;
+    rs->len -= n;
+    return (long)n;
+}
+
+/* ---- paths ----------------------------------------------------------------- */
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int site_path_normalize(const char *target, size_t n, char *out, size_t cap)
+{
+    size_t o = 0, i = 0;
+    size_t seg_start;
+
+    /* absolute-form: http://host/path */
+    if (n > 7 &&
+        (strncasecmp(target, "http://", 7) == 0 || strncasecmp(target, "https://", 8) == 0)) {
+        const char *p = memchr(target + 8, '/', n - 8);
+        if (!p)
+            return -400;
+        n -= (size_t)(p - target);
+        target = p;
+    }
+    if (n == 0 || target[0] != '/')
+        return -400;
+    if (cap < 2)
+        return -400;
+    /* Walk the decoded path segment by segment, writing into out without the
+     * leading slash; a segment is judged once it is complete. */
+    seg_start = 0;
+    for (i = 1;; i++) {
+        int ch;
+        bool end = i >= n || target[i] == '?' || target[i] == '#';
+        if (!end) {
+            ch = (unsigned char)target[i];
+            if (ch == '%') {
+                int h, l;
+                if (i + 2 >= n)
+                    return -400;
+                h = hexval(target[i + 1]);
+                l = hexval(target[i + 2]);
+                if (h < 0 || l < 0)
+                    return -400;
+                ch = h * 16 + l;
+                i += 2;
+            }
+            if (ch == 0 || ch < 0x20 || ch == 0x7f)
+                return -400;
+        }
+        if (end || ch == '/') {
+            size_t seg_len = o - seg_start;
+            if (seg_len == 0 && !end) {
+                /* empty segment ("//"): skip */
+            } else if (seg_len == 1 && out[seg_start] == '.') {
+                o = seg_start;
+            } else if (seg_len == 2 && out[seg_start] == '.' && out[seg_start + 1] == '.') {
+                if (seg_start == 0)
+                    return -400; /* above the root */
+                /* drop the previous segment: out is "a/b/" with seg_start after it */
+                o = seg_start - 1;
+                while (o > 0 && out[o - 1] != '/')
+                    o--;
+            } else if (!end) {
+                if (o + 1 >= cap)
+                    return -400;
+                out[o++] = '/';
+            }
+            seg_start = o;
+            if (end)
+                break;
+            continue;
+        }
+        if (o + 1 >= cap)
+            return -400;
+        out[o++] = (char)ch;
+    }
+    out[o] = 0;
+    return 0;
+}
+
+static int open_beneath(int rootfd, const char *rel)
+{
+    static _Atomic int no_openat2;
+    struct open_how how = {.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+    int fd;
+
+    if (rel[0] == 0)
+        rel = ".";
+    if (!atomic_load_explicit(&no_openat2, memory_order_relaxed)) {
+        fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+        if (fd >= 0 || errno != ENOSYS)
+            return fd < 0 ? -errno : fd;
+        atomic_store(&no_openat2, 1);
+    }
+    /* Old kernel: refuse every symlink on the way (stricter than needed). */
+    {
+        char buf[4096];
+        int dfd = dup(rootfd);
+        char *save, *tok;
+        if (dfd < 0)
+            return -errno;
+        snprintf(buf, sizeof(buf), "%s", rel);
+        for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+            int nfd = openat(dfd, tok, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+            int e = errno;
+            close(dfd);
+            if (nfd < 0)
+                return -e;
+            dfd = nfd;
+        }
+        return dfd;
+    }
+}
+
+/* ---- validators --------------------------------------------------------- */
+
+static const char wdays[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+int site_http_date(time_t t, char *buf, size_t cap)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    return snprintf(buf, cap, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[tm.tm_wday], tm.tm_mday,
+                    months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+bool site_http_date_parse(const char *p, size_t n, time_t *out)
+{
+    char buf[64], mon[4];
+    struct tm tm = {0};
+    int day, year, hh, mm, ss;
+
+    if (n >= sizeof(buf))
+        return false;
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    /* IMF-fixdate only (what every current client sends). */
+    if (sscanf(buf, "%*3s, %2d %3s %4d %2d:%2d:%2d GMT", &day, mon, &year, &hh, &mm, &ss) != 6)
+        return false;
+    for (tm.tm_mon = 0; tm.tm_mon < 12; tm.tm_mon++)
+        if (strcmp(mon, months[tm.tm_mon]) == 0)
+            break;
+    if (tm.tm_mon == 12)
+        return false;
+    tm.tm_mday = day;
+    tm.tm_year = year - 1900;
+    tm.tm_hour = hh;
+    tm.tm_min = mm;
+    tm.tm_sec = ss;
+    *out = timegm(&tm);
+    return *out != (time_t)-1;
+}
+
+/* If-None-Match: a list of entity tags or "*"; weak comparison (RFC 9110 13.1.2). */
+bool site_etag_match(const char *p, size_t n, const char *etag)
+{
+    size_t en = strlen(etag), i = 0;
+    while (i < n) {
+        size_t start;
+        while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == ','))
+            i++;
+        if (i >= n)
+            break;
+        if (p[i] == '*')
+            return true;
+        if (i + 1 < n && p[i] == 'W' && p[i + 1] == '/')
+            i += 2;
+        start = i;
+        if (i < n && p[i] == '"') {
+            const char *q = memchr(p + i + 1, '"', n - i - 1);
+            if (!q)
+                return false;
+            i = (size_t)(q - p) + 1;
+        } else {
+            while (i < n && p[i] != ',')
+                i++;
+        }
+        if (i - start == en && memcmp(p + start, etag, en) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Range: one "bytes=" range.  0 ok (start/len set), -1 ignore the header
+ * (unparsable or several ranges: a full 200 is a valid answer), -416. */
+int site_range_parse(const char *p, size_t n, uint64_t size, uint64_t *start, uint64_t *len)
+{
+    uint64_t a = 0, b = 0;
+    bool has_a = false, has_b = false;
+    size_t i;
+
+    if (n < 7 || strncasecmp(p, "bytes=", 6) != 0)
+        return -1;
+    i = 6;
+    while (i < n && p[i] == ' ')
+        i++;
+    while (i < n && p[i] >= '0' && p[i] <= '9') {
+        if (a > (UINT64_MAX - 9) / 10)
+            return -1;
+        a = a * 10 + (uint64_t)(p[i++] - '0');
+        has_a = true;
+    }
+    if (i >= n || p[i] != '-')
+        return -1;
+    i++;
+    while (i < n && p[i] >= '0' && p[i] <= '9') {
+        if (b > (UINT64_MAX - 9) / 10)
+            return -1;
+        b = b * 10 + (uint64_t)(p[i++] - '0');
+        has_b = true;
+    }
+    while (i < n && p[i] == ' ')
+        i++;
+    if (i != n || (!has_a && !has_b))
+        return -1; /* several ranges or junk */
+    if (!has_a) {  /* suffix: last b bytes */
+        if (b == 0)
+            return -416;
+        if (b > size)
+            b = size;
+        if (size == 0)
+            return -416;
+        *start = size - b;
+        *len = b;
+        return 0;
+    }
+    if (has_b && b < a)
+        return -1;
+    if (a >= size)
+        return -416;
+    if (!has_b || b >= size)
+        b = size - 1;
+    *start = a;
+    *len = b - a + 1;
+    return 0;
+}
+
+/* ---- cache -------------------------------------------------------------- */
+
+static uint32_t hash_path(const char *p, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 16777619u;
+    return h;
+}
+
+struct site_cache *site_cache_new(size_t max_bytes, size_t max_file)
+{
+    struct site_cache *c = site_xcalloc(1, sizeof(*c));
+    c->nbuckets = 256;
+    c->buckets = site_xcalloc(c->nbuckets, sizeof(*c->buckets));
+    c->max_bytes = max_bytes;
+    c->max_file = max_file;
+    return c;
+}
+
+static void cache_unlink(struct site_cache *c, struct site_centry *e)
+{
+    struct site_centry **pp = &c->buckets[e->hash % c->nbuckets];
+    while (*pp && *pp != e)
+        pp = &(*pp)->hnext;
+    if (*pp)
+        *pp = e->hnext;
+    if (e->lprev)
+        e->lprev->lnext = e->lnext;
+    else
+        c->head = e->lnext;
+    if (e->lnext)
+        e->lnext->lprev = e->lprev;
+    else
+        c->tail = e->lprev;
+    c->bytes -= e->size + e->path_len + sizeof(*e);
+    e->in_cache = false;
+    centry_unref(e);
+}
+
+void site_cache_free(struct site_cache *c)
+{
+    if (!c)
+        return;
+    while (c->head)
+        cache_unlink(c, c->head);
+    free(c->buckets);
+    free(c);
+}
+
+static struct site_centry *cache_find(struct site_cache *c, const char *path, size_t n, uint32_t h)
+{
+    for (struct site_centry *e = c->buckets[h % c->nbuckets]; e; e = e->hnext)
+        if (e->hash == h && e->path_len == n && memcmp(e->path, path, n) == 0)
+            return e;
+    return NULL;
+}
+
+static void cache_touch(struct site_cache *c, struct site_centry *e)
+{
+    if (c->tail == e)
+        return;
+    if (e->lprev)
+        e->lprev->lnext = e->lnext;
+    else
+        c->head = e->lnext;
+    e->lnext->lprev = e->lprev;
+    e->lprev = c->tail;
+    e->lnext = NULL;
+    c->tail->lnext = e;
+    c->tail = e;
+}
+
+static void cache_insert(struct site_cache *c, struct site_centry *e)
+{
+    size_t cost = e->size + e->path_len + sizeof(*e);
+    while (c->head && c->bytes + cost > c->max_bytes)
+        cache_unlink(c, c->head);
+    if (cost > c->max_bytes)
+        return;
+    e->hnext = c->buckets[e->hash % c->nbuckets];
+    c->buckets[e->hash % c->nbuckets] = e;
+    e->lprev = c->tail;
+    e->lnext = NULL;
+    if (c->tail)
+        c->tail->lnext = e;
+    else
+        c->head = e;
+    c->tail = e;
+    c->bytes += cost;
+    e->refs++;
+    e->in_cache = true;
+}
+
+static void fill_validators(struct site_centry *e, const struct stat *st)
+{
+    e->size = (size_t)st->st_size;
+    e->dev = st->st_dev;
+    e->ino = st->st_ino;
+    e->mtim = st->st_mtim;
+    snprintf(e->etag, sizeof(e->etag), "\"%llx-%llx\"", (unsigned long long)st->st_mtime,
+             (unsigned long long)st->st_size);
+    site_http_date(st->st_mtime, e->lastmod, sizeof(e->lastmod));
+}
+
+static bool same_file(const struct site_centry *e, const struct stat *st)
+{
+    return e->dev == st->st_dev && e->ino == st->st_ino && (off_t)e->size == st->st_size &&
+           e->mtim.tv_sec == st->st_mtim.tv_sec && e->mtim.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/*
+ * Find @p rel: a fresh cache entry (a new reference, *fd = -1), or an open
+ * regular file in *fd with its stat in *st (too big for the cache), or a
+ * negative errno.  -EISDIR for a directory.
+ */
+static int lookup(struct site_worker *w, const char *rel, struct site_centry **out, int *fd,
+                  struct stat *st)
+{
+    struct site_cache *c = w->cache;
+    size_t n = strlen(rel);
+    uint32_t h = hash_path(rel, n);
+    struct site_centry *e = cache_find(c, rel, n, h);
+    int f;
+
+    *out = NULL;
+    *fd = -1;
+    if (w->s->rootfd < 0)
+        return -ENOENT;
+    if (e) {
+        if (w->now_ms - e->checked_ms < CACHE_CHECK_MS) {
+            cache_touch(c, e);
+            if (e->missing)
+                return -ENOENT;
+            e->refs++;
+            *out = e;
+            return 0;
+        }
+        /* Stale: same inode, size and mtime means same content (it was
+         * reached safely before); anything else is looked up afresh. */
+        if (fstatat(w->s->rootfd, rel[0] ? rel : ".", st, 0) == 0 ? !e->missing && same_file(e, st)
+                                                                  : e->missing) {
+            e->checked_ms = w->now_ms;
+            cache_touch(c, e);
+            if (e->missing)
+                return -ENOENT;
+            e->refs++;
+            *out = e;
+            return 0;
+        }
+        cache_unlink(c, e);
+    }
+    f = open_beneath(w->s->rootfd, rel);
+    if (f < 0) {
+        if (f == -ENOENT || f == -ENOTDIR) {
+            /* Remember misses only for .gz siblings, asked for on every request. */
+            size_t len = strlen(rel);
+            if (len > 3 && strcmp(rel + len - 3, ".gz") == 0) {
+                e = site_xcalloc(1, sizeof(*e));
+                e->refs = 1;
+                e->missing = true;
+                e->path = site_xstrdup(rel);
+                e->path_len = len;
+                e->hash = h;
+                e->checked_ms = w->now_ms;
+                cache_insert(c, e);
+                centry_unref(e);
+            }
+        }
+        return f;
+    }
+    if (fstat(f, st) < 0) {
+        int e2 = -errno;
+        close(f);
+        return e2;
+    }
+    if (S_ISDIR(st->st_mode)) {
+        close(f);
+        return -EISDIR;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        close(f);
+        return -ENOENT;
+    }
+    if ((size_t)st->st_size > c->max_file) {
+        *fd = f;
+        return 0;
+    }
+    e = site_xcalloc(1, sizeof(*e));
+    e->refs = 1;
+    e->path = site_xstrdup(rel);
+    e->path_len = n;
+    e->hash = h;
+    fill_validators(e, st);
+    e->ctype = site_mime_type(rel);
+    e->data = site_xmalloc(e->size ? e->size : 1);
+    for (size_t got = 0; got < e->size;) {
+        ssize_t r = pread(f, e->data + got, e->size - got, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            close(f);
+            centry_unref(e);
+            return -EIO;
+        }
+        got += (size_t)r;
+    }
+    close(f);
+    e->checked_ms = w->now_ms;
+    cache_insert(c, e);
+    *out = e;
+    return 0;
+}
+
+static bool has_gz_sibling(struct site_worker *w, const char *rel, struct site_centry **ce, int *fd,
+                           struct stat *st)
+{
+    char gz[4200];
+    size_t n = strlen(rel);
+    if (n + 4 > sizeof(gz))
+        return false;
+    memcpy(gz, rel, n);
+    memcpy(gz + n, ".gz", 4);
+    return lookup(w, gz, ce, fd, st) == 0;
+}
+
+/* ---- serving -------------------------------------------------------------- */
+
+static void redirect_dir(struct site_resp *rs, const struct site_req *rq)
+{
+    /* Location: the target as sent, with a '/' inserted before any query. */
+    char loc[4200];
+    const char *t = rq->target.p;
+    size_t n = rq->target.n, q = 0;
+    while (q < n && t[q] != '?')
+        q++;
+    if (n + 2 > sizeof(loc)) {
+        site_resp_error(rs, 414);
+        return;
+    }
+    memcpy(loc, t, q);
+    loc[q] = '/';
+    memcpy(loc + q + 1, t + q, n - q);
+    site_resp_error(rs, 301);
+    site_resp_add_header(rs, "Location", loc, n + 1);
+}
+
+void site_files_serve(struct site_worker *w, const struct site_req *rq, struct site_resp *rs)
+{
+    char rel[4200];
+    struct site_centry *ce = NULL, *gce = NULL;
+    int fd = -1, gfd = -1, r;
+    struct stat st, gst;
+    size_t n;
+    bool use_gz = false;
+    uint64_t size;
+    time_t mtime;
+    const char *etag;
+    char etag_buf[48];
+
+    site_resp_init(rs);
+    if (rq->method == SITE_M_OTHER) {
+        site_resp_error(rs, 405);
+        site_resp_add_header(rs, "Allow", "GET, HEAD", 9);
+        return;
+    }
+    if (rq->target.n > sizeof(rel) - 16) {
+        site_resp_error(rs, 414);
+        return;
+    }
+    if (site_path_normalize(rq->target.p, rq->target.n, rel, sizeof(rel) - 16) < 0) {
+        site_resp_error(rs, 400);
+        return;
+    }
+    n = strlen(rel);
+    if (n == 0 || rel[n - 1] == '/')
+        memcpy(rel + n, "index.html", 11);
+    r = lookup(w, rel, &ce, &fd, &st);
+    if (r == -EISDIR) {
+        redirect_dir(rs, rq);
+        return;
+    }
+    if (r < 0) {
+        site_resp_error(rs, r == -EACCES || r == -EPERM ? 403 : r == -EIO ? 500 : 404);
+        return;
+    }
+    /* A .gz sibling, when the client takes gzip and asks no range. */
+    if (has_gz_sibling(w, rel, &gce, &gfd, &gst)) {
+        rs->vary = true;
+        if (rq->accept_gzip && rq->range.n == 0) {
+            use_gz = true;
+            rs->gz = true;
+            rs->ctype = ce ? ce->ctype : site_mime_type(rel);
+            if (ce)
+                centry_unref(ce);
+            if (fd >= 0)
+                close(fd);
+            ce = gce;
+            fd = gfd;
+            st = gst;
+            gce = NULL;
+            gfd = -1;
+        } else {
+            if (gce)
+                centry_unref(gce);
+            if (gfd >= 0)
+                close(gfd);
+        }
+    }
+    if (ce) {
+        size = ce->size;
+        mtime = ce->mtim.tv_sec;
+        etag = ce->etag;
+        if (!use_gz)
+            rs->ctype = ce->ctype;
+        rs->ce = ce;
+        rs->mem = ce->data;
+        memcpy(rs->lastmod, ce->lastmod, sizeof(rs->lastmod));
+    } else {
+        size = (uint64_t)st.st_size;
+        mtime = st.st_mtime;
+        snprintf(etag_buf, sizeof(etag_buf), "\"%llx-%llx\"", (unsigned long long)st.st_mtime,
+                 (unsigned long long)st.st_size);
+        etag = etag_buf;
+        if (!use_gz)
+            rs->ctype = site_mime_type(rel);
+        rs->fd = fd;
+        site_http_date(mtime, rs->lastmod, sizeof(rs->lastmod));
+    }
+    rs->status = 200;
+    rs->has_validators = true;
+    memcpy(rs->etag, etag, strlen(etag) + 1);
+    rs->mtime = mtime;
+    rs->total = size;
+    rs->off = 0;
+    rs->len = size;
+
+    if (rq->inm.n ? site_etag_match(rq->inm.p, rq->inm.n, rs->etag) : false) {
+        rs->status = 304;
+        rs->len = 0;
+        return;
+    }
+    if (!rq->inm.n && rq->ims.n) {
+        time_t ims;
+        if (site_http_date_parse(rq->ims.p, rq->ims.n, &ims) && mtime <= ims) {
+            rs->status = 304;
+            rs->len = 0;
+            return;
+        }
+    }
+    if (rq->range.n && rq->method == SITE_M_GET) {
+        uint64_t start, len;
+        bool range_ok = true;
+        if (rq->if_range.n) {
+            time_t d;
+            if (rq->if_range.p[0] == '"')
+                range_ok = rq->if_range.n == strlen(rs->etag) &&
+                           memcmp(rq->if_range.p, rs->etag, rq->if_range.n) == 0;
+            else
+                range_ok = site_http_date_parse(rq->if_range.p, rq->if_range.n, &d) && d == mtime;
+        }
+        if (range_ok) {
+            r = site_range_parse(rq->range.p, rq->range.n, size, &start, &len);
+            if (r == -416) {
+                char cr[40];
+                int crn = snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)size);
+                site_resp_error(rs, 416);
+                site_resp_add_header(rs, "Content-Range", cr, (size_t)crn);
+                return;
+            }
+            if (r == 0) {
+                char cr[80];
+                int crn =
+                    snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)start,
+                             (unsigned long long)(start + len - 1), (unsigned long long)size);
+                rs->status = 206;
+                rs->range = true;
+                rs->off = start;
+                rs->len = len;
+                site_resp_add_header(rs, "Content-Range", cr, (size_t)crn);
+            }
+        }
+    }
+}

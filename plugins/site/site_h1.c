@@ -1,0 +1,472 @@
+/*
+ * HTTP/1.x: request parser (keep-alive, pipelining, limits) and response
+ * writer.  Requests are parsed where the bytes lie (the worker's input buffer
+ * or the connection's leftover), so a keep-alive request costs no allocation.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "site.h"
+
+#define IN_MAX_BUFFERED 65536 /* stop reading past this much unparsed input */
+
+static bool name_is(const char *p, size_t n, const char *lit, size_t ln)
+{
+    return n == ln && strncasecmp(p, lit, ln) == 0;
+}
+
+static bool has_token(const char *p, size_t n, const char *tok)
+{
+    size_t tn = strlen(tok);
+    for (size_t i = 0; i + tn <= n; i++)
+        if (strncasecmp(p + i, tok, tn) == 0)
+            return true;
+    return false;
+}
+
+bool site_accepts_gzip(const char *p, size_t n)
+{
+    for (size_t i = 0; i + 4 <= n; i++) {
+        if (strncasecmp(p + i, "gzip", 4) != 0)
+            continue;
+        size_t j = i + 4;
+        while (j < n && p[j] == ' ')
+            j++;
+        if (j < n && p[j] == ';') {
+            /* gzip;q=0 (or 0.0, 0.00) refuses it */
+            const char *q = p + j + 1;
+            size_t left = n - j - 1;
+            while (left && *q == ' ')
+                q++, left--;
+            if (left >= 3 && strncasecmp(q, "q=0", 3) == 0) {
+                size_t k = 3;
+                while (k < left && (q[k] == '0' || q[k] == '.'))
+                    k++;
+                if (k == left || q[k] == ',' || q[k] == ' ')
+                    return false;
+            }
+        }
+        return true;
+    }
+    return false;
+}
+
+static struct site_str trim(const char *p, size_t n)
+{
+    while (n && (*p == ' ' || *p == '\t'))
+        p++, n--;
+    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r'))
+        n--;
+    return (struct site_str){p, n};
+}
+
+long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, struct site_req *rq)
+{
+    size_t start = 0, i, lim;
+    const char *eol, *sp1, *sp2, *hend;
+    const char *line;
+    size_t linelen;
+
+    /* Empty lines before a request are allowed (RFC 9112 2.2). */
+    while (start < len && (buf[start] == '\r' || buf[start] == '\n'))
+        start++;
+    if (start == len)
+        return start ? 0 : 0;
+    buf += start;
+    len -= start;
+
+    lim = len < (size_t)cfg->max_request_line + 2 ? len : (size_t)cfg->max_request_line + 2;
+    eol = memchr(buf, '\n', lim);
+    if (!eol)
+        return len > (size_t)cfg->max_request_line ? -414 : 0;
+    linelen = (size_t)(eol - buf);
+    if (linelen && buf[linelen - 1] == '\r')
+        linelen--;
+    if (linelen > (size_t)cfg->max_request_line)
+        return -414;
+
+    /* Headers end at an empty line; find it before parsing anything else. */
+    lim = len < (size_t)cfg->max_header_size ? len : (size_t)cfg->max_header_size;
+    hend = NULL;
+    for (const char *p = eol; p && p < buf + lim;) {
+        const char *q = p + 1;
+        if (q < buf + len && *q == '\n') {
+            hend = q;
+            break;
+        }
+        if (q + 1 < buf + len && q[0] == '\r' && q[1] == '\n') {
+            hend = q + 1;
+            break;
+        }
+        p = memchr(q, '\n', (size_t)(buf + lim - q));
+    }
+    if (!hend)
+        return len >= (size_t)cfg->max_header_size ? -431 : 0;
+    if ((size_t)(hend - buf) + 1 > (size_t)cfg->max_header_size)
+        return -431;
+
+    memset(rq, 0, sizeof(*rq));
+    line = buf;
+    sp1 = memchr(line, ' ', linelen);
+    if (!sp1 || sp1 == line)
+        return -400;
+    sp2 = memchr(sp1 + 1, ' ', linelen - (size_t)(sp1 + 1 - line));
+    if (!sp2 || sp2 == sp1 + 1)
+        return -400;
+    rq->method_s = (struct site_str){line, (size_t)(sp1 - line)};
+    rq->target = (struct site_str){sp1 + 1, (size_t)(sp2 - sp1 - 1)};
+    {
+        const char *v = sp2 + 1;
+        size_t vn = linelen - (size_t)(v - line);
+        if (vn != 8 || memcmp(v, "HTTP/1.", 7) != 0) {
+            if (vn >= 5 && memcmp(v, "HTTP/", 5) == 0)
+                return -505;
+            return -400;
+        }
+        if (v[7] == '1')
+            rq->http10 = false;
+        else if (v[7] == '0')
+            rq->http10 = true;
+        else
+            return -505;
+    }
+    for (i = 0; i < rq->target.n; i++)
+        if ((unsigned char)rq->target.p[i] <= 0x20 || rq->target.p[i] == 0x7f)
+            return -400;
+    if (rq->method_s.n == 3 && memcmp(line, "GET", 3) == 0)
+        rq->method = SITE_M_GET;
+    else if (rq->method_s.n == 4 && memcmp(line, "HEAD", 4) == 0)
+        rq->method = SITE_M_HEAD;
+    else
+        rq->method = SITE_M_OTHER;
+    rq->keep_alive = !rq->http10;
+
+    bool have_host = false;
+    for (const char *p = eol + 1; p < hend;) {
+        const char *nl = memchr(p, '\n', (size_t)(hend - p) + 1);
+        size_t ln = (size_t)(nl - p);
+        const char *colon;
+        struct site_str name, val;
+        if (ln && p[ln - 1] == '\r')
+            ln--;
+        if (ln == 0)
+            break;
+        if (*p == ' ' || *p == '\t')
+            return -400; /* obsolete line folding */
+        colon = memchr(p, ':', ln);
+        if (!colon || colon == p)
+            return -400;
+        name = (struct site_str){p, (size_t)(colon - p)};
+        for (size_t k = 0; k < name.n; k++) {
+            char ch = name.p[k];
+            if (ch <= ' ' || ch == 0x7f)
+                return -400;
+        }
+        val = trim(colon + 1, ln - (size_t)(colon + 1 - p));
+        for (size_t k = 0; k < val.n; k++)
+            if (val.p[k] == 0)
+                return -400;
+        switch (name.n) {
+        case 4:
+            if (name_is(name.p, name.n, "host", 4)) {
+                if (have_host)
+                    return -400;
+                have_host = true;
+                rq->host = val;
+            }
+            break;
+        case 5:
+            if (name_is(name.p, name.n, "range", 5))
+                rq->range = val;
+            break;
+        case 8:
+            if (name_is(name.p, name.n, "if-range", 8))
+                rq->if_range = val;
+            break;
+        case 10:
+            if (name_is(name.p, name.n, "connection", 10)) {
+                if (has_token(val.p, val.n, "close"))
+                    rq->keep_alive = false;
+                else if (has_token(val.p, val.n, "keep-alive"))
+                    rq->keep_alive = true;
+            }
+            break;
+        case 13:
+            if (name_is(name.p, name.n, "if-none-match", 13))
+                rq->inm = val;
+            break;
+        case 14:
+            if (name_is(name.p, name.n, "content-length", 14)) {
+                for (size_t k = 0; k < val.n; k++) {
+                    if (val.p[k] < '0' || val.p[k] > '9')
+                        return -400;
+                    if (val.p[k] != '0')
+                        rq->has_body = true;
+                }
+            }
+            break;
+        case 15:
+            if (name_is(name.p, name.n, "accept-encoding", 15))
+                rq->accept_gzip = site_accepts_gzip(val.p, val.n);
+            break;
+        case 17:
+            if (name_is(name.p, name.n, "if-modified-since", 17))
+                rq->ims = val;
+            else if (name_is(name.p, name.n, "transfer-encoding", 17))
+                rq->has_body = true;
+            break;
+        }
+        p = nl + 1;
+    }
+    if (!have_host && !rq->http10)
+        return -400;
+    return (long)(start + (size_t)(hend - buf) + 1);
+}
+
+/* ---- response head ------------------------------------------------------- */
+
+struct obuf {
+    char *p;
+    size_t n, cap;
+};
+
+static inline void put(struct obuf *b, const char *s, size_t n)
+{
+    if (b->n + n > b->cap)
+        n = b->cap - b->n; /* never reached: callers reserve enough */
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+}
+#define PUTL(b, lit) put((b), lit, sizeof(lit) - 1)
+
+static inline void put_u64(struct obuf *b, uint64_t v)
+{
+    char tmp[24];
+    int i = sizeof(tmp);
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(b, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+size_t site_h1_head(char *dst, size_t cap, const struct site_conn *c, const struct site_resp *rs,
+                    bool keep_alive, bool http10)
+{
+    struct obuf b = {dst, 0, cap};
+    const char *txt = site_status_text(rs->status);
+
+    PUTL(&b, "HTTP/1.1 ");
+    put_u64(&b, (uint64_t)rs->status);
+    PUTL(&b, " ");
+    put(&b, txt, strlen(txt));
+    PUTL(&b, "\r\nServer: tlsbox\r\nDate: ");
+    put(&b, c->w->date, c->w->date_len);
+    PUTL(&b, "\r\n");
+    if (rs->status != 304) {
+        if (rs->ctype) {
+            PUTL(&b, "Content-Type: ");
+            put(&b, rs->ctype, strlen(rs->ctype));
+            PUTL(&b, "\r\n");
+        }
+        PUTL(&b, "Content-Length: ");
+        put_u64(&b, rs->len);
+        PUTL(&b, "\r\n");
+    }
+    if (rs->has_validators) {
+        PUTL(&b, "Last-Modified: ");
+        put(&b, rs->lastmod, strlen(rs->lastmod));
+        PUTL(&b, "\r\nETag: ");
+        put(&b, rs->etag, strlen(rs->etag));
+        PUTL(&b, "\r\nAccept-Ranges: bytes\r\n");
+    }
+    if (rs->gz)
+        PUTL(&b, "Content-Encoding: gzip\r\n");
+    if (rs->vary)
+        PUTL(&b, "Vary: Accept-Encoding\r\n");
+    put(&b, rs->extra, rs->extra_len);
+    if (c->tls) {
+        if (c->hsts_len) {
+            PUTL(&b, "Strict-Transport-Security: ");
+            put(&b, c->hsts, c->hsts_len);
+            PUTL(&b, "\r\n");
+        }
+        PUTL(&b, "X-Content-Type-Options: nosniff\r\n"
+                 "Referrer-Policy: strict-origin-when-cross-origin\r\n");
+    }
+    if (!keep_alive)
+        PUTL(&b, "Connection: close\r\n");
+    else if (http10)
+        PUTL(&b, "Connection: keep-alive\r\n");
+    PUTL(&b, "\r\n");
+    return b.n;
+}
+
+/* ---- connection logic ---------------------------------------------------- */
+
+static void respond(struct site_conn *c, const struct site_req *rq, struct site_resp *rs, bool keep)
+{
+    size_t need = 1024 + rs->extra_len + c->hsts_len;
+    char *dst = site_out_reserve(c, need);
+    size_t hn;
+    bool head = rq && rq->method == SITE_M_HEAD;
+    uint64_t body = (rs->status == 304 || head) ? 0 : rs->len;
+
+    hn = site_h1_head(dst, need, c, rs, keep, rq ? rq->http10 : false);
+    c->out_len += (uint32_t)hn;
+    if (rq)
+        site_access_log(c, rq, rs->status, body, c->tls ? "HTTP/1.1" : "HTTP/1.1 plain");
+    c->nreq++;
+    if (body == 0) {
+        site_resp_free(rs);
+        if (!keep)
+            c->want_close = true;
+        return;
+    }
+    /* Small bodies go straight into the buffer; big ones stream as it drains. */
+    if (body <= (uint64_t)(c->out_cap - c->out_len)) {
+        long r = site_resp_read(rs, c->out + c->out_len, (size_t)body);
+        if (r < 0) {
+            site_resp_free(rs);
+            c->want_close = true;
+            return;
+        }
+        c->out_len += (uint32_t)r;
+        site_resp_free(rs);
+        if (!keep)
+            c->want_close = true;
+        return;
+    }
+    c->h1_body = site_xmalloc(sizeof(*rs));
+    *c->h1_body = *rs;
+    c->h1_close_after = !keep;
+}
+
+static void handle(struct site_conn *c, const struct site_req *rq)
+{
+    struct site_resp rs;
+    struct site *s = c->w->s;
+    bool keep = rq->keep_alive && !rq->has_body && !c->w->draining;
+
+    if (rq->has_body && rq->method != SITE_M_OTHER) {
+        site_resp_init(&rs);
+        site_resp_error(&rs, 413);
+    } else if (c->tls) {
+        site_files_serve(c->w, rq, &rs);
+    } else {
+        site_redirect_serve(c->w, rq, &rs);
+    }
+    site_metrics_request(c->w, c->tls ? SITE_PROTO_H1 : SITE_PROTO_PLAIN, rs.status);
+    (void)s;
+    respond(c, rq, &rs, keep);
+}
+
+static void bad_request(struct site_conn *c, int status)
+{
+    struct site_resp rs;
+    site_resp_init(&rs);
+    site_resp_error(&rs, status);
+    site_metrics_request(c->w, c->tls ? SITE_PROTO_H1 : SITE_PROTO_PLAIN, status);
+    respond(c, NULL, &rs, false);
+}
+
+/* Parse and answer as many complete requests as fit; returns bytes consumed. */
+static size_t process(struct site_conn *c, const char *p, size_t n)
+{
+    size_t used = 0;
+    while (used < n && !c->h1_body && !c->want_close && c->out_len < SITE_OUT_HIGH) {
+        struct site_req rq;
+        long r = site_h1_parse(p + used, n - used, &c->w->s->cfg, &rq);
+        if (r == 0)
+            break;
+        if (r < 0) {
+            bad_request(c, (int)-r);
+            used = n;
+            break;
+        }
+        handle(c, &rq);
+        used += (size_t)r;
+    }
+    return used;
+}
+
+static void stash(struct site_conn *c, const char *p, size_t n)
+{
+    if (n == 0)
+        return;
+    if (c->in_len + n > c->in_cap) {
+        size_t cap = c->in_cap ? c->in_cap : 1024;
+        while (cap < c->in_len + n)
+            cap *= 2;
+        c->in = site_xrealloc(c->in, cap);
+        c->in_cap = (uint32_t)cap;
+    }
+    memcpy(c->in + c->in_len, p, n);
+    c->in_len += (uint32_t)n;
+}
+
+static void process_stashed(struct site_conn *c)
+{
+    size_t used = process(c, c->in, c->in_len);
+    if (used == c->in_len) {
+        free(c->in);
+        c->in = NULL;
+        c->in_len = c->in_cap = 0;
+    } else if (used) {
+        memmove(c->in, c->in + used, c->in_len - used);
+        c->in_len -= (uint32_t)used;
+    }
+}
+
+void site_h1_on_data(struct site_conn *c, const char *data, size_t n)
+{
+    if (c->want_close)
+        return; /* answering the last request: ignore what follows */
+    if (c->in_len || c->h1_body) {
+        stash(c, data, n);
+        if (!c->h1_body)
+            process_stashed(c);
+    } else {
+        size_t used = process(c, data, n);
+        stash(c, data + used, n - used);
+    }
+    if (c->in_len > IN_MAX_BUFFERED)
+        c->read_blocked = true;
+}
+
+int site_h1_produce(struct site_conn *c)
+{
+    if (c->h1_body) {
+        size_t room = c->out_cap - c->out_len;
+        long r;
+        if (room < 4096)
+            return 0;
+        r = site_resp_read(c->h1_body, c->out + c->out_len, room);
+        if (r < 0) {
+            site_resp_free(c->h1_body);
+            free(c->h1_body);
+            c->h1_body = NULL;
+            c->want_close = true;
+            return 1;
+        }
+        c->out_len += (uint32_t)r;
+        if (c->h1_body->len > 0)
+            return 0;
+        site_resp_free(c->h1_body);
+        free(c->h1_body);
+        c->h1_body = NULL;
+        if (c->h1_close_after) {
+            c->want_close = true;
+            return 1;
+        }
+    }
+    if (c->in_len && !c->want_close) {
+        process_stashed(c);
+        if (c->in_len <= IN_MAX_BUFFERED)
+            c->read_blocked = false;
+        return c->h1_body ? 0 : 1;
+    }
+    return 1;
+}

@@ -1,0 +1,413 @@
+/*
+ * HTTP/2 through nghttp2's memory API on our own TLS transport.  DATA frames
+ * are written with NO_COPY straight from the cached file or pread() into the
+ * connection's output buffer, so a body is copied once before encryption.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "site.h"
+
+struct h2_str {
+    uint32_t off, n;
+};
+
+struct h2_stream {
+    struct h2_stream *prev, *next;
+    int32_t id;
+    uint32_t hdr_bytes;
+    bool accept_gzip, responded, refused;
+    struct h2_str method, path, authority, host, inm, ims, range, if_range;
+    char *buf;
+    uint32_t buf_len, buf_cap;
+    char inline_buf[256];
+    struct site_resp resp;
+};
+
+static nghttp2_session_callbacks *h2_callbacks;
+static nghttp2_option *h2_option;
+static pthread_once_t h2_once = PTHREAD_ONCE_INIT;
+
+static struct h2_stream *stream_new(struct site_conn *c, int32_t id)
+{
+    struct h2_stream *st = site_xmalloc(sizeof(*st));
+    memset(st, 0, offsetof(struct h2_stream, inline_buf));
+    st->id = id;
+    st->buf = st->inline_buf;
+    st->buf_cap = sizeof(st->inline_buf);
+    site_resp_init(&st->resp);
+    st->next = c->h2_streams;
+    if (st->next)
+        st->next->prev = st;
+    c->h2_streams = st;
+    return st;
+}
+
+static void stream_free(struct site_conn *c, struct h2_stream *st)
+{
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        c->h2_streams = st->next;
+    if (st->next)
+        st->next->prev = st->prev;
+    site_resp_free(&st->resp);
+    if (st->buf != st->inline_buf)
+        free(st->buf);
+    free(st);
+}
+
+static void stream_keep(struct h2_stream *st, struct h2_str *dst, const uint8_t *v, size_t n)
+{
+    if (st->buf_len + n > st->buf_cap) {
+        size_t cap = st->buf_cap * 2;
+        while (cap < st->buf_len + n)
+            cap *= 2;
+        if (st->buf == st->inline_buf) {
+            char *nb = site_xmalloc(cap);
+            memcpy(nb, st->buf, st->buf_len);
+            st->buf = nb;
+        } else {
+            st->buf = site_xrealloc(st->buf, cap);
+        }
+        st->buf_cap = (uint32_t)cap;
+    }
+    memcpy(st->buf + st->buf_len, v, n);
+    dst->off = st->buf_len;
+    dst->n = (uint32_t)n;
+    st->buf_len += (uint32_t)n;
+}
+
+static struct site_str sstr(const struct h2_stream *st, struct h2_str s)
+{
+    return (struct site_str){s.n ? st->buf + s.off : NULL, s.n};
+}
+
+/* ---- callbacks -------------------------------------------------------------- */
+
+static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
+{
+    struct site_conn *c = user;
+    struct h2_stream *st;
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    st = stream_new(c, frame->hd.stream_id);
+    nghttp2_session_set_stream_user_data(h2, frame->hd.stream_id, st);
+    return 0;
+}
+
+#define NAME_IS(lit) (namelen == sizeof(lit) - 1 && memcmp(name, lit, sizeof(lit) - 1) == 0)
+
+static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *user)
+{
+    struct site_conn *c = user;
+    struct h2_stream *st;
+
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    st = nghttp2_session_get_stream_user_data(h2, frame->hd.stream_id);
+    if (!st)
+        return 0;
+    /* nghttp2 1.52 advertises SETTINGS_MAX_HEADER_LIST_SIZE but does not
+     * enforce it: count as RFC 9113 does and reset the stream past it. */
+    st->hdr_bytes += (uint32_t)(namelen + valuelen + 32);
+    if (st->hdr_bytes > (uint32_t)c->w->s->cfg.max_header_size)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    if (name[0] == ':') {
+        if (NAME_IS(":method"))
+            stream_keep(st, &st->method, value, valuelen);
+        else if (NAME_IS(":path"))
+            stream_keep(st, &st->path, value, valuelen);
+        else if (NAME_IS(":authority"))
+            stream_keep(st, &st->authority, value, valuelen);
+        return 0;
+    }
+    switch (namelen) {
+    case 4:
+        if (NAME_IS("host"))
+            stream_keep(st, &st->host, value, valuelen);
+        break;
+    case 5:
+        if (NAME_IS("range"))
+            stream_keep(st, &st->range, value, valuelen);
+        break;
+    case 8:
+        if (NAME_IS("if-range"))
+            stream_keep(st, &st->if_range, value, valuelen);
+        break;
+    case 13:
+        if (NAME_IS("if-none-match"))
+            stream_keep(st, &st->inm, value, valuelen);
+        break;
+    case 15:
+        if (NAME_IS("accept-encoding"))
+            st->accept_gzip = site_accepts_gzip((const char *)value, valuelen);
+        break;
+    case 17:
+        if (NAME_IS("if-modified-since"))
+            stream_keep(st, &st->ims, value, valuelen);
+        break;
+    }
+    return 0;
+}
+
+static ssize_t on_read(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t length,
+                       uint32_t *flags, nghttp2_data_source *source, void *user)
+{
+    struct h2_stream *st = source->ptr;
+    size_t n = st->resp.len < length ? (size_t)st->resp.len : length;
+    *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    if (n == st->resp.len)
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+static int on_send_data(nghttp2_session *h2, nghttp2_frame *frame, const uint8_t *framehd,
+                        size_t length, nghttp2_data_source *source, void *user)
+{
+    struct site_conn *c = user;
+    struct h2_stream *st = source->ptr;
+    uint32_t mark = c->out_len;
+    char *dst = site_out_reserve(c, 9 + length);
+    long r;
+
+    memcpy(dst, framehd, 9);
+    c->out_len += 9;
+    r = length ? site_resp_read(&st->resp, c->out + c->out_len, length) : 0;
+    if (r != (long)length) {
+        c->out_len = mark;
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
+    }
+    c->out_len += (uint32_t)length;
+    return 0;
+}
+
+static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
+{
+    struct site_worker *w = c->w;
+    struct site_req rq;
+    struct site_resp *rs = &st->resp;
+    nghttp2_nv nv[20];
+    size_t nnv = 0;
+    char status[4], clen[24], *extra_vals = NULL;
+    nghttp2_data_provider prd = {.source.ptr = st, .read_callback = on_read};
+    bool head;
+
+    memset(&rq, 0, sizeof(rq));
+    rq.method_s = sstr(st, st->method);
+    if (rq.method_s.n == 3 && memcmp(rq.method_s.p, "GET", 3) == 0)
+        rq.method = SITE_M_GET;
+    else if (rq.method_s.n == 4 && memcmp(rq.method_s.p, "HEAD", 4) == 0)
+        rq.method = SITE_M_HEAD;
+    else
+        rq.method = SITE_M_OTHER;
+    rq.target = sstr(st, st->path);
+    rq.host = st->authority.n ? sstr(st, st->authority) : sstr(st, st->host);
+    rq.inm = sstr(st, st->inm);
+    rq.ims = sstr(st, st->ims);
+    rq.range = sstr(st, st->range);
+    rq.if_range = sstr(st, st->if_range);
+    rq.accept_gzip = st->accept_gzip;
+    rq.keep_alive = true;
+    head = rq.method == SITE_M_HEAD;
+
+    if (has_body && rq.method != SITE_M_OTHER) {
+        site_resp_init(rs);
+        site_resp_error(rs, 413);
+    } else if (!rq.target.n) {
+        site_resp_init(rs);
+        site_resp_error(rs, 400);
+    } else {
+        site_files_serve(w, &rq, rs);
+    }
+    st->responded = true;
+    site_metrics_request(w, SITE_PROTO_H2, rs->status);
+    site_access_log(c, &rq, rs->status, head || rs->status == 304 ? 0 : rs->len, "HTTP/2");
+    c->nreq++;
+
+#define NV(n, v, vl)                                                                               \
+    nv[nnv++] = (nghttp2_nv){(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, (vl),                  \
+                             NGHTTP2_NV_FLAG_NO_COPY_NAME}
+    status[0] = (char)('0' + rs->status / 100);
+    status[1] = (char)('0' + rs->status / 10 % 10);
+    status[2] = (char)('0' + rs->status % 10);
+    NV(":status", status, 3);
+    NV("server", "tlsbox", 6);
+    NV("date", w->date, w->date_len);
+    if (rs->status != 304) {
+        int n = 0;
+        uint64_t v = rs->len;
+        char tmp[24];
+        int i = sizeof(tmp);
+        do {
+            tmp[--i] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v);
+        n = (int)sizeof(tmp) - i;
+        memcpy(clen, tmp + i, (size_t)n);
+        if (rs->ctype)
+            NV("content-type", rs->ctype, strlen(rs->ctype));
+        NV("content-length", clen, (size_t)n);
+    }
+    if (rs->has_validators) {
+        NV("last-modified", rs->lastmod, strlen(rs->lastmod));
+        NV("etag", rs->etag, strlen(rs->etag));
+        NV("accept-ranges", "bytes", 5);
+    }
+    if (rs->gz)
+        NV("content-encoding", "gzip", 4);
+    if (rs->vary)
+        NV("vary", "accept-encoding", 15);
+    if (rs->extra_len) {
+        /* "Name: value\r\n" lines: lower-case names, values in place. */
+        extra_vals = site_xmalloc(rs->extra_len);
+        memcpy(extra_vals, rs->extra, rs->extra_len);
+        for (char *p = extra_vals; p < extra_vals + rs->extra_len && nnv < 16;) {
+            char *colon = memchr(p, ':', (size_t)(extra_vals + rs->extra_len - p));
+            char *eol = memchr(p, '\r', (size_t)(extra_vals + rs->extra_len - p));
+            if (!colon || !eol)
+                break;
+            for (char *q = p; q < colon; q++)
+                if (*q >= 'A' && *q <= 'Z')
+                    *q = (char)(*q + 32);
+            nv[nnv++] = (nghttp2_nv){(uint8_t *)p, (uint8_t *)colon + 2, (size_t)(colon - p),
+                                     (size_t)(eol - colon - 2), NGHTTP2_NV_FLAG_NONE};
+            p = eol + 2;
+        }
+    }
+    if (c->hsts_len)
+        NV("strict-transport-security", c->hsts, c->hsts_len);
+    NV("x-content-type-options", "nosniff", 7);
+    NV("referrer-policy", "strict-origin-when-cross-origin", 31);
+#undef NV
+    if (head || rs->status == 304 || rs->len == 0) {
+        site_resp_free(rs);
+        nghttp2_submit_response(c->h2, st->id, nv, nnv, NULL);
+    } else {
+        nghttp2_submit_response(c->h2, st->id, nv, nnv, &prd);
+    }
+    free(extra_vals);
+}
+
+static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
+{
+    struct site_conn *c = user;
+    struct h2_stream *st;
+
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    st = nghttp2_session_get_stream_user_data(h2, frame->hd.stream_id);
+    if (!st || st->responded)
+        return 0;
+    /* A body is never read: answer at once (405/413) and let nghttp2 discard it. */
+    serve(c, st, !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM));
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code, void *user)
+{
+    struct site_conn *c = user;
+    struct h2_stream *st = nghttp2_session_get_stream_user_data(h2, id);
+    if (error_code == NGHTTP2_REFUSED_STREAM)
+        c->w->s->host->metric_add(c->w->s->m.h2_refused_streams, 1);
+    if (st)
+        stream_free(c, st);
+    return 0;
+}
+
+static void h2_global_init(void)
+{
+    nghttp2_session_callbacks_new(&h2_callbacks);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(h2_callbacks, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(h2_callbacks, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(h2_callbacks, on_frame_recv);
+    nghttp2_session_callbacks_set_on_stream_close_callback(h2_callbacks, on_stream_close);
+    nghttp2_session_callbacks_set_send_data_callback(h2_callbacks, on_send_data);
+
+    nghttp2_option_new(&h2_option);
+    nghttp2_option_set_max_outbound_ack(h2_option, 1000);
+    nghttp2_option_set_max_settings(h2_option, 32);
+    nghttp2_option_set_max_deflate_dynamic_table_size(h2_option, 4096);
+#ifdef HAVE_NGHTTP2_OPTION_SET_STREAM_RESET_RATE_LIMIT
+    /* CVE-2023-44487 (rapid reset): a burst of 1000, then 33 resets a second. */
+    nghttp2_option_set_stream_reset_rate_limit(h2_option, 1000, 33);
+#endif
+#ifdef HAVE_NGHTTP2_OPTION_SET_MAX_CONTINUATIONS
+    /* CVE-2024-27316 family: bound CONTINUATION frames per header block. */
+    nghttp2_option_set_max_continuations(h2_option, 8);
+#endif
+}
+
+/* ---- connection glue ---------------------------------------------------- */
+
+int site_h2_start(struct site_conn *c)
+{
+    const struct site_config *cfg = &c->w->s->cfg;
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, (uint32_t)cfg->h2_max_streams},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (uint32_t)cfg->h2_window},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)cfg->max_header_size},
+    };
+    pthread_once(&h2_once, h2_global_init);
+    if (nghttp2_session_server_new2(&c->h2, h2_callbacks, c, h2_option) != 0) {
+        c->h2 = NULL;
+        return -1;
+    }
+    /* SETTINGS first, before reading anything (RFC 9113 3.4). */
+    if (nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0)
+        return -1;
+    return 0;
+}
+
+int site_h2_on_data(struct site_conn *c, const char *data, size_t n)
+{
+    ssize_t r = nghttp2_session_mem_recv(c->h2, (const uint8_t *)data, n);
+    return r < 0 ? -1 : 0;
+}
+
+int site_h2_produce(struct site_conn *c)
+{
+    while (c->out_len < SITE_OUT_HIGH) {
+        const uint8_t *data;
+        ssize_t n = nghttp2_session_mem_send(c->h2, &data);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        site_out_append(c, data, (size_t)n);
+    }
+    return nghttp2_session_want_write(c->h2) ? 0 : 1;
+}
+
+bool site_h2_idle(const struct site_conn *c)
+{
+    return c->h2_streams == NULL;
+}
+
+bool site_h2_finished(const struct site_conn *c)
+{
+    return !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2);
+}
+
+void site_h2_goaway(struct site_conn *c)
+{
+    if (c->h2_goaway || !c->h2)
+        return;
+    c->h2_goaway = true;
+    nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(c->h2),
+                          NGHTTP2_NO_ERROR, NULL, 0);
+}
+
+void site_h2_free(struct site_conn *c)
+{
+    while (c->h2_streams)
+        stream_free(c, c->h2_streams);
+    nghttp2_session_del(c->h2);
+    c->h2 = NULL;
+}

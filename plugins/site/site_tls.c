@@ -1,0 +1,84 @@
+/*
+ * TLS per connection: a GnuTLS server session configured from the bundle the
+ * connection holds for its whole life, the non-blocking handshake, and what
+ * a finished or failed handshake tells the metrics.
+ */
+#include <string.h>
+
+#include "site.h"
+
+static int on_client_hello(gnutls_session_t session, unsigned htype, unsigned when,
+                           unsigned incoming, const gnutls_datum_t *msg)
+{
+    struct site_conn *c = gnutls_session_get_ptr(session);
+    if (c && !c->t_hello_ns)
+        c->t_hello_ns = site_now_ns();
+    return 0;
+}
+
+int site_tls_setup(struct site_conn *c)
+{
+    struct site *s = c->w->s;
+    const char *hsts;
+    int r;
+
+    c->bundle = s->host->bundle_acquire();
+    if (!c->bundle) {
+        site_metrics_hs_fail(c->w, "no_bundle");
+        return -1;
+    }
+    r = gnutls_init(&c->session, GNUTLS_SERVER | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL);
+    if (r < 0) {
+        c->session = NULL;
+        return -1;
+    }
+    if (s->host->bundle_session_setup(c->bundle, c->session) < 0) {
+        site_metrics_hs_fail(c->w, "setup");
+        return -1;
+    }
+    gnutls_session_set_ptr(c->session, c);
+    gnutls_handshake_set_hook_function(c->session, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_PRE,
+                                       on_client_hello);
+    gnutls_transport_set_int(c->session, c->fd);
+    hsts = s->host->bundle_hsts(c->bundle);
+    c->hsts = hsts;
+    c->hsts_len = hsts ? strlen(hsts) : 0;
+    return 0;
+}
+
+int site_tls_handshake(struct site_conn *c)
+{
+    for (int tries = 0; tries < 16; tries++) {
+        int r = gnutls_handshake(c->session);
+        if (r == 0) {
+            uint64_t now = site_now_ns();
+            double secs = c->t_hello_ns ? (double)(now - c->t_hello_ns) / 1e9 : 0;
+            site_metrics_handshake(c->w, c->session, secs);
+            return 1;
+        }
+        if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
+            return 0;
+        if (!gnutls_error_is_fatal(r))
+            continue; /* a warning alert: go on */
+        if (r == GNUTLS_E_FATAL_ALERT_RECEIVED) {
+            const char *a = gnutls_alert_get_strname(gnutls_alert_get(c->session));
+            site_metrics_hs_fail(c->w, a ? a : "alert_received");
+        } else if (r == GNUTLS_E_PREMATURE_TERMINATION || r == GNUTLS_E_PULL_ERROR ||
+                   r == GNUTLS_E_PUSH_ERROR) {
+            site_metrics_hs_fail(c->w, "eof");
+        } else {
+            int level;
+            int alert = gnutls_error_to_alert(r, &level);
+            const char *a = alert >= 0 ? gnutls_alert_get_strname(alert) : NULL;
+            gnutls_alert_send_appropriate(c->session, r); /* once, best effort */
+            site_metrics_hs_fail(c->w, a ? a : "error");
+        }
+        return -1;
+    }
+    return -1;
+}
+
+void site_tls_count_timeout(struct site_conn *c)
+{
+    site_metrics_hs_fail(c->w, "timeout");
+}
