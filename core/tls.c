@@ -119,22 +119,18 @@ static void on_leaf_timer(void *arg, struct tlsbox_job *job)
     store_disconnect(db);
 }
 
-/* Rotate when the newest key is older than the policy's period, so that a
- * restart neither resets nor skips the schedule. */
+/* Replace the master key once it is TLS_TICKET_MASTER_HOURS old, judged by
+ * its stored creation time so a restart neither resets nor skips it.  The
+ * per-period rotation itself happens inside GnuTLS (see tls_tickets.h). */
 static int tickets_check(sqlite3 *db, bool *rotated)
 {
-    json_t *policy = NULL;
     char *err = NULL;
-    unsigned hours = 12;
-    *rotated = false;
-    if (tls_policy_store_active(db, &policy, NULL, NULL) == 0)
-        hours = (unsigned)json_integer_value(json_object_get(policy, "ticket_rotation_hours"));
-    json_decref(policy);
-    if (hours == 0)
-        hours = 12;
-    int rc = tls_tickets_rotate(db, time(NULL), hours * 3600, false, rotated, &err);
+    int rc =
+        tls_tickets_rotate(db, time(NULL), TLS_TICKET_MASTER_HOURS * 3600, false, rotated, &err);
     if (rc < 0)
         log_err("tls: %s", err);
+    else if (*rotated)
+        log_info("tls: new session ticket master key");
     free(err);
     return rc;
 }

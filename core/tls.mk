@@ -6,3 +6,26 @@ core_tls_sources += \
 	core/tls_policy_store.c core/tls_policy_store.h \
 	core/tls_session_cache.c core/tls_session_cache.h \
 	core/tls_tickets.c core/tls_tickets.h
+
+# Unit tests: each lists the TLS sources it needs next to the store's.
+TLS_TEST_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS) $(JANSSON_CFLAGS)
+TLS_TEST_LIBS = $(GNUTLS_LIBS) $(SQLITE_LIBS) $(JANSSON_LIBS)
+TLS_TEST_STORE = core/store.c core/xalloc.c core/log.c tests/tap.h \
+	tests/unit/core/tls_test_util.h
+
+check_PROGRAMS += tests/unit/core/tls_cert_test
+TESTS += tests/unit/core/tls_cert_test
+
+tests_unit_core_tls_cert_test_SOURCES = tests/unit/core/tls_cert_test.c $(TLS_TEST_STORE) \
+	core/tls_cert.c core/tls_ca.c
+nodist_tests_unit_core_tls_cert_test_SOURCES = core/migrations_embedded.c
+tests_unit_core_tls_cert_test_CFLAGS = $(TLS_TEST_CFLAGS)
+tests_unit_core_tls_cert_test_LDADD = $(TLS_TEST_LIBS)
+
+check_PROGRAMS += tests/unit/core/tls_policy_test
+TESTS += tests/unit/core/tls_policy_test
+tests_unit_core_tls_policy_test_SOURCES = tests/unit/core/tls_policy_test.c $(TLS_TEST_STORE) \
+	core/tls_policy.c core/tls_policy_store.c
+nodist_tests_unit_core_tls_policy_test_SOURCES = core/migrations_embedded.c
+tests_unit_core_tls_policy_test_CFLAGS = $(TLS_TEST_CFLAGS)
+tests_unit_core_tls_policy_test_LDADD = $(TLS_TEST_LIBS)

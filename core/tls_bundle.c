@@ -107,6 +107,9 @@ int tls_bundle_session_setup(const struct tlsbox_bundle *b, gnutls_session_t ses
         if ((r = gnutls_session_ticket_enable_server(session, &k)) < 0)
             goto fail;
     }
+    /* Ticket lifetime, session-cache lifetime and GnuTLS's key step (three
+     * times this): see tls_tickets.h. */
+    gnutls_db_set_cache_expiration(session, (int)b->ticket_lifetime);
     if (b->cache)
         tls_session_cache_attach(b->cache, session);
     if ((r = gnutls_alpn_set_protocols(session, alpn, 2, GNUTLS_ALPN_SERVER_PRECEDENCE)) < 0)
@@ -297,8 +300,9 @@ int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
             goto fail;
         }
     }
+    /* GnuTLS steps its ticket key every 3 x expire_time: one step per period. */
     b->ticket_lifetime =
-        (unsigned)json_integer_value(json_object_get(policy, "ticket_rotation_hours")) * 3600;
+        (unsigned)json_integer_value(json_object_get(policy, "ticket_rotation_hours")) * 1200;
     b->hsts = tls_policy_hsts(policy);
     b->generation = atomic_fetch_add(&generations, 1) + 1;
     json_decref(policy);

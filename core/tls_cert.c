@@ -232,6 +232,36 @@ int tls_cert_check(const char *chain_pem, const char *key_pem, time_t now,
     n = m;
     info->chain_len = (int)n;
 
+    if (import_key(key_pem, &key, err) < 0)
+        goto out;
+    /* Which certificate is the key's?  The first, or the chain is misordered. */
+    int owner = -1;
+    unsigned char kid[64];
+    size_t ks = sizeof(kid);
+    if (gnutls_x509_privkey_get_key_id(key, GNUTLS_KEYID_USE_SHA256, kid, &ks) < 0) {
+        *err = xstrdup("private key: cannot compute its public key id");
+        goto out;
+    }
+    for (unsigned i = 0; i < n && owner < 0; i++) {
+        unsigned char cid[64];
+        size_t cs = sizeof(cid);
+        if (gnutls_x509_crt_get_key_id(crts[i], GNUTLS_KEYID_USE_SHA256, cid, &cs) >= 0 &&
+            cs == ks && memcmp(cid, kid, cs) == 0)
+            owner = (int)i;
+    }
+    if (owner < 0) {
+        *err = xstrdup("private key does not match the certificate (nor any certificate in the "
+                       "chain)");
+        goto out;
+    }
+    if (owner > 0) {
+        a = crt_dn(crts[owner], false);
+        *err = xasprintf("chain out of order: the key belongs to certificate %d (%s); put the "
+                         "leaf first, then each issuer",
+                         owner + 1, a);
+        goto out;
+    }
+
     /* Order and chaining: certificate i must be issued and signed by i + 1. */
     for (unsigned i = 0; i + 1 < n; i++) {
         if (!gnutls_x509_crt_check_issuer(crts[i], crts[i + 1])) {
@@ -285,17 +315,6 @@ int tls_cert_check(const char *chain_pem, const char *key_pem, time_t now,
     }
     if (crt_key_type(crts[0], info, err) < 0)
         goto out;
-    if (import_key(key_pem, &key, err) < 0)
-        goto out;
-    unsigned char kid1[64], kid2[64];
-    size_t s1 = sizeof(kid1), s2 = sizeof(kid2);
-    if (gnutls_x509_crt_get_key_id(crts[0], GNUTLS_KEYID_USE_SHA256, kid1, &s1) < 0 ||
-        gnutls_x509_privkey_get_key_id(key, GNUTLS_KEYID_USE_SHA256, kid2, &s2) < 0 || s1 != s2 ||
-        memcmp(kid1, kid2, s1) != 0) {
-        *err = xstrdup("private key does not match the certificate (the first certificate in "
-                       "the chain must be the key's)");
-        goto out;
-    }
 
     info->sans = crt_sans(crts[0], &info->first_name);
     info->subject = crt_dn(crts[0], false);

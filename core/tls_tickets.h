@@ -1,10 +1,23 @@
-/* Session ticket master keys in the store (table ticket_keys).
+/* Session ticket keys.
  *
- * The newest key encrypts new tickets; the one before it is still accepted
- * until the next rotation, so a ticket issued just before a rotation resumes
- * for one more period.  Keys live in the store so that resumption survives a
- * restart; at most two rows are kept, older ones are deleted with
- * secure_delete on. */
+ * GnuTLS 3.7.9 takes one 64-byte master key per session and derives the key
+ * that actually encrypts tickets from it and a time step:
+ * K(T) = SHA3-512(T || master), T = now / (3 * expire_time), accepting K(T)
+ * and K(T - 1) (checked in tests/unit/core/tls_tickets_test.c).  So:
+ *
+ *  - the rotation period R of the policy (ticket_rotation_hours, default 12)
+ *    is GnuTLS's step: each session gets expire_time = R / 3, the encrypting
+ *    key changes every R hours, and a ticket from the previous period still
+ *    resumes (a ticket lives R / 3 hours);
+ *  - the master key is stored (table ticket_keys), so resumption survives a
+ *    restart and the steps line up across restarts (T is absolute time);
+ *  - the master itself is replaced every TLS_TICKET_MASTER_HOURS, which
+ *    bounds what a stolen store reveals; tickets issued under the old master
+ *    then fall back to a full handshake once (one key per session leaves no
+ *    way to try two masters without a ClientHello hook, and the site owns
+ *    that hook).  The two newest rows are kept, older ones deleted with
+ *    secure_delete on.
+ */
 #ifndef TLSBOX_CORE_TLS_TICKETS_H
 #define TLSBOX_CORE_TLS_TICKETS_H
 
@@ -14,6 +27,7 @@
 #include <sqlite3.h>
 
 #define TLS_TICKET_KEY_SIZE 64
+#define TLS_TICKET_MASTER_HOURS (7 * 24)
 
 struct tls_ticket_keys {
     unsigned char current[TLS_TICKET_KEY_SIZE];
