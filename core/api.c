@@ -131,7 +131,7 @@ void api_reply_json(struct tlsbox_api_reply *reply, int status, json_t *j)
 {
     free(reply->body);
     reply->status = status;
-    reply->body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    reply->body = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
     if (!reply->body)
         reply->body = xstrdup("null");
     json_decref(j);
