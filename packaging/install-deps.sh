@@ -17,7 +17,7 @@ TEST="clang libclang-rt-14-dev clang-format
   curl nghttp2-client gnutls-bin openssl sqlite3 ca-certificates
   procps iproute2 python3
   testssl.sh
-  pebble
+  pebble certbot
   nginx h2o"
 
 pkgs="$BUILD"

@@ -199,7 +199,7 @@ static void acme_on_settings(void *arg, const char *event, const char *data)
     (void)event;
     /* {"key":"acme.domains"} or {"reload":true}: re-check with the new values. */
     if (!data || strstr(data, "\"acme.") || strstr(data, "\"reload\""))
-        acme_run_submit(a, false);
+        acme_run_submit(a, false, true);
 }
 
 static int acme_init(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state)
@@ -214,7 +214,7 @@ static int acme_init(struct tlsbox_plugin *self, const struct tlsbox_host *host,
     a->status_json = acme_xstrdup("{\"state\":\"starting\"}");
     a->check_minutes = (long)host->setting_get_int(self, "renew_check_minutes", 10);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        host->log(self, TLSBOX_LOG_ERR, "acme: libcurl did not initialise");
+        host->log(self, TLSBOX_LOG_ERR, "libcurl did not initialise");
         *state = a;
         return -EIO;
     }
@@ -228,7 +228,7 @@ static int acme_start(void *state)
     const struct tlsbox_host *h = a->host;
     int ret;
     if ((ret = h->http_route_add(a->self, ACME_CHALLENGE_PREFIX, acme_on_challenge, a)) < 0) {
-        h->log(a->self, TLSBOX_LOG_ERR, "acme: cannot serve %s: %s", ACME_CHALLENGE_PREFIX,
+        h->log(a->self, TLSBOX_LOG_ERR, "cannot serve %s: %s", ACME_CHALLENGE_PREFIX,
                strerror(-ret));
         return ret;
     }
@@ -248,7 +248,7 @@ static int acme_start(void *state)
     if (a->timer < 0)
         return (int)a->timer;
     /* The first check at once: a fresh box should not wait minutes for its certificate. */
-    acme_run_submit(a, false);
+    acme_run_submit(a, false, false);
     return 0;
 }
 

@@ -44,7 +44,7 @@ static void api_renew(void *arg, const struct tlsbox_api_request *req,
     }
     bool force = json_is_true(f);
     json_decref(b);
-    acme_run_submit(a, force);
+    acme_run_submit(a, force, true);
     reply->status = 202;
     reply->body = acme_xasprintf("{\"queued\":true,\"force\":%s}", force ? "true" : "false");
 }
@@ -99,6 +99,6 @@ int acme_api_register(struct acme *a)
     if ((ret = a->host->api_route_add(a->self, "GET", "acme/status", api_status, a)) < 0 ||
         (ret = a->host->api_route_add(a->self, "POST", "acme/renew", api_renew, a)) < 0 ||
         (ret = a->host->api_route_add(a->self, "POST", "acme/revoke", api_revoke, a)) < 0)
-        a->host->log(a->self, TLSBOX_LOG_ERR, "acme: API routes: %s", strerror(-ret));
+        a->host->log(a->self, TLSBOX_LOG_ERR, "API routes: %s", strerror(-ret));
     return ret;
 }

@@ -501,6 +501,17 @@ out:
     return ret;
 }
 
+/* Forget the CA side of an order row (the key stays): the next step places a new order. */
+static void flow_order_reset(struct acme_order_row *o)
+{
+    free(o->order_url);
+    o->order_url = NULL;
+    free(o->cert_url);
+    o->cert_url = NULL;
+    free(o->finalize_url);
+    o->finalize_url = NULL;
+}
+
 int acme_flow_issue(struct acme_client *c, sqlite3 *db, const struct acme_order_req *req,
                     struct acme_issued *out, struct acme_err *e)
 {
@@ -520,11 +531,8 @@ again:
     } else if ((ret = flow_fetch_order(c, &o, &r, e)) < 0) {
         /* The CA forgot or expired the order: start over once with a new one. */
         if (ret == -EPROTO && !restarted) {
+            flow_order_reset(&o);
             restarted = true;
-            free(o.order_url);
-            o.order_url = NULL;
-            free(o.cert_url);
-            o.cert_url = NULL;
             acme_err_clear(e);
             goto again;
         }
@@ -533,13 +541,8 @@ again:
     if (resumed && !restarted && !fresh &&
         strcmp(json_string_value(json_object_get(r.json, "status")) ?: "", "invalid") == 0) {
         /* It failed while we were down (nobody answered the challenge): place a new one. */
+        flow_order_reset(&o);
         restarted = true;
-        free(o.order_url);
-        o.order_url = NULL;
-        free(o.cert_url);
-        o.cert_url = NULL;
-        free(o.finalize_url);
-        o.finalize_url = NULL;
         goto again;
     }
 
@@ -550,6 +553,16 @@ again:
             json_t *order = json_incref(r.json);
             ret = flow_authorizations(c, req, order, e);
             json_decref(order);
+            if (ret < 0 && resumed && !restarted && !fresh && strcmp(e->step, "challenge") == 0) {
+                /*
+                 * A resumed order whose validation ran while we were down (or
+                 * restarting) fails for that reason alone: one fresh order.
+                 */
+                flow_order_reset(&o);
+                restarted = true;
+                acme_err_clear(e);
+                goto again;
+            }
             if (ret < 0)
                 goto out;
         } else if (strcmp(st, "ready") == 0) {

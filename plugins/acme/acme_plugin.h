@@ -30,7 +30,8 @@ struct acme {
     /* One check/issuance at a time; a request that finds it busy sets again. */
     pthread_mutex_t run_lock;
     atomic_bool again;
-    atomic_bool force;
+    atomic_bool force;     /* renew even when not due */
+    atomic_bool retry_now; /* a person acted: skip the failure backoff once */
     atomic_bool stopping;
 
     int64_t timer;      /* periodic check */
@@ -69,7 +70,8 @@ void acme_chal_del(void *arg, const char *token);
 
 /* acme_run.c: jobs */
 void acme_run_check(void *arg, struct tlsbox_job *job);
-void acme_run_submit(struct acme *a, bool force);
+/* Queue a check; @p force renews even when not due; @p retry_now skips the backoff. */
+void acme_run_submit(struct acme *a, bool force, bool retry_now);
 /* Queue a revocation of certificate @p name (then a replacement). */
 int acme_run_revoke(struct acme *a, const char *name);
 void acme_status_set(struct acme *a, char *json);

@@ -51,16 +51,17 @@ void acme_status_set(struct acme *a, char *json)
     pthread_mutex_unlock(&a->status_lock);
 }
 
-void acme_run_submit(struct acme *a, bool force)
+void acme_run_submit(struct acme *a, bool force, bool retry_now)
 {
     if (force)
         atomic_store(&a->force, true);
+    if (retry_now)
+        atomic_store(&a->retry_now, true);
     if (atomic_load(&a->stopping))
         return;
     int64_t id = a->host->job_submit(a->self, "acme-check", acme_run_check, a, NULL);
     if (id < 0)
-        a->host->log(a->self, TLSBOX_LOG_WARN, "acme: could not queue a check: %s",
-                     strerror((int)-id));
+        a->host->log(a->self, TLSBOX_LOG_WARN, "could not queue a check: %s", strerror((int)-id));
 }
 
 /* Schedule a one-shot check at @p when (replacing an earlier one). */
@@ -218,9 +219,8 @@ static void run_record_failure(struct acme *a, sqlite3 *db, struct run_cert *rc,
     rc->failures = n;
     rc->next_attempt = at;
     acme_store_event(db, rc->name, e->step[0] ? e->step : "attempt", false, e->type, e->detail, at);
-    a->host->log(a->self, TLSBOX_LOG_WARN,
-                 "acme: %s: %s failed (%s): %s; attempt %u, next in %lld s", rc->name,
-                 e->step[0] ? e->step : "attempt", e->type ? e->type : "error",
+    a->host->log(a->self, TLSBOX_LOG_WARN, "%s: %s failed (%s): %s; attempt %u, next in %lld s",
+                 rc->name, e->step[0] ? e->step : "attempt", e->type ? e->type : "error",
                  e->detail ? e->detail : "?", n, (long long)(at - now));
     if (a->m_err)
         a->host->metric_add(a->m_err, 1);
@@ -382,6 +382,7 @@ static void run_once(struct acme *a, struct tlsbox_job *job)
     struct run_cert certs[2] = {{0}};
     size_t n = 0;
     bool force = atomic_exchange(&a->force, false);
+    bool retry_now = atomic_exchange(&a->retry_now, false) || force;
     time_t now = time(NULL);
     sqlite3 *db = NULL;
 
@@ -428,19 +429,19 @@ static void run_once(struct acme *a, struct tlsbox_job *job)
         time_t first, next;
         acme_store_failures(db, rc->name, &f, &first, &next);
         rc->failures = f;
-        if (f && next > now && !force) {
+        if (f && next > now && !retry_now) {
             /* Backing off: the wake timer (or a later check) comes back at `next`. */
             rc->next_attempt = next;
             run_wake_at(a, next);
             continue;
         }
-        a->host->log(a->self, TLSBOX_LOG_INFO, "acme: %s: ordering (%s) from %s", rc->name,
-                     rc->reason, conf.directory);
+        a->host->log(a->self, TLSBOX_LOG_INFO, "%s: ordering (%s) from %s", rc->name, rc->reason,
+                     conf.directory);
         struct acme_err e = {0};
         int ret = run_attempt(a, &c, db, &conf, rc, &e);
         if (ret == 0) {
             acme_store_event(db, rc->name, "done", true, NULL, rc->reason, 0);
-            a->host->log(a->self, TLSBOX_LOG_INFO, "acme: %s: certificate issued and installed",
+            a->host->log(a->self, TLSBOX_LOG_INFO, "%s: certificate issued and installed",
                          rc->name);
             if (a->m_ok)
                 a->host->metric_add(a->m_ok, 1);
@@ -530,13 +531,12 @@ static void run_revoke_job(void *arg, struct tlsbox_job *job)
         /* A deliberate step that worked: the replacement is ordered without backoff. */
         acme_store_event(db, rv->name, "revoke", true, NULL,
                          "revoked on request; a replacement is being ordered", 0);
-        a->host->log(a->self, TLSBOX_LOG_INFO, "acme: %s: revoked; ordering a replacement",
-                     rv->name);
+        a->host->log(a->self, TLSBOX_LOG_INFO, "%s: revoked; ordering a replacement", rv->name);
         goto out;
     }
 record:
     acme_store_event(db, rv->name, e.step[0] ? e.step : "revoke", false, e.type, e.detail, 0);
-    a->host->log(a->self, TLSBOX_LOG_WARN, "acme: %s: revoke failed: %s", rv->name,
+    a->host->log(a->self, TLSBOX_LOG_WARN, "%s: revoke failed: %s", rv->name,
                  e.detail ? e.detail : "?");
 out:
     acme_err_clear(&e);
@@ -548,7 +548,7 @@ out:
     acme_conf_free(&conf);
     pthread_mutex_unlock(&a->run_lock);
     /* Replace it at once (the revoked marker makes it due without a force). */
-    acme_run_submit(a, false);
+    acme_run_submit(a, false, true);
 }
 
 int acme_run_revoke(struct acme *a, const char *name)

@@ -35,3 +35,6 @@ plugins_acme_tests_flow_pebble_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(JANSSON_
 plugins_acme_tests_flow_pebble_LDADD = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS)
 
 EXTRA_DIST += tests/integration/pebble.sh
+
+TESTS += tests/integration/40_acme_issue.sh
+EXTRA_DIST += tests/integration/40_acme_issue.sh

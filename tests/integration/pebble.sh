@@ -8,8 +8,13 @@
 #        own HTTPS: acme.ca_file), PB_ROOT (pebble's issuing root, PEM),
 #        PB_MGMT (management base URL)
 #   pb_stop                       stop pebble (challtestsrv keeps running)
-#   pb_restart                    start pebble again with the same config
-#       (NB: pebble keeps no state: a restart makes a new root and forgets accounts)
+#   pb_restart                    start pebble again, config rewritten from
+#       PB_HTTP_PORT/PB_VALIDITY (NB: pebble keeps no state: a restart makes a
+#       new root and forgets accounts and orders)
+#   pb_start_tlsbox [ARGS]        tb_start_daemon on free site ports ($SITE_HTTP,
+#       $SITE_HTTPS, SITE_HTTP must equal PB_HTTP_PORT) with acme.* pointing at pebble
+#   pb_wait_served NAME [SECS]    wait until https://NAME verifies against $PB_ROOT
+#   pb_served_serial NAME         serial of the certificate served for NAME
 
 if ! type tb_free_port >/dev/null 2>&1; then
     tb_free_port() {
@@ -58,6 +63,15 @@ pb_start() {
     PB_PORT=$(tb_free_port)
     PB_MGMT_PORT=$(tb_free_port)
     PB_TLS_PORT=$(tb_free_port)
+    tb_bg pebble-challtestsrv -management "127.0.0.1:$PB_CTS_PORT" -dns01 "127.0.0.1:$PB_DNS_PORT" \
+        -defaultIPv4 127.0.0.1 -defaultIPv6 "" -http01 "" -https01 "" -tlsalpn01 "" \
+        >>"$PB_DIR/challtestsrv.log" 2>&1
+    PB_CTS_PID=$TB_BG_PID
+    _pb_wait_port "$PB_CTS_PORT" || { echo "# pebble-challtestsrv did not start"; return 1; }
+    pb_restart
+}
+
+_pb_write_config() {
     local validity=""
     [ -n "${PB_VALIDITY:-}" ] && validity=", \"certificateValidityPeriod\": $PB_VALIDITY"
     cat >"$PB_DIR/config.json" <<JSON
@@ -72,15 +86,10 @@ pb_start() {
   "externalAccountBindingRequired": false$validity
 }}
 JSON
-    tb_bg pebble-challtestsrv -management "127.0.0.1:$PB_CTS_PORT" -dns01 "127.0.0.1:$PB_DNS_PORT" \
-        -defaultIPv4 127.0.0.1 -defaultIPv6 "" -http01 "" -https01 "" -tlsalpn01 "" \
-        >>"$PB_DIR/challtestsrv.log" 2>&1
-    PB_CTS_PID=$TB_BG_PID
-    _pb_wait_port "$PB_CTS_PORT" || { echo "# pebble-challtestsrv did not start"; return 1; }
-    pb_restart
 }
 
 pb_restart() {
+    _pb_write_config
     # shellcheck disable=SC2086
     tb_bg env PEBBLE_VA_NOSLEEP=1 ${PB_ENV:-} pebble -config "$PB_DIR/config.json" \
         -dnsserver "127.0.0.1:$PB_DNS_PORT" >>"$PB_DIR/pebble.log" 2>&1
@@ -100,4 +109,26 @@ pb_stop() {
     kill -TERM "$PB_PID" 2>/dev/null
     wait "$PB_PID" 2>/dev/null
     PB_PID=""
+}
+
+pb_start_tlsbox() {
+    tb_start_daemon --set "site.http_port=$SITE_HTTP" --set "site.https_port=$SITE_HTTPS" \
+        --set "acme.directory=$PB_DIRECTORY" --set "acme.ca_file=$PB_CA" \
+        --set acme.agree_tos=true --set acme.email=admin@example.org "$@"
+}
+
+pb_wait_served() {
+    local name=$1 secs=${2:-30} i
+    for i in $(seq 1 $((secs * 20))); do
+        # Any HTTP answer will do: curl fails only when the TLS part does not verify.
+        curl -s -o /dev/null --max-time 2 --resolve "$name:$SITE_HTTPS:127.0.0.1" \
+            --cacert "$PB_ROOT" "https://$name:$SITE_HTTPS/" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+pb_served_serial() {
+    openssl s_client -connect "127.0.0.1:$SITE_HTTPS" -servername "$1" </dev/null 2>/dev/null |
+        openssl x509 -noout -serial 2>/dev/null | sed 's/^serial=//'
 }

@@ -5,8 +5,11 @@
  *
  *   flow_pebble DB DIRECTORY_URL CA_FILE HTTP_PORT OUT_CHAIN NAME...
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -54,6 +57,7 @@ static void *fp_serve(void *arg)
         char buf[2048] = "";
         ssize_t n = read(s, buf, sizeof(buf) - 1);
         char path[512] = "", body[300] = "";
+        static_assert(sizeof(fp_ka[0]) < sizeof(body), "key authorizations fit");
         int status = 404;
         if (n > 0 && sscanf(buf, "GET %511s", path) == 1) {
             const char *pre = "/.well-known/acme-challenge/";
@@ -61,7 +65,7 @@ static void *fp_serve(void *arg)
             for (int i = 0; i < 8; i++)
                 if (fp_token[i][0] && strncmp(path, pre, strlen(pre)) == 0 &&
                     strcmp(path + strlen(pre), fp_token[i]) == 0) {
-                    snprintf(body, sizeof(body), "%s", fp_ka[i]);
+                    memcpy(body, fp_ka[i], sizeof(fp_ka[i]));
                     status = 200;
                 }
             pthread_mutex_unlock(&fp_lock);
