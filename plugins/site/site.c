@@ -277,8 +277,8 @@ static int site_start(void *state)
     r = site_workers_start(s);
     if (r < 0)
         return r;
-    SITE_LOG(s, TLSBOX_LOG_INFO, "site: %d workers, https port %d, http port %d, root %s",
-             s->nworkers, s->cfg.https_port, s->cfg.http_port, s->cfg.root);
+    SITE_LOG(s, TLSBOX_LOG_INFO, "%d workers, https port %d, http port %d, root %s", s->nworkers,
+             s->cfg.https_port, s->cfg.http_port, s->cfg.root);
     return 0;
 }
 

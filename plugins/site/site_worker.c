@@ -247,7 +247,7 @@ static void on_accept(struct site_worker *w, size_t idx)
                 static _Atomic uint64_t last_warn;
                 if (w->now_ms - atomic_load(&last_warn) > 60000) {
                     atomic_store(&last_warn, w->now_ms);
-                    SITE_LOG(s, TLSBOX_LOG_WARN, "site: accept: %s (raise the open file limit)",
+                    SITE_LOG(s, TLSBOX_LOG_WARN, "accept: %s (raise the open file limit)",
                              strerror(errno));
                 }
             }

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Raw clients for the site's integration tests (standard library only).
+
+  h2_streams.py streams HOST PORT N PATH
+      Open N HTTP/2 streams at once on one connection (one write, without
+      waiting for the server's SETTINGS) and count what comes back.  Prints
+      "advertised=A ok=O refused=R other=X".
+  h2_streams.py slowloris HOST PORT INTERVAL MAX
+      Send a request's headers one line every INTERVAL seconds over TLS and
+      print "closed_after=S" when the server hangs up (or "open" after MAX s).
+  h2_streams.py bigheader HOST PORT BYTES
+      Send one HTTP/2 request with a header of BYTES bytes; print
+      "reset" when the stream is reset or refused, or the :status.
+"""
+import socket
+import ssl
+import struct
+import sys
+import time
+
+
+def tls(host, port, alpn):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    if alpn:
+        ctx.set_alpn_protocols(alpn)
+    s = socket.create_connection((host, port), timeout=5)
+    return ctx.wrap_socket(s, server_hostname="localhost")
+
+
+def frame(ftype, flags, sid, payload):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", sid) + payload
+
+
+def hpack_literal(name_index, value):
+    # literal header field without indexing, indexed name (4-bit prefix)
+    v = value.encode()
+    assert name_index < 15 and len(v) < 127
+    return bytes([name_index, len(v)]) + v
+
+
+def request_block(path, extra=b""):
+    # :method GET (2), :scheme https (7), :path literal (4), :authority literal (1)
+    return b"\x82\x87" + hpack_literal(4, path) + hpack_literal(1, "localhost") + extra
+
+
+def read_frames(sock, until, deadline):
+    buf = b""
+    while time.time() < deadline:
+        try:
+            data = sock.recv(65536)
+        except socket.timeout:
+            continue
+        except (ssl.SSLError, OSError):
+            return
+        if not data:
+            return
+        buf += data
+        while len(buf) >= 9:
+            length = struct.unpack(">I", b"\0" + buf[:3])[0]
+            if len(buf) < 9 + length:
+                break
+            ftype, flags = buf[3], buf[4]
+            sid = struct.unpack(">I", buf[5:9])[0] & 0x7FFFFFFF
+            payload = buf[9:9 + length]
+            buf = buf[9 + length:]
+            if until(ftype, flags, sid, payload):
+                return
+
+
+def streams(host, port, n, path):
+    s = tls(host, port, ["h2"])
+    if s.selected_alpn_protocol() != "h2":
+        print("no h2")
+        return 1
+    out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"")
+    # a large connection window so that bodies never stall
+    out += frame(8, 0, 0, struct.pack(">I", 1 << 30))
+    for i in range(n):
+        out += frame(1, 0x5, 1 + 2 * i, request_block(path))
+    s.sendall(out)
+    st = {"advertised": -1, "ok": 0, "refused": 0, "other": 0}
+    done = set()
+
+    def until(ftype, flags, sid, payload):
+        if ftype == 4 and not flags & 1:
+            for i in range(0, len(payload), 6):
+                k, v = struct.unpack(">HI", payload[i:i + 6])
+                if k == 3:
+                    st["advertised"] = v
+        elif ftype == 1 and sid not in done:
+            done.add(sid)
+            if payload[:1] == b"\x88":
+                st["ok"] += 1
+            else:
+                st["other"] += 1
+        elif ftype == 3 and sid not in done:
+            done.add(sid)
+            code = struct.unpack(">I", payload[:4])[0]
+            st["refused" if code == 7 else "other"] += 1
+        return len(done) >= n
+
+    read_frames(s, until, time.time() + 10)
+    print("advertised=%d ok=%d refused=%d other=%d" % (st["advertised"], st["ok"], st["refused"], st["other"]))
+    return 0
+
+
+def slowloris(host, port, interval, maximum):
+    s = tls(host, port, ["http/1.1"])
+    s.settimeout(0.2)
+    start = time.time()
+    lines = [b"GET / HTTP/1.1\r\n", b"Host: localhost\r\n"] + [b"X-a%d: b\r\n" % i for i in range(10000)]
+    nxt = 0.0
+    i = 0
+    while time.time() - start < maximum:
+        if time.time() - start >= nxt:
+            try:
+                s.sendall(lines[i])
+            except (OSError, ssl.SSLError):
+                print("closed_after=%.1f" % (time.time() - start))
+                return 0
+            i += 1
+            nxt += interval
+        try:
+            data = s.recv(4096)
+            if not data:
+                print("closed_after=%.1f" % (time.time() - start))
+                return 0
+        except socket.timeout:
+            pass
+        except (OSError, ssl.SSLError):
+            print("closed_after=%.1f" % (time.time() - start))
+            return 0
+    print("open")
+    return 0
+
+
+def bigheader(host, port, size):
+    s = tls(host, port, ["h2"])
+    v = b"a" * size
+    # literal without indexing, new name "x-big" (7-bit length prefixes, multi-byte)
+    def hlen(n, prefix_bits=7):
+        mx = (1 << prefix_bits) - 1
+        if n < mx:
+            return bytes([n])
+        out = [mx]
+        n -= mx
+        while n >= 128:
+            out.append((n % 128) + 128)
+            n //= 128
+        out.append(n)
+        return bytes(out)
+    extra = b"\x00" + hlen(5) + b"x-big" + hlen(len(v)) + v
+    block = request_block("/", extra)
+    out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"")
+    # split into HEADERS + CONTINUATION frames of 16384 bytes
+    chunks = [block[i:i + 16384] for i in range(0, len(block), 16384)]
+    for i, c in enumerate(chunks):
+        last = i == len(chunks) - 1
+        if i == 0:
+            out += frame(1, 0x1 | (0x4 if last else 0), 1, c)
+        else:
+            out += frame(9, 0x4 if last else 0, 1, c)
+    s.sendall(out)
+    res = {"r": "none"}
+
+    def until(ftype, flags, sid, payload):
+        if sid == 1 and ftype == 1:
+            res["r"] = "status" + ("200" if payload[:1] == b"\x88" else "?")
+            return True
+        if (sid == 1 and ftype == 3) or ftype == 7:
+            res["r"] = "reset"
+            return True
+        return False
+
+    read_frames(s, until, time.time() + 5)
+    print(res["r"])
+    return 0
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "streams":
+        sys.exit(streams(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]))
+    if cmd == "slowloris":
+        sys.exit(slowloris(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])))
+    if cmd == "bigheader":
+        sys.exit(bigheader(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+    sys.exit(2)
