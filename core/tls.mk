@@ -29,3 +29,12 @@ tests_unit_core_tls_policy_test_SOURCES = tests/unit/core/tls_policy_test.c $(TL
 nodist_tests_unit_core_tls_policy_test_SOURCES = core/migrations_embedded.c
 tests_unit_core_tls_policy_test_CFLAGS = $(TLS_TEST_CFLAGS)
 tests_unit_core_tls_policy_test_LDADD = $(TLS_TEST_LIBS)
+
+check_PROGRAMS += tests/unit/core/tls_bundle_test
+TESTS += tests/unit/core/tls_bundle_test
+tests_unit_core_tls_bundle_test_SOURCES = tests/unit/core/tls_bundle_test.c $(TLS_TEST_STORE) \
+	core/tls_bundle.c core/tls_policy.c core/tls_policy_store.c core/tls_tickets.c \
+	core/tls_session_cache.c core/tls_ca.c core/tls_cert.c
+nodist_tests_unit_core_tls_bundle_test_SOURCES = core/migrations_embedded.c
+tests_unit_core_tls_bundle_test_CFLAGS = $(TLS_TEST_CFLAGS)
+tests_unit_core_tls_bundle_test_LDADD = $(TLS_TEST_LIBS)

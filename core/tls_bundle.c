@@ -183,13 +183,15 @@ static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time
     int rc = -EIO;
     bool staple = json_is_true(json_object_get(policy, "ocsp_stapling"));
     /* Order decides the pick when several fit a client: valid before
-     * expired, a real certificate before the internal one, then ECDSA,
-     * Ed25519, RSA. */
+     * expired, then ECDSA, Ed25519, RSA (GnuTLS takes the first that fits,
+     * so ECDSA must come first for dual certificates), then a real
+     * certificate before the internal one. */
     if (sqlite3_prepare_v2(db,
                            "SELECT name, chain_pem, key_pem, key_type FROM certificates "
                            "WHERE status = 'active' ORDER BY (not_after < ?), "
-                           "(source = 'internal'), CASE WHEN key_type LIKE 'ecdsa%' THEN 0 "
-                           "WHEN key_type = 'ed25519' THEN 1 ELSE 2 END, name",
+                           "CASE WHEN key_type LIKE 'ecdsa%' THEN 0 "
+                           "WHEN key_type = 'ed25519' THEN 1 ELSE 2 END, "
+                           "(source = 'internal'), name",
                            -1, &st, NULL) != SQLITE_OK) {
         *err = xasprintf("store: %s", sqlite3_errmsg(db));
         goto out;
