@@ -17,14 +17,16 @@
 #   - the server's CPU time per operation: utime+stime of the server's process
 #     tree from /proc/PID/stat, read just before and just after each h2load run;
 #   - RSS idle and with 1000 idle TLS connections open (tests/perf/idle_conns.c).
-# and then prints tlsbox/nginx and tlsbox/h2o ratios and whether each target of
+# All servers are started first; the load runs are interleaved in rounds (every
+# server once per round) so noise from the rest of the machine spreads evenly.
+# Then it prints tlsbox/nginx and tlsbox/h2o ratios and whether each target of
 # issue 4 holds.  A full run takes about 2 minutes on 2 cores, --quick about 1.
 set -u
 
 usage() {
     sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
     echo "Options:"
-    echo "  --quick          1 handshake round instead of 3; 3 s keep-alive runs instead of 10 s"
+    echo "  --quick          1 round of each run instead of 3 (3 s keep-alive runs instead of 3 x 4 s)"
     echo "  --build DIR      tlsbox build dir (has core/tlsboxd, cli/tlsboxctl, build-plugins/);"
     echo "                   default \$TLSBOX_BUILD, \$top_builddir, or the source tree itself"
     echo "  --servers LIST   subset and order, default \"tlsbox nginx h2o\""
@@ -73,18 +75,18 @@ IDLE_HOLD=2          # seconds they are held after the last one is up
 KA_CONNS=10          # keep-alive connections
 if [ "$QUICK" = 1 ]; then
     HS_ROUNDS=1
+    KA_ROUNDS=1
     KA_SECONDS=3
 else
     HS_ROUNDS=3
-    KA_SECONDS=10
+    KA_ROUNDS=3
+    KA_SECONDS=4
 fi
 SERVER_CPU=0
 CLIENT_CPU=1
 # Same crypto for every server: the client offers one suite and one group.
 TLS_OPTS=(--tls13-ciphers=TLS_AES_128_GCM_SHA256 --groups=X25519)
 CLK_TCK=$(getconf CLK_TCK)
-OTHER_SUM=0
-ELAPSED_SUM=0
 
 say() { printf '%s\n' "$*"; }
 note() { printf '# %s\n' "$*"; }
@@ -373,8 +375,6 @@ run_load() {
     # kernel's softirq work for loopback traffic): a noise indicator.
     H_OTHER=$((b1 - b0 - H_TICKS))
     H_ELAPSED=$(((t1 - t0) * CLK_TCK / 1000000000))
-    OTHER_SUM=$((OTHER_SUM + H_OTHER))
-    ELAPSED_SUM=$((ELAPSED_SUM + H_ELAPSED))
     parse_h2load "$out"
     H_TLS=$(awk -F': ' '/^TLS Protocol:|^Cipher:|^Server Temp Key:|^Application protocol:/ {
         printf "%s%s", sep, $2; sep = " " }' "$out")
@@ -392,13 +392,50 @@ us_per_op() { # ticks ops
 
 # R[server.metric] = value; metrics: hs_rps hs_us h2_rps h2_us h1_rps h1_us
 # rss_idle rss_conns pss_conns alive rss_after
-declare -A R
+declare -A R PIDOF PORTOF
 
-measure() {
-    local s=$1 i tot_ok=0 tot_ticks=0 rps_sum=0 bad=0 idle_pid ready line
-    CUR_NAME=$s
+use() {
+    CUR_NAME=$1
+    CUR_PID=${PIDOF[$1]}
+    CUR_PORT=${PORTOF[$1]}
+}
+
+add() { # server key number: R[server.key] += number
+    R[$1.$2]=$(awk -v a="${R[$1.$2]:-0}" -v b="$3" 'BEGIN { print a + b }')
+}
+
+# account SERVER KIND: add the last run_load to the totals of KIND (hs, h2, h1).
+account() {
+    local s=$1 k=$2
+    add "$s" "${k}_ok" "$H_OK"
+    add "$s" "${k}_bad" "$H_BAD"
+    add "$s" "${k}_ticks" "$H_TICKS"
+    add "$s" "${k}_rps_sum" "$H_RPS"
+    add "$s" "${k}_runs" 1
+    add "$s" other_ticks "$H_OTHER"
+    add "$s" elapsed_ticks "$H_ELAPSED"
+    R[$s.tls]=$H_TLS
+    note "$s $k: $H_OK ok, $H_BAD failed, $H_RPS req/s, server $H_TICKS ticks," \
+        "other work on core $SERVER_CPU $H_OTHER ticks ($H_TLS)"
+}
+
+# totals SERVER KIND: mean req/s over the rounds and CPU us per successful request.
+totals() {
+    local s=$1 k=$2 bad
+    R[$s.${k}_rps]=$(awk -v a="${R[$s.${k}_rps_sum]:-0}" -v n="${R[$s.${k}_runs]:-0}" \
+        'BEGIN { if (n > 0) printf "%.0f", a / n; else print "-" }')
+    R[$s.${k}_us]=$(us_per_op "${R[$s.${k}_ticks]:-0}" "${R[$s.${k}_ok]:-0}")
+    bad=${R[$s.${k}_bad]:-0}
+    [ "$bad" = 0 ] || R[$s.${k}_rps]="${R[$s.${k}_rps]}($bad failed)"
+}
+
+# check_and_idle SERVER: is it serving the file right, then warm-up, RSS idle
+# and RSS with IDLE_CONNS idle TLS connections.
+check_and_idle() {
+    local s=$1 i idle_pid ready line
+    use "$s"
     say ""
-    say "## $s"
+    say "## $s (pid $CUR_PID, port $CUR_PORT)"
     # Correctness first: 200, the whole file, our key, TLS 1.3 only.
     line=$(curl -sk --tlsv1.3 --pinnedpubkey "$PIN" --max-time 5 -o "$TMP/$s.get" \
         -w '%{http_code} %{size_download} HTTP/%{http_version}' "https://127.0.0.1:$CUR_PORT$URL_PATH")
@@ -421,10 +458,8 @@ measure() {
     run_load warmup-h1 --h1 -n 400 -c 4
     sleep 1
     R[$s.rss_idle]=$(mem_kb "$CUR_PID" rss)
-    OTHER_SUM=0
-    ELAPSED_SUM=0
 
-    # 1000 idle TLS connections (HTTP/2 preface sent, no request).
+    # IDLE_CONNS idle TLS connections (HTTP/2 preface sent, no request).
     timeout $((70 + IDLE_HOLD)) taskset -c "$CLIENT_CPU" "$IDLE_TOOL" 127.0.0.1 "$CUR_PORT" \
         "$IDLE_CONNS" "$IDLE_HOLD" h2 >"$TMP/$s.idle.out" 2>"$TMP/$s.idle.err" &
     idle_pid=$!
@@ -444,49 +479,16 @@ measure() {
     [ -s "$TMP/$s.idle.err" ] && note "idle_conns: $(head -3 "$TMP/$s.idle.err" | tr '\n' ' ')"
     [ "${ready:-0}" = "$IDLE_CONNS" ] || R[$s.rss_conns]="${R[$s.rss_conns]}?"
     sleep 1
-
-    # Full handshakes: every h2load client makes exactly one connection.
-    for i in $(seq 1 "$HS_ROUNDS"); do
-        run_load handshake$i --h1 -n "$HS_CONNS" -c "$HS_CONNS"
-        tot_ok=$((tot_ok + H_OK))
-        tot_ticks=$((tot_ticks + H_TICKS))
-        bad=$((bad + H_BAD))
-        rps_sum=$(awk -v a="$rps_sum" -v b="$H_RPS" 'BEGIN { print a + b }')
-        note "handshakes round $i: $H_OK ok, $H_BAD failed, $H_RPS req/s, server $H_TICKS ticks, other work on core $SERVER_CPU $H_OTHER ticks ($H_TLS)"
-        sleep 0.5
-    done
-    R[$s.hs_rps]=$(awk -v a="$rps_sum" -v n="$HS_ROUNDS" 'BEGIN { printf "%.0f", a / n }')
-    R[$s.hs_us]=$(us_per_op "$tot_ticks" "$tot_ok")
-    [ "$bad" = 0 ] || R[$s.hs_rps]="${R[$s.hs_rps]}($bad failed)"
-    R[$s.tls]=$H_TLS
-
-    run_load h2 -D "$KA_SECONDS" -c "$KA_CONNS" -m 10
-    note "h2 keep-alive: $H_OK ok, $H_BAD failed, $H_RPS req/s, server $H_TICKS ticks, other work on core $SERVER_CPU $H_OTHER ticks ($H_TLS)"
-    R[$s.h2_rps]=${H_RPS%.*}
-    R[$s.h2_us]=$(us_per_op "$H_TICKS" "$H_OK")
-    [ "$H_BAD" = 0 ] || R[$s.h2_rps]="${R[$s.h2_rps]}($H_BAD failed)"
-
-    run_load h1 --h1 -D "$KA_SECONDS" -c "$KA_CONNS"
-    note "h1 keep-alive: $H_OK ok, $H_BAD failed, $H_RPS req/s, server $H_TICKS ticks, other work on core $SERVER_CPU $H_OTHER ticks ($H_TLS)"
-    R[$s.h1_rps]=${H_RPS%.*}
-    R[$s.h1_us]=$(us_per_op "$H_TICKS" "$H_OK")
-    [ "$H_BAD" = 0 ] || R[$s.h1_rps]="${R[$s.h1_rps]}($H_BAD failed)"
-
-    R[$s.rss_after]=$(mem_kb "$CUR_PID" rss)
-    R[$s.other]=$(awk -v o="$OTHER_SUM" -v e="$ELAPSED_SUM" 'BEGIN {
-        if (e > 0) printf "%.0f%%", 100 * o / e; else print "-" }')
-    note "core $SERVER_CPU spent ${R[$s.other]} of the load-run time on other work (loopback softirq, other programs)"
-    R[$s.ok]=1
 }
 
 # ---- run ------------------------------------------------------------------
-say "# tlsbox performance comparison ($( [ "$QUICK" = 1 ] && echo quick || echo full) run)"
-say "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc --all) cores: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo); $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) RAM; kernel $(uname -r)"
+say "# tlsbox performance comparison ($([ "$QUICK" = 1 ] && echo quick || echo full) run)"
+say "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc --all) cores: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo); $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) RAM; kernel $(uname -r); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 say "# nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), h2o $(h2o --version 2>/dev/null | awk '/version/ { print $3 }'), $(h2load --version | head -1), $(openssl version | cut -d' ' -f1-2), GnuTLS $(pkg-config --modversion gnutls)"
 say "# server on core $SERVER_CPU, client on core $CLIENT_CPU; file $FILE_SIZE bytes; ECDSA P-256; TLS 1.3 TLS_AES_128_GCM_SHA256 X25519"
-say "# handshakes: $HS_ROUNDS x $HS_CONNS connections; keep-alive: $KA_CONNS connections x ${KA_SECONDS} s; idle: $IDLE_CONNS connections"
+say "# handshakes: $HS_ROUNDS x $HS_CONNS connections; keep-alive: $KA_ROUNDS x ${KA_SECONDS} s on $KA_CONNS connections; idle: $IDLE_CONNS connections"
 status=0
-MEASURED=""
+UP=""
 for s in $SERVERS; do
     case $s in
     tlsbox | nginx | h2o) ;;
@@ -510,15 +512,65 @@ for s in $SERVERS; do
         [ -n "$CUR_PID" ] && kill_tree "$CUR_PID"
         continue
     fi
-    if measure "$s"; then
+    PIDOF[$s]=$CUR_PID
+    PORTOF[$s]=$CUR_PORT
+    UP="$UP $s"
+done
+
+MEASURED=""
+for s in $UP; do
+    if check_and_idle "$s"; then
         MEASURED="$MEASURED $s"
     else
         status=1
     fi
-    kill_tree "$CUR_PID"
+done
+
+# The load runs are interleaved (each round runs every server once, all of
+# them started and idle meanwhile) so that noise from the rest of the machine
+# spreads over all servers instead of landing on one.
+if [ -n "$MEASURED" ]; then
+    say ""
+    say "## load runs"
+fi
+for i in $(seq 1 "$HS_ROUNDS"); do
+    for s in $MEASURED; do
+        use "$s"
+        # Every h2load client makes exactly one connection: a full handshake.
+        run_load "handshake$i" --h1 -n "$HS_CONNS" -c "$HS_CONNS"
+        account "$s" hs
+        sleep 0.5
+    done
+done
+for k in h2 h1; do
+    for i in $(seq 1 "$KA_ROUNDS"); do
+        for s in $MEASURED; do
+            use "$s"
+            if [ $k = h2 ]; then
+                run_load "h2-$i" -D "$KA_SECONDS" -c "$KA_CONNS" -m 10
+            else
+                run_load "h1-$i" --h1 -D "$KA_SECONDS" -c "$KA_CONNS"
+            fi
+            account "$s" $k
+        done
+    done
+done
+for s in $MEASURED; do
+    totals "$s" hs
+    totals "$s" h2
+    totals "$s" h1
+    R[$s.rss_after]=$(mem_kb "${PIDOF[$s]}" rss)
+    R[$s.other]=$(awk -v o="${R[$s.other_ticks]:-0}" -v e="${R[$s.elapsed_ticks]:-0}" 'BEGIN {
+        if (e > 0) printf "%.0f%%", 100 * o / e; else print "-" }')
+done
+for s in $UP; do
+    kill_tree "${PIDOF[$s]}"
 done
 
 # ---- report ---------------------------------------------------------------
+num() { # strip annotations such as "(3 failed)" or "?"
+    echo "$1" | sed 's/[^0-9.].*//'
+}
 val() { echo "${R[$1.$2]:--}"; }
 row() { # label metric
     local s line="| $1 |"
@@ -553,9 +605,6 @@ for s in $MEASURED; do
         say "# warning: core $SERVER_CPU was busy with other work ${o}% of the time while $s ran: its numbers are noisy; rerun on a quiet machine"
 done
 
-num() { # strip annotations such as "(3 failed)" or "?"
-    echo "$1" | sed 's/[^0-9.].*//'
-}
 ratio() { # a b
     local a b
     a=$(num "$1")
