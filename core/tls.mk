@@ -38,3 +38,9 @@ tests_unit_core_tls_bundle_test_SOURCES = tests/unit/core/tls_bundle_test.c $(TL
 nodist_tests_unit_core_tls_bundle_test_SOURCES = core/migrations_embedded.c
 tests_unit_core_tls_bundle_test_CFLAGS = $(TLS_TEST_CFLAGS)
 tests_unit_core_tls_bundle_test_LDADD = $(TLS_TEST_LIBS)
+
+# Integration tests: the real daemon and real clients on loopback.
+TLS_INTEGRATION = tests/integration/20_tls_certs.sh tests/integration/21_tls_policy.sh \
+	tests/integration/22_tls_site.sh
+TESTS += $(TLS_INTEGRATION)
+EXTRA_DIST += $(TLS_INTEGRATION)

@@ -480,6 +480,24 @@ json_t *tls_policy_apply_fields(json_t *base, json_t *set, char **err)
         json_object_set_new(cand, "preset", json_string("custom"));
     json_t *out = tls_policy_normalize(cand, err);
     json_decref(cand);
+    /* The name follows the content: a custom policy whose TLS fields equal
+     * a preset's (say, after a raw string is cleared) is that preset. */
+    if (out && strcmp(json_string_value(json_object_get(out, "preset")), "custom") == 0) {
+        static const char *const names[] = {"modern", "intermediate", "compat"};
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+            json_t *p = tls_policy_preset(names[i]);
+            bool same = true;
+            for (const struct field *f = fields; f->name && same; f++)
+                if (f->tls &&
+                    !json_equal(json_object_get(p, f->name), json_object_get(out, f->name)))
+                    same = false;
+            json_decref(p);
+            if (same) {
+                json_object_set_new(out, "preset", json_string(names[i]));
+                break;
+            }
+        }
+    }
     return out;
 fail:
     json_decref(cand);

@@ -1,0 +1,91 @@
+#!/bin/bash
+# TLS policy through tlsboxctl: default, preset, a raw string with an error
+# (position reported, nothing stored), field edits, history, rollback, preview.
+. "$(dirname "$0")/lib.sh"
+tb_setup
+
+P1=$(tb_free_port)
+P2=$(tb_free_port)
+tb_start_daemon --set site.https_port="$P1" --set site.http_port="$P2"
+ok $? "tlsboxd starts"
+db() { sqlite3 "$TB_STATE/tlsbox.db" "$1"; }
+gen() { tb_ctl --json status | python3 -c 'import json,sys; print(json.load(sys.stdin)["tls_bundle_generation"])'; }
+# Wait (bounded) until the bundle generation passes $1.
+wait_gen() {
+    local i
+    for i in $(seq 1 50); do
+        [ "$(gen)" -gt "$1" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+out=$(tb_ctl policy show)
+ok $? "policy show exits 0"
+like "$out" "^version 1 \(active\)" "version 1 is active"
+like "$out" "preset +intermediate" "default preset is intermediate"
+like "$out" "hsts_max_age +31536000" "HSTS one year"
+like "$out" "hsts_preload +false" "no preload"
+like "$out" "min_version +TLS1\.2" "TLS 1.2 and up"
+
+g=$(gen)
+out=$(tb_ctl policy preset modern)
+ok $? "policy preset modern"
+like "$out" "^version 2 \(active\)" "as version 2"
+like "$out" "priority +NONE:\+VERS-TLS1\.3:\+AES" "TLS 1.3 only priority string"
+wait_gen "$g"
+ok $? "policy.changed rebuilt the bundle"
+
+before=$(db 'SELECT count(*) FROM policy_versions')
+tb_ctl policy raw "NORMAL:+BOGUS-ALG" >/dev/null 2>"$TB_TMP/err"
+is "$?" 1 "a raw string with a bad token is refused"
+like "$(cat "$TB_TMP/err")" "invalid token '\+BOGUS-ALG' at position 7" "the error names the token and its position"
+is "$(db 'SELECT count(*) FROM policy_versions')" "$before" "nothing stored"
+is "$(db 'SELECT id FROM policy_versions WHERE active = 1')" 2 "version 2 still active"
+tb_ctl policy raw "NORMAL:+3DES-CBC" >/dev/null 2>"$TB_TMP/err"
+like "$(cat "$TB_TMP/err")" "3DES-CBC at position 7 is never allowed" "3DES is never allowed"
+tb_ctl policy set ciphers "AES-128-GCM,FOO" >/dev/null 2>"$TB_TMP/err"
+like "$(cat "$TB_TMP/err")" "ciphers: 'FOO' is not a cipher GnuTLS knows" "unknown cipher named"
+tb_ctl policy set hsts_preload true >/dev/null 2>"$TB_TMP/err"
+like "$(cat "$TB_TMP/err")" "needs hsts_include_subdomains" "preload needs includeSubDomains"
+is "$(db 'SELECT count(*) FROM policy_versions')" "$before" "refusals stored nothing"
+
+out=$(tb_ctl policy raw "SECURE256:-VERS-TLS1.0:-VERS-TLS1.1")
+ok $? "a valid raw string is applied"
+like "$out" "priority +SECURE256:-VERS-TLS1\.0:-VERS-TLS1\.1" "and used as is"
+out=$(tb_ctl policy raw "")
+like "$out" "priority +NONE:" "an empty raw string returns to the structured policy"
+like "$out" "preset +modern" "whose fields are the modern preset again"
+out=$(tb_ctl policy set hsts_max_age 600)
+like "$out" "hsts_max_age +600" "set one field"
+like "$out" "preset +modern" "an HSTS change keeps the preset"
+
+out=$(tb_ctl policy history)
+ok $? "policy history exits 0"
+like "$out" "^VERSION +ACTIVE" "history has a header"
+like "$out" "5 +\* .* control +modern +set hsts_max_age" "newest first, active marked, author and comment"
+like "$out" "1 + [0-9-]+ [0-9:]+ +system +intermediate +default policy" "the default is version 1"
+
+v1=$(db 'SELECT policy_json FROM policy_versions WHERE id = 1')
+out=$(tb_ctl policy rollback 1)
+ok $? "rollback to version 1"
+like "$out" "^version 6 \(active\)" "as a new version 6 (history stays linear)"
+is "$(db 'SELECT policy_json FROM policy_versions WHERE id = 6')" "$v1" "version 6 equals version 1 exactly"
+like "$(tb_ctl policy history | sed -n 2p)" "rollback to version 1" "history says so"
+tb_ctl policy rollback 99 >/dev/null 2>"$TB_TMP/err"
+is "$?" 1 "rollback to an unknown version fails"
+like "$(cat "$TB_TMP/err")" "version 99 does not exist" "and says so"
+
+out=$(tb_ctl policy preview)
+like "$out" "protocols +TLS1\.3 TLS1\.2" "preview: protocols GnuTLS derives"
+like "$out" "ciphers +AES-128-GCM AES-256-GCM CHACHA20-POLY1305" "preview: ciphers"
+like "$out" "TLS_ECDHE_ECDSA_AES_128_GCM_SHA256" "preview: cipher suites"
+out=$(tb_ctl policy preview --preset compat)
+like "$out" "protocols +TLS1\.3 TLS1\.2 TLS1\.1 TLS1\.0" "preview of a candidate preset"
+unlike "$out" "3DES|ARCFOUR" "compat has no 3DES or RC4"
+is "$(db 'SELECT id FROM policy_versions WHERE active = 1')" 6 "preview stores nothing"
+out=$(tb_ctl --json policy preview --raw "NORMAL:-VERS-ALL:+VERS-TLS1.2" |
+    python3 -c 'import json,sys; print(",".join(json.load(sys.stdin)["protocols"]))')
+is "$out" "TLS1.2" "preview of a raw candidate (JSON)"
+is "$(db "SELECT count(*) FROM audit WHERE action = 'policy.set'")" 6 "an audit row per version"
+done_testing
