@@ -68,7 +68,8 @@ void acme_run_submit(struct acme *a, bool force, bool retry_now)
 static void run_wake_at(struct acme *a, time_t when)
 {
     time_t now = time(NULL);
-    uint64_t ms = when > now ? (uint64_t)(when - now) * 1000 : 1000;
+    /* Whole seconds, rounded up: never wake just before the time and find nothing due. */
+    uint64_t ms = when > now ? (uint64_t)(when - now + 1) * 1000 : 1000;
     /* The periodic check covers anything further out. */
     if (ms > (uint64_t)a->check_minutes * 60000)
         return;
@@ -317,9 +318,10 @@ static json_t *run_events_json(sqlite3 *db)
     return arr;
 }
 
-static void run_status(struct acme *a, sqlite3 *db, const struct acme_conf *conf,
-                       struct acme_client *c, struct run_cert *certs, size_t n, time_t now,
-                       const char *state)
+/* Rebuild the status; returns the soonest renewal time of the installed certificates. */
+static time_t run_status(struct acme *a, sqlite3 *db, const struct acme_conf *conf,
+                         struct acme_client *c, struct run_cert *certs, size_t n, time_t now,
+                         const char *state)
 {
     json_t *st = json_object();
     json_object_set_new(st, "state", json_string(state));
@@ -372,6 +374,7 @@ static void run_status(struct acme *a, sqlite3 *db, const struct acme_conf *conf
         a->host->metric_set(a->m_next, (int64_t)soonest);
     acme_status_set(a, json_dumps(st, JSON_COMPACT));
     json_decref(st);
+    return soonest;
 }
 
 static void run_once(struct acme *a, struct tlsbox_job *job)
@@ -452,11 +455,13 @@ static void run_once(struct acme *a, struct tlsbox_job *job)
         }
         acme_err_clear(&e);
     }
-    run_status(a, db, &conf, &c, certs, n, time(NULL), "active");
-    /* A renewal time within the next period gets its own wake-up. */
+    time_t soonest = run_status(a, db, &conf, &c, certs, n, time(NULL), "active");
+    /* A renewal time within the next period gets its own wake-up (short-lived certificates). */
+    bool failing = false;
     for (size_t i = 0; i < n; i++)
-        if (certs[i].have && certs[i].renew_at > time(NULL) && !certs[i].failures)
-            run_wake_at(a, certs[i].renew_at);
+        failing |= certs[i].failures > 0;
+    if (soonest > time(NULL) && !failing)
+        run_wake_at(a, soonest);
 out:
     for (size_t i = 0; i < n; i++) {
         free(certs[i].name);

@@ -36,5 +36,8 @@ plugins_acme_tests_flow_pebble_LDADD = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIB
 
 EXTRA_DIST += tests/integration/pebble.sh
 
-TESTS += tests/integration/40_acme_issue.sh
-EXTRA_DIST += tests/integration/40_acme_issue.sh
+acme_integration_tests = tests/integration/40_acme_issue.sh tests/integration/41_acme_renew.sh \
+	tests/integration/42_acme_bad_nonce.sh tests/integration/43_acme_challenge_failure.sh \
+	tests/integration/44_acme_crash.sh tests/integration/45_acme_errors.sh
+TESTS += $(acme_integration_tests)
+EXTRA_DIST += $(acme_integration_tests)
