@@ -39,9 +39,15 @@ static const gnutls_datum_t alpn[] = {
 };
 
 static _Atomic(struct tlsbox_bundle *) current;
-/* Threads between loading `current` and taking their reference: publish
- * waits for them before it drops the old bundle's reference. */
-static atomic_long acquiring;
+/*
+ * Readers between loading `current` and taking their reference, counted in
+ * one of two slots chosen by the parity of `epoch`.  publish swaps the
+ * pointer, flips the epoch (new readers count in the other slot) and waits
+ * for the old slot to drain before dropping the old bundle's reference: a
+ * stream of new readers can never hold it up.
+ */
+static atomic_uint_fast64_t epoch;
+static atomic_long inflight[2];
 static atomic_uint_fast64_t generations;
 static atomic_long live;
 
@@ -63,11 +69,18 @@ static void bundle_free(struct tlsbox_bundle *b)
 
 struct tlsbox_bundle *tls_bundle_acquire(void)
 {
-    atomic_fetch_add(&acquiring, 1);
+    uint_fast64_t e;
+    for (;;) {
+        e = atomic_load(&epoch);
+        atomic_fetch_add(&inflight[e & 1], 1);
+        if (atomic_load(&epoch) == e)
+            break;
+        atomic_fetch_sub(&inflight[e & 1], 1); /* raced with a publish: retry */
+    }
     struct tlsbox_bundle *b = atomic_load(&current);
     if (b)
         atomic_fetch_add(&b->refs, 1);
-    atomic_fetch_sub(&acquiring, 1);
+    atomic_fetch_sub(&inflight[e & 1], 1);
     return b;
 }
 
@@ -80,10 +93,10 @@ void tls_bundle_release(struct tlsbox_bundle *b)
 void tls_bundle_publish(struct tlsbox_bundle *b)
 {
     struct tlsbox_bundle *old = atomic_exchange(&current, b);
-    /* A reader that loaded `old` before the exchange has not necessarily
-     * taken its reference yet; after this loop every such reader has.  The
-     * window is a few instructions, so spinning is cheap. */
-    while (atomic_load(&acquiring) != 0)
+    uint_fast64_t e = atomic_fetch_add(&epoch, 1);
+    /* Every reader that may have loaded `old` counted itself in slot e & 1
+     * before checking the epoch; once the slot drains, each has its reference. */
+    while (atomic_load(&inflight[e & 1]) != 0)
         sched_yield();
     tls_bundle_release(old);
 }

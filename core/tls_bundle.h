@@ -26,7 +26,8 @@ int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
 
 /* Make @p b (its reference is taken over) the current bundle; the previous
  * one is released and freed once its last connection releases it.
- * @p b NULL clears the current bundle. */
+ * @p b NULL clears the current bundle.  One publisher at a time (tls.c
+ * holds its rebuild lock); acquire and release run on any thread. */
 void tls_bundle_publish(struct tlsbox_bundle *b);
 
 /* For status and tests: {generation, certificates, priority, policy_id,
