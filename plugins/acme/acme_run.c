@@ -158,7 +158,8 @@ static bool run_due(struct acme *a, struct acme_client *c, sqlite3 *db,
     (void)a;
 
     if (acme_store_cert(db, rc->name, &row) < 0) {
-        rc->reason = "no certificate yet";
+        rc->reason = acme_store_order_open(db, rc->name, &o) == 0 ? "resuming an unfinished order"
+                                                                  : "no certificate yet";
         due = true;
         goto out;
     }
@@ -181,7 +182,7 @@ static bool run_due(struct acme *a, struct acme_client *c, sqlite3 *db,
         rc->reason = "renewal forced";
         due = true;
     } else if (acme_store_order_open(db, rc->name, &o) == 0) {
-        rc->reason = "an unfinished order";
+        rc->reason = "resuming an unfinished order";
         due = true;
     }
     if (rc->ari_id && acme_client_dir_url(c, "renewalInfo"))
