@@ -314,7 +314,8 @@ start_tlsbox() {
     taskset -c "$SERVER_CPU" "$BUILD/core/tlsboxd" --state-dir "$d/state" \
         --plugin-dir "$BUILD/build-plugins" --foreground \
         --set "site.https_port=$CUR_PORT" --set "site.http_port=$(free_port)" \
-        --set site.workers=1 --set "site.root=$TMP/www" >"$CUR_LOG" 2>&1 &
+        --set site.workers=1 --set "site.root=$TMP/www" --set site.bind=127.0.0.1 \
+        >"$CUR_LOG" 2>&1 &
     CUR_PID=$!
     STARTED_PIDS="$STARTED_PIDS $CUR_PID"
     for i in $(seq 1 100); do
