@@ -1,0 +1,135 @@
+#!/bin/bash
+# The site over HTTPS with real clients: ALPN h2 and http/1.1, bodies equal
+# the files, validators and 304, Range, .gz siblings, security headers,
+# traversal refused, HTTP/1.0 and pipelining, the plain port's 301, IPv6,
+# nghttp's view of SETTINGS, metrics, and a graceful stop mid-download.
+. "$(dirname "$0")/lib.sh"
+. "$top_srcdir/plugins/site/tests/site_itest.sh"
+tb_setup
+site_www
+site_start
+ok $? "tlsboxd serves the site on ports $P_HTTPS and $P_HTTP"
+W="$TB_TMP/www"
+C=(curl -s --cacert "$CA" --max-time 20)
+
+# ---- protocols and bodies -------------------------------------------------
+for proto in --http2 --http1.1; do
+    want_v=$([ $proto = --http2 ] && echo 2 || echo 1.1)
+    out=$("${C[@]}" $proto -o "$TB_TMP/got" -w '%{http_code} %{http_version}' "$URL/f16k.txt")
+    is "$out" "200 $want_v" "$proto: 200 over HTTP/$want_v (ALPN, verified against the box's CA)"
+    cmp -s "$TB_TMP/got" "$W/f16k.txt"
+    ok $? "$proto: body equals the 16,127-byte file"
+    "${C[@]}" $proto -o "$TB_TMP/got" "$URL/big.bin"
+    cmp -s "$TB_TMP/got" "$W/big.bin"
+    ok $? "$proto: 2 MB body equals the file (streamed, flow control)"
+    "${C[@]}" $proto -o "$TB_TMP/got" "$URL/"
+    cmp -s "$TB_TMP/got" "$W/index.html"
+    ok $? "$proto: / serves index.html"
+
+    hdrs=$("${C[@]}" $proto -D - -o /dev/null "$URL/f16k.txt" | tr -d '\r')
+    like "$hdrs" "[Ss]trict-[Tt]ransport-[Ss]ecurity: max-age=[0-9]+" "$proto: HSTS from the policy"
+    like "$hdrs" "[Xx]-[Cc]ontent-[Tt]ype-[Oo]ptions: nosniff" "$proto: nosniff"
+    like "$hdrs" "[Rr]eferrer-[Pp]olicy: " "$proto: Referrer-Policy"
+    like "$hdrs" "[Cc]ontent-[Tt]ype: text/plain" "$proto: MIME type by extension"
+    etag=$(printf '%s\n' "$hdrs" | sed -n 's/^[Ee][Tt]ag: //p')
+    lm=$(printf '%s\n' "$hdrs" | sed -n 's/^[Ll]ast-[Mm]odified: //p')
+    like "$etag" '^"[0-9a-f]+-[0-9a-f]+"$' "$proto: ETag present"
+    is "$("${C[@]}" $proto -H "If-None-Match: $etag" -o /dev/null -w '%{http_code}' "$URL/f16k.txt")" \
+        304 "$proto: If-None-Match gives 304"
+    is "$("${C[@]}" $proto -H "If-Modified-Since: $lm" -o /dev/null -w '%{http_code}' "$URL/f16k.txt")" \
+        304 "$proto: If-Modified-Since gives 304"
+    out=$("${C[@]}" $proto -r 1000-1999 -o "$TB_TMP/got" -w '%{http_code}' "$URL/big.bin")
+    is "$out" 206 "$proto: Range gives 206"
+    cmp -s "$TB_TMP/got" <(tail -c +1001 "$W/big.bin" | head -c 1000)
+    ok $? "$proto: the range's bytes are right"
+    is "$("${C[@]}" $proto -r 5000000- -o /dev/null -w '%{http_code}' "$URL/big.bin")" 416 \
+        "$proto: unsatisfiable range gives 416"
+    out=$("${C[@]}" $proto --compressed -o "$TB_TMP/got" -w '%{size_download}' "$URL/f16k.txt")
+    is "$out" "$(stat -c %s "$W/f16k.txt.gz")" "$proto: gzip client gets the .gz sibling"
+    cmp -s "$TB_TMP/got" "$W/f16k.txt"
+    ok $? "$proto: which decodes to the file"
+    is "$("${C[@]}" $proto -I -o /dev/null -w '%{http_code}' "$URL/f16k.txt")" 200 "$proto: HEAD"
+
+    # ---- refusals ----
+    is "$("${C[@]}" $proto --path-as-is -o /dev/null -w '%{http_code}' "$URL/../../etc/passwd")" 400 \
+        "$proto: ../ traversal refused"
+    is "$("${C[@]}" $proto --path-as-is -o /dev/null -w '%{http_code}' "$URL/%2e%2e/%2e%2e/etc/passwd")" \
+        400 "$proto: encoded traversal refused"
+    is "$("${C[@]}" $proto -o /dev/null -w '%{http_code}' "$URL/evil")" 404 \
+        "$proto: symlink leaving the root refused"
+    is "$("${C[@]}" $proto -o /dev/null -w '%{http_code}' "$URL/a%00b")" 400 "$proto: NUL refused"
+    is "$("${C[@]}" $proto -o /dev/null -w '%{http_code}' "$URL/nope")" 404 "$proto: 404"
+    is "$("${C[@]}" $proto -d x=1 -o /dev/null -w '%{http_code}' "$URL/")" 405 "$proto: POST gives 405"
+    is "$("${C[@]}" $proto -o /dev/null -w '%{http_code} %{redirect_url}' "$URL/sub")" \
+        "301 $URL/sub/" "$proto: directory without slash redirects"
+done
+
+# ---- HTTP/1 specifics ---------------------------------------------------------
+out=$( (printf 'GET /sub/ HTTP/1.1\r\nHost: localhost\r\n\r\nGET /f16k.txt HTTP/1.1\r\nHost: localhost\r\n\r\nGET /nope HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'
+    sleep 3) | timeout 10 openssl s_client -quiet -connect "127.0.0.1:$P_HTTPS" 2>/dev/null | tr -d '\r')
+st=$(printf '%s\n' "$out" | grep -o 'HTTP/1\.1 [0-9][0-9][0-9]' | tr '\n' ' ')
+is "$st" "HTTP/1.1 200 HTTP/1.1 200 HTTP/1.1 404 " "three pipelined requests answered in order"
+like "$out" "sub page" "pipelined bodies delivered"
+start=$(date +%s)
+(printf 'GET /sub/ HTTP/1.0\r\n\r\n'; sleep 8) | timeout 10 openssl s_client -quiet \
+    -connect "127.0.0.1:$P_HTTPS" >"$TB_TMP/h10" 2>/dev/null
+took=$(($(date +%s) - start))
+like "$(head -1 "$TB_TMP/h10")" "^HTTP/1.1 200" "HTTP/1.0 request answered"
+# The server closes: openssl s_client exits before the writer's 8 s sleep ends.
+ok $((took < 8)) "HTTP/1.0 without keep-alive: the server closes after the response (${took}s)"
+
+# ---- plain HTTP port ---------------------------------------------------------------
+out=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' "http://localhost:$P_HTTP/a/b?c=d")
+is "$out" "301 https://localhost:$P_HTTPS/a/b?c=d" "plain port: 301 to https with port and query"
+out=$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: evil.org/x' "http://127.0.0.1:$P_HTTP/")
+is "$out" 400 "plain port: invalid Host refused"
+out=$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: ' "http://127.0.0.1:$P_HTTP/")
+is "$out" 400 "plain port: empty Host refused"
+
+# ---- IPv6 ---------------------------------------------------------------------
+if curl -s -g --max-time 5 -k -o /dev/null "https://[::1]:$P_HTTPS/" 2>/dev/null ||
+    ip -6 addr show lo 2>/dev/null | grep -q '::1'; then
+    is "$(curl -s -g -k --max-time 5 -o /dev/null -w '%{http_code}' "https://[::1]:$P_HTTPS/sub/")" \
+        200 "IPv6 ::1 serves"
+else
+    diag "no IPv6 loopback on this host"
+fi
+
+# ---- nghttp: frames and SETTINGS ----------------------------------------------------
+out=$(nghttp -nv --timeout=10 "$URL/sub/" 2>&1)
+like "$out" "recv SETTINGS frame" "nghttp: server SETTINGS received"
+like "$out" "SETTINGS_MAX_CONCURRENT_STREAMS\(0x03\):100" "nghttp: max concurrent streams 100"
+like "$out" "SETTINGS_MAX_HEADER_LIST_SIZE\(0x06\):[0-9]+" "nghttp: max header list size advertised"
+like "$out" ":status: 200" "nghttp: 200"
+like "$out" "strict-transport-security" "nghttp: HSTS on h2"
+
+# ---- metrics ---------------------------------------------------------------------------
+sleep 1.2 # byte counters are flushed once a second
+m=$(site_api GET metrics)
+like "$m" 'tlsbox_site_requests_total\{proto=\\"h2\\",code=\\"2xx\\"\}":[1-9]' "metrics: h2 2xx requests"
+like "$m" 'tlsbox_site_requests_total\{proto=\\"h1\\",code=\\"4xx\\"\}":[1-9]' "metrics: h1 4xx requests"
+like "$m" 'tlsbox_site_requests_total\{proto=\\"http\\",code=\\"3xx\\"\}":[1-9]' "metrics: plain 3xx"
+like "$m" 'tlsbox_site_handshakes_total\{kind=\\"full\\"\}":[1-9]' "metrics: full handshakes"
+like "$m" 'tlsbox_site_handshakes_by_version_total\{version=\\"TLS1.3\\"\}":[1-9]' "metrics: by version"
+like "$m" 'tlsbox_site_handshakes_by_key_type_total\{key_type=\\"ECDSA\\"\}":[1-9]' "metrics: key type"
+like "$m" 'tlsbox_site_bytes_sent_total":[1-9]' "metrics: bytes out"
+like "$m" 'tlsbox_site_handshake_seconds":\{"count":[1-9]' "metrics: handshake histogram"
+like "$m" 'tlsbox_site_cpu_microseconds_total":[1-9]' "metrics: worker CPU time"
+
+# ---- graceful stop -----------------------------------------------------------------------
+# 24 MB read at 8 MB/s: more than loopback socket buffers hold, so the server
+# still has data to send when it is told to stop.
+head -c 25165824 /dev/zero >"$W/huge.bin"
+"${C[@]}" --http1.1 --limit-rate 8M -o "$TB_TMP/slow" "$URL/huge.bin" &
+dl=$!
+sleep 0.5
+t0=$(date +%s.%N)
+tb_stop_daemon
+ok $? "daemon stops within 5 s with a download in flight"
+t1=$(date +%s.%N)
+wait $dl
+ok $? "the in-flight download completed"
+cmp -s "$TB_TMP/slow" "$W/huge.bin"
+ok $? "and its body is whole"
+ok "$(echo "$t1 - $t0 > 0.5" | bc -l | grep -q 1; echo $?)" "the stop waited for the response ($(echo "$t1 - $t0" | bc -l | cut -c1-4) s)"
+done_testing
