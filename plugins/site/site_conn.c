@@ -285,6 +285,13 @@ static void conn_read(struct site_conn *c)
                 break;
             if (n == GNUTLS_E_INTERRUPTED)
                 continue;
+            if (n == GNUTLS_E_REHANDSHAKE) {
+                /* Client-initiated renegotiation (TLS 1.2): refused and the
+                 * connection closed, as nginx does: it is only a DoS lever. */
+                gnutls_alert_send(c->session, GNUTLS_AL_WARNING, GNUTLS_A_NO_RENEGOTIATION);
+                site_conn_close(c);
+                return;
+            }
             if (n < 0 && !gnutls_error_is_fatal((int)n))
                 continue; /* warning alert */
             if (n <= 0) {

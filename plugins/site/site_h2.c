@@ -310,12 +310,19 @@ static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *
     return 0;
 }
 
+static int on_frame_send(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
+{
+    struct site_conn *c = user;
+    /* Streams past the limit are refused before they exist: count the frame. */
+    if (frame->hd.type == NGHTTP2_RST_STREAM && c->w->s->m.h2_refused_streams)
+        c->w->s->host->metric_add(c->w->s->m.h2_refused_streams, 1);
+    return 0;
+}
+
 static int on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code, void *user)
 {
     struct site_conn *c = user;
     struct h2_stream *st = nghttp2_session_get_stream_user_data(h2, id);
-    if (error_code == NGHTTP2_REFUSED_STREAM)
-        c->w->s->host->metric_add(c->w->s->m.h2_refused_streams, 1);
     if (st)
         stream_free(c, st);
     return 0;
@@ -329,6 +336,7 @@ static void h2_global_init(void)
     nghttp2_session_callbacks_set_on_frame_recv_callback(h2_callbacks, on_frame_recv);
     nghttp2_session_callbacks_set_on_stream_close_callback(h2_callbacks, on_stream_close);
     nghttp2_session_callbacks_set_send_data_callback(h2_callbacks, on_send_data);
+    nghttp2_session_callbacks_set_on_frame_send_callback(h2_callbacks, on_frame_send);
 
     nghttp2_option_new(&h2_option);
     nghttp2_option_set_max_outbound_ack(h2_option, 1000);

@@ -1,0 +1,90 @@
+#!/bin/bash
+# The site's limits: a slowloris client is cut by the header timeout, 200 h2
+# streams on one connection are capped at the advertised 100, an oversized
+# h2 header list is reset, 414/431 on HTTP/1, max_connections refuses past
+# the limit, and a handshake that never comes is cut by its timeout.
+. "$(dirname "$0")/lib.sh"
+. "$top_srcdir/plugins/site/tests/site_itest.sh"
+tb_setup
+site_www
+site_start --set site.header_timeout=2 --set site.handshake_timeout=2 \
+    --set site.max_connections=20 --set site.max_request_line=1024 --set site.max_header_size=8192
+ok $? "tlsboxd serves the site with tight limits"
+PY="$top_srcdir/plugins/site/tests/h2_streams.py"
+
+# ---- slowloris ------------------------------------------------------------------------
+out=$(python3 "$PY" slowloris 127.0.0.1 "$P_HTTPS" 0.5 15)
+like "$out" "^closed_after=" "slowloris (a header line every 0.5 s) is cut off"
+secs=$(echo "$out" | sed -n 's/^closed_after=//p')
+ok "$(echo "${secs:-99} >= 1.5 && ${secs:-99} <= 4.5" | bc -l | grep -q 1; echo $?)" \
+    "by the 2 s header timeout, not by more bytes (${secs:-?} s)"
+# A connection that never finishes its handshake is cut too.
+start=$(date +%s.%N)
+python3 - "$P_HTTPS" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"\x16\x03\x01\x00\x10")  # the start of a ClientHello, then nothing
+s.settimeout(10)
+try:
+    s.recv(100)
+except Exception:
+    pass
+PY
+took=$(echo "$(date +%s.%N) - $start" | bc -l)
+ok "$(echo "$took <= 4.5" | bc -l | grep -q 1; echo $?)" "a stalled handshake is cut by the handshake timeout ($(echo "$took" | cut -c1-4) s)"
+
+# ---- h2: streams and header list ------------------------------------------------------------
+out=$(python3 "$PY" streams 127.0.0.1 "$P_HTTPS" 200 /sub/)
+like "$out" "advertised=100 " "SETTINGS advertise 100 concurrent streams"
+okn=$(echo "$out" | sed -n 's/.* ok=\([0-9]*\).*/\1/p')
+ref=$(echo "$out" | sed -n 's/.* refused=\([0-9]*\).*/\1/p')
+ok "$([ "${okn:-999}" -le 100 ] && [ "${okn:-0}" -ge 1 ]; echo $?)" "at most 100 of 200 streams answered (${okn:-?})"
+is "$((${okn:-0} + ${ref:-0}))" 200 "the others are refused with REFUSED_STREAM ($out)"
+out=$(python3 "$PY" bigheader 127.0.0.1 "$P_HTTPS" 20000)
+is "$out" reset "an h2 header list over max_header_size is reset"
+out=$(python3 "$PY" bigheader 127.0.0.1 "$P_HTTPS" 1000)
+is "$out" status200 "a normal header list is served"
+
+# ---- HTTP/1 limits ------------------------------------------------------------------------------
+C=(curl -s --cacert "$CA" --http1.1 -o /dev/null -w '%{http_code}')
+is "$("${C[@]}" "$URL/$(head -c 2000 /dev/zero | tr '\0' a)")" 414 "request line over the limit: 414"
+is "$("${C[@]}" -H "X-Big: $(head -c 9000 /dev/zero | tr '\0' a)" "$URL/")" 431 \
+    "headers over the limit: 431"
+is "$("${C[@]}" "$URL/sub/")" 200 "a normal request still works"
+
+# ---- max_connections ------------------------------------------------------------------------------
+python3 - "$P_HTTPS" "$CA" <<'PY' >"$TB_TMP/maxc"
+import socket, ssl, sys, time
+port = int(sys.argv[1])
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+held = []
+for i in range(20):
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost")
+    held.append(s)
+time.sleep(0.3)
+# the 21st: accepted by the kernel, closed at once by the site
+try:
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5),
+                        server_hostname="localhost")
+    s.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    print("over:", "served" if s.recv(100) else "closed")
+except Exception as e:
+    print("over: closed")
+for s in held[:5]:
+    s.close()
+time.sleep(0.3)
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5), server_hostname="localhost")
+s.sendall(b"GET /sub/ HTTP/1.1\r\nHost: localhost\r\n\r\n")
+print("after:", s.recv(100).split(b"\r\n")[0].decode())
+PY
+like "$(cat "$TB_TMP/maxc")" "over: closed" "the connection past max_connections is closed"
+like "$(cat "$TB_TMP/maxc")" "after: HTTP/1.1 200" "once some close, new connections are served"
+sleep 1.2
+m=$(site_api GET metrics)
+like "$m" 'tlsbox_site_connections_refused_total":[1-9]' "refused connections are counted"
+like "$m" 'tlsbox_site_handshake_failures_total\{reason=\\"timeout\\"\}":[1-9]' \
+    "handshake timeouts are counted"
+like "$m" 'tlsbox_site_h2_refused_streams_total":[1-9]' "refused h2 streams are counted"
+tb_stop_daemon
+ok $? "daemon stops"
+done_testing
