@@ -147,7 +147,7 @@ struct site_conn {
     bool tls;
     bool want_close;   /* close once the output is flushed */
     bool read_blocked; /* stopped reading while output drains */
-    bool send_again;   /* gnutls_record_send returned E_AGAIN: repeat with NULL,0 */
+    bool drained;      /* the last recv() was short: the socket is empty until the next edge */
     bool in_free_list;
     uint8_t state;
     uint8_t tkind;
@@ -164,7 +164,12 @@ struct site_conn {
     /* output not yet sent */
     char *out;
     uint32_t out_off, out_len, out_cap;
-    uint32_t send_len; /* length passed to the pending gnutls_record_send */
+    /* TLS records GnuTLS produced (our push function), not yet sent */
+    char *enc;
+    uint32_t enc_off, enc_len, enc_cap;
+    /* received bytes GnuTLS did not pull yet (rare: see site_conn.c) */
+    char *stash;
+    uint32_t stash_off, stash_len;
     /* h1: the response body still to stream, and whether to close after it */
     struct site_resp *h1_body;
     bool h1_close_after;
@@ -183,6 +188,8 @@ struct site_tlist {
 #define SITE_INBUF 16640
 #define SITE_OUTBUF 65536
 #define SITE_OUT_HIGH 49152
+#define SITE_RBUF 32768
+#define SITE_ENC_HIGH 65536
 
 struct site_cache;
 
@@ -205,6 +212,10 @@ struct site_worker {
     int nconns;
     struct site_conn *dead; /* closed, freed after the current batch of events */
     char inbuf[SITE_INBUF];
+    /* read-ahead for GnuTLS's pull function: one recv() per readable edge */
+    char rbuf[SITE_RBUF];
+    uint32_t rb_off, rb_len;
+    struct site_conn *rb_owner;
     void *outpool[32];
     int noutpool;
     struct site_cache *cache;
@@ -235,6 +246,10 @@ int site_conn_flush(struct site_conn *c);
 
 /* site_tls.c */
 int site_tls_setup(struct site_conn *c);
+/* GnuTLS transport callbacks (site_conn.c) */
+ssize_t site_tls_pull(gnutls_transport_ptr_t p, void *data, size_t len);
+ssize_t site_tls_push(gnutls_transport_ptr_t p, const void *data, size_t len);
+int site_tls_pull_timeout(gnutls_transport_ptr_t p, unsigned ms);
 /* 1 done, 0 in progress, -1 failed (logged/counted). */
 int site_tls_handshake(struct site_conn *c);
 void site_tls_count_timeout(struct site_conn *c);

@@ -18,17 +18,29 @@ static void conn_read(struct site_conn *c);
 
 /* ---- output buffer ------------------------------------------------------- */
 
+static char *pool_get(struct site_worker *w)
+{
+    return w->noutpool ? w->outpool[--w->noutpool] : site_xmalloc(SITE_OUTBUF);
+}
+
+static void pool_put(struct site_worker *w, char *p, uint32_t cap)
+{
+    if (cap == SITE_OUTBUF && w->noutpool < (int)(sizeof(w->outpool) / sizeof(void *)))
+        w->outpool[w->noutpool++] = p;
+    else
+        free(p);
+}
+
 char *site_out_reserve(struct site_conn *c, size_t n)
 {
     struct site_worker *w = c->w;
     if (!c->out) {
-        c->out = w->noutpool ? w->outpool[--w->noutpool] : site_xmalloc(SITE_OUTBUF);
+        c->out = pool_get(w);
         c->out_cap = SITE_OUTBUF;
         c->out_off = c->out_len = 0;
     }
     if (c->out_len + n > c->out_cap) {
-        /* Compact first (never while a send is pending: GnuTLS holds the pointer's data). */
-        if (c->out_off && !c->send_again) {
+        if (c->out_off) {
             memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
             c->out_len -= c->out_off;
             c->out_off = 0;
@@ -52,20 +64,149 @@ void site_out_append(struct site_conn *c, const void *p, size_t n)
 
 void site_out_release_if_empty(struct site_conn *c)
 {
-    struct site_worker *w = c->w;
-    if (!c->out || c->out_off < c->out_len || c->send_again)
-        return;
-    if (c->out_cap == SITE_OUTBUF && w->noutpool < (int)(sizeof(w->outpool) / sizeof(void *)))
-        w->outpool[w->noutpool++] = c->out;
-    else
-        free(c->out);
-    c->out = NULL;
-    c->out_cap = c->out_off = c->out_len = 0;
+    if (c->out && c->out_off >= c->out_len) {
+        pool_put(c->w, c->out, c->out_cap);
+        c->out = NULL;
+        c->out_cap = c->out_off = c->out_len = 0;
+    }
+    if (c->enc && c->enc_off >= c->enc_len) {
+        pool_put(c->w, c->enc, c->enc_cap);
+        c->enc = NULL;
+        c->enc_cap = c->enc_off = c->enc_len = 0;
+    }
 }
 
 static bool out_pending(const struct site_conn *c)
 {
-    return c->out_off < c->out_len || c->send_again;
+    return c->out_off < c->out_len || c->enc_off < c->enc_len;
+}
+
+/* ---- GnuTLS transport ------------------------------------------------------ */
+
+/*
+ * Pull: one recv() of up to SITE_RBUF into the worker's read-ahead serves
+ * GnuTLS's small reads (record header, then body).  A short recv() means the
+ * socket is empty; with edge-triggered epoll new data brings a new event, so
+ * the next pull says EAGAIN without a syscall.
+ */
+ssize_t site_tls_pull(gnutls_transport_ptr_t p, void *data, size_t len)
+{
+    struct site_conn *c = p;
+    struct site_worker *w = c->w;
+    ssize_t r;
+    size_t n;
+
+    if (c->stash_len > c->stash_off) {
+        n = c->stash_len - c->stash_off < len ? c->stash_len - c->stash_off : len;
+        memcpy(data, c->stash + c->stash_off, n);
+        c->stash_off += (uint32_t)n;
+        if (c->stash_off == c->stash_len) {
+            free(c->stash);
+            c->stash = NULL;
+            c->stash_off = c->stash_len = 0;
+        }
+        return (ssize_t)n;
+    }
+    if (w->rb_owner == c && w->rb_off < w->rb_len) {
+        n = w->rb_len - w->rb_off < len ? w->rb_len - w->rb_off : len;
+        memcpy(data, w->rbuf + w->rb_off, n);
+        w->rb_off += (uint32_t)n;
+        return (ssize_t)n;
+    }
+    if (c->drained) {
+        gnutls_transport_set_errno(c->session, EAGAIN);
+        return -1;
+    }
+    do
+        r = recv(c->fd, w->rbuf, sizeof(w->rbuf), 0);
+    while (r < 0 && errno == EINTR);
+    if (r < 0) {
+        if (errno == EAGAIN)
+            c->drained = true;
+        gnutls_transport_set_errno(c->session, errno);
+        return -1;
+    }
+    if (r == 0)
+        return 0;
+    w->wm.bytes_in += (uint64_t)r;
+    if ((size_t)r < sizeof(w->rbuf))
+        c->drained = true;
+    w->rb_owner = c;
+    w->rb_len = (uint32_t)r;
+    n = (size_t)r < len ? (size_t)r : len;
+    memcpy(data, w->rbuf, n);
+    w->rb_off = (uint32_t)n;
+    return (ssize_t)n;
+}
+
+int site_tls_pull_timeout(gnutls_transport_ptr_t p, unsigned ms)
+{
+    struct site_conn *c = p;
+    struct site_worker *w = c->w;
+    if (c->stash_len > c->stash_off || (w->rb_owner == c && w->rb_off < w->rb_len))
+        return 1;
+    return c->drained ? 0 : 1;
+}
+
+/* Bytes the worker's read-ahead holds for @p c go to its own stash before
+ * the worker serves another connection. */
+static void stash_leftover(struct site_conn *c)
+{
+    struct site_worker *w = c->w;
+    if (w->rb_owner != c)
+        return;
+    if (w->rb_off < w->rb_len && c->state != SITE_CS_CLOSED) {
+        uint32_t n = w->rb_len - w->rb_off;
+        c->stash = site_xrealloc(c->stash, c->stash_len + n);
+        memcpy(c->stash + c->stash_len, w->rbuf + w->rb_off, n);
+        c->stash_len += n;
+    }
+    w->rb_owner = NULL;
+    w->rb_off = w->rb_len = 0;
+}
+
+/* Push: GnuTLS's records are gathered in c->enc and sent by site_conn_flush. */
+ssize_t site_tls_push(gnutls_transport_ptr_t p, const void *data, size_t len)
+{
+    struct site_conn *c = p;
+    if (!c->enc) {
+        c->enc = pool_get(c->w);
+        c->enc_cap = SITE_OUTBUF;
+        c->enc_off = c->enc_len = 0;
+    }
+    if (c->enc_len + len > c->enc_cap) {
+        if (c->enc_off) {
+            memmove(c->enc, c->enc + c->enc_off, c->enc_len - c->enc_off);
+            c->enc_len -= c->enc_off;
+            c->enc_off = 0;
+        }
+        if (c->enc_len + len > c->enc_cap) {
+            size_t cap = c->enc_cap;
+            while (cap < c->enc_len + len)
+                cap *= 2;
+            c->enc = site_xrealloc(c->enc, cap);
+            c->enc_cap = (uint32_t)cap;
+        }
+    }
+    memcpy(c->enc + c->enc_len, data, len);
+    c->enc_len += (uint32_t)len;
+    return (ssize_t)len;
+}
+
+/* Send c->enc; 1 all sent, 0 would block, -1 error. */
+static int send_enc(struct site_conn *c)
+{
+    while (c->enc_off < c->enc_len) {
+        ssize_t n = send(c->fd, c->enc + c->enc_off, c->enc_len - c->enc_off, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno == EAGAIN ? 0 : -1;
+        }
+        c->enc_off += (uint32_t)n;
+    }
+    c->enc_off = c->enc_len = 0;
+    return 1;
 }
 
 /* ---- lifecycle ------------------------------------------------------------ */
@@ -118,18 +259,24 @@ void site_conn_close(struct site_conn *c)
     }
     if (c->session) {
         if (c->state == SITE_CS_H1 || c->state == SITE_CS_H2)
-            gnutls_bye(c->session, GNUTLS_SHUT_WR); /* best effort close_notify */
+            gnutls_bye(c->session, GNUTLS_SHUT_WR); /* close_notify into c->enc */
+        send_enc(c);                                /* best effort: alerts, close_notify */
         gnutls_deinit(c->session);
         c->session = NULL;
     }
+    if (w->rb_owner == c)
+        w->rb_owner = NULL;
+    free(c->stash);
+    c->stash = NULL;
+    c->stash_off = c->stash_len = 0;
     if (c->bundle) {
         s->host->bundle_release(c->bundle);
         c->bundle = NULL;
     }
     free(c->in);
     c->in = NULL;
-    c->send_again = false;
     c->out_off = c->out_len;
+    c->enc_off = c->enc_len;
     site_out_release_if_empty(c);
     close(c->fd);
     c->fd = -1;
@@ -187,59 +334,86 @@ static void update_timer(struct site_conn *c, bool progress)
     }
 }
 
+/* Refill the plaintext buffer from the protocol; -1 after closing on error. */
+static int produce(struct site_conn *c)
+{
+    if (c->state == SITE_CS_H1) {
+        site_h1_produce(c);
+    } else if (c->state == SITE_CS_H2) {
+        if (site_h2_produce(c) < 0) {
+            site_conn_close(c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int site_conn_flush(struct site_conn *c)
 {
     struct site_worker *w = c->w;
     bool progress = false;
 
     for (;;) {
-        while (out_pending(c)) {
-            ssize_t n;
-            if (c->tls) {
-                if (c->send_again) {
-                    n = gnutls_record_send(c->session, NULL, 0);
-                } else {
+        if (c->tls) {
+            /* Encrypt a batch (refilling from the protocol), then send it
+             * with one send(): a 16 KB response and its headers leave in one
+             * syscall instead of one per record. */
+            while (c->state != SITE_CS_HANDSHAKE && c->enc_len - c->enc_off < SITE_ENC_HIGH) {
+                if (c->out_off < c->out_len) {
                     size_t len = c->out_len - c->out_off;
-                    c->send_len = (uint32_t)(len > TLS_CHUNK ? TLS_CHUNK : len);
-                    n = gnutls_record_send(c->session, c->out + c->out_off, c->send_len);
+                    ssize_t n = gnutls_record_send(c->session, c->out + c->out_off,
+                                                   len > TLS_CHUNK ? TLS_CHUNK : len);
+                    if (n < 0) {
+                        site_conn_close(c);
+                        return -1;
+                    }
+                    c->out_off += (uint32_t)n;
+                    w->wm.bytes_out += (uint64_t)n;
+                    continue;
                 }
-                if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED) {
-                    c->send_again = true;
+                c->out_off = c->out_len = 0;
+                if (c->want_close)
+                    break;
+                if (produce(c) < 0)
+                    return -1;
+                if (c->out_len == 0)
+                    break;
+            }
+            if (c->enc_off == c->enc_len)
+                break;
+            int r = send_enc(c);
+            if (r < 0) {
+                site_conn_close(c);
+                return -1;
+            }
+            if (r == 0)
+                goto blocked;
+            progress = true;
+        } else {
+            if (c->out_off == c->out_len) {
+                c->out_off = c->out_len = 0;
+                if (c->want_close)
+                    break;
+                if (produce(c) < 0)
+                    return -1;
+                if (c->out_len == 0)
+                    break;
+            }
+            ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+            if (n < 0) {
+                if (errno == EAGAIN || errno == EINTR)
                     goto blocked;
-                }
-                c->send_again = false;
-                if (n < 0) {
-                    site_conn_close(c);
-                    return -1;
-                }
-            } else {
-                n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
-                if (n < 0) {
-                    if (errno == EAGAIN || errno == EINTR)
-                        goto blocked;
-                    site_conn_close(c);
-                    return -1;
-                }
+                site_conn_close(c);
+                return -1;
             }
             c->out_off += (uint32_t)n;
             w->wm.bytes_out += (uint64_t)n;
             progress = true;
         }
-        c->out_off = c->out_len = 0;
-        if (c->want_close)
-            break;
-        if (c->state == SITE_CS_H1) {
-            site_h1_produce(c);
-        } else if (c->state == SITE_CS_H2) {
-            if (site_h2_produce(c) < 0) {
-                site_conn_close(c);
-                return -1;
-            }
-        }
-        if (c->out_len == 0)
-            break;
     }
     site_out_release_if_empty(c);
+    if (c->state == SITE_CS_HANDSHAKE)
+        return 0;
     if (c->want_close || (c->state == SITE_CS_H2 && site_h2_idle(c) && c->h2_goaway) ||
         (w->draining && c->state == SITE_CS_H1 && !c->h1_body && !c->in_len)) {
         site_conn_close(c);
@@ -310,7 +484,8 @@ static void conn_read(struct site_conn *c)
                 return;
             }
         }
-        w->wm.bytes_in += (uint64_t)n;
+        if (!c->tls)
+            w->wm.bytes_in += (uint64_t)n;
         if (c->state == SITE_CS_H2) {
             if (site_h2_on_data(c, w->inbuf, (size_t)n) < 0) {
                 /* protocol error: send what nghttp2 queued (GOAWAY), then close */
@@ -331,10 +506,8 @@ static void conn_read(struct site_conn *c)
     }
 }
 
-void site_conn_on_event(struct site_conn *c, uint32_t events)
+static void on_event(struct site_conn *c, uint32_t events)
 {
-    if (c->state == SITE_CS_CLOSED)
-        return;
     if ((events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLIN)) {
         site_conn_close(c);
         return;
@@ -345,6 +518,8 @@ void site_conn_on_event(struct site_conn *c, uint32_t events)
             site_conn_close(c);
             return;
         }
+        if (site_conn_flush(c) < 0) /* the server's flight */
+            return;
         if (r == 0)
             return;
         on_handshake_done(c);
@@ -376,4 +551,14 @@ void site_conn_on_event(struct site_conn *c, uint32_t events)
         }
         break;
     }
+}
+
+void site_conn_on_event(struct site_conn *c, uint32_t events)
+{
+    if (c->state == SITE_CS_CLOSED)
+        return;
+    if (events & (EPOLLIN | EPOLLRDHUP))
+        c->drained = false; /* a new edge: the socket has data again */
+    on_event(c, events);
+    stash_leftover(c);
 }

@@ -39,7 +39,12 @@ int site_tls_setup(struct site_conn *c)
     gnutls_session_set_ptr(c->session, c);
     gnutls_handshake_set_hook_function(c->session, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_PRE,
                                        on_client_hello);
-    gnutls_transport_set_int(c->session, c->fd);
+    /* Our own transport: one recv() per readable edge into the worker's
+     * read-ahead, and records gathered so a response leaves in one send(). */
+    gnutls_transport_set_ptr(c->session, c);
+    gnutls_transport_set_pull_function(c->session, site_tls_pull);
+    gnutls_transport_set_push_function(c->session, site_tls_push);
+    gnutls_transport_set_pull_timeout_function(c->session, site_tls_pull_timeout);
     hsts = s->host->bundle_hsts(c->bundle);
     c->hsts = hsts;
     c->hsts_len = hsts ? strlen(hsts) : 0;
