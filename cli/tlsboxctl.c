@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 
 #include "cli/ctl.h"
+#include "core/xalloc.h"
 
 static const struct ctl_command *const tables[] = {ctl_core_commands, ctl_tls_commands,
                                                    ctl_acme_commands};
@@ -82,6 +83,8 @@ int main(int argc, char **argv)
     if (!c.socket_path)
         return CTL_EXIT_IO;
     snprintf(c.socket_path, n, "%s/control.sock", c.state_dir);
+    /* Imports carry private keys through JSON: wipe what jansson frees. */
+    xalloc_json_wiping();
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int skip = match->sub ? 2 : 1;
     int rc = match->run(&c, argc - optind - skip, argv + optind + skip);

@@ -254,6 +254,7 @@ static void report_ready(int *ready_fd, char status)
 int main(int argc, char **argv)
 {
     paths_init();
+    xalloc_json_wiping();
     struct options o = {
         .state_dir = LOCALSTATEDIR "/lib/tlsbox", .plugin_dir = paths_plugindir(), .log_level = -1};
     int rc = parse_args(argc, argv, &o);

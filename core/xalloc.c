@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+#include <malloc.h>
+
 static void oom(size_t n)
 {
     /* Nothing sensible can continue: a half-built bundle or settings cache is
@@ -91,4 +94,17 @@ void wipe_free(void *p, size_t n)
         return;
     wipe(p, n);
     free(p);
+}
+
+void wipe_free_usable(void *p)
+{
+    if (!p)
+        return;
+    explicit_bzero(p, malloc_usable_size(p));
+    free(p);
+}
+
+void xalloc_json_wiping(void)
+{
+    json_set_alloc_funcs(xmalloc, wipe_free_usable);
 }

@@ -21,4 +21,11 @@ void wipe_free_str(char *s);
 /* wipe() @p n bytes, then free.  NULL is fine. */
 void wipe_free(void *p, size_t n);
 
+/* free() that first wipes the whole block (malloc_usable_size): given to
+ * jansson with json_set_alloc_funcs, so JSON that carried a private key (an
+ * import request) leaves no copy behind in freed memory. */
+void wipe_free_usable(void *p);
+/* Install xmalloc/wipe_free_usable as jansson's allocator.  Once, before threads. */
+void xalloc_json_wiping(void);
+
 #endif

@@ -31,6 +31,7 @@ static void on_hello(void *arg, const struct tlsbox_api_request *req,
                      struct tlsbox_api_reply *reply)
 {
     struct example *ex = arg;
+    (void)req; /* every request gets the same answer */
     ex->host->metric_add(ex->hellos, 1);
     char *greeting = ex->host->setting_get(ex->self, "greeting");
     if (!greeting) {
