@@ -1,7 +1,12 @@
-# The plugin kit's example, built in tree like any plugin.  tests/integration
-# also builds it out of tree against an installed kit (tlsbox-plugin.pc).
-plugin_LTLIBRARIES += pdk/example/example.la
+# The plugin kit's example: built in tree (and linked into build-plugins/ for
+# the tests and the demo) but not installed as a plugin; its sources are
+# installed with the kit, and tests/integration builds them out of tree
+# against the installed kit (tlsbox-plugin.pc).
+noinst_LTLIBRARIES += pdk/example/example.la
 pdk_example_example_la_SOURCES = pdk/example/example.c
 pdk_example_example_la_CFLAGS = $(PLUGIN_CFLAGS)
 pdk_example_example_la_LDFLAGS = $(PLUGIN_LDFLAGS)
-EXTRA_DIST += pdk/example/Makefile
+BUILD_TREE_PLUGINS += pdk/example/example.la
+
+pdkexampledir = $(datadir)/tlsbox/pdk/example
+dist_pdkexample_DATA = pdk/example/example.c pdk/example/Makefile

@@ -19,11 +19,13 @@ like "$plugindir" "^$prefix/.*/tlsbox/plugins$" "the kit exports the plugin dire
 
 src="$TB_TMP/example-src"
 mkdir -p "$src"
-cp "$top_srcdir/pdk/example/Makefile" "$src/"
+kitsrc="$prefix/share/tlsbox/pdk/example"
+ok $([ -f "$kitsrc/example.c" ] && [ -f "$kitsrc/Makefile" ]; echo $?) "the kit installs the example's sources"
+cp "$kitsrc/Makefile" "$src/"
 # Out of tree under another name, as a third party starting from the example
 # would, so it is told apart from the in-tree build.
 sed 's/\.name = "example"/.name = "example_oot"/; s/"example\/hello"/"example_oot\/hello"/' \
-    "$top_srcdir/pdk/example/example.c" >"$src/example_oot.c"
+    "$kitsrc/example.c" >"$src/example_oot.c"
 make -C "$src" NAME=example_oot CFLAGS="-O2 -Wall -Wextra -Werror" >"$TB_TMP/build.log" 2>&1
 rc=$?
 ok $rc "the example builds out of tree against the installed kit (-Wall -Wextra -Werror)"
@@ -46,7 +48,8 @@ for _ in $(seq 1 100); do
 done
 out=$(tb_ctl plugins)
 like "$out" "example_oot .* running" "the installed daemon loads the out-of-tree plugin"
-like "$out" "example .* running" "and the installed in-tree plugins"
+like "$out" "site .* running" "and the installed in-tree plugins"
+unlike "$out" "^example " "the in-tree example is not installed as a plugin"
 body=$(curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/example_oot/hello)
 like "$body" '"greeting":"hello"' "the out-of-tree plugin answers its route"
 tb_stop_daemon
