@@ -33,6 +33,8 @@ struct options {
     int log_level; /* -1: from core.log_level */
     char **sets;   /* "KEY=VALUE" from --set */
     int nsets;
+    char **plugins; /* --plugin FILE: load exactly these instead of the directory */
+    int nplugins;
 };
 
 static void usage(FILE *f)
@@ -40,6 +42,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tlsboxd [--state-dir DIR] [--plugin-dir DIR] [--demo] [--foreground]\n"
             "               [--log-level err|warn|info|debug] [--set KEY=VALUE]...\n"
+            "               [--plugin FILE]...\n"
             "\n"
             "  --state-dir DIR   store and control socket (default %s/lib/tlsbox)\n"
             "  --plugin-dir DIR  plugins to load (default %s)\n"
@@ -47,6 +50,7 @@ static void usage(FILE *f)
             "  --foreground      do not detach (systemd, tests)\n"
             "  --log-level L     overrides the core.log_level setting for this run\n"
             "  --set KEY=VALUE   validate and store a setting before plugins start\n"
+            "  --plugin FILE     load this plugin; repeatable; replaces --plugin-dir\n"
             "  --version         print the version and plugin ABI\n",
             LOCALSTATEDIR, paths_plugindir());
 }
@@ -59,11 +63,12 @@ static int parse_args(int argc, char **argv, struct options *o)
                                              {"foreground", no_argument, NULL, 'f'},
                                              {"log-level", required_argument, NULL, 'l'},
                                              {"set", required_argument, NULL, 'S'},
+                                             {"plugin", required_argument, NULL, 'P'},
                                              {"version", no_argument, NULL, 'V'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "s:p:dfl:S:Vh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:p:dfl:S:P:Vh", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
             o->state_dir = optarg;
@@ -91,6 +96,10 @@ static int parse_args(int argc, char **argv, struct options *o)
             }
             o->sets = xrealloc(o->sets, (size_t)(o->nsets + 1) * sizeof *o->sets);
             o->sets[o->nsets++] = optarg;
+            break;
+        case 'P':
+            o->plugins = xrealloc(o->plugins, (size_t)(o->nplugins + 1) * sizeof *o->plugins);
+            o->plugins[o->nplugins++] = optarg;
             break;
         case 'V':
             printf("tlsboxd %s (plugin ABI %d.%d)\n", PACKAGE_VERSION, TLSBOX_ABI_MAJOR,
@@ -287,7 +296,11 @@ int main(int argc, char **argv)
         return 1;
     }
     settings_register("core", core_settings);
-    plugins_load_dir(o.plugin_dir);
+    if (o.nplugins)
+        for (int i = 0; i < o.nplugins; i++)
+            plugins_load_file(o.plugins[i]);
+    else
+        plugins_load_dir(o.plugin_dir);
     settings_load();
     if (o.demo)
         demo_setup(o.state_dir);
@@ -357,6 +370,7 @@ out_store:
     store_close();
     metrics_free_all();
     free(o.sets);
+    free(o.plugins);
     if (sfd >= 0)
         close(sfd);
     return rc;

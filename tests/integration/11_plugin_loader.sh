@@ -45,4 +45,11 @@ like "$err" "core.plugins_disabled" "naming the key"
 tb_stop_daemon
 ok $? "stops cleanly"
 
+# A configured list instead of the directory: only those files load.
+tb_start_daemon --plugin "$dir/example.so" --set core.plugins_disabled=
+out=$(tb_ctl plugins)
+like "$out" "example .* running" "--plugin loads the listed plugin"
+unlike "$out" "fail_start" "and nothing else from the directory"
+tb_stop_daemon
+
 done_testing
