@@ -216,7 +216,7 @@ struct site_worker {
     char rbuf[SITE_RBUF];
     uint32_t rb_off, rb_len;
     struct site_conn *rb_owner;
-    void *outpool[32];
+    void *outpool[8];
     int noutpool;
     struct site_cache *cache;
     struct site_wmetrics wm;

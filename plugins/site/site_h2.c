@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 
 #include <nghttp2/nghttp2.h>
 
@@ -27,6 +28,83 @@ struct h2_stream {
     char inline_buf[256];
     struct site_resp resp;
 };
+
+/*
+ * nghttp2 allocates a 16 KB frame buffer and a 4 KB zeroed stream table per
+ * session and keeps them for the
+ * session's life, though an idle connection only writes the first few
+ * hundred bytes.  On a heap whose pages were dirtied by earlier handshakes
+ * all of it would be resident; mmap()ed, only the touched page is.  That is
+ * most of the memory of an idle HTTP/2 connection besides GnuTLS's session.
+ */
+#define H2_MMAP_MIN 4096
+#define H2_HDR 16
+
+static void *h2_malloc(size_t n, void *ud)
+{
+    size_t total = n + H2_HDR;
+    char *p;
+    if (total >= H2_MMAP_MIN) {
+        size_t len = (total + 4095) & ~(size_t)4095;
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        ((size_t *)p)[0] = len;
+        ((size_t *)p)[1] = 1;
+    } else {
+        p = malloc(total);
+        if (!p)
+            return NULL;
+        ((size_t *)p)[0] = n;
+        ((size_t *)p)[1] = 0;
+    }
+    return p + H2_HDR;
+}
+
+static void h2_free(void *ptr, void *ud)
+{
+    char *p;
+    if (!ptr)
+        return;
+    p = (char *)ptr - H2_HDR;
+    if (((size_t *)p)[1])
+        munmap(p, ((size_t *)p)[0]);
+    else
+        free(p);
+}
+
+static void *h2_calloc(size_t nmemb, size_t size, void *ud)
+{
+    size_t n;
+    void *p;
+    if (size && nmemb > SIZE_MAX / size)
+        return NULL;
+    n = nmemb * size;
+    p = h2_malloc(n, ud);
+    if (p && n + H2_HDR < H2_MMAP_MIN)
+        memset(p, 0, n); /* mmap()ed memory is already zero */
+    return p;
+}
+
+static void *h2_realloc(void *ptr, size_t n, void *ud)
+{
+    char *p, *np;
+    size_t old;
+    if (!ptr)
+        return h2_malloc(n, ud);
+    p = (char *)ptr - H2_HDR;
+    old = ((size_t *)p)[1] ? ((size_t *)p)[0] - H2_HDR : ((size_t *)p)[0];
+    if (n <= old && ((size_t *)p)[1])
+        return ptr;
+    np = h2_malloc(n, ud);
+    if (!np)
+        return NULL;
+    memcpy(np, ptr, old < n ? old : n);
+    h2_free(ptr, ud);
+    return np;
+}
+
+static nghttp2_mem h2_mem = {NULL, h2_malloc, h2_free, h2_calloc, h2_realloc};
 
 static nghttp2_session_callbacks *h2_callbacks;
 static nghttp2_option *h2_option;
@@ -363,7 +441,7 @@ int site_h2_start(struct site_conn *c)
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)cfg->max_header_size},
     };
     pthread_once(&h2_once, h2_global_init);
-    if (nghttp2_session_server_new2(&c->h2, h2_callbacks, c, h2_option) != 0) {
+    if (nghttp2_session_server_new3(&c->h2, h2_callbacks, c, h2_option, &h2_mem) != 0) {
         c->h2 = NULL;
         return -1;
     }

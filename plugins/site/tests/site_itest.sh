@@ -42,7 +42,7 @@ site_policy() {
 
 # Import a certificate: site_cert_import NAME CERT.pem KEY.pem
 site_cert_import() {
-    tb_ctl cert import --name "$1" "$2" "$3" >/dev/null 2>&1 ||
+    tb_ctl cert import --cert "$2" --key "$3" --name "$1" >/dev/null 2>&1 ||
         site_api POST cert/import "$(jq -n --arg n "$1" --rawfile c "$2" --rawfile k "$3" \
             '{name:$n, cert_pem:$c, key_pem:$k}')" | grep -q '"name"'
 }
