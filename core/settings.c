@@ -85,26 +85,9 @@ static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct owner **owners;
 static size_t n_owners;
 
-static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(char **err, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err)
-        return;
-    va_start(ap, fmt);
-    free(*err);
-    *err = xvasprintf(fmt, ap);
-    va_end(ap);
-}
-
-static bool is_secret(const struct tlsbox_setting_def *def)
-{
-    return (def->flags & TLSBOX_SETTING_SECRET) != 0;
-}
-
 static void free_value(const struct tlsbox_setting_def *def, char *v)
 {
-    if (is_secret(def))
+    if (settings_is_secret(def))
         wipe_free_str(v);
     else
         free(v);
@@ -267,7 +250,7 @@ int settings_register(const char *owner, const struct tlsbox_setting_def *defs)
     bool dup = find_owner_n(o->name, strlen(o->name)) != NULL;
     pthread_rwlock_unlock(&reg_lock);
     if (dup) {
-        set_err(&err, "settings of %s are already registered", o->name);
+        xset_err(&err, "settings of %s are already registered", o->name);
         rc = -EEXIST;
         goto fail;
     }
@@ -284,7 +267,7 @@ int settings_register(const char *owner, const struct tlsbox_setting_def *defs)
         }
         for (size_t j = 0; !bad && j < i; j++) {
             if (strcmp(defs[j].key, d->key) == 0) {
-                set_err(&err, "%s: declared twice", full);
+                xset_err(&err, "%s: declared twice", full);
                 bad = 1;
             }
         }
@@ -302,7 +285,7 @@ int settings_register(const char *owner, const struct tlsbox_setting_def *defs)
     pthread_rwlock_wrlock(&reg_lock);
     if (find_owner_n(o->name, strlen(o->name))) {
         pthread_rwlock_unlock(&reg_lock);
-        set_err(&err, "settings of %s are already registered", o->name);
+        xset_err(&err, "settings of %s are already registered", o->name);
         rc = -EEXIST;
         goto fail;
     }
@@ -350,7 +333,7 @@ int settings_override_default(const char *full_key, const char *value, char **er
     pthread_rwlock_wrlock(&reg_lock);
     struct owner *o = find_key(full_key, &i);
     if (!o) {
-        set_err(err, "%s: no such setting", full_key ? full_key : "(null)");
+        xset_err(err, "%s: no such setting", full_key ? full_key : "(null)");
         goto out;
     }
     if (settings_check(full_key, &o->defs[i], o->re[i], value, &canon, err) < 0)
@@ -465,10 +448,10 @@ static int prepare(struct change *c, const char *full_key, const char *value, ch
     c->full_key = xstrdup(full_key);
     c->o = find_key(full_key, &c->i);
     if (!c->o) {
-        set_err(err, "%s: no such setting", full_key);
+        xset_err(err, "%s: no such setting", full_key);
         return -1;
     }
-    c->secret = is_secret(&c->o->defs[c->i]);
+    c->secret = settings_is_secret(&c->o->defs[c->i]);
     if (!value)
         return 0;
     return settings_check(full_key, &c->o->defs[c->i], c->o->re[c->i], value, &c->value, err);
@@ -492,8 +475,8 @@ static int write_changes(struct change *c, size_t n, const char *actor, char **e
     if (!actor || !*actor)
         actor = "system";
     if (!db) {
-        set_err(err, "settings: cannot open the store%s%s", store_path() ? " " : "",
-                store_path() ? store_path() : "");
+        xset_err(err, "settings: cannot open the store%s%s", store_path() ? " " : "",
+                 store_path() ? store_path() : "");
         return -1;
     }
     if (store_begin(db, err) < 0)
@@ -513,7 +496,9 @@ static int write_changes(struct change *c, size_t n, const char *actor, char **e
         }
         if (sqlite3_step(st) != SQLITE_DONE)
             goto sqlfail;
-        const char *shown = !c[k].value ? "(default)" : is_secret(d) ? SECRET_SHOWN : c[k].value;
+        const char *shown = !c[k].value             ? "(default)"
+                            : settings_is_secret(d) ? SECRET_SHOWN
+                                                    : c[k].value;
         store_audit(db, actor, c[k].value ? "settings.set" : "settings.reset", c[k].full_key,
                     shown);
     }
@@ -536,7 +521,7 @@ static int write_changes(struct change *c, size_t n, const char *actor, char **e
     goto out;
 
 sqlfail:
-    set_err(err, "%s: cannot write settings: %s", store_path(), sqlite3_errmsg(db));
+    xset_err(err, "%s: cannot write settings: %s", store_path(), sqlite3_errmsg(db));
 out:
     sqlite3_finalize(up);
     sqlite3_finalize(rm);
@@ -562,7 +547,7 @@ static int set_pairs(const char *const *keys, const char *const *values, size_t 
         for (size_t j = 0; j < k; j++) {
             if (strcmp(c[j].full_key, c[k].full_key) == 0) {
                 pthread_rwlock_unlock(&reg_lock);
-                set_err(err, "%s: given twice", c[k].full_key);
+                xset_err(err, "%s: given twice", c[k].full_key);
                 goto out;
             }
         }
@@ -587,11 +572,11 @@ out:
 int settings_set(const char *full_key, const char *value, const char *actor, char **err)
 {
     if (!value) {
-        set_err(err, "%s: no value given", full_key ? full_key : "(null)");
+        xset_err(err, "%s: no value given", full_key ? full_key : "(null)");
         return -1;
     }
     if (!full_key) {
-        set_err(err, "settings: no key given");
+        xset_err(err, "settings: no key given");
         return -1;
     }
     return set_pairs(&full_key, &value, 1, actor, err);
@@ -601,7 +586,7 @@ int settings_reset(const char *full_key, const char *actor, char **err)
 {
     const char *value = NULL;
     if (!full_key) {
-        set_err(err, "settings: no key given");
+        xset_err(err, "settings: no key given");
         return -1;
     }
     return set_pairs(&full_key, &value, 1, actor, err);
@@ -634,7 +619,7 @@ static int json_to_text(const char *full_key, json_t *v, char **out, char **err)
         json_array_foreach(v, i, item)
         {
             if (!json_is_string(item)) {
-                set_err(err, "%s: a list must hold strings only", full_key);
+                xset_err(err, "%s: a list must hold strings only", full_key);
                 return -1;
             }
             len += strlen(json_string_value(item)) + 1;
@@ -644,7 +629,7 @@ static int json_to_text(const char *full_key, json_t *v, char **out, char **err)
         {
             const char *t = json_string_value(item);
             if (strchr(t, ',')) {
-                set_err(err, "%s: list item \"%s\" contains a comma", full_key, t);
+                xset_err(err, "%s: list item \"%s\" contains a comma", full_key, t);
                 free(s);
                 return -1;
             }
@@ -659,8 +644,8 @@ static int json_to_text(const char *full_key, json_t *v, char **out, char **err)
         return 0;
     }
     default:
-        set_err(err, "%s: a value must be a string, number, boolean, list of strings or null",
-                full_key);
+        xset_err(err, "%s: a value must be a string, number, boolean, list of strings or null",
+                 full_key);
         return -1;
     }
 }
@@ -673,7 +658,7 @@ int settings_set_many(json_t *pairs, const char *owner, const char *actor, char 
     int rc = -1;
 
     if (!json_is_object(pairs)) {
-        set_err(err, "settings: expected a JSON object of key: value");
+        xset_err(err, "settings: expected a JSON object of key: value");
         return -1;
     }
     n = json_object_size(pairs);
@@ -687,7 +672,7 @@ int settings_set_many(json_t *pairs, const char *owner, const char *actor, char 
             keys[k] = xasprintf("%s.%s", owner, key);
         } else if (owner &&
                    (strncmp(key, owner, strlen(owner)) != 0 || key[strlen(owner)] != '.')) {
-            set_err(err, "%s: not a setting of %s", key, owner);
+            xset_err(err, "%s: not a setting of %s", key, owner);
             goto out;
         } else {
             keys[k] = xstrdup(key);
@@ -713,7 +698,7 @@ static json_t *describe_one(const struct owner *o, size_t i)
 {
     const struct tlsbox_setting_def *d = &o->defs[i];
     const char *value = effective_value(o, i), *dflt = effective_default(o, i);
-    bool secret = is_secret(d);
+    bool secret = settings_is_secret(d);
     json_t *j = json_object();
 
     json_object_set_new(j, "key", json_string(d->key));

@@ -11,23 +11,6 @@
 #include "core/settings.h"
 #include "core/xalloc.h"
 
-static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(char **err, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err)
-        return;
-    va_start(ap, fmt);
-    free(*err);
-    *err = xvasprintf(fmt, ap);
-    va_end(ap);
-}
-
-static bool is_secret(const struct tlsbox_setting_def *def)
-{
-    return (def->flags & TLSBOX_SETTING_SECRET) != 0;
-}
-
 /*
  * The value as an error message shows it: quoted, control characters and
  * quotes escaped, cut at 64 bytes so a huge value does not make a huge line.
@@ -35,7 +18,7 @@ static bool is_secret(const struct tlsbox_setting_def *def)
  */
 static char *show(const struct tlsbox_setting_def *def, const char *v)
 {
-    if (is_secret(def))
+    if (settings_is_secret(def))
         return xstrdup("the secret value");
     size_t len = strlen(v), n = len > 64 ? 64 : len;
     char *out = xmalloc(n * 4 + 8), *p = out;
@@ -128,7 +111,7 @@ int settings_check_compile(const char *full_key, const struct tlsbox_setting_def
     if (rc != 0) {
         char buf[128];
         regerror(rc, r, buf, sizeof(buf));
-        set_err(err, "%s: declared pattern %s does not compile: %s", full_key, def->pattern, buf);
+        xset_err(err, "%s: declared pattern %s does not compile: %s", full_key, def->pattern, buf);
         free(r);
         return -1;
     }
@@ -189,7 +172,7 @@ static int check_list(const char *full_key, const struct tlsbox_setting_def *def
             e--;
         if (s == e) {
             char *shown = show(def, value);
-            set_err(err, "%s: %s has an empty item (#%d)", full_key, shown, idx);
+            xset_err(err, "%s: %s has an empty item (#%d)", full_key, shown, idx);
             free(shown);
             goto out;
         }
@@ -197,7 +180,7 @@ static int check_list(const char *full_key, const struct tlsbox_setting_def *def
         item[e - s] = '\0';
         if (!matches(re, item)) {
             char *shown = show(def, item);
-            set_err(err, "%s: item %s does not match %s", full_key, shown, def->pattern);
+            xset_err(err, "%s: item %s does not match %s", full_key, shown, def->pattern);
             free(shown);
             goto out;
         }
@@ -212,12 +195,12 @@ static int check_list(const char *full_key, const struct tlsbox_setting_def *def
     *o = '\0';
     rc = 0;
 out:
-    if (is_secret(def))
+    if (settings_is_secret(def))
         wipe(item, len + 1);
     free(item);
     if (rc == 0 && canon)
         *canon = out;
-    else if (is_secret(def))
+    else if (settings_is_secret(def))
         wipe_free_str(out);
     else
         free(out);
@@ -235,22 +218,22 @@ int settings_check(const char *full_key, const struct tlsbox_setting_def *def, c
     if (canon)
         *canon = NULL;
     if (!def) {
-        set_err(err, "%s: no such setting", full_key ? full_key : "(null)");
+        xset_err(err, "%s: no such setting", full_key ? full_key : "(null)");
         return -1;
     }
     if (!value) {
-        set_err(err, "%s: no value given", full_key);
+        xset_err(err, "%s: no value given", full_key);
         return -1;
     }
     if (strlen(value) > SETTINGS_VALUE_MAX) {
-        set_err(err, "%s: value is longer than %d bytes", full_key, SETTINGS_VALUE_MAX);
+        xset_err(err, "%s: value is longer than %d bytes", full_key, SETTINGS_VALUE_MAX);
         return -1;
     }
     shown = show(def, value);
     /* Control characters would break the one-line-per-record CLI and logs. */
     for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
         if (*p < 0x20 || *p == 0x7f) {
-            set_err(err, "%s: %s contains a control character", full_key, shown);
+            xset_err(err, "%s: %s contains a control character", full_key, shown);
             goto out;
         }
     }
@@ -263,8 +246,8 @@ int settings_check(const char *full_key, const struct tlsbox_setting_def *def, c
     case TLSBOX_SETTING_BOOL: {
         int b = settings_parse_bool(value);
         if (b < 0) {
-            set_err(err, "%s: %s is not a boolean (true/false, yes/no, on/off, 1/0)", full_key,
-                    shown);
+            xset_err(err, "%s: %s is not a boolean (true/false, yes/no, on/off, 1/0)", full_key,
+                     shown);
             goto out;
         }
         if (canon)
@@ -273,11 +256,11 @@ int settings_check(const char *full_key, const struct tlsbox_setting_def *def, c
     }
     case TLSBOX_SETTING_INT:
         if (settings_check_parse_int(value, &n) < 0) {
-            set_err(err, "%s: %s is not an integer", full_key, shown);
+            xset_err(err, "%s: %s is not an integer", full_key, shown);
             goto out;
         }
         if ((def->min || def->max) && (n < def->min || n > def->max)) {
-            set_err(err, "%s: %s is out of range %lld..%lld", full_key, shown, def->min, def->max);
+            xset_err(err, "%s: %s is out of range %lld..%lld", full_key, shown, def->min, def->max);
             goto out;
         }
         if (canon)
@@ -285,7 +268,7 @@ int settings_check(const char *full_key, const struct tlsbox_setting_def *def, c
         break;
     case TLSBOX_SETTING_STRING:
         if (!matches(re, value)) {
-            set_err(err, "%s: %s does not match %s", full_key, shown, def->pattern);
+            xset_err(err, "%s: %s does not match %s", full_key, shown, def->pattern);
             goto out;
         }
         if (canon)
@@ -293,8 +276,8 @@ int settings_check(const char *full_key, const struct tlsbox_setting_def *def, c
         break;
     case TLSBOX_SETTING_ENUM:
         if (!def->choices || !in_choices(def->choices, value)) {
-            set_err(err, "%s: %s is not one of %s", full_key, shown,
-                    def->choices ? def->choices : "(no choices declared)");
+            xset_err(err, "%s: %s is not one of %s", full_key, shown,
+                     def->choices ? def->choices : "(no choices declared)");
             goto out;
         }
         if (canon)
@@ -305,7 +288,7 @@ int settings_check(const char *full_key, const struct tlsbox_setting_def *def, c
             goto out;
         break;
     default:
-        set_err(err, "%s: declared with unknown type %d", full_key, (int)def->type);
+        xset_err(err, "%s: declared with unknown type %d", full_key, (int)def->type);
         goto out;
     }
     rc = 0;
@@ -330,8 +313,8 @@ static bool valid_name(const char *s, bool first_alpha)
 int settings_check_owner(const char *owner, char **err)
 {
     if (!valid_name(owner, true)) {
-        set_err(err, "settings owner \"%s\" is not a valid name ([a-z][a-z0-9_]*)",
-                owner ? owner : "");
+        xset_err(err, "settings owner \"%s\" is not a valid name ([a-z][a-z0-9_]*)",
+                 owner ? owner : "");
         return -1;
     }
     return 0;
@@ -342,24 +325,24 @@ int settings_check_def(const char *owner, const struct tlsbox_setting_def *def, 
     if (settings_check_owner(owner, err) < 0)
         return -1;
     if (!valid_name(def->key, false)) {
-        set_err(err, "%s: setting key \"%s\" is not [a-z0-9_]+", owner, def->key);
+        xset_err(err, "%s: setting key \"%s\" is not [a-z0-9_]+", owner, def->key);
         return -1;
     }
     if ((unsigned)def->type >= TLSBOX_SETTING_TYPE_MAX) {
-        set_err(err, "%s.%s: unknown type %d", owner, def->key, (int)def->type);
+        xset_err(err, "%s.%s: unknown type %d", owner, def->key, (int)def->type);
         return -1;
     }
     if (def->type == TLSBOX_SETTING_INT && def->min > def->max) {
-        set_err(err, "%s.%s: declared range %lld..%lld is empty", owner, def->key, def->min,
-                def->max);
+        xset_err(err, "%s.%s: declared range %lld..%lld is empty", owner, def->key, def->min,
+                 def->max);
         return -1;
     }
     if (def->type == TLSBOX_SETTING_ENUM && (!def->choices || !*def->choices)) {
-        set_err(err, "%s.%s: an enum needs choices", owner, def->key);
+        xset_err(err, "%s.%s: an enum needs choices", owner, def->key);
         return -1;
     }
     if (!def->default_value) {
-        set_err(err, "%s.%s: no default value declared", owner, def->key);
+        xset_err(err, "%s.%s: no default value declared", owner, def->key);
         return -1;
     }
     return 0;

@@ -4,6 +4,7 @@
 #define TLSBOX_CORE_SETTINGS_CHECK_H
 
 #include <regex.h>
+#include <stdbool.h>
 
 #include <tlsbox/plugin.h>
 
@@ -42,5 +43,11 @@ int settings_check_def(const char *owner, const struct tlsbox_setting_def *def, 
 
 /* Name of a type as shown by the API: "bool", "int", "string", "enum", "list". */
 const char *settings_check_type_name(enum tlsbox_setting_type t);
+
+/* True for TLSBOX_SETTING_SECRET declarations: never shown, wiped when freed. */
+static inline bool settings_is_secret(const struct tlsbox_setting_def *def)
+{
+    return (def->flags & TLSBOX_SETTING_SECRET) != 0;
+}
 
 #endif

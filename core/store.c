@@ -19,18 +19,6 @@
 static char *store_file;  /* "<state_dir>/tlsbox.db" */
 static sqlite3 *store_db; /* the main thread's connection */
 
-static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(char **err, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err)
-        return;
-    va_start(ap, fmt);
-    free(*err);
-    *err = xvasprintf(fmt, ap);
-    va_end(ap);
-}
-
 static const char *db_name(sqlite3 *db)
 {
     const char *f = db ? sqlite3_db_filename(db, "main") : NULL;
@@ -41,7 +29,7 @@ int store_exec(sqlite3 *db, const char *sql, char **err)
 {
     char *msg = NULL;
     if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        set_err(err, "%s: %s", db_name(db), msg ? msg : sqlite3_errmsg(db));
+        xset_err(err, "%s: %s", db_name(db), msg ? msg : sqlite3_errmsg(db));
         sqlite3_free(msg);
         return -1;
     }
@@ -95,10 +83,10 @@ static int newest_known(const struct store_migration *migs, int n)
 
 static void set_too_new(char **err, sqlite3 *db, int found, int known)
 {
-    set_err(err,
-            "%s: store schema version %d is newer than this tlsboxd knows (%d); "
-            "upgrade tlsbox or restore a backup",
-            db_name(db), found, known);
+    xset_err(err,
+             "%s: store schema version %d is newer than this tlsboxd knows (%d); "
+             "upgrade tlsbox or restore a backup",
+             db_name(db), found, known);
 }
 
 /* The migration with the smallest version above @p cur, or NULL. */
@@ -123,7 +111,8 @@ int store_migrate(sqlite3 *db, const struct store_migration *migs, int n, char *
             return -1;
         int cur = store_schema_version(db);
         if (cur < 0) {
-            set_err(err, "%s: cannot read the schema version: %s", db_name(db), sqlite3_errmsg(db));
+            xset_err(err, "%s: cannot read the schema version: %s", db_name(db),
+                     sqlite3_errmsg(db));
             goto fail;
         }
         if (cur > known) {
@@ -137,7 +126,7 @@ int store_migrate(sqlite3 *db, const struct store_migration *migs, int n, char *
         }
         char *e = NULL;
         if (store_exec(db, m->sql, &e) < 0) {
-            set_err(err, "migration %s: %s", m->name, e);
+            xset_err(err, "migration %s: %s", m->name, e);
             free(e);
             goto fail;
         }
@@ -167,12 +156,12 @@ static int setup_conn(sqlite3 *db, char **err)
      * (it stays "delete" on a file system without shared memory, for one). */
     if (sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st, NULL) != SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW) {
-        set_err(err, "%s: cannot set WAL mode: %s", db_name(db), sqlite3_errmsg(db));
+        xset_err(err, "%s: cannot set WAL mode: %s", db_name(db), sqlite3_errmsg(db));
         goto out;
     }
     const char *mode = (const char *)sqlite3_column_text(st, 0);
     if (!mode || strcmp(mode, "wal") != 0) {
-        set_err(err, "%s: journal mode is %s, not wal", db_name(db), mode ? mode : "unknown");
+        xset_err(err, "%s: journal mode is %s, not wal", db_name(db), mode ? mode : "unknown");
         goto out;
     }
     if (store_exec(db, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON", err) < 0)
@@ -191,7 +180,7 @@ static sqlite3 *open_raw(const char *path, char **err)
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE;
     int rc = sqlite3_open_v2(path, &db, flags, NULL);
     if (rc != SQLITE_OK) {
-        set_err(err, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        xset_err(err, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
         sqlite3_close(db);
         return NULL;
     }
@@ -215,11 +204,11 @@ static int make_state_dir(const char *dir, char **err)
 {
     struct stat sb;
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        set_err(err, "%s: cannot create the state directory: %s", dir, strerror(errno));
+        xset_err(err, "%s: cannot create the state directory: %s", dir, strerror(errno));
         return -1;
     }
     if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
-        set_err(err, "%s: not a directory", dir);
+        xset_err(err, "%s: not a directory", dir);
         return -1;
     }
     if (sb.st_mode & 0007)
@@ -238,7 +227,7 @@ static int precreate(const char *path, char **err)
         return 0;
     }
     if (errno != EEXIST) {
-        set_err(err, "%s: cannot create: %s", path, strerror(errno));
+        xset_err(err, "%s: cannot create: %s", path, strerror(errno));
         return -1;
     }
     /* An existing file (a symlink is left for SQLite to refuse).  It holds
@@ -246,8 +235,8 @@ static int precreate(const char *path, char **err)
     struct stat sb;
     if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & 0077)) {
         if (chmod(path, 0600) < 0) {
-            set_err(err, "%s: mode %03o is too open and cannot be changed: %s", path,
-                    (unsigned)(sb.st_mode & 0777), strerror(errno));
+            xset_err(err, "%s: mode %03o is too open and cannot be changed: %s", path,
+                     (unsigned)(sb.st_mode & 0777), strerror(errno));
             return -1;
         }
         log_warn("%s: mode %03o was too open; now 0600", path, (unsigned)(sb.st_mode & 0777));
@@ -262,7 +251,7 @@ int store_init(const char *state_dir, char **err)
     int known = newest_known(store_migrations, store_migrations_count);
 
     if (store_db) {
-        set_err(err, "%s: store already open", store_file);
+        xset_err(err, "%s: store already open", store_file);
         return -1;
     }
     if (make_state_dir(state_dir, err) < 0)
@@ -277,7 +266,7 @@ int store_init(const char *state_dir, char **err)
      * rollback-journal file to WAL rewrites its header): no change made. */
     int cur = store_schema_version(db);
     if (cur < 0) {
-        set_err(err, "%s: cannot read the schema version: %s", path, sqlite3_errmsg(db));
+        xset_err(err, "%s: cannot read the schema version: %s", path, sqlite3_errmsg(db));
         goto fail;
     }
     if (cur > known) {

@@ -108,3 +108,14 @@ void xalloc_json_wiping(void)
 {
     json_set_alloc_funcs(xmalloc, wipe_free_usable);
 }
+
+void xset_err(char **err, const char *fmt, ...)
+{
+    if (!err)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    free(*err);
+    *err = xvasprintf(fmt, ap);
+    va_end(ap);
+}

@@ -14,6 +14,10 @@ char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *xvasprintf(const char *fmt, va_list ap);
 
+/* Replace *err (freed first) with a formatted message; no-op when err is NULL.
+ * For the "char **err" out-parameters of core functions. */
+void xset_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Overwrite @p n bytes at @p p so the compiler cannot drop it. */
 void wipe(void *p, size_t n);
 /* wipe() a NUL-terminated string, then free it.  NULL is fine. */
