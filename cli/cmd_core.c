@@ -11,163 +11,131 @@ static int usage_error(const char *what)
     return CTL_EXIT_USAGE;
 }
 
+static const char *str(json_t *j, const char *key)
+{
+    const char *s = json_string_value(json_object_get(j, key));
+    return s ? s : "";
+}
+
+static long long num(json_t *j, const char *key)
+{
+    return (long long)json_integer_value(json_object_get(j, key));
+}
+
+static void show_status(struct ctl *c, json_t *j)
+{
+    printf("tlsboxd %s (plugin ABI %s), pid %lld, up %llds\n", str(j, "version"), str(j, "abi"),
+           num(j, "pid"), num(j, "uptime_s"));
+    printf("store: %s\n", str(j, "store"));
+    if (json_is_integer(json_object_get(j, "tls_bundle_generation")))
+        printf("tls bundle: generation %lld\n", num(j, "tls_bundle_generation"));
+    else
+        printf("tls bundle: none (HTTPS cannot be served)\n");
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(j, "plugins"), i, p)
+    {
+        printf("plugin %-10s %s\n", str(p, "name"), str(p, "state"));
+    }
+}
+
 static int cmd_status(struct ctl *c, int argc, char **argv)
 {
-    json_t *j;
-    int rc = ctl_call(c, "GET", "status", NULL, &j);
-    if (rc)
-        return rc;
-    if (c->json) {
-        ctl_print_json(c, j);
-    } else {
-        json_t *gen = json_object_get(j, "tls_bundle_generation");
-        printf("tlsboxd %s (plugin ABI %s), pid %lld, up %llds\n",
-               json_string_value(json_object_get(j, "version")),
-               json_string_value(json_object_get(j, "abi")),
-               (long long)json_integer_value(json_object_get(j, "pid")),
-               (long long)json_integer_value(json_object_get(j, "uptime_s")));
-        printf("store: %s\n", json_string_value(json_object_get(j, "store")));
-        if (json_is_integer(gen))
-            printf("tls bundle: generation %lld\n", (long long)json_integer_value(gen));
-        else
-            printf("tls bundle: none (HTTPS cannot be served)\n");
-        size_t i;
-        json_t *p;
-        json_array_foreach(json_object_get(j, "plugins"), i, p)
-        {
-            printf("plugin %-10s %s\n", json_string_value(json_object_get(p, "name")),
-                   json_string_value(json_object_get(p, "state")));
-        }
+    return ctl_show(c, "GET", "status", NULL, show_status);
+}
+
+static void show_plugins(struct ctl *c, json_t *j)
+{
+    size_t i;
+    json_t *p;
+    printf("%-10s %-8s %-5s %-12s %s\n", "NAME", "VERSION", "ABI", "STATE", "DESCRIPTION");
+    json_array_foreach(j, i, p)
+    {
+        const char *err = str(p, "error");
+        printf("%-10s %-8s %-5s %-12s %s%s%s\n", str(p, "name"), str(p, "version"), str(p, "abi"),
+               str(p, "state"), str(p, "description"), *err ? ": " : "", err);
     }
-    json_decref(j);
-    return CTL_EXIT_OK;
 }
 
 static int cmd_plugins(struct ctl *c, int argc, char **argv)
 {
-    json_t *j;
-    int rc = ctl_call(c, "GET", "plugins", NULL, &j);
-    if (rc)
-        return rc;
-    if (c->json) {
-        ctl_print_json(c, j);
-    } else {
-        size_t i;
-        json_t *p;
-        printf("%-10s %-8s %-5s %-12s %s\n", "NAME", "VERSION", "ABI", "STATE", "DESCRIPTION");
-        json_array_foreach(j, i, p)
-        {
-            const char *err = json_string_value(json_object_get(p, "error"));
-            printf("%-10s %-8s %-5s %-12s %s%s%s\n", json_string_value(json_object_get(p, "name")),
-                   json_string_value(json_object_get(p, "version")),
-                   json_string_value(json_object_get(p, "abi")),
-                   json_string_value(json_object_get(p, "state")),
-                   json_string_value(json_object_get(p, "description")), err ? ": " : "",
-                   err ? err : "");
-        }
+    return ctl_show(c, "GET", "plugins", NULL, show_plugins);
+}
+
+static void show_settings(struct ctl *c, json_t *j)
+{
+    size_t i;
+    json_t *s;
+    json_array_foreach(j, i, s)
+    {
+        printf("%-32s = %-24s %s\n", str(s, "full_key"), str(s, "value"), str(s, "help"));
     }
-    json_decref(j);
-    return CTL_EXIT_OK;
 }
 
 static int cmd_settings(struct ctl *c, int argc, char **argv)
 {
     if (argc != 1)
         return usage_error("settings PLUGIN");
-    char *name = ctl_escape(argv[0]);
-    char path[512];
-    snprintf(path, sizeof path, "plugins/%s/settings", name);
-    free(name);
-    json_t *j;
-    int rc = ctl_call(c, "GET", path, NULL, &j);
-    if (rc)
-        return rc;
-    if (c->json) {
-        ctl_print_json(c, j);
-    } else {
-        size_t i;
-        json_t *s;
-        json_array_foreach(j, i, s)
-        {
-            printf("%-32s = %-24s %s\n", json_string_value(json_object_get(s, "full_key")),
-                   json_string_value(json_object_get(s, "value")),
-                   json_string_value(json_object_get(s, "help")) ?: "");
-        }
-    }
-    json_decref(j);
-    return CTL_EXIT_OK;
+    char *path = ctl_path("plugins", argv[0], "/settings");
+    int rc = ctl_show(c, "GET", path, NULL, show_settings);
+    free(path);
+    return rc;
+}
+
+static void show_value(struct ctl *c, json_t *j)
+{
+    printf("%s\n", str(j, "value"));
 }
 
 static int cmd_get(struct ctl *c, int argc, char **argv)
 {
     if (argc != 1)
         return usage_error("get PLUGIN.KEY");
-    char *key = ctl_escape(argv[0]);
-    char path[512];
-    snprintf(path, sizeof path, "settings/%s", key);
-    free(key);
-    json_t *j;
-    int rc = ctl_call(c, "GET", path, NULL, &j);
-    if (rc)
-        return rc;
-    if (c->json)
-        ctl_print_json(c, j);
-    else
-        printf("%s\n", json_string_value(json_object_get(j, "value")));
-    json_decref(j);
-    return CTL_EXIT_OK;
+    char *path = ctl_path("settings", argv[0], "");
+    int rc = ctl_show(c, "GET", path, NULL, show_value);
+    free(path);
+    return rc;
+}
+
+static void show_set(struct ctl *c, json_t *j)
+{
+    if (json_is_true(json_object_get(j, "restart_needed")))
+        printf("%s = %s (takes effect when tlsboxd restarts)\n", str(j, "key"), str(j, "value"));
 }
 
 static int cmd_set(struct ctl *c, int argc, char **argv)
 {
     if (argc != 2)
         return usage_error("set PLUGIN.KEY VALUE");
-    char *key = ctl_escape(argv[0]);
-    char path[512];
-    snprintf(path, sizeof path, "settings/%s", key);
-    free(key);
+    char *path = ctl_path("settings", argv[0], "");
     json_t *body = json_pack("{s:s}", "value", argv[1]);
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
-    json_t *j;
-    int rc = ctl_call(c, "PUT", path, text, &j);
+    int rc = ctl_show(c, "PUT", path, text, show_set);
     free(text);
-    if (rc)
-        return rc;
-    if (c->json)
-        ctl_print_json(c, j);
-    else if (json_is_true(json_object_get(j, "restart_needed")))
-        printf("%s = %s (takes effect when tlsboxd restarts)\n", argv[0],
-               json_string_value(json_object_get(j, "value")));
-    json_decref(j);
-    return CTL_EXIT_OK;
+    free(path);
+    return rc;
+}
+
+static void show_metrics(struct ctl *c, json_t *j)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v)
+    {
+        if (json_is_integer(v))
+            printf("%s %lld\n", k, (long long)json_integer_value(v));
+        else if (json_is_real(v))
+            printf("%s %g\n", k, json_real_value(v));
+        else if (json_is_object(v))
+            printf("%s count=%lld sum=%g\n", k, num(v, "count"),
+                   json_number_value(json_object_get(v, "sum")));
+    }
 }
 
 static int cmd_metrics(struct ctl *c, int argc, char **argv)
 {
-    json_t *j;
-    int rc = ctl_call(c, "GET", "metrics", NULL, &j);
-    if (rc)
-        return rc;
-    if (c->json) {
-        ctl_print_json(c, j);
-    } else {
-        const char *k;
-        json_t *v;
-        json_object_foreach(j, k, v)
-        {
-            if (json_is_integer(v))
-                printf("%s %lld\n", k, (long long)json_integer_value(v));
-            else if (json_is_real(v))
-                printf("%s %g\n", k, json_real_value(v));
-            else if (json_is_object(v))
-                printf("%s count=%lld sum=%g\n", k,
-                       (long long)json_integer_value(json_object_get(v, "count")),
-                       json_number_value(json_object_get(v, "sum")));
-        }
-    }
-    json_decref(j);
-    return CTL_EXIT_OK;
+    return ctl_show(c, "GET", "metrics", NULL, show_metrics);
 }
 
 static int cmd_version(struct ctl *c, int argc, char **argv)
@@ -175,10 +143,10 @@ static int cmd_version(struct ctl *c, int argc, char **argv)
     printf("tlsboxctl %s\n", PACKAGE_VERSION);
     long status;
     json_t *j = NULL;
-    /* The daemon's version is extra information: no daemon is not an error here. */
+    /* The daemon's version is extra information: a stopped daemon is said
+     * (on stderr) but is not an error here. */
     if (ctl_request(c, "GET", "status", NULL, &status, &j) == CTL_EXIT_OK && status == 200)
-        printf("tlsboxd %s (plugin ABI %s)\n", json_string_value(json_object_get(j, "version")),
-               json_string_value(json_object_get(j, "abi")));
+        printf("tlsboxd %s (plugin ABI %s)\n", str(j, "version"), str(j, "abi"));
     json_decref(j);
     return CTL_EXIT_OK;
 }

@@ -46,6 +46,19 @@ int ctl_request(struct ctl *c, const char *method, const char *path, const char 
  */
 int ctl_call(struct ctl *c, const char *method, const char *path, const char *body, json_t **reply);
 
+/* How a command shows a successful reply when --json is not given. */
+typedef void (*ctl_show_fn)(struct ctl *c, json_t *reply);
+
+/*
+ * ctl_call, then print the reply: as JSON with --json, else through @p show
+ * (NULL: as JSON too).  Returns ctl_call's exit code.
+ */
+int ctl_show(struct ctl *c, const char *method, const char *path, const char *body,
+             ctl_show_fn show);
+
+/* "<prefix>/<segment percent-encoded><suffix>", caller frees. */
+char *ctl_path(const char *prefix, const char *segment, const char *suffix);
+
 /* Print @p j: as JSON when c->json, else compactly readable. */
 void ctl_print_json(struct ctl *c, json_t *j);
 

@@ -141,3 +141,30 @@ char *ctl_escape(const char *s)
     *o = '\0';
     return out;
 }
+
+int ctl_show(struct ctl *c, const char *method, const char *path, const char *body,
+             ctl_show_fn show)
+{
+    json_t *j;
+    int rc = ctl_call(c, method, path, body, &j);
+    if (rc)
+        return rc;
+    if (c->json || !show)
+        ctl_print_json(c, j);
+    else
+        show(c, j);
+    json_decref(j);
+    return CTL_EXIT_OK;
+}
+
+char *ctl_path(const char *prefix, const char *segment, const char *suffix)
+{
+    char *seg = ctl_escape(segment);
+    size_t n = strlen(prefix) + strlen(seg) + strlen(suffix) + 2;
+    char *p = malloc(n);
+    if (!p)
+        abort();
+    snprintf(p, n, "%s/%s%s", prefix, seg, suffix);
+    free(seg);
+    return p;
+}
