@@ -4,7 +4,10 @@
  * first sight and remembered per worker, keyed by the address of GnuTLS's
  * static name string, so the hot path never takes the registry's lock twice.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <time.h>
 
@@ -188,9 +191,20 @@ void site_access_log(struct site_conn *c, const struct site_req *rq, int status,
                      const char *proto)
 {
     struct site *s = c->w->s;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char peer[INET6_ADDRSTRLEN] = "-";
+
     if (!atomic_load_explicit(&s->cfg.access_log, memory_order_relaxed))
         return;
-    fprintf(stderr, "site access: %.*s %.*s %s %d %llu host=%.*s\n", (int)rq->method_s.n,
+    if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET)
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, peer, sizeof(peer));
+        else if (ss.ss_family == AF_INET6)
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, peer, sizeof(peer));
+    }
+    /* One fprintf: stdio locks the stream, so lines of workers never mix. */
+    fprintf(stderr, "site access: %s %.*s %.*s %s %d %llu host=%.*s\n", peer, (int)rq->method_s.n,
             rq->method_s.p ? rq->method_s.p : "", (int)rq->target.n,
             rq->target.p ? rq->target.p : "", proto, status, (unsigned long long)bytes,
             (int)rq->host.n, rq->host.p ? rq->host.p : "");
