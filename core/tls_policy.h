@@ -28,6 +28,10 @@
  */
 
 /* A new policy equal to preset @p name, or NULL for an unknown name. */
+/* Whether the CPU has AES instructions (read once from /proc/cpuinfo). */
+bool tls_policy_cpu_has_aes(void);
+/* 1 when the cpuinfo file at @p path lists "aes", 0 when not, -1 unreadable. */
+int tls_policy_cpuinfo_has_aes(const char *path);
 json_t *tls_policy_preset(const char *name);
 /*
  * Preset @p name with the current policy's non-TLS fields kept (tickets,

@@ -244,5 +244,27 @@ int main(void)
     json_decref(def);
     sqlite3_close(db);
     gnutls_global_deinit();
+    /* Cipher order follows the CPU: AES first with AES instructions,
+     * ChaCha20 first without (a Raspberry Pi 4). */
+    {
+        char x86[] = "/tmp/tlsbox-cpuinfo-x86.XXXXXX", arm[] = "/tmp/tlsbox-cpuinfo-arm.XXXXXX";
+        int fx = mkstemp(x86), fa = mkstemp(arm);
+        dprintf(fx, "processor\t: 0\nflags\t\t: fpu sse2 aes avx2\n");
+        dprintf(fa, "processor\t: 0\nFeatures\t: fp asimd evtstrm crc32 cpuid\n");
+        close(fx);
+        close(fa);
+        is_int(tls_policy_cpuinfo_has_aes(x86), 1, "x86 flags with aes: has AES");
+        is_int(tls_policy_cpuinfo_has_aes(arm), 0, "Pi 4 Features without aes: no AES");
+        is_int(tls_policy_cpuinfo_has_aes("/nonexistent"), -1, "unreadable: unknown");
+        unlink(x86);
+        unlink(arm);
+        json_t *p = tls_policy_preset("intermediate");
+        const char *first = json_string_value(json_array_get(json_object_get(p, "ciphers"), 0));
+        is_str(first, tls_policy_cpu_has_aes() ? "AES-128-GCM" : "CHACHA20-POLY1305",
+               "intermediate's first cipher suits this CPU");
+        ok(json_is_true(json_object_get(p, "server_precedence")),
+           "intermediate uses the server's cipher order");
+        json_decref(p);
+    }
     return done_testing();
 }
