@@ -19,7 +19,7 @@ static struct MHD_Daemon *control_daemon;
 static char *control_path;
 static struct api_mhd_ctx control_ctx = {.user = "control"};
 
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     /* MHD's messages end in a newline that log_vmsg folds away. */
     log_vmsg("control", TLSBOX_LOG_WARN, fmt, ap);

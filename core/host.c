@@ -24,13 +24,14 @@ static const char *who(struct tlsbox_plugin *self)
     return self ? self->name : "core";
 }
 
-static void host_vlog(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt,
-                      va_list ap)
+__attribute__((format(printf, 3, 0))) static void
+host_vlog(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt, va_list ap)
 {
     log_vmsg(who(self), level, fmt, ap);
 }
 
-static void host_log(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void
+host_log(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -16,7 +16,8 @@ int log_level_parse(const char *s);
 
 void log_msg(const char *who, enum tlsbox_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void log_vmsg(const char *who, enum tlsbox_log_level level, const char *fmt, va_list ap);
+void log_vmsg(const char *who, enum tlsbox_log_level level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 #define log_err(...) log_msg("core", TLSBOX_LOG_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg("core", TLSBOX_LOG_WARN, __VA_ARGS__)

@@ -29,7 +29,7 @@ void *acme_xrealloc(void *p, size_t n);
 char *acme_xstrdup(const char *s);
 char *acme_xstrndup(const char *s, size_t n);
 char *acme_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-char *acme_xvasprintf(const char *fmt, va_list ap);
+char *acme_xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 /* Overwrite @p n bytes so the compiler cannot drop it. */
 void acme_wipe(void *p, size_t n);
 /* Wipe a NUL-terminated string, then free it.  NULL is fine. */
