@@ -26,6 +26,7 @@ int main(void)
     free(want);
     want = xasprintf("ABI %d.%d", TLSBOX_ABI_MAJOR, TLSBOX_ABI_MINOR);
     like(err, want, "message names the core's ABI");
+    free(want);
     free(err);
     err = NULL;
 
