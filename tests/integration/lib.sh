@@ -84,7 +84,7 @@ done_testing() {
 }
 
 _tb_cleanup() {
-    local p
+    local p rc=$?
     for p in $TB_PID $_tb_pids; do
         kill -TERM "$p" 2>/dev/null
     done
@@ -95,12 +95,23 @@ _tb_cleanup() {
         done
         kill -KILL "$p" 2>/dev/null
     done
+    _tb_release_ports
+    # A sanitizer report fails the test even when no result caught it (the
+    # daemon stopped here, or tb_stop_daemon's status went unchecked): one
+    # more, unplanned result.
+    if [ "$_tb_failed" -eq 0 ] && _tb_sanitizer_report; then
+        _tb_failed=$((_tb_failed + 1))
+        echo "not ok $((_tb_n + 1)) - the daemon log has no sanitizer report"
+        _tb_sanitizer_diag
+        rc=1
+    fi
     # Keep the daemon log of a failed test for the person reading CI output.
     if [ "$_tb_failed" -ne 0 ] && [ -f "${TB_TMP:-/nonexistent}/daemon.log" ]; then
         diag "---- daemon log (last 40 lines) ----"
         tail -n 40 "$TB_TMP/daemon.log" | sed 's/^/# /'
     fi
     [ -n "${TB_TMP:-}" ] && [ -z "${TB_KEEP:-}" ] && rm -rf "$TB_TMP"
+    exit "$rc"
 }
 
 tb_setup() {
@@ -112,15 +123,102 @@ tb_setup() {
     trap 'exit 1' INT TERM
 }
 
-# A free TCP port on loopback, chosen by the kernel.
+# A free loopback TCP port that no other running test holds.  Not bind(0):
+# the kernel may hand the same ephemeral port out twice in a row (pebble once
+# got one port for two listeners), and clients' outgoing connections take
+# their local ports from that range too.  So ports come from below the
+# ephemeral range, each claimed with an atomic mkdir in a directory every
+# test shares (make check -j runs tests in parallel), and must bind on
+# 0.0.0.0 and ::1.  A test's claims go at its exit; a claim whose owner died
+# without cleaning up is freed by the next test that meets it.
+TB_PORT_DIR="${TMPDIR:-/tmp}/tlsbox-test-ports"
 tb_free_port() {
-    python3 - <<'PY'
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()
+    python3 - "$TB_PORT_DIR" "$$" <<'PY'
+import os, random, shutil, socket, sys, time
+d, owner = sys.argv[1], sys.argv[2]
+os.makedirs(d, exist_ok=True)
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError):
+    low = 32768
+lo, hi = (20000, low - 1) if low > 21000 else (low, 65535)
+
+def stale(claim):
+    try:
+        pid = int(open(os.path.join(claim, "owner")).read())
+        os.kill(pid, 0)
+        return False
+    except ProcessLookupError:
+        return True
+    except (OSError, ValueError):  # being created, or never finished
+        try:
+            return time.time() - os.stat(claim).st_mtime > 60
+        except OSError:
+            return False
+
+def bindable(port):
+    for fam, addr in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::1")):
+        try:
+            s = socket.socket(fam, socket.SOCK_STREAM)
+        except OSError:
+            continue  # no IPv6 here
+        try:
+            s.bind((addr, port))
+        except OSError:
+            if fam == socket.AF_INET:
+                return False
+            # ::1 missing (IPv6 disabled) is fine; in use is not
+            if sys.exc_info()[1].errno == 98:
+                return False
+        finally:
+            s.close()
+    return True
+
+for _ in range(5000):
+    port = random.randint(lo, hi)
+    claim = os.path.join(d, str(port))
+    try:
+        os.mkdir(claim)
+    except FileExistsError:
+        if stale(claim):
+            # rename is atomic: one test frees it, the others see it gone
+            try:
+                gone = "%s.gone.%d" % (claim, os.getpid())
+                os.rename(claim, gone)
+                shutil.rmtree(gone, ignore_errors=True)
+            except OSError:
+                pass
+        continue
+    with open(os.path.join(claim, "owner"), "w") as f:
+        f.write(owner)
+    if bindable(port):
+        print(port)
+        sys.exit(0)
+    # in use by something else: keep the claim so nobody retries it now
+sys.exit("tb_free_port: no free port in %d-%d" % (lo, hi))
 PY
+}
+
+_tb_release_ports() {
+    local f
+    for f in "$TB_PORT_DIR"/*/owner; do
+        [ -f "$f" ] && [ "$(cat "$f" 2>/dev/null)" = "$$" ] && rm -rf "$(dirname "$f")"
+    done
+    return 0
+}
+
+# Sanitizer reports (ASan, LeakSanitizer, UBSan) in the daemon's log: a
+# sanitized tlsboxd writes them to stderr, which is the log.
+_tb_sanitizer_report() {
+    [ -f "${TB_TMP:-/nonexistent}/daemon.log" ] &&
+        grep -Eq '==[0-9]+==ERROR: [A-Za-z]+Sanitizer|^SUMMARY: [A-Za-z]+Sanitizer|: runtime error: ' \
+            "$TB_TMP/daemon.log"
+}
+
+_tb_sanitizer_diag() {
+    diag "sanitizer report in the daemon log:"
+    grep -E -A25 '==[0-9]+==ERROR: [A-Za-z]+Sanitizer|: runtime error: ' "$TB_TMP/daemon.log" |
+        head -n 60 | sed 's/^/#   /'
 }
 
 tb_bg() {
@@ -152,7 +250,8 @@ tb_ctl() {
     "$TB_TLSBOXCTL" --state-dir "$TB_STATE" "$@"
 }
 
-# Stop the daemon with SIGTERM; returns 1 if it needed more than 5 s.
+# Stop the daemon with SIGTERM; returns 1 if it needed more than 5 s, or
+# if the daemon log holds a sanitizer report (leaks are found at exit).
 tb_stop_daemon() {
     [ -n "$TB_PID" ] || return 0
     kill -TERM "$TB_PID" 2>/dev/null
@@ -162,6 +261,11 @@ tb_stop_daemon() {
             wait "$TB_PID" 2>/dev/null
             TB_EXIT=$?
             TB_PID=""
+            if [ -z "${_tb_san_seen:-}" ] && _tb_sanitizer_report; then
+                _tb_san_seen=1
+                _tb_sanitizer_diag
+                return 1
+            fi
             return 0
         fi
         sleep 0.1
