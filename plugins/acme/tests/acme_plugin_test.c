@@ -23,7 +23,8 @@ static struct {
 } mock_routes[8];
 static int mock_nroutes, mock_jobs, mock_timers;
 
-static void mock_log(struct tlsbox_plugin *self, enum tlsbox_log_level l, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void
+mock_log(struct tlsbox_plugin *self, enum tlsbox_log_level l, const char *fmt, ...)
 {
     (void)self;
     (void)l;
@@ -119,7 +120,8 @@ static int mock_api_route_add(struct tlsbox_plugin *self, const char *method, co
     return 0;
 }
 
-static void mock_api_reply_error(struct tlsbox_api_reply *reply, int status, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void
+mock_api_reply_error(struct tlsbox_api_reply *reply, int status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
