@@ -9,8 +9,16 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-"$top/packaging/install-deps.sh" || { echo "install-deps failed"; exit 1; }
-./autogen.sh >/dev/null 2>&1 || { echo "autogen.sh failed"; ./autogen.sh; exit 1; }
+# Wall time of each phase, printed as a table before the summary line.
+timings=""
+t0=$SECONDS
+phase_start() { t0=$SECONDS; }
+phase_end() { timings="$timings$(printf '  %-20s %4d s' "$1" $((SECONDS - t0)))"$'\n'; }
+
+phase_start
+"$top/packaging/install-deps.sh" || { echo "install-deps failed"; echo "0 passed, 1 failed"; exit 1; }
+./autogen.sh >/dev/null 2>&1 || { echo "autogen.sh failed"; ./autogen.sh; echo "0 passed, 1 failed"; exit 1; }
+phase_end "deps + autogen"
 
 jobs=$(nproc)
 pass=0
@@ -23,13 +31,32 @@ run_build() {
     shift
     local dir="$top/_build/$name"
     echo "=== $name build: configure $* ==="
+    phase_start
     mkdir -p "$dir"
+    # A build or configure failure is one failed result, so the summary line
+    # never says "0 failed" for a run that exits non-zero.
     (cd "$dir" && "$top/configure" --enable-werror "$@" >configure.log 2>&1) ||
-        { echo "configure failed:"; tail -30 "$dir/configure.log"; status=1; return; }
+        { echo "not ok - $name: configure failed:"; tail -30 "$dir/configure.log"; fail=$((fail + 1)); status=1; return; }
     make -C "$dir" -j"$jobs" >"$dir/build.log" 2>&1 ||
-        { echo "build failed:"; grep -E 'error|warning' "$dir/build.log" | head -40; status=1; return; }
+        { echo "not ok - $name: build failed:"; grep -E 'error|warning' "$dir/build.log" | head -40; fail=$((fail + 1)); status=1; return; }
+    phase_end "$name build"
     echo "=== $name build: make check ==="
-    make -C "$dir" -j"$jobs" check 2>&1 | grep -E '^(PASS|FAIL|XPASS|ERROR|SKIP|XFAIL|#)' || true
+    phase_start
+    # Results of an earlier run (tests since renamed or removed) are not counted.
+    find "$dir" \( -name '*.trs' -o -name 'test-suite.log' \) -delete
+    make -C "$dir" -j"$jobs" check 2>&1 | tee "$dir/check.log" |
+        grep --line-buffered -E '^(PASS|FAIL|XPASS|ERROR|SKIP|XFAIL|#)'
+    local rc=${PIPESTATUS[0]}
+    phase_end "$name check"
+    if [ "$rc" -ne 0 ] && [ ! -f "$dir/test-suite.log" ]; then
+        # make check stopped before any test ran (a test program did not build)
+        echo "not ok - $name: make check failed before the tests:"
+        grep -E 'error|warning|\*\*\*' "$dir/check.log" | head -40
+        fail=$((fail + 1))
+        status=1
+        return
+    fi
+    [ "$rc" -eq 0 ] || status=1
     local log="$dir/test-suite.log"
     if [ -f "$log" ]; then
         # tap-driver writes one .trs per test with a :test-result: line per TAP result.
@@ -54,6 +81,7 @@ run_build default CFLAGS="-O2 -g"
 if [ "${1:-}" != "--quick" ]; then
     run_build sanitizers --enable-asan --enable-ubsan CFLAGS="-O1 -g"
     echo "=== clang build (warnings as errors) ==="
+    phase_start
     mkdir -p _build/clang
     if (cd _build/clang && "$top/configure" --enable-werror CC=clang >configure.log 2>&1 &&
         make -j"$jobs" >build.log 2>&1); then
@@ -65,7 +93,9 @@ if [ "${1:-}" != "--quick" ]; then
         echo "not ok - clang build:"
         grep -E 'error|warning' _build/clang/build.log | head -30
     fi
+    phase_end "clang build"
     echo "=== format check ==="
+    phase_start
     if git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror >/dev/null 2>&1; then
         pass=$((pass + 1))
         echo "ok - every .c/.h file is clang-formatted"
@@ -77,7 +107,11 @@ if [ "${1:-}" != "--quick" ]; then
             clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || echo "  $f"
         done
     fi
+    phase_end "format check"
 fi
 
+echo "=== wall time per phase ==="
+printf '%s' "$timings"
+printf '  %-20s %4d s\n' total "$SECONDS"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ] && [ "$status" -eq 0 ]
