@@ -265,6 +265,14 @@ int settings_register(const char *owner, const struct tlsbox_setting_def *defs)
             free(e);
             bad = 1;
         }
+        /* glibc expands a counted repeat into that many NFA nodes and keeps
+         * their closures: "^[A-Za-z0-9_=+/-]{0,512}$" holds 4.5 MB for the
+         * daemon's life.  Keep only the proof that it compiles; settings_check
+         * compiles such a pattern again for each (rare) write. */
+        if (d->pattern && strchr(d->pattern, '{')) {
+            settings_check_free_regex(o->re[i]);
+            o->re[i] = NULL;
+        }
         for (size_t j = 0; !bad && j < i; j++) {
             if (strcmp(defs[j].key, d->key) == 0) {
                 xset_err(&err, "%s: declared twice", full);
