@@ -31,46 +31,136 @@ struct h2_stream {
 
 /*
  * nghttp2 allocates a 16 KB frame buffer and a 4 KB zeroed stream table per
- * session and keeps them for the
- * session's life, though an idle connection only writes the first few
- * hundred bytes.  On a heap whose pages were dirtied by earlier handshakes
- * all of it would be resident; mmap()ed, only the touched page is.  That is
- * most of the memory of an idle HTTP/2 connection besides GnuTLS's session.
+ * session and keeps them for the session's life, though an idle connection
+ * only writes the first few hundred bytes of the one and nothing of the
+ * other.  On a heap whose pages were dirtied by earlier handshakes all of it
+ * would be resident; mmap()ed, only the touched pages are.  So that a block
+ * nobody writes stays untouched, its length is not kept in a header inside
+ * it but in a table by address (h2_big): the stream table of an idle session
+ * then costs no resident page at all.  Small blocks keep a 16-byte header.
  */
 #define H2_MMAP_MIN 4096
 #define H2_HDR 16
 
+/* Open-addressed table (linear probing) of the mmap()ed blocks and their
+ * lengths; a few per session, so under one lock taken only for blocks of
+ * 4 KB or more (session setup and teardown, not per frame). */
+struct h2_big {
+    uintptr_t addr; /* 0: free slot */
+    size_t len;
+};
+static struct h2_big *h2_bigs;
+static size_t h2_big_cap, h2_big_n; /* cap: a power of two */
+static pthread_mutex_t h2_big_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t h2_big_slot(uintptr_t a)
+{
+    return (size_t)((a >> 12) * 0x9E3779B97F4A7C15ull) & (h2_big_cap - 1);
+}
+
+static void h2_big_put_locked(uintptr_t a, size_t len)
+{
+    size_t i = h2_big_slot(a);
+    while (h2_bigs[i].addr)
+        i = (i + 1) & (h2_big_cap - 1);
+    h2_bigs[i].addr = a;
+    h2_bigs[i].len = len;
+}
+
+/* Record @p a; returns -1 when the table cannot grow. */
+static int h2_big_add(uintptr_t a, size_t len)
+{
+    int rc = 0;
+    pthread_mutex_lock(&h2_big_lock);
+    if ((h2_big_n + 1) * 2 > h2_big_cap) {
+        struct h2_big *old = h2_bigs;
+        size_t ocap = h2_big_cap, ncap = ocap ? ocap * 2 : 256;
+        struct h2_big *nb = calloc(ncap, sizeof(*nb));
+        if (!nb) {
+            rc = -1;
+            goto out;
+        }
+        h2_bigs = nb;
+        h2_big_cap = ncap;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i].addr)
+                h2_big_put_locked(old[i].addr, old[i].len);
+        free(old);
+    }
+    h2_big_put_locked(a, len);
+    h2_big_n++;
+out:
+    pthread_mutex_unlock(&h2_big_lock);
+    return rc;
+}
+
+/* Length of the mmap()ed block at @p a (removed from the table when @p del),
+ * or 0 when @p a is not one. */
+static size_t h2_big_find(uintptr_t a, bool del)
+{
+    size_t len = 0;
+    pthread_mutex_lock(&h2_big_lock);
+    if (h2_big_cap) {
+        size_t i = h2_big_slot(a);
+        while (h2_bigs[i].addr && h2_bigs[i].addr != a)
+            i = (i + 1) & (h2_big_cap - 1);
+        len = h2_bigs[i].addr ? h2_bigs[i].len : 0;
+        if (len && del) {
+            /* Backward-shift deletion keeps every probe chain unbroken. */
+            size_t j = i;
+            h2_bigs[i].addr = 0;
+            h2_big_n--;
+            for (;;) {
+                j = (j + 1) & (h2_big_cap - 1);
+                if (!h2_bigs[j].addr)
+                    break;
+                size_t home = h2_big_slot(h2_bigs[j].addr);
+                /* Move j into the hole at i unless its home lies in (i, j]. */
+                if (i <= j ? (home > i && home <= j) : (home > i || home <= j))
+                    continue;
+                h2_bigs[i] = h2_bigs[j];
+                h2_bigs[j].addr = 0;
+                i = j;
+            }
+        }
+    }
+    pthread_mutex_unlock(&h2_big_lock);
+    return len;
+}
+
 static void *h2_malloc(size_t n, void *ud)
 {
-    size_t total = n + H2_HDR;
     char *p;
-    if (total >= H2_MMAP_MIN) {
-        size_t len = (total + 4095) & ~(size_t)4095;
+    if (n >= H2_MMAP_MIN) {
+        size_t len = (n + 4095) & ~(size_t)4095;
         p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
             return NULL;
-        ((size_t *)p)[0] = len;
-        ((size_t *)p)[1] = 1;
-    } else {
-        p = malloc(total);
-        if (!p)
+        if (h2_big_add((uintptr_t)p, len) < 0) {
+            munmap(p, len);
             return NULL;
-        ((size_t *)p)[0] = n;
-        ((size_t *)p)[1] = 0;
+        }
+        return p;
     }
+    p = malloc(n + H2_HDR);
+    if (!p)
+        return NULL;
+    ((size_t *)p)[0] = n;
     return p + H2_HDR;
 }
 
+/* A malloc()ed block's pointer is 16 bytes past malloc's and so never
+ * page-aligned... except when malloc's happens to end 16 bytes before a page
+ * boundary: the table, not the alignment, is what decides. */
 static void h2_free(void *ptr, void *ud)
 {
-    char *p;
+    size_t len;
     if (!ptr)
         return;
-    p = (char *)ptr - H2_HDR;
-    if (((size_t *)p)[1])
-        munmap(p, ((size_t *)p)[0]);
+    if (((uintptr_t)ptr & 4095) == 0 && (len = h2_big_find((uintptr_t)ptr, true)) != 0)
+        munmap(ptr, len);
     else
-        free(p);
+        free((char *)ptr - H2_HDR);
 }
 
 static void *h2_calloc(size_t nmemb, size_t size, void *ud)
@@ -81,21 +171,23 @@ static void *h2_calloc(size_t nmemb, size_t size, void *ud)
         return NULL;
     n = nmemb * size;
     p = h2_malloc(n, ud);
-    if (p && n + H2_HDR < H2_MMAP_MIN)
+    if (p && n < H2_MMAP_MIN)
         memset(p, 0, n); /* mmap()ed memory is already zero */
     return p;
 }
 
 static void *h2_realloc(void *ptr, size_t n, void *ud)
 {
-    char *p, *np;
+    void *np;
     size_t old;
     if (!ptr)
         return h2_malloc(n, ud);
-    p = (char *)ptr - H2_HDR;
-    old = ((size_t *)p)[1] ? ((size_t *)p)[0] - H2_HDR : ((size_t *)p)[0];
-    if (n <= old && ((size_t *)p)[1])
-        return ptr;
+    if (((uintptr_t)ptr & 4095) == 0 && (old = h2_big_find((uintptr_t)ptr, false)) != 0) {
+        if (n <= old)
+            return ptr;
+    } else {
+        old = ((size_t *)((char *)ptr - H2_HDR))[0];
+    }
     np = h2_malloc(n, ud);
     if (!np)
         return NULL;
