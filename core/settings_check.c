@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -293,7 +294,12 @@ int settings_check(const char *full_key, const struct tlsbox_setting_def *def, c
     }
     rc = 0;
 out:
-    settings_check_free_regex(own);
+    if (own) {
+        /* A pattern compiled just for this check may have taken megabytes
+         * (see settings_register); give them back to the system. */
+        settings_check_free_regex(own);
+        malloc_trim(0);
+    }
     free(shown);
     return rc;
 }
