@@ -248,14 +248,41 @@ static int flow_authz_failed(json_t *authz, struct acme_err *e)
     return -EPROTO;
 }
 
+/*
+ * Tokens published for http-01, withdrawn only when acme_flow_issue returns:
+ * a challenge answered twice (once before a crash, once by the resumed
+ * order) is validated twice, and a CA may run the second validation after
+ * the authorization turned valid; a 404 then invalidates the order.
+ */
+struct flow_tokens {
+    char **v;
+    size_t n;
+};
+
+static void flow_tokens_add(struct flow_tokens *t, const char *token)
+{
+    t->v = acme_xrealloc(t->v, (t->n + 1) * sizeof(*t->v));
+    t->v[t->n++] = acme_xstrdup(token);
+}
+
+static void flow_tokens_withdraw(struct flow_tokens *t, const struct acme_order_req *req)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        req->challenge_del(req->challenge_arg, t->v[i]);
+        free(t->v[i]);
+    }
+    free(t->v);
+    t->v = NULL;
+    t->n = 0;
+}
+
 static int flow_authorizations(struct acme_client *c, const struct acme_order_req *req,
-                               json_t *order, struct acme_err *e)
+                               json_t *order, struct flow_tokens *tokens, struct acme_err *e)
 {
     json_t *urls = json_object_get(order, "authorizations"), *u;
     size_t n = json_array_size(urls), i;
     struct acme_resp r = {0};
     int ret = 0;
-    char **tokens = acme_xcalloc(n ? n : 1, sizeof(char *));
     bool *waiting = acme_xcalloc(n ? n : 1, sizeof(bool));
 
     /* First answer every challenge, then poll: the CA validates the names in parallel. */
@@ -283,7 +310,7 @@ static int flow_authorizations(struct acme_client *c, const struct acme_order_re
             goto out;
         }
         char *ka = acme_xasprintf("%s.%s", token, c->thumbprint);
-        tokens[i] = acme_xstrdup(token);
+        flow_tokens_add(tokens, token);
         req->challenge_put(req->challenge_arg, token, ka);
         free(ka);
         const char *chst = json_string_value(json_object_get(ch, "status")) ?: "";
@@ -319,12 +346,6 @@ static int flow_authorizations(struct acme_client *c, const struct acme_order_re
         }
     }
 out:
-    for (i = 0; i < n; i++) {
-        if (tokens[i])
-            req->challenge_del(req->challenge_arg, tokens[i]);
-        free(tokens[i]);
-    }
-    free(tokens);
     free(waiting);
     acme_resp_free(&r);
     return ret;
@@ -517,6 +538,7 @@ int acme_flow_issue(struct acme_client *c, sqlite3 *db, const struct acme_order_
 {
     struct acme_order_row o = {0};
     struct acme_resp r = {0};
+    struct flow_tokens tokens = {0};
     bool resumed = false, restarted = false, fresh = false;
     int ret;
 
@@ -551,7 +573,7 @@ again:
         const char *st = json_string_value(json_object_get(r.json, "status")) ?: "";
         if (strcmp(st, "pending") == 0) {
             json_t *order = json_incref(r.json);
-            ret = flow_authorizations(c, req, order, e);
+            ret = flow_authorizations(c, req, order, &tokens, e);
             json_decref(order);
             if (ret < 0 && resumed && !restarted && !fresh && strcmp(e->step, "challenge") == 0) {
                 /*
@@ -639,6 +661,7 @@ out:
         /* A failed challenge invalidates the order at the CA: the next try needs a new one. */
         acme_store_order_set_status(db, o.id, "invalid");
     }
+    flow_tokens_withdraw(&tokens, req);
     acme_order_row_free(&o);
     acme_resp_free(&r);
     return ret;
