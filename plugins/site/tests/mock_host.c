@@ -72,6 +72,8 @@ static bool m_setting_get_bool(struct tlsbox_plugin *self, const char *key, bool
 /* ---- log ------------------------------------------------------------------------ */
 
 static void m_vlog(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt,
+                   va_list ap) __attribute__((format(printf, 3, 0)));
+static void m_vlog(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt,
                    va_list ap)
 {
     fprintf(stderr, "[%d] ", level);
@@ -79,6 +81,8 @@ static void m_vlog(struct tlsbox_plugin *self, enum tlsbox_log_level level, cons
     fputc('\n', stderr);
 }
 
+static void m_log(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void m_log(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt, ...)
 {
     va_list ap;
