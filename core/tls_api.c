@@ -281,25 +281,11 @@ out:
     free(comment);
 }
 
-static void on_policy_put(void *arg, const struct tlsbox_api_request *req,
-                          struct tlsbox_api_reply *reply)
-{
-    (void)arg;
-    policy_change(req, reply, "set");
-}
-
-static void on_policy_preset(void *arg, const struct tlsbox_api_request *req,
+/* PUT policy, POST policy/preset, POST policy/raw: @p arg names the change. */
+static void on_policy_change(void *arg, const struct tlsbox_api_request *req,
                              struct tlsbox_api_reply *reply)
 {
-    (void)arg;
-    policy_change(req, reply, "preset");
-}
-
-static void on_policy_raw(void *arg, const struct tlsbox_api_request *req,
-                          struct tlsbox_api_reply *reply)
-{
-    (void)arg;
-    policy_change(req, reply, "raw");
+    policy_change(req, reply, arg);
 }
 
 static void on_policy_history(void *arg, const struct tlsbox_api_request *req,
@@ -438,9 +424,9 @@ void tls_api_register(void)
     api_route_add(me, "POST", "cert/import", on_cert_import, NULL);
     api_route_add(me, "GET", "cert/*", on_cert_get, NULL);
     api_route_add(me, "GET", "policy", on_policy_get, NULL);
-    api_route_add(me, "PUT", "policy", on_policy_put, NULL);
-    api_route_add(me, "POST", "policy/preset", on_policy_preset, NULL);
-    api_route_add(me, "POST", "policy/raw", on_policy_raw, NULL);
+    api_route_add(me, "PUT", "policy", on_policy_change, "set");
+    api_route_add(me, "POST", "policy/preset", on_policy_change, "preset");
+    api_route_add(me, "POST", "policy/raw", on_policy_change, "raw");
     api_route_add(me, "GET", "policy/history", on_policy_history, NULL);
     api_route_add(me, "POST", "policy/rollback", on_policy_rollback, NULL);
     api_route_add(me, "GET", "policy/preview", on_policy_preview, NULL);
