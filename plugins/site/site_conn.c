@@ -31,29 +31,39 @@ static void pool_put(struct site_worker *w, char *p, uint32_t cap)
         free(p);
 }
 
+/*
+ * Room for @p n more bytes at the end of a pooled buffer (*buf, taken from the
+ * worker's pool on first use): slide unsent bytes to the front, then grow.
+ * Returns where the next byte goes.
+ */
+static char *buf_reserve(struct site_worker *w, char **buf, uint32_t *off, uint32_t *len,
+                         uint32_t *cap, size_t n)
+{
+    if (!*buf) {
+        *buf = pool_get(w);
+        *cap = SITE_OUTBUF;
+        *off = *len = 0;
+    }
+    if (*len + n > *cap) {
+        if (*off) {
+            memmove(*buf, *buf + *off, *len - *off);
+            *len -= *off;
+            *off = 0;
+        }
+        if (*len + n > *cap) {
+            size_t newcap = *cap;
+            while (newcap < *len + n)
+                newcap *= 2;
+            *buf = site_xrealloc(*buf, newcap);
+            *cap = (uint32_t)newcap;
+        }
+    }
+    return *buf + *len;
+}
+
 char *site_out_reserve(struct site_conn *c, size_t n)
 {
-    struct site_worker *w = c->w;
-    if (!c->out) {
-        c->out = pool_get(w);
-        c->out_cap = SITE_OUTBUF;
-        c->out_off = c->out_len = 0;
-    }
-    if (c->out_len + n > c->out_cap) {
-        if (c->out_off) {
-            memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-            c->out_len -= c->out_off;
-            c->out_off = 0;
-        }
-        if (c->out_len + n > c->out_cap) {
-            size_t cap = c->out_cap;
-            while (cap < c->out_len + n)
-                cap *= 2;
-            c->out = site_xrealloc(c->out, cap);
-            c->out_cap = (uint32_t)cap;
-        }
-    }
-    return c->out + c->out_len;
+    return buf_reserve(c->w, &c->out, &c->out_off, &c->out_len, &c->out_cap, n);
 }
 
 void site_out_append(struct site_conn *c, const void *p, size_t n)
@@ -169,26 +179,7 @@ static void stash_leftover(struct site_conn *c)
 ssize_t site_tls_push(gnutls_transport_ptr_t p, const void *data, size_t len)
 {
     struct site_conn *c = p;
-    if (!c->enc) {
-        c->enc = pool_get(c->w);
-        c->enc_cap = SITE_OUTBUF;
-        c->enc_off = c->enc_len = 0;
-    }
-    if (c->enc_len + len > c->enc_cap) {
-        if (c->enc_off) {
-            memmove(c->enc, c->enc + c->enc_off, c->enc_len - c->enc_off);
-            c->enc_len -= c->enc_off;
-            c->enc_off = 0;
-        }
-        if (c->enc_len + len > c->enc_cap) {
-            size_t cap = c->enc_cap;
-            while (cap < c->enc_len + len)
-                cap *= 2;
-            c->enc = site_xrealloc(c->enc, cap);
-            c->enc_cap = (uint32_t)cap;
-        }
-    }
-    memcpy(c->enc + c->enc_len, data, len);
+    memcpy(buf_reserve(c->w, &c->enc, &c->enc_off, &c->enc_len, &c->enc_cap, len), data, len);
     c->enc_len += (uint32_t)len;
     return (ssize_t)len;
 }
