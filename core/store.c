@@ -360,3 +360,11 @@ out:
     log_err("audit: cannot record %s %s: %s", action, target ? target : "", sqlite3_errmsg(db));
     sqlite3_finalize(st);
 }
+
+int store_step_row(sqlite3_stmt *st)
+{
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW)
+        return 0;
+    return s == SQLITE_DONE ? -ENOENT : -EIO;
+}

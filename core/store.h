@@ -48,6 +48,10 @@ int store_begin(sqlite3 *db, char **err); /* BEGIN IMMEDIATE */
 int store_commit(sqlite3 *db, char **err);
 void store_rollback(sqlite3 *db);
 
+/* Step a statement expected to give one row: 0 on a row, -ENOENT when there
+ * is none, -EIO on an error.  For "SELECT ... WHERE id = ?" lookups. */
+int store_step_row(sqlite3_stmt *st);
+
 /* Append to the audit table (best effort, logged on failure). */
 void store_audit(sqlite3 *db, const char *actor, const char *action, const char *target,
                  const char *detail);

@@ -266,13 +266,11 @@ static int load_root(sqlite3 *db, char **cert_pem, char **key_pem)
     if (sqlite3_prepare_v2(db, "SELECT cert_pem, key_pem FROM internal_ca WHERE id = 1", -1, &st,
                            NULL) != SQLITE_OK)
         goto out;
-    int s = sqlite3_step(st);
-    if (s == SQLITE_DONE) {
-        rc = -ENOENT;
+    int s = store_step_row(st);
+    if (s < 0) {
+        rc = s;
         goto out;
     }
-    if (s != SQLITE_ROW)
-        goto out;
     *cert_pem = xstrdup((const char *)sqlite3_column_text(st, 0));
     if (key_pem)
         *key_pem = xstrndup(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1));

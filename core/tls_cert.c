@@ -463,13 +463,9 @@ int tls_cert_chain(sqlite3 *db, const char *name, char **chain_pem)
                            NULL) != SQLITE_OK)
         goto out;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_ROW) {
+    rc = store_step_row(st);
+    if (rc == 0)
         *chain_pem = xstrdup((const char *)sqlite3_column_text(st, 0));
-        rc = 0;
-    } else if (s == SQLITE_DONE) {
-        rc = -ENOENT;
-    }
 out:
     sqlite3_finalize(st);
     return rc;

@@ -26,13 +26,11 @@ int tls_policy_store_active(sqlite3 *db, json_t **policy, int64_t *id, char **pr
                            "WHERE active = 1",
                            -1, &st, NULL) != SQLITE_OK)
         goto out;
-    int s = sqlite3_step(st);
-    if (s == SQLITE_DONE) {
-        rc = -ENOENT;
+    int s = store_step_row(st);
+    if (s < 0) {
+        rc = s;
         goto out;
     }
-    if (s != SQLITE_ROW)
-        goto out;
     *policy = parse_policy(sqlite3_column_text(st, 1));
     if (!*policy)
         goto out;
@@ -55,13 +53,11 @@ int tls_policy_store_get(sqlite3 *db, int64_t id, json_t **policy)
                            NULL) != SQLITE_OK)
         goto out;
     sqlite3_bind_int64(st, 1, id);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_DONE) {
-        rc = -ENOENT;
+    int s = store_step_row(st);
+    if (s < 0) {
+        rc = s;
         goto out;
     }
-    if (s != SQLITE_ROW)
-        goto out;
     *policy = parse_policy(sqlite3_column_text(st, 0));
     rc = *policy ? 0 : -EIO;
 out:
