@@ -203,6 +203,10 @@ struct site_worker {
     bool *listen_tls;
     size_t nlisten;
     bool draining;
+    /* Out of file descriptors: listeners are off epoll until this time. */
+    bool accept_paused;
+    uint64_t accept_resume_ms;
+    uint64_t emfile_warn_ms;
     uint64_t now_ms;
     uint64_t drain_deadline_ms;
     time_t date_sec;

@@ -22,6 +22,10 @@
 #define EV_TAG_EVFD 0xffffu /* epoll data below this: listener index */
 #define MAX_EVENTS 256
 #define ACCEPT_BATCH 64
+/* How long listeners stay off epoll after accept() ran out of descriptors:
+ * the pending connection keeps a level-triggered listener readable, so
+ * without a pause the loop would spin on EMFILE. */
+#define ACCEPT_PAUSE_MS 100
 
 uint64_t site_now_ms(void)
 {
@@ -99,6 +103,8 @@ static int next_timeout(struct site_worker *w)
             best = w->tl[k].head->deadline_ms;
     if (w->draining && w->drain_deadline_ms < best)
         best = w->drain_deadline_ms;
+    if (w->accept_paused && w->accept_resume_ms < best)
+        best = w->accept_resume_ms;
     if (best == UINT64_MAX)
         return w->nconns || w->wm.bytes_in || w->wm.bytes_out ? 1000 : -1;
     if (best <= w->now_ms)
@@ -234,22 +240,40 @@ static void close_listeners(struct site_worker *w)
         }
 }
 
+/* Take the listeners off epoll (on) or put them back (off). */
+static void listeners_pause(struct site_worker *w, bool on)
+{
+    for (size_t i = 0; i < w->nlisten; i++) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = i};
+        if (w->listen_fds[i] < 0)
+            continue;
+        if (epoll_ctl(w->ep, on ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, w->listen_fds[i], &ev) < 0 && !on)
+            SITE_LOG(w->s, TLSBOX_LOG_ERR, "accept: cannot resume listener %zu: %s", i,
+                     strerror(errno));
+    }
+    w->accept_paused = on;
+    if (on)
+        w->accept_resume_ms = w->now_ms + ACCEPT_PAUSE_MS;
+}
+
 static void on_accept(struct site_worker *w, size_t idx)
 {
     struct site *s = w->s;
     int lfd = w->listen_fds[idx];
 
-    for (int i = 0; i < ACCEPT_BATCH && lfd >= 0; i++) {
+    for (int i = 0; i < ACCEPT_BATCH && lfd >= 0 && !w->accept_paused; i++) {
         int one = 1;
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE) {
-                static _Atomic uint64_t last_warn;
-                if (w->now_ms - atomic_load(&last_warn) > 60000) {
-                    atomic_store(&last_warn, w->now_ms);
-                    SITE_LOG(s, TLSBOX_LOG_WARN, "accept: %s (raise the open file limit)",
-                             strerror(errno));
+                int e = errno;
+                if (w->emfile_warn_ms == 0 || w->now_ms - w->emfile_warn_ms >= 1000) {
+                    w->emfile_warn_ms = w->now_ms;
+                    SITE_LOG(s, TLSBOX_LOG_WARN,
+                             "accept: %s (raise the open file limit); not accepting for %d ms",
+                             strerror(e), ACCEPT_PAUSE_MS);
                 }
+                listeners_pause(w, true);
             }
             break;
         }
@@ -316,7 +340,7 @@ static void *worker_main(void *arg)
         for (int i = 0; i < n; i++) {
             uint64_t tag = evs[i].data.u64;
             if (tag < EV_TAG_EVFD) {
-                if (!w->draining)
+                if (!w->draining && !w->accept_paused)
                     on_accept(w, (size_t)tag);
             } else if (tag == EV_TAG_EVFD) {
                 uint64_t v;
@@ -331,6 +355,8 @@ static void *worker_main(void *arg)
         }
         expire(w);
         free_dead(w);
+        if (w->accept_paused && w->now_ms >= w->accept_resume_ms && !w->draining)
+            listeners_pause(w, false);
         if (w->now_ms - w->last_tick_ms >= 1000) {
             w->last_tick_ms = w->now_ms;
             site_metrics_tick(w);
