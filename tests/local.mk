@@ -30,3 +30,4 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh tests/integration/12_pdk_out_of_tree.sh
 include tests/perf/local.mk
+include tests/fuzz/local.mk
