@@ -126,7 +126,12 @@ time_t acme_parse_rfc3339(const char *s)
     if (*p == 'Z' || *p == 'z') {
         p++;
     } else if (*p == '+' || *p == '-') {
+        /* Exactly "+hh:mm": sscanf alone accepts "+2:30", and p += 6 then
+         * stepped past the string's end (found by tests/fuzz/acme_fuzz). */
         int hh, mm;
+        for (int i = 1; i <= 5; i++)
+            if (i == 3 ? p[i] != ':' : !(p[i] >= '0' && p[i] <= '9'))
+                return 0;
         if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
             return 0;
         off = (hh * 3600L + mm * 60L) * (*p == '+' ? 1 : -1);
