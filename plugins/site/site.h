@@ -131,13 +131,17 @@ struct site_resp {
 
 /* ---- connections (site_conn.c) ----------------------------------------- */
 
-enum site_conn_state { SITE_CS_HANDSHAKE, SITE_CS_H1, SITE_CS_H2, SITE_CS_CLOSED };
+/* LINGER: the answer is out and our side shut down; input is read and
+ * discarded for a while so that a body still arriving does not make the
+ * kernel reset the connection (and destroy the answer) on close. */
+enum site_conn_state { SITE_CS_HANDSHAKE, SITE_CS_H1, SITE_CS_H2, SITE_CS_LINGER, SITE_CS_CLOSED };
 enum site_timer_kind {
     SITE_T_NONE,
     SITE_T_HANDSHAKE,
     SITE_T_HEADER,
     SITE_T_IDLE,
     SITE_T_SEND,
+    SITE_T_LINGER,
     SITE_T_MAX
 };
 
@@ -149,6 +153,8 @@ struct site_conn {
     bool read_blocked; /* stopped reading while output drains */
     bool drained;      /* the last recv() was short: the socket is empty until the next edge */
     bool in_free_list;
+    bool linger;           /* unread input may follow: close gracefully (LINGER) */
+    uint32_t linger_bytes; /* discarded so far in LINGER */
     uint8_t state;
     uint8_t tkind;
     struct site_conn *tprev, *tnext; /* timer list of tkind */
@@ -190,6 +196,8 @@ struct site_tlist {
 #define SITE_OUT_HIGH 49152
 #define SITE_RBUF 32768
 #define SITE_ENC_HIGH 65536
+#define SITE_LINGER_MS 2000          /* how long LINGER discards input at most */
+#define SITE_LINGER_BYTES (1u << 20) /* and how much */
 
 struct site_cache;
 

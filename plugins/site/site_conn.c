@@ -281,6 +281,70 @@ void site_conn_close(struct site_conn *c)
     w->dead = c;
 }
 
+/* Read and discard input in LINGER until EOF, EAGAIN or the byte limit. */
+static void linger_read(struct site_conn *c)
+{
+    struct site_worker *w = c->w;
+
+    for (;;) {
+        ssize_t n = recv(c->fd, w->inbuf, sizeof(w->inbuf), 0);
+        if (n > 0) {
+            w->wm.bytes_in += (uint64_t)n;
+            c->linger_bytes += (uint32_t)n;
+            if (c->linger_bytes >= SITE_LINGER_BYTES)
+                break;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        break; /* EOF or error */
+    }
+    site_conn_close(c);
+}
+
+/*
+ * The answer is flushed and the connection is to close, but the client may
+ * still be sending (a body we refused): closing now would make the kernel
+ * answer its next segment with a reset, which can destroy our answer before
+ * the client reads it.  Shut our side down (close_notify, FIN) and discard
+ * input until the client closes, for SITE_LINGER_MS / SITE_LINGER_BYTES at most.
+ */
+static void conn_linger(struct site_conn *c)
+{
+    struct site_worker *w = c->w;
+
+    if (c->session) {
+        int r;
+        gnutls_bye(c->session, GNUTLS_SHUT_WR); /* close_notify into c->enc */
+        r = send_enc(c);
+        gnutls_deinit(c->session);
+        c->session = NULL;
+        if (r != 1) {
+            site_conn_close(c);
+            return;
+        }
+    }
+    if (shutdown(c->fd, SHUT_WR) < 0) {
+        site_conn_close(c);
+        return;
+    }
+    if (w->rb_owner == c)
+        w->rb_owner = NULL;
+    free(c->stash);
+    c->stash = NULL;
+    c->stash_off = c->stash_len = 0;
+    free(c->in);
+    c->in = NULL;
+    c->in_len = c->in_cap = 0;
+    site_out_release_if_empty(c);
+    c->state = SITE_CS_LINGER;
+    c->linger_bytes = 0;
+    site_timer_set(c, SITE_T_LINGER);
+    linger_read(c); /* edge-triggered: what is already there brings no event */
+}
+
 void site_conn_timeout(struct site_conn *c)
 {
     if (c->state == SITE_CS_HANDSHAKE)
@@ -290,7 +354,7 @@ void site_conn_timeout(struct site_conn *c)
 
 void site_conn_drain(struct site_conn *c)
 {
-    if (c->state == SITE_CS_HANDSHAKE) {
+    if (c->state == SITE_CS_HANDSHAKE || c->state == SITE_CS_LINGER) {
         site_conn_close(c);
         return;
     }
@@ -405,6 +469,10 @@ int site_conn_flush(struct site_conn *c)
     site_out_release_if_empty(c);
     if (c->state == SITE_CS_HANDSHAKE)
         return 0;
+    if (c->want_close && c->linger && c->state == SITE_CS_H1 && !w->draining) {
+        conn_linger(c);
+        return -1;
+    }
     if (c->want_close || (c->state == SITE_CS_H2 && site_h2_idle(c) && c->h2_goaway) ||
         (w->draining && c->state == SITE_CS_H1 && !c->h1_body && !c->in_len)) {
         site_conn_close(c);
@@ -548,6 +616,10 @@ void site_conn_on_event(struct site_conn *c, uint32_t events)
 {
     if (c->state == SITE_CS_CLOSED)
         return;
+    if (c->state == SITE_CS_LINGER) {
+        linger_read(c); /* any event: data, EOF, error or a spurious EPOLLOUT */
+        return;
+    }
     if (events & (EPOLLIN | EPOLLRDHUP))
         c->drained = false; /* a new edge: the socket has data again */
     on_event(c, events);

@@ -350,6 +350,8 @@ static void handle(struct site_conn *c, const struct site_req *rq)
     struct site *s = c->w->s;
     bool keep = rq->keep_alive && !rq->has_body && !c->w->draining;
 
+    if (rq->has_body)
+        c->linger = true; /* the body is never read */
     if (rq->has_body && rq->method != SITE_M_OTHER) {
         site_resp_init(&rs);
         site_resp_error(&rs, 413);
@@ -369,6 +371,7 @@ static void bad_request(struct site_conn *c, int status)
     site_resp_init(&rs);
     site_resp_error(&rs, status);
     site_metrics_request(c->w, c->tls ? SITE_PROTO_H1 : SITE_PROTO_PLAIN, status);
+    c->linger = true; /* the rest of the bad request may still be coming */
     respond(c, NULL, &rs, false);
 }
 

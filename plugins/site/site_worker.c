@@ -62,6 +62,8 @@ static int timeout_ms(const struct site *s, enum site_timer_kind k)
         return atomic_load_explicit(&s->cfg.idle_timeout_ms, memory_order_relaxed);
     case SITE_T_SEND:
         return atomic_load_explicit(&s->cfg.send_timeout_ms, memory_order_relaxed);
+    case SITE_T_LINGER:
+        return SITE_LINGER_MS;
     default:
         return 0;
     }

@@ -1,6 +1,8 @@
 #!/bin/bash
 # The site under stress it cannot avoid: running out of file descriptors
-# must not make a worker spin on accept(), and it serves again afterwards.
+# must not make a worker spin on accept(), and it serves again afterwards;
+# a refused request body does not turn the answer into a reset (lingering
+# close), and the lingering is bounded in time and bytes.
 . "$(dirname "$0")/lib.sh"
 . "$top_srcdir/plugins/site/tests/site_itest.sh"
 tb_setup
@@ -46,6 +48,80 @@ code=$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}' --max-time 5 "$URL/
 is "$code" 200 "serves again once the connections are closed"
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$P_HTTP/")
 like "$code" "^30[178]$" "the plain port answers again ($code)"
+
+# ---- lingering close ------------------------------------------------------------------------
+# A request body is never read: the site answers at once and closes.  Closing
+# with the body still arriving would make the kernel send a reset that can
+# destroy the answer before the client reads it; the site shuts down its
+# side and discards input for a while instead.  No "Expect: 100-continue",
+# so curl sends the whole body without waiting.
+head -c 4194304 /dev/zero >"$TB_TMP/body"
+C=(curl -s --cacert "$CA" --http1.1 -H 'Expect:' -o /dev/null -w '%{http_code}' --max-time 10)
+bad=0
+for i in 1 2 3 4 5; do
+    code=$("${C[@]}" --data-binary @"$TB_TMP/body" "$URL/" 2>/dev/null)
+    rc=$?
+    [ "$code" = 405 ] && [ "$rc" = 0 ] || { bad=$((bad + 1)); diag "https try $i: status $code, curl exit $rc"; }
+    code=$("${C[@]}" --data-binary @"$TB_TMP/body" -X GET "$URL/sub/" 2>/dev/null)
+    rc=$?
+    [ "$code" = 413 ] && [ "$rc" = 0 ] || { bad=$((bad + 1)); diag "https GET try $i: status $code, curl exit $rc"; }
+    code=$("${C[@]}" --data-binary @"$TB_TMP/body" "http://127.0.0.1:$P_HTTP/" 2>/dev/null)
+    rc=$?
+    [ "$code" != 000 ] && [ "$rc" = 0 ] || { bad=$((bad + 1)); diag "plain try $i: status $code, curl exit $rc"; }
+done
+is "$bad" 0 "a 4 MB body refused: curl gets the answer, not a reset (15 tries)"
+# The same from a slow uploader: the request, then a 32 KB body in four
+# pieces, then read to the end.  The answer must end with a FIN (recv() returns 0),
+# not with a reset because the body was still unread when the site closed.
+out=$(python3 - "$P_HTTP" <<'PY'
+import socket, sys, time
+ok, resets = 0, 0
+for i in range(20):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+    body = b"x" * 32768
+    got = b""
+    try:
+        s.sendall(b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n" % len(body))
+        # The site answers meanwhile; the body comes late, in pieces, as
+        # from a slow uploader.  A send after a reset fails.
+        for k in range(4):
+            time.sleep(0.03)
+            s.sendall(body[k * 8192:(k + 1) * 8192])
+        while True:
+            d = s.recv(4096)
+            if not d:
+                break
+            got += d
+        if got.startswith(b"HTTP/1.1 "):
+            ok += 1
+    except (ConnectionResetError, BrokenPipeError):
+        resets += 1
+    s.close()
+print("clean=%d resets=%d" % (ok, resets))
+PY
+)
+is "$out" "clean=20 resets=0" "a refused 32 KB body: the answer ends with a FIN, not a reset (20 tries)"
+# The discarding is bounded: a client that keeps sending is cut off.
+linger_client() {
+    python3 - "$P_HTTP" "$1" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000000\r\n\r\n")
+t0, sent = time.monotonic(), 0
+try:
+    while time.monotonic() - t0 < 8:
+        sent += s.send(b"x" * 4096)
+        time.sleep(float(sys.argv[2]))
+    print("still open after %d bytes" % sent)
+except OSError as e:
+    print("closed after %.1f s" % (time.monotonic() - t0))
+PY
+}
+out=$(linger_client 0.001)
+like "$out" "^closed after [01]\." "a fast sender is closed once 1 MB is discarded ($out)"
+out=$(linger_client 0.02)
+like "$out" "^closed after (1\.[5-9]|2\.|3\.[0-5])" "a slow sender is closed after about 2 s ($out)"
+is "$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}' "$URL/sub/")" 200 "still serving"
 
 tb_stop_daemon
 ok $? "tlsboxd stops"
