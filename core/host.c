@@ -186,6 +186,8 @@ static const struct tlsbox_host host = {
     .bundle_hsts = tls_bundle_hsts,
     .bundle_generation = tls_bundle_generation,
     .cert_install = tls_cert_install,
+    .cert_list = tls_cert_list_json,
+    .cert_get = tls_cert_get,
 };
 
 const struct tlsbox_host *host_table(void)

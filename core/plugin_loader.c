@@ -14,6 +14,8 @@
 #include "core/http_routes.h"
 #include "core/jobs.h"
 #include "core/log.h"
+#include "core/plugin_schema.h"
+#include "core/store.h"
 #include "core/settings.h"
 #include "core/xalloc.h"
 
@@ -109,6 +111,23 @@ static int name_is_valid(const char *name)
     return strlen(name) <= 32;
 }
 
+/* Bring the plugin's own tables up to its descriptor's migrations; a plugin
+ * whose schema cannot be applied is kept, marked failed, and never started. */
+static void plugin_apply_schema(struct tlsbox_plugin *p)
+{
+    const struct tlsbox_migration *steps =
+        TLSBOX_DESC_HAS(p->desc, migrations) ? p->desc->migrations : NULL;
+    if (plugin_schema_count(steps) == 0)
+        return;
+    char *err = NULL;
+    int rc = store_main() ? plugin_schema_migrate(store_main(), p->name, steps, &err) : -ENODEV;
+    if (rc >= 0)
+        return;
+    p->error = err ? err : xasprintf("its tables need the store, and none is open");
+    p->pstate = PLUGIN_FAILED;
+    log_err("%s; tlsboxd goes on without it", p->error);
+}
+
 int plugins_load_file(const char *path)
 {
     char *err = NULL;
@@ -156,6 +175,7 @@ int plugins_load_file(const char *path)
     *tail = p;
     log_info("loaded plugin %s %s (ABI %u.%u) from %s", d->name, d->version ? d->version : "?",
              d->abi_major, d->abi_minor, path);
+    plugin_apply_schema(p);
     return 0;
 out:
     free(err);
@@ -231,6 +251,8 @@ static void plugin_unhook(struct tlsbox_plugin *p)
 void plugins_start_all(void)
 {
     for (struct tlsbox_plugin *p = plugins_head; p; p = p->next) {
+        if (p->pstate == PLUGIN_FAILED) /* its schema could not be applied */
+            continue;
         if (plugin_disabled_by_setting(p->name)) {
             p->pstate = PLUGIN_DISABLED;
             log_info("plugin %s disabled by core.plugins_disabled", p->name);

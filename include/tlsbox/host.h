@@ -306,6 +306,30 @@ struct tlsbox_host {
      */
     int (*cert_install)(struct tlsbox_plugin *self, const struct tlsbox_cert_install *in,
                         char **err);
+
+    /* ---- ABI 1.1: reading certificates ---------------------------------- */
+    /*
+     * The certificates table belongs to the core: plugins read it through
+     * these calls (their store connections may not write it, and its layout
+     * is not part of the ABI).  Neither call ever returns key material.
+     */
+
+    /**
+     * Every stored certificate as a JSON array (caller frees), each element
+     * {"name", "sans": [..], "key_type", "issuer", "serial", "not_before",
+     * "not_after", "days_left", "source", "status", "ari_id"} (times in Unix
+     * seconds; ari_id may be null), or NULL on a store error (logged).  Not
+     * from a site worker (it reads SQLite).
+     */
+    char *(*cert_list)(struct tlsbox_plugin *self);
+    /**
+     * One certificate by store name: its chain (leaf first, PEM) in
+     * *chain_pem and, when @p info_json is not NULL, its list element (as in
+     * cert_list) in *info_json; both caller-freed.  Returns 0, -ENOENT when no
+     * certificate has that name, or -EIO.  Not from a site worker.
+     */
+    int (*cert_get)(struct tlsbox_plugin *self, const char *name, char **chain_pem,
+                    char **info_json);
 };
 
 /** True when the core's host table has member @p field (a newer core may have more). */

@@ -77,6 +77,14 @@ static void example_fini(void *state)
     free(state);
 }
 
+/* The plugin's own table: the core applies these steps at load (ABI 1.1). */
+static const struct tlsbox_migration example_migrations[] = {
+    {.name = "0001_greetings",
+     .sql = "CREATE TABLE example_greetings (id INTEGER PRIMARY KEY, said_at INTEGER NOT NULL, "
+            "text TEXT NOT NULL)"},
+    TLSBOX_MIGRATIONS_END};
+
 TLSBOX_PLUGIN(.name = "example", .version = "1.0",
               .description = "Example plugin from the plugin kit", .settings = example_settings,
-              .init = example_init, .start = example_start, .fini = example_fini);
+              .init = example_init, .start = example_start, .fini = example_fini,
+              .migrations = example_migrations);
