@@ -151,6 +151,25 @@ static int host_http_route_add(struct tlsbox_plugin *self, const char *prefix, t
     return http_route_add(self, prefix, fn, arg);
 }
 
+static int host_api_call(struct tlsbox_plugin *self, const char *method, const char *path,
+                         const char *body, int *status, char **reply)
+{
+    if (!method || !path || !status || !reply)
+        return -EINVAL;
+    char *user = xasprintf("plugin:%s", who(self));
+    struct tlsbox_api_request req = {.method = method,
+                                     .path = path,
+                                     .body = body,
+                                     .body_len = body ? strlen(body) : 0,
+                                     .user = user};
+    struct tlsbox_api_reply rep = {0};
+    api_dispatch(&req, &rep);
+    free(user);
+    *status = rep.status;
+    *reply = rep.body;
+    return 0;
+}
+
 static const struct tlsbox_host host = {
     .size = sizeof(struct tlsbox_host),
     .abi_major = TLSBOX_ABI_MAJOR,
@@ -188,6 +207,7 @@ static const struct tlsbox_host host = {
     .cert_install = tls_cert_install,
     .cert_list = tls_cert_list_json,
     .cert_get = tls_cert_get,
+    .api_call = host_api_call,
 };
 
 const struct tlsbox_host *host_table(void)

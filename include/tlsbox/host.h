@@ -330,6 +330,26 @@ struct tlsbox_host {
      */
     int (*cert_get)(struct tlsbox_plugin *self, const char *name, char **chain_pem,
                     char **info_json);
+
+    /* ---- ABI 1.1: calling the JSON API in-process ----------------------- */
+
+    /**
+     * Run one request through the JSON API's route table (the same handlers
+     * that serve /api/v1/ on the control socket and the admin server), in
+     * this thread, as user "plugin:<name>".  @p path is after "/api/v1/"
+     * without a query string ("metrics", "policy/preset"); @p body is JSON
+     * text or NULL.  On return *status is the HTTP status and *reply the
+     * JSON reply (caller frees; never NULL on success).  Returns 0 when a
+     * handler (or the 404/405 fallback) answered, -EINVAL on bad arguments.
+     * Use it for what the kit has no dedicated call for yet, e.g. the bench
+     * plugin reads "metrics" and applies/rolls back "policy/...".  Only from
+     * a job or timer thread: never from inside an API handler (the route
+     * table is read-locked there) and never from a site worker (handlers
+     * may write SQLite).  The core serialises nothing: the handler's own
+     * rules apply (e.g. policy changes publish their usual events).
+     */
+    int (*api_call)(struct tlsbox_plugin *self, const char *method, const char *path,
+                    const char *body, int *status, char **reply);
 };
 
 /** True when the core's host table has member @p field (a newer core may have more). */

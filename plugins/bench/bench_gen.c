@@ -1,0 +1,232 @@
+/*
+ * The load generator's loop: epoll over C connection slots, request
+ * accounting, the time bounds and cancellation.  Everything runs on the
+ * calling thread; the loop wakes at least every 100 ms to check the clock
+ * and the cancel flag, so a cancel takes effect well within a second.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "plugins/bench/bench_conn.h"
+#include "plugins/bench/bench_util.h"
+
+static const char *const scenario_names[BENCH_SC_MAX] = {"http", "https-new", "https-resume", "h1",
+                                                         "h2"};
+
+const char *bench_scenario_name(enum bench_scenario sc)
+{
+    return sc >= 0 && sc < BENCH_SC_MAX ? scenario_names[sc] : NULL;
+}
+
+int bench_scenario_parse(const char *name)
+{
+    for (int i = 0; name && i < BENCH_SC_MAX; i++)
+        if (strcmp(name, scenario_names[i]) == 0)
+            return i;
+    return -EINVAL;
+}
+
+static bool new_conn_scenario(const struct bench_opts *o)
+{
+    return o->scenario == BENCH_SC_HTTP || o->scenario == BENCH_SC_HTTPS_NEW ||
+           o->scenario == BENCH_SC_HTTPS_RESUME;
+}
+
+bool bench_gen_can_take(const struct bench_gen *g)
+{
+    if (g->stop_issuing)
+        return false;
+    if (g->o->requests > 0)
+        return g->issued < g->o->requests;
+    return g->issued < g->o->max_requests;
+}
+
+bool bench_gen_take(struct bench_gen *g)
+{
+    if (!bench_gen_can_take(g))
+        return false;
+    g->issued++;
+    return true;
+}
+
+void bench_gen_done(struct bench_conn *c, int status, int64_t start_us)
+{
+    struct bench_gen *g = c->g;
+    g->t_last_done = bench_now_us();
+    bench_stats_complete(g->st, status, (double)(g->t_last_done - start_us));
+}
+
+void bench_gen_failed(struct bench_conn *c, long n)
+{
+    c->g->st->failed += n;
+    c->g->t_last_done = bench_now_us();
+}
+
+static int gen_setup(struct bench_gen *g, char **err)
+{
+    const char *pos = NULL;
+    g->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (g->epfd < 0)
+        return -errno;
+    if (!g->o->tls)
+        return 0;
+    if (gnutls_certificate_allocate_credentials(&g->cred) < 0)
+        return -ENOMEM;
+    int r = gnutls_priority_init(&g->prio, g->o->priority, &pos);
+    if (r < 0) {
+        *err = bench_xasprintf("TLS options give the priority string \"%s\", which GnuTLS "
+                               "refuses at offset %d: %s",
+                               g->o->priority, pos ? (int)(pos - g->o->priority) : 0,
+                               gnutls_strerror(r));
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static void gen_teardown(struct bench_gen *g)
+{
+    for (int i = 0; i < g->o->concurrency; i++) {
+        struct bench_conn *c = &g->conns[i];
+        if (c->state != CONN_IDLE) {
+            /* Still in flight at the end (cancel, time limit): failed. */
+            if (c->h1_busy || c->reserved)
+                bench_gen_failed(c, 1);
+            c->h1_busy = c->reserved = false;
+            bench_conn_close(c);
+        }
+        gnutls_free(c->ticket.data);
+        free(c->out);
+        free(c->streams);
+    }
+    if (g->epfd >= 0)
+        close(g->epfd);
+    if (g->prio)
+        gnutls_priority_deinit(g->prio);
+    if (g->cred)
+        gnutls_certificate_free_credentials(g->cred);
+}
+
+/* Start connections on idle slots while there is work for them. */
+static void gen_fill_slots(struct bench_gen *g)
+{
+    bool per_request = new_conn_scenario(g->o);
+    for (int i = 0; i < g->o->concurrency; i++) {
+        struct bench_conn *c = &g->conns[i];
+        if (c->state != CONN_IDLE)
+            continue;
+        if (per_request) {
+            if (!bench_gen_take(g))
+                return;
+            c->reserved = true;
+        } else if (!bench_gen_can_take(g)) {
+            return;
+        }
+        if (bench_conn_open(c) < 0) {
+            /* No socket (fd limit?): the reserved request fails. */
+            g->st->connections++;
+            g->st->conn_failed++;
+            if (c->reserved || bench_gen_take(g))
+                bench_gen_failed(c, 1);
+            c->reserved = false;
+        }
+    }
+}
+
+static bool gen_all_idle(const struct bench_gen *g)
+{
+    for (int i = 0; i < g->o->concurrency; i++)
+        if (g->conns[i].state != CONN_IDLE)
+            return false;
+    return true;
+}
+
+/* Fail connections that made no progress for timeout_ms. */
+static void gen_check_timeouts(struct bench_gen *g, int64_t now)
+{
+    for (int i = 0; i < g->o->concurrency; i++) {
+        struct bench_conn *c = &g->conns[i];
+        if (c->state != CONN_IDLE && now - c->t_last_io > g->o->timeout_ms * 1000)
+            bench_conn_fail(c);
+    }
+}
+
+static void gen_progress(struct bench_gen *g, int64_t now)
+{
+    if (!g->hooks || !g->hooks->progress)
+        return;
+    long done = g->st->complete + g->st->failed;
+    long total = g->o->requests > 0 ? g->o->requests : 0;
+    g->hooks->progress(g->hooks->arg, done, total, (long)((now - g->t0) / 1000),
+                       g->o->requests > 0 ? 0 : g->o->duration_ms);
+}
+
+static void gen_loop(struct bench_gen *g)
+{
+    struct epoll_event evs[64];
+    int64_t next_progress = 0;
+    for (;;) {
+        int64_t now = bench_now_us();
+        if (g->hooks && g->hooks->cancelled && g->hooks->cancelled(g->hooks->arg)) {
+            g->st->cancelled = true;
+            break;
+        }
+        if (now >= g->t_hard_end) {
+            g->st->time_limited = true;
+            break;
+        }
+        if (g->o->requests == 0 && now >= g->t_issue_end)
+            g->stop_issuing = true;
+        if (now >= next_progress) {
+            gen_progress(g, now);
+            next_progress = now + 200000;
+        }
+        gen_check_timeouts(g, now);
+        gen_fill_slots(g);
+        if (gen_all_idle(g) && !bench_gen_can_take(g))
+            break;
+        int n = epoll_wait(g->epfd, evs, 64, 100);
+        for (int i = 0; i < n; i++) {
+            struct bench_conn *c = &g->conns[evs[i].data.u32];
+            if (c->fd >= 0)
+                bench_conn_on_event(c, evs[i].events);
+        }
+    }
+}
+
+int bench_gen_run(const struct bench_opts *o, const struct bench_hooks *hooks,
+                  struct bench_stats *res, char **err)
+{
+    struct bench_gen g = {.o = o, .hooks = hooks, .st = res, .epfd = -1};
+    *err = NULL;
+    g.conns = bench_xcalloc((size_t)o->concurrency, sizeof(*g.conns));
+    for (int i = 0; i < o->concurrency; i++) {
+        g.conns[i].g = &g;
+        g.conns[i].slot = i;
+        g.conns[i].fd = -1;
+    }
+    int r = gen_setup(&g, err);
+    if (r == 0) {
+        double cpu0 = bench_thread_cpu_s();
+        g.t0 = g.t_last_done = bench_now_us();
+        g.t_issue_end = g.t0 + (int64_t)o->duration_ms * 1000;
+        g.t_hard_end = g.t0 + (int64_t)o->max_ms * 1000;
+        gen_loop(&g);
+        int64_t end = g.t_last_done > g.t0 ? g.t_last_done : bench_now_us();
+        if (res->cancelled || res->time_limited)
+            end = bench_now_us();
+        res->elapsed_s = (double)(end - g.t0) / 1e6;
+        gen_teardown(&g);
+        res->client_cpu_s = bench_thread_cpu_s() - cpu0;
+        gen_progress(&g, bench_now_us());
+    } else {
+        gen_teardown(&g);
+    }
+    free(g.conns);
+    return r;
+}

@@ -1,0 +1,288 @@
+/* Run options: parsing, limits, target, TLS priority string. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "plugins/bench/bench_opts.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <gnutls/gnutls.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/bench/bench_util.h"
+
+static int refuse(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(char **err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *m = NULL;
+    if (vasprintf(&m, fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    *err = m;
+    return -EINVAL;
+}
+
+/* An integer field within [lo, hi] ("what" names the limit in the message). */
+static int get_int(json_t *j, const char *key, long dflt, long lo, long hi, const char *what,
+                   long *out, char **err)
+{
+    json_t *v = json_object_get(j, key);
+    if (!v) {
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_integer(v))
+        return refuse(err, "bench: \"%s\" must be an integer", key);
+    long long x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return refuse(err, "bench: %s %lld is out of range: %ld..%ld%s%s", key, x, lo, hi,
+                      what ? " (limit " : "", what ? what : "");
+    *out = (long)x;
+    return 0;
+}
+
+/* A string field that must be one of "a|b|c". */
+static int get_choice(json_t *j, const char *key, const char *choices, char *dst, size_t cap,
+                      char **err)
+{
+    json_t *v = json_object_get(j, key);
+    const char *s = v ? json_string_value(v) : "any";
+    if (!s)
+        return refuse(err, "bench: \"%s\" must be a string, one of %s", key, choices);
+    char *list = bench_xasprintf("|%s|", choices), *pat = bench_xasprintf("|%s|", s);
+    bool ok = strstr(list, pat) != NULL && strlen(s) < cap;
+    free(list);
+    free(pat);
+    if (!ok)
+        return refuse(err, "bench: %s \"%s\" is not one of %s", key, s, choices);
+    bench_strlcpy(dst, s, cap);
+    return 0;
+}
+
+static bool addr_is_near(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET) {
+        uint32_t a = ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr);
+        return (a >> 24) == 127 || (a >> 24) == 10 || (a >> 20) == (172u << 4 | 1) ||
+               (a >> 16) == (192u << 8 | 168) || (a >> 16) == (169u << 8 | 254);
+    }
+    const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(a6) || IN6_IS_ADDR_LINKLOCAL(a6) || (a6->s6_addr[0] & 0xfe) == 0xfc;
+}
+
+static int resolve(struct bench_opts *o, const char *host, int port, const struct bench_limits *lim,
+                   char **err)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST}, *res = NULL;
+    char ps[8];
+    snprintf(ps, sizeof(ps), "%d", port);
+    const char *h = strcmp(host, "localhost") == 0 ? "127.0.0.1" : host;
+    if (getaddrinfo(h, ps, &hints, &res) != 0 || !res)
+        return refuse(err,
+                      "bench: target host \"%s\" is not an IP address or localhost (bench does "
+                      "not look names up: give the address)",
+                      host);
+    memcpy(&o->addr, res->ai_addr, res->ai_addrlen);
+    o->addrlen = res->ai_addrlen;
+    freeaddrinfo(res);
+    if (!lim->allow_public && !addr_is_near(&o->addr))
+        return refuse(err,
+                      "bench: target %s is a public address: bench loads only loopback and "
+                      "private networks (set bench.allow_public_targets=true to load a server "
+                      "you run elsewhere)",
+                      host);
+    return 0;
+}
+
+/* "http[s]://host[:port][/path]" with host an address ("[v6]") or localhost. */
+static int parse_url(struct bench_opts *o, const char *url, const struct bench_limits *lim,
+                     char **err)
+{
+    const char *p;
+    int port;
+    if (strncmp(url, "https://", 8) == 0) {
+        o->tls = true;
+        p = url + 8;
+        port = 443;
+    } else if (strncmp(url, "http://", 7) == 0) {
+        o->tls = false;
+        p = url + 7;
+        port = 80;
+    } else {
+        return refuse(err, "bench: url \"%s\" must start with http:// or https://", url);
+    }
+    char host[256];
+    size_t hl;
+    const char *rest;
+    if (*p == '[') {
+        const char *e = strchr(p, ']');
+        if (!e || (size_t)(e - p - 1) >= sizeof(host))
+            return refuse(err, "bench: url \"%s\": bad [IPv6] host", url);
+        hl = (size_t)(e - p - 1);
+        memcpy(host, p + 1, hl);
+        rest = e + 1;
+    } else {
+        hl = strcspn(p, ":/");
+        if (hl == 0 || hl >= sizeof(host))
+            return refuse(err, "bench: url \"%s\" has no host", url);
+        memcpy(host, p, hl);
+        rest = p + hl;
+    }
+    host[hl] = '\0';
+    if (*rest == ':') {
+        char *end;
+        long v = strtol(rest + 1, &end, 10);
+        if (v < 1 || v > 65535 || (end && *end && *end != '/'))
+            return refuse(err, "bench: url \"%s\": bad port", url);
+        port = (int)v;
+        rest = end;
+    }
+    if (*rest && *rest != '/')
+        return refuse(err, "bench: url \"%s\": bad host or port", url);
+    bench_strlcpy(o->path, *rest ? rest : "/", sizeof(o->path));
+    bench_strlcpy(o->host, host, sizeof(o->host));
+    if (strpbrk(o->path, " \r\n\t"))
+        return refuse(err, "bench: url \"%s\": the path has white space", url);
+    bench_strlcpy(o->url, url, sizeof(o->url));
+    o->local = false;
+    return resolve(o, host, port, lim, err);
+}
+
+static int local_target(struct bench_opts *o, const char *path, const struct bench_local *local,
+                        const struct bench_limits *lim, char **err)
+{
+    int port = o->tls ? local->https_port : local->http_port;
+    if (port <= 0)
+        return refuse(err,
+                      "bench: the local site has no %s port (site plugin not running, or "
+                      "site.%s_port is 0): give a url",
+                      o->tls ? "HTTPS" : "plain HTTP", o->tls ? "https" : "http");
+    if (path[0] != '/' || strpbrk(path, " \r\n\t") || strlen(path) >= sizeof(o->path))
+        return refuse(err, "bench: path \"%s\" must start with / and have no white space", path);
+    bench_strlcpy(o->host, "localhost", sizeof(o->host));
+    bench_strlcpy(o->path, path, sizeof(o->path));
+    bool v6 = strchr(local->addr, ':') != NULL;
+    snprintf(o->url, sizeof(o->url), "%s://%s%s%s:%d%s", o->tls ? "https" : "http", v6 ? "[" : "",
+             local->addr, v6 ? "]" : "", port, path);
+    o->local = true;
+    return resolve(o, local->addr, port, lim, err);
+}
+
+static int parse_load(json_t *j, const struct bench_limits *lim, struct bench_opts *o, char **err)
+{
+    long v;
+    if (get_int(j, "concurrency", 10, 1, lim->max_concurrency, "bench.max_concurrency", &v, err))
+        return -EINVAL;
+    o->concurrency = (int)v;
+    if (get_int(j, "streams", 10, 1, lim->max_streams, "bench.max_streams", &v, err))
+        return -EINVAL;
+    o->streams = o->scenario == BENCH_SC_H2 ? (int)v : 1;
+    if (json_object_get(j, "requests") && json_object_get(j, "duration"))
+        return refuse(err, "bench: give \"requests\" or \"duration\", not both");
+    if (get_int(j, "requests", json_object_get(j, "duration") ? 0 : 1000, 1, lim->max_requests,
+                "bench.max_requests", &o->requests, err))
+        return -EINVAL;
+    if (get_int(j, "duration", 0, 1, lim->max_duration_ms / 1000, "bench.max_duration", &v, err))
+        return -EINVAL;
+    o->duration_ms = v * 1000;
+    if (get_int(j, "timeout", 10, 1, 60, NULL, &v, err))
+        return -EINVAL;
+    o->timeout_ms = v * 1000;
+    o->max_ms = lim->max_duration_ms;
+    o->max_requests = lim->max_requests;
+    if (o->requests > 0 && o->requests < o->concurrency)
+        o->concurrency = (int)o->requests;
+    return 0;
+}
+
+int bench_opts_parse(json_t *j, const struct bench_limits *lim, const struct bench_local *local,
+                     struct bench_opts *o, char **err)
+{
+    memset(o, 0, sizeof(*o));
+    *err = NULL;
+    if (!json_is_object(j))
+        return refuse(err, "bench: options must be a JSON object");
+    json_t *sv = json_object_get(j, "scenario");
+    const char *sc = sv ? json_string_value(sv) : "https-new";
+    int s = bench_scenario_parse(sc);
+    if (s < 0)
+        return refuse(err, "bench: scenario \"%s\" is not one of http|https-new|https-resume|h1|h2",
+                      sc ? sc : "(not a string)");
+    o->scenario = (enum bench_scenario)s;
+    o->tls = o->scenario != BENCH_SC_HTTP;
+    if (parse_load(j, lim, o, err) < 0)
+        return -EINVAL;
+    if (get_choice(j, "tls", "any|1.2|1.3", o->tls_version, sizeof(o->tls_version), err) ||
+        get_choice(j, "key", "any|ecdsa|rsa", o->key_type, sizeof(o->key_type), err) ||
+        get_choice(j, "cipher", "any|aes128gcm|aes256gcm|chacha20", o->cipher, sizeof(o->cipher),
+                   err) ||
+        get_choice(j, "group", "any|x25519|p256|p384|ffdhe2048", o->group, sizeof(o->group), err))
+        return -EINVAL;
+    const char *url = json_string_value(json_object_get(j, "url"));
+    const char *path = json_string_value(json_object_get(j, "path"));
+    int r = url && *url ? parse_url(o, url, lim, err)
+                        : local_target(o, path ? path : "/", local, lim, err);
+    if (r < 0)
+        return r;
+    if (o->scenario == BENCH_SC_HTTP && o->tls)
+        return refuse(err, "bench: scenario http needs an http:// url");
+    if (o->scenario != BENCH_SC_HTTP && o->scenario != BENCH_SC_H1 && !o->tls)
+        return refuse(err, "bench: scenario %s needs an https:// url", sc);
+    return o->tls ? bench_opts_priority(o, err) : 0;
+}
+
+int bench_opts_priority(struct bench_opts *o, char **err)
+{
+    static const struct {
+        const char *name, *prio;
+    } parts[] = {
+        {"1.2", ":-VERS-ALL:+VERS-TLS1.2"},
+        {"1.3", ":-VERS-ALL:+VERS-TLS1.3"},
+        {"ecdsa", ":-SIGN-ALL:+SIGN-ECDSA-SECP256R1-SHA256:+SIGN-ECDSA-SECP384R1-SHA384:"
+                  "+SIGN-ECDSA-SHA256:+SIGN-ECDSA-SHA384:+SIGN-ECDSA-SHA512"},
+        {"rsa", ":-SIGN-ALL:+SIGN-RSA-PSS-RSAE-SHA256:+SIGN-RSA-PSS-RSAE-SHA384:"
+                "+SIGN-RSA-SHA256:+SIGN-RSA-SHA384"},
+        {"aes128gcm", ":-CIPHER-ALL:+AES-128-GCM"},
+        {"aes256gcm", ":-CIPHER-ALL:+AES-256-GCM"},
+        {"chacha20", ":-CIPHER-ALL:+CHACHA20-POLY1305"},
+        {"x25519", ":-GROUP-ALL:+GROUP-X25519"},
+        {"p256", ":-GROUP-ALL:+GROUP-SECP256R1"},
+        {"p384", ":-GROUP-ALL:+GROUP-SECP384R1"},
+        {"ffdhe2048", ":-GROUP-ALL:+GROUP-FFDHE2048"},
+    };
+    const char *sel[4] = {o->tls_version, o->key_type, o->cipher, o->group};
+    char prio[512] = "NORMAL";
+    for (int i = 0; i < 4; i++)
+        for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++)
+            if (strcmp(sel[i], parts[k].name) == 0)
+                strncat(prio, parts[k].prio, sizeof(prio) - strlen(prio) - 1);
+    /* ChaCha20 and AES-256 need their MAC entry in TLS 1.2 too: NORMAL has them. */
+    bench_strlcpy(o->priority, prio, sizeof(o->priority));
+    gnutls_priority_t p;
+    const char *pos = NULL;
+    int r = gnutls_priority_init(&p, o->priority, &pos);
+    if (r < 0)
+        return refuse(err, "bench: GnuTLS refuses the priority \"%s\": %s", o->priority,
+                      gnutls_strerror(r));
+    gnutls_priority_deinit(p);
+    return 0;
+}
+
+json_t *bench_opts_json(const struct bench_opts *o)
+{
+    json_t *j =
+        json_pack("{s:s,s:s,s:b,s:i,s:I,s:I,s:i,s:s,s:s,s:s,s:s}", "scenario",
+                  bench_scenario_name(o->scenario), "url", o->url, "local", o->local, "concurrency",
+                  o->concurrency, "requests", (json_int_t)o->requests, "duration_s",
+                  (json_int_t)(o->duration_ms / 1000), "streams", o->streams, "tls",
+                  o->tls ? o->tls_version : "none", "key", o->tls ? o->key_type : "none", "cipher",
+                  o->tls ? o->cipher : "none", "group", o->tls ? o->group : "none");
+    return j;
+}

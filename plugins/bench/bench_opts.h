@@ -1,0 +1,41 @@
+/* Run options from JSON (API body): checked against the limits, the target
+ * resolved, the GnuTLS priority string built.  Nothing here does I/O beyond
+ * reading settings and a numeric address lookup. */
+#ifndef TLSBOX_BENCH_OPTS_H
+#define TLSBOX_BENCH_OPTS_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "plugins/bench/bench_gen.h"
+
+/* The bounds a run must stay within (settings bench.max_*). */
+struct bench_limits {
+    long max_requests;
+    long max_duration_ms;
+    int max_concurrency;
+    int max_streams;
+    bool allow_public; /* targets outside loopback and private networks */
+};
+
+/* Where the box's own site listens (from site.* settings). */
+struct bench_local {
+    int https_port, http_port; /* 0 = off / no site */
+    char addr[64];             /* "127.0.0.1" or "::1" */
+};
+
+/*
+ * Fill @p o from the JSON object @p j.  On refusal returns -EINVAL and sets
+ * *err to a message naming the field, the value and the rule (caller frees).
+ */
+int bench_opts_parse(json_t *j, const struct bench_limits *lim, const struct bench_local *local,
+                     struct bench_opts *o, char **err);
+
+/* The options as JSON (stored with a run, shown by `bench show`). */
+json_t *bench_opts_json(const struct bench_opts *o);
+
+/* Build o->priority from tls_version, key_type, cipher, group. */
+int bench_opts_priority(struct bench_opts *o, char **err);
+
+#endif
