@@ -261,7 +261,7 @@ json_t *bench_ceiling_measure(struct bench_order *ord, long ms)
     if (ms <= 0)
         ms = 300;
     struct bench_pin pin;
-    bench_pin_begin(&pin, true);
+    bench_pin_begin(&pin, BENCH_PIN_SITE);
     json_t *sign = json_object(), *kx = json_object(), *aead = json_object();
     int steps = 8, step = 0;
     for (size_t i = 0; i < sizeof(sig_algs) / sizeof(sig_algs[0]); i++) {

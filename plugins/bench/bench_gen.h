@@ -34,6 +34,7 @@ struct bench_opts {
     int streams;       /* h2: concurrent streams per connection */
     bool tls;          /* https target */
     bool local;        /* the box's own site */
+    bool loopback;     /* the target address is a loopback one */
     char host[256];    /* Host header / SNI (SNI only when not an address) */
     char path[1024];   /* request target */
     char url[1400];    /* as shown to people */

@@ -151,7 +151,9 @@ json_t *bench_job_step(struct bench_order *ord, const struct bench_opts *o, cons
     struct bench_hooks hooks = {.progress = on_progress, .cancelled = on_cancel, .arg = ord};
     bench_stats_init(&st, (size_t)(o->requests > 0 ? o->requests : o->max_requests));
     json_t *m0 = o->local ? server_metrics(b) : NULL;
-    bench_pin_begin(&pin, o->local);
+    bench_pin_begin(&pin, o->local      ? BENCH_PIN_SITE
+                          : o->loopback ? BENCH_PIN_LOOPBACK
+                                        : BENCH_PIN_REMOTE);
     uint64_t cpu0 = bench_pin_server_cpu_ns(&pin);
     char *err = NULL;
     int r = bench_gen_run(o, &hooks, &st, &err);

@@ -92,6 +92,9 @@ static int resolve(struct bench_opts *o, const char *host, int port, const struc
     memcpy(&o->addr, res->ai_addr, res->ai_addrlen);
     o->addrlen = res->ai_addrlen;
     freeaddrinfo(res);
+    o->loopback = o->addr.ss_family == AF_INET
+                      ? (ntohl(((struct sockaddr_in *)&o->addr)->sin_addr.s_addr) >> 24) == 127
+                      : IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&o->addr)->sin6_addr);
     if (!lim->allow_public && !addr_is_near(&o->addr))
         return refuse(err,
                       "bench: target %s is a public address: bench loads only loopback and "

@@ -58,8 +58,23 @@ static bool move_workers(struct bench_pin *p, int cpu)
     return true;
 }
 
-void bench_pin_begin(struct bench_pin *p, bool local)
+/* Pin this thread to @p cpu (saving its mask); false when refused. */
+static bool pin_self(struct bench_pin *p, int cpu)
 {
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    CPU_SET(cpu, &mine);
+    pthread_getaffinity_np(pthread_self(), sizeof(p->self_saved), &p->self_saved);
+    if (pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) != 0)
+        return false;
+    p->self_pinned = true;
+    p->client_cpu = cpu;
+    return true;
+}
+
+void bench_pin_begin(struct bench_pin *p, enum bench_pin_target target)
+{
+    bool local = target == BENCH_PIN_SITE;
     memset(p, 0, sizeof(*p));
     p->client_cpu = -1;
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -75,8 +90,20 @@ void bench_pin_begin(struct bench_pin *p, bool local)
                        : "one core: not pinned");
         return;
     }
-    if (!local) {
+    if (target == BENCH_PIN_REMOTE) {
         snprintf(p->note, sizeof(p->note), "remote target: client not pinned");
+        return;
+    }
+    if (target == BENCH_PIN_LOOPBACK) {
+        /* Another server here, on CPUs we do not know: at least keep the
+         * client on one CPU, the last (where servers start least). */
+        if (pin_self(p, ncpu - 1))
+            snprintf(p->note, sizeof(p->note),
+                     "loopback target: client on cpu %d (the server's CPUs are not known)",
+                     ncpu - 1);
+        else
+            snprintf(p->note, sizeof(p->note), "loopback target: cpu %d refused, not pinned",
+                     ncpu - 1);
         return;
     }
     cpu_set_t used;
@@ -98,17 +125,11 @@ void bench_pin_begin(struct bench_pin *p, bool local)
         }
         CPU_CLR(cpu, &used);
     }
-    cpu_set_t mine;
-    CPU_ZERO(&mine);
-    CPU_SET(cpu, &mine);
-    pthread_getaffinity_np(pthread_self(), sizeof(p->self_saved), &p->self_saved);
-    if (pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) != 0) {
+    if (!pin_self(p, cpu)) {
         bench_pin_end(p);
         snprintf(p->note, sizeof(p->note), "cpu %d refused (cpuset?): not pinned", cpu);
         return;
     }
-    p->self_pinned = true;
-    p->client_cpu = cpu;
     cpus_text(&used, ncpu, p->server_cpus, sizeof(p->server_cpus));
     snprintf(p->note, sizeof(p->note), "client on cpu %d, %d site worker%s on cpu %s%s", cpu,
              p->nworkers, p->nworkers == 1 ? "" : "s", p->server_cpus,

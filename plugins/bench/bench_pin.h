@@ -29,8 +29,15 @@ struct bench_pin {
     char note[200];
 };
 
-/* Pin the calling thread for a run against a @p local or remote target. */
-void bench_pin_begin(struct bench_pin *p, bool local);
+/* Where the target runs, for placing the generator. */
+enum bench_pin_target {
+    BENCH_PIN_SITE,     /* the box's own site: off its workers' CPUs */
+    BENCH_PIN_LOOPBACK, /* another server on this machine: the last CPU */
+    BENCH_PIN_REMOTE,   /* another machine: not pinned */
+};
+
+/* Pin the calling thread for a run against @p target. */
+void bench_pin_begin(struct bench_pin *p, enum bench_pin_target target);
 /* Undo bench_pin_begin (workers' and this thread's affinity restored). */
 void bench_pin_end(struct bench_pin *p);
 /* CPU time of the site workers so far, nanoseconds (0 without workers). */
