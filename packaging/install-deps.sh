@@ -18,7 +18,7 @@ TEST="clang libclang-rt-14-dev clang-format
   procps iproute2 python3 jq bc
   testssl.sh
   pebble certbot
-  nginx h2o"
+  nginx h2o apache2-utils"
 
 pkgs="$BUILD"
 [ "${1:-}" = "--build" ] || pkgs="$BUILD $TEST"
