@@ -2,7 +2,8 @@
 TEST_PLUGIN_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared -rpath /nowhere
 check_LTLIBRARIES += tests/plugins/bad_major.la tests/plugins/newer_minor.la \
 	tests/plugins/no_symbol.la tests/plugins/fail_start.la \
-	tests/plugins/abi10.la tests/plugins/bad_schema.la
+	tests/plugins/abi10.la tests/plugins/bad_schema.la \
+	tests/plugins/rogue.la tests/plugins/rogue_schema.la
 tests_plugins_bad_major_la_SOURCES = tests/plugins/bad_major.c
 tests_plugins_bad_major_la_CFLAGS = $(PLUGIN_CFLAGS)
 tests_plugins_bad_major_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
@@ -21,6 +22,12 @@ tests_plugins_abi10_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 tests_plugins_bad_schema_la_SOURCES = tests/plugins/bad_schema.c
 tests_plugins_bad_schema_la_CFLAGS = $(PLUGIN_CFLAGS)
 tests_plugins_bad_schema_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_rogue_la_SOURCES = tests/plugins/rogue.c
+tests_plugins_rogue_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_plugins_rogue_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_rogue_schema_la_SOURCES = tests/plugins/rogue_schema.c
+tests_plugins_rogue_schema_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_plugins_rogue_schema_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 
 check_PROGRAMS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/unit/core/plugin_schema_test
@@ -39,9 +46,10 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh \
 	tests/integration/12_pdk_out_of_tree.sh \
-	tests/integration/13_plugin_schema.sh
+	tests/integration/13_plugin_schema.sh \
+	tests/integration/14_plugin_store_guard.sh
 EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh tests/integration/12_pdk_out_of_tree.sh \
-	tests/integration/13_plugin_schema.sh
+	tests/integration/13_plugin_schema.sh tests/integration/14_plugin_store_guard.sh
 include tests/perf/local.mk
 include tests/fuzz/local.mk

@@ -172,6 +172,13 @@ struct tlsbox_host {
      * One connection per thread; close it with store_close on the same thread.
      * Write in "BEGIN IMMEDIATE" transactions.  Never from a site worker.
      * Returns NULL on failure (logged).
+     *
+     * Since ABI 1.1 the connection may read every table but may write, or
+     * change the schema of, only the plugin's own tables ("<plugin>_...",
+     * see struct tlsbox_migration): any other write fails to prepare with
+     * SQLITE_AUTH ("not authorized") and the core logs one line naming the
+     * plugin and the table.  ATTACH and pragmas that set a value are refused
+     * too.  Core data (certificates, settings) changes through host calls.
      */
     sqlite3 *(*store_open)(struct tlsbox_plugin *self);
     /** Close a connection from store_open. */

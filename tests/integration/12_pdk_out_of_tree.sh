@@ -24,7 +24,7 @@ ok $([ -f "$kitsrc/example.c" ] && [ -f "$kitsrc/Makefile" ]; echo $?) "the kit 
 cp "$kitsrc/Makefile" "$src/"
 # Out of tree under another name, as a third party starting from the example
 # would, so it is told apart from the in-tree build.
-sed 's/\.name = "example"/.name = "example_oot"/; s/"example\/hello"/"example_oot\/hello"/' \
+sed 's/\.name = "example"/.name = "example_oot"/; s/"example\/hello"/"example_oot\/hello"/; s/example_greetings/example_oot_greetings/g' \
     "$kitsrc/example.c" >"$src/example_oot.c"
 make -C "$src" NAME=example_oot CFLAGS="-O2 -Wall -Wextra -Werror" >"$TB_TMP/build.log" 2>&1
 rc=$?
