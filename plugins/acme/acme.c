@@ -288,4 +288,4 @@ static void acme_fini(void *state)
 TLSBOX_PLUGIN(.name = "acme", .version = PACKAGE_VERSION,
               .description = "Certificates from an ACME CA (RFC 8555), renewed by themselves",
               .settings = acme_settings, .init = acme_init, .start = acme_start, .stop = acme_stop,
-              .fini = acme_fini);
+              .fini = acme_fini, .migrations = acme_migrations);

@@ -225,9 +225,7 @@ struct acme_cert_row {
     time_t not_before, not_after;
 };
 void acme_cert_row_free(struct acme_cert_row *c);
-/* The installed certificate @p name, or -ENOENT. */
-int acme_store_cert(sqlite3 *db, const char *name, struct acme_cert_row *out);
-/* plugin_kv under plugin "acme". */
+/* acme_kv: small values (cached ARI windows, revoked serials). */
 int acme_store_kv_get(sqlite3 *db, const char *key, char **value);
 int acme_store_kv_put(sqlite3 *db, const char *key, const char *value);
 

@@ -157,7 +157,7 @@ static bool run_due(struct acme *a, struct acme_client *c, sqlite3 *db,
     char key[300], *revoked = NULL;
     (void)a;
 
-    if (acme_store_cert(db, rc->name, &row) < 0) {
+    if (acme_cert_get(a, rc->name, &row) < 0) {
         rc->reason = acme_store_order_open(db, rc->name, &o) == 0 ? "resuming an unfinished order"
                                                                   : "no certificate yet";
         due = true;
@@ -341,7 +341,7 @@ static time_t run_status(struct acme *a, sqlite3 *db, const struct acme_conf *co
         /* Re-read: an attempt in this run may have replaced it. */
         struct acme_cert_row row = {0};
         json_t *cj = json_pack("{s:s,s:s}", "name", rc->name, "key_type", rc->key_type);
-        if (acme_store_cert(db, rc->name, &row) == 0) {
+        if (acme_cert_get(a, rc->name, &row) == 0) {
             json_object_set_new(cj, "not_before", json_integer(row.not_before));
             json_object_set_new(cj, "not_after", json_integer(row.not_after));
             json_object_set_new(cj, "days_left",
@@ -419,7 +419,7 @@ static void run_once(struct acme *a, struct tlsbox_job *job)
     struct acme_err de = {0};
     for (size_t i = 0; i < n; i++) {
         struct acme_cert_row row = {0};
-        if (acme_store_cert(db, certs[i].name, &row) == 0)
+        if (acme_cert_get(a, certs[i].name, &row) == 0)
             acme_client_directory(&c, &de);
         acme_cert_row_free(&row);
     }
@@ -518,7 +518,7 @@ static void run_revoke_job(void *arg, struct tlsbox_job *job)
     acme_conf_load(a, &conf);
     if (!(db = a->host->store_open(a->self)))
         goto out;
-    if (acme_store_cert(db, rv->name, &row) < 0) {
+    if (acme_cert_get(a, rv->name, &row) < 0) {
         acme_err_set(&e, "revoke", "tlsbox:not-found", "no certificate named %s", rv->name);
         goto record;
     }

@@ -5,7 +5,8 @@ acme_core_sources = plugins/acme/acme.h plugins/acme/acme_util.c plugins/acme/ac
 
 plugin_LTLIBRARIES += plugins/acme/acme.la
 plugins_acme_acme_la_SOURCES = $(acme_core_sources) plugins/acme/acme_plugin.h \
-	plugins/acme/acme.c plugins/acme/acme_run.c plugins/acme/acme_api.c
+	plugins/acme/acme.c plugins/acme/acme_run.c plugins/acme/acme_api.c \
+	plugins/acme/acme_certs.c plugins/acme/acme_schema.c
 plugins_acme_acme_la_CFLAGS = $(PLUGIN_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS)
 plugins_acme_acme_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_acme_acme_la_LIBADD = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS)

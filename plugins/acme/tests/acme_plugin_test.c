@@ -10,6 +10,8 @@
 #include "plugins/acme/acme.c"
 #include "plugins/acme/acme_api.c"
 #include "plugins/acme/acme_run.c"
+#include "plugins/acme/acme_certs.c"
+#include "plugins/acme/acme_schema.c"
 #include "tests/tap.h"
 
 static const char *mock_domains = "";
