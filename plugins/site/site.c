@@ -306,6 +306,15 @@ static void site_fini(void *state)
     free(s);
 }
 
+/* tlsboxd --demo: unprivileged ports, the sample site the core copies into
+ * the state directory. */
+static const struct tlsbox_setting_value site_demo_settings[] = {
+    {.key = "https_port", .value = "8443"},
+    {.key = "http_port", .value = "8080"},
+    {.key = "root", .value = "${state_dir}/www"},
+    TLSBOX_VALUES_END};
+
 TLSBOX_PLUGIN(.name = "site", .version = PACKAGE_VERSION,
               .description = "HTTPS and HTTP/2 static site server", .settings = site_settings,
-              .init = site_init, .start = site_start, .stop = site_stop, .fini = site_fini);
+              .init = site_init, .start = site_start, .stop = site_stop, .fini = site_fini,
+              .demo_settings = site_demo_settings);

@@ -39,7 +39,9 @@ TB_TLSBOXD="$prefix/sbin/tlsboxd"
 TB_TLSBOXCTL="$prefix/bin/tlsboxctl"
 # No --plugin-dir: the installed daemon finds its own plugin directory.
 : >>"$TB_TMP/daemon.log"
-"$TB_TLSBOXD" --state-dir "$TB_STATE" --foreground --set site.https_port="$(tb_free_port)" \
+# --demo: the sample site comes from the installed data under the prefix
+# (the ports stored by --set win over the site's demo defaults).
+"$TB_TLSBOXD" --state-dir "$TB_STATE" --foreground --demo --set site.https_port="$(tb_free_port)" \
     --set site.http_port="$(tb_free_port)" >>"$TB_TMP/daemon.log" 2>&1 &
 TB_PID=$!
 for _ in $(seq 1 100); do
@@ -50,6 +52,9 @@ out=$(tb_ctl plugins)
 like "$out" "example_oot .* running" "the installed daemon loads the out-of-tree plugin"
 like "$out" "site .* running" "and the installed in-tree plugins"
 unlike "$out" "^example " "the in-tree example is not installed as a plugin"
+cmp -s "$TB_STATE/www/index.html" "$prefix/share/tlsbox/www/index.html"
+ok $? "the installed daemon copied the sample page from its prefix's data"
+like "$(cat "$TB_TMP/daemon.log")" "sample files from $prefix/share/tlsbox/www" "and says from where"
 body=$(curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/example_oot/hello)
 like "$body" '"greeting":"hello"' "the out-of-tree plugin answers its route"
 tb_stop_daemon
