@@ -11,7 +11,7 @@
 static char *json_text(json_t *o, const char *key)
 {
     const char *s = json_string_value(json_object_get(o, key));
-    return s ? acme_xstrdup(s) : NULL;
+    return s ? tlsbox_xstrdup(s) : NULL;
 }
 
 int acme_cert_get(struct acme *a, const char *name, struct acme_cert_row *out)

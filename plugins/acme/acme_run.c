@@ -166,7 +166,7 @@ static bool run_due(struct acme *a, struct acme_client *c, sqlite3 *db,
     rc->have = true;
     rc->not_after = row.not_after;
     free(rc->ari_id);
-    rc->ari_id = row.ari_id ? acme_xstrdup(row.ari_id) : NULL;
+    rc->ari_id = row.ari_id ? tlsbox_xstrdup(row.ari_id) : NULL;
     if (!rc->ari_id && row.chain_pem)
         acme_ari_cert_id_pem(row.chain_pem, &rc->ari_id);
     snprintf(key, sizeof(key), "revoked:%s", rc->name);
@@ -406,12 +406,12 @@ static void run_once(struct acme *a, struct tlsbox_job *job)
     c.sleep_arg = &ctx;
 
     if (strcmp(conf.key_type, "ecdsa+rsa") == 0) {
-        certs[n].name = acme_xstrdup(conf.domains[0]);
+        certs[n].name = tlsbox_xstrdup(conf.domains[0]);
         certs[n++].key_type = "ecdsa-p256";
-        certs[n].name = acme_xasprintf("%s-rsa", conf.domains[0]);
+        certs[n].name = tlsbox_xasprintf("%s-rsa", conf.domains[0]);
         certs[n++].key_type = "rsa-2048";
     } else {
-        certs[n].name = acme_xstrdup(conf.domains[0]);
+        certs[n].name = tlsbox_xstrdup(conf.domains[0]);
         certs[n++].key_type = conf.key_type;
     }
 
@@ -559,9 +559,9 @@ out:
 
 int acme_run_revoke(struct acme *a, const char *name)
 {
-    struct run_revoke *rv = acme_xcalloc(1, sizeof(*rv));
+    struct run_revoke *rv = tlsbox_xcalloc(1, sizeof(*rv));
     rv->a = a;
-    rv->name = acme_xstrdup(name);
+    rv->name = tlsbox_xstrdup(name);
     int64_t id = a->host->job_submit(a->self, "acme-revoke", run_revoke_job, rv, run_revoke_free);
     return id < 0 ? (int)id : 0;
 }

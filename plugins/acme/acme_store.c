@@ -14,7 +14,7 @@
 static char *store_col_text(sqlite3_stmt *st, int i)
 {
     const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? acme_xstrdup((const char *)t) : NULL;
+    return t ? tlsbox_xstrdup((const char *)t) : NULL;
 }
 
 static void store_bind_text(sqlite3_stmt *st, int i, const char *v)
@@ -61,7 +61,7 @@ int acme_store_account_get(sqlite3 *db, const char *directory, int64_t *id, char
     *id = sqlite3_column_int64(st, 0);
     const void *k = sqlite3_column_blob(st, 1);
     int kn = sqlite3_column_bytes(st, 1);
-    *key_pem = acme_xstrndup(k ? k : "", (size_t)kn);
+    *key_pem = tlsbox_xstrndup(k ? k : "", (size_t)kn);
     *url = store_col_text(st, 2);
     ret = 0;
 out:
@@ -108,7 +108,7 @@ void acme_order_row_free(struct acme_order_row *o)
     free(o->status);
     free(o->finalize_url);
     free(o->cert_url);
-    acme_wipe_free_str(o->key_pem);
+    tlsbox_wipe_free_str(o->key_pem);
     free(o->replaces);
     memset(o, 0, sizeof(*o));
 }
@@ -143,7 +143,8 @@ int acme_store_order_open(sqlite3 *db, const char *cert_name, struct acme_order_
     o->finalize_url = store_col_text(st, 7);
     o->cert_url = store_col_text(st, 8);
     if (sqlite3_column_type(st, 9) != SQLITE_NULL)
-        o->key_pem = acme_xstrndup(sqlite3_column_blob(st, 9), (size_t)sqlite3_column_bytes(st, 9));
+        o->key_pem =
+            tlsbox_xstrndup(sqlite3_column_blob(st, 9), (size_t)sqlite3_column_bytes(st, 9));
     o->replaces = store_col_text(st, 10);
     ret = 0;
 out:
@@ -306,8 +307,8 @@ int acme_store_kv_get(sqlite3 *db, const char *key, char **value)
     }
     if (rc != SQLITE_ROW)
         goto out;
-    *value = acme_xstrndup(sqlite3_column_blob(st, 0) ? sqlite3_column_blob(st, 0) : "",
-                           (size_t)sqlite3_column_bytes(st, 0));
+    *value = tlsbox_xstrndup(sqlite3_column_blob(st, 0) ? sqlite3_column_blob(st, 0) : "",
+                             (size_t)sqlite3_column_bytes(st, 0));
     ret = 0;
 out:
     sqlite3_finalize(st);

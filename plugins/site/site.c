@@ -133,48 +133,6 @@ static const struct tlsbox_setting_def site_settings[] = {
      .help = "Log each request (stderr goes to the journal)"},
     TLSBOX_SETTINGS_END};
 
-/* ---- allocation ------------------------------------------------------------ */
-
-static void oom(void)
-{
-    static const char msg[] = "tlsbox site: out of memory\n";
-    if (write(2, msg, sizeof(msg) - 1) < 0) {
-    }
-    abort();
-}
-
-void *site_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        oom();
-    return p;
-}
-
-void *site_xcalloc(size_t a, size_t b)
-{
-    void *p = calloc(a ? a : 1, b ? b : 1);
-    if (!p)
-        oom();
-    return p;
-}
-
-void *site_xrealloc(void *p, size_t n)
-{
-    p = realloc(p, n ? n : 1);
-    if (!p)
-        oom();
-    return p;
-}
-
-char *site_xstrdup(const char *s)
-{
-    char *p = strdup(s);
-    if (!p)
-        oom();
-    return p;
-}
-
 /* ---- settings ---------------------------------------------------------------- */
 
 static void read_live(struct site *s)

@@ -127,7 +127,7 @@ mock_api_reply_error(struct tlsbox_api_reply *reply, int status, const char *fmt
 {
     va_list ap;
     va_start(ap, fmt);
-    char *m = acme_xvasprintf(fmt, ap);
+    char *m = tlsbox_xvasprintf(fmt, ap);
     va_end(ap);
     json_t *j = json_pack("{s:s}", "error", m);
     reply->body = json_dumps(j, JSON_COMPACT);
