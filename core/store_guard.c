@@ -24,8 +24,9 @@ static int pragma_reads(const char *name)
 }
 
 /* SQLite's own tables: written only as a side effect of DDL that is checked
- * by its own action code (sqlite_master) or of an insert into an
- * AUTOINCREMENT table (sqlite_sequence), never directly. */
+ * by its own action code (sqlite_master), of creating or inserting into an
+ * AUTOINCREMENT table (sqlite_sequence), or of ANALYZE (sqlite_stat1).
+ * SQLite itself refuses to let SQL create, alter or drop them by name. */
 static int is_internal(const char *name)
 {
     return name && strncmp(name, "sqlite_", 7) == 0;
@@ -150,7 +151,7 @@ static int on_authorize(void *arg, int action, const char *a1, const char *a2, c
     if (dbname && strcmp(dbname, "temp") == 0)
         return SQLITE_OK;
     action_objects(action, a1, a2, &obj, &on);
-    if (is_internal(obj) && action != SQLITE_ALTER_TABLE && action != SQLITE_CREATE_TABLE)
+    if (is_internal(obj))
         return SQLITE_OK;
     if (on && !is_internal(on) && !store_guard_owns(plugin, on))
         return refuse(plugin, action, on);
