@@ -82,7 +82,7 @@ static int host_setting_set(struct tlsbox_plugin *self, const char *key, const c
         return -EINVAL;
     int rc = settings_set(k, value, who(self), err);
     free(k);
-    return rc < 0 ? -EINVAL : 0;
+    return rc;
 }
 
 /* A plugin's connection writes only the plugin's own tables. */

@@ -163,7 +163,7 @@ static int apply_sets(const struct options *o)
         free(err);
         free(key);
         if (rc < 0)
-            return -1;
+            return rc;
     }
     return 0;
 }
@@ -173,10 +173,10 @@ static int daemonize(int *ready_fd)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
+        return -errno;
     pid_t pid = fork();
     if (pid < 0)
-        return -1;
+        return -errno;
     if (pid > 0) {
         close(p[1]);
         char status = 1;

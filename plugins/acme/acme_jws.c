@@ -51,7 +51,7 @@ static int jws_b64_value(char c)
         return 62;
     if (c == '_' || c == '/')
         return 63;
-    return -1;
+    return -EINVAL;
 }
 
 int acme_b64url_decode(const char *s, unsigned char **out, size_t *out_len)

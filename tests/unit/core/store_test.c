@@ -160,7 +160,7 @@ static void test_fresh(const char *state)
     is_int(store_commit(c, &err), 0, "store_commit");
     is_int(query_int(db, "SELECT count(*) FROM plugin_kv"), 1,
            "commit is seen by the main connection");
-    is_int(store_exec(c, "INSERT INTO nosuchtable VALUES (1)", &err), -1,
+    is_int(store_exec(c, "INSERT INTO nosuchtable VALUES (1)", &err), -EIO,
            "store_exec fails on bad SQL");
     like(err, "tlsbox.db: no such table: nosuchtable", "error names the file and the problem");
     free(err);
@@ -214,7 +214,7 @@ static void test_upgrade(const char *state)
     is_int(query_int(db, "SELECT count(*) FROM test_two"), 1, "second run: migration not re-run");
 
     /* A failing migration is all or nothing: no table, version unchanged. */
-    is_int(store_migrate(db, migs, n + 2, &err), -1, "a failing migration is reported");
+    is_int(store_migrate(db, migs, n + 2, &err), -EIO, "a failing migration is -EIO");
     like(err, "migration 9002_bad.sql: ", "error names the migration");
     like(err, "no such table: no_such_table", "and the SQLite problem");
     is_int(store_schema_version(db), v + 1, "version unchanged");
@@ -251,7 +251,7 @@ static void test_refuse_newer(const char *state)
     struct stat st0, st1;
     stat(db_path, &st0);
 
-    is_int(store_init(state, &err), -1, "store_init refuses schema 99");
+    is_int(store_init(state, &err), -EPROTO, "store_init refuses schema 99 (-EPROTO)");
     char *want = xasprintf("%s: store schema version 99 is newer than this tlsboxd knows (%d); "
                            "upgrade tlsbox or restore a backup",
                            db_path, store_migrations[store_migrations_count - 1].version);
@@ -269,7 +269,7 @@ static void test_refuse_newer(const char *state)
     free(err);
     err = NULL;
     sqlite3_open(db_path, &db);
-    is_int(store_migrate(db, store_migrations, store_migrations_count, &err), -1,
+    is_int(store_migrate(db, store_migrations, store_migrations_count, &err), -EPROTO,
            "store_migrate refuses schema 99");
     like(err, "store schema version 99 is newer than this tlsboxd knows", "same message");
     is_int(store_schema_version(db), 99, "user_version still 99");
@@ -289,7 +289,7 @@ static void test_symlink(const char *state)
     char *db_path = xasprintf("%s/tlsbox.db", state);
     mkdir(state, 0700);
     ok(symlink(target, db_path) == 0, "tlsbox.db is a symlink");
-    is_int(store_init(state, &err), -1, "store_init refuses a symlinked database");
+    is_int(store_init(state, &err), -EIO, "store_init refuses a symlinked database (-EIO)");
     like(err, "tlsbox.db: cannot open", "error names the file");
     is_int(access(target, F_OK), -1, "nothing created at the symlink's target");
     free(err);
