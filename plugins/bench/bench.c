@@ -74,7 +74,7 @@ void bench_local_load(struct bench *b, struct bench_local *local)
 
 static int bench_init(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state)
 {
-    struct bench *b = bench_xcalloc(1, sizeof(*b));
+    struct bench *b = tlsbox_xcalloc(1, sizeof(*b));
     b->self = self;
     b->host = host;
     pthread_mutex_init(&b->lock, NULL);

@@ -126,7 +126,7 @@ int bench_ab_run(struct bench_order *ord, json_t *info, char **err)
     json_int_t version = json_integer_value(json_object_get(cur, "id"));
     json_decref(cur);
     if (status != 200 || version <= 0) {
-        *err = bench_xstrdup("bench ab: no active TLS policy to compare against");
+        *err = tlsbox_xstrdup("bench ab: no active TLS policy to compare against");
         return -EIO;
     }
     const char *keep = json_string_value(json_object_get(ord->params, "keep"));

@@ -58,7 +58,7 @@ static void submit(struct bench *b, enum bench_kind kind, const struct tlsbox_ap
     json_t *body = body_object(b, req, reply);
     if (!body)
         return;
-    struct bench_order *ord = bench_xcalloc(1, sizeof(*ord));
+    struct bench_order *ord = tlsbox_xcalloc(1, sizeof(*ord));
     ord->b = b;
     ord->kind = kind;
     ord->params = body;
@@ -74,7 +74,7 @@ static void submit(struct bench *b, enum bench_kind kind, const struct tlsbox_ap
         json_t *c = json_object_get(body, "candidate");
         const char *keep = json_string_value(json_object_get(body, "keep"));
         if (!json_is_object(c) || json_object_size(c) == 0) {
-            err = bench_xstrdup("bench ab: give \"candidate\": {\"preset\": NAME} or "
+            err = tlsbox_xstrdup("bench ab: give \"candidate\": {\"preset\": NAME} or "
                                 "{\"priority\": STRING} or {\"fields\": {...}}");
             r = -EINVAL;
         } else if (keep && strcmp(keep, "better") && strcmp(keep, "always") &&
@@ -82,7 +82,7 @@ static void submit(struct bench *b, enum bench_kind kind, const struct tlsbox_ap
             err = bench_xasprintf("bench ab: keep \"%s\" is not one of better|always|never", keep);
             r = -EINVAL;
         } else if (!ord->opts.local) {
-            err = bench_xstrdup("bench ab: the target must be the local site (the policy is "
+            err = tlsbox_xstrdup("bench ab: the target must be the local site (the policy is "
                                 "this box's)");
             r = -EINVAL;
         }

@@ -135,7 +135,7 @@ static int psk_server_key(gnutls_session_t s, const char *user, gnutls_datum_t *
 static int kx_once(const char *prio, gnutls_psk_client_credentials_t cc,
                    gnutls_psk_server_credentials_t sc, double *server_s)
 {
-    struct pipe_buf *c2s = bench_xcalloc(1, sizeof(*c2s)), *s2c = bench_xcalloc(1, sizeof(*s2c));
+    struct pipe_buf *c2s = tlsbox_xcalloc(1, sizeof(*c2s)), *s2c = tlsbox_xcalloc(1, sizeof(*s2c));
     struct mem_end ce = {.in = s2c, .out = c2s}, se = {.in = c2s, .out = s2c};
     int ret = -EIO, rc = 1, rs = 1;
     gnutls_init(&ce.s, GNUTLS_CLIENT | GNUTLS_NONBLOCK);
@@ -202,8 +202,8 @@ static double measure_kx(struct bench_order *ord, int i, long ms)
 /* AEAD encryption MB/s on 16 KiB records; < 0 on error. */
 static double measure_aead(struct bench_order *ord, int i, long ms)
 {
-    unsigned char keyb[32], iv[12], *buf = bench_xmalloc(16384 + 16),
-                                    *out = bench_xmalloc(16400 + 16);
+    unsigned char keyb[32], iv[12], *buf = tlsbox_xmalloc(16384 + 16),
+                                    *out = tlsbox_xmalloc(16400 + 16);
     memset(keyb, 7, sizeof(keyb));
     memset(iv, 1, sizeof(iv));
     memset(buf, 0xaa, 16384);

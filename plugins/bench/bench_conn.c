@@ -117,7 +117,7 @@ void bench_conn_queue(struct bench_conn *c, const void *data, size_t len)
         size_t cap = c->out_cap ? c->out_cap : 4096;
         while (cap < c->out_len + len)
             cap *= 2;
-        c->out = bench_xrealloc(c->out, cap);
+        c->out = tlsbox_xrealloc(c->out, cap);
         c->out_cap = cap;
     }
     memcpy(c->out + c->out_len, data, len);

@@ -204,7 +204,7 @@ int bench_gen_run(const struct bench_opts *o, const struct bench_hooks *hooks,
 {
     struct bench_gen g = {.o = o, .hooks = hooks, .st = res, .epfd = -1};
     *err = NULL;
-    g.conns = bench_xcalloc((size_t)o->concurrency, sizeof(*g.conns));
+    g.conns = tlsbox_xcalloc((size_t)o->concurrency, sizeof(*g.conns));
     for (int i = 0; i < o->concurrency; i++) {
         g.conns[i].g = &g;
         g.conns[i].slot = i;

@@ -120,7 +120,7 @@ int bench_h2_begin(struct bench_conn *c)
     if (r != 0)
         return -ENOMEM;
     if (!c->streams)
-        c->streams = bench_xcalloc((size_t)c->g->o->streams, sizeof(*c->streams));
+        c->streams = tlsbox_xcalloc((size_t)c->g->o->streams, sizeof(*c->streams));
     c->h2_inflight = 0;
     nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
                                    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, BENCH_H2_WINDOW}};

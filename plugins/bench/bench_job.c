@@ -206,7 +206,7 @@ static int job_single(struct bench_order *ord, json_t *info, char **err)
         return 0;
     const char *e = json_string_value(json_object_get(res, "error"));
     if (e)
-        *err = bench_xstrdup(e);
+        *err = tlsbox_xstrdup(e);
     json_object_set(info, "pinning", json_object_get(res, "pinning"));
     bench_store_result_add(ord->b, ord->run_id, 1, bench_scenario_name(ord->opts.scenario), res);
     json_decref(res);
@@ -303,7 +303,7 @@ int bench_job_submit(struct bench_order *ord, int64_t *run_id, char **err)
         pthread_mutex_lock(&b->lock);
         b->busy = false;
         pthread_mutex_unlock(&b->lock);
-        *err = bench_xstrdup("bench: could not store the run (see the daemon log)");
+        *err = tlsbox_xstrdup("bench: could not store the run (see the daemon log)");
         order_drop(ord);
         return -EIO;
     }

@@ -52,7 +52,7 @@ static char *cpuinfo_field(const char *const *keys, size_t nkeys)
             while (*v == ' ')
                 v++;
             v[strcspn(v, "\n")] = '\0';
-            found[i] = bench_xstrdup(v);
+            found[i] = tlsbox_xstrdup(v);
         }
     }
     fclose(f);

@@ -44,7 +44,7 @@ void bench_stats_complete(struct bench_stats *s, int status, double us)
         size_t cap = s->caplat ? s->caplat * 2 : 4096;
         if (cap > s->maxlat)
             cap = s->maxlat;
-        s->lat = bench_xrealloc(s->lat, cap * sizeof(*s->lat));
+        s->lat = tlsbox_xrealloc(s->lat, cap * sizeof(*s->lat));
         s->caplat = cap;
     }
     s->sorted = false;

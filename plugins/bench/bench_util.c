@@ -9,33 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-static void *need(void *p)
-{
-    if (!p)
-        abort();
-    return p;
-}
-
-void *bench_xmalloc(size_t n)
-{
-    return need(malloc(n ? n : 1));
-}
-
-void *bench_xcalloc(size_t n, size_t size)
-{
-    return need(calloc(n ? n : 1, size ? size : 1));
-}
-
-void *bench_xrealloc(void *p, size_t n)
-{
-    return need(realloc(p, n ? n : 1));
-}
-
-char *bench_xstrdup(const char *s)
-{
-    return need(strdup(s ? s : ""));
-}
-
 char *bench_xasprintf(const char *fmt, ...)
 {
     va_list ap;
@@ -81,5 +54,5 @@ char *bench_read_file(const char *path)
     buf[n] = '\0';
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
         buf[--n] = '\0';
-    return bench_xstrdup(buf);
+    return tlsbox_xstrdup(buf);
 }

@@ -1,5 +1,6 @@
-/* Small helpers shared by the bench plugin's files: allocation that aborts
- * on failure (one family, as the core's xalloc), clocks, text. */
+/* Small helpers shared by the bench plugin's files: clocks, text, and
+ * asprintf that aborts on failure (the rest of the allocation family is the
+ * kit's <tlsbox/xalloc.h>). */
 #ifndef TLSBOX_BENCH_UTIL_H
 #define TLSBOX_BENCH_UTIL_H
 
@@ -7,10 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-void *bench_xmalloc(size_t n);
-void *bench_xcalloc(size_t n, size_t size);
-void *bench_xrealloc(void *p, size_t n);
-char *bench_xstrdup(const char *s);
+/* tlsbox_xmalloc, tlsbox_xcalloc, tlsbox_xrealloc, tlsbox_xstrdup */
+#include <tlsbox/xalloc.h>
+
 char *bench_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* CLOCK_MONOTONIC in microseconds. */
 int64_t bench_now_us(void);
