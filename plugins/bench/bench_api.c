@@ -75,7 +75,7 @@ static void submit(struct bench *b, enum bench_kind kind, const struct tlsbox_ap
         const char *keep = json_string_value(json_object_get(body, "keep"));
         if (!json_is_object(c) || json_object_size(c) == 0) {
             err = tlsbox_xstrdup("bench ab: give \"candidate\": {\"preset\": NAME} or "
-                                "{\"priority\": STRING} or {\"fields\": {...}}");
+                                 "{\"priority\": STRING} or {\"fields\": {...}}");
             r = -EINVAL;
         } else if (keep && strcmp(keep, "better") && strcmp(keep, "always") &&
                    strcmp(keep, "never")) {
@@ -83,7 +83,7 @@ static void submit(struct bench *b, enum bench_kind kind, const struct tlsbox_ap
             r = -EINVAL;
         } else if (!ord->opts.local) {
             err = tlsbox_xstrdup("bench ab: the target must be the local site (the policy is "
-                                "this box's)");
+                                 "this box's)");
             r = -EINVAL;
         }
     }
