@@ -53,7 +53,7 @@ int bench_conn_open(struct bench_conn *c)
     c->got_byte = c->answered = c->want_out = false;
     c->requests = 0;
     c->out_len = c->out_off = c->tls_pending = 0;
-    c->h1_busy = false;
+    c->h1_busy = c->draining = false;
     c->g->st->connections++;
     c->state = CONN_CONNECTING;
     struct epoll_event ev = {.events = EPOLLOUT, .data.u32 = (uint32_t)c->slot};

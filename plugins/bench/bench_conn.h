@@ -54,6 +54,7 @@ struct bench_conn {
     char hdr[8192];
     size_t hdr_len;
     bool in_body, until_eof, server_close;
+    bool draining; /* answered; waiting for the server to close */
     int status;
     long long remaining;
 

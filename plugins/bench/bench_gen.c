@@ -151,7 +151,9 @@ static void gen_check_timeouts(struct bench_gen *g, int64_t now)
 {
     for (int i = 0; i < g->o->concurrency; i++) {
         struct bench_conn *c = &g->conns[i];
-        if (c->state != CONN_IDLE && now - c->t_last_io > g->o->timeout_ms * 1000)
+        if (c->state == CONN_ACTIVE && c->draining && now - c->t_last_io > 200000)
+            bench_conn_close(c); /* answered; the server did not close */
+        else if (c->state != CONN_IDLE && now - c->t_last_io > g->o->timeout_ms * 1000)
             bench_conn_fail(c);
     }
 }

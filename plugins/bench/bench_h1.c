@@ -34,7 +34,7 @@ static int h1_send_request(struct bench_conn *c)
     c->requests++;
     c->h1_start_us = bench_now_us();
     c->hdr_len = 0;
-    c->in_body = c->until_eof = c->server_close = false;
+    c->in_body = c->until_eof = c->server_close = c->draining = false;
     c->status = 0;
     c->remaining = -1;
     bench_conn_queue(c, req, (size_t)n);
@@ -99,6 +99,15 @@ static int h1_answer_done(struct bench_conn *c)
             }
         }
     }
+    if (!h1_keepalive(c) && !c->until_eof) {
+        /* A connection per request ends when the server closes it (we asked
+         * for that), as with ab: the slot's next connection waits for the
+         * close, so the rate includes the teardown.  A server that keeps
+         * the connection open is left after 200 ms (bench_gen.c). */
+        c->draining = true;
+        c->t_last_io = bench_now_us();
+        return 0;
+    }
     if (!h1_keepalive(c) || c->server_close || c->until_eof)
         return 1;
     if (!bench_gen_take(c->g))
@@ -111,7 +120,7 @@ static int h1_feed(struct bench_conn *c, const char *p, size_t n)
 {
     while (n > 0) {
         if (!c->h1_busy)
-            return -EIO; /* bytes nobody asked for */
+            return c->draining ? 1 : -EIO; /* bytes nobody asked for */
         if (!c->in_body) {
             size_t take = n;
             if (take > sizeof(c->hdr) - 1 - c->hdr_len)
@@ -168,7 +177,7 @@ int bench_h1_on_read(struct bench_conn *c)
              * a failure when a request was waiting, a quiet close if not. */
             if (c->h1_busy && c->in_body && c->until_eof)
                 return h1_answer_done(c) < 0 ? -EIO : 1;
-            return c->h1_busy ? -EIO : 1;
+            return c->h1_busy ? -EIO : 1; /* also the end of draining */
         }
         int r = h1_feed(c, buf, (size_t)n);
         if (r != 0)

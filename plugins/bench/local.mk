@@ -26,3 +26,14 @@ bench_itests = tests/integration/70_bench_run.sh tests/integration/71_bench_accu
 	tests/integration/72_bench_peers.sh tests/integration/73_bench_report.sh
 TESTS += $(bench_itests)
 EXTRA_DIST += $(bench_itests) plugins/bench/tests/bench_itest.sh
+
+# Unit tests of the pure parts (no host needed).
+check_PROGRAMS += plugins/bench/tests/bench_unit_test
+TESTS += plugins/bench/tests/bench_unit_test
+plugins_bench_tests_bench_unit_test_SOURCES = plugins/bench/tests/bench_unit_test.c \
+	plugins/bench/bench_stats.c plugins/bench/bench_opts.c plugins/bench/bench_export.c \
+	plugins/bench/bench_gen.c plugins/bench/bench_conn.c plugins/bench/bench_h1.c \
+	plugins/bench/bench_h2.c plugins/bench/bench_util.c
+plugins_bench_tests_bench_unit_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) \
+	$(JANSSON_CFLAGS)
+plugins_bench_tests_bench_unit_test_LDADD = $(GNUTLS_LIBS) $(NGHTTP2_LIBS) $(JANSSON_LIBS)

@@ -76,9 +76,9 @@ attempt() {
 }
 
 # compare NAME N C BENCH_ARGS -- TOOL_CMD...: agrees when the median ratio
-# is within 15% of 1.  A second attempt only when the first misses (a long
+# is within 15% of 1.  Another attempt (at most 3) only when one misses (a long
 # burst of other work can spoil most pairs); a bench that measured wrong
-# misses both.
+# misses all three.
 compare() {
     local name=$1 n=$2 c=$3 a agreed=1
     shift 3
@@ -91,7 +91,7 @@ compare() {
     TARGS=("$@")
     BAD=0
     diag "$name:"
-    for a in 1 2; do
+    for a in 1 2 3; do
         attempt "$n" "$c"
         if awk -v r="$RATIO" 'BEGIN { exit !(r >= 0.85 && r <= 1.15) }'; then
             agreed=0

@@ -89,7 +89,7 @@ ROUNDS=7
 peer_compare() {
     local name=$1 url=$2 proto=$3 i out rb rt R=() a args agreed=1
     [ "$proto" = h2 ] && args=(-m 10) || args=(--h1)
-    for a in 1 2; do
+    for a in 1 2 3; do
         R=()
         for i in $(seq 1 $ROUNDS); do
             out=$(bench_ctl_run -s "$proto" -d 2 -c 10 -m 10 --url "$url")

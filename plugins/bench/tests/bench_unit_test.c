@@ -1,0 +1,131 @@
+/* Unit tests of the bench plugin's pure parts: percentiles as ab computes
+ * them, run options (limits, targets, TLS priority), CSV export. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/bench/bench_export.h"
+#include "plugins/bench/bench_opts.h"
+#include "plugins/bench/bench_stats.h"
+#include "tests/tap.h"
+
+static const struct bench_limits lim = {.max_requests = 5000,
+                                        .max_duration_ms = 30000,
+                                        .max_concurrency = 50,
+                                        .max_streams = 100,
+                                        .allow_public = false};
+static const struct bench_local local = {
+    .https_port = 8443, .http_port = 8080, .addr = "127.0.0.1"};
+
+static void test_percentiles(void)
+{
+    struct bench_stats s;
+    bench_stats_init(&s, 1000);
+    /* 100 answers of 1..100 ms, added in reverse. */
+    for (int i = 100; i >= 1; i--)
+        bench_stats_complete(&s, 200, i * 1000.0);
+    is_int((int)bench_stats_percentile(&s, 50), 50, "p50 of 1..100 ms is 50 ms (nearest rank)");
+    is_int((int)bench_stats_percentile(&s, 66), 66, "p66 is 66 ms");
+    is_int((int)bench_stats_percentile(&s, 99), 99, "p99 is 99 ms");
+    is_int((int)bench_stats_percentile(&s, 100), 100, "p100 is the slowest");
+    bench_stats_complete(&s, 404, 500.0);
+    is_int((int)bench_stats_percentile(&s, 100), 100, "adding one resorts");
+    is_int((int)s.status[4], 1, "a 404 counts as 4xx");
+    is_int((int)s.complete, 101, "101 complete");
+    json_t *j = bench_stats_json(&s);
+    ok(json_number_value(json_object_get(json_object_get(j, "latency_ms"), "50")) == 50.0,
+       "JSON latency_ms.50 is 50");
+    json_decref(j);
+    bench_stats_free(&s);
+
+    bench_stats_init(&s, 10);
+    for (int i = 0; i < 20; i++)
+        bench_stats_complete(&s, 200, 1000.0);
+    is_int((int)s.nlat, 10, "latencies are kept up to the bound");
+    is_int((int)s.complete, 20, "but every answer is counted");
+    bench_stats_free(&s);
+}
+
+static int parse(const char *json, struct bench_opts *o, char **err)
+{
+    json_t *j = json_loads(json, 0, NULL);
+    int r = bench_opts_parse(j, &lim, &local, o, err);
+    json_decref(j);
+    return r;
+}
+
+static void refused(const char *json, const char *needle)
+{
+    struct bench_opts o;
+    char *err = NULL;
+    int r = parse(json, &o, &err);
+    ok(r == -EINVAL && err && strstr(err, needle), "%s refused: %s", json, err ? err : "(none)");
+    free(err);
+}
+
+static void test_opts(void)
+{
+    struct bench_opts o;
+    char *err = NULL;
+    is_int(parse("{\"scenario\":\"h2\",\"requests\":100,\"path\":\"/f\"}", &o, &err), 0,
+           "local h2 run accepted");
+    is_str(o.url, "https://127.0.0.1:8443/f", "local target is the site's HTTPS port");
+    ok(o.local && o.loopback && o.tls, "local, loopback, TLS");
+    is_int(o.streams, 10, "10 streams by default");
+    is_str(o.priority, "NORMAL", "no TLS option: NORMAL");
+    is_int(parse("{\"scenario\":\"http\"}", &o, &err), 0, "http accepted");
+    is_str(o.url, "http://127.0.0.1:8080/", "http goes to the plain port");
+    is_int((int)o.requests, 1000, "1000 requests by default");
+    is_int(parse("{\"scenario\":\"h1\",\"duration\":5,\"tls\":\"1.2\",\"cipher\":\"chacha20\","
+                 "\"key\":\"rsa\",\"group\":\"x25519\",\"url\":\"https://[::1]:9443/x?y\"}",
+                 &o, &err),
+           0, "a URL with IPv6 and TLS options accepted");
+    is_str(o.host, "::1", "host ::1");
+    is_str(o.path, "/x?y", "path with query kept");
+    ok(o.requests == 0 && o.duration_ms == 5000, "by time: 5 s");
+    like(o.priority, "+VERS-TLS1.2", "priority: TLS 1.2");
+    like(o.priority, "+CHACHA20-POLY1305", "priority: ChaCha20");
+    like(o.priority, "+SIGN-RSA-PSS-RSAE-SHA256", "priority: RSA signatures");
+    like(o.priority, "+GROUP-X25519", "priority: X25519");
+    is_int(parse("{\"scenario\":\"h2\",\"requests\":10,\"url\":\"https://10.1.2.3/\"}", &o, &err),
+           0, "a private address is allowed");
+    ok(!o.loopback && !o.local, "but it is neither loopback nor local");
+
+    refused("{\"requests\":5001}",
+            "requests 5001 is out of range: 1..5000 (limit bench.max_requests");
+    refused("{\"duration\":31}", "duration 31 is out of range: 1..30");
+    refused("{\"concurrency\":51}", "concurrency 51 is out of range");
+    refused("{\"requests\":10,\"duration\":2}", "not both");
+    refused("{\"scenario\":\"h3\"}", "scenario \"h3\" is not one of");
+    refused("{\"cipher\":\"rc4\"}", "cipher \"rc4\" is not one of");
+    refused("{\"url\":\"https://192.0.2.1/\"}", "public address");
+    refused("{\"url\":\"https://example.org/\"}", "not an IP address");
+    refused("{\"url\":\"ftp://127.0.0.1/\"}", "must start with http:// or https://");
+    refused("{\"url\":\"https://127.0.0.1:99999/\"}", "bad port");
+    refused("{\"scenario\":\"h2\",\"url\":\"http://127.0.0.1/\"}", "needs an https:// url");
+    refused("{\"scenario\":\"http\",\"url\":\"https://127.0.0.1/\"}", "needs an http:// url");
+    refused("{\"path\":\"no-slash\"}", "must start with /");
+    refused("{\"requests\":\"10\"}", "\"requests\" must be an integer");
+}
+
+static void test_csv(void)
+{
+    json_t *run = json_loads(
+        "{\"id\":7,\"kind\":\"run\",\"state\":\"done\",\"started_at\":1,\"results\":[{\"seq\":1,"
+        "\"name\":\"a,b\",\"result\":{\"complete\":10,\"failed\":1,\"rps\":123.456,"
+        "\"options\":{\"scenario\":\"h2\",\"url\":\"https://x/\"},\"tls\":{\"cipher\":\"C\"}}}]}",
+        0, NULL);
+    char *csv = bench_export_csv(run);
+    like(csv, "\n7,run,done,1,1,\"a,b\",h2,https://x/,", "CSV: a comma in a name is quoted");
+    like(csv, ",10,1,123.46,", "CSV: complete, failed, req/s");
+    free(csv);
+    json_decref(run);
+}
+
+int main(void)
+{
+    test_percentiles();
+    test_opts();
+    test_csv();
+    return done_testing();
+}
