@@ -87,16 +87,23 @@ ok $? "h2o serves on port $H2O_PORT"
 # Paired rounds by time, bench and h2load back to back; median of ratios.
 ROUNDS=7
 peer_compare() {
-    local name=$1 url=$2 proto=$3 i out rb rt R=() a args agreed=1
-    [ "$proto" = h2 ] && args=(-m 10) || args=(--h1)
+    local name=$1 url=$2 proto=$3 i out rb rt R=() a args agreed=1 c
+    # Enough connections that each side has work at every wake-up (see 71).
+    if [ "$proto" = h2 ]; then
+        c=16
+        args=(-m 16)
+    else
+        c=64
+        args=(--h1)
+    fi
     for a in 1 2 3; do
         R=()
         for i in $(seq 1 $ROUNDS); do
-            out=$(bench_ctl_run -s "$proto" -d 2 -c 10 -m 10 --url "$url")
+            out=$(bench_ctl_run -s "$proto" -d 2 -c $c -m 16 --url "$url")
             rb=$(bench_rps <<<"$out")
             [ "$(jq -r '.results[0].result | (.complete > 0 and .failed == 0)' <<<"$out")" = true ] ||
                 diag "  bench run failed: $(jq -c '.results[0].result | [.complete, .failed]' <<<"$out")"
-            timeout 60 "${BENCH_CLIENT_CPU[@]}" h2load "${args[@]}" -D 2 -c 10 "$url" >"$TB_TMP/h2load.out" 2>&1
+            timeout 60 "${BENCH_CLIENT_CPU[@]}" h2load "${args[@]}" -D 2 -c $c "$url" >"$TB_TMP/h2load.out" 2>&1
             rt=$(h2load_rps "$TB_TMP/h2load.out")
             R+=("$(awk -v a="${rb:-0}" -v b="${rt:-0}" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')")
         done
