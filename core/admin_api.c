@@ -137,6 +137,10 @@ static void on_history(void *arg, const struct tlsbox_api_request *req,
     sqlite3 *db = store_connect();
     sqlite3_stmt *st = NULL;
     json_t *out = json_object();
+    if (!names || !*names) {
+        api_reply_error(reply, 400, "metrics/history needs ?names=NAME[,NAME...]");
+        goto out;
+    }
     if (!db || sqlite3_prepare_v2(db,
                                   "SELECT ts, value FROM metrics_history WHERE name = ? AND "
                                   "ts >= ? ORDER BY ts LIMIT 5000",

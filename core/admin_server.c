@@ -69,7 +69,7 @@ const struct tlsbox_setting_def admin_settings[] = {
      .min = 4,
      .max = 100,
      .help = "Failed logins (per address and per user) that lock logins out; from the "
-             "third, each failure doubles the wait before the next attempt"},
+             "third, the next attempt must wait 2 s, then 4, 8, ... up to 60"},
     {.key = "lockout_seconds",
      .type = TLSBOX_SETTING_INT,
      .default_value = "900",

@@ -1,6 +1,7 @@
 #include "core/admin_throttle.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,13 +13,28 @@
 #define FREE_FAILURES 3
 #define MAX_BACKOFF_S 60
 
+/* Times in milliseconds of CLOCK_MONOTONIC: a backoff of "1 s" must not
+ * end at the next wall-clock second tick. */
 struct slot {
     char key[96];
     int failures;
-    time_t next_allowed;
-    time_t locked_until;
-    time_t last;
+    int64_t next_allowed;
+    int64_t locked_until;
+    int64_t last;
 };
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whole seconds to wait until @p until, at least 1. */
+static int seconds_until(int64_t until, int64_t now)
+{
+    return (int)((until - now + 999) / 1000);
+}
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct slot slots[SLOTS];
@@ -42,15 +58,15 @@ static struct slot *find(const char *key, int create)
 
 int throttle_check(const char *key, int *retry_after)
 {
-    time_t now = time(NULL);
+    int64_t now = now_ms();
     int rc = 0;
     pthread_mutex_lock(&lock);
     struct slot *s = find(key, 0);
     if (s && s->locked_until > now) {
-        *retry_after = (int)(s->locked_until - now);
+        *retry_after = seconds_until(s->locked_until, now);
         rc = -EPERM;
     } else if (s && s->next_allowed > now) {
-        *retry_after = (int)(s->next_allowed - now);
+        *retry_after = seconds_until(s->next_allowed, now);
         rc = -EAGAIN;
     }
     pthread_mutex_unlock(&lock);
@@ -59,7 +75,7 @@ int throttle_check(const char *key, int *retry_after)
 
 int throttle_fail(const char *key)
 {
-    time_t now = time(NULL);
+    int64_t now = now_ms();
     int lock_after = (int)settings_get_int("admin.lockout_after", 10);
     int locked = 0;
     pthread_mutex_lock(&lock);
@@ -71,13 +87,14 @@ int throttle_fail(const char *key)
     }
     s->failures++;
     if (s->failures >= lock_after) {
-        s->locked_until = now + settings_get_int("admin.lockout_seconds", 900);
+        s->locked_until = now + 1000 * settings_get_int("admin.lockout_seconds", 900);
         s->next_allowed = 0;
         locked = 1;
     } else if (s->failures >= FREE_FAILURES) {
-        int shift = s->failures - FREE_FAILURES;
+        /* 2, 4, 8, ... seconds, at most MAX_BACKOFF_S. */
+        int shift = s->failures - FREE_FAILURES + 1;
         int wait = shift > 5 ? MAX_BACKOFF_S : 1 << shift;
-        s->next_allowed = now + (wait > MAX_BACKOFF_S ? MAX_BACKOFF_S : wait);
+        s->next_allowed = now + 1000 * (int64_t)(wait > MAX_BACKOFF_S ? MAX_BACKOFF_S : wait);
     }
     pthread_mutex_unlock(&lock);
     return locked;

@@ -35,8 +35,8 @@ static int secret_name(const char *k)
 {
     size_t n = strlen(k);
     return strcasecmp(k, "key") == 0 || (n > 4 && strcasecmp(k + n - 4, "_key") == 0) ||
-           strcasestr(k, "password") || strcasestr(k, "secret") || strcasestr(k, "token") ||
-           strcasestr(k, "hmac");
+           strcasestr(k, "key_pem") || strcasestr(k, "private") || strcasestr(k, "password") ||
+           strcasestr(k, "secret") || strcasestr(k, "token") || strcasestr(k, "hmac");
 }
 
 /* A setting "owner.key" declared SECRET (owner may be NULL: key is full). */

@@ -9,4 +9,4 @@ pdk_example_example_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 BUILD_TREE_PLUGINS += pdk/example/example.la
 
 pdkexampledir = $(datadir)/tlsbox/pdk/example
-dist_pdkexample_DATA = pdk/example/example.c pdk/example/Makefile
+dist_pdkexample_DATA = pdk/example/example.c pdk/example/example.ui.js pdk/example/Makefile
