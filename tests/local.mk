@@ -27,10 +27,11 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh \
 	tests/integration/12_pdk_out_of_tree.sh \
-	tests/integration/60_admin_api.sh tests/integration/62_webui_no_inline.sh
+	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
+	tests/integration/62_webui_no_inline.sh
 EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh tests/integration/12_pdk_out_of_tree.sh \
-	tests/integration/60_admin_api.sh tests/integration/62_webui_no_inline.sh \
-	tests/webui/check-no-inline.sh
+	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
+	tests/integration/62_webui_no_inline.sh tests/webui/check-no-inline.sh tests/ui/admin_ui.py
 include tests/perf/local.mk
 include tests/fuzz/local.mk

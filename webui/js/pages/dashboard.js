@@ -18,7 +18,7 @@ function lineChart(canvas, label, series, unit) {
     type: "line",
     data: { labels: [], datasets: series.map((s, i) => ({ label: s, data: [], borderWidth: 2,
       borderColor: COLORS[i], backgroundColor: COLORS[i],
-      pointRadius: 0, tension: 0.2, spanGaps: true })) },
+      pointRadius: 2, tension: 0.2, spanGaps: true })) },
     options: { animation: false, responsive: true, maintainAspectRatio: false,
       plugins: { title: { display: true, text: label } },
       scales: { x: { ticks: { maxTicksLimit: 6 } }, y: { beginAtZero: true,

@@ -42,7 +42,7 @@ function markPosition(box, raw, message) {
 function previewView(box, pv, current) {
   const lost = FAMILIES.filter((f) => f.ok(current) && !f.ok(pv)).map((f) => f.name);
   const gained = FAMILIES.filter((f) => !f.ok(current) && f.ok(pv)).map((f) => f.name);
-  box.replaceChildren(
+  box.replaceChildren(...[
     el("h3", { text: "What GnuTLS would negotiate" }),
     el("dl", { class: "kv" },
       el("dt", { text: "Versions" }), el("dd", { text: pv.protocols.join(", ") }),
@@ -52,7 +52,7 @@ function previewView(box, pv, current) {
       el("dt", { text: "HSTS" }), el("dd", { text: pv.hsts || "off" })),
     el("p", { class: lost.length ? "warn" : "ok", id: "preview-excluded",
       text: lost.length ? `This change would exclude: ${lost.join("; ")}` : "No client family is excluded by this change." }),
-    gained.length ? el("p", { text: `Newly allowed: ${gained.join("; ")}` }) : null);
+    gained.length ? el("p", { text: `Newly allowed: ${gained.join("; ")}` }) : null].filter(Boolean));
 }
 
 function diffTokens(a, b) {
@@ -144,13 +144,20 @@ export default async function render(root) {
         await apply();
         await refresh();
         fillFields();
+        previewView(preview, activePreview, activePreview);
         st.ok(`Applied: now version ${active.id}.`);
       } else {
         st.ok("Preview below; nothing is stored until you apply.");
       }
     } catch (e) {
-      st.fail(e.message);
-      if (onError) onError(e.message);
+      // A form that can point at the field says it there; the line below
+      // the buttons then only says that nothing was stored.
+      if (onError) {
+        onError(e.message);
+        st.fail("Nothing stored: see the message by the field.");
+      } else {
+        st.fail(e.message);
+      }
     }
   }
   presetForm.querySelector("#preset-preview").addEventListener("click", () =>
@@ -202,6 +209,7 @@ export default async function render(root) {
           await post("policy/rollback", { version: v.id });
           await refresh();
           fillFields();
+          previewView(preview, activePreview, activePreview);
           hist.querySelector(".status").textContent = `Rolled back to version ${v.id}: now version ${active.id}.`;
         } catch (e) {
           histStatus.fail(e.message);
