@@ -109,7 +109,8 @@ static void test_fresh(const char *state)
     is_str(store_migrations[0].name, "0001_init.sql", "first migration name");
     is_int(store_schema_version(db), store_migrations[store_migrations_count - 1].version,
            "fresh store at the newest schema");
-    is_int(store_schema_version(db), 1, "schema version 1");
+    is_int(store_migrations[store_migrations_count - 1].version, store_migrations_count,
+           "embedded migrations are numbered 1..N without a gap");
     int missing = 0;
     for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
         if (!table_exists(db, tables[i])) {
@@ -156,7 +157,10 @@ static void test_fresh(const char *state)
     like(err, "tlsbox.db: no such table: nosuchtable", "error names the file and the problem");
     free(err);
     err = NULL;
-    store_exec(c, "INSERT INTO admin_sessions VALUES (x'00', 42, 'c', 0, 0)", &err);
+    store_exec(c,
+               "INSERT INTO admin_sessions (token_hash, user_id, csrf_token, created_at, "
+               "expires_at) VALUES (x'00', 42, 'c', 0, 0)",
+               &err);
     like(err, "FOREIGN KEY", "foreign keys are enforced");
     free(err);
     store_disconnect(c);
@@ -171,7 +175,8 @@ static void test_fresh(const char *state)
     chmod(db_path, 0644);
     is_int(store_init(state, &err), 0, "store_init on an existing store");
     is_int(mode_of(db_path), 0600, "a 0644 tlsbox.db is tightened to 0600");
-    is_int(store_schema_version(store_main()), 1, "still schema 1");
+    is_int(store_schema_version(store_main()), store_migrations[store_migrations_count - 1].version,
+           "still the newest schema");
     is_int(query_int(store_main(), "SELECT count(*) FROM audit"), 2, "data kept");
     store_close();
     free(err);
@@ -180,45 +185,50 @@ static void test_fresh(const char *state)
     free(db_path);
 }
 
+/* Test migrations numbered above the embedded ones (V = the newest):
+ * V+1 good, V+2 failing, then V+3 and V+2 given out of order. */
 static void test_upgrade(const char *state)
 {
     char *err = NULL;
-    struct store_migration migs[4];
-    migs[0] = store_migrations[0];
-    migs[1] = (struct store_migration){2, "0002_test.sql",
+    const int n = store_migrations_count, v = store_migrations[n - 1].version;
+    struct store_migration *migs = xcalloc((size_t)n + 3, sizeof *migs);
+    for (int i = 0; i < n; i++)
+        migs[i] = store_migrations[i];
+    migs[n] = (struct store_migration){v + 1, "test_two.sql",
                                        "CREATE TABLE test_two (x INTEGER);\n"
                                        "INSERT INTO test_two VALUES (2);\n"};
-    migs[2] = (struct store_migration){3, "0003_bad.sql",
-                                       "CREATE TABLE test_three (x INTEGER);\n"
-                                       "INSERT INTO no_such_table VALUES (3);\n"};
+    migs[n + 1] = (struct store_migration){v + 2, "test_bad.sql",
+                                           "CREATE TABLE test_three (x INTEGER);\n"
+                                           "INSERT INTO no_such_table VALUES (3);\n"};
 
-    is_int(store_init(state, &err), 0, "store_init (schema 1)");
+    is_int(store_init(state, &err), 0, "store_init (newest embedded schema)");
     sqlite3 *db = store_main();
-    is_int(store_schema_version(db), 1, "v1 before the upgrade");
-    is_int(store_migrate(db, migs, 2, &err), 0, "store_migrate applies migration 2");
-    is_int(store_schema_version(db), 2, "user_version is 2");
-    is_int(query_int(db, "SELECT x FROM test_two"), 2, "migration 2 ran");
-    is_int(store_migrate(db, migs, 2, &err), 0, "second run succeeds");
-    is_int(store_schema_version(db), 2, "second run: still 2");
-    is_int(query_int(db, "SELECT count(*) FROM test_two"), 1, "second run: migration 2 not re-run");
+    is_int(store_schema_version(db), v, "at the newest embedded version before the upgrade");
+    is_int(store_migrate(db, migs, n + 1, &err), 0, "store_migrate applies one more migration");
+    is_int(store_schema_version(db), v + 1, "user_version went up by one");
+    is_int(query_int(db, "SELECT x FROM test_two"), 2, "the new migration ran");
+    is_int(store_migrate(db, migs, n + 1, &err), 0, "second run succeeds");
+    is_int(store_schema_version(db), v + 1, "second run: version unchanged");
+    is_int(query_int(db, "SELECT count(*) FROM test_two"), 1, "second run: migration not re-run");
 
     /* A failing migration is all or nothing: no table, version unchanged. */
-    is_int(store_migrate(db, migs, 3, &err), -1, "a failing migration 3 is reported");
-    like(err, "migration 0003_bad.sql: ", "error names the migration");
+    is_int(store_migrate(db, migs, n + 2, &err), -1, "a failing migration is reported");
+    like(err, "migration test_bad.sql: ", "error names the migration");
     like(err, "no such table: no_such_table", "and the SQLite problem");
-    is_int(store_schema_version(db), 2, "version stays 2");
-    ok(!table_exists(db, "test_three"), "nothing of migration 3 remains");
+    is_int(store_schema_version(db), v + 1, "version unchanged after the failure");
+    ok(!table_exists(db, "test_three"), "nothing of the failed migration remains");
     free(err);
     err = NULL;
 
     /* With the list out of order, migrations still apply by version. */
-    migs[2] = (struct store_migration){4, "0004_four.sql", "CREATE TABLE test_four (x);"};
-    migs[3] = (struct store_migration){3, "0003_three.sql", "CREATE TABLE test_three (x);"};
-    is_int(store_migrate(db, migs, 4, &err), 0, "migrations 3 and 4 applied");
-    is_int(store_schema_version(db), 4, "user_version is 4");
+    migs[n + 1] = (struct store_migration){v + 3, "test_four.sql", "CREATE TABLE test_four (x);"};
+    migs[n + 2] = (struct store_migration){v + 2, "test_three.sql", "CREATE TABLE test_three (x);"};
+    is_int(store_migrate(db, migs, n + 3, &err), 0, "two migrations given out of order applied");
+    is_int(store_schema_version(db), v + 3, "user_version went up by two");
     ok(table_exists(db, "test_three") && table_exists(db, "test_four"), "both tables exist");
     store_close();
     free(err);
+    free(migs);
 }
 
 static void test_refuse_newer(const char *state)
