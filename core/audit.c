@@ -68,8 +68,7 @@ static void mask(json_t *j, const char *owner)
     }
 }
 
-/* The body as masked compact JSON (caller frees), NULL for none. */
-static char *masked_body(const char *path, const char *body, size_t len)
+char *audit_masked_body(const char *path, const char *body, size_t len)
 {
     if (!body || !len)
         return NULL;
@@ -133,7 +132,7 @@ void audit_change(const char *user, const char *source, const char *method, cons
                   const char *body, size_t body_len, const char *before, const char *after)
 {
     char *action = xasprintf("%s %s", method, path);
-    char *detail = masked_body(path, body, body_len);
+    char *detail = audit_masked_body(path, body, body_len);
     audit_insert(user, source, action, path, detail, before, after);
     free(detail);
     free(action);

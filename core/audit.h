@@ -21,6 +21,10 @@ char *audit_resource(const char *path);
 void audit_change(const char *user, const char *source, const char *method, const char *path,
                   const char *body, size_t body_len, const char *before, const char *after);
 
+/* The request body of a change on API @p path as compact JSON with secret
+ * members masked (see audit_change); NULL for no body.  Caller frees. */
+char *audit_masked_body(const char *path, const char *body, size_t len);
+
 /* An event that is not an API change (login failed, lockout, session ended). */
 void audit_event(const char *actor, const char *source, const char *action, const char *target,
                  const char *detail);

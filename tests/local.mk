@@ -15,7 +15,11 @@ tests_plugins_fail_start_la_SOURCES = tests/plugins/fail_start.c
 tests_plugins_fail_start_la_CFLAGS = $(PLUGIN_CFLAGS)
 tests_plugins_fail_start_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 
-check_PROGRAMS += tests/unit/core/plugin_loader_test tests/unit/core/api_test
+check_PROGRAMS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
+	tests/unit/core/admin_test
+tests_unit_core_admin_test_SOURCES = tests/unit/core/admin_test.c
+tests_unit_core_admin_test_CFLAGS = $(CORE_CFLAGS)
+tests_unit_core_admin_test_LDADD = core/libtlsboxcore.la
 tests_unit_core_plugin_loader_test_SOURCES = tests/unit/core/plugin_loader_test.c
 tests_unit_core_plugin_loader_test_CFLAGS = $(CORE_CFLAGS)
 tests_unit_core_plugin_loader_test_LDADD = core/libtlsboxcore.la
@@ -23,7 +27,7 @@ tests_unit_core_api_test_SOURCES = tests/unit/core/api_test.c
 tests_unit_core_api_test_CFLAGS = $(CORE_CFLAGS)
 tests_unit_core_api_test_LDADD = core/libtlsboxcore.la
 
-TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
+TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test tests/unit/core/admin_test \
 	tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh \
 	tests/integration/12_pdk_out_of_tree.sh \
