@@ -205,6 +205,7 @@ def phone_and_keyboard(d):
     toggle.send_keys(Keys.ENTER)
     wait(d, EC.visibility_of_element_located((By.CSS_SELECTOR, "#menu a[data-page=policy]")))
     check(True, "the menu opens from the keyboard")
+    wait(d, lambda _: d.find_element(By.ID, "n-cpu").text != "–")
     wide = d.execute_script("return document.documentElement.scrollWidth")
     check(wide <= 390, "no horizontal scrolling at phone width", wide)
     shot(d, "09-phone-dashboard")

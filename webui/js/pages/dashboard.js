@@ -36,6 +36,28 @@ function push(chart, label, values) {
   chart.update("none");
 }
 
+const ms = (v) => (v === null ? null : v * 1000);
+
+function showFigures(cells, f) {
+  cells.cpu.textContent = `${fmt(f.cpu)} %`;
+  cells.procCpu.textContent = `${fmt(f.procCpu)} %`;
+  cells.load1.textContent = fmt(f.load1, 2);
+  cells.mem.textContent = `${fmtBytes(f.memUsed)} of ${fmtBytes(f.memTotal)}`;
+  cells.temp.textContent = f.temp === null ? "not measured" : `${fmt(f.temp)} °C`;
+  cells.hs.textContent = fmt(f.hsFull + f.hsResumed);
+  cells.resumption.textContent = f.resumption === null ? "–" : `${fmt(100 * f.resumption)} %`;
+  cells.lat.textContent = `${fmt(ms(f.p50), 2)} / ${fmt(ms(f.p99), 2)} ms`;
+  cells.reqs.textContent = `${fmt(f.h1)} / ${fmt(f.h2)}`;
+  cells.conns.textContent = String(f.conns);
+}
+
+function pushCharts(charts, t, f) {
+  push(charts.cpu, t, [f.cpu, f.procCpu]);
+  push(charts.hs, t, [f.hsFull, f.hsResumed]);
+  push(charts.req, t, [f.h1, f.h2]);
+  push(charts.lat, t, [ms(f.p50), ms(f.p99)]);
+}
+
 function chartBox(id, text) {
   return el("figure", { class: "chart" },
     el("div", { class: "chart-wrap" }, el("canvas", { id, role: "img", "aria-label": text })));
@@ -122,28 +144,15 @@ export default async function render(root) {
   es.addEventListener("metrics", (ev) => {
     const cur = JSON.parse(ev.data);
     live.textContent = `live · ${new Date(cur.t).toLocaleTimeString()}`;
-    if (prev) {
-      const f = figures(prev.m, cur.m, Math.max(0.001, (cur.t - prev.t) / 1000));
-      const t = new Date(cur.t).toLocaleTimeString();
-      cells.cpu.textContent = `${fmt(f.cpu)} %`;
-      cells.procCpu.textContent = `${fmt(f.procCpu)} %`;
-      cells.load1.textContent = fmt(f.load1, 2);
-      cells.mem.textContent = `${fmtBytes(f.memUsed)} of ${fmtBytes(f.memTotal)}`;
-      cells.temp.textContent = f.temp === null ? "not measured" : `${fmt(f.temp)} °C`;
-      cells.hs.textContent = `${fmt(f.hsFull + f.hsResumed)}`;
-      cells.resumption.textContent = f.resumption === null ? "–" : `${fmt(100 * f.resumption)} %`;
-      cells.lat.textContent = `${f.p50 === null ? "–" : fmt(f.p50 * 1000, 2)} / ${f.p99 === null ? "–" : fmt(f.p99 * 1000, 2)} ms`;
-      cells.reqs.textContent = `${fmt(f.h1)} / ${fmt(f.h2)}`;
-      cells.conns.textContent = String(f.conns);
-      push(charts.cpu, t, [f.cpu, f.procCpu]);
-      push(charts.hs, t, [f.hsFull, f.hsResumed]);
-      push(charts.req, t, [f.h1, f.h2]);
-      push(charts.lat, t, [f.p50 === null ? null : f.p50 * 1000, f.p99 === null ? null : f.p99 * 1000]);
-      mixes.replaceChildren(
-        el("div", {}, el("h3", { text: "TLS version" }), mixList(mix(cur.m, "tlsbox_site_handshakes_by_version_total"))),
-        el("div", {}, el("h3", { text: "Cipher" }), mixList(mix(cur.m, "tlsbox_site_handshakes_by_cipher_total"))),
-        el("div", {}, el("h3", { text: "Group" }), mixList(mix(cur.m, "tlsbox_site_handshakes_by_group_total"))));
-    }
+    // The first sample shows the gauges at once; rates need two.
+    const base = prev || cur;
+    const f = figures(base.m, cur.m, Math.max(0.001, (cur.t - base.t) / 1000));
+    showFigures(cells, f);
+    if (prev) pushCharts(charts, new Date(cur.t).toLocaleTimeString(), f);
+    mixes.replaceChildren(
+      el("div", {}, el("h3", { text: "TLS version" }), mixList(mix(cur.m, "tlsbox_site_handshakes_by_version_total"))),
+      el("div", {}, el("h3", { text: "Cipher" }), mixList(mix(cur.m, "tlsbox_site_handshakes_by_cipher_total"))),
+      el("div", {}, el("h3", { text: "Group" }), mixList(mix(cur.m, "tlsbox_site_handshakes_by_group_total"))));
     prev = cur;
   });
   es.addEventListener("error", () => {
