@@ -227,18 +227,21 @@ def page_weight(d):
     """Bytes and requests of a fresh load of each page (cache off)."""
     d.execute_cdp_cmd("Network.enable", {})
     d.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": True})
-    lines = ["page            requests   bytes (transferred)"]
+    lines = ["page          requests (files + API)   bytes transferred (files + API)"]
     for page, ready in (("dashboard", "#n-cpu"), ("policy", "#preset-form"), ("certs", "#cert-table"),
                         ("plugins", "#settings-site"), ("audit", "#audit-rows tr"),
                         ("p/example", "#example-greeting")):
         d.get(f"{BASE}/?fresh={page.replace('/', '-')}#/{page}")
         wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, ready)))
         time.sleep(1.5)
-        n, size = d.execute_script(
+        nf, bf, na, ba = d.execute_script(
             "const e = performance.getEntriesByType('navigation').concat("
             "performance.getEntriesByType('resource')).filter(x => !x.name.endsWith('/api/v1/live'));"
-            "return [e.length, e.reduce((a, x) => a + (x.transferSize || 0), 0)];")
-        lines.append(f"{page:15} {n:8}   {size}")
+            "const api = e.filter(x => x.name.includes('/api/v1/'));"
+            "const files = e.filter(x => !x.name.includes('/api/v1/'));"
+            "const sum = (l) => l.reduce((a, x) => a + (x.transferSize || 0), 0);"
+            "return [files.length, sum(files), api.length, sum(api)];")
+        lines.append(f"{page:13} {nf + na:4} ({nf} + {na}){'':12} {bf + ba:7} ({bf} + {ba})")
     with open(os.path.join(ART, "page-weight.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     for l in lines:

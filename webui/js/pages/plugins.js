@@ -95,14 +95,17 @@ function settingsForm(name, settings) {
 }
 
 export default async function render(root) {
-  const [plugins, disabledSetting] = await Promise.all([get("plugins"), get("settings/core.plugins_disabled")]);
+  const [list, disabledSetting] = await Promise.all([get("plugins"), get("settings/core.plugins_disabled")]);
+  // The web UI's own settings (port, sessions, lockout) sit after the core's.
+  const plugins = list.slice(0, 1).concat([{ name: "admin", state: "running", version: list[0].version,
+    abi: list[0].abi, description: "the admin web UI (part of the core)" }], list.slice(1));
   const disabled = new Set((disabledSetting.value || "").split(",").map((s) => s.trim()).filter(Boolean));
   for (const p of plugins) {
     const card = el("section", { class: "card plugin", id: `plugin-${p.name}` });
     const head = el("h2", {}, `${p.name} `, el("span", { class: `badge ${p.state}`, text: p.state }));
     card.append(head, el("p", { text: `${p.description} · version ${p.version} · ABI ${p.abi}` }));
     if (p.error) card.append(el("p", { class: "status error", text: p.error }));
-    if (p.name !== "core") {
+    if (p.name !== "core" && p.name !== "admin") {
       const toggleStatus = status();
       const t = el("button", { type: "button", class: "small", id: `toggle-${p.name}`,
         text: disabled.has(p.name) ? "Enable at next start" : "Disable at next start" });
@@ -123,7 +126,7 @@ export default async function render(root) {
     try {
       const settings = await get(`plugins/${p.name}/settings`);
       if (settings.length) {
-        const details = el("details", { open: p.name !== "core" ? true : null },
+        const details = el("details", { open: p.name !== "core" && p.name !== "admin" ? true : null },
           el("summary", { text: `Settings (${settings.length})` }), settingsForm(p.name, settings));
         card.append(details);
       }
