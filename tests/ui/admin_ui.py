@@ -221,6 +221,8 @@ def phone_and_keyboard(d):
     pw.send_keys(PASSWORD, Keys.ENTER)
     ok = wait(d, EC.text_to_be_present_in_element((By.ID, "page-title"), "Dashboard"))
     check(ok, "log in with the keyboard alone")
+    errs = wait(d, EC.text_to_be_present_in_element((By.ID, "last-errors"), "login.failed"))
+    check(errs, "the dashboard lists the failed login under last errors")
 
 
 def page_weight(d):

@@ -70,22 +70,44 @@ function mixList(obj) {
     .map(([k, v]) => el("li", {}, `${k}: ${((100 * v) / total).toFixed(1)}%`)));
 }
 
+// Problems worth a look: plugin failures, ACME errors, failed logins and
+// lockouts of the last day (from the audit log).
+async function lastErrors() {
+  const items = [];
+  const [plugins, acme, audit] = await Promise.all([get("plugins").catch(() => []),
+    get("acme/status").catch(() => null), get("audit?limit=200").catch(() => ({ entries: [] }))]);
+  plugins.filter((p) => p.error).forEach((p) => items.push(`${p.name}: ${p.error}`));
+  if (acme) {
+    for (const [k, v] of Object.entries(acme)) {
+      if (/error/i.test(k) && v) items.push(`acme ${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`);
+    }
+  }
+  const since = Date.now() / 1000 - 86400;
+  audit.entries.filter((a) => a.at >= since && /^login\.(failed|lockout)$/.test(a.action))
+    .slice(0, 10).forEach((a) => items.push(`${when(a.at)}: ${a.action} for ${a.target} from ${a.source}`));
+  return items;
+}
+
 async function sideInfo(box) {
   const parts = [];
   try {
     const certs = (await get("cert")).certificates;
     parts.push(el("h2", { text: "Certificates" }), el("ul", {}, certs.map((c) =>
-      el("li", {}, `${c.name}: ${c.days_left} days left (${c.status})`))));
+      el("li", { class: c.days_left < 14 ? "bad" : "" }, `${c.name}: ${c.days_left} days left (${c.status})`))));
   } catch (e) {
     parts.push(el("p", { class: "status error", text: `certificates: ${e.message}` }));
   }
   try {
     const plugins = await get("plugins");
     parts.push(el("h2", { text: "Plugins" }), el("ul", {}, plugins.map((p) =>
-      el("li", { class: p.error ? "bad" : "" }, `${p.name}: ${p.state}${p.error ? ` — ${p.error}` : ""}`))));
+      el("li", { class: p.error ? "bad" : "" }, `${p.name}: ${p.state}`))));
   } catch (e) {
     parts.push(el("p", { class: "status error", text: `plugins: ${e.message}` }));
   }
+  const errors = await lastErrors();
+  parts.push(el("h2", { text: "Last errors" }), errors.length
+    ? el("ul", { id: "last-errors" }, errors.map((t) => el("li", { class: "bad", text: t })))
+    : el("p", { id: "last-errors", class: "muted", text: "none" }));
   box.replaceChildren(...parts);
 }
 
