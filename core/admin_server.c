@@ -228,6 +228,12 @@ static enum MHD_Result session_endpoint(struct MHD_Connection *conn, const char 
         return respond_json(conn, 200, json_pack("{s:s}", "state", "login"),
                             COOKIE "=; Path=/; Secure; HttpOnly; SameSite=Strict; Max-Age=0");
     }
+    /* A cross-site form can POST text/plain but not application/json (that
+     * needs a CORS preflight this server never grants): no login CSRF. */
+    const char *ct =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!ct || strncmp(ct, "application/json", 16) != 0)
+        return api_mhd_error(conn, 415, "send the body as Content-Type: application/json");
     json_t *body = rq->body ? json_loadb(rq->body, rq->len, 0, NULL) : NULL;
     enum MHD_Result r;
     if (!json_is_object(body))

@@ -13,7 +13,7 @@ tb_start_daemon --set admin.lockout_after=5 --set admin.pbkdf2_iterations=10000 
     bail "daemon did not start"
 B="https://127.0.0.1:$TB_ADMIN_PORT"
 J="$TB_TMP/cookies"
-CURL=(curl -sk --max-time 10)
+CURL=(curl -sk --max-time 10 -H "Content-Type: application/json")
 
 # ---- transport and headers ----------------------------------------------
 code=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$TB_ADMIN_PORT/")
@@ -66,6 +66,9 @@ is "$("${CURL[@]}" "$B/api/v1/session" | jq -r .state)" "setup" "no user yet: fi
 # ---- first run ----------------------------------------------------------
 setup() { "${CURL[@]}" -c "$TB_TMP/jar-refused" -o "$TB_TMP/out" -w '%{http_code}' -X POST "$B/api/v1/session/setup" \
     -d "{\"token\":\"$1\",\"user\":\"admin\",\"password\":\"$2\"}"; }
+is "$(curl -sk -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/session/setup" \
+    -d '{"token":"0","user":"admin","password":"long enough password"}')" 415 \
+    "a form-encoded (cross-site) setup or login is refused"
 is "$(setup 0000 'long enough password')" 403 "setup refused without a valid token"
 url=$(tb_ctl admin setup-url | head -1)
 token=${url##*#setup=}
