@@ -141,6 +141,12 @@ def policy_modern_and_rollback(d):
     mark = d.find_element(By.CSS_SELECTOR, "#raw-mark mark").text
     check(mark == "+FOO", "and marks the bad token in the string", mark)
     shot(d, "04-policy-raw-error")
+    # A contradiction in the fields: the message by the field it names.
+    d.find_element(By.CSS_SELECTOR, "#pf-min_version option[value='TLS1.3']").click()
+    d.find_element(By.CSS_SELECTOR, "#pf-max_version option[value='TLS1.2']").click()
+    d.find_element(By.CSS_SELECTOR, "#fields-form button[type=button]").click()
+    err = wait(d, EC.visibility_of_element_located((By.ID, "pf-min_version-err")))
+    check("newer than max_version" in err.text, "contradictory fields are refused by the field", err.text)
 
 
 def dashboard_under_load(d):

@@ -95,6 +95,7 @@ export default async function render(root) {
     ocsp_stapling: el("input", { type: "checkbox" }),
     hsts_max_age: el("input", { type: "number", min: "0" }),
   };
+  Object.entries(f).forEach(([k, input]) => { input.id = `pf-${k}`; });
   const fieldsStatus = status();
   const fieldsForm = el("form", { class: "card", id: "fields-form" }, el("h2", { text: "Fields" }),
     field("Lowest version", f.min_version), field("Highest version", f.max_version),
@@ -153,8 +154,8 @@ export default async function render(root) {
       // A form that can point at the field says it there; the line below
       // the buttons then only says that nothing was stored.
       if (onError) {
-        onError(e.message);
         st.fail("Nothing stored: see the message by the field.");
+        onError(e.message);
       } else {
         st.fail(e.message);
       }
@@ -166,11 +167,21 @@ export default async function render(root) {
     ev.preventDefault();
     run({ preset: presetSel.value }, presetStatus, () => post("policy/preset", { preset: presetSel.value }));
   });
-  fieldsForm.querySelector("button[type=button]").addEventListener("click", () =>
-    run({ fields: fieldValues() }, fieldsStatus));
+  // "min_version: TLS1.3 is newer than max_version TLS1.2": by that field.
+  const fieldsError = (msg) => {
+    const m = msg.match(/^([a-z_]+):/);
+    if (m && f[m[1]]) fieldError(f[m[1]], msg);
+    else fieldsStatus.fail(msg);
+  };
+  const fieldsRun = (apply) => {
+    Object.values(f).forEach((i) => fieldError(i, null));
+    run({ fields: fieldValues() }, fieldsStatus,
+      apply ? () => put("policy", { fields: fieldValues() }) : null, fieldsError);
+  };
+  fieldsForm.querySelector("button[type=button]").addEventListener("click", () => fieldsRun(false));
   fieldsForm.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    run({ fields: fieldValues() }, fieldsStatus, () => put("policy", { fields: fieldValues() }));
+    fieldsRun(true);
   });
   const rawError = (msg) => {
     fieldError(raw, msg);
