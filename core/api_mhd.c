@@ -156,8 +156,10 @@ enum MHD_Result api_mhd_run(struct MHD_Connection *conn, const char *method, con
     struct tlsbox_api_reply reply = {0};
     api_dispatch(&req, &reply);
     if (change && reply.status < 300) {
+        /* A POST that left its resource as it was (a preview) changed nothing. */
         char *after = get_state(resource, user);
-        audit_change(user, source, method, path, rq->body, rq->len, before, after);
+        if (!before || !after || strcmp(before, after) != 0)
+            audit_change(user, source, method, path, rq->body, rq->len, before, after);
         free(after);
     }
     free(before);

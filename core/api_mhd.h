@@ -44,7 +44,8 @@ int api_mhd_collect(size_t max_body, struct MHD_Connection *conn, const char *up
  * Run the API route for @p path (after "/api/v1/") as @p user from @p source
  * ("127.0.0.1", "control socket") and queue the reply.  A successful change
  * (any method but GET) is written to the audit log with the state of the
- * resource before and after it.
+ * resource before and after it; one that left a readable resource exactly
+ * as it was (policy/preview) is not a change and is not written.
  */
 enum MHD_Result api_mhd_run(struct MHD_Connection *conn, const char *method, const char *path,
                             const struct api_mhd_request *rq, const char *user, const char *source);

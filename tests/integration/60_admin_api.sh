@@ -105,6 +105,10 @@ out=$("${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -X POST "$B/api/v1/policy/pr
 is "$(jq -r .policy.min_version <<<"$out")" "TLS1.3" "with the CSRF token the preset applies"
 
 # ---- audit: who, from where, before -> after ----------------------------
+"${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o /dev/null -X POST "$B/api/v1/policy/preview" \
+    -d '{"preset":"compat"}'
+is "$("${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=50" | jq '[.entries[] | select(.action=="POST policy/preview")] | length')" \
+    0 "a preview changes nothing and is not audited"
 a=$("${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=20" | jq -c '[.entries[] | select(.action=="POST policy/preset")][0]')
 is "$(jq -r '.actor + " " + .source' <<<"$a")" "admin 127.0.0.1" "audit: who and from where"
 is "$(jq -r '(.before|fromjson|.policy.min_version) + " -> " + (.after|fromjson|.policy.min_version)' <<<"$a")" \

@@ -18,7 +18,8 @@ function row(a) {
     el("div", { class: "before-after" }, el("pre", { class: "small", text: pretty(a.before || "–") }),
       el("pre", { class: "small", text: pretty(a.after || "–") }))) : null;
   return el("tr", {}, el("td", { text: when(a.at) }), el("td", { text: a.actor }),
-    el("td", { text: a.source || "" }), el("td", { text: a.action }),
+    el("td", { text: a.source || "" }),
+    el("td", { text: a.target && !a.action.includes(a.target) ? `${a.action} ${a.target}` : a.action }),
     el("td", { class: "mono small" }, a.detail || "", change));
 }
 
