@@ -192,6 +192,23 @@ def settings_refused(d):
 def other_pages(d):
     open_page(d, "certs", "#cert-table tbody tr")
     check("internal" in d.find_element(By.ID, "cert-table").text, "certificates page lists the internal certificate")
+    wait(d, EC.text_to_be_present_in_element((By.ID, "acme-status"), "state"))
+    check("object" not in d.find_element(By.ID, "acme-status").text, "the ACME section shows its status")
+    # Import a certificate and key from files: the key goes up and never comes back.
+    tmp = os.environ["TB_TMP"]
+    key, crt = os.path.join(tmp, "ui.key"), os.path.join(tmp, "ui.crt")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-keyout", key, "-out", crt, "-subj", "/CN=ui-import.example", "-days", "30",
+                    "-addext", "subjectAltName=DNS:ui-import.example"], check=True, capture_output=True, timeout=30)
+    d.find_element(By.ID, "import-name").send_keys("ui-import")
+    d.find_element(By.ID, "import-cert-file").send_keys(crt)
+    d.find_element(By.ID, "import-key-file").send_keys(key)
+    d.find_element(By.CSS_SELECTOR, "#import-form button[type=submit]").click()
+    ok = wait(d, EC.text_to_be_present_in_element((By.ID, "cert-table"), "ui-import.example"))
+    check(ok, "a certificate and key imported from files appear in the list")
+    key_line = open(key).read().splitlines()[1]
+    check(key_line not in d.page_source and "PRIVATE KEY" not in d.page_source,
+          "the private key is nowhere on the page after the import")
     shot(d, "06-certificates")
     open_page(d, "audit", "#audit-rows tr")
     check("policy" in d.find_element(By.ID, "audit-rows").text, "audit page shows the policy changes")

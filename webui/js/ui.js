@@ -8,7 +8,7 @@ export function el(tag, attrs, ...children) {
     else if (v === true) e.setAttribute(k, "");
     else e.setAttribute(k, v);
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
