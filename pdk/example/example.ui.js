@@ -12,7 +12,7 @@ export default async function render(root, { api, el, field, status }) {
   const shown = el("p", { id: "example-greeting", class: "card" });
   async function refresh() {
     const r = await api("GET", "example/hello");
-    shown.textContent = `The example says "${r.greeting}" (asked ${r.count} times).`;
+    shown.textContent = `The example says "${r.greeting}".`;
   }
   const input = el("input", { id: "example-new-greeting", value: "" });
   const st = status();

@@ -217,6 +217,11 @@ def other_pages(d):
     link.click()
     g = wait(d, EC.text_to_be_present_in_element((By.ID, "example-greeting"), "hello"))
     check(g, "the example plugin's page is in the menu and works")
+    d.find_element(By.ID, "example-new-greeting").send_keys("hi there!")
+    d.find_element(By.CSS_SELECTOR, "#example-new-greeting ~ button, form button[type=submit]").click()
+    g = wait(d, EC.text_to_be_present_in_element((By.ID, "example-greeting"), "hi there!"))
+    check(g and ctl("get", "example.greeting").strip() == "hi there!",
+          "the plugin page changes its setting through the API")
     shot(d, "08-plugin-example")
 
 
