@@ -106,6 +106,11 @@ long tls_bundle_live(void)
     return atomic_load(&live);
 }
 
+gnutls_certificate_credentials_t tls_bundle_credentials(const struct tlsbox_bundle *b)
+{
+    return b->cred;
+}
+
 int tls_bundle_session_setup(const struct tlsbox_bundle *b, gnutls_session_t session)
 {
     int r;

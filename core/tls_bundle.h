@@ -34,6 +34,10 @@ void tls_bundle_publish(struct tlsbox_bundle *b);
  * tickets, hsts}.  New reference. */
 json_t *tls_bundle_describe(const struct tlsbox_bundle *b);
 
+/* The bundle's credentials (every certificate, in preference order), borrowed
+ * for as long as the caller holds its reference on @p b (admin server). */
+gnutls_certificate_credentials_t tls_bundle_credentials(const struct tlsbox_bundle *b);
+
 /* Number of bundles built and not yet freed (tests, leak checks). */
 long tls_bundle_live(void);
 

@@ -18,7 +18,10 @@ TEST="clang libclang-rt-14-dev clang-format
   procps iproute2 python3 jq bc
   testssl.sh
   pebble certbot
-  nginx h2o"
+  nginx h2o
+  chromium chromium-driver python3-selenium
+  libjs-chart.js"
+# (libjs-chart.js is also a run-time dependency: the admin UI serves its Chart.js.)
 
 pkgs="$BUILD"
 [ "${1:-}" = "--build" ] || pkgs="$BUILD $TEST"
