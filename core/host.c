@@ -17,6 +17,7 @@
 #include "core/settings.h"
 #include "core/store.h"
 #include "core/tls.h"
+#include "core/tls_dh.h"
 #include "core/xalloc.h"
 
 static const char *who(struct tlsbox_plugin *self)
@@ -188,6 +189,8 @@ static const struct tlsbox_host host = {
     .cert_install = tls_cert_install,
     .cert_list = tls_cert_list_json,
     .cert_get = tls_cert_get,
+    .dh_set = tls_dh_set,
+    .dh_served = tls_dh_served,
 };
 
 const struct tlsbox_host *host_table(void)

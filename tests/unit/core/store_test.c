@@ -17,7 +17,7 @@ static char tmp[] = "/tmp/tlsbox-store-test-XXXXXX";
 
 static const char *const tables[] = {
     "settings",   "policy_versions", "certificates",  "internal_ca",    "ticket_keys",
-    "ocsp",       "dh_params",       "acme_accounts", "acme_orders",    "acme_events",
+    "ocsp",       "tls_dh",          "acme_accounts", "acme_orders",    "acme_events",
     "bench_runs", "metrics_history", "admin_users",   "admin_sessions", "audit",
     "plugin_kv"};
 
