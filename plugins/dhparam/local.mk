@@ -1,0 +1,14 @@
+# The dhparam plugin (dhparam.so): RFC 7919 groups, generated or imported DH parameters.
+plugin_LTLIBRARIES += plugins/dhparam/dhparam.la
+plugins_dhparam_dhparam_la_SOURCES = plugins/dhparam/dhparam.h plugins/dhparam/dhparam.c \
+	plugins/dhparam/dhparam_run.c plugins/dhparam/dhparam_gen.c \
+	plugins/dhparam/dhparam_store.c plugins/dhparam/dhparam_api.c
+plugins_dhparam_dhparam_la_CFLAGS = $(PLUGIN_CFLAGS) $(JANSSON_CFLAGS)
+plugins_dhparam_dhparam_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_dhparam_dhparam_la_LIBADD = $(GNUTLS_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS)
+
+dhparam_integration_tests = tests/integration/60_dh_modes.sh tests/integration/61_dh_rotate.sh \
+	tests/integration/62_dh_cancel.sh tests/integration/dh_lib.sh
+TESTS += tests/integration/60_dh_modes.sh tests/integration/61_dh_rotate.sh \
+	tests/integration/62_dh_cancel.sh
+EXTRA_DIST += $(dhparam_integration_tests)
