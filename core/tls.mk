@@ -40,6 +40,13 @@ nodist_tests_unit_core_tls_bundle_test_SOURCES = core/migrations_embedded.c
 tests_unit_core_tls_bundle_test_CFLAGS = $(TLS_TEST_CFLAGS)
 tests_unit_core_tls_bundle_test_LDADD = $(TLS_TEST_LIBS)
 
+check_PROGRAMS += tests/unit/core/tls_dh_test
+TESTS += tests/unit/core/tls_dh_test
+tests_unit_core_tls_dh_test_SOURCES = tests/unit/core/tls_dh_test.c tests/tap.h core/tls_dh.c \
+	core/xalloc.c core/log.c
+tests_unit_core_tls_dh_test_CFLAGS = $(TLS_TEST_CFLAGS)
+tests_unit_core_tls_dh_test_LDADD = $(TLS_TEST_LIBS)
+
 # Integration tests: the real daemon and real clients on loopback.
 TLS_INTEGRATION = tests/integration/20_tls_certs.sh tests/integration/21_tls_policy.sh \
 	tests/integration/22_tls_site.sh
