@@ -108,6 +108,11 @@ int tls_dh_check(const char *pem, struct tls_dh_check *out, char **err)
         *err = xasprintf("DH parameters: %s", pem ? "more than 16 KiB of text" : "none given");
         return rc;
     }
+    /* The text is stored as given: never with key material in it. */
+    if (strstr(pem, "PRIVATE KEY-----")) {
+        *err = xstrdup("the text holds a private key: give the DH parameters alone");
+        return rc;
+    }
     if (strstr(pem, "-----BEGIN X9.42 DH PARAMETERS-----")) {
         *err = xstrdup("X9.42 DH parameters (openssl dhparam -dsaparam) are not supported: "
                        "give PKCS#3 \"DH PARAMETERS\" as written by openssl dhparam without "

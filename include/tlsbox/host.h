@@ -361,11 +361,10 @@ struct tlsbox_host {
      * ([a-z0-9_-]{1,32}, e.g. "generated", "import"), or with @p pem NULL go
      * back to the RFC 7919 groups.  The parameters are checked first: a
      * prime of 2048 to 8192 bits that passes a primality test, a generator
-     * in 2..p-2, a PEM GnuTLS imports.  On refusal returns -EINVAL and sets
-     * *err (caller frees) to a message saying what is wrong; nothing is
-     * written.  Otherwise stores them in one transaction (replacing the
-     * previous ones), publishes "dh.changed" and returns the prime's size in
-     * bits (0 for pem NULL); when the core holds these already (same
+     * in 2..p-2, a PEM GnuTLS imports, no private key in the text.  On refusal returns -EINVAL and
+     * sets *err (caller frees) to a message saying what is wrong; nothing is written.  Otherwise
+     * stores them in one transaction (replacing the previous ones), publishes "dh.changed" and
+     * returns the prime's size in bits (0 for pem NULL); when the core holds these already (same
      * fingerprint and source) nothing is written and no event published.
      * With TLSBOX_DH_CHECK_ONLY in @p flags only checks (returns the bits;
      * nothing stored, no event).  The bundle serves the parameters when the

@@ -83,6 +83,8 @@ refused "$TB_TMP/rsa.pem" "refused: not DH parameters: expected a PEM block" "a 
 refused "$TB_TMP/garbage.pem" "refused: not DH parameters" "garbage"
 refused "$TB_TMP/broken.pem" "refused: DH parameters do not parse" "a DH PEM with a broken body"
 refused "$TB_TMP/x942.pem" "refused: X9.42 DH parameters .* are not supported" "X9.42 parameters"
+cat "$TB_TMP/dh4096.pem" "$TB_TMP/rsa.key" >"$TB_TMP/with_key.pem"
+refused "$TB_TMP/with_key.pem" "refused: the text holds a private key" "parameters with a key appended"
 after=$(dh_rows)
 is "$after" "$before" "the store's DH rows and settings are unchanged by the refused imports"
 is "$(dh_tls12_bits)" "4096" "and the imported parameters are still served"

@@ -78,6 +78,13 @@ int main(void)
     gnutls_dh_params_deinit(small);
 
     refused("hello", "not DH parameters", "garbage");
+    pem = pem_of(&gnutls_ffdhe_2048_group_prime, 0, 2);
+    char *with_key = calloc(1, strlen(pem) + 200);
+    strcpy(with_key, pem);
+    strcat(with_key, "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n");
+    refused(with_key, "holds a private key", "parameters followed by a private key");
+    free(with_key);
+    free(pem);
     refused("-----BEGIN X9.42 DH PARAMETERS-----\nMIIB\n-----END X9.42 DH PARAMETERS-----\n",
             "X9.42 DH parameters", "X9.42");
     refused("-----BEGIN DH PARAMETERS-----\n!!!\n-----END DH PARAMETERS-----\n",
