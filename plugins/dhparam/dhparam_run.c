@@ -102,35 +102,37 @@ int64_t dhparam_run_start(struct dhparam *d, int bits, const char *reason, int64
     if (atomic_load(&d->stopping))
         return -ESHUTDOWN;
     pthread_mutex_lock(&d->lock);
-    if (d->cur.job) {
+    if (d->cur.run_id) {
         pthread_mutex_unlock(&d->lock);
         return -EBUSY;
     }
-    int64_t rc = -EIO;
     sqlite3 *db = d->host->store_open(d->self);
     int64_t id = db ? dhparam_store_run_begin(db, bits, reason, resume_id, &attempts) : -EIO;
     if (db)
         d->host->store_close(d->self, db);
-    if (id < 0)
-        goto out;
-    d->cur = (struct dhparam_current){
-        .run_id = id, .bits = bits, .attempts = attempts, .stage = "queued"};
-    snprintf(d->cur.reason, sizeof(d->cur.reason), "%s", reason);
-    clock_gettime(CLOCK_MONOTONIC, &d->cur.t0);
-    int64_t job = d->host->job_submit(d->self, "dhparam.generate", run_job, d, NULL);
-    if (job < 0) {
-        memset(&d->cur, 0, sizeof(d->cur));
-        rc = job;
-        goto out;
+    if (id > 0) {
+        d->cur = (struct dhparam_current){
+            .run_id = id, .bits = bits, .attempts = attempts, .stage = "queued"};
+        snprintf(d->cur.reason, sizeof(d->cur.reason), "%s", reason);
+        clock_gettime(CLOCK_MONOTONIC, &d->cur.t0);
     }
-    d->cur.job = job;
+    pthread_mutex_unlock(&d->lock);
+    if (id < 0)
+        return id;
     d->host->metric_set(d->m_running, 1);
     d->host->log(d->self, TLSBOX_LOG_INFO, "generating %d-bit DH parameters (%s, attempt %d)", bits,
                  reason, attempts);
-    rc = id;
-out:
+    /* Not under the lock: a host may run the job before job_submit returns. */
+    int64_t job = d->host->job_submit(d->self, "dhparam.generate", run_job, d, NULL);
+    pthread_mutex_lock(&d->lock);
+    if (job < 0 && d->cur.run_id == id)
+        memset(&d->cur, 0, sizeof(d->cur));
+    else if (d->cur.run_id == id)
+        d->cur.job = job;
     pthread_mutex_unlock(&d->lock);
-    return rc;
+    if (job < 0)
+        d->host->metric_set(d->m_running, 0);
+    return job < 0 ? job : id;
 }
 
 /* Once per daemon start: a run a stop or crash interrupted starts again. */
@@ -174,7 +176,7 @@ json_t *dhparam_run_current(struct dhparam *d, sqlite3 *db)
     pthread_mutex_lock(&d->lock);
     struct dhparam_current c = d->cur;
     pthread_mutex_unlock(&d->lock);
-    if (!c.job)
+    if (!c.run_id)
         return json_null();
     double secs = elapsed(&c.t0);
     json_t *j = json_pack("{s:I, s:s, s:s, s:i, s:s, s:i, s:f}", "id", (json_int_t)c.run_id,
