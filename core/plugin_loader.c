@@ -207,7 +207,8 @@ int plugins_load_dir(const char *dir)
     }
     closedir(d);
     /* Sorted, so the load (and start) order is the same on every machine. */
-    qsort(names, n, sizeof *names, cmp_names);
+    if (n) /* qsort's array may not be NULL, even for no element */
+        qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = 0; i < n; i++) {
         plugins_load_file(names[i]);
         free(names[i]);

@@ -71,6 +71,22 @@ static const char *action_name(int action)
     return "write";
 }
 
+/* Columns of the core that hold secrets: no plugin reads them, even though
+ * reading the rest of the store is allowed.  (Secret settings are kept in
+ * settings.value like the others: read them through host->setting_get.) */
+static int is_secret_column(const char *table, const char *column)
+{
+    static const char *const secret[][2] = {
+        {"certificates", "key_pem"},     {"internal_ca", "key_pem"},
+        {"ticket_keys", "key"},          {"admin_users", "pw_salt"},
+        {"admin_users", "pw_hash"},      {"admin_sessions", "token_hash"},
+        {"admin_sessions", "csrf_token"}};
+    for (size_t i = 0; table && column && i < sizeof secret / sizeof *secret; i++)
+        if (strcmp(table, secret[i][0]) == 0 && strcmp(column, secret[i][1]) == 0)
+            return 1;
+    return 0;
+}
+
 static int refuse_verb(const char *plugin, const char *verb, const char *object)
 {
     log_err("plugin %s: store: refused to %s %s: a plugin writes only its own tables "
@@ -141,6 +157,12 @@ static int on_authorize(void *arg, int action, const char *a1, const char *a2, c
     case SQLITE_ATTACH:
     case SQLITE_DETACH:
         return refuse(plugin, action, a1);
+    case SQLITE_READ:
+        if (!is_secret_column(a1, a2))
+            return SQLITE_OK;
+        log_err("plugin %s: store: refused to read %s.%s: it holds secrets of the core", plugin, a1,
+                a2);
+        return SQLITE_DENY;
     case SQLITE_PRAGMA:
         /* Reading a pragma is fine; setting one (user_version, writable_schema,
          * foreign_keys, journal_mode...) changes what the core relies on. */

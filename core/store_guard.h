@@ -11,7 +11,9 @@
  * (INSERT/UPDATE/DELETE) or change the schema of (CREATE/DROP/ALTER) only
  * tables, indexes, triggers and views named "<plugin>_..." (temporary ones
  * are the connection's own and free); triggers and indexes must also sit on
- * such a table.  ATTACH, DETACH and pragmas that set a value are refused.
+ * such a table.  ATTACH, DETACH and pragmas that set a value are refused,
+ * and so is reading the core's secret columns (private keys, ticket keys,
+ * password hashes, session tokens).
  * A refused statement fails to prepare with SQLITE_AUTH ("not authorized")
  * and the core logs one line naming the plugin, the action and the object.
  * @p plugin is borrowed: it must outlive the guard (a plugin's name does).

@@ -185,7 +185,10 @@ struct tlsbox_host {
      * see struct tlsbox_migration): any other write fails to prepare with
      * SQLITE_AUTH ("not authorized") and the core logs one line naming the
      * plugin and the table.  ATTACH and pragmas that set a value are refused
-     * too.  Core data (certificates, settings) changes through host calls.
+     * too, and reading the core's secret columns (private keys, ticket keys,
+     * password hashes, session tokens).  Core data (certificates, settings)
+     * is read and changed through host calls; its tables are not part of the
+     * ABI.
      */
     sqlite3 *(*store_open)(struct tlsbox_plugin *self);
     /** Close a connection from store_open. */

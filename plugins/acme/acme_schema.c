@@ -6,7 +6,9 @@
  * tables in place where a store already has them (CREATE ... IF NOT EXISTS,
  * same columns as before: every row is kept) and creates them on a new store;
  * it copies acme's plugin_kv rows into acme_kv.  Never edit a shipped step:
- * add one. */
+ * add one.  (That copy reads the core's plugin_kv, which core schema 1 made:
+ * a core migration that ever drops plugin_kv must keep a store on which
+ * this step has not run yet working, e.g. by leaving an empty plugin_kv.) */
 #include "plugins/acme/acme_plugin.h"
 
 const struct tlsbox_migration acme_migrations[] = {

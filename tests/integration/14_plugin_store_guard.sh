@@ -39,18 +39,23 @@ ok $((ncerts < 1)) "the daemon made its certificate ($ncerts active)"
 is "$(try own | jq -c .)" '{"ok":true,"error":""}' "rogue writes its own table"
 is "$(sqlite3 "$db" "SELECT t FROM rogue_notes")" "mine" "the row is there"
 before=$(dump)
-for what in certificates acme_orders settings drop create index pragma attach; do
+for what in certificates acme_orders settings drop create index pragma attach keys; do
     n0=$(wc -l <"$TB_TMP/daemon.log")
-    is "$(try "$what" | jq -c .)" '{"ok":false,"error":"not authorized"}' "$what: refused"
+    want='{"ok":false,"error":"not authorized"}'
+    [ "$what" = keys ] && want='{"ok":false,"error":"access to certificates.key_pem is prohibited"}'
+    is "$(try "$what" | jq -c .)" "$want" "$what: refused"
     new=$(tail -n +$((n0 + 1)) "$TB_TMP/daemon.log" | grep 'refused to')
     is "$(printf '%s\n' "$new" | grep -c .)" 1 "$what: one log line"
-    like "$new" "plugin rogue: store: refused to .* a plugin writes only its own tables \(named rogue_\.\.\.\)" \
+    like "$new" "plugin rogue: store: refused to (.* a plugin writes only its own tables \(named rogue_\.\.\.\)|read .*: it holds secrets of the core)" \
         "$what: it names the plugin and the rule"
 done
 like "$(grep "refused to" "$TB_TMP/daemon.log" | grep -v rogue_schema | head -1)" "refused to update certificates" \
     "the line names the action and the table"
 grep -q 'refused to delete from acme_orders' "$TB_TMP/daemon.log"
 ok $? "another plugin's table is refused alike"
+like "$(grep 'refused to read' "$TB_TMP/daemon.log")" "refused to read certificates.key_pem" \
+    "reading a private key column is refused, named"
+is "$(try read | jq -c .)" '{"ok":true,"error":""}' "reading the rest of certificates is allowed"
 
 # A trigger on its own table is allowed, but what it does runs under the
 # same rule: the insert that fires it is refused as a whole.

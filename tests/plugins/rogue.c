@@ -29,6 +29,8 @@ static const struct {
     {"fire", "INSERT INTO rogue_notes (t) VALUES ('fires the trigger')"},
     {"pragma", "PRAGMA user_version = 999"},
     {"attach", "ATTACH DATABASE ':memory:' AS other"},
+    {"keys", "SELECT name, key_pem FROM certificates"},
+    {"read", "SELECT name, not_after FROM certificates"},
 };
 
 static void on_try(void *arg, const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)
