@@ -9,7 +9,7 @@ APT="apt-get -o DPkg::Lock::Timeout=600 -y --no-install-recommends"
 
 BUILD="build-essential autoconf automake libtool pkg-config
   libgnutls28-dev libnghttp2-dev libmicrohttpd-dev libsqlite3-dev
-  libcurl4-gnutls-dev libjansson-dev"
+  libcurl4-gnutls-dev libjansson-dev libgmp-dev"
 
 # Real clients and peers the tests start themselves; clang for the second
 # compiler and the sanitizer runtime; clang-format for the format check.
