@@ -188,6 +188,8 @@ static const struct tlsbox_host host = {
     .cert_install = tls_cert_install,
     .cert_list = tls_cert_list_json,
     .cert_get = tls_cert_get,
+    .staple_set = tls_staple_set,
+    .internal_ocsp = tls_internal_ocsp,
 };
 
 const struct tlsbox_host *host_table(void)

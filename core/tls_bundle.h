@@ -34,6 +34,9 @@ void tls_bundle_publish(struct tlsbox_bundle *b);
  * tickets, hsts}.  New reference. */
 json_t *tls_bundle_describe(const struct tlsbox_bundle *b);
 
+/* The earliest moment a staple in @p b must stop being served (0: no staple). */
+time_t tls_bundle_staple_until(const struct tlsbox_bundle *b);
+
 /* Number of bundles built and not yet freed (tests, leak checks). */
 long tls_bundle_live(void);
 

@@ -11,6 +11,8 @@
  *   1.1  2026-12  Descriptor: .migrations (the plugin's own SQL schema, applied
  *                 by the core at load, version tracked per plugin) and
  *                 .demo_settings (defaults the daemon uses in --demo mode).
+ *                 Host: cert_list, cert_get; staple_set (the OCSP staple the
+ *                 bundle serves), internal_ocsp (the internal CA's responder).
  *
  * A plugin is one shared object exporting exactly one symbol, the constant
  * descriptor made by TLSBOX_PLUGIN().  Everything else in the plugin is static.
