@@ -69,5 +69,6 @@ char *ctl_escape(const char *s);
 extern const struct ctl_command ctl_core_commands[];
 extern const struct ctl_command ctl_tls_commands[];  /* cert, policy (cli/cmd_tls.c) */
 extern const struct ctl_command ctl_acme_commands[]; /* acme (cli/cmd_acme.c) */
+extern const struct ctl_command ctl_ocsp_commands[]; /* ocsp (cli/cmd_ocsp.c) */
 
 #endif
