@@ -8,7 +8,8 @@
 #   oc_make_ca                     $OC/{root,inter}.{pem,key}, empty index
 #   oc_make_leaf NAME DAYS [EXT]   $OC/NAME.{pem,key,chain}; extra x509v3 line EXT;
 #                                  the leaf is listed good in the index
-#   oc_revoke NAME                 mark NAME revoked in the index (the responder rereads it)
+#   oc_revoke NAME [ARGS]          mark NAME revoked in the index and restart the responder
+#                                  (Debian's openssl ocsp does not reliably reread it)
 #   oc_start_responder [ARGS]      openssl ocsp in the namespace (ARGS e.g. -nmin 1;
 #                                  default -ndays 1), front on $OC_PORT
 #   oc_stop_responder              stop openssl ocsp (the front stays: connections drop)
@@ -78,11 +79,14 @@ oc_make_leaf() {
 }
 
 oc_revoke() {
-    local serial
-    serial=$(openssl x509 -in "$OC/$1.pem" -noout -serial | cut -d= -f2)
-    # R, expiry, revocation time, serial: the responder rereads a changed index.
+    local name=$1 serial
+    shift
+    serial=$(openssl x509 -in "$OC/$name.pem" -noout -serial | cut -d= -f2)
+    # R, expiry, revocation time, serial.
     sed -i "s/^V\t\([0-9Z]*\)\t\t$serial\t/R\t\1\t$(date -u +%y%m%d%H%M%SZ),keyCompromise\t$serial\t/" \
         "$OC/index.txt"
+    oc_stop_responder
+    oc_start_responder "$@"
 }
 
 oc_start_responder() {
