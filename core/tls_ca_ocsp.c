@@ -124,14 +124,23 @@ static int response_data(gnutls_x509_crt_t leaf, gnutls_x509_crt_t root, time_t 
     der_wrap(&single, 0xa0, &next); /* nextUpdate [0] EXPLICIT */
     der_wrap(&singles, 0x30, &single);
 
-    der_tlv(&rid, 0x04, key_hash.data, key_hash.size);
-    der_wrap(&rd, 0xa2, &rid); /* responderID byKey [2] */
-    der_time(&rd, now);        /* producedAt */
+    /* responderID byName [1]: GnuTLS clients look a responder up in their
+     * trust list by name only (byKey leaves them "signer not found"). */
+    gnutls_datum_t dn = {NULL, 0};
+    if ((r = gnutls_x509_crt_get_raw_dn(root, &dn)) < 0)
+        goto out;
+    der_raw(&rid, dn.data, dn.size);
+    gnutls_free(dn.data);
+    der_wrap(&rd, 0xa1, &rid);
+    der_time(&rd, now); /* producedAt */
     der_wrap(&rd, 0x30, &singles);
     der_wrap(out, 0x30, &rd);
 out:
     gnutls_free(key_hash.data);
     free(single.p);
+    free(singles.p);
+    free(rd.p);
+    free(rid.p);
     return r;
 }
 

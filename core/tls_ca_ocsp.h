@@ -1,7 +1,7 @@
 /* The internal CA's OCSP responder, without network: the core signs, with
  * the internal root's key, the OCSP response for a leaf that root issued.
  * GnuTLS 3.7 reads OCSP responses but cannot write one, so the DER is built
- * here (RFC 6960 BasicOCSPResponse, responder by key hash, ECDSA-SHA256). */
+ * here (RFC 6960 BasicOCSPResponse, responder by name, ECDSA-SHA256). */
 #ifndef TLSBOX_CORE_TLS_CA_OCSP_H
 #define TLSBOX_CORE_TLS_CA_OCSP_H
 
