@@ -2,7 +2,7 @@
 # `make check` each target is linked with replay.c and run over its committed
 # corpus (tests/fuzz/corpus/NAME); `make fuzz` builds real libFuzzer binaries
 # with clang and runs each for FUZZ_TIME seconds.
-FUZZ_TARGETS = site_h1 settings tls_policy acme
+FUZZ_TARGETS = site_h1 settings tls_policy acme ocsp
 
 fuzz_site_h1_sources = tests/fuzz/site_h1_fuzz.c $(site_sources) \
 	plugins/site/tests/mock_host.c plugins/site/tests/mock_host.h
@@ -22,6 +22,17 @@ fuzz_acme_sources = tests/fuzz/acme_fuzz.c plugins/acme/acme.h plugins/acme/acme
 	plugins/acme/acme_jws.c plugins/acme/acme_csr.c plugins/acme/acme_renew.c
 fuzz_acme_cflags = $(GNUTLS_CFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS) $(SQLITE_CFLAGS)
 fuzz_acme_libs = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS)
+
+fuzz_ocsp_sources = tests/fuzz/ocsp_fuzz.c plugins/ocsp/ocsp.h plugins/ocsp/ocsp_cert.c \
+	plugins/ocsp/ocsp_verify.c
+fuzz_ocsp_cflags = $(GNUTLS_CFLAGS)
+fuzz_ocsp_libs = $(GNUTLS_LIBS)
+
+check_PROGRAMS += tests/fuzz/ocsp_replay
+TESTS += tests/fuzz/ocsp_replay
+tests_fuzz_ocsp_replay_SOURCES = tests/fuzz/replay.c $(fuzz_ocsp_sources)
+tests_fuzz_ocsp_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_ocsp_cflags)
+tests_fuzz_ocsp_replay_LDADD = $(fuzz_ocsp_libs)
 
 check_PROGRAMS += tests/fuzz/site_h1_replay tests/fuzz/settings_replay \
 	tests/fuzz/tls_policy_replay tests/fuzz/acme_replay
