@@ -6,3 +6,10 @@ EXTRA_DIST += tests/perf/compare.sh tests/perf/idle_conns.c
 perf: all
 	top_builddir='$(abs_top_builddir)' $(SHELL) $(top_srcdir)/tests/perf/compare.sh $(PERF_ARGS)
 .PHONY: perf
+
+# Start to first stapled handshake, tlsbox vs nginx vs h2o (prints numbers).
+EXTRA_DIST += tests/perf/ocsp_first_staple.sh
+perf-ocsp: all
+	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' \
+		$(SHELL) $(top_srcdir)/tests/perf/ocsp_first_staple.sh $(PERF_ARGS)
+.PHONY: perf-ocsp
