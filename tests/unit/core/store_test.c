@@ -16,10 +16,10 @@
 static char tmp[] = "/tmp/tlsbox-store-test-XXXXXX";
 
 static const char *const tables[] = {
-    "settings",   "policy_versions", "certificates",  "internal_ca",    "ticket_keys",
-    "ocsp",       "dh_params",       "acme_accounts", "acme_orders",    "acme_events",
-    "bench_runs", "metrics_history", "admin_users",   "admin_sessions", "audit",
-    "plugin_kv"};
+    "settings",    "policy_versions", "certificates", "internal_ca",
+    "ticket_keys", "tls_staples",     "dh_params",    "acme_accounts",
+    "acme_orders", "acme_events",     "bench_runs",   "metrics_history",
+    "admin_users", "admin_sessions",  "audit",        "plugin_kv"};
 
 static long long query_int(sqlite3 *db, const char *sql)
 {
