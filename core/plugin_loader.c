@@ -85,18 +85,18 @@ int plugin_check_abi(const char *path, const struct tlsbox_plugin_desc *d, char 
         *err = xasprintf("%s: refused: built for plugin ABI %u.%u, this tlsboxd has ABI %d.%d "
                          "(the major version must match); rebuild the plugin against this kit",
                          path, d->abi_major, d->abi_minor, TLSBOX_ABI_MAJOR, TLSBOX_ABI_MINOR);
-        return -1;
+        return -EPROTO;
     }
     if (d->abi_minor > TLSBOX_ABI_MINOR) {
         *err = xasprintf("%s: refused: built for plugin ABI %u.%u, newer than this tlsboxd's "
                          "ABI %d.%d; upgrade tlsbox or rebuild the plugin",
                          path, d->abi_major, d->abi_minor, TLSBOX_ABI_MAJOR, TLSBOX_ABI_MINOR);
-        return -1;
+        return -EPROTO;
     }
     if (d->size < offsetof(struct tlsbox_plugin_desc, fini) + sizeof(d->fini)) {
         *err = xasprintf("%s: refused: descriptor size %u is smaller than ABI %u.%u defines", path,
                          d->size, d->abi_major, d->abi_minor);
-        return -1;
+        return -EINVAL;
     }
     return 0;
 }
@@ -207,7 +207,8 @@ int plugins_load_dir(const char *dir)
     }
     closedir(d);
     /* Sorted, so the load (and start) order is the same on every machine. */
-    qsort(names, n, sizeof *names, cmp_names);
+    if (n) /* qsort's array may not be NULL, even for no element */
+        qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = 0; i < n; i++) {
         plugins_load_file(names[i]);
         free(names[i]);

@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "core/store.h"
+#include "core/store_guard.h"
 #include "core/xalloc.h"
 
 int plugin_schema_count(const struct tlsbox_migration *steps)
@@ -77,12 +78,17 @@ int plugin_schema_migrate(sqlite3 *db, const char *plugin, const struct tlsbox_m
         store_rollback(db); /* nothing to write */
         return 0;
     }
+    /* The steps run under the plugin's guard, as its own connections do: a
+     * step that touches a table the plugin does not own fails here. */
+    store_guard_attach(db, plugin);
     for (int i = cur; i < n; i++) {
         if (store_exec(db, steps[i].sql, &e) < 0) {
+            store_guard_detach(db);
             xset_err(err, "plugin %s: migration %s failed: %s", plugin, steps[i].name, e);
             goto out;
         }
     }
+    store_guard_detach(db);
     if (record_version(db, plugin, n) < 0) {
         xset_err(err, "plugin %s: cannot record schema version %d: %s", plugin, n,
                  sqlite3_errmsg(db));

@@ -334,11 +334,11 @@ int tls_start(void)
     sqlite3 *db = store_main();
     char *err = NULL;
     bool rotated;
-    int rc = -1;
+    int rc = -EIO;
 
     if (!db) {
         log_err("tls: no store");
-        return -1;
+        return -ENODEV;
     }
     if (tls_policy_store_ensure_default(db, &err) < 0) {
         log_err("tls: %s", err);

@@ -14,7 +14,7 @@
  * make the internal CA and its leaf when no certificate exists, the default
  * policy when none is stored, the ticket key; build and publish the first
  * bundle; subscribe to cert/ocsp/dh/policy.changed; register API routes and
- * timers (ticket rotation, internal leaf renewal).  Returns 0 or -1 (logged).
+ * timers (ticket rotation, internal leaf renewal).  Returns 0 or a negative errno (logged).
  */
 int tls_start(void);
 /* Main thread, after the plugins stopped: drop the current bundle. */

@@ -8,11 +8,27 @@
  *                 init/start/stop/fini; host table with log, settings, store,
  *                 events, jobs, timers, metrics, admin API routes, site HTTP
  *                 routes, TLS bundle access and certificate install.
- *   1.1  2026-12  Descriptor: .migrations (the plugin's own SQL schema, applied
- *                 by the core at load, version tracked per plugin) and
- *                 .demo_settings (defaults the daemon uses in --demo mode).
- *                 Host: cert_list, cert_get; staple_set (the OCSP staple the
- *                 bundle serves), internal_ocsp (the internal CA's responder).
+ *   1.1  2026-12  Descriptor: .migrations (the plugin's own tables, applied by
+ *                 the core at load in one transaction, version per plugin in
+ *                 the core table plugin_schema; a failing step fails only
+ *                 that plugin; a downgrade is refused) and .demo_settings
+ *                 (defaults for tlsboxd --demo, "${state_dir}"/"${datadir}"
+ *                 expanded); TLSBOX_DESC_HAS() guards reads of both.
+ *                 Host: cert_list and cert_get (the certificates table is
+ *                 the core's: read it through these, never with SQL).
+ *                 Rule now enforced: a connection from store_open (and a
+ *                 migration) writes only tables named "<plugin>_..."; any
+ *                 other write fails with SQLITE_AUTH and one log line.
+ *                 One return convention for every call and hook (0 or a
+ *                 count, else a negative errno; see <tlsbox/host.h>);
+ *                 setting_set may now return -EIO (store failure).
+ *                 New headers: <tlsbox/xalloc.h> (inline checked allocation
+ *                 and wiping frees) and <tlsbox/mock_host.h> with the static
+ *                 library libtlsbox-mockhost.a (pkg-config variable
+ *                 mockhost_libs) for plugins' unit tests.
+ *                 A 1.0 plugin loads and runs unchanged.
+ *                 Host: staple_set (the OCSP staple the bundle serves) and
+ *                 internal_ocsp (the internal CA's responder, no network).
  *
  * A plugin is one shared object exporting exactly one symbol, the constant
  * descriptor made by TLSBOX_PLUGIN().  Everything else in the plugin is static.
@@ -24,7 +40,8 @@
  * Threading: every hook is called on the daemon's main thread, one plugin at a
  * time, in load order for init/start and in reverse order for stop/fini.
  *
- * Example:
+ * Example (doc/plugin-guide.md walks through a whole plugin, with a table,
+ * a timer and a unit test):
  *
  *     static const struct tlsbox_setting_def settings[] = {
  *         {.key = "greeting", .type = TLSBOX_SETTING_STRING,
