@@ -86,16 +86,14 @@ static void ocsp_on_cert(void *arg, const char *event, const char *data)
 
 static int ocsp_init(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state)
 {
-    struct ocsp *o = calloc(1, sizeof(*o));
-    if (!o)
-        return -ENOMEM;
+    struct ocsp *o = tlsbox_xcalloc(1, sizeof(*o));
     o->self = self;
     o->host = host;
     pthread_mutex_init(&o->run_lock, NULL);
     pthread_mutex_init(&o->force_lock, NULL);
     pthread_mutex_init(&o->wake_lock, NULL);
     pthread_mutex_init(&o->status_lock, NULL);
-    o->status_json = strdup("{\"certificates\":[],\"runs\":0}");
+    o->status_json = tlsbox_xstrdup("{\"certificates\":[],\"runs\":0}");
     o->check_minutes = (long)host->setting_get_int(self, "check_minutes", 60);
     *state = o;
     if (!TLSBOX_HOST_HAS(host, staple_set) || !TLSBOX_HOST_HAS(host, cert_get)) {

@@ -11,7 +11,7 @@ static void api_status(void *arg, const struct tlsbox_api_request *req,
     struct ocsp *o = arg;
     (void)req;
     pthread_mutex_lock(&o->status_lock);
-    reply->body = strdup(o->status_json);
+    reply->body = tlsbox_xstrdup(o->status_json);
     pthread_mutex_unlock(&o->status_lock);
     reply->status = 200;
 }

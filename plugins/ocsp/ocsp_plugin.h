@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 #include <tlsbox/host.h>
+#include <tlsbox/xalloc.h>
 
 #include "plugins/ocsp/ocsp.h"
 

@@ -44,7 +44,7 @@ static void run_wake_at(struct ocsp *o, time_t when)
 static void set_str(char **dst, const char *v)
 {
     free(*dst);
-    *dst = v ? strdup(v) : NULL;
+    *dst = v ? tlsbox_xstrdup(v) : NULL;
 }
 
 /* Take the names queued for a forced refresh; true when @p name is one. */
@@ -121,7 +121,7 @@ static void run_good(struct ocsp *o, const struct ocsp_conf *conf, struct ocsp_r
         return;
     }
     free(row->response);
-    row->response = malloc(body->len);
+    row->response = tlsbox_xmalloc(body->len);
     memcpy(row->response, body->data, body->len);
     row->response_len = body->len;
     set_str(&row->state, "good");
@@ -239,9 +239,9 @@ static void run_row(sqlite3 *db, struct run_cert *c, struct ocsp_row *row)
     if (ocsp_row_load(db, c->name, row) == 0 && row->serial && strcmp(row->serial, c->serial) == 0)
         return;
     ocsp_row_clear(row);
-    row->cert_name = strdup(c->name);
-    row->serial = strdup(c->serial);
-    row->state = strdup("pending");
+    row->cert_name = tlsbox_xstrdup(c->name);
+    row->serial = tlsbox_xstrdup(c->serial);
+    row->state = tlsbox_xstrdup("pending");
 }
 
 static void run_cert(struct ocsp *o, sqlite3 *db, const struct ocsp_conf *conf, json_t *e,
@@ -297,10 +297,8 @@ static void run_status(struct ocsp *o, sqlite3 *db, time_t now, time_t wake, uin
     {
         /* Staple age per certificate, for /metrics. */
         json_t *age = json_object_get(r, "staple_age");
-        char *m = NULL;
-        if (asprintf(&m, "tlsbox_ocsp_staple_age_seconds{cert=\"%s\"}",
-                     json_string_value(json_object_get(r, "name"))) < 0)
-            continue;
+        char *m = tlsbox_xasprintf("tlsbox_ocsp_staple_age_seconds{cert=\"%s\"}",
+                                   json_string_value(json_object_get(r, "name")));
         struct tlsbox_metric *g = o->host->metric_register(
             o->self, m, TLSBOX_METRIC_GAUGE, "Age of the served OCSP staple (-1: none)", NULL, 0);
         free(m);
@@ -386,8 +384,8 @@ void ocsp_run_submit(struct ocsp *o, const char *name)
 {
     if (name) {
         pthread_mutex_lock(&o->force_lock);
-        o->force = realloc(o->force, (o->nforce + 1) * sizeof(*o->force));
-        o->force[o->nforce++] = strdup(name);
+        o->force = tlsbox_xrealloc(o->force, (o->nforce + 1) * sizeof(*o->force));
+        o->force[o->nforce++] = tlsbox_xstrdup(name);
         pthread_mutex_unlock(&o->force_lock);
     }
     atomic_fetch_add(&o->runs_queued, 1);

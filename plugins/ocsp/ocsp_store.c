@@ -27,7 +27,7 @@ const struct tlsbox_migration ocsp_migrations[] = {
 static char *col_text(sqlite3_stmt *st, int i)
 {
     const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? strdup((const char *)t) : NULL;
+    return t ? tlsbox_xstrdup((const char *)t) : NULL;
 }
 
 static const char row_cols[] =
@@ -43,7 +43,8 @@ static void row_read(sqlite3_stmt *st, struct ocsp_row *r)
     r->responder = col_text(st, 3);
     r->reason = col_text(st, 4);
     int n = sqlite3_column_bytes(st, 5);
-    if (n > 0 && (r->response = malloc((size_t)n))) {
+    if (n > 0) {
+        r->response = tlsbox_xmalloc((size_t)n);
         memcpy(r->response, sqlite3_column_blob(st, 5), (size_t)n);
         r->response_len = (size_t)n;
     }
