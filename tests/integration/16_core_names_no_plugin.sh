@@ -35,10 +35,11 @@ unlike "$(cat "$TB_TMP/strings")" "https_port|http_port" "nor the site's port ke
 srcdir=$(cd "$top_srcdir" && pwd -P)
 unlike "$(cat "$TB_TMP/strings")" "$srcdir|plugins/site/www" "no source-tree path in tlsboxd's data"
 
-# No plugin: only the core's tables.  ocsp, dh_params and bench_runs are the
-# old schema's placeholders, dropped by the migrations of their plugins.
+# No plugin: only the core's tables.  dh_params and bench_runs are the old
+# schema's placeholders, dropped by new core migrations with their plugins
+# (0003 replaced ocsp by tls_staples, the staple the bundle loads).
 core_tables="admin_sessions admin_users audit bench_runs certificates dh_params internal_ca
-metrics_history ocsp plugin_kv plugin_schema policy_versions settings ticket_keys"
+metrics_history plugin_kv plugin_schema policy_versions settings ticket_keys tls_staples"
 mkdir -p "$TB_TMP/none"
 TB_PLUGINS="$TB_TMP/none"
 TB_STATE="$TB_TMP/bare"
