@@ -84,6 +84,14 @@ static void ocsp_on_cert(void *arg, const char *event, const char *data)
     ocsp_run_submit(arg, NULL);
 }
 
+static void ocsp_on_settings(void *arg, const char *event, const char *data)
+{
+    (void)event;
+    /* New limits or margins apply at once: a run recomputes every schedule it touches. */
+    if (!data || strstr(data, "\"ocsp.") || strstr(data, "\"reload\""))
+        ocsp_run_submit(arg, NULL);
+}
+
 static int ocsp_init(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state)
 {
     struct ocsp *o = tlsbox_xcalloc(1, sizeof(*o));
@@ -114,14 +122,14 @@ static int ocsp_start(void *state)
     int ret = ocsp_api_register(o);
     if (ret < 0)
         return ret;
-    o->m_fetch_ok = h->metric_register(o->self, "tlsbox_ocsp_fetches_total", TLSBOX_METRIC_COUNTER,
-                                       "OCSP responses asked for", NULL, 0);
-    o->m_fetch_err =
-        h->metric_register(o->self, "tlsbox_ocsp_failures_total", TLSBOX_METRIC_COUNTER,
-                           "OCSP fetches that failed or were refused", NULL, 0);
+    o->m_fetches = h->metric_register(o->self, "tlsbox_ocsp_fetches_total", TLSBOX_METRIC_COUNTER,
+                                      "OCSP responses asked for", NULL, 0);
+    o->m_failures = h->metric_register(o->self, "tlsbox_ocsp_failures_total", TLSBOX_METRIC_COUNTER,
+                                       "OCSP fetches that failed or were refused", NULL, 0);
     o->m_revoked = h->metric_register(o->self, "tlsbox_ocsp_revoked_total", TLSBOX_METRIC_COUNTER,
                                       "Certificates found revoked", NULL, 0);
     o->sub_cert = h->event_subscribe(o->self, "cert.changed", ocsp_on_cert, o);
+    o->sub_settings = h->event_subscribe(o->self, "settings.changed", ocsp_on_settings, o);
     uint64_t period = (uint64_t)o->check_minutes * 60000;
     o->timer = h->timer_add(o->self, "ocsp-check", period, period, period / 10, ocsp_run_job, o);
     if (o->timer < 0)
@@ -136,6 +144,8 @@ static void ocsp_stop(void *state)
     atomic_store(&o->stopping, true);
     if (o->sub_cert > 0)
         o->host->event_unsubscribe(o->self, o->sub_cert);
+    if (o->sub_settings > 0)
+        o->host->event_unsubscribe(o->self, o->sub_settings);
     if (o->timer > 0)
         o->host->timer_cancel(o->self, o->timer);
     pthread_mutex_lock(&o->wake_lock);

@@ -30,13 +30,14 @@ struct ocsp {
     int64_t timer;      /* periodic full check */
     int64_t wake_timer; /* one-shot: the next refresh or drop */
     pthread_mutex_t wake_lock;
-    int64_t sub_cert; /* cert.changed */
+    int64_t sub_cert;     /* cert.changed */
+    int64_t sub_settings; /* settings.changed */
 
     /* The status reply, rebuilt by each run (the API thread never touches SQLite). */
     pthread_mutex_t status_lock;
     char *status_json;
 
-    struct tlsbox_metric *m_fetch_ok, *m_fetch_err, *m_revoked;
+    struct tlsbox_metric *m_fetches, *m_failures, *m_revoked;
     long check_minutes;
 };
 

@@ -64,7 +64,7 @@ static void run_fail(struct ocsp *o, const struct ocsp_conf *conf, struct ocsp_r
     row->fetched_at = now;
     row->next_refresh =
         now + ocsp_backoff((unsigned)row->failures, conf->retry_min, conf->retry_max);
-    o->host->metric_add(o->m_fetch_err, 1);
+    o->host->metric_add(o->m_failures, 1);
     o->host->log(o->self, TLSBOX_LOG_WARN, "%s: OCSP failed (%d in a row; %s), retry in %llds: %s",
                  row->cert_name, row->failures,
                  row->stapled ? "the last good staple stays until its end" : "no staple",
@@ -182,7 +182,7 @@ static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run
     gnutls_x509_crt_t issuer = NULL;
     struct ocsp_answer a;
     char err[512] = "";
-    o->host->metric_add(o->m_fetch_ok, 1);
+    o->host->metric_add(o->m_fetches, 1);
     if (run_fetch(o, conf, c, &body, &issuer, err, sizeof(err)) < 0 ||
         ocsp_verify(body.data, body.len, c->crts[0], issuer, now, &a, err, sizeof(err)) < 0) {
         run_fail(o, conf, row, err, now);
