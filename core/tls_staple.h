@@ -1,4 +1,4 @@
-/* OCSP staples the TLS bundle loads: the tls_staples table (migration 0003).
+/* OCSP staples the TLS bundle loads: the tls_staples table (migration 0005).
  * The ocsp plugin fetches and verifies; the core checks again what it is
  * given, keeps one staple per certificate and never serves one past its
  * serve_until (itself never past nextUpdate). */

@@ -174,7 +174,7 @@ int main(void)
     free(err);
     json_decref(names);
     ok(tt_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'ocsp'") == 0,
-       "migration 0003 dropped the placeholder table ocsp");
+       "migration 0005 dropped the placeholder table ocsp");
 
     check_url(db);
     unsigned char *der = NULL;
