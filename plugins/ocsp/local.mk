@@ -5,7 +5,7 @@ ocsp_core_sources = plugins/ocsp/ocsp.h plugins/ocsp/ocsp_cert.c plugins/ocsp/oc
 plugin_LTLIBRARIES += plugins/ocsp/ocsp.la
 plugins_ocsp_ocsp_la_SOURCES = $(ocsp_core_sources) plugins/ocsp/ocsp_plugin.h \
 	plugins/ocsp/ocsp.c plugins/ocsp/ocsp_fetch.c plugins/ocsp/ocsp_store.c \
-	plugins/ocsp/ocsp_run.c plugins/ocsp/ocsp_api.c
+	plugins/ocsp/ocsp_run.c plugins/ocsp/ocsp_api.c plugins/ocsp/ocsp_serve.c
 plugins_ocsp_ocsp_la_CFLAGS = $(PLUGIN_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS)
 plugins_ocsp_ocsp_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_ocsp_ocsp_la_LIBADD = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS)

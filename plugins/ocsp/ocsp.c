@@ -101,6 +101,7 @@ static int ocsp_init(struct tlsbox_plugin *self, const struct tlsbox_host *host,
     pthread_mutex_init(&o->force_lock, NULL);
     pthread_mutex_init(&o->wake_lock, NULL);
     pthread_mutex_init(&o->status_lock, NULL);
+    pthread_mutex_init(&o->serve_lock, NULL);
     o->status_json = tlsbox_xstrdup("{\"certificates\":[],\"runs\":0}");
     o->check_minutes = (long)host->setting_get_int(self, "check_minutes", 60);
     *state = o;
@@ -122,6 +123,7 @@ static int ocsp_start(void *state)
     int ret = ocsp_api_register(o);
     if (ret < 0)
         return ret;
+    ocsp_serve_register(o); /* optional: no site, no URL answered */
     o->m_fetches = h->metric_register(o->self, "tlsbox_ocsp_fetches_total", TLSBOX_METRIC_COUNTER,
                                       "OCSP responses asked for", NULL, 0);
     o->m_failures = h->metric_register(o->self, "tlsbox_ocsp_failures_total", TLSBOX_METRIC_COUNTER,
@@ -164,6 +166,8 @@ static void ocsp_fini(void *state)
         free(o->force[i]);
     free(o->force);
     free(o->status_json);
+    free(o->serve_der);
+    pthread_mutex_destroy(&o->serve_lock);
     pthread_mutex_destroy(&o->run_lock);
     pthread_mutex_destroy(&o->force_lock);
     pthread_mutex_destroy(&o->wake_lock);

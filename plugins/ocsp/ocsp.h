@@ -17,6 +17,9 @@
 
 /* Certificates valid this long or less are not worth an OCSP request. */
 #define OCSP_SHORT_LIVED_SECONDS (7 * 86400)
+/* The path of the OCSP URL the core's internal CA writes into its leaves
+ * (TLS_CA_OCSP_PATH in core/tls_ca_ocsp.h: keep them equal). */
+#define OCSP_INTERNAL_PATH "/.well-known/tlsbox-ocsp"
 /* A response may come from a clock this far ahead of ours. */
 #define OCSP_CLOCK_SKEW 300
 

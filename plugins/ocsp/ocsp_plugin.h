@@ -37,6 +37,12 @@ struct ocsp {
     pthread_mutex_t status_lock;
     char *status_json;
 
+    /* The internal leaf's staple, served at its OCSP URL by site workers. */
+    pthread_mutex_t serve_lock;
+    unsigned char *serve_der;
+    size_t serve_len;
+    time_t serve_until;
+
     struct tlsbox_metric *m_fetches, *m_failures, *m_revoked;
     long check_minutes;
 };
@@ -86,6 +92,10 @@ void ocsp_run_job(void *arg, struct tlsbox_job *job);
 void ocsp_run_submit(struct ocsp *o, const char *name);
 void ocsp_conf_load(struct ocsp *o, struct ocsp_conf *conf);
 void ocsp_conf_free(struct ocsp_conf *conf);
+
+/* ocsp_serve.c: the internal CA's OCSP URL on the site's HTTP port. */
+void ocsp_serve_set(struct ocsp *o, const void *der, size_t len, time_t until);
+int ocsp_serve_register(struct ocsp *o);
 
 /* ocsp_api.c */
 int ocsp_api_register(struct ocsp *o);

@@ -274,8 +274,11 @@ static void run_cert(struct ocsp *o, sqlite3 *db, const struct ocsp_conf *conf, 
                      "%s: OCSP staple dropped: its nextUpdate is near and no fresh answer came",
                      c.name);
     }
-    if (forced || !row.next_refresh || now >= row.next_refresh || strcmp(row.state, "pending") == 0)
+    if (forced || !row.next_refresh || now >= row.next_refresh)
         run_refresh(o, conf, &c, &row, now);
+    /* Also after a restart, when the stored staple is still fresh. */
+    if (c.internal)
+        ocsp_serve_set(o, row.stapled ? row.response : NULL, row.response_len, row.serve_until);
     if (row.next_refresh && (!*wake || row.next_refresh < *wake))
         *wake = row.next_refresh;
     if (row.stapled && (!*wake || row.serve_until < *wake))

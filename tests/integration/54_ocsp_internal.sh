@@ -54,10 +54,33 @@ g=$(gc)
 like "$g" "Options: OCSP status request" "gnutls-cli --ocsp checked the staple against the root"
 like "$g" "Status: The certificate is trusted" "gnutls-cli: trusted"
 
+# The OCSP URL answers too (site HTTP port, RFC 6960 GET form), for clients
+# that ask the responder themselves.
+printf '%s\n' "$out" | openssl x509 >"$TB_TMP/leaf.pem"
+openssl ocsp -issuer "$TB_TMP/root.pem" -cert "$TB_TMP/leaf.pem" -no_nonce \
+    -reqout "$TB_TMP/req.der" >/dev/null 2>&1
+req=$(base64 -w0 "$TB_TMP/req.der" | sed 's|+|%2B|g; s|/|%2F|g; s|=|%3D|g')
+code=$(ip netns exec "$NS" curl -s -o "$TB_TMP/resp.der" -w '%{http_code}' \
+    "http://127.0.0.1:$H/.well-known/tlsbox-ocsp/$req")
+is "$code" 200 "GET on the leaf's OCSP URL path: 200"
+v=$(openssl ocsp -respin "$TB_TMP/resp.der" -issuer "$TB_TMP/root.pem" -cert "$TB_TMP/leaf.pem" \
+    -CAfile "$TB_TMP/root.pem" 2>&1)
+like "$v" "Response verify OK" "openssl ocsp verifies that answer against the internal root"
+like "$v" "leaf.pem: good" "and it says good"
+
 tb_stop_daemon
 ok $? "daemon stops"
 tb_start_daemon --set site.https_port="$P" --set site.http_port="$H" || bail "no restart"
 out=$(sc)
 like "$out" "Cert Status: good" "first connection after the restart is stapled"
+for i in $(seq 1 25); do
+    code=$(ip netns exec "$NS" curl -s -o "$TB_TMP/resp2.der" -w '%{http_code}' \
+        "http://127.0.0.1:$H/.well-known/tlsbox-ocsp/$req")
+    [ "$code" = 200 ] && break
+    sleep 0.2
+done
+is "$code" 200 "the OCSP URL answers after the restart too"
+cmp -s "$TB_TMP/resp.der" "$TB_TMP/resp2.der"
+ok $? "with the stored answer (no new signature needed)"
 tb_stop_daemon
 done_testing
