@@ -126,6 +126,12 @@ static const struct tlsbox_setting_def site_settings[] = {
      .max = 65536,
      .help = "KiB: larger files are read from disk in chunks",
      .flags = TLSBOX_SETTING_RESTART},
+    {.key = "dotfiles",
+     .type = TLSBOX_SETTING_ENUM,
+     .default_value = "deny",
+     .choices = "deny|allow",
+     .help = "Paths with a segment starting with '.' (.git, .env): deny = 404 except "
+             "/.well-known/ (RFC 8615), allow = serve them"},
     {.key = "access_log",
      .type = TLSBOX_SETTING_ENUM,
      .default_value = "off",
@@ -191,6 +197,9 @@ static void read_live(struct site *s)
                  (int)h->setting_get_int(s->self, "send_timeout", 30) * 1000);
     al = h->setting_get(s->self, "access_log");
     atomic_store(&s->cfg.access_log, al && strcmp(al, "stderr") == 0);
+    free(al);
+    al = h->setting_get(s->self, "dotfiles");
+    atomic_store(&s->cfg.dotfiles_allow, al && strcmp(al, "allow") == 0);
     free(al);
 }
 

@@ -40,6 +40,7 @@ struct site_config {
     /* Changed live on settings.changed: read with relaxed atomics. */
     _Atomic int handshake_timeout_ms, header_timeout_ms, idle_timeout_ms, send_timeout_ms;
     _Atomic bool access_log;
+    _Atomic bool dotfiles_allow; /* serve paths with a segment starting with '.' */
 };
 
 /* ---- metrics (site_metrics.c) ------------------------------------------ */
@@ -292,6 +293,9 @@ bool site_h2_finished(const struct site_conn *c);
  * no leading '/', "" for the root).  Returns 0, or -400 for a path that must be
  * refused (NUL, bad escape, '..' above the root, too long). */
 int site_path_normalize(const char *target, size_t n, char *out, size_t cap);
+/* A normalised path (site_path_normalize's output) names a hidden file: one
+ * of its segments starts with '.', outside a leading ".well-known/". */
+bool site_path_hidden(const char *rel);
 /* Fill rs for a GET/HEAD of rq from the root. */
 void site_files_serve(struct site_worker *w, const struct site_req *rq, struct site_resp *rs);
 void site_resp_init(struct site_resp *rs);

@@ -294,6 +294,20 @@ int site_path_normalize(const char *target, size_t n, char *out, size_t cap)
     return 0;
 }
 
+bool site_path_hidden(const char *rel)
+{
+    static const char wk[] = ".well-known/";
+    const char *p = rel;
+    if (strcmp(p, ".well-known") == 0)
+        return false;
+    if (strncmp(p, wk, sizeof(wk) - 1) == 0)
+        p += sizeof(wk) - 1;
+    for (; *p; p++)
+        if (*p == '.' && (p == rel || p[-1] == '/'))
+            return true;
+    return false;
+}
+
 static int open_beneath(int rootfd, const char *rel)
 {
     static _Atomic int no_openat2;
@@ -726,6 +740,12 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
     }
     if (site_path_normalize(rq->target.p, rq->target.n, rel, sizeof(rel) - 16) < 0) {
         site_resp_error(rs, 400);
+        return;
+    }
+    /* A checkout as root must not hand out .git/ or .env. */
+    if (!atomic_load_explicit(&w->s->cfg.dotfiles_allow, memory_order_relaxed) &&
+        site_path_hidden(rel)) {
+        site_resp_error(rs, 404);
         return;
     }
     n = strlen(rel);
