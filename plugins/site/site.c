@@ -260,24 +260,50 @@ static int site_init(struct tlsbox_plugin *self, const struct tlsbox_host *host,
     return 0;
 }
 
+/*
+ * The open file limit must cover connections and the files they send (one
+ * per HTTP/1 connection, up to SITE_CONN_FILES per HTTP/2 one, but on
+ * average about one), plus the reserve for the rest of the daemon: raise the
+ * soft limit towards 2 x max_connections + reserve.  Connections and files
+ * together stay within fd_budget = limit - reserve (accept and file_open
+ * check it), so the store and the control socket never meet EMFILE.
+ */
+static void fd_limit_setup(struct site *s)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)s->cfg.max_connections * 2 + SITE_FD_RESERVE;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+        s->fd_budget = s->cfg.max_connections;
+        return;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)INT32_MAX)
+        s->fd_budget = INT32_MAX;
+    else
+        s->fd_budget = rl.rlim_cur > 2 * SITE_FD_RESERVE ? (int)(rl.rlim_cur - SITE_FD_RESERVE)
+                                                         : (int)rl.rlim_cur / 2;
+    if (s->fd_budget < s->cfg.max_connections + 64)
+        SITE_LOG(s, TLSBOX_LOG_WARN,
+                 "open file limit %llu: %d descriptors for connections and files "
+                 "(site.max_connections %d); raise LimitNOFILE",
+                 (unsigned long long)rl.rlim_cur, s->fd_budget, s->cfg.max_connections);
+}
+
 static int site_start(void *state)
 {
     struct site *s = state;
-    struct rlimit rl;
     int r;
 
     s->rootfd = open(s->cfg.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (s->rootfd < 0)
         SITE_LOG(s, TLSBOX_LOG_WARN, "site.root: %s: %s (every request gets 404)", s->cfg.root,
                  strerror(errno));
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur < (rlim_t)s->cfg.max_connections + 64) {
-        rl.rlim_cur =
-            rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (rlim_t)s->cfg.max_connections + 64
-                ? (rlim_t)s->cfg.max_connections + 64
-                : rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
+    fd_limit_setup(s);
     site_metrics_register(s);
     if (TLSBOX_HOST_HAS(s->host, event_subscribe)) {
         int64_t id = s->host->event_subscribe(s->self, "settings.changed", on_settings_changed, s);

@@ -78,6 +78,11 @@ struct site {
     struct site_worker *workers;
     int nworkers;
     _Atomic int nconns;
+    /* Files the workers hold open, and what connections plus files may use
+     * of the open file limit: the rest is kept for the store, the control
+     * socket and other plugins (SITE_FD_RESERVE). */
+    _Atomic int nfiles;
+    int fd_budget;
     _Atomic bool stopping;
     int64_t sub_id;
     struct site_metrics m;
@@ -125,9 +130,17 @@ struct site_resp {
     /* body source */
     struct site_centry *ce; /* cached file (a reference) */
     int fd;                 /* or an open file, -1 */
-    const char *mem;        /* or memory (static or owned) */
-    char *owned;            /* freed with the response */
-    uint64_t off, len;      /* window of the source still to send */
+    /* An open file's name and identity, so that it can be closed while the
+     * client cannot take data (site_resp_park) and reopened when it can. */
+    _Atomic int *nfiles; /* counts the open file (struct site's) */
+    char *file;          /* owned; path under the root */
+    bool parked;         /* the file is closed for now */
+    dev_t dev;
+    ino_t ino;
+    struct timespec mtim;
+    const char *mem;   /* or memory (static or owned) */
+    char *owned;       /* freed with the response */
+    uint64_t off, len; /* window of the source still to send */
 };
 
 /* ---- connections (site_conn.c) ----------------------------------------- */
@@ -184,6 +197,14 @@ struct site_conn {
     void *h2_streams; /* list of open streams (site_h2.c) */
     bool h2_goaway;
     uint32_t nreq;
+    /* response body bytes put into the output so far: the send timeout's
+     * notion of progress (see update_timer in site_conn.c) */
+    uint64_t data_out;
+    uint64_t mark_data;
+    uint32_t mark_nreq;
+    /* h2 streams holding an open file (at most SITE_CONN_FILES) */
+    int files;
+    int h2_waiting; /* h2 streams deferred for want of a file slot */
 };
 
 /* ---- worker (site_worker.c) -------------------------------------------- */
@@ -197,6 +218,11 @@ struct site_tlist {
 #define SITE_OUT_HIGH 49152
 #define SITE_RBUF 32768
 #define SITE_ENC_HIGH 65536
+/* Open files one HTTP/2 connection may hold at once; its other streams wait
+ * for one of them to finish (zero-window clients hold nothing). */
+#define SITE_CONN_FILES 8
+/* Descriptors of the open file limit the site leaves to the rest of tlsboxd. */
+#define SITE_FD_RESERVE 128
 #define SITE_LINGER_MS 2000          /* how long LINGER discards input at most */
 #define SITE_LINGER_BYTES (1u << 20) /* and how much */
 
@@ -301,6 +327,11 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
 void site_resp_init(struct site_resp *rs);
 void site_resp_error(struct site_resp *rs, int status);
 void site_resp_free(struct site_resp *rs);
+/* Close the body's file for now: the client cannot take data yet. */
+void site_resp_park(struct site_resp *rs);
+/* Reopen a parked body's file: 0, -EMFILE when the site is at its file
+ * budget (try later), -ESTALE when the file changed, or another -errno. */
+int site_resp_unpark(struct site_worker *w, struct site_resp *rs);
 /* Add "name: value" to the response's extra headers (dropped when they do not fit). */
 void site_resp_add_header(struct site_resp *rs, const char *name, const char *v, size_t vn);
 /* Copy up to n bytes of the body window into dst; returns bytes copied, or -1. */

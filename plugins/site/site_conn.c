@@ -371,10 +371,21 @@ void site_conn_drain(struct site_conn *c)
 
 /* ---- I/O ------------------------------------------------------------------ */
 
-static void update_timer(struct site_conn *c, bool progress)
+/*
+ * Only what a client cannot fake cheaply moves a deadline: response body
+ * bytes handed to the output (c->data_out) for the send timeout, a new request
+ * (c->nreq) for the idle timeout.  A PING or SETTINGS ACK sends bytes but is
+ * no progress, so a stalled stream (zero window) or an idle connection kept
+ * busy with PINGs still times out (nginx's send_timeout idea).
+ */
+static void update_timer(struct site_conn *c)
 {
+    bool progress = c->data_out != c->mark_data || c->nreq != c->mark_nreq;
+
     if (c->state == SITE_CS_CLOSED || c->state == SITE_CS_HANDSHAKE)
         return;
+    c->mark_data = c->data_out;
+    c->mark_nreq = c->nreq;
     if (out_pending(c) || c->h1_body) {
         if (c->tkind != SITE_T_SEND || progress)
             site_timer_set(c, SITE_T_SEND);
@@ -406,7 +417,6 @@ static int produce(struct site_conn *c)
 int site_conn_flush(struct site_conn *c)
 {
     struct site_worker *w = c->w;
-    bool progress = false;
 
     for (;;) {
         if (c->tls) {
@@ -443,7 +453,6 @@ int site_conn_flush(struct site_conn *c)
             }
             if (r == 0)
                 goto blocked;
-            progress = true;
         } else {
             if (c->out_off == c->out_len) {
                 c->out_off = c->out_len = 0;
@@ -463,7 +472,6 @@ int site_conn_flush(struct site_conn *c)
             }
             c->out_off += (uint32_t)n;
             w->wm.bytes_out += (uint64_t)n;
-            progress = true;
         }
     }
     site_out_release_if_empty(c);
@@ -482,10 +490,10 @@ int site_conn_flush(struct site_conn *c)
         site_conn_close(c); /* nghttp2 wants neither to read nor to write */
         return -1;
     }
-    update_timer(c, progress);
+    update_timer(c);
     return 0;
 blocked:
-    update_timer(c, progress);
+    update_timer(c);
     return 0;
 }
 

@@ -136,6 +136,9 @@ void site_resp_init(struct site_resp *rs)
     rs->has_validators = rs->gz = rs->vary = rs->range = false;
     rs->ce = NULL;
     rs->fd = -1;
+    rs->nfiles = NULL;
+    rs->file = NULL;
+    rs->parked = false;
     rs->mem = NULL;
     rs->owned = NULL;
     rs->off = rs->len = rs->total = 0;
@@ -175,15 +178,32 @@ static void centry_unref(struct site_centry *e)
     free(e);
 }
 
+void site_resp_park(struct site_resp *rs)
+{
+    if (rs->fd < 0 || !rs->file)
+        return;
+    close(rs->fd);
+    atomic_fetch_sub_explicit(rs->nfiles, 1, memory_order_relaxed);
+    rs->fd = -1;
+    rs->parked = true;
+}
+
 void site_resp_free(struct site_resp *rs)
 {
     if (rs->ce)
         centry_unref(rs->ce);
-    if (rs->fd >= 0)
+    if (rs->fd >= 0) {
         close(rs->fd);
+        if (rs->nfiles)
+            atomic_fetch_sub_explicit(rs->nfiles, 1, memory_order_relaxed);
+    }
     free(rs->owned);
+    free(rs->file);
     rs->ce = NULL;
     rs->fd = -1;
+    rs->nfiles = NULL;
+    rs->file = NULL;
+    rs->parked = false;
     rs->owned = NULL;
     rs->mem = NULL;
 }
@@ -341,6 +361,53 @@ static int open_beneath(int rootfd, const char *rel)
         }
         return dfd;
     }
+}
+
+/*
+ * Open a file under the root within the site's descriptor budget: -EMFILE
+ * when connections and files already use it up (the rest of the limit is
+ * the daemon's reserve), so the caller answers 503 rather than starve the
+ * store and the control socket.  Counted in s->nfiles until file_close().
+ */
+static int file_open(struct site *s, const char *rel)
+{
+    int fd;
+    if (atomic_load_explicit(&s->nconns, memory_order_relaxed) +
+            atomic_load_explicit(&s->nfiles, memory_order_relaxed) >=
+        s->fd_budget)
+        return -EMFILE;
+    fd = open_beneath(s->rootfd, rel);
+    if (fd >= 0)
+        atomic_fetch_add_explicit(&s->nfiles, 1, memory_order_relaxed);
+    return fd;
+}
+
+static void file_close(struct site *s, int fd)
+{
+    close(fd);
+    atomic_fetch_sub_explicit(&s->nfiles, 1, memory_order_relaxed);
+}
+
+int site_resp_unpark(struct site_worker *w, struct site_resp *rs)
+{
+    struct stat st;
+    int fd;
+
+    if (!rs->parked)
+        return 0;
+    fd = file_open(w->s, rs->file);
+    if (fd < 0)
+        return fd;
+    /* The headers promised this file (ETag, length): refuse another one. */
+    if (fstat(fd, &st) < 0 || st.st_dev != rs->dev || st.st_ino != rs->ino ||
+        (uint64_t)st.st_size != rs->total || st.st_mtim.tv_sec != rs->mtim.tv_sec ||
+        st.st_mtim.tv_nsec != rs->mtim.tv_nsec) {
+        file_close(w->s, fd);
+        return -ESTALE;
+    }
+    rs->fd = fd;
+    rs->parked = false;
+    return 0;
 }
 
 /* ---- validators --------------------------------------------------------- */
@@ -620,7 +687,7 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
         }
         cache_unlink(c, e);
     }
-    f = open_beneath(w->s->rootfd, rel);
+    f = file_open(w->s, rel);
     if (f < 0) {
         if (f == -ENOENT || f == -ENOTDIR) {
             /* Remember misses only for .gz siblings, asked for on every request. */
@@ -641,15 +708,15 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
     }
     if (fstat(f, st) < 0) {
         int e2 = -errno;
-        close(f);
+        file_close(w->s, f);
         return e2;
     }
     if (S_ISDIR(st->st_mode)) {
-        close(f);
+        file_close(w->s, f);
         return -EISDIR;
     }
     if (!S_ISREG(st->st_mode)) {
-        close(f);
+        file_close(w->s, f);
         return -ENOENT;
     }
     if ((size_t)st->st_size > c->max_file) {
@@ -669,13 +736,13 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
-            close(f);
+            file_close(w->s, f);
             centry_unref(e);
             return -EIO;
         }
         got += (size_t)r;
     }
-    close(f);
+    file_close(w->s, f);
     e->checked_ms = w->now_ms;
     cache_insert(c, e);
     *out = e;
@@ -756,6 +823,12 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
         redirect_dir(rs, rq);
         return;
     }
+    if (r == -EMFILE || r == -ENFILE) {
+        /* Out of descriptors is not "not found": tell the client to retry. */
+        site_resp_error(rs, 503);
+        site_resp_add_header(rs, "Retry-After", "1", 1);
+        return;
+    }
     if (r < 0) {
         site_resp_error(rs, r == -EACCES || r == -EPERM ? 403 : r == -EIO ? 500 : 404);
         return;
@@ -770,7 +843,7 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
             if (ce)
                 centry_unref(ce);
             if (fd >= 0)
-                close(fd);
+                file_close(w->s, fd);
             ce = gce;
             fd = gfd;
             st = gst;
@@ -780,7 +853,7 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
             if (gce)
                 centry_unref(gce);
             if (gfd >= 0)
-                close(gfd);
+                file_close(w->s, gfd);
         }
     }
     if (ce) {
@@ -801,6 +874,12 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
         if (!use_gz)
             rs->ctype = site_mime_type(rel);
         rs->fd = fd;
+        rs->nfiles = &w->s->nfiles;
+        rs->file = site_xmalloc(strlen(rel) + 4);
+        snprintf(rs->file, strlen(rel) + 4, "%s%s", rel, use_gz ? ".gz" : "");
+        rs->dev = st.st_dev;
+        rs->ino = st.st_ino;
+        rs->mtim = st.st_mtim;
         site_http_date(mtime, rs->lastmod, sizeof(rs->lastmod));
     }
     rs->status = 200;

@@ -334,6 +334,7 @@ static void respond(struct site_conn *c, const struct site_req *rq, struct site_
             return;
         }
         c->out_len += (uint32_t)r;
+        c->data_out += (uint64_t)r;
         site_resp_free(rs);
         if (!keep)
             c->want_close = true;
@@ -455,6 +456,7 @@ int site_h1_produce(struct site_conn *c)
             return 1;
         }
         c->out_len += (uint32_t)r;
+        c->data_out += (uint64_t)r;
         if (c->h1_body->len > 0)
             return 0;
         site_resp_free(c->h1_body);

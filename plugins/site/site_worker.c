@@ -279,8 +279,13 @@ static void on_accept(struct site_worker *w, size_t idx)
             }
             break;
         }
+        /* Past max_connections, or past the descriptors the site may use
+         * (the rest is the daemon's reserve): close at once. */
         if (atomic_fetch_add_explicit(&s->nconns, 1, memory_order_relaxed) >=
-            s->cfg.max_connections) {
+                s->cfg.max_connections ||
+            atomic_load_explicit(&s->nconns, memory_order_relaxed) +
+                    atomic_load_explicit(&s->nfiles, memory_order_relaxed) >
+                s->fd_budget) {
             atomic_fetch_sub_explicit(&s->nconns, 1, memory_order_relaxed);
             s->host->metric_add(s->m.conns_refused, 1);
             close(fd);

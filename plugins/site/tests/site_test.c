@@ -256,6 +256,7 @@ static void test_files(void)
 
     S.host = &mock_host;
     S.rootfd = open(dir, O_RDONLY | O_DIRECTORY);
+    S.fd_budget = 1000;
     S.cfg.https_port = 8443;
     W.s = &S;
     W.cache = site_cache_new(1 << 20, 1 << 16);
