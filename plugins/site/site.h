@@ -242,6 +242,7 @@ struct site_worker {
     bool accept_paused;
     uint64_t accept_resume_ms;
     uint64_t emfile_warn_ms;
+    uint64_t warn_ms; /* site_warn's last line */
     uint64_t now_ms;
     uint64_t drain_deadline_ms;
     time_t date_sec;
@@ -269,6 +270,9 @@ void site_timer_set(struct site_conn *c, enum site_timer_kind k);
 uint64_t site_now_ms(void);
 uint64_t site_now_ns(void);
 void site_worker_update_date(struct site_worker *w, time_t now);
+/* A warning caused by a request: logged at most once a second per worker, so
+ * a client cannot flood the journal. */
+void site_warn(struct site_worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* site_conn.c */
 void site_conn_accept(struct site_worker *w, int fd, bool tls);
@@ -332,8 +336,9 @@ void site_resp_park(struct site_resp *rs);
 /* Reopen a parked body's file: 0, -EMFILE when the site is at its file
  * budget (try later), -ESTALE when the file changed, or another -errno. */
 int site_resp_unpark(struct site_worker *w, struct site_resp *rs);
-/* Add "name: value" to the response's extra headers (dropped when they do not fit). */
-void site_resp_add_header(struct site_resp *rs, const char *name, const char *v, size_t vn);
+/* Add "name: value" to the response's extra headers: 0, or -ENOSPC (not added)
+ * when they do not fit. */
+int site_resp_add_header(struct site_resp *rs, const char *name, const char *v, size_t vn);
 /* Copy up to n bytes of the body window into dst; returns bytes copied, or -1. */
 long site_resp_read(struct site_resp *rs, char *dst, size_t n);
 const char *site_status_text(int status);

@@ -154,11 +154,11 @@ void site_resp_error(struct site_resp *rs, int status)
     rs->len = rs->total = strlen(rs->mem);
 }
 
-void site_resp_add_header(struct site_resp *rs, const char *name, const char *v, size_t vn)
+int site_resp_add_header(struct site_resp *rs, const char *name, const char *v, size_t vn)
 {
     size_t nn = strlen(name);
     if (rs->extra_len + nn + 2 + vn + 2 >= sizeof(rs->extra))
-        return;
+        return -ENOSPC;
     memcpy(rs->extra + rs->extra_len, name, nn);
     rs->extra_len += nn;
     memcpy(rs->extra + rs->extra_len, ": ", 2);
@@ -167,6 +167,7 @@ void site_resp_add_header(struct site_resp *rs, const char *name, const char *v,
     rs->extra_len += vn;
     memcpy(rs->extra + rs->extra_len, "\r\n", 2);
     rs->extra_len += 2;
+    return 0;
 }
 
 static void centry_unref(struct site_centry *e)
@@ -763,23 +764,58 @@ static bool has_gz_sibling(struct site_worker *w, const char *rel, struct site_c
 
 /* ---- serving -------------------------------------------------------------- */
 
-static void redirect_dir(struct site_resp *rs, const struct site_req *rq)
+/* Bytes a path segment may carry as they are (RFC 3986 pchar minus '%'). */
+static bool pchar_plain(unsigned char ch)
 {
-    /* Location: the target as sent, with a '/' inserted before any query. */
-    char loc[4200];
-    const char *t = rq->target.p;
-    size_t n = rq->target.n, q = 0;
-    while (q < n && t[q] != '?')
-        q++;
-    if (n + 2 > sizeof(loc)) {
-        site_resp_error(rs, 414);
-        return;
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           strchr("-._~!$&'()*+,;=:@/", ch) != NULL;
+}
+
+/*
+ * 301 to the directory with a slash.  Location is built from the normalised
+ * path, percent-encoded, never from the raw target: "//evil.example/..%2Fimg"
+ * must not become a protocol-relative URL to another host, nor an
+ * absolute-form target's host reach the header.  The normalised path has no
+ * empty segment, so "/" + path never starts with "//" (and '\' is encoded).
+ * The query is kept, with anything but visible ASCII encoded.
+ */
+static void redirect_dir(struct site_worker *w, struct site_resp *rs, const struct site_req *rq,
+                         const char *rel)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const char *q = memchr(rq->target.p, '?', rq->target.n);
+    size_t qn = q ? rq->target.n - (size_t)(q - rq->target.p) : 0;
+    size_t cap = 3 * (strlen(rel) + qn) + 4, n = 0;
+    char *loc = site_xmalloc(cap);
+
+    loc[n++] = '/';
+    for (const unsigned char *p = (const unsigned char *)rel; *p; p++) {
+        if (pchar_plain(*p)) {
+            loc[n++] = (char)*p;
+        } else {
+            loc[n++] = '%';
+            loc[n++] = hex[*p >> 4];
+            loc[n++] = hex[*p & 15];
+        }
     }
-    memcpy(loc, t, q);
-    loc[q] = '/';
-    memcpy(loc + q + 1, t + q, n - q);
+    loc[n++] = '/';
+    for (size_t i = 0; i < qn; i++) {
+        unsigned char ch = (unsigned char)q[i];
+        if (ch > 0x20 && ch < 0x7f && ch != '#') {
+            loc[n++] = (char)ch;
+        } else {
+            loc[n++] = '%';
+            loc[n++] = hex[ch >> 4];
+            loc[n++] = hex[ch & 15];
+        }
+    }
     site_resp_error(rs, 301);
-    site_resp_add_header(rs, "Location", loc, n + 1);
+    if (site_resp_add_header(rs, "Location", loc, n) < 0) {
+        /* Never a 301 without Location: refuse, and say why. */
+        site_resp_error(rs, 414);
+        site_warn(w, "site: directory redirect for a %zu-byte target does not fit; 414", n);
+    }
+    free(loc);
 }
 
 void site_files_serve(struct site_worker *w, const struct site_req *rq, struct site_resp *rs)
@@ -789,7 +825,7 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
     int fd = -1, gfd = -1, r;
     struct stat st, gst;
     size_t n;
-    bool use_gz = false;
+    bool use_gz = false, index;
     uint64_t size;
     time_t mtime;
     const char *etag;
@@ -816,11 +852,18 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
         return;
     }
     n = strlen(rel);
-    if (n == 0 || rel[n - 1] == '/')
+    index = n == 0 || rel[n - 1] == '/';
+    if (index)
         memcpy(rel + n, "index.html", 11);
     r = lookup(w, rel, &ce, &fd, &st);
+    if (r == -EISDIR && index) {
+        /* A directory named index.html: redirecting would loop. */
+        site_resp_error(rs, 500);
+        site_warn(w, "site: /%s is a directory, not an index file; 500", rel);
+        return;
+    }
     if (r == -EISDIR) {
-        redirect_dir(rs, rq);
+        redirect_dir(w, rs, rq, rel);
         return;
     }
     if (r == -EMFILE || r == -ENFILE) {

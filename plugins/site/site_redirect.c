@@ -137,6 +137,9 @@ void site_redirect_serve(struct site_worker *w, const struct site_req *rq, struc
         ln = snprintf(loc, sizeof(loc), "https://%s:%d%.*s", host, s->cfg.https_port,
                       (int)rq->target.n, rq->target.p);
     site_resp_error(rs, 301);
-    if (ln > 0 && (size_t)ln < sizeof(loc))
-        site_resp_add_header(rs, "Location", loc, (size_t)ln);
+    if (ln <= 0 || (size_t)ln >= sizeof(loc) ||
+        site_resp_add_header(rs, "Location", loc, (size_t)ln) < 0) {
+        site_resp_error(rs, 414); /* never a 301 without Location */
+        site_warn(w, "site: redirect for a %zu-byte target does not fit; 414", rq->target.n);
+    }
 }

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,20 @@ void site_worker_update_date(struct site_worker *w, time_t now)
         return;
     w->date_sec = now;
     w->date_len = (size_t)site_http_date(now, w->date, sizeof(w->date));
+}
+
+void site_warn(struct site_worker *w, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    if (w->warn_ms && w->now_ms - w->warn_ms < 1000)
+        return;
+    w->warn_ms = w->now_ms;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    SITE_LOG(w->s, TLSBOX_LOG_WARN, "%s", msg);
 }
 
 /* ---- timers -------------------------------------------------------------- */
