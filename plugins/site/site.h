@@ -304,6 +304,8 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
 /* Accept-Encoding allows gzip (and does not say q=0). */
 bool site_accepts_gzip(const char *p, size_t n);
 void site_h1_on_data(struct site_conn *c, const char *data, size_t n);
+/* Unparsed HTTP/1 input buffered before reading pauses (above any allowed head). */
+size_t site_h1_in_limit(const struct site_config *cfg);
 int site_h1_produce(struct site_conn *c); /* stream more body; 1 when done */
 size_t site_h1_head(char *dst, size_t cap, const struct site_conn *c, const struct site_resp *rs,
                     bool keep_alive, bool http10);

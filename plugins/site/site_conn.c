@@ -611,7 +611,7 @@ static void on_event(struct site_conn *c, uint32_t events)
             return;
         /* Reading stopped for back-pressure and the output drained meanwhile:
          * read on (edge-triggered, no new event would come). */
-        if (c->read_blocked && !out_pending(c) && c->in_len <= 65536) {
+        if (c->read_blocked && !out_pending(c) && c->in_len <= site_h1_in_limit(&c->w->s->cfg)) {
             c->read_blocked = false;
             events = EPOLLIN;
             continue;

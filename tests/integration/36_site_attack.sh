@@ -58,6 +58,84 @@ is "$(loc "$URL$ll/" -o /dev/null)" "404 |" "and the directory itself: 404 (no i
 like "$(cat "$TB_TMP/daemon.log")" "does not fit; 414|is a directory, not an index file" \
     "the refusal is logged"
 
+# ---- header values, Content-Length, log injection ------------------------------------------
+# raw 'REQUEST' (printf escapes): send it over TLS, print the status code.
+raw() {
+    printf "$1" | python3 -c '
+import socket, ssl, sys
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+ctx.set_alpn_protocols(["http/1.1"])
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5),
+                    server_hostname="localhost")
+s.sendall(sys.stdin.buffer.read())
+d = b""
+try:
+    while b"\r\n" not in d:
+        b = s.recv(4096)
+        if not b:
+            break
+        d += b
+except OSError:
+    pass
+print(d.split(b" ")[1].decode() if d.startswith(b"HTTP/1.1 ") else "none")
+' "$P_HTTPS"
+}
+is "$(raw 'GET / HTTP/1.1\r\nHost: local\rhost\r\n\r\n')" 400 "a bare CR inside a header value: 400"
+is "$(raw 'GET / HTTP/1.1\r\nHost: localhost\r\nX-A: a\r\r\n\r\n')" 400 "a bare CR ending a header value: 400"
+is "$(raw 'GET / HTTP/1.1\r\nHost: localhost\r\nX-A: \033[2J\r\n\r\n')" 400 "an ESC in a header value: 400"
+is "$(raw 'GET / HTTP/1.1\r\nHost: localhost\r\nContent-Length: \r\n\r\n')" 400 "an empty Content-Length: 400"
+is "$(raw 'G\033[31mET / HTTP/1.1\r\nHost: localhost\r\n\r\n')" 400 "control bytes in the method: 400"
+is "$(raw 'GET / HTTP/1.1\r\nHost: localhost\r\nX-A: a\tb\r\n\r\n')" 200 "a tab inside a value is fine: 200"
+is "$(raw 'GET /\377probe\033 HTTP/1.1\r\nHost: localhost\r\n\r\n')" 400 "an ESC in the target: 400"
+is "$(raw 'GET /\377probe\"x HTTP/1.1\r\nHost: localhost\r\n\r\n')" 404 "a 0xff byte in the target: 404"
+log="$TB_TMP/daemon.log"
+like "$(grep -a 'probe' "$log")" 'GET /\\xffprobe\\x22x HTTP/1.1 404' "the access log escapes it: /\\xffprobe\\x22x"
+ok "$(LC_ALL=C grep -c $'[\x01-\x08\x0b-\x1f\x7f-\xff]' "$log" | grep -qx 0; echo $?)" \
+    "no raw control or high byte reaches the daemon log"
+
+# ---- headers above 64 KB (site.max_header_size raised to 1 MiB) ----------------------------
+tb_stop_daemon
+ok $? "tlsboxd stops"
+site_start --set site.workers=1 --set site.max_header_size=1048576
+ok $? "restarted with site.max_header_size=1048576"
+# bighead BYTES: a request whose headers take BYTES bytes; prints the status
+# code and how long the answer took, or "none" after 8 s.
+bighead() {
+    python3 - "$P_HTTPS" "$1" <<'PY'
+import socket, ssl, sys, time
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+ctx.set_alpn_protocols(["http/1.1"])
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=8),
+                    server_hostname="localhost")
+head = b"GET /sub/ HTTP/1.1\r\nHost: localhost\r\n"
+lines = []
+left = int(sys.argv[2]) - len(head) - 2
+while left > 0:
+    v = min(left - 8, 8000)
+    lines.append(b"X-F: " + b"a" * max(v, 1) + b"\r\n")
+    left -= len(lines[-1])
+t0 = time.monotonic()
+d = b""
+try:
+    s.sendall(head + b"".join(lines) + b"\r\n")
+    while b"\r\n" not in d:
+        b = s.recv(4096)
+        if not b:
+            break
+        d += b
+except OSError:
+    pass
+code = d.split(b" ")[1].decode() if d.startswith(b"HTTP/1.1 ") else "none"
+print("%s in %s" % (code, "under 5 s" if time.monotonic() - t0 < 5 else "5 s or more"))
+PY
+}
+is "$(bighead 200000)" "200 in under 5 s" "a 200 KB head under a 1 MiB limit: answered (200)"
+is "$(bighead 1200000)" "431 in under 5 s" "a 1.2 MB head over the 1 MiB limit: 431 at once, not a hang"
+
 # ---- end -------------------------------------------------------------------------------------
 tb_stop_daemon
 ok $? "tlsboxd stops"
