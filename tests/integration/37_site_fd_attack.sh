@@ -11,6 +11,8 @@ tb_setup
 site_www
 head -c 409600 /dev/urandom >"$TB_TMP/www/f400k.bin"
 sum=$(sha256sum <"$TB_TMP/www/f400k.bin")
+# A limit the flood would exceed (12,000 streams) if each held a descriptor.
+ulimit -n 4096
 site_start --set site.workers=1
 ok $? "tlsboxd serves the site"
 H2S="$top_srcdir/plugins/site/tests/h2_streams.py"
