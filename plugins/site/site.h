@@ -249,6 +249,7 @@ struct site_worker {
     char date[40]; /* IMF-fixdate of date_sec */
     size_t date_len;
     struct site_tlist tl[SITE_T_MAX];
+    int tl_ms[SITE_T_MAX]; /* the timeout each list's deadlines were set with */
     int nconns;
     struct site_conn *dead; /* closed, freed after the current batch of events */
     char inbuf[SITE_INBUF];

@@ -112,6 +112,27 @@ void site_timer_set(struct site_conn *c, enum site_timer_kind k)
     w->tl[k].tail = c;
 }
 
+/*
+ * A timeout lowered live: the connections already in the list keep their
+ * later deadlines, and a new one appended behind them would never reach the
+ * head in time (expiry only looks at the heads).  So pull every deadline in
+ * to now + the new value; min() keeps the list sorted, and later appends come
+ * after.  Raising a timeout needs nothing: new deadlines are later anyway.
+ */
+static void timers_follow_settings(struct site_worker *w)
+{
+    for (int k = 1; k < SITE_T_MAX; k++) {
+        int ms = timeout_ms(w->s, (enum site_timer_kind)k);
+        if (ms < w->tl_ms[k]) {
+            uint64_t cap = w->now_ms + (uint64_t)ms;
+            for (struct site_conn *c = w->tl[k].head; c; c = c->tnext)
+                if (c->deadline_ms > cap)
+                    c->deadline_ms = cap;
+        }
+        w->tl_ms[k] = ms;
+    }
+}
+
 static int next_timeout(struct site_worker *w)
 {
     uint64_t best = UINT64_MAX;
@@ -352,6 +373,7 @@ static void *worker_main(void *arg)
     w->now_ms = site_now_ms();
     w->last_tick_ms = w->now_ms;
     site_worker_update_date(w, time(NULL));
+    timers_follow_settings(w);
 
     for (;;) {
         int n = epoll_wait(w->ep, evs, MAX_EVENTS, next_timeout(w));
@@ -359,6 +381,7 @@ static void *worker_main(void *arg)
             break;
         w->now_ms = site_now_ms();
         site_worker_update_date(w, time(NULL));
+        timers_follow_settings(w);
         for (int i = 0; i < n; i++) {
             uint64_t tag = evs[i].data.u64;
             if (tag < EV_TAG_EVFD) {

@@ -95,6 +95,44 @@ like "$(grep -a 'probe' "$log")" 'GET /\\xffprobe\\x22x HTTP/1.1 404' "the acces
 ok "$(LC_ALL=C grep -c $'[\x01-\x08\x0b-\x1f\x7f-\xff]' "$log" | grep -qx 0; echo $?)" \
     "no raw control or high byte reaches the daemon log"
 
+# ---- a timeout lowered live holds for new connections -------------------------------------
+# Connection A sits idle under the old 60 s idle timeout; then the timeout
+# goes down to 2 s and connection B arrives.  B must be closed after about
+# 2 s, not wait behind A's 60 s deadline (slowloris protection after a change).
+out=$(python3 - "$P_HTTPS" "$TB_TLSBOXCTL" "$TB_STATE" <<'PY'
+import socket, ssl, subprocess, sys, time
+port, ctl, state = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+ctx.set_alpn_protocols(["http/1.1"])
+def conn():
+    return ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10),
+                           server_hostname="localhost")
+def closed_within(s, limit):
+    t0 = time.monotonic()
+    s.settimeout(limit)
+    try:
+        s.recv(1)
+        return "%.0f" % (time.monotonic() - t0) if time.monotonic() - t0 < limit else "open"
+    except socket.timeout:
+        return "open"
+    except OSError:
+        return "%.0f" % (time.monotonic() - t0)
+a = conn()
+time.sleep(0.5)
+subprocess.run([ctl, "--state-dir", state, "set", "site.idle_timeout", "2"], check=True,
+               stdout=subprocess.DEVNULL)
+time.sleep(0.2)
+b = conn()
+t0 = time.monotonic()
+r = closed_within(b, 8)
+print("B closed" if r != "open" else "B open", "after", "under 5 s" if time.monotonic() - t0 < 5 else "5 s or more")
+PY
+)
+is "$out" "B closed after under 5 s" "idle_timeout lowered live to 2 s: a new connection is closed in time"
+tb_ctl set site.idle_timeout 60 >/dev/null
+
 # ---- headers above 64 KB (site.max_header_size raised to 1 MiB) ----------------------------
 tb_stop_daemon
 ok $? "tlsboxd stops"
