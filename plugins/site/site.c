@@ -71,6 +71,20 @@ static const struct tlsbox_setting_def site_settings[] = {
      .min = 1,
      .max = 3600,
      .help = "Seconds without progress sending a response before closing"},
+    {.key = "lingering_time",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "30",
+     .min = 1,
+     .max = 3600,
+     .help = "Seconds at most to read and discard a refused request body before closing "
+             "(so the answer is not reset away; nginx's lingering_time)"},
+    {.key = "lingering_timeout",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "5",
+     .min = 1,
+     .max = 300,
+     .help = "Seconds to wait for more of a refused body before closing "
+             "(nginx's lingering_timeout)"},
     {.key = "stop_timeout",
      .type = TLSBOX_SETTING_INT,
      .default_value = "10",
@@ -195,6 +209,10 @@ static void read_live(struct site *s)
                  (int)h->setting_get_int(s->self, "idle_timeout", 60) * 1000);
     atomic_store(&s->cfg.send_timeout_ms,
                  (int)h->setting_get_int(s->self, "send_timeout", 30) * 1000);
+    atomic_store(&s->cfg.lingering_time_ms,
+                 (int)h->setting_get_int(s->self, "lingering_time", 30) * 1000);
+    atomic_store(&s->cfg.lingering_timeout_ms,
+                 (int)h->setting_get_int(s->self, "lingering_timeout", 5) * 1000);
     al = h->setting_get(s->self, "access_log");
     atomic_store(&s->cfg.access_log, al && strcmp(al, "stderr") == 0);
     free(al);

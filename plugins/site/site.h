@@ -39,6 +39,9 @@ struct site_config {
     size_t cache_max_file; /* files up to this size are cached */
     /* Changed live on settings.changed: read with relaxed atomics. */
     _Atomic int handshake_timeout_ms, header_timeout_ms, idle_timeout_ms, send_timeout_ms;
+    /* LINGER: discard input while it keeps coming (gaps up to
+     * lingering_timeout), for lingering_time at most (as nginx) */
+    _Atomic int lingering_time_ms, lingering_timeout_ms;
     _Atomic bool access_log;
     _Atomic bool dotfiles_allow; /* serve paths with a segment starting with '.' */
 };
@@ -167,8 +170,9 @@ struct site_conn {
     bool read_blocked; /* stopped reading while output drains */
     bool drained;      /* the last recv() was short: the socket is empty until the next edge */
     bool in_free_list;
-    bool linger;           /* unread input may follow: close gracefully (LINGER) */
-    uint32_t linger_bytes; /* discarded so far in LINGER */
+    bool linger;            /* unread input may follow: close gracefully (LINGER) */
+    bool linger_shut;       /* LINGER: our FIN is sent (after the close_notify left) */
+    uint64_t linger_end_ms; /* LINGER: discard no longer than this (lingering_time) */
     uint8_t state;
     uint8_t tkind;
     struct site_conn *tprev, *tnext; /* timer list of tkind */
@@ -223,8 +227,6 @@ struct site_tlist {
 #define SITE_CONN_FILES 8
 /* Descriptors of the open file limit the site leaves to the rest of tlsboxd. */
 #define SITE_FD_RESERVE 128
-#define SITE_LINGER_MS 2000          /* how long LINGER discards input at most */
-#define SITE_LINGER_BYTES (1u << 20) /* and how much */
 
 struct site_cache;
 

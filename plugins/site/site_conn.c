@@ -281,26 +281,46 @@ void site_conn_close(struct site_conn *c)
     w->dead = c;
 }
 
-/* Read and discard input in LINGER until EOF, EAGAIN or the byte limit. */
-static void linger_read(struct site_conn *c)
+/*
+ * LINGER: send what is left of the close_notify, then our FIN; read and
+ * discard input until EOF, closing when nothing came for lingering_timeout
+ * (the timer, moved on by each read) or after lingering_time in all.
+ */
+static void linger_event(struct site_conn *c)
 {
     struct site_worker *w = c->w;
+    bool got = false;
 
+    if (!c->linger_shut) {
+        int r = send_enc(c);
+        if (r < 0)
+            goto close;
+        if (r == 0)
+            return; /* EPOLLOUT brings us back */
+        if (shutdown(c->fd, SHUT_WR) < 0)
+            goto close;
+        c->linger_shut = true;
+        site_out_release_if_empty(c);
+    }
     for (;;) {
         ssize_t n = recv(c->fd, w->inbuf, sizeof(w->inbuf), 0);
         if (n > 0) {
             w->wm.bytes_in += (uint64_t)n;
-            c->linger_bytes += (uint32_t)n;
-            if (c->linger_bytes >= SITE_LINGER_BYTES)
-                break;
+            got = true;
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
-            return;
-        break; /* EOF or error */
+            break;
+        goto close; /* EOF or error */
     }
+    if (w->now_ms >= c->linger_end_ms)
+        goto close;
+    if (got)
+        site_timer_set(c, SITE_T_LINGER);
+    return;
+close:
     site_conn_close(c);
 }
 
@@ -309,26 +329,16 @@ static void linger_read(struct site_conn *c)
  * still be sending (a body we refused): closing now would make the kernel
  * answer its next segment with a reset, which can destroy our answer before
  * the client reads it.  Shut our side down (close_notify, FIN) and discard
- * input until the client closes, for SITE_LINGER_MS / SITE_LINGER_BYTES at most.
+ * input while it keeps coming (site.lingering_timeout, site.lingering_time).
  */
 static void conn_linger(struct site_conn *c)
 {
     struct site_worker *w = c->w;
 
     if (c->session) {
-        int r;
         gnutls_bye(c->session, GNUTLS_SHUT_WR); /* close_notify into c->enc */
-        r = send_enc(c);
         gnutls_deinit(c->session);
         c->session = NULL;
-        if (r != 1) {
-            site_conn_close(c);
-            return;
-        }
-    }
-    if (shutdown(c->fd, SHUT_WR) < 0) {
-        site_conn_close(c);
-        return;
     }
     if (w->rb_owner == c)
         w->rb_owner = NULL;
@@ -338,11 +348,12 @@ static void conn_linger(struct site_conn *c)
     free(c->in);
     c->in = NULL;
     c->in_len = c->in_cap = 0;
-    site_out_release_if_empty(c);
     c->state = SITE_CS_LINGER;
-    c->linger_bytes = 0;
+    c->linger_shut = false;
+    c->linger_end_ms = w->now_ms + (uint64_t)atomic_load_explicit(&w->s->cfg.lingering_time_ms,
+                                                                  memory_order_relaxed);
     site_timer_set(c, SITE_T_LINGER);
-    linger_read(c); /* edge-triggered: what is already there brings no event */
+    linger_event(c); /* edge-triggered: what is already there brings no event */
 }
 
 void site_conn_timeout(struct site_conn *c)
@@ -625,7 +636,7 @@ void site_conn_on_event(struct site_conn *c, uint32_t events)
     if (c->state == SITE_CS_CLOSED)
         return;
     if (c->state == SITE_CS_LINGER) {
-        linger_read(c); /* any event: data, EOF, error or a spurious EPOLLOUT */
+        linger_event(c); /* any event: room to send, data, EOF or an error */
         return;
     }
     if (events & (EPOLLIN | EPOLLRDHUP))

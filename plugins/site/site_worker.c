@@ -78,7 +78,7 @@ static int timeout_ms(const struct site *s, enum site_timer_kind k)
     case SITE_T_SEND:
         return atomic_load_explicit(&s->cfg.send_timeout_ms, memory_order_relaxed);
     case SITE_T_LINGER:
-        return SITE_LINGER_MS;
+        return atomic_load_explicit(&s->cfg.lingering_timeout_ms, memory_order_relaxed);
     default:
         return 0;
     }
