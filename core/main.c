@@ -328,7 +328,13 @@ int main(int argc, char **argv)
     }
     if (control_start(o.state_dir) < 0)
         goto out_tls;
-    plugins_start_all();
+    if (plugins_start_all() == -EADDRINUSE) {
+        log_err("a port this tlsboxd needs is held by another process (see above): not starting");
+        rc = 1;
+        plugins_stop_all();
+        control_stop();
+        goto out_tls;
+    }
     /* Startup leaves holes in the heap (settings patterns compiled and freed:
      * several MB for counted repeats); give those pages back before serving. */
     malloc_trim(0);

@@ -228,8 +228,9 @@ static void plugin_unhook(struct tlsbox_plugin *p)
     http_routes_remove_owner(p);
 }
 
-void plugins_start_all(void)
+int plugins_start_all(void)
 {
+    int ret = 0;
     for (struct tlsbox_plugin *p = plugins_head; p; p = p->next) {
         if (plugin_disabled_by_setting(p->name)) {
             p->pstate = PLUGIN_DISABLED;
@@ -248,6 +249,8 @@ void plugins_start_all(void)
         rc = p->desc->start ? p->desc->start(p->state) : 0;
         if (rc != 0) {
             plugin_fail(p, "start", rc);
+            if (rc == -EADDRINUSE)
+                ret = rc;
             if (p->desc->stop)
                 p->desc->stop(p->state);
             plugin_unhook(p);
@@ -258,6 +261,7 @@ void plugins_start_all(void)
         }
         p->pstate = PLUGIN_STARTED;
     }
+    return ret;
 }
 
 static void plugins_stop_rev(struct tlsbox_plugin *p)

@@ -25,7 +25,8 @@ struct site_centry;
 
 struct site_config {
     int workers;
-    int https_port, http_port;
+    _Atomic int https_port; /* read by the redirect; changed live */
+    int http_port;
     char **bind;
     size_t nbind;
     char *root;
@@ -35,7 +36,7 @@ struct site_config {
     int h2_max_streams;
     int h2_window;
     int stop_timeout_ms;
-    size_t cache_bytes;    /* per worker */
+    size_t cache_bytes;    /* split among a generation's workers */
     size_t cache_max_file; /* files up to this size are cached */
     /* Changed live on settings.changed: read with relaxed atomics. */
     _Atomic int handshake_timeout_ms, header_timeout_ms, idle_timeout_ms, send_timeout_ms;
@@ -73,12 +74,47 @@ struct site_wmetrics {
 
 /* ---- the plugin state (site.c) ----------------------------------------- */
 
+/* The listening sockets, shared by the workers of one generation. */
+struct site_listener {
+    int fd;
+    bool tls;
+    int port;
+    char addr[64]; /* as in site.bind */
+};
+struct site_listeners {
+    struct site_listener *v;
+    size_t n;
+};
+
+/*
+ * A generation: workers and the listeners they share.  A live change of
+ * site.workers, the ports or site.bind starts a new generation (keeping the
+ * sockets of unchanged ports), then drains the old one in the background:
+ * its connections finish, none is dropped.
+ */
+struct site_gen {
+    struct site *s;
+    struct site_worker *workers;
+    int nworkers;
+    struct site_listeners lst;
+    _Atomic bool stopping; /* drain and exit */
+    _Atomic int unwatched; /* workers that took the listeners off their epoll */
+    pthread_t reaper;      /* joins a retired generation's workers */
+    struct site_gen *next; /* list of retired generations */
+};
+
 struct site {
     struct tlsbox_plugin *self;
     const struct tlsbox_host *host;
     struct site_config cfg;
+    /* The root directory; workers hold a dup() each and take the new one
+     * when root_gen changes (a live change of site.root). */
+    pthread_mutex_t root_lock;
     int rootfd;
-    struct site_worker *workers;
+    _Atomic unsigned root_gen;
+    pthread_mutex_t gen_lock; /* gen, retired, cfg's restart-time fields */
+    struct site_gen *gen;
+    struct site_gen *retired;
     int nworkers;
     _Atomic int nconns;
     /* Files the workers hold open, and what connections plus files may use
@@ -86,7 +122,6 @@ struct site {
      * socket and other plugins (SITE_FD_RESERVE). */
     _Atomic int nfiles;
     int fd_budget;
-    _Atomic bool stopping;
     int64_t sub_id;
     struct site_metrics m;
 };
@@ -236,9 +271,11 @@ struct site_worker {
     pthread_t thread;
     int ep;
     int evfd;
-    int *listen_fds;
-    bool *listen_tls;
-    size_t nlisten;
+    struct site_gen *gen;
+    struct site_listeners *lst; /* the generation's, borrowed */
+    bool listening;             /* the listeners are in our epoll */
+    int rootfd;                 /* our dup() of the root */
+    unsigned root_gen;
     bool draining;
     /* Out of file descriptors: listeners are off epoll until this time. */
     bool accept_paused;
@@ -267,8 +304,18 @@ struct site_worker {
 };
 
 /* site_worker.c */
-int site_workers_start(struct site *s);
-void site_workers_stop(struct site *s);
+/* Start a generation of s->nworkers workers on listeners opened from s->cfg
+ * (reusing @p prev's sockets for unchanged ports); NULL on failure (logged),
+ * *err set to a negative errno. */
+struct site_gen *site_gen_start(struct site *s, const struct site_gen *prev, int *err);
+/* Stop a generation: drain, join, free. */
+void site_gen_stop(struct site_gen *g);
+/* Retire a generation: drain and free it on a thread of its own. */
+void site_gen_retire(struct site *s, struct site_gen *g);
+/* Take a new site.root if there is one (before serving a request). */
+void site_root_follow(struct site_worker *w);
+/* Join every retired generation (at stop). */
+void site_gen_reap_all(struct site *s);
 void site_timer_set(struct site_conn *c, enum site_timer_kind k);
 uint64_t site_now_ms(void);
 uint64_t site_now_ns(void);
@@ -289,6 +336,11 @@ void site_out_append(struct site_conn *c, const void *p, size_t n);
 void site_out_release_if_empty(struct site_conn *c);
 /* Send what is buffered, refilling from the protocol; returns 0, or -1 after closing. */
 int site_conn_flush(struct site_conn *c);
+
+/* site_listen.c */
+int site_listeners_open(struct site *s, const struct site_config *cfg,
+                        const struct site_listeners *prev, struct site_listeners *l);
+void site_listeners_close(struct site_listeners *l);
 
 /* site_tls.c */
 int site_tls_setup(struct site_conn *c);

@@ -370,14 +370,15 @@ static int open_beneath(int rootfd, const char *rel)
  * the daemon's reserve), so the caller answers 503 rather than starve the
  * store and the control socket.  Counted in s->nfiles until file_close().
  */
-static int file_open(struct site *s, const char *rel)
+static int file_open(struct site_worker *w, const char *rel)
 {
+    struct site *s = w->s;
     int fd;
     if (atomic_load_explicit(&s->nconns, memory_order_relaxed) +
             atomic_load_explicit(&s->nfiles, memory_order_relaxed) >=
         s->fd_budget)
         return -EMFILE;
-    fd = open_beneath(s->rootfd, rel);
+    fd = open_beneath(w->rootfd, rel);
     if (fd >= 0)
         atomic_fetch_add_explicit(&s->nfiles, 1, memory_order_relaxed);
     return fd;
@@ -396,7 +397,7 @@ int site_resp_unpark(struct site_worker *w, struct site_resp *rs)
 
     if (!rs->parked)
         return 0;
-    fd = file_open(w->s, rs->file);
+    fd = file_open(w, rs->file);
     if (fd < 0)
         return fd;
     /* The headers promised this file (ETag, length): refuse another one. */
@@ -663,7 +664,7 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
 
     *out = NULL;
     *fd = -1;
-    if (w->s->rootfd < 0)
+    if (w->rootfd < 0)
         return -ENOENT;
     if (e) {
         if (w->now_ms - e->checked_ms < CACHE_CHECK_MS) {
@@ -676,8 +677,8 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
         }
         /* Stale: same inode, size and mtime means same content (it was
          * reached safely before); anything else is looked up afresh. */
-        if (fstatat(w->s->rootfd, rel[0] ? rel : ".", st, 0) == 0 ? !e->missing && same_file(e, st)
-                                                                  : e->missing) {
+        if (fstatat(w->rootfd, rel[0] ? rel : ".", st, 0) == 0 ? !e->missing && same_file(e, st)
+                                                               : e->missing) {
             e->checked_ms = w->now_ms;
             cache_touch(c, e);
             if (e->missing)
@@ -688,7 +689,7 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
         }
         cache_unlink(c, e);
     }
-    f = file_open(w->s, rel);
+    f = file_open(w, rel);
     if (f < 0) {
         if (f == -ENOENT || f == -ENOTDIR) {
             /* Remember misses only for .gz siblings, asked for on every request. */
@@ -832,6 +833,7 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
     char etag_buf[48];
 
     site_resp_init(rs);
+    site_root_follow(w);
     if (rq->method == SITE_M_OTHER) {
         site_resp_error(rs, 405);
         site_resp_add_header(rs, "Allow", "GET, HEAD", 9);

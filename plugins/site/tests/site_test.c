@@ -259,6 +259,7 @@ static void test_files(void)
     S.fd_budget = 1000;
     S.cfg.https_port = 8443;
     W.s = &S;
+    W.rootfd = S.rootfd;
     W.cache = site_cache_new(1 << 20, 1 << 16);
     W.now_ms = 1000000;
 

@@ -1,0 +1,103 @@
+#!/bin/bash
+# One daemon owns its ports: a second tlsboxd on the same ports refuses to
+# start and names the holder (no silent SO_REUSEPORT sharing).  site.root,
+# site.workers and the ports change live: the new root serves the next
+# request, new workers and ports start while the old ones drain, and h2load
+# running meanwhile sees no failed request.
+. "$(dirname "$0")/lib.sh"
+. "$top_srcdir/plugins/site/tests/site_itest.sh"
+tb_setup
+site_www
+mkdir -p "$TB_TMP/www2"
+echo "site A" >"$TB_TMP/www/who.txt"
+echo "site B" >"$TB_TMP/www2/who.txt"
+cp "$TB_TMP/www/f16k.txt" "$TB_TMP/www2/"
+site_start --set site.workers=2
+ok $? "tlsboxd serves the site"
+
+# ---- a second instance -------------------------------------------------------------------------
+"$TB_TLSBOXD" --state-dir "$TB_TMP/state2" --plugin-dir "$TB_PLUGINS" --foreground \
+    --set site.https_port="$P_HTTPS" --set site.http_port="$P_HTTP" \
+    --set site.root="$TB_TMP/www2" --set site.bind=127.0.0.1,::1 >"$TB_TMP/second.log" 2>&1 &
+pid2=$!
+for i in $(seq 1 100); do kill -0 $pid2 2>/dev/null || break; sleep 0.1; done
+if kill -0 $pid2 2>/dev/null; then
+    kill $pid2
+    wait $pid2
+    rc2=running
+else
+    wait $pid2
+    rc2=$?
+fi
+is "$rc2" 1 "a second tlsboxd on the same ports exits with status 1"
+like "$(cat "$TB_TMP/second.log")" "site.https_port: port $P_HTTPS on 127.0.0.1 is in use by pid $TB_PID \\(tlsboxd\\)" \
+    "its error names the port and the process holding it"
+like "$(cat "$TB_TMP/second.log")" "held by another process.*not starting" "and says it does not start"
+n=0
+for i in 1 2 3 4 5 6; do
+    [ "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" = "site A" ] && n=$((n + 1))
+done
+is "$n" 6 "all 6 requests answered by the first instance"
+
+# ---- live changes under load -----------------------------------------------------------------
+# h2load_bg: 20 s at most of requests to $1, in the background (pid in $lpid).
+h2load_bg() {
+    timeout -s INT 60 h2load -c 8 -m 4 -n 6000 "$1" >"$TB_TMP/h2load.out" 2>&1 &
+    lpid=$!
+    sleep 0.5
+}
+h2load_failed() {
+    wait $lpid
+    sed -n 's/^requests: .* \([0-9]*\) failed, \([0-9]*\) errored.*/failed=\1 errored=\2/p' "$TB_TMP/h2load.out"
+}
+h2load_done() {
+    sed -n 's/^requests: \([0-9]*\) total, [0-9]* started, \([0-9]*\) done.*/\1 \2/p' "$TB_TMP/h2load.out"
+}
+
+h2load_bg "$URL/who.txt"
+tb_ctl set site.root "$TB_TMP/www2" >/dev/null
+is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site B" "site.root changed live: the next request is served from the new root"
+is "$(h2load_failed)" "failed=0 errored=0" "h2load meanwhile: no failed request"
+
+h2load_bg "$URL/f16k.txt"
+tb_ctl set site.workers 3 >/dev/null && sleep 0.5 && tb_ctl set site.workers 1 >/dev/null
+ok $? "site.workers 2 -> 3 -> 1 live"
+is "$(h2load_failed)" "failed=0 errored=0" "h2load meanwhile: no failed request"
+t=$(ls /proc/"$TB_PID"/task | while read -r k; do cat /proc/"$TB_PID"/task/$k/comm; done | grep -c '^site-w')
+is "$t" 1 "one worker thread left once the old ones drained"
+
+new_http=$(tb_free_port)
+h2load_bg "$URL/f16k.txt"
+tb_ctl set site.http_port "$new_http" >/dev/null
+ok $? "site.http_port changed live"
+is "$(h2load_failed)" "failed=0 errored=0" "h2load on the HTTPS port meanwhile: no failed request"
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$new_http/x")
+is "$code" 301 "the new plain port answers"
+curl -s -o /dev/null --max-time 5 "http://127.0.0.1:$P_HTTP/x"
+is "$?" 7 "the old plain port is closed (connection refused)"
+
+new_https=$(tb_free_port)
+tb_ctl set site.https_port "$new_https" >/dev/null
+is "$(curl -s --cacert "$CA" --max-time 5 "https://localhost:$new_https/who.txt")" "site B" \
+    "the new HTTPS port serves"
+loc=$(curl -s -o /dev/null -w '%header{location}' --max-time 5 "http://127.0.0.1:$new_http/x")
+is "$loc" "https://127.0.0.1:$new_https/x" "the redirect points at the new HTTPS port"
+curl -s --cacert "$CA" -o /dev/null --max-time 5 "$URL/"
+is "$?" 7 "the old HTTPS port is closed"
+# A port someone else holds: the change is refused, the old port keeps serving.
+python3 -c 'import socket,sys,time; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); time.sleep(6)' \
+    "$P_HTTPS" &
+busy=$!
+sleep 0.3
+tb_ctl set site.https_port "$P_HTTPS" >/dev/null
+sleep 0.3
+is "$(curl -s --cacert "$CA" --max-time 5 "https://localhost:$new_https/who.txt")" "site B" \
+    "a change to a port in use is refused; the current port keeps serving"
+like "$(cat "$TB_TMP/daemon.log")" "port $P_HTTPS on 127.0.0.1 is in use by pid $busy \\(python3\\)" \
+    "and the log names the holder"
+kill $busy 2>/dev/null
+wait $busy 2>/dev/null
+
+tb_stop_daemon
+ok $? "tlsboxd stops"
+done_testing
