@@ -94,6 +94,13 @@ static const struct tlsbox_setting_def site_settings[] = {
      .max = 1000000,
      .help = "Open connections; new ones past it are closed at once",
      .flags = TLSBOX_SETTING_RESTART},
+    {.key = "max_connections_per_ip",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "256",
+     .min = 1,
+     .max = 1000000,
+     .help = "Open connections one client address (IPv4, or IPv6 /64) may hold; more are "
+             "closed at once"},
     {.key = "max_header_size",
      .type = TLSBOX_SETTING_INT,
      .default_value = "16384",
@@ -212,6 +219,8 @@ static void read_live(struct site *s)
     al = h->setting_get(s->self, "access_log");
     atomic_store(&s->cfg.access_log, al && strcmp(al, "stderr") == 0);
     free(al);
+    atomic_store(&s->cfg.max_conns_per_ip,
+                 (int)h->setting_get_int(s->self, "max_connections_per_ip", 256));
     al = h->setting_get(s->self, "dotfiles");
     atomic_store(&s->cfg.dotfiles_allow, al && strcmp(al, "allow") == 0);
     free(al);
@@ -347,6 +356,7 @@ static int site_init(struct tlsbox_plugin *self, const struct tlsbox_host *host,
     s->host = host;
     s->rootfd = -1;
     pthread_mutex_init(&s->root_lock, NULL);
+    s->ip_conns = site_xcalloc(SITE_IP_BUCKETS, sizeof(*s->ip_conns));
     pthread_mutex_init(&s->gen_lock, NULL);
     cfg->workers = (int)host->setting_get_int(self, "workers", 0);
     s->nworkers = count_workers(cfg->workers);
@@ -456,6 +466,7 @@ static void site_fini(void *state)
     if (s->rootfd >= 0)
         close(s->rootfd);
     free_bind(&s->cfg);
+    free((void *)s->ip_conns);
     pthread_mutex_destroy(&s->root_lock);
     pthread_mutex_destroy(&s->gen_lock);
     free(s->cfg.root);

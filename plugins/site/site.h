@@ -44,7 +44,8 @@ struct site_config {
      * lingering_timeout), for lingering_time at most (as nginx) */
     _Atomic int lingering_time_ms, lingering_timeout_ms;
     _Atomic bool access_log;
-    _Atomic bool dotfiles_allow; /* serve paths with a segment starting with '.' */
+    _Atomic bool dotfiles_allow;
+    _Atomic int max_conns_per_ip; /* serve paths with a segment starting with '.' */
 };
 
 /* ---- metrics (site_metrics.c) ------------------------------------------ */
@@ -122,6 +123,10 @@ struct site {
      * socket and other plugins (SITE_FD_RESERVE). */
     _Atomic int nfiles;
     int fd_budget;
+    /* Open connections per client address (IPv4, or IPv6 /64), by hash:
+     * two addresses in one bucket share a limit, which at SITE_IP_BUCKETS
+     * buckets is rare and only ever errs on the side of refusing. */
+    _Atomic int *ip_conns;
     int64_t sub_id;
     struct site_metrics m;
 };
@@ -244,6 +249,7 @@ struct site_conn {
     /* h2 streams holding an open file (at most SITE_CONN_FILES) */
     int files;
     int h2_waiting; /* h2 streams deferred for want of a file slot */
+    int ip_bucket;  /* counted in s->ip_conns[ip_bucket], or -1 */
 };
 
 /* ---- worker (site_worker.c) -------------------------------------------- */
@@ -262,6 +268,7 @@ struct site_tlist {
 #define SITE_CONN_FILES 8
 /* Descriptors of the open file limit the site leaves to the rest of tlsboxd. */
 #define SITE_FD_RESERVE 128
+#define SITE_IP_BUCKETS 16384
 
 struct site_cache;
 
@@ -325,7 +332,7 @@ void site_worker_update_date(struct site_worker *w, time_t now);
 void site_warn(struct site_worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* site_conn.c */
-void site_conn_accept(struct site_worker *w, int fd, bool tls);
+void site_conn_accept(struct site_worker *w, int fd, bool tls, int ip_bucket);
 void site_conn_on_event(struct site_conn *c, uint32_t events);
 void site_conn_close(struct site_conn *c);
 void site_conn_timeout(struct site_conn *c);

@@ -202,7 +202,7 @@ static int send_enc(struct site_conn *c)
 
 /* ---- lifecycle ------------------------------------------------------------ */
 
-void site_conn_accept(struct site_worker *w, int fd, bool tls)
+void site_conn_accept(struct site_worker *w, int fd, bool tls, int ip_bucket)
 {
     struct site *s = w->s;
     struct site_conn *c = site_xcalloc(1, sizeof(*c));
@@ -211,6 +211,7 @@ void site_conn_accept(struct site_worker *w, int fd, bool tls)
     c->w = w;
     c->fd = fd;
     c->tls = tls;
+    c->ip_bucket = ip_bucket;
     w->nconns++;
     s->host->metric_add(s->m.conns_open, 1);
     s->host->metric_add(s->m.conns_total, 1);
@@ -272,6 +273,8 @@ void site_conn_close(struct site_conn *c)
     close(c->fd);
     c->fd = -1;
     c->state = SITE_CS_CLOSED;
+    if (c->ip_bucket >= 0)
+        atomic_fetch_sub_explicit(&s->ip_conns[c->ip_bucket], 1, memory_order_relaxed);
     w->nconns--;
     atomic_fetch_sub_explicit(&s->nconns, 1, memory_order_relaxed);
     s->host->metric_add(s->m.conns_open, -1);

@@ -64,6 +64,32 @@ out=$(python3 "$H2S" pinger 127.0.0.1 "$P_HTTPS" - 0.5 12)
 like "$out" "^closed_after=[2-5]\." "an idle connection kept busy with PINGs is closed ($out)"
 tb_ctl set site.send_timeout 30 >/dev/null && tb_ctl set site.idle_timeout 60 >/dev/null
 
+# ---- one client cannot take every slot -------------------------------------------------------
+tb_ctl set site.max_connections_per_ip 10 >/dev/null
+ok $? "site.max_connections_per_ip=10 (live)"
+out=$(python3 - "$P_HTTPS" <<'PY'
+import socket, ssl, sys, time
+port = int(sys.argv[1])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+ctx.set_alpn_protocols(["h2"])
+def conn(src):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(src, 0))
+    try:
+        return ctx.wrap_socket(s, server_hostname="localhost")
+    except OSError:
+        return None
+held = [conn("127.0.0.1") for i in range(15)]
+up = sum(1 for c in held if c is not None)
+other = conn("127.0.0.2")
+print("from 127.0.0.1: %d of 15 up; from 127.0.0.2: %s" % (up, "up" if other else "refused"))
+PY
+)
+is "$out" "from 127.0.0.1: 10 of 15 up; from 127.0.0.2: up" \
+    "15 connections from one address: 10 taken, 5 closed; another address still gets in"
+tb_ctl set site.max_connections_per_ip 256 >/dev/null
+
 # ---- out of descriptors: 503 + Retry-After, not 404 -----------------------------------------
 # One keep-alive TLS connection is opened, then the daemon's limit is lowered
 # to what it holds and the gaps below it filled with plain connections:
