@@ -41,10 +41,15 @@ struct site_centry {
     char lastmod[32];
 };
 
+/* "Not there" entries (for .gz siblings) are few and small: a flood of
+ * requests for random names must not push real files out. */
+#define CACHE_MISSING_MAX 256
+
 struct site_cache {
     struct site_centry **buckets;
     size_t nbuckets;
     size_t bytes, max_bytes, max_file;
+    size_t nmissing, missing_bytes;  /* at most CACHE_MISSING_MAX and max_bytes / 16 */
     struct site_centry *head, *tail; /* least recently used first */
 };
 
@@ -573,6 +578,10 @@ static void cache_unlink(struct site_cache *c, struct site_centry *e)
     else
         c->tail = e->lprev;
     c->bytes -= e->size + e->path_len + sizeof(*e);
+    if (e->missing) {
+        c->nmissing--;
+        c->missing_bytes -= e->path_len + sizeof(*e);
+    }
     e->in_cache = false;
     centry_unref(e);
 }
@@ -613,6 +622,12 @@ static void cache_touch(struct site_cache *c, struct site_centry *e)
 static void cache_insert(struct site_cache *c, struct site_centry *e)
 {
     size_t cost = e->size + e->path_len + sizeof(*e);
+    if (e->missing) {
+        if (c->nmissing >= CACHE_MISSING_MAX || c->missing_bytes + cost > c->max_bytes / 16)
+            return; /* not remembered: the next request looks again */
+        c->nmissing++;
+        c->missing_bytes += cost;
+    }
     while (c->head && c->bytes + cost > c->max_bytes)
         cache_unlink(c, c->head);
     if (cost > c->max_bytes)

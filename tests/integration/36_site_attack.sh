@@ -136,8 +136,8 @@ tb_ctl set site.idle_timeout 60 >/dev/null
 # ---- headers above 64 KB (site.max_header_size raised to 1 MiB) ----------------------------
 tb_stop_daemon
 ok $? "tlsboxd stops"
-site_start --set site.workers=1 --set site.max_header_size=1048576
-ok $? "restarted with site.max_header_size=1048576"
+site_start --set site.workers=1 --set site.max_header_size=1048576 --set site.cache_size=64
+ok $? "restarted with site.max_header_size=1048576, site.cache_size=64 (KiB)"
 # bighead BYTES: a request whose headers take BYTES bytes; prints the status
 # code and how long the answer took, or "none" after 8 s.
 bighead() {
@@ -173,6 +173,23 @@ PY
 }
 is "$(bighead 200000)" "200 in under 5 s" "a 200 KB head under a 1 MiB limit: answered (200)"
 is "$(bighead 1200000)" "431 in under 5 s" "a 1.2 MB head over the 1 MiB limit: 431 at once, not a hang"
+
+# ---- a flood of misses does not churn the cache -----------------------------------------------
+# f16k.txt is cached; then it is rewritten in place with the same size, inode
+# and mtime, which the cache cannot tell from the original: while it stays
+# cached the old bytes are served.  2000 requests for random .gz names (each
+# a "missing" entry) must not push it out of the 64 KiB cache.
+f="$TB_TMP/www/f16k.txt"
+old=$(sha256sum <"$f")
+is "$(curl -s --cacert "$CA" "$URL/f16k.txt" | sha256sum)" "$old" "f16k.txt served (and cached)"
+cp -p "$f" "$TB_TMP/f16k.ref"
+head -c 16127 /dev/urandom | dd of="$f" conv=notrunc status=none
+touch -r "$TB_TMP/f16k.ref" "$f"
+for i in $(seq 1 2000); do echo "$URL/miss-$i-$RANDOM.gz"; done >"$TB_TMP/uris"
+timeout 60 h2load -c 4 -m 8 -n 2000 -i "$TB_TMP/uris" >"$TB_TMP/miss.out" 2>&1
+like "$(grep '^status codes' "$TB_TMP/miss.out")" "0 2xx, 0 3xx, 2000 4xx" "2000 misses answered 404"
+is "$(curl -s --cacert "$CA" "$URL/f16k.txt" | sha256sum)" "$old" \
+    "f16k.txt is still served from the cache after the miss flood"
 
 # ---- end -------------------------------------------------------------------------------------
 tb_stop_daemon
