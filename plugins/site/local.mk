@@ -29,6 +29,10 @@ plugins_site_tests_site_testhost_SOURCES = plugins/site/tests/site_testhost.c \
 plugins_site_tests_site_testhost_CFLAGS = $(plugins_site_tests_site_test_CFLAGS)
 plugins_site_tests_site_testhost_LDADD = $(GNUTLS_LIBS) $(NGHTTP2_LIBS)
 
+# Runs a program with openat2(2) failing with ENOSYS (36_site_attack).
+check_PROGRAMS += plugins/site/tests/no_openat2
+plugins_site_tests_no_openat2_SOURCES = plugins/site/tests/no_openat2.c
+
 # The demo page, copied into <state>/www by the daemon in demo mode.
 sitewwwdir = $(datadir)/tlsbox/www
 dist_sitewww_DATA = plugins/site/www/index.html

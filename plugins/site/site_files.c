@@ -352,11 +352,14 @@ static int open_beneath(int rootfd, const char *rel)
     /* Old kernel: refuse every symlink on the way (stricter than needed). */
     {
         char buf[4096];
-        int dfd = dup(rootfd);
+        int dfd;
         char *save, *tok;
+        if (strlen(rel) >= sizeof(buf))
+            return -ENAMETOOLONG; /* truncated, it could name another file */
+        dfd = dup(rootfd);
         if (dfd < 0)
             return -errno;
-        snprintf(buf, sizeof(buf), "%s", rel);
+        memcpy(buf, rel, strlen(rel) + 1);
         for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
             int nfd = openat(dfd, tok, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
             int e = errno;
@@ -890,7 +893,10 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
         return;
     }
     if (r < 0) {
-        site_resp_error(rs, r == -EACCES || r == -EPERM ? 403 : r == -EIO ? 500 : 404);
+        site_resp_error(rs, r == -EACCES || r == -EPERM ? 403
+                            : r == -EIO                 ? 500
+                            : r == -ENAMETOOLONG        ? 414
+                                                        : 404);
         return;
     }
     /* A .gz sibling, when the client takes gzip and asks no range. */

@@ -191,6 +191,29 @@ like "$(grep '^status codes' "$TB_TMP/miss.out")" "0 2xx, 0 3xx, 2000 4xx" "2000
 is "$(curl -s --cacert "$CA" "$URL/f16k.txt" | sha256sum)" "$old" \
     "f16k.txt is still served from the cache after the miss flood"
 
+# ---- without openat2: long paths are refused, not truncated ----------------------------------
+# The daemon runs with openat2(2) failing (ENOSYS, as on kernels before 5.6),
+# so files are opened by the fallback walk.  A 4099-byte path whose first 4095
+# bytes name an existing file must not open that file.
+tb_stop_daemon
+ok $? "tlsboxd stops"
+seg=$(printf 'p%.0s' $(seq 1 250))
+tail=$(printf 'f%.0s' $(seq 1 79))
+p=""
+for i in $(seq 1 16); do p="$p$seg/"; done
+# Made one directory at a time: the absolute path is longer than PATH_MAX.
+(cd "$TB_TMP/www" && for i in $(seq 1 16); do mkdir "$seg" && cd "$seg" || exit 1; done &&
+    echo "not this one" >"$tail")
+ok $? "a file whose path under the root is $((${#p} + ${#tail})) bytes long"
+printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$top_builddir/plugins/site/tests/no_openat2" \
+    "$TB_TLSBOXD" >"$TB_TMP/tlsboxd-no-openat2"
+chmod +x "$TB_TMP/tlsboxd-no-openat2"
+TB_TLSBOXD="$TB_TMP/tlsboxd-no-openat2" site_start --set site.workers=1
+ok $? "restarted with openat2 failing (ENOSYS)"
+is "$(curl -s --cacert "$CA" "$URL/sub/")" "sub page" "files are served through the fallback"
+is "$(code "$URL/$p${tail}ZZZZ")" 414 "a 4099-byte path: 414, not the file its first 4095 bytes name"
+is "$(curl -s --cacert "$CA" "$URL/$p$tail")" "not this one" "the 4095-byte path itself is served"
+
 # ---- end -------------------------------------------------------------------------------------
 tb_stop_daemon
 ok $? "tlsboxd stops"
