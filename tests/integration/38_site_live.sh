@@ -85,10 +85,16 @@ is "$loc" "https://127.0.0.1:$new_https/x" "the redirect points at the new HTTPS
 curl -s --cacert "$CA" -o /dev/null --max-time 5 "$URL/"
 is "$?" 7 "the old HTTPS port is closed"
 # A port someone else holds: the change is refused, the old port keeps serving.
-python3 -c 'import socket,sys,time; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); time.sleep(6)' \
-    "$P_HTTPS" &
+python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT, not a listener
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+open(sys.argv[2], "w").close()
+time.sleep(6)' "$P_HTTPS" "$TB_TMP/busy.ready" &
 busy=$!
-sleep 0.3
+for i in $(seq 1 50); do [ -e "$TB_TMP/busy.ready" ] && break; sleep 0.1; done
 tb_ctl set site.https_port "$P_HTTPS" >/dev/null
 sleep 0.3
 is "$(curl -s --cacert "$CA" --max-time 5 "https://localhost:$new_https/who.txt")" "site B" \
@@ -97,6 +103,29 @@ like "$(cat "$TB_TMP/daemon.log")" "port $P_HTTPS on 127.0.0.1 is in use by pid 
     "and the log names the holder"
 kill $busy 2>/dev/null
 wait $busy 2>/dev/null
+
+# ---- tickets survive the master key change ---------------------------------------------------
+# A session ticket is taken (TLS 1.3 and 1.2); the master key is then made a
+# week old and the daemon restarted, which replaces it.  Tickets under the
+# previous master still resume.
+sess() { # sess VERSION-FLAG OUT|IN FILE: print "New" or "Reused"
+    (sleep 1) | openssl s_client -connect "127.0.0.1:$tport" -servername localhost \
+        -CAfile "$CA" "$1" "-sess_$2" "$3" 2>/dev/null | sed -n 's/^\(New\|Reused\), .*/\1/p'
+}
+tport=$new_https
+is "$(sess -tls1_3 out "$TB_TMP/s13")" New "TLS 1.3: a full handshake, ticket saved"
+is "$(sess -tls1_2 out "$TB_TMP/s12")" New "TLS 1.2: a full handshake, ticket saved"
+is "$(sess -tls1_3 in "$TB_TMP/s13")" Reused "the TLS 1.3 ticket resumes"
+tb_stop_daemon
+sqlite3 "$TB_STATE/tlsbox.db" "UPDATE ticket_keys SET created_at = created_at - 8 * 86400"
+: >"$TB_TMP/daemon.log"
+site_start --set site.workers=1
+ok $? "restarted with a master key older than a week"
+tport=$P_HTTPS
+like "$(cat "$TB_TMP/daemon.log")" "new session ticket master key" "the master key was replaced"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM ticket_keys")" 2 "the previous one is kept"
+is "$(sess -tls1_3 in "$TB_TMP/s13")" Reused "a TLS 1.3 ticket under the previous master resumes"
+is "$(sess -tls1_2 in "$TB_TMP/s12")" Reused "a TLS 1.2 ticket under the previous master resumes"
 
 tb_stop_daemon
 ok $? "tlsboxd stops"
