@@ -99,6 +99,8 @@ struct site_gen {
     int nworkers;
     struct site_listeners lst;
     _Atomic bool stopping; /* drain and exit */
+    bool retiring;         /* replaced by a live change: drain gently (SITE_RETIRE_MS) */
+    _Atomic bool hurry;    /* the daemon stops meanwhile: drain as at stop */
     _Atomic int unwatched; /* workers that took the listeners off their epoll */
     pthread_t reaper;      /* joins a retired generation's workers */
     struct site_gen *next; /* list of retired generations */
@@ -268,6 +270,9 @@ struct site_tlist {
 #define SITE_CONN_FILES 8
 /* Descriptors of the open file limit the site leaves to the rest of tlsboxd. */
 #define SITE_FD_RESERVE 128
+/* A generation replaced live drains for the idle timeout plus this at least
+ * (its connections end as usual), then closes what is left. */
+#define SITE_RETIRE_MS 5000
 #define SITE_IP_BUCKETS 16384
 
 struct site_cache;
@@ -284,6 +289,7 @@ struct site_worker {
     int rootfd;                 /* our dup() of the root */
     unsigned root_gen;
     bool draining;
+    bool hurried; /* hurry_drain done */
     /* Out of file descriptors: listeners are off epoll until this time. */
     bool accept_paused;
     uint64_t accept_resume_ms;
@@ -336,7 +342,10 @@ void site_conn_accept(struct site_worker *w, int fd, bool tls, int ip_bucket);
 void site_conn_on_event(struct site_conn *c, uint32_t events);
 void site_conn_close(struct site_conn *c);
 void site_conn_timeout(struct site_conn *c);
-void site_conn_drain(struct site_conn *c); /* graceful stop: finish and close */
+/* Graceful stop: finish and close.  @p gentle (a live change): an HTTP/1
+ * connection closes after its next answer, any other is left to end as usual
+ * (idle timeout), so that no request fails. */
+void site_conn_drain(struct site_conn *c, bool gentle);
 /* Make room for n more bytes in the output buffer; returns the write pointer. */
 char *site_out_reserve(struct site_conn *c, size_t n);
 void site_out_append(struct site_conn *c, const void *p, size_t n);

@@ -366,8 +366,13 @@ void site_conn_timeout(struct site_conn *c)
     site_conn_close(c);
 }
 
-void site_conn_drain(struct site_conn *c)
+void site_conn_drain(struct site_conn *c, bool gentle)
 {
+    /* Gently, an HTTP/2 connection is left to end as usual (idle timeout,
+     * or the client closing it): even a GOAWAY notice makes clients such as
+     * h2load fail the requests they had yet to send on it. */
+    if (gentle && c->state != SITE_CS_H1)
+        return;
     if (c->state == SITE_CS_HANDSHAKE || c->state == SITE_CS_LINGER) {
         site_conn_close(c);
         return;
@@ -377,10 +382,10 @@ void site_conn_drain(struct site_conn *c)
         site_conn_flush(c);
         return;
     }
-    if (c->state == SITE_CS_H1 && !out_pending(c) && !c->h1_body)
+    if (c->state == SITE_CS_H1 && !out_pending(c) && !c->h1_body && !gentle)
         site_conn_close(c);
     else
-        c->h1_close_after = true;
+        c->h1_close_after = true; /* gently: after its next answer (Connection: close) */
 }
 
 /* ---- I/O ------------------------------------------------------------------ */
@@ -496,7 +501,7 @@ int site_conn_flush(struct site_conn *c)
         return -1;
     }
     if (c->want_close || (c->state == SITE_CS_H2 && site_h2_idle(c) && c->h2_goaway) ||
-        (w->draining && c->state == SITE_CS_H1 && !c->h1_body && !c->in_len)) {
+        (w->draining && !w->gen->retiring && c->state == SITE_CS_H1 && !c->h1_body && !c->in_len)) {
         site_conn_close(c);
         return -1;
     }

@@ -317,6 +317,10 @@ static void start_drain(struct site_worker *w)
         return;
     w->draining = true;
     w->drain_deadline_ms = w->now_ms + (uint64_t)w->s->cfg.stop_timeout_ms;
+    if (w->gen->retiring)
+        w->drain_deadline_ms = w->now_ms + SITE_RETIRE_MS +
+                               (uint64_t)timeout_ms(w->s, SITE_T_IDLE) +
+                               (uint64_t)w->s->cfg.stop_timeout_ms;
     if (w->listening)
         listeners_watch(w, false);
     /* The last worker out closes the listeners at once (no epoll watches
@@ -327,7 +331,25 @@ static void start_drain(struct site_worker *w)
         site_listeners_close(&w->gen->lst);
     n = snapshot(w, &v);
     for (size_t i = 0; i < n; i++)
-        site_conn_drain(v[i]);
+        site_conn_drain(v[i], w->gen->retiring);
+    free(v);
+}
+
+/* The daemon stops while this generation drains gently: drain as at stop. */
+static void hurry_drain(struct site_worker *w)
+{
+    struct site_conn **v;
+    size_t n;
+    uint64_t dl = w->now_ms + (uint64_t)w->s->cfg.stop_timeout_ms;
+
+    if (w->hurried || !w->draining)
+        return;
+    w->hurried = true;
+    if (dl < w->drain_deadline_ms)
+        w->drain_deadline_ms = dl;
+    n = snapshot(w, &v);
+    for (size_t i = 0; i < n; i++)
+        site_conn_drain(v[i], false);
     free(v);
 }
 
@@ -377,6 +399,8 @@ static void *worker_main(void *arg)
                 }
                 if (atomic_load(&w->gen->stopping))
                     start_drain(w);
+                if (atomic_load(&w->gen->hurry))
+                    hurry_drain(w);
             } else {
                 site_conn_on_event(evs[i].data.ptr, evs[i].events);
             }
@@ -501,6 +525,7 @@ static void *reaper_main(void *arg)
 
 void site_gen_retire(struct site *s, struct site_gen *g)
 {
+    g->retiring = true; /* before the workers learn of the stop */
     if (pthread_create(&g->reaper, NULL, reaper_main, g) != 0) {
         site_gen_stop(g); /* no thread: drain here */
         return;
@@ -511,6 +536,15 @@ void site_gen_retire(struct site *s, struct site_gen *g)
 
 void site_gen_reap_all(struct site *s)
 {
+    for (struct site_gen *g = s->retired; g; g = g->next) {
+        atomic_store(&g->hurry, true);
+        for (int i = 0; i < g->nworkers; i++) {
+            uint64_t one = 1;
+            if (write(g->workers[i].evfd, &one, sizeof(one)) < 0) {
+                /* the worker is gone already */
+            }
+        }
+    }
     while (s->retired) {
         struct site_gen *g = s->retired;
         s->retired = g->next;

@@ -104,7 +104,7 @@ is "$out" "clean=20 resets=0" "a refused 32 KB body: the answer ends with a FIN,
 # The discarding is bounded, as nginx's lingering_time / lingering_timeout
 # (set live here to 2 s and 1 s): a client that keeps sending is cut off after
 # lingering_time, one that stops sending after lingering_timeout.
-tb_ctl set site.lingering_time 2 >/dev/null && tb_ctl set site.lingering_timeout 1 >/dev/null
+site_set site.lingering_time 2 && site_set site.lingering_timeout 1
 ok $? "site.lingering_time=2, site.lingering_timeout=1 (live)"
 # linger_client INTERVAL PAUSE: send a refused body in 4 KB pieces every
 # INTERVAL s, pausing PAUSE s after the first 0.5 s; print when the site closed.
@@ -132,7 +132,7 @@ like "$out" "^closed after (1\.[5-9]|2\.|3\.[0-5])" "a fast sender is discarded 
 out=$(linger_client 0.02 0)
 like "$out" "^closed after (1\.[5-9]|2\.|3\.[0-5])" "a slow sender: the same ($out)"
 # lingering_time 6 s: only lingering_timeout can end a 2.5 s pause early.
-tb_ctl set site.lingering_time 6 >/dev/null
+site_set site.lingering_time 6
 out=$(linger_client 0.02 2.5)
 like "$out" "^closed after (3\.[0-5])" "a sender that pauses 2.5 s is closed after lingering_timeout (1 s) ($out)"
 is "$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}' "$URL/sub/")" 200 "still serving"

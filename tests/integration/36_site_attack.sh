@@ -29,10 +29,10 @@ is "$(code "$URL/sub/.cache/x")" 404 "a hidden directory deeper down: 404"
 is "$(code --http2 "$URL/.env")" 404 "over HTTP/2 as well: 404"
 is "$(curl -s --cacert "$CA" "$URL/.well-known/security.txt")" \
     "Contact: mailto:security@example.org" "/.well-known/ (RFC 8615) is served"
-tb_ctl set site.dotfiles allow >/dev/null
+site_set site.dotfiles allow
 is "$(curl -s --cacert "$CA" "$URL/.env")" "SECRET=hunter2" \
     "site.dotfiles=allow (set live) serves them for those who want it"
-tb_ctl set site.dotfiles deny >/dev/null
+site_set site.dotfiles deny
 is "$(code "$URL/.env")" 404 "and deny again"
 
 # ---- open redirect ---------------------------------------------------------------------------

@@ -56,7 +56,7 @@ wait $h2pid 2>/dev/null
 # ---- a PING is no progress -----------------------------------------------------------------------
 # Lowered live: the send timeout counts only DATA progress, the idle timeout
 # only requests, so a client pinging every 0.5 s is cut off all the same.
-tb_ctl set site.send_timeout 2 >/dev/null && tb_ctl set site.idle_timeout 2 >/dev/null
+site_set site.send_timeout 2 && site_set site.idle_timeout 2
 ok $? "send_timeout and idle_timeout lowered to 2 s (live)"
 out=$(python3 "$H2S" pinger 127.0.0.1 "$P_HTTPS" /f400k.bin 0.5 12)
 like "$out" "^closed_after=[2-5]\." "a zero-window stream kept busy with PINGs is closed ($out)"
@@ -65,7 +65,7 @@ like "$out" "^closed_after=[2-5]\." "an idle connection kept busy with PINGs is 
 tb_ctl set site.send_timeout 30 >/dev/null && tb_ctl set site.idle_timeout 60 >/dev/null
 
 # ---- one client cannot take every slot -------------------------------------------------------
-tb_ctl set site.max_connections_per_ip 10 >/dev/null
+site_set site.max_connections_per_ip 10
 ok $? "site.max_connections_per_ip=10 (live)"
 out=$(python3 - "$P_HTTPS" <<'PY'
 import socket, ssl, sys, time
@@ -88,7 +88,7 @@ PY
 )
 is "$out" "from 127.0.0.1: 10 of 15 up; from 127.0.0.2: up" \
     "15 connections from one address: 10 taken, 5 closed; another address still gets in"
-tb_ctl set site.max_connections_per_ip 256 >/dev/null
+site_set site.max_connections_per_ip 256
 
 # ---- out of descriptors: 503 + Retry-After, not 404 -----------------------------------------
 # One keep-alive TLS connection is opened, then the daemon's limit is lowered

@@ -40,29 +40,45 @@ done
 is "$n" 6 "all 6 requests answered by the first instance"
 
 # ---- live changes under load -----------------------------------------------------------------
-# h2load_bg: 20 s at most of requests to $1, in the background (pid in $lpid).
+# h2load_bg URL [ARGS]: 3 s of requests in the background (pid in $lpid), so
+# that the change made meanwhile happens under load.
 h2load_bg() {
-    timeout -s INT 60 h2load -c 8 -m 4 -n 6000 "$1" >"$TB_TMP/h2load.out" 2>&1 &
+    local u=$1
+    shift
+    timeout -s INT 60 h2load -c 8 -m 4 -D 3 "$@" "$u" >"$TB_TMP/h2load.out" 2>&1 &
     lpid=$!
     sleep 0.5
 }
-h2load_failed() {
-    wait $lpid
+h2load_failed() { # after wait $lpid, in the test's own shell
     sed -n 's/^requests: .* \([0-9]*\) failed, \([0-9]*\) errored.*/failed=\1 errored=\2/p' "$TB_TMP/h2load.out"
-}
-h2load_done() {
-    sed -n 's/^requests: \([0-9]*\) total, [0-9]* started, \([0-9]*\) done.*/\1 \2/p' "$TB_TMP/h2load.out"
 }
 
 h2load_bg "$URL/who.txt"
 tb_ctl set site.root "$TB_TMP/www2" >/dev/null
-is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site B" "site.root changed live: the next request is served from the new root"
+# The change reaches the site through the settings event, a moment later.
+for i in $(seq 1 50); do
+    who=$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")
+    [ "$who" = "site B" ] && break
+    sleep 0.1
+done
+is "$who" "site B" "site.root changed live: served from the new root"
+wait $lpid
 is "$(h2load_failed)" "failed=0 errored=0" "h2load meanwhile: no failed request"
 
 h2load_bg "$URL/f16k.txt"
 tb_ctl set site.workers 3 >/dev/null && sleep 0.5 && tb_ctl set site.workers 1 >/dev/null
 ok $? "site.workers 2 -> 3 -> 1 live"
-is "$(h2load_failed)" "failed=0 errored=0" "h2load meanwhile: no failed request"
+wait $lpid
+is "$(h2load_failed)" "failed=0 errored=0" "h2load (HTTP/2) meanwhile: no failed request"
+h2load_bg "$URL/f16k.txt" --h1
+tb_ctl set site.workers 2 >/dev/null && sleep 0.5 && tb_ctl set site.workers 1 >/dev/null
+wait $lpid
+is "$(h2load_failed)" "failed=0 errored=0" "h2load (HTTP/1.1) across 1 -> 2 -> 1: no failed request"
+for i in $(seq 1 50); do
+    [ "$(ls /proc/"$TB_PID"/task | while read -r k; do cat /proc/"$TB_PID"/task/$k/comm; done |
+        grep -c '^site-w')" = 1 ] && break
+    sleep 0.1
+done
 t=$(ls /proc/"$TB_PID"/task | while read -r k; do cat /proc/"$TB_PID"/task/$k/comm; done | grep -c '^site-w')
 is "$t" 1 "one worker thread left once the old ones drained"
 
@@ -70,18 +86,32 @@ new_http=$(tb_free_port)
 h2load_bg "$URL/f16k.txt"
 tb_ctl set site.http_port "$new_http" >/dev/null
 ok $? "site.http_port changed live"
+tb_wait_port "$new_http"
+wait $lpid
 is "$(h2load_failed)" "failed=0 errored=0" "h2load on the HTTPS port meanwhile: no failed request"
+# The settings event applies the change a moment after tlsboxctl returns.
+port_closed() {
+    local i
+    for i in $(seq 1 50); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null || return 0
+        sleep 0.1
+    done
+    return 1
+}
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$new_http/x")
 is "$code" 301 "the new plain port answers"
+port_closed "$P_HTTP"
 curl -s -o /dev/null --max-time 5 "http://127.0.0.1:$P_HTTP/x"
 is "$?" 7 "the old plain port is closed (connection refused)"
 
 new_https=$(tb_free_port)
 tb_ctl set site.https_port "$new_https" >/dev/null
+tb_wait_port "$new_https"
 is "$(curl -s --cacert "$CA" --max-time 5 "https://localhost:$new_https/who.txt")" "site B" \
     "the new HTTPS port serves"
 loc=$(curl -s -o /dev/null -w '%header{location}' --max-time 5 "http://127.0.0.1:$new_http/x")
 is "$loc" "https://127.0.0.1:$new_https/x" "the redirect points at the new HTTPS port"
+port_closed "$P_HTTPS"
 curl -s --cacert "$CA" -o /dev/null --max-time 5 "$URL/"
 is "$?" 7 "the old HTTPS port is closed"
 # A port someone else holds: the change is refused, the old port keeps serving.
@@ -95,8 +125,7 @@ open(sys.argv[2], "w").close()
 time.sleep(6)' "$P_HTTPS" "$TB_TMP/busy.ready" &
 busy=$!
 for i in $(seq 1 50); do [ -e "$TB_TMP/busy.ready" ] && break; sleep 0.1; done
-tb_ctl set site.https_port "$P_HTTPS" >/dev/null
-sleep 0.3
+site_set site.https_port "$P_HTTPS"
 is "$(curl -s --cacert "$CA" --max-time 5 "https://localhost:$new_https/who.txt")" "site B" \
     "a change to a port in use is refused; the current port keeps serving"
 like "$(cat "$TB_TMP/daemon.log")" "port $P_HTTPS on 127.0.0.1 is in use by pid $busy \\(python3\\)" \
