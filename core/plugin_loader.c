@@ -17,6 +17,15 @@
 #include "core/settings.h"
 #include "core/xalloc.h"
 
+/* gcc says __SANITIZE_ADDRESS__, clang __has_feature(address_sanitizer). */
+#if defined(__SANITIZE_ADDRESS__)
+#define TLSBOX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TLSBOX_ASAN 1
+#endif
+#endif
+
 static const struct tlsbox_plugin_desc core_desc = {
     .abi_major = TLSBOX_ABI_MAJOR,
     .abi_minor = TLSBOX_ABI_MINOR,
@@ -289,8 +298,9 @@ void plugins_stop_all(void)
     while (p) {
         struct tlsbox_plugin *next = p->next;
         settings_unregister(p->name);
-        /* Under ASan keep the code mapped so leak reports can name plugin frames. */
-#ifndef __SANITIZE_ADDRESS__
+        /* Under ASan keep the code mapped so leak reports can name plugin frames
+         * (and a plugin's static pointers stay visible to LeakSanitizer). */
+#ifndef TLSBOX_ASAN
         dlclose(p->dl);
 #endif
         free(p->name);

@@ -139,7 +139,9 @@ ssize_t site_tls_pull(gnutls_transport_ptr_t p, void *data, size_t len)
     if (r == 0)
         return 0;
     w->wm.bytes_in += (uint64_t)r;
-    if ((size_t)r < sizeof(w->rbuf))
+    /* A short read empties the socket, except of a FIN that came with the
+     * same edge: after EPOLLRDHUP read on until recv() returns 0. */
+    if ((size_t)r < sizeof(w->rbuf) && !c->rdhup)
         c->drained = true;
     w->rb_owner = c;
     w->rb_len = (uint32_t)r;
@@ -587,7 +589,7 @@ static void conn_read(struct site_conn *c)
             if (out_pending(c))
                 c->read_blocked = true; /* resumed once the output drained */
         }
-        if (!c->tls && (size_t)n < sizeof(w->inbuf))
+        if (!c->tls && (size_t)n < sizeof(w->inbuf) && !c->rdhup)
             break; /* short read: the socket is empty, a new edge comes with new data */
     }
 }
@@ -649,6 +651,8 @@ void site_conn_on_event(struct site_conn *c, uint32_t events)
     }
     if (events & (EPOLLIN | EPOLLRDHUP))
         c->drained = false; /* a new edge: the socket has data again */
+    if (events & EPOLLRDHUP)
+        c->rdhup = true;
     on_event(c, events);
     stash_leftover(c);
 }

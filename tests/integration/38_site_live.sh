@@ -81,6 +81,7 @@ for i in $(seq 1 50); do
 done
 t=$(ls /proc/"$TB_PID"/task | while read -r k; do cat /proc/"$TB_PID"/task/$k/comm; done | grep -c '^site-w')
 is "$t" 1 "one worker thread left once the old ones drained"
+[ "$t" = 1 ] || diag "threads: $(cat /proc/"$TB_PID"/task/*/comm | tr '\n' ' '); open: $(site_metric tlsbox_site_connections_open); sockets: $(ss -tanp 2>/dev/null | grep "pid=$TB_PID," | awk "{print \$1}" | sort | uniq -c | tr "\n" " ")"
 
 new_http=$(tb_free_port)
 h2load_bg "$URL/f16k.txt"
