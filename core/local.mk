@@ -11,6 +11,8 @@ CORE_LIBS = $(GNUTLS_LIBS) $(MHD_LIBS) $(SQLITE_LIBS) $(JANSSON_LIBS) $(LIBS) -l
 core_libtlsboxcore_la_SOURCES = \
 	core/xalloc.c core/xalloc.h core/log.c core/log.h \
 	core/plugin_loader.c core/plugin_loader.h core/host.c core/host.h \
+	core/plugin_schema.c core/plugin_schema.h core/store_guard.c core/store_guard.h \
+	core/demo.c core/demo.h \
 	core/api.c core/api.h core/api_core.c core/api_mhd.c core/api_mhd.h core/control.c \
 	core/http_routes.c core/http_routes.h core/paths.c core/paths.h \
 	$(core_store_sources) $(core_runtime_sources) $(core_tls_sources)
