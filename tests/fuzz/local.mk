@@ -8,8 +8,7 @@ fuzz_site_h1_sources = tests/fuzz/site_h1_fuzz.c $(site_sources)
 fuzz_site_h1_cflags = $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) $(SQLITE_CFLAGS) -I$(top_srcdir)/plugins/site
 fuzz_site_h1_libs = $(GNUTLS_LIBS) $(NGHTTP2_LIBS)
 
-fuzz_site_path_sources = tests/fuzz/site_path_fuzz.c $(site_sources) \
-	plugins/site/tests/mock_host.c plugins/site/tests/mock_host.h
+fuzz_site_path_sources = tests/fuzz/site_path_fuzz.c $(site_sources)
 fuzz_site_path_cflags = $(fuzz_site_h1_cflags)
 fuzz_site_path_libs = $(fuzz_site_h1_libs)
 
