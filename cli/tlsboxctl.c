@@ -9,8 +9,8 @@
 #include "cli/ctl.h"
 #include "core/xalloc.h"
 
-static const struct ctl_command *const tables[] = {ctl_core_commands, ctl_tls_commands,
-                                                   ctl_acme_commands};
+static const struct ctl_command *const tables[] = {
+    ctl_core_commands, ctl_tls_commands, ctl_acme_commands, ctl_admin_commands, ctl_dh_commands};
 
 static void usage(FILE *f)
 {

@@ -18,6 +18,7 @@
 #include "core/store.h"
 #include "core/store_guard.h"
 #include "core/tls.h"
+#include "core/tls_dh.h"
 #include "core/xalloc.h"
 
 static const char *who(struct tlsbox_plugin *self)
@@ -196,6 +197,8 @@ static const struct tlsbox_host host = {
     .cert_install = tls_cert_install,
     .cert_list = tls_cert_list_json,
     .cert_get = tls_cert_get,
+    .dh_set = tls_dh_set,
+    .dh_served = tls_dh_served,
 };
 
 const struct tlsbox_host *host_table(void)

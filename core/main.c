@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "core/admin.h"
 #include "core/api.h"
 #include "core/demo.h"
 #include "core/events.h"
@@ -242,6 +243,7 @@ int main(int argc, char **argv)
         return 1;
     }
     settings_register("core", core_settings);
+    settings_register("admin", admin_settings);
     if (o.nplugins)
         for (int i = 0; i < o.nplugins; i++)
             plugins_load_file(o.plugins[i]);
@@ -273,9 +275,14 @@ int main(int argc, char **argv)
     }
     if (control_start(o.state_dir) < 0)
         goto out_tls;
+    /* The web UI is a convenience: the site and the control socket serve
+     * even when its port is taken. */
+    if (admin_start() < 0)
+        log_err("admin: web UI not served; fix admin.port / admin.bind and restart");
     if (plugins_start_all() == -EADDRINUSE) {
         log_err("a port this tlsboxd needs is held by another process (see above): not starting");
         rc = 1;
+        admin_stop();
         plugins_stop_all();
         control_stop();
         goto out_tls;
@@ -307,6 +314,7 @@ int main(int argc, char **argv)
     }
     notify_systemd("STOPPING=1");
     rc = 0;
+    admin_stop();
     plugins_stop_all();
     control_stop();
 out_tls:

@@ -349,7 +349,52 @@ struct tlsbox_host {
      */
     int (*cert_get)(struct tlsbox_plugin *self, const char *name, char **chain_pem,
                     char **info_json);
+
+    /* ---- ABI 1.1: Diffie-Hellman parameters ----------------------------- */
+    /*
+     * The DH parameters the TLS bundle serves to TLS 1.2 DHE clients belong
+     * to the core (table tls_dh): a plugin hands them over here.  TLS 1.3
+     * always uses the policy's FFDHE groups; and when the policy lists any,
+     * GnuTLS uses the first of them for TLS 1.2 DHE too, so stored
+     * parameters serve clients only under a policy without FFDHE groups
+     * (dh_served says which: "stored_used").
+     */
+
+    /**
+     * Serve the PKCS#3 parameters in @p pem ("-----BEGIN DH PARAMETERS-----",
+     * as written by `openssl dhparam` or GnuTLS), labelled @p source
+     * ([a-z0-9_-]{1,32}, e.g. "generated", "import"), or with @p pem NULL go
+     * back to the RFC 7919 groups.  The parameters are checked first: a
+     * prime of 2048 to 8192 bits that passes a primality test, a generator
+     * in 2..p-2, a PEM GnuTLS imports, no private key in the text.  On refusal returns -EINVAL and
+     * sets *err (caller frees) to a message saying what is wrong; nothing is written.  Otherwise
+     * stores them in one transaction (replacing the previous ones), publishes "dh.changed" and
+     * returns the prime's size in bits (0 for pem NULL); when the core holds these already (same
+     * fingerprint and source) nothing is written and no event published.
+     * With TLSBOX_DH_CHECK_ONLY in @p flags only checks (returns the bits;
+     * nothing stored, no event).  The bundle serves the parameters when the
+     * policy's dh_mode is "auto" (the default) and its groups list no FFDHE
+     * group (see above).  Not from a site worker (it writes SQLite).
+     */
+    int (*dh_set)(struct tlsbox_plugin *self, const char *pem, const char *source, unsigned flags,
+                  char **err);
+    /**
+     * What the current bundle serves, as a JSON object (caller frees), or
+     * NULL before the first bundle: {"source": "rfc7919"|"off"|<dh_set
+     * source>, "group": "ffdhe3072" or null, "bits", "fingerprint",
+     * "policy_min_bits", "policy_groups" (the policy lists FFDHE groups),
+     * "dhe_tls12" (the policy enables TLS 1.2 DHE suites), "ffdhe_tls13"
+     * (TLS 1.3 with FFDHE groups), "tls13_groups": [..], "stored": the
+     * parameters given to dh_set {"source", "bits", "fingerprint", "set_at"}
+     * or null, "stored_used" (they are what TLS 1.2 DHE gets), "bundle":
+     * generation}; "source" .. "fingerprint" describe what TLS 1.2 DHE
+     * clients get.  Any thread, lock-free, no I/O.
+     */
+    char *(*dh_served)(struct tlsbox_plugin *self);
 };
+
+/** dh_set flag: check the parameters only (nothing stored, no event). */
+#define TLSBOX_DH_CHECK_ONLY 1u
 
 /** True when the core's host table has member @p field (a newer core may have more). */
 #define TLSBOX_HOST_HAS(host, field)                                                               \

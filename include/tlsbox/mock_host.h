@@ -40,7 +40,11 @@
  *  - TLS bundle: built from PEM files by tlsbox_mock_bundle_load();
  *  - certificates: cert_install keeps the chain (never the key) and queues
  *    "cert.changed"; cert_get/cert_list answer from those and from
- *    tlsbox_mock_cert_add().
+ *    tlsbox_mock_cert_add();
+ *  - DH parameters: dh_set checks only that GnuTLS imports the PKCS#3 text
+ *    and that the prime has 2048 bits or more (no primality test), serves
+ *    them at once and queues "dh.changed"; dh_served describes a policy
+ *    with TLS 1.2 DHE and no FFDHE group.
  *
  * There is one mock per process (some host calls take no context).
  * Threading: the host table's calls are as thread-safe as the real host's;

@@ -26,6 +26,9 @@
  *                 and wiping frees) and <tlsbox/mock_host.h> with the static
  *                 library libtlsbox-mockhost.a (pkg-config variable
  *                 mockhost_libs) for plugins' unit tests.
+ *                 Host: dh_set and dh_served (the DH parameters the TLS
+ *                 bundle serves; the core table tls_dh replaces the old
+ *                 schema's placeholder dh_params).
  *                 A 1.0 plugin loads and runs unchanged.
  *
  * A plugin is one shared object exporting exactly one symbol, the constant

@@ -9,7 +9,7 @@ pdk_example_example_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 BUILD_TREE_PLUGINS += pdk/example/example.la
 
 pdkexampledir = $(datadir)/tlsbox/pdk/example
-dist_pdkexample_DATA = pdk/example/example.c pdk/example/example_test.c pdk/example/Makefile
+dist_pdkexample_DATA = pdk/example/example.c pdk/example/example_test.c pdk/example/example.ui.js pdk/example/Makefile
 
 # Its unit test against the kit's mock host (tests/integration/12 builds the
 # same test out of tree against the installed kit).

@@ -7,7 +7,7 @@
 lib_LIBRARIES = pdk/mockhost/libtlsbox-mockhost.a
 pdk_mockhost_libtlsbox_mockhost_a_SOURCES = pdk/mockhost/mock.h pdk/mockhost/mock_host.c \
 	pdk/mockhost/mock_settings.c pdk/mockhost/mock_store.c pdk/mockhost/mock_events.c \
-	pdk/mockhost/mock_routes.c pdk/mockhost/mock_bundle.c \
+	pdk/mockhost/mock_routes.c pdk/mockhost/mock_bundle.c pdk/mockhost/mock_dh.c \
 	core/store_guard.c core/store_guard.h
 # The core's schema, so a plugin's migrations meet the store the daemon has.
 nodist_pdk_mockhost_libtlsbox_mockhost_a_SOURCES = core/migrations_embedded.c

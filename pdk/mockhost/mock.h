@@ -80,4 +80,10 @@ int tlsbox_mockp_cert_get(struct tlsbox_plugin *self, const char *name, char **c
                           char **info_json);
 void tlsbox_mockp_certs_reset(void);
 
+/* mock_dh.c */
+int tlsbox_mockp_dh_set(struct tlsbox_plugin *self, const char *pem, const char *source,
+                        unsigned flags, char **err);
+char *tlsbox_mockp_dh_served(struct tlsbox_plugin *self);
+void tlsbox_mockp_dh_reset(void);
+
 #endif

@@ -221,6 +221,8 @@ const struct tlsbox_host tlsbox_mock_host = {
     .cert_install = tlsbox_mockp_cert_install,
     .cert_list = tlsbox_mockp_cert_list,
     .cert_get = tlsbox_mockp_cert_get,
+    .dh_set = tlsbox_mockp_dh_set,
+    .dh_served = tlsbox_mockp_dh_served,
 };
 
 int tlsbox_mock_setup(const struct tlsbox_plugin_desc *desc)
@@ -246,6 +248,7 @@ void tlsbox_mock_teardown(void)
     tlsbox_mockp_events_reset();
     tlsbox_mockp_routes_reset();
     tlsbox_mockp_certs_reset();
+    tlsbox_mockp_dh_reset();
     tlsbox_mockp_settings_reset();
     tlsbox_mockp_store_teardown();
     tlsbox_mock_bundle_clear();

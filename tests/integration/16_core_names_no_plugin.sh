@@ -35,10 +35,11 @@ unlike "$(cat "$TB_TMP/strings")" "https_port|http_port" "nor the site's port ke
 srcdir=$(cd "$top_srcdir" && pwd -P)
 unlike "$(cat "$TB_TMP/strings")" "$srcdir|plugins/site/www" "no source-tree path in tlsboxd's data"
 
-# No plugin: only the core's tables.  ocsp, dh_params and bench_runs are the
-# old schema's placeholders, dropped by the migrations of their plugins.
-core_tables="admin_sessions admin_users audit bench_runs certificates dh_params internal_ca
-metrics_history ocsp plugin_kv plugin_schema policy_versions settings ticket_keys"
+# No plugin: only the core's tables.  ocsp and bench_runs are the
+# old schema's placeholders, dropped by the migrations of their plugins
+# (dh_params went that way: tls_dh holds the DH parameters the bundle serves).
+core_tables="admin_sessions admin_users audit bench_runs certificates internal_ca
+metrics_history ocsp plugin_kv plugin_schema policy_versions settings ticket_keys tls_dh"
 mkdir -p "$TB_TMP/none"
 TB_PLUGINS="$TB_TMP/none"
 TB_STATE="$TB_TMP/bare"

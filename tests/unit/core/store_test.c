@@ -17,7 +17,7 @@ static char tmp[] = "/tmp/tlsbox-store-test-XXXXXX";
 
 static const char *const tables[] = {
     "settings",       "policy_versions", "certificates", "internal_ca",     "ticket_keys",
-    "ocsp",           "dh_params",       "bench_runs",   "metrics_history", "admin_users",
+    "ocsp",           "tls_dh",          "bench_runs",   "metrics_history", "admin_users",
     "admin_sessions", "audit",           "plugin_kv",    "plugin_schema"};
 
 /* The newest embedded core schema: 0002_plugin_schema.sql (plugin kit 1.1)
@@ -165,7 +165,10 @@ static void test_fresh(const char *state)
     like(err, "tlsbox.db: no such table: nosuchtable", "error names the file and the problem");
     free(err);
     err = NULL;
-    store_exec(c, "INSERT INTO admin_sessions VALUES (x'00', 42, 'c', 0, 0)", &err);
+    store_exec(c,
+               "INSERT INTO admin_sessions (token_hash, user_id, csrf_token, created_at, "
+               "expires_at) VALUES (x'00', 42, 'c', 0, 0)",
+               &err);
     like(err, "FOREIGN KEY", "foreign keys are enforced");
     free(err);
     store_disconnect(c);
@@ -229,8 +232,8 @@ static void test_upgrade(const char *state)
     is_int(store_schema_version(db), v + 3, "user_version is three more");
     ok(table_exists(db, "test_three") && table_exists(db, "test_four"), "both tables exist");
     store_close();
-    free(migs);
     free(err);
+    free(migs);
 }
 
 static void test_refuse_newer(const char *state)
