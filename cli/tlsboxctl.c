@@ -9,9 +9,9 @@
 #include "cli/ctl.h"
 #include "core/xalloc.h"
 
-static const struct ctl_command *const tables[] = {ctl_core_commands, ctl_tls_commands,
-                                                   ctl_acme_commands, ctl_admin_commands,
-                                                   ctl_dh_commands,   ctl_bench_commands};
+static const struct ctl_command *const tables[] = {
+    ctl_core_commands, ctl_tls_commands,  ctl_acme_commands, ctl_admin_commands,
+    ctl_dh_commands,   ctl_ocsp_commands, ctl_bench_commands};
 
 static void usage(FILE *f)
 {

@@ -35,11 +35,12 @@ unlike "$(cat "$TB_TMP/strings")" "https_port|http_port" "nor the site's port ke
 srcdir=$(cd "$top_srcdir" && pwd -P)
 unlike "$(cat "$TB_TMP/strings")" "$srcdir|plugins/site/www" "no source-tree path in tlsboxd's data"
 
-# No plugin: only the core's tables.  ocsp is the old schema's placeholder,
-# dropped by the migrations of its plugin (dh_params went that way: tls_dh
-# holds the DH parameters the bundle serves; bench_runs too: 0005 dropped it).
+# No plugin: only the core's tables.  The old schema's placeholders are
+# dropped by the migrations of their plugins: dh_params (tls_dh holds the DH
+# parameters the bundle serves), ocsp (tls_staples holds the staple the bundle
+# loads) and bench_runs (0006; the bench plugin keeps its own tables).
 core_tables="admin_sessions admin_users audit certificates internal_ca
-metrics_history ocsp plugin_kv plugin_schema policy_versions settings ticket_keys tls_dh"
+metrics_history plugin_kv plugin_schema policy_versions settings ticket_keys tls_dh tls_staples"
 mkdir -p "$TB_TMP/none"
 TB_PLUGINS="$TB_TMP/none"
 TB_STATE="$TB_TMP/bare"
