@@ -22,7 +22,7 @@ plugins_bench_bench_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_bench_bench_la_LIBADD = $(GNUTLS_LIBS) $(NGHTTP2_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS)
 
 # Integration tests: the real daemon, real peers (h2load, ab, nginx, h2o).
-bench_itests = tests/integration/70_bench_run.sh tests/integration/71_bench_accuracy.sh \
+bench_itests = tests/integration/70_bench_run.sh \
 	tests/integration/72_bench_peers.sh tests/integration/73_bench_report.sh
 TESTS += $(bench_itests)
 EXTRA_DIST += $(bench_itests) plugins/bench/tests/bench_itest.sh

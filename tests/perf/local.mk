@@ -19,3 +19,11 @@ perf-ocsp: all
 perf-acme: all
 	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' $(SHELL) $(top_srcdir)/tests/perf/acme_certbot.sh
 .PHONY: perf-acme
+
+# bench's req/s next to h2load's and ab's on tlsbox, nginx and h2o (prints a
+# table; the agreement is a number here, never a make check pass/fail).
+EXTRA_DIST += tests/perf/bench_accuracy.sh
+perf-bench: all
+	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' \
+		$(SHELL) $(top_srcdir)/tests/perf/bench_accuracy.sh $(PERF_ARGS)
+.PHONY: perf-bench
