@@ -23,8 +23,9 @@ json_t *api_body_object(const struct tlsbox_api_request *req, struct tlsbox_api_
 void api_core_register(void);
 void api_routes_free(void);
 
-/* Control socket: libmicrohttpd on AF_UNIX "<state_dir>/control.sock" (0600). */
-int control_start(const char *state_dir);
+/* Control socket: libmicrohttpd on AF_UNIX @path (0600), usually
+ * "<state_dir>/control.sock".  Main thread only. */
+int control_start(const char *path);
 void control_stop(void);
 
 #endif

@@ -13,6 +13,7 @@ core_libtlsboxcore_la_SOURCES = \
 	core/plugin_loader.c core/plugin_loader.h core/host.c core/host.h \
 	core/api.c core/api.h core/api_core.c core/api_mhd.c core/api_mhd.h core/control.c \
 	core/http_routes.c core/http_routes.h core/paths.c core/paths.h \
+	core/privdrop.c core/privdrop.h \
 	$(core_store_sources) $(core_runtime_sources) $(core_tls_sources)
 core_libtlsboxcore_la_CFLAGS = $(CORE_CFLAGS)
 core_libtlsboxcore_la_LIBADD = $(CORE_LIBS)

@@ -21,6 +21,7 @@
 #include "core/metrics.h"
 #include "core/paths.h"
 #include "core/plugin_loader.h"
+#include "core/privdrop.h"
 #include "core/settings.h"
 #include "core/store.h"
 #include "core/tls.h"
@@ -29,6 +30,8 @@
 struct options {
     const char *state_dir;
     const char *plugin_dir;
+    const char *user;           /* --user: else core.user */
+    const char *control_socket; /* --control-socket: else <state_dir>/control.sock */
     int demo;
     int foreground;
     int log_level; /* -1: from core.log_level */
@@ -43,7 +46,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tlsboxd [--state-dir DIR] [--plugin-dir DIR] [--demo] [--foreground]\n"
             "               [--log-level err|warn|info|debug] [--set KEY=VALUE]...\n"
-            "               [--plugin FILE]...\n"
+            "               [--plugin FILE]... [--user NAME] [--control-socket PATH]\n"
             "\n"
             "  --state-dir DIR   store and control socket (default %s/lib/tlsbox)\n"
             "  --plugin-dir DIR  plugins to load (default %s)\n"
@@ -52,6 +55,9 @@ static void usage(FILE *f)
             "  --log-level L     overrides the core.log_level setting for this run\n"
             "  --set KEY=VALUE   validate and store a setting before plugins start\n"
             "  --plugin FILE     load this plugin; repeatable; replaces --plugin-dir\n"
+            "  --user NAME       started as root: run as NAME once ports are bound\n"
+            "                    (default: the core.user setting, tlsbox)\n"
+            "  --control-socket PATH  control socket (default DIR/control.sock)\n"
             "  --version         print the version and plugin ABI\n",
             LOCALSTATEDIR, paths_plugindir());
 }
@@ -66,10 +72,12 @@ static int parse_args(int argc, char **argv, struct options *o)
                                              {"set", required_argument, NULL, 'S'},
                                              {"plugin", required_argument, NULL, 'P'},
                                              {"version", no_argument, NULL, 'V'},
+                                             {"user", required_argument, NULL, 'u'},
+                                             {"control-socket", required_argument, NULL, 'c'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "s:p:dfl:S:P:Vh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:p:dfl:S:P:Vhu:c:", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
             o->state_dir = optarg;
@@ -101,6 +109,12 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'P':
             o->plugins = xrealloc(o->plugins, (size_t)(o->nplugins + 1) * sizeof *o->plugins);
             o->plugins[o->nplugins++] = optarg;
+            break;
+        case 'u':
+            o->user = optarg;
+            break;
+        case 'c':
+            o->control_socket = optarg;
             break;
         case 'V':
             printf("tlsboxd %s (plugin ABI %d.%d)\n", PACKAGE_VERSION, TLSBOX_ABI_MAJOR,
@@ -149,7 +163,9 @@ static int copy_file(const char *from, const char *to)
     if (in < 0)
         return -1;
     int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (out < 0) {
+    if (out < 0 || fchmod(out, 0644) < 0) { /* public sample: past umask 077 */
+        if (out >= 0)
+            close(out);
         close(in);
         return -1;
     }
@@ -169,7 +185,8 @@ static int copy_file(const char *from, const char *to)
 static void demo_setup(const char *state_dir)
 {
     char *www = xasprintf("%s/www", state_dir);
-    if (mkdir(www, 0755) == 0) {
+    /* Public sample content, readable by the user the daemon becomes. */
+    if (mkdir(www, 0755) == 0 && chmod(www, 0755) == 0) {
         char *installed = xasprintf("%s/tlsbox/www", paths_datadir());
         const char *const sample_dirs[] = {installed, ABS_SRCDIR "/plugins/site/www"};
         static const char *const files[] = {"index.html", "style.css", "16k.bin"};
@@ -270,6 +287,7 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc;
+    privdrop_early();
     int ready_fd = -1;
     if (!o.foreground && daemonize(&ready_fd) < 0) {
         fprintf(stderr, "tlsboxd: cannot detach: %s\n", strerror(errno));
@@ -288,7 +306,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 
-    char *err = NULL;
+    char *err = NULL, *sock = NULL;
     rc = 1;
     if (store_init(o.state_dir, &err) < 0) {
         log_err("%s", err ? err : "cannot open the store");
@@ -326,9 +344,26 @@ int main(int argc, char **argv)
     if (tls_start() < 0) {
         log_err("TLS bundle: no usable bundle; the site cannot serve HTTPS until this is fixed");
     }
-    if (control_start(o.state_dir) < 0)
+    sock = o.control_socket ? xstrdup(o.control_socket) : xasprintf("%s/control.sock", o.state_dir);
+    if (control_start(sock) < 0)
         goto out_tls;
     plugins_start_all();
+    /* Drop root here: the site's ports are bound by its start hook and no
+     * later code binds (ports are restart-only settings; a restart starts as
+     * root or with systemd's capability again).  The workers may already
+     * accept, but a handshake needs round trips: the drop, microseconds
+     * later, applies to every thread before it can parse much, and the
+     * daemon is not reported ready before it. */
+    char *user = o.user ? xstrdup(o.user) : settings_get("core.user");
+    rc = privdrop_apply(user ? user : "tlsbox", o.state_dir, sock, &err);
+    free(user);
+    if (rc < 0) {
+        log_err("%s", err);
+        free(err);
+        rc = 1;
+        goto out_plugins;
+    }
+    rc = 1;
     /* Startup leaves holes in the heap (settings patterns compiled and freed:
      * several MB for counted repeats); give those pages back before serving. */
     malloc_trim(0);
@@ -356,9 +391,11 @@ int main(int argc, char **argv)
     }
     notify_systemd("STOPPING=1");
     rc = 0;
+out_plugins:
     plugins_stop_all();
     control_stop();
 out_tls:
+    free(sock);
     tls_stop();
     sysstat_stop();
 out_threads:

@@ -35,6 +35,13 @@ if [ -n "$missing" ]; then
   $APT install $missing || { $APT update && $APT install $missing; }
 fi
 
+# Started as root (CI runs the tests as root), tlsboxd becomes the tlsbox user
+# once its ports are bound, as the packaged service runs: the tests need it.
+if [ "$(id -u)" = 0 ] && ! getent passwd tlsbox >/dev/null; then
+  useradd --system --user-group --no-create-home --home-dir /nonexistent \
+    --shell /usr/sbin/nologin tlsbox
+fi
+
 # Debian starts nginx and h2o on install where it can; the benchmark starts its
 # own instances on loopback ports, so the system ones are not wanted.
 for svc in nginx h2o; do

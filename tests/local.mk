@@ -26,8 +26,10 @@ tests_unit_core_api_test_LDADD = core/libtlsboxcore.la
 TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh \
-	tests/integration/12_pdk_out_of_tree.sh
+	tests/integration/12_pdk_out_of_tree.sh \
+	tests/integration/13_privdrop.sh
 EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_basics.sh \
-	tests/integration/11_plugin_loader.sh tests/integration/12_pdk_out_of_tree.sh
+	tests/integration/11_plugin_loader.sh tests/integration/12_pdk_out_of_tree.sh \
+	tests/integration/13_privdrop.sh
 include tests/perf/local.mk
 include tests/fuzz/local.mk

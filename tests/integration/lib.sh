@@ -117,6 +117,9 @@ _tb_cleanup() {
 tb_setup() {
     [ -x "$TB_TLSBOXD" ] || bail "no $TB_TLSBOXD: build first"
     TB_TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsbox-test.XXXXXX")
+    # Started as root (CI), tlsboxd becomes the tlsbox user once its ports
+    # are bound: it must pass through to its state and site directories.
+    chmod 0711 "$TB_TMP"
     TB_STATE="$TB_TMP/state"
     export TB_TMP TB_STATE
     trap _tb_cleanup EXIT
