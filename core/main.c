@@ -348,12 +348,13 @@ int main(int argc, char **argv)
     if (control_start(sock) < 0)
         goto out_tls;
     plugins_start_all();
-    /* Drop root here: the site's ports are bound by its start hook and no
-     * later code binds (ports are restart-only settings; a restart starts as
-     * root or with systemd's capability again).  The workers may already
-     * accept, but a handshake needs round trips: the drop, microseconds
-     * later, applies to every thread before it can parse much, and the
-     * daemon is not reported ready before it. */
+    /* Drop root here: the plugins' start hooks have bound their ports (the
+     * site's in site_start) and the daemon has not reported ready.  Nothing
+     * binds later: ports are restart-only settings, and a restart starts
+     * privileged again.  The site's workers accept from inside
+     * plugins_start_all(), so a client connecting in the microseconds before
+     * this call could have its ClientHello read as root; closing that gap
+     * needs ports bound before workers start (a kit call), not done here. */
     char *user = o.user ? xstrdup(o.user) : settings_get("core.user");
     rc = privdrop_apply(user ? user : "tlsbox", o.state_dir, sock, &err);
     free(user);
@@ -363,7 +364,7 @@ int main(int argc, char **argv)
         rc = 1;
         goto out_plugins;
     }
-    rc = 1;
+    rc = 1; /* the exit status should anything below fail */
     /* Startup leaves holes in the heap (settings patterns compiled and freed:
      * several MB for counted repeats); give those pages back before serving. */
     malloc_trim(0);

@@ -79,7 +79,7 @@ armhf_chroot() {
     fi
     root="$work/chroot"
     mkdir -p "$root"
-    tar -xf "$tarball" -C "$root"
+    tar --numeric-owner -xf "$tarball" -C "$root"
     mv "$src" "$root/tlsbox"
     mount -t proc proc "$root/proc"
     trap 'rc=$?; umount "$root/proc" 2>/dev/null; rm -rf "$work"; exit $rc' EXIT
