@@ -73,30 +73,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# A free port below 1024 on 127.0.0.1 (the container shares this network
-# namespace), claimed like tb_free_port's so concurrent tests keep off it.
-low_port() {
-    python3 - "$TB_PORT_DIR" "$$" <<'PY'
-import os, random, socket, sys
-d, owner = sys.argv[1], sys.argv[2]
-os.makedirs(d, exist_ok=True)
-for p in random.sample(range(600, 1000), 400):
-    try:
-        os.mkdir(os.path.join(d, str(p)))
-    except FileExistsError:
-        continue
-    open(os.path.join(d, str(p), "owner"), "w").write(owner)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p)); print(p); sys.exit(0)
-    except OSError:
-        pass
-    finally:
-        s.close()
-sys.exit("no free port below 1024")
-PY
-}
-P=$(low_port) || bail "no free loopback port below 1024"
+# The container shares this network namespace.
+P=$(tb_free_low_port) || bail "no free loopback port below 1024"
 
 # ---- the system -------------------------------------------------------------
 cp "$first" "$work/first.deb"

@@ -111,14 +111,7 @@ ok $? "and stops"
 
 # systemd's User=tlsbox + AmbientCapabilities=CAP_NET_BIND_SERVICE: a port
 # below 1024 binds, then the main thread drops the capability.
-low=$(python3 -c '
-import random, socket
-for p in random.sample(range(600, 1000), 400):
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p)); print(p); break
-    except OSError: pass
-    finally: s.close()')
+low=$(tb_free_low_port)
 printf '#!/bin/sh\nexec setpriv --reuid tlsbox --regid tlsbox --clear-groups --inh-caps +net_bind_service --ambient-caps +net_bind_service "%s" "$@"\n' \
     "$TB_TLSBOXD_REAL" >"$TB_TLSBOXD"
 tb_start_daemon --set site.https_port="$low" --set site.http_port=0 --set site.bind=127.0.0.1 \
