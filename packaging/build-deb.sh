@@ -82,7 +82,7 @@ armhf_chroot() {
     tar --numeric-owner -xf "$tarball" -C "$root"
     mv "$src" "$root/tlsbox"
     mount -t proc proc "$root/proc"
-    trap 'rc=$?; umount "$root/proc" 2>/dev/null; rm -rf "$work"; exit $rc' EXIT
+    trap 'rc=$?; umount "$root/proc" 2>/dev/null || true; rm -rf "$work"; exit $rc' EXIT
     chroot "$root" sh -c 'cd /tlsbox && DEB_BUILD_OPTIONS="nocheck parallel=2" \
         dpkg-buildpackage -aarmhf -Pcross,nocheck -us -uc -b'
     umount "$root/proc"
