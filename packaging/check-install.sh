@@ -10,12 +10,12 @@
 # With --upgrade, the system starts from the previous package (TLSBOX_PREV_DEB,
 # else this tree built as an older version), gets a certificate and a setting,
 # is upgraded to this one and must keep both; then purge removes state and user.
-#   packaging/check-install.sh amd64|arm64 [--upgrade]
+#   packaging/check-install.sh amd64|arm64|armhf [--upgrade]
 # Needs root, mmdebstrap, systemd-container, qemu-user-static + binfmt for
 # arm64 (packaging/install-deps.sh --package).  Builds the .deb with
 # packaging/build-deb.sh unless TLSBOX_DEB names it.
 set -u
-arch=${1:?usage: $0 amd64|arm64 [--upgrade]}
+arch=${1:?usage: $0 amd64|arm64|armhf [--upgrade]}
 upgrade=${2:-}
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/tests/integration/lib.sh"
