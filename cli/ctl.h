@@ -67,7 +67,9 @@ char *ctl_escape(const char *s);
 
 /* Command tables, each ended by an entry with name NULL. */
 extern const struct ctl_command ctl_core_commands[];
-extern const struct ctl_command ctl_tls_commands[];  /* cert, policy (cli/cmd_tls.c) */
-extern const struct ctl_command ctl_acme_commands[]; /* acme (cli/cmd_acme.c) */
+extern const struct ctl_command ctl_tls_commands[];   /* cert, policy (cli/cmd_tls.c) */
+extern const struct ctl_command ctl_acme_commands[];  /* acme (cli/cmd_acme.c) */
+extern const struct ctl_command ctl_admin_commands[]; /* admin (cli/cmd_admin.c) */
+extern const struct ctl_command ctl_dh_commands[];    /* dh (cli/cmd_dh.c) */
 
 #endif

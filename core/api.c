@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/plugin_loader.h"
 #include "core/xalloc.h"
 
 struct api_route {
@@ -125,6 +126,28 @@ void api_dispatch(const struct tlsbox_api_request *req, struct tlsbox_api_reply 
     }
     if (!reply->body)
         reply->body = xstrdup(reply->status < 400 ? "{}" : "{\"error\":\"unknown error\"}");
+}
+
+int api_route_exists(const char *method, const char *path)
+{
+    int found = 0;
+    pthread_rwlock_rdlock(&routes_lock);
+    for (const struct api_route *r = routes; r && !found; r = r->next)
+        found = strcmp(r->method, method) == 0 && route_matches(r, path);
+    pthread_rwlock_unlock(&routes_lock);
+    return found;
+}
+
+json_t *api_routes_json(void)
+{
+    json_t *a = json_array();
+    pthread_rwlock_rdlock(&routes_lock);
+    for (const struct api_route *r = routes; r; r = r->next)
+        json_array_append_new(a,
+                              json_pack("{s:s,s:s,s:s}", "method", r->method, "pattern", r->pattern,
+                                        "owner", r->owner ? r->owner->name : "core"));
+    pthread_rwlock_unlock(&routes_lock);
+    return a;
 }
 
 void api_reply_json(struct tlsbox_api_reply *reply, int status, json_t *j)

@@ -22,6 +22,10 @@ json_t *api_body_object(const struct tlsbox_api_request *req, struct tlsbox_api_
 /* Register the core's routes: status, plugins, plugins/{name}/settings, metrics. */
 void api_core_register(void);
 void api_routes_free(void);
+/* 1 when a route answers @p method on @p path (the same match as api_dispatch). */
+int api_route_exists(const char *method, const char *path);
+/* Every route as [{"method","pattern","owner"}] (tests enumerate them).  New reference. */
+json_t *api_routes_json(void);
 
 /* Control socket: libmicrohttpd on AF_UNIX @path (0600), usually
  * "<state_dir>/control.sock".  Main thread only. */

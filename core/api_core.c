@@ -74,8 +74,9 @@ static void on_plugin_settings(void *arg, const struct tlsbox_api_request *req,
         api_reply_error(reply, 404, "no such API path: /api/v1/%s", req->path);
         return;
     }
+    /* "admin" owns the web UI's settings without being a plugin. */
     struct tlsbox_plugin *p = plugins_find(name);
-    if (!p) {
+    if (!p && strcmp(name, "admin") != 0) {
         api_reply_error(reply, 404, "no plugin named \"%s\"", name);
         goto out;
     }

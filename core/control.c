@@ -33,29 +33,31 @@ int control_start(const char *path)
     if (strlen(control_path) >= sizeof sa.sun_path) {
         log_err("control socket path %s is too long (max %zu bytes)", control_path,
                 sizeof sa.sun_path - 1);
-        return -1;
+        return -ENAMETOOLONG;
     }
     strcpy(sa.sun_path, control_path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        log_err("control socket: %s", strerror(errno));
-        return -1;
+        int e = errno;
+        log_err("control socket: %s", strerror(e));
+        return -e;
     }
     /* A stale socket from a crashed run would make bind fail; a live daemon
      * would answer a connect, so only unlink when nobody does. */
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
         log_err("another tlsboxd is already running on %s", control_path);
         close(fd);
-        return -1;
+        return -EADDRINUSE;
     }
     unlink(control_path);
     mode_t old = umask(0177);
     int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
     umask(old);
     if (rc < 0 || listen(fd, 32) < 0) {
-        log_err("control socket %s: %s", control_path, strerror(errno));
+        int e = errno;
+        log_err("control socket %s: %s", control_path, strerror(e));
         close(fd);
-        return -1;
+        return -e;
     }
     control_ctx.max_body = (size_t)settings_get_int("core.api_max_body", 1 << 20);
     control_daemon = MHD_start_daemon(
@@ -68,7 +70,7 @@ int control_start(const char *path)
         log_err("control socket %s: libmicrohttpd did not start", control_path);
         close(fd);
         unlink(control_path);
-        return -1;
+        return -EIO;
     }
     return 0;
 }

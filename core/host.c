@@ -16,7 +16,9 @@
 #include "core/plugin_loader.h"
 #include "core/settings.h"
 #include "core/store.h"
+#include "core/store_guard.h"
 #include "core/tls.h"
+#include "core/tls_dh.h"
 #include "core/xalloc.h"
 
 static const char *who(struct tlsbox_plugin *self)
@@ -81,12 +83,19 @@ static int host_setting_set(struct tlsbox_plugin *self, const char *key, const c
         return -EINVAL;
     int rc = settings_set(k, value, who(self), err);
     free(k);
-    return rc < 0 ? -EINVAL : 0;
+    return rc;
 }
 
+/* A plugin's connection writes only the plugin's own tables. */
 static sqlite3 *host_store_open(struct tlsbox_plugin *self)
 {
-    return store_connect();
+    sqlite3 *db = store_connect();
+    if (db && store_guard_attach(db, who(self)) < 0) {
+        log_err("plugin %s: store: cannot install the table guard", who(self));
+        store_disconnect(db);
+        db = NULL;
+    }
+    return db;
 }
 
 static void host_store_close(struct tlsbox_plugin *self, sqlite3 *db)
@@ -186,6 +195,10 @@ static const struct tlsbox_host host = {
     .bundle_hsts = tls_bundle_hsts,
     .bundle_generation = tls_bundle_generation,
     .cert_install = tls_cert_install,
+    .cert_list = tls_cert_list_json,
+    .cert_get = tls_cert_get,
+    .dh_set = tls_dh_set,
+    .dh_served = tls_dh_served,
 };
 
 const struct tlsbox_host *host_table(void)

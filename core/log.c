@@ -1,5 +1,6 @@
 #include "core/log.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,7 +32,7 @@ int log_level_parse(const char *s)
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (s && strcmp(s, names[i].name) == 0)
             return (int)names[i].level;
-    return -1;
+    return -EINVAL;
 }
 
 static const char *level_name(enum tlsbox_log_level level)

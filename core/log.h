@@ -11,7 +11,7 @@
 /* Set the highest level written (TLSBOX_LOG_*).  Main thread, before threads start. */
 void log_set_level(enum tlsbox_log_level level);
 enum tlsbox_log_level log_get_level(void);
-/* Parse "err", "warn", "info", "debug"; returns -1 for anything else. */
+/* Parse "err", "warn", "info", "debug"; returns -EINVAL for anything else. */
 int log_level_parse(const char *s);
 
 void log_msg(const char *who, enum tlsbox_log_level level, const char *fmt, ...)

@@ -13,7 +13,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "core/admin.h"
 #include "core/api.h"
+#include "core/demo.h"
 #include "core/events.h"
 #include "core/http_routes.h"
 #include "core/jobs.h"
@@ -46,11 +48,14 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tlsboxd [--state-dir DIR] [--plugin-dir DIR] [--demo] [--foreground]\n"
             "               [--log-level err|warn|info|debug] [--set KEY=VALUE]...\n"
-            "               [--plugin FILE]... [--user NAME] [--control-socket PATH]\n"
+            "               [--plugin FILE]... [--data-dir DIR] [--user NAME]\n"
+            "               [--control-socket PATH]\n"
             "\n"
             "  --state-dir DIR   store and control socket (default %s/lib/tlsbox)\n"
             "  --plugin-dir DIR  plugins to load (default %s)\n"
-            "  --demo            unprivileged ports 8443/8080, a sample site in DIR/www\n"
+            "  --demo            each plugin's demo defaults (unprivileged ports), and a\n"
+            "                    sample site copied into DIR/www\n"
+            "  --data-dir DIR    installed data, e.g. the sample site (default %s)\n"
             "  --foreground      do not detach (systemd, tests)\n"
             "  --log-level L     overrides the core.log_level setting for this run\n"
             "  --set KEY=VALUE   validate and store a setting before plugins start\n"
@@ -59,7 +64,7 @@ static void usage(FILE *f)
             "                    (default: the core.user setting, tlsbox)\n"
             "  --control-socket PATH  control socket (default DIR/control.sock)\n"
             "  --version         print the version and plugin ABI\n",
-            LOCALSTATEDIR, paths_plugindir());
+            LOCALSTATEDIR, paths_plugindir(), paths_pkgdatadir());
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -71,13 +76,14 @@ static int parse_args(int argc, char **argv, struct options *o)
                                              {"log-level", required_argument, NULL, 'l'},
                                              {"set", required_argument, NULL, 'S'},
                                              {"plugin", required_argument, NULL, 'P'},
+                                             {"data-dir", required_argument, NULL, 'D'},
                                              {"version", no_argument, NULL, 'V'},
                                              {"user", required_argument, NULL, 'u'},
                                              {"control-socket", required_argument, NULL, 'c'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "s:p:dfl:S:P:Vhu:c:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:p:dfl:S:P:D:Vhu:c:", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
             o->state_dir = optarg;
@@ -115,6 +121,9 @@ static int parse_args(int argc, char **argv, struct options *o)
             break;
         case 'c':
             o->control_socket = optarg;
+            break;
+        case 'D':
+            paths_set_pkgdatadir(optarg);
             break;
         case 'V':
             printf("tlsboxd %s (plugin ABI %d.%d)\n", PACKAGE_VERSION, TLSBOX_ABI_MAJOR,
@@ -157,71 +166,6 @@ static void notify_systemd(const char *msg)
     close(fd);
 }
 
-static int copy_file(const char *from, const char *to)
-{
-    int in = open(from, O_RDONLY | O_CLOEXEC);
-    if (in < 0)
-        return -1;
-    int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (out < 0 || fchmod(out, 0644) < 0) { /* public sample: past umask 077 */
-        if (out >= 0)
-            close(out);
-        close(in);
-        return -1;
-    }
-    char buf[16384];
-    ssize_t n;
-    int rc = 0;
-    while ((n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n)
-            rc = -1;
-    close(in);
-    close(out);
-    return n < 0 ? -1 : rc;
-}
-
-/* Demo mode: unprivileged ports and a sample site inside the state dir.
- * These replace defaults for this run only; stored settings still win. */
-static void demo_setup(const char *state_dir)
-{
-    char *www = xasprintf("%s/www", state_dir);
-    /* Public sample content, readable by the user the daemon becomes. */
-    if (mkdir(www, 0755) == 0 && chmod(www, 0755) == 0) {
-        char *installed = xasprintf("%s/tlsbox/www", paths_datadir());
-        const char *const sample_dirs[] = {installed, ABS_SRCDIR "/plugins/site/www"};
-        static const char *const files[] = {"index.html", "style.css", "16k.bin"};
-        for (size_t d = 0; d < sizeof sample_dirs / sizeof *sample_dirs; d++) {
-            int copied = 0;
-            for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-                char *from = xasprintf("%s/%s", sample_dirs[d], files[i]);
-                char *to = xasprintf("%s/%s", www, files[i]);
-                copied += copy_file(from, to) == 0;
-                free(from);
-                free(to);
-            }
-            if (copied)
-                break;
-        }
-        free(installed);
-    }
-    static const struct {
-        const char *key;
-        const char *value;
-    } demo[] = {{"site.https_port", "8443"}, {"site.http_port", "8080"}};
-    for (size_t i = 0; i < sizeof demo / sizeof *demo; i++) {
-        char *err = NULL;
-        if (settings_override_default(demo[i].key, demo[i].value, &err) < 0)
-            log_debug("demo: %s", err ? err : demo[i].key);
-        free(err);
-    }
-    char *err = NULL;
-    if (settings_override_default("site.root", www, &err) < 0)
-        log_debug("demo: %s", err ? err : "site.root");
-    free(err);
-    log_info("demo mode: HTTPS on 8443, HTTP on 8080, site in %s", www);
-    free(www);
-}
-
 static int apply_sets(const struct options *o)
 {
     for (int i = 0; i < o->nsets; i++) {
@@ -235,7 +179,7 @@ static int apply_sets(const struct options *o)
         free(err);
         free(key);
         if (rc < 0)
-            return -1;
+            return rc;
     }
     return 0;
 }
@@ -245,10 +189,10 @@ static int daemonize(int *ready_fd)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
+        return -errno;
     pid_t pid = fork();
     if (pid < 0)
-        return -1;
+        return -errno;
     if (pid > 0) {
         close(p[1]);
         char status = 1;
@@ -315,6 +259,7 @@ int main(int argc, char **argv)
         return 1;
     }
     settings_register("core", core_settings);
+    settings_register("admin", admin_settings);
     if (o.nplugins)
         for (int i = 0; i < o.nplugins; i++)
             plugins_load_file(o.plugins[i]);
@@ -322,7 +267,7 @@ int main(int argc, char **argv)
         plugins_load_dir(o.plugin_dir);
     settings_load();
     if (o.demo)
-        demo_setup(o.state_dir);
+        demo_apply(o.state_dir);
     if (apply_sets(&o) < 0)
         goto out_store;
     if (o.log_level < 0) {
@@ -347,6 +292,10 @@ int main(int argc, char **argv)
     sock = o.control_socket ? xstrdup(o.control_socket) : xasprintf("%s/control.sock", o.state_dir);
     if (control_start(sock) < 0)
         goto out_tls;
+    /* The web UI is a convenience: the site and the control socket serve
+     * even when its port is taken. */
+    if (admin_start() < 0)
+        log_err("admin: web UI not served; fix admin.port / admin.bind and restart");
     plugins_start_all();
     /* Drop root here: the plugins' start hooks have bound their ports (the
      * site's in site_start) and the daemon has not reported ready.  Nothing
@@ -393,6 +342,7 @@ int main(int argc, char **argv)
     notify_systemd("STOPPING=1");
     rc = 0;
 out_plugins:
+    admin_stop();
     plugins_stop_all();
     control_stop();
 out_tls:

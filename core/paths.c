@@ -8,6 +8,7 @@
 
 static char plugindir[PATH_MAX];
 static char datadir[PATH_MAX];
+static char pkgdatadir[PATH_MAX + 16]; /* datadir + "/tlsbox" always fits */
 
 static int is_dir(const char *p)
 {
@@ -60,4 +61,16 @@ const char *paths_plugindir(void)
 const char *paths_datadir(void)
 {
     return datadir[0] ? datadir : DATADIR;
+}
+
+void paths_set_pkgdatadir(const char *dir)
+{
+    snprintf(pkgdatadir, sizeof pkgdatadir, "%s", dir);
+}
+
+const char *paths_pkgdatadir(void)
+{
+    if (!pkgdatadir[0])
+        snprintf(pkgdatadir, sizeof pkgdatadir, "%s/tlsbox", paths_datadir());
+    return pkgdatadir;
 }

@@ -10,5 +10,11 @@ void paths_init(void);
 const char *paths_plugindir(void);
 /* Data directory (…/share), same rule. */
 const char *paths_datadir(void);
+/* tlsbox's own data ("${datadir}" of the kit: the sample site in www/):
+ * the directory set by paths_set_pkgdatadir (tlsboxd --data-dir; the demo
+ * script and tests point it into the build tree), else paths_datadir()
+ * + "/tlsbox".  Static storage. */
+const char *paths_pkgdatadir(void);
+void paths_set_pkgdatadir(const char *dir);
 
 #endif

@@ -14,6 +14,8 @@
 #include "core/http_routes.h"
 #include "core/jobs.h"
 #include "core/log.h"
+#include "core/plugin_schema.h"
+#include "core/store.h"
 #include "core/settings.h"
 #include "core/xalloc.h"
 
@@ -83,18 +85,18 @@ int plugin_check_abi(const char *path, const struct tlsbox_plugin_desc *d, char 
         *err = xasprintf("%s: refused: built for plugin ABI %u.%u, this tlsboxd has ABI %d.%d "
                          "(the major version must match); rebuild the plugin against this kit",
                          path, d->abi_major, d->abi_minor, TLSBOX_ABI_MAJOR, TLSBOX_ABI_MINOR);
-        return -1;
+        return -EPROTO;
     }
     if (d->abi_minor > TLSBOX_ABI_MINOR) {
         *err = xasprintf("%s: refused: built for plugin ABI %u.%u, newer than this tlsboxd's "
                          "ABI %d.%d; upgrade tlsbox or rebuild the plugin",
                          path, d->abi_major, d->abi_minor, TLSBOX_ABI_MAJOR, TLSBOX_ABI_MINOR);
-        return -1;
+        return -EPROTO;
     }
     if (d->size < offsetof(struct tlsbox_plugin_desc, fini) + sizeof(d->fini)) {
         *err = xasprintf("%s: refused: descriptor size %u is smaller than ABI %u.%u defines", path,
                          d->size, d->abi_major, d->abi_minor);
-        return -1;
+        return -EINVAL;
     }
     return 0;
 }
@@ -107,6 +109,23 @@ static int name_is_valid(const char *name)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
             return 0;
     return strlen(name) <= 32;
+}
+
+/* Bring the plugin's own tables up to its descriptor's migrations; a plugin
+ * whose schema cannot be applied is kept, marked failed, and never started. */
+static void plugin_apply_schema(struct tlsbox_plugin *p)
+{
+    const struct tlsbox_migration *steps =
+        TLSBOX_DESC_HAS(p->desc, migrations) ? p->desc->migrations : NULL;
+    if (plugin_schema_count(steps) == 0)
+        return;
+    char *err = NULL;
+    int rc = store_main() ? plugin_schema_migrate(store_main(), p->name, steps, &err) : -ENODEV;
+    if (rc >= 0)
+        return;
+    p->error = err ? err : xasprintf("its tables need the store, and none is open");
+    p->pstate = PLUGIN_FAILED;
+    log_err("%s; tlsboxd goes on without it", p->error);
 }
 
 int plugins_load_file(const char *path)
@@ -156,6 +175,7 @@ int plugins_load_file(const char *path)
     *tail = p;
     log_info("loaded plugin %s %s (ABI %u.%u) from %s", d->name, d->version ? d->version : "?",
              d->abi_major, d->abi_minor, path);
+    plugin_apply_schema(p);
     return 0;
 out:
     free(err);
@@ -187,7 +207,8 @@ int plugins_load_dir(const char *dir)
     }
     closedir(d);
     /* Sorted, so the load (and start) order is the same on every machine. */
-    qsort(names, n, sizeof *names, cmp_names);
+    if (n) /* qsort's array may not be NULL, even for no element */
+        qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = 0; i < n; i++) {
         plugins_load_file(names[i]);
         free(names[i]);
@@ -231,6 +252,8 @@ static void plugin_unhook(struct tlsbox_plugin *p)
 void plugins_start_all(void)
 {
     for (struct tlsbox_plugin *p = plugins_head; p; p = p->next) {
+        if (p->pstate == PLUGIN_FAILED) /* its schema could not be applied */
+            continue;
         if (plugin_disabled_by_setting(p->name)) {
             p->pstate = PLUGIN_DISABLED;
             log_info("plugin %s disabled by core.plugins_disabled", p->name);

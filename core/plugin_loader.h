@@ -30,7 +30,8 @@ struct tlsbox_plugin {
 /* The core's own handle: name "core", settings table core_settings. */
 struct tlsbox_plugin *core_self(void);
 
-/* Check a descriptor's ABI fields.  Returns 0 or -1 with *err set (caller frees)
+/* Check a descriptor's ABI fields.  Returns 0, or -EPROTO (another major, a
+ * newer minor) or -EINVAL (a short descriptor) with *err set (caller frees)
  * to "<path>: plugin ABI <maj>.<min>, core ABI <maj>.<min>: ..." */
 int plugin_check_abi(const char *path, const struct tlsbox_plugin_desc *d, char **err);
 

@@ -342,7 +342,7 @@ int settings_override_default(const char *full_key, const char *value, char **er
 {
     size_t i;
     char *canon = NULL;
-    int rc = -1;
+    int rc = -EINVAL;
 
     pthread_rwlock_wrlock(&reg_lock);
     struct owner *o = find_key(full_key, &i);
@@ -463,7 +463,7 @@ static int prepare(struct change *c, const char *full_key, const char *value, ch
     c->o = find_key(full_key, &c->i);
     if (!c->o) {
         xset_err(err, "%s: no such setting", full_key);
-        return -1;
+        return -EINVAL;
     }
     c->secret = settings_is_secret(&c->o->defs[c->i]);
     if (!value)
@@ -484,14 +484,14 @@ static int write_changes(struct change *c, size_t n, const char *actor, char **e
     static const char del[] = "DELETE FROM settings WHERE key = ?1";
     sqlite3 *db = store_connect();
     sqlite3_stmt *up = NULL, *rm = NULL;
-    int rc = -1;
+    int rc = -EIO;
 
     if (!actor || !*actor)
         actor = "system";
     if (!db) {
         xset_err(err, "settings: cannot open the store%s%s", store_path() ? " " : "",
                  store_path() ? store_path() : "");
-        return -1;
+        return -EIO;
     }
     if (store_begin(db, err) < 0)
         goto out;
@@ -549,7 +549,7 @@ static int set_pairs(const char *const *keys, const char *const *values, size_t 
                      const char *actor, char **err)
 {
     struct change *c = xcalloc(n ? n : 1, sizeof(*c));
-    int rc = -1;
+    int rc = -EINVAL;
 
     pthread_mutex_lock(&set_lock);
     pthread_rwlock_rdlock(&reg_lock);
@@ -587,11 +587,11 @@ int settings_set(const char *full_key, const char *value, const char *actor, cha
 {
     if (!value) {
         xset_err(err, "%s: no value given", full_key ? full_key : "(null)");
-        return -1;
+        return -EINVAL;
     }
     if (!full_key) {
         xset_err(err, "settings: no key given");
-        return -1;
+        return -EINVAL;
     }
     return set_pairs(&full_key, &value, 1, actor, err);
 }
@@ -601,7 +601,7 @@ int settings_reset(const char *full_key, const char *actor, char **err)
     const char *value = NULL;
     if (!full_key) {
         xset_err(err, "settings: no key given");
-        return -1;
+        return -EINVAL;
     }
     return set_pairs(&full_key, &value, 1, actor, err);
 }
@@ -634,7 +634,7 @@ static int json_to_text(const char *full_key, json_t *v, char **out, char **err)
         {
             if (!json_is_string(item)) {
                 xset_err(err, "%s: a list must hold strings only", full_key);
-                return -1;
+                return -EINVAL;
             }
             len += strlen(json_string_value(item)) + 1;
         }
@@ -645,7 +645,7 @@ static int json_to_text(const char *full_key, json_t *v, char **out, char **err)
             if (strchr(t, ',')) {
                 xset_err(err, "%s: list item \"%s\" contains a comma", full_key, t);
                 free(s);
-                return -1;
+                return -EINVAL;
             }
             if (p != s)
                 *p++ = ',';
@@ -660,7 +660,7 @@ static int json_to_text(const char *full_key, json_t *v, char **out, char **err)
     default:
         xset_err(err, "%s: a value must be a string, number, boolean, list of strings or null",
                  full_key);
-        return -1;
+        return -EINVAL;
     }
 }
 
@@ -669,11 +669,11 @@ int settings_set_many(json_t *pairs, const char *owner, const char *actor, char 
     const char *key;
     json_t *v;
     size_t n, k = 0;
-    int rc = -1;
+    int rc = -EINVAL;
 
     if (!json_is_object(pairs)) {
         xset_err(err, "settings: expected a JSON object of key: value");
-        return -1;
+        return -EINVAL;
     }
     n = json_object_size(pairs);
     char **keys = xcalloc(n ? n : 1, sizeof(*keys));

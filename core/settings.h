@@ -11,7 +11,7 @@
 extern const struct tlsbox_setting_def core_settings[];
 
 /*
- * Validate @p value against @p def.  Returns 0, or -1 with *err (caller frees)
+ * Validate @p value against @p def.  Returns 0, or -EINVAL with *err (caller frees)
  * naming the key (@p full_key), the value and the rule broken, e.g.
  * "site.workers: 0 is out of range 1..64".
  */
@@ -25,7 +25,7 @@ void settings_unregister(const char *owner);
 
 /* Replace the declared default of "owner.key" for this run (demo mode: ports
  * 8443/8080, site root in the state dir).  Not stored.  Main thread, before
- * plugins start.  Returns -1 when the key is unknown or the value invalid. */
+ * plugins start.  Returns -EINVAL when the key is unknown or the value invalid. */
 int settings_override_default(const char *full_key, const char *value, char **err);
 
 /* Load stored values (from store_main()).  Values that no longer validate are
@@ -38,13 +38,13 @@ const struct tlsbox_setting_def *settings_def(const char *full_key);
 char *settings_get(const char *full_key);
 long long settings_get_int(const char *full_key, long long dflt);
 bool settings_get_bool(const char *full_key, bool dflt);
-/* Parse a BOOL text the way settings_validate accepts it: 1 true, 0 false, -1 invalid. */
+/* Parse a BOOL text the way settings_validate accepts it: 1 true, 0 false, -EINVAL invalid. */
 int settings_parse_bool(const char *v);
 
 /*
  * Validate, write (own connection, one IMMEDIATE transaction, audit row),
  * update the cache and publish "settings.changed".  Unknown key or invalid
- * value: -1 with *err, nothing written.  Not from a site worker.
+ * value: -EINVAL (-EIO: the store failed) with *err, nothing written.  Not from a site worker.
  */
 int settings_set(const char *full_key, const char *value, const char *actor, char **err);
 /*

@@ -73,14 +73,14 @@ int settings_parse_bool(const char *v)
     static const char *const yes[] = {"true", "1", "yes", "on"};
     static const char *const no[] = {"false", "0", "no", "off"};
     if (!v)
-        return -1;
+        return -EINVAL;
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
         if (strcasecmp(v, yes[i]) == 0)
             return 1;
         if (strcasecmp(v, no[i]) == 0)
             return 0;
     }
-    return -1;
+    return -EINVAL;
 }
 
 int settings_check_parse_int(const char *v, long long *out)
@@ -88,15 +88,15 @@ int settings_check_parse_int(const char *v, long long *out)
     const char *p = v;
     char *end = NULL;
     if (!v)
-        return -1;
+        return -EINVAL;
     if (*p == '-')
         p++;
     if (!isdigit((unsigned char)*p)) /* strtoll would skip spaces and take '+' */
-        return -1;
+        return -EINVAL;
     errno = 0;
     long long n = strtoll(v, &end, 10);
     if (errno != 0 || *end != '\0')
-        return -1;
+        return -EINVAL;
     *out = n;
     return 0;
 }
@@ -114,7 +114,7 @@ int settings_check_compile(const char *full_key, const struct tlsbox_setting_def
         regerror(rc, r, buf, sizeof(buf));
         xset_err(err, "%s: declared pattern %s does not compile: %s", full_key, def->pattern, buf);
         free(r);
-        return -1;
+        return -EINVAL;
     }
     *re = r;
     return 0;
@@ -154,7 +154,7 @@ static int check_list(const char *full_key, const struct tlsbox_setting_def *def
     char *out = xmalloc(len + 1), *o = out;
     char *item = xmalloc(len + 1);
     const char *p = value;
-    int rc = -1;
+    int rc = -EINVAL;
 
     while (*p == ' ' || *p == '\t')
         p++;
@@ -213,22 +213,22 @@ int settings_check(const char *full_key, const struct tlsbox_setting_def *def, c
 {
     regex_t *own = NULL;
     char *shown = NULL;
-    int rc = -1;
+    int rc = -EINVAL;
     long long n;
 
     if (canon)
         *canon = NULL;
     if (!def) {
         xset_err(err, "%s: no such setting", full_key ? full_key : "(null)");
-        return -1;
+        return -EINVAL;
     }
     if (!value) {
         xset_err(err, "%s: no value given", full_key);
-        return -1;
+        return -EINVAL;
     }
     if (strlen(value) > SETTINGS_VALUE_MAX) {
         xset_err(err, "%s: value is longer than %d bytes", full_key, SETTINGS_VALUE_MAX);
-        return -1;
+        return -EINVAL;
     }
     shown = show(def, value);
     /* Control characters would break the one-line-per-record CLI and logs. */
@@ -321,7 +321,7 @@ int settings_check_owner(const char *owner, char **err)
     if (!valid_name(owner, true)) {
         xset_err(err, "settings owner \"%s\" is not a valid name ([a-z][a-z0-9_]*)",
                  owner ? owner : "");
-        return -1;
+        return -EINVAL;
     }
     return 0;
 }
@@ -329,27 +329,27 @@ int settings_check_owner(const char *owner, char **err)
 int settings_check_def(const char *owner, const struct tlsbox_setting_def *def, char **err)
 {
     if (settings_check_owner(owner, err) < 0)
-        return -1;
+        return -EINVAL;
     if (!valid_name(def->key, false)) {
         xset_err(err, "%s: setting key \"%s\" is not [a-z0-9_]+", owner, def->key);
-        return -1;
+        return -EINVAL;
     }
     if ((unsigned)def->type >= TLSBOX_SETTING_TYPE_MAX) {
         xset_err(err, "%s.%s: unknown type %d", owner, def->key, (int)def->type);
-        return -1;
+        return -EINVAL;
     }
     if (def->type == TLSBOX_SETTING_INT && def->min > def->max) {
         xset_err(err, "%s.%s: declared range %lld..%lld is empty", owner, def->key, def->min,
                  def->max);
-        return -1;
+        return -EINVAL;
     }
     if (def->type == TLSBOX_SETTING_ENUM && (!def->choices || !*def->choices)) {
         xset_err(err, "%s.%s: an enum needs choices", owner, def->key);
-        return -1;
+        return -EINVAL;
     }
     if (!def->default_value) {
         xset_err(err, "%s.%s: no default value declared", owner, def->key);
-        return -1;
+        return -EINVAL;
     }
     return 0;
 }

@@ -14,7 +14,7 @@
 
 /*
  * Compile @p def's pattern (POSIX ERE, no sub-matches) into *re, or set *re
- * NULL when the def has none or its type ignores it.  Returns 0, or -1 with
+ * NULL when the def has none or its type ignores it.  Returns 0, or -EINVAL with
  * *err naming @p full_key when the pattern does not compile.
  */
 int settings_check_compile(const char *full_key, const struct tlsbox_setting_def *def, regex_t **re,
@@ -26,19 +26,19 @@ void settings_check_free_regex(regex_t *re);
  * then compiled here when the def has one).  On success returns 0 and, when
  * @p canon is not NULL, the canonical text to store in *canon (caller frees):
  * "true"/"false" for BOOL, plain decimal for INT, trimmed items joined by ","
- * for LIST, the value itself otherwise.  On failure -1 with *err naming key,
+ * for LIST, the value itself otherwise.  On failure -EINVAL with *err naming key,
  * value and rule; a SECRET value never appears in *err.
  */
 int settings_check(const char *full_key, const struct tlsbox_setting_def *def, const regex_t *re,
                    const char *value, char **canon, char **err);
 
-/* Strict decimal integer: optional '-', digits, nothing else.  0 or -1. */
+/* Strict decimal integer: optional '-', digits, nothing else.  0 or -EINVAL. */
 int settings_check_parse_int(const char *v, long long *out);
 
-/* Owner name syntax: [a-z][a-z0-9_]*, at most 64 bytes.  0 or -1 with *err. */
+/* Owner name syntax: [a-z][a-z0-9_]*, at most 64 bytes.  0 or -EINVAL with *err. */
 int settings_check_owner(const char *owner, char **err);
 
-/* Declaration sanity: key syntax, type, range, choices.  0 or -1 with *err. */
+/* Declaration sanity: key syntax, type, range, choices.  0 or -EINVAL with *err. */
 int settings_check_def(const char *owner, const struct tlsbox_setting_def *def, char **err);
 
 /* Name of a type as shown by the API: "bool", "int", "string", "enum", "list". */

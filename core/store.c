@@ -31,7 +31,7 @@ int store_exec(sqlite3 *db, const char *sql, char **err)
     if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
         xset_err(err, "%s: %s", db_name(db), msg ? msg : sqlite3_errmsg(db));
         sqlite3_free(msg);
-        return -1;
+        return -EIO;
     }
     return 0;
 }
@@ -50,7 +50,7 @@ int store_commit(sqlite3 *db, char **err)
         /* A failed COMMIT may leave the transaction open; never leave a
          * connection holding the write lock. */
         store_rollback(db);
-        return -1;
+        return -EIO;
     }
     return 0;
 }
@@ -64,7 +64,7 @@ void store_rollback(sqlite3 *db)
 int store_schema_version(sqlite3 *db)
 {
     sqlite3_stmt *st = NULL;
-    int v = -1;
+    int v = -EIO;
     if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW)
         v = sqlite3_column_int(st, 0);
@@ -103,12 +103,13 @@ static const struct store_migration *next_migration(const struct store_migration
 int store_migrate(sqlite3 *db, const struct store_migration *migs, int n, char **err)
 {
     int known = newest_known(migs, n);
+    int rc = -EIO;
 
     for (;;) {
         /* The version is read inside the write transaction, so two processes
          * migrating the same file cannot both apply the same step. */
         if (store_begin(db, err) < 0)
-            return -1;
+            return -EIO;
         int cur = store_schema_version(db);
         if (cur < 0) {
             xset_err(err, "%s: cannot read the schema version: %s", db_name(db),
@@ -117,6 +118,7 @@ int store_migrate(sqlite3 *db, const struct store_migration *migs, int n, char *
         }
         if (cur > known) {
             set_too_new(err, db, cur, known);
+            rc = -EPROTO;
             goto fail;
         }
         const struct store_migration *m = next_migration(migs, n, cur);
@@ -132,16 +134,16 @@ int store_migrate(sqlite3 *db, const struct store_migration *migs, int n, char *
         }
         /* PRAGMA takes no bound parameters; the version is an int we own. */
         char *bump = xasprintf("PRAGMA user_version = %d", m->version);
-        int rc = store_exec(db, bump, err);
+        int brc = store_exec(db, bump, err);
         free(bump);
-        if (rc < 0 || store_commit(db, err) < 0)
+        if (brc < 0 || store_commit(db, err) < 0)
             goto fail;
         log_info("store: applied migration %s (schema %d -> %d)", m->name, cur, m->version);
     }
 
 fail:
     store_rollback(db);
-    return -1;
+    return rc;
 }
 
 /* Apply the connection settings every connection shares. */
@@ -205,12 +207,13 @@ static int make_state_dir(const char *dir, char **err)
 {
     struct stat sb;
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        xset_err(err, "%s: cannot create the state directory: %s", dir, strerror(errno));
-        return -1;
+        int e = errno;
+        xset_err(err, "%s: cannot create the state directory: %s", dir, strerror(e));
+        return -e;
     }
     if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
         xset_err(err, "%s: not a directory", dir);
-        return -1;
+        return -ENOTDIR;
     }
     /* Whoever can write the directory can swap the store for one of theirs. */
     if (sb.st_mode & 0022) {
@@ -237,17 +240,19 @@ static int precreate(const char *path, char **err)
         return 0;
     }
     if (errno != EEXIST) {
-        xset_err(err, "%s: cannot create: %s", path, strerror(errno));
-        return -1;
+        int e = errno;
+        xset_err(err, "%s: cannot create: %s", path, strerror(e));
+        return -e;
     }
     /* An existing file (a symlink is left for SQLite to refuse).  It holds
      * private keys: tighten a copy restored with a looser mode. */
     struct stat sb;
     if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & 0077)) {
         if (chmod(path, 0600) < 0) {
+            int e = errno;
             xset_err(err, "%s: mode %03o is too open and cannot be changed: %s", path,
-                     (unsigned)(sb.st_mode & 0777), strerror(errno));
-            return -1;
+                     (unsigned)(sb.st_mode & 0777), strerror(e));
+            return -e;
         }
         log_warn("%s: mode %03o was too open; now 0600", path, (unsigned)(sb.st_mode & 0777));
     }
@@ -259,16 +264,20 @@ int store_init(const char *state_dir, char **err)
     sqlite3 *db = NULL;
     char *path = NULL;
     int known = newest_known(store_migrations, store_migrations_count);
+    int rc;
 
     if (store_db) {
         xset_err(err, "%s: store already open", store_file);
-        return -1;
+        return -EALREADY;
     }
-    if (make_state_dir(state_dir, err) < 0)
-        return -1;
+    rc = make_state_dir(state_dir, err);
+    if (rc < 0)
+        return rc;
     path = xasprintf("%s/%s", state_dir, STORE_FILE);
-    if (precreate(path, err) < 0)
+    rc = precreate(path, err);
+    if (rc < 0)
         goto fail;
+    rc = -EIO;
     db = open_raw(path, err);
     if (!db)
         goto fail;
@@ -281,10 +290,13 @@ int store_init(const char *state_dir, char **err)
     }
     if (cur > known) {
         set_too_new(err, db, cur, known);
+        rc = -EPROTO;
         goto fail;
     }
-    if (setup_conn(db, err) < 0 ||
-        store_migrate(db, store_migrations, store_migrations_count, err) < 0)
+    if (setup_conn(db, err) < 0)
+        goto fail;
+    rc = store_migrate(db, store_migrations, store_migrations_count, err);
+    if (rc < 0)
         goto fail;
     store_db = db;
     free(store_file);
@@ -293,7 +305,7 @@ int store_init(const char *state_dir, char **err)
 fail:
     sqlite3_close(db);
     free(path);
-    return -1;
+    return rc;
 }
 
 sqlite3 *store_main(void)

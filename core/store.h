@@ -1,4 +1,5 @@
-/* The SQLite store: one file in the state directory, WAL, migrations. */
+/* The SQLite store: one file in the state directory, WAL, migrations.
+ * Return convention: the one of <tlsbox/host.h>. */
 #ifndef TLSBOX_CORE_STORE_H
 #define TLSBOX_CORE_STORE_H
 
@@ -17,8 +18,9 @@ extern const int store_migrations_count;
  * Open (creating when absent) "<state_dir>/tlsbox.db": the directory is made
  * 0700 when missing, the file created 0600 with O_EXCL before SQLite opens it,
  * WAL, busy timeout 5 s, synchronous FULL, foreign keys on; then migrate.
- * Remembers the path for store_connect.  Returns 0, or -1 with *err set
- * (caller frees): e.g. a store newer than this build knows.
+ * Remembers the path for store_connect.  Returns 0, or a negative errno with
+ * *err set (caller frees): -EPROTO for a store newer than this build knows,
+ * -EIO for SQLite, the errno of a file operation, -EALREADY when open.
  */
 int store_init(const char *state_dir, char **err);
 /* The main-thread connection opened by store_init (NULL before). */
@@ -34,15 +36,16 @@ void store_close(void);
 
 /*
  * Apply @p migs[0..n) above the database's PRAGMA user_version, each in one
- * BEGIN IMMEDIATE transaction with the version bump.  Refuses (returns -1,
- * *err set) a database whose user_version is above the newest known.
+ * BEGIN IMMEDIATE transaction with the version bump.  Returns 0, -EPROTO
+ * (*err set) for a database whose user_version is above the newest known,
+ * or -EIO (*err set) when a step fails (nothing of it remains).
  * Exposed with explicit arrays for tests.
  */
 int store_migrate(sqlite3 *db, const struct store_migration *migs, int n, char **err);
-/* PRAGMA user_version, or -1. */
+/* PRAGMA user_version, or -EIO. */
 int store_schema_version(sqlite3 *db);
 
-/* Small helpers.  All return 0 or -1 (err set, caller frees, may be NULL). */
+/* Small helpers.  All return 0 or -EIO (err set, caller frees, may be NULL). */
 int store_exec(sqlite3 *db, const char *sql, char **err);
 int store_begin(sqlite3 *db, char **err); /* BEGIN IMMEDIATE */
 int store_commit(sqlite3 *db, char **err);

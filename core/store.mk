@@ -4,7 +4,10 @@
 # db/migrations/NNNN_name.sql must be listed here (the generator refuses a
 # file it was not given, and a gap in the versions).
 TLSBOX_MIGRATIONS = \
-	db/migrations/0001_init.sql
+	db/migrations/0001_init.sql \
+	db/migrations/0002_plugin_schema.sql \
+	db/migrations/0003_admin.sql \
+	db/migrations/0004_tls_dh.sql
 
 core_store_sources += \
 	core/store.c core/store.h \

@@ -250,16 +250,69 @@ int tls_cert_install(struct tlsbox_plugin *self, const struct tlsbox_cert_instal
     return tls_cert_install_as(self && self->name ? self->name : "plugin", in, NULL, err);
 }
 
+char *tls_cert_list_json(struct tlsbox_plugin *self)
+{
+    (void)self;
+    sqlite3 *db = store_connect();
+    if (!db)
+        return NULL;
+    json_t *list = tls_cert_list(db, time(NULL));
+    store_disconnect(db);
+    char *out = list ? json_dumps(list, JSON_COMPACT) : NULL;
+    json_decref(list);
+    return out;
+}
+
+/* The element of @p list named @p name, dumped (caller frees), or NULL. */
+static char *cert_entry_json(json_t *list, const char *name)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        const char *n = json_string_value(json_object_get(e, "name"));
+        if (n && strcmp(n, name) == 0)
+            return json_dumps(e, JSON_COMPACT);
+    }
+    return NULL;
+}
+
+int tls_cert_get(struct tlsbox_plugin *self, const char *name, char **chain_pem, char **info_json)
+{
+    (void)self;
+    *chain_pem = NULL;
+    if (info_json)
+        *info_json = NULL;
+    if (!name)
+        return -ENOENT;
+    sqlite3 *db = store_connect();
+    if (!db)
+        return -EIO;
+    int rc = tls_cert_chain(db, name, chain_pem);
+    if (rc == 0 && info_json) {
+        json_t *list = tls_cert_list(db, time(NULL));
+        *info_json = list ? cert_entry_json(list, name) : NULL;
+        json_decref(list);
+        if (!*info_json) {
+            free(*chain_pem);
+            *chain_pem = NULL;
+            rc = -EIO;
+        }
+    }
+    store_disconnect(db);
+    return rc;
+}
+
 int tls_start(void)
 {
     sqlite3 *db = store_main();
     char *err = NULL;
     bool rotated;
-    int rc = -1;
+    int rc = -EIO;
 
     if (!db) {
         log_err("tls: no store");
-        return -1;
+        return -ENODEV;
     }
     if (tls_policy_store_ensure_default(db, &err) < 0) {
         log_err("tls: %s", err);

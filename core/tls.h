@@ -14,7 +14,7 @@
  * make the internal CA and its leaf when no certificate exists, the default
  * policy when none is stored, the ticket key; build and publish the first
  * bundle; subscribe to cert/ocsp/dh/policy.changed; register API routes and
- * timers (ticket rotation, internal leaf renewal).  Returns 0 or -1 (logged).
+ * timers (ticket rotation, internal leaf renewal).  Returns 0 or a negative errno (logged).
  */
 int tls_start(void);
 /* Main thread, after the plugins stopped: drop the current bundle. */
@@ -26,6 +26,9 @@ int tls_bundle_session_setup(const struct tlsbox_bundle *b, gnutls_session_t ses
 const char *tls_bundle_hsts(const struct tlsbox_bundle *b);
 uint64_t tls_bundle_generation(const struct tlsbox_bundle *b);
 int tls_cert_install(struct tlsbox_plugin *self, const struct tlsbox_cert_install *in, char **err);
+/* Host calls cert_list and cert_get (see <tlsbox/host.h>). */
+char *tls_cert_list_json(struct tlsbox_plugin *self);
+int tls_cert_get(struct tlsbox_plugin *self, const char *name, char **chain_pem, char **info_json);
 
 /* tls_cert_install recording @p actor in the audit log; the stored name
  * (derived from the certificate when in->name is empty) in *name_out. */

@@ -5,11 +5,12 @@ core_tls_sources += \
 	core/tls_cert.c core/tls_cert.h core/tls_policy.c core/tls_policy.h \
 	core/tls_policy_store.c core/tls_policy_store.h \
 	core/tls_session_cache.c core/tls_session_cache.h \
-	core/tls_tickets.c core/tls_tickets.h
+	core/tls_tickets.c core/tls_tickets.h \
+	core/tls_dh.c core/tls_dh.h core/tls_dh_set.c
 
 # Unit tests: each lists the TLS sources it needs next to the store's.
 TLS_TEST_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS) $(JANSSON_CFLAGS)
-TLS_TEST_LIBS = $(GNUTLS_LIBS) $(SQLITE_LIBS) $(JANSSON_LIBS)
+TLS_TEST_LIBS = $(GNUTLS_LIBS) $(SQLITE_LIBS) $(JANSSON_LIBS) $(GMP_LIBS)
 TLS_TEST_STORE = core/store.c core/xalloc.c core/log.c tests/tap.h \
 	tests/unit/core/tls_test_util.h
 
@@ -34,10 +35,17 @@ check_PROGRAMS += tests/unit/core/tls_bundle_test
 TESTS += tests/unit/core/tls_bundle_test
 tests_unit_core_tls_bundle_test_SOURCES = tests/unit/core/tls_bundle_test.c $(TLS_TEST_STORE) \
 	core/tls_bundle.c core/tls_policy.c core/tls_policy_store.c core/tls_tickets.c \
-	core/tls_session_cache.c core/tls_ca.c core/tls_cert.c
+	core/tls_session_cache.c core/tls_ca.c core/tls_cert.c core/tls_dh.c
 nodist_tests_unit_core_tls_bundle_test_SOURCES = core/migrations_embedded.c
 tests_unit_core_tls_bundle_test_CFLAGS = $(TLS_TEST_CFLAGS)
 tests_unit_core_tls_bundle_test_LDADD = $(TLS_TEST_LIBS)
+
+check_PROGRAMS += tests/unit/core/tls_dh_test
+TESTS += tests/unit/core/tls_dh_test
+tests_unit_core_tls_dh_test_SOURCES = tests/unit/core/tls_dh_test.c tests/tap.h core/tls_dh.c \
+	core/xalloc.c core/log.c
+tests_unit_core_tls_dh_test_CFLAGS = $(TLS_TEST_CFLAGS)
+tests_unit_core_tls_dh_test_LDADD = $(TLS_TEST_LIBS)
 
 # Integration tests: the real daemon and real clients on loopback.
 TLS_INTEGRATION = tests/integration/20_tls_certs.sh tests/integration/21_tls_policy.sh \

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/tls.h"
 #include "core/tls_bundle.h"
+#include "core/tls_dh.h"
 #include "core/tls_policy.h"
 #include "core/tls_policy_store.h"
 #include "core/tls_tickets.h"
@@ -30,6 +31,7 @@ struct tlsbox_bundle {
     struct tls_ticket_keys keys;
     unsigned ticket_lifetime;
     char *hsts;
+    char *dh_text; /* what tls_dh_load said it serves, JSON */
     struct tls_session_cache *cache;
 };
 
@@ -62,6 +64,7 @@ static void bundle_free(struct tlsbox_bundle *b)
     free(b->priority);
     json_decref(b->cert_names);
     free(b->hsts);
+    free(b->dh_text);
     tls_tickets_wipe(&b->keys);
     wipe_free(b, sizeof(*b));
     atomic_fetch_sub(&live, 1);
@@ -106,6 +109,11 @@ long tls_bundle_live(void)
     return atomic_load(&live);
 }
 
+gnutls_certificate_credentials_t tls_bundle_credentials(const struct tlsbox_bundle *b)
+{
+    return b->cred;
+}
+
 int tls_bundle_session_setup(const struct tlsbox_bundle *b, gnutls_session_t session)
 {
     int r;
@@ -147,9 +155,16 @@ json_t *tls_bundle_describe(const struct tlsbox_bundle *b)
 {
     if (!b)
         return json_null();
-    return json_pack("{s:I, s:O, s:s, s:I, s:b, s:s?}", "generation", (json_int_t)b->generation,
-                     "certificates", b->cert_names, "priority", b->priority, "policy_id",
-                     (json_int_t)b->policy_id, "tickets", b->tickets, "hsts", b->hsts);
+    json_t *dh = b->dh_text ? json_loads(b->dh_text, 0, NULL) : NULL;
+    return json_pack("{s:I, s:O, s:s, s:I, s:b, s:s?, s:o}", "generation",
+                     (json_int_t)b->generation, "certificates", b->cert_names, "priority",
+                     b->priority, "policy_id", (json_int_t)b->policy_id, "tickets", b->tickets,
+                     "hsts", b->hsts, "dh", dh ? dh : json_null());
+}
+
+const char *tls_bundle_dh_text(const struct tlsbox_bundle *b)
+{
+    return b ? b->dh_text : NULL;
 }
 
 static bool type_allowed(json_t *policy, const char *key_type)
@@ -241,38 +256,10 @@ out:
     return rc;
 }
 
-static void load_dh(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy)
-{
-    const char *mode = json_string_value(json_object_get(policy, "dh_mode"));
-    sqlite3_stmt *st = NULL;
-    if (mode && strcmp(mode, "off") == 0)
-        return;
-    if (mode && strcmp(mode, "auto") == 0 &&
-        sqlite3_prepare_v2(db, "SELECT pem, bits FROM dh_params WHERE active = 1", -1, &st, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-        gnutls_datum_t pem = {(unsigned char *)sqlite3_column_text(st, 0),
-                              (unsigned)sqlite3_column_bytes(st, 0)};
-        gnutls_dh_params_init(&b->dh);
-        int r = gnutls_dh_params_import_pkcs3(b->dh, &pem, GNUTLS_X509_FMT_PEM);
-        if (r == 0) {
-            gnutls_certificate_set_dh_params(b->cred, b->dh);
-            sqlite3_finalize(st);
-            return;
-        }
-        log_warn("tls: stored DH parameters unusable (%s); using RFC 7919 groups",
-                 gnutls_strerror(r));
-        gnutls_dh_params_deinit(b->dh);
-        b->dh = NULL;
-    }
-    sqlite3_finalize(st);
-    gnutls_certificate_set_known_dh_params(b->cred, GNUTLS_SEC_PARAM_MEDIUM);
-}
-
 int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
                      struct tlsbox_bundle **out, char **err)
 {
-    json_t *policy = NULL;
+    json_t *policy = NULL, *dh = NULL;
     int rc;
     *out = NULL;
     *err = NULL;
@@ -304,7 +291,7 @@ int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
     gnutls_certificate_set_flags(b->cred, GNUTLS_CERTIFICATE_API_V2);
     if ((rc = load_certs(db, b, policy, now, err)) < 0)
         goto fail;
-    load_dh(db, b, policy);
+    dh = tls_dh_load(db, b->cred, policy, b->prio, &b->dh);
 
     b->tickets = json_is_true(json_object_get(policy, "tickets"));
     if (b->tickets) {
@@ -320,10 +307,14 @@ int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
         (unsigned)json_integer_value(json_object_get(policy, "ticket_rotation_hours")) * 1200;
     b->hsts = tls_policy_hsts(policy);
     b->generation = atomic_fetch_add(&generations, 1) + 1;
+    json_object_set_new(dh, "bundle", json_integer((json_int_t)b->generation));
+    b->dh_text = json_dumps(dh, JSON_COMPACT);
+    json_decref(dh);
     json_decref(policy);
     *out = b;
     return 0;
 fail:
+    json_decref(dh);
     json_decref(policy);
     tls_bundle_release(b);
     return rc < 0 ? rc : -EIO;

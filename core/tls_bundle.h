@@ -17,7 +17,8 @@
  * Build a bundle from the store at time @p now: active policy compiled to a
  * priority cache, every active certificate allowed by the policy's key_types
  * (others before the internal one; within each, ECDSA, then Ed25519, then
- * RSA), OCSP staples not yet past nextUpdate, DH parameters per dh_mode,
+ * RSA), OCSP staples not yet past nextUpdate, DH parameters per dh_mode
+ * (core/tls_dh.h),
  * ticket keys, HSTS.  @p cache (may be NULL) serves TLS 1.2 session ids.
  * Returns 0 with *out holding one reference, or a negative errno with *err.
  */
@@ -31,8 +32,15 @@ int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
 void tls_bundle_publish(struct tlsbox_bundle *b);
 
 /* For status and tests: {generation, certificates, priority, policy_id,
- * tickets, hsts}.  New reference. */
+ * tickets, hsts, dh}.  New reference. */
 json_t *tls_bundle_describe(const struct tlsbox_bundle *b);
+
+/* The bundle's credentials (every certificate, in preference order), borrowed
+ * for as long as the caller holds its reference on @p b (admin server). */
+gnutls_certificate_credentials_t tls_bundle_credentials(const struct tlsbox_bundle *b);
+/* What the bundle serves for Diffie-Hellman (see tls_dh_load), as JSON text
+ * with "bundle": generation; borrowed for the reference's life.  Any thread. */
+const char *tls_bundle_dh_text(const struct tlsbox_bundle *b);
 
 /* Number of bundles built and not yet freed (tests, leak checks). */
 long tls_bundle_live(void);

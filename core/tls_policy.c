@@ -95,7 +95,7 @@ int tls_policy_cpuinfo_has_aes(const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f)
-        return -1;
+        return -errno;
     int has = 0;
     char line[4096];
     while (fgets(line, sizeof line, f)) {
@@ -374,7 +374,7 @@ static int version_rank(const char *v)
     for (int i = 0; versions[i]; i++)
         if (strcmp(versions[i], v) == 0)
             return i;
-    return -1;
+    return -ENOENT;
 }
 
 json_t *tls_policy_normalize(json_t *in, char **err)
@@ -551,7 +551,7 @@ static char *token_at(const char *prio, size_t pos)
     return xstrndup(p, q ? (size_t)(q - p) : strlen(p));
 }
 
-/* Find token @p tok (without +/-/!) in @p prio; its offset or -1. */
+/* Find token @p tok (without +/-/!) in @p prio; its offset or -ENOENT. */
 static long find_token(const char *prio, const char *tok)
 {
     size_t n = strlen(tok);
@@ -561,7 +561,7 @@ static long find_token(const char *prio, const char *tok)
         if (start && end)
             return (long)(p - prio) - (p > prio && p[-1] != ':' ? 1 : 0);
     }
-    return -1;
+    return -ENOENT;
 }
 
 int tls_policy_check_priority(const char *prio, gnutls_priority_t *out, char **err)
@@ -571,7 +571,7 @@ int tls_policy_check_priority(const char *prio, gnutls_priority_t *out, char **e
     *err = NULL;
     if (!prio || !*prio) {
         *err = xstrdup("priority string is empty");
-        return -1;
+        return -EINVAL;
     }
     int r = gnutls_priority_init(&p, prio, &epos);
     if (r == GNUTLS_E_INVALID_REQUEST && epos && epos >= prio) {
@@ -579,15 +579,15 @@ int tls_policy_check_priority(const char *prio, gnutls_priority_t *out, char **e
         char *tok = token_at(prio, pos);
         *err = xasprintf("priority string: invalid token '%s' at position %zu", tok, pos);
         free(tok);
-        return -1;
+        return -EINVAL;
     }
     if (r == GNUTLS_E_NO_PRIORITIES_WERE_SET) {
         *err = xstrdup("priority string leaves no usable protocol or cipher suite");
-        return -1;
+        return -EINVAL;
     }
     if (r < 0) {
         *err = xasprintf("priority string: %s", gnutls_strerror(r));
-        return -1;
+        return -EINVAL;
     }
     const unsigned *l;
     int n = gnutls_priority_cipher_list(p, &l);
@@ -635,7 +635,7 @@ int tls_policy_check_priority(const char *prio, gnutls_priority_t *out, char **e
     return 0;
 fail:
     gnutls_priority_deinit(p);
-    return -1;
+    return -EINVAL;
 }
 
 char *tls_policy_compile(json_t *policy, gnutls_priority_t *out, char **err)

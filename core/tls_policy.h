@@ -30,7 +30,7 @@
 /* A new policy equal to preset @p name, or NULL for an unknown name. */
 /* Whether the CPU has AES instructions (read once from /proc/cpuinfo). */
 bool tls_policy_cpu_has_aes(void);
-/* 1 when the cpuinfo file at @p path lists "aes", 0 when not, -1 unreadable. */
+/* 1 when the cpuinfo file at @p path lists "aes", 0 when not, -errno unreadable. */
 int tls_policy_cpuinfo_has_aes(const char *path);
 json_t *tls_policy_preset(const char *name);
 /*
@@ -70,7 +70,7 @@ char *tls_policy_compile(json_t *policy, gnutls_priority_t *out, char **err);
 /*
  * Validate a raw priority string: gnutls_priority_init, then refuse what is
  * never allowed (SSL 3.0, RC4, 3DES, NULL ciphers, export) and strings that
- * leave nothing usable.  0, or -1 with *err ("... 'BOGUS' at position 7").
+ * leave nothing usable.  0, or -EINVAL with *err ("... 'BOGUS' at position 7").
  */
 int tls_policy_check_priority(const char *prio, gnutls_priority_t *out, char **err);
 

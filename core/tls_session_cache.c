@@ -1,4 +1,5 @@
 /* TLS 1.2 session cache (see tls_session_cache.h). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -118,7 +119,7 @@ int tls_session_cache_store(void *ptr, gnutls_datum_t key, gnutls_datum_t data)
 {
     struct tls_session_cache *c = ptr;
     if (!c || key.size == 0 || key.size > KEY_MAX || data.size == 0 || data.size > DATA_MAX)
-        return -1;
+        return -EINVAL;
     struct entry *e = xcalloc(1, sizeof(*e));
     memcpy(e->key, key.data, key.size);
     e->key_len = key.size;
@@ -172,14 +173,14 @@ int tls_session_cache_remove(void *ptr, gnutls_datum_t key)
 {
     struct tls_session_cache *c = ptr;
     if (!c || key.size == 0 || key.size > KEY_MAX)
-        return -1;
+        return -EINVAL;
     pthread_mutex_lock(&c->lock);
     struct entry **pp = find(c, key.data, key.size);
     bool found = *pp != NULL;
     if (found)
         drop(c, pp);
     pthread_mutex_unlock(&c->lock);
-    return found ? 0 : -1;
+    return found ? 0 : -ENOENT;
 }
 
 size_t tls_session_cache_count(struct tls_session_cache *c)

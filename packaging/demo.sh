@@ -16,4 +16,5 @@ make -j"$(nproc)" >build.log 2>&1 || { tail -40 build.log; exit 1; }
 echo "tlsbox demo: https://localhost:8443/  (state in $state)"
 echo "  trust its CA:  $PWD/cli/tlsboxctl --state-dir $state cert root > tlsbox-root.pem"
 echo "  status:        $PWD/cli/tlsboxctl --state-dir $state status"
-exec ./core/tlsboxd --state-dir "$state" --plugin-dir build-plugins --demo --foreground
+exec ./core/tlsboxd --state-dir "$state" --plugin-dir build-plugins --data-dir build-data \
+    --demo --foreground

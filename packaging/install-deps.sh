@@ -11,7 +11,7 @@ APT="apt-get -o DPkg::Lock::Timeout=600 -y --no-install-recommends"
 
 BUILD="build-essential autoconf automake libtool pkg-config
   libgnutls28-dev libnghttp2-dev libmicrohttpd-dev libsqlite3-dev
-  libcurl4-gnutls-dev libjansson-dev"
+  libcurl4-gnutls-dev libjansson-dev libgmp-dev"
 
 # Real clients and peers the tests start themselves; clang for the second
 # compiler and the sanitizer runtime; clang-format for the format check.
@@ -20,7 +20,10 @@ TEST="clang libclang-rt-14-dev clang-format
   procps iproute2 python3 jq bc
   testssl.sh
   pebble certbot
-  nginx h2o"
+  nginx h2o
+  chromium chromium-driver python3-selenium
+  libjs-chart.js"
+# (libjs-chart.js is also a run-time dependency: the admin UI serves its Chart.js.)
 
 # packaging/build-deb.sh and packaging/check-*.sh (make check-package): the
 # arm64 cross build, a bookworm root file system booted under qemu-user.

@@ -1,7 +1,9 @@
 # Test plugins (never installed) and the core's own tests.
 TEST_PLUGIN_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared -rpath /nowhere
 check_LTLIBRARIES += tests/plugins/bad_major.la tests/plugins/newer_minor.la \
-	tests/plugins/no_symbol.la tests/plugins/fail_start.la
+	tests/plugins/no_symbol.la tests/plugins/fail_start.la \
+	tests/plugins/abi10.la tests/plugins/bad_schema.la \
+	tests/plugins/rogue.la tests/plugins/rogue_schema.la
 tests_plugins_bad_major_la_SOURCES = tests/plugins/bad_major.c
 tests_plugins_bad_major_la_CFLAGS = $(PLUGIN_CFLAGS)
 tests_plugins_bad_major_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
@@ -14,8 +16,27 @@ tests_plugins_no_symbol_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 tests_plugins_fail_start_la_SOURCES = tests/plugins/fail_start.c
 tests_plugins_fail_start_la_CFLAGS = $(PLUGIN_CFLAGS)
 tests_plugins_fail_start_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_abi10_la_SOURCES = tests/plugins/abi10.c
+tests_plugins_abi10_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_plugins_abi10_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_bad_schema_la_SOURCES = tests/plugins/bad_schema.c
+tests_plugins_bad_schema_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_plugins_bad_schema_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_rogue_la_SOURCES = tests/plugins/rogue.c
+tests_plugins_rogue_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_plugins_rogue_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_rogue_schema_la_SOURCES = tests/plugins/rogue_schema.c
+tests_plugins_rogue_schema_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_plugins_rogue_schema_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 
-check_PROGRAMS += tests/unit/core/plugin_loader_test tests/unit/core/api_test
+check_PROGRAMS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
+	tests/unit/core/plugin_schema_test tests/unit/core/admin_test
+tests_unit_core_plugin_schema_test_SOURCES = tests/unit/core/plugin_schema_test.c
+tests_unit_core_plugin_schema_test_CFLAGS = $(CORE_CFLAGS)
+tests_unit_core_plugin_schema_test_LDADD = core/libtlsboxcore.la
+tests_unit_core_admin_test_SOURCES = tests/unit/core/admin_test.c
+tests_unit_core_admin_test_CFLAGS = $(CORE_CFLAGS)
+tests_unit_core_admin_test_LDADD = core/libtlsboxcore.la
 tests_unit_core_plugin_loader_test_SOURCES = tests/unit/core/plugin_loader_test.c
 tests_unit_core_plugin_loader_test_CFLAGS = $(CORE_CFLAGS)
 tests_unit_core_plugin_loader_test_LDADD = core/libtlsboxcore.la
@@ -24,12 +45,24 @@ tests_unit_core_api_test_CFLAGS = $(CORE_CFLAGS)
 tests_unit_core_api_test_LDADD = core/libtlsboxcore.la
 
 TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
+	tests/unit/core/plugin_schema_test tests/unit/core/admin_test \
 	tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh \
 	tests/integration/12_pdk_out_of_tree.sh \
-	tests/integration/13_privdrop.sh
+	tests/integration/13_plugin_schema.sh \
+	tests/integration/13_privdrop.sh \
+	tests/integration/14_plugin_store_guard.sh \
+	tests/integration/15_store_upgrade.sh \
+	tests/integration/16_core_names_no_plugin.sh \
+	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
+	tests/integration/62_webui_no_inline.sh
 EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh tests/integration/12_pdk_out_of_tree.sh \
+	tests/integration/13_plugin_schema.sh tests/integration/14_plugin_store_guard.sh \
+	tests/integration/15_store_upgrade.sh tests/fixtures/store_schema1.sql \
+	tests/integration/16_core_names_no_plugin.sh \
+	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
+	tests/integration/62_webui_no_inline.sh tests/webui/check-no-inline.sh tests/ui/admin_ui.py \
 	tests/integration/13_privdrop.sh
 include tests/perf/local.mk
 include tests/fuzz/local.mk

@@ -8,8 +8,14 @@
  *     if (TLSBOX_HOST_HAS(host, cert_install)) ...
  *
  * Conventions for every call below:
- *  - Functions returning int return 0 on success and a negative errno on
- *    failure, unless said otherwise.
+ *  - Return values, the one rule of the kit and of the core (a plugin's
+ *    hooks and callbacks follow it too): a function returning a number
+ *    returns 0, or a count or id (>= 0), on success and a negative errno on
+ *    failure: -EINVAL bad input, -ENOENT no such thing, -EEXIST already
+ *    there, -EIO the store or a library failed, -EPROTO a version that does
+ *    not fit, -ENOMEM out of memory, or another errno that says what went
+ *    wrong.  Never -1, never an HTTP status (those go in the reply).  Where
+ *    a message is wanted it comes in a "char **err" (caller frees).
  *  - Strings passed in are borrowed for the duration of the call; the core
  *    copies what it keeps.  Strings returned as "char *" are owned by the
  *    caller and freed with free().
@@ -160,7 +166,8 @@ struct tlsbox_host {
     bool (*setting_get_bool)(struct tlsbox_plugin *self, const char *key, bool dflt);
     /**
      * Validate and store a value.  On refusal returns -EINVAL and sets *err to
-     * a message naming key, value and rule (caller frees); nothing is written.
+     * a message naming key, value and rule (caller frees); -EIO (*err set)
+     * when the store fails.  Nothing is written on failure.
      * Not from a site worker (it writes SQLite).
      */
     int (*setting_set)(struct tlsbox_plugin *self, const char *key, const char *value, char **err);
@@ -172,6 +179,16 @@ struct tlsbox_host {
      * One connection per thread; close it with store_close on the same thread.
      * Write in "BEGIN IMMEDIATE" transactions.  Never from a site worker.
      * Returns NULL on failure (logged).
+     *
+     * Since ABI 1.1 the connection may read every table but may write, or
+     * change the schema of, only the plugin's own tables ("<plugin>_...",
+     * see struct tlsbox_migration): any other write fails to prepare with
+     * SQLITE_AUTH ("not authorized") and the core logs one line naming the
+     * plugin and the table.  ATTACH and pragmas that set a value are refused
+     * too, and reading the core's secret columns (private keys, ticket keys,
+     * password hashes, session tokens).  Core data (certificates, settings)
+     * is read and changed through host calls; its tables are not part of the
+     * ABI.
      */
     sqlite3 *(*store_open)(struct tlsbox_plugin *self);
     /** Close a connection from store_open. */
@@ -306,7 +323,76 @@ struct tlsbox_host {
      */
     int (*cert_install)(struct tlsbox_plugin *self, const struct tlsbox_cert_install *in,
                         char **err);
+
+    /* ---- ABI 1.1: reading certificates ---------------------------------- */
+    /*
+     * The certificates table belongs to the core: plugins read it through
+     * these calls (their store connections may not write it, and its layout
+     * is not part of the ABI).  Neither call ever returns key material.
+     */
+
+    /**
+     * Every stored certificate as a JSON array (caller frees), each element
+     * {"name", "sans": [..], "key_type", "issuer", "serial", "not_before",
+     * "not_after", "days_left", "source", "status", "ari_id"} (times in Unix
+     * seconds; ari_id may be null), or NULL on a store error (logged).  Not
+     * from a site worker (it reads SQLite).
+     */
+    char *(*cert_list)(struct tlsbox_plugin *self);
+    /**
+     * One certificate by store name: its chain (leaf first, PEM) in
+     * *chain_pem and, when @p info_json is not NULL, its list element (as in
+     * cert_list) in *info_json; both caller-freed.  Returns 0, -ENOENT when no
+     * certificate has that name, or -EIO.  Not from a site worker.
+     */
+    int (*cert_get)(struct tlsbox_plugin *self, const char *name, char **chain_pem,
+                    char **info_json);
+
+    /* ---- ABI 1.1: Diffie-Hellman parameters ----------------------------- */
+    /*
+     * The DH parameters the TLS bundle serves to TLS 1.2 DHE clients belong
+     * to the core (table tls_dh): a plugin hands them over here.  TLS 1.3
+     * always uses the policy's FFDHE groups; and when the policy lists any,
+     * GnuTLS uses the first of them for TLS 1.2 DHE too, so stored
+     * parameters serve clients only under a policy without FFDHE groups
+     * (dh_served says which: "stored_used").
+     */
+
+    /**
+     * Serve the PKCS#3 parameters in @p pem ("-----BEGIN DH PARAMETERS-----",
+     * as written by `openssl dhparam` or GnuTLS), labelled @p source
+     * ([a-z0-9_-]{1,32}, e.g. "generated", "import"), or with @p pem NULL go
+     * back to the RFC 7919 groups.  The parameters are checked first: a
+     * prime of 2048 to 8192 bits that passes a primality test, a generator
+     * in 2..p-2, a PEM GnuTLS imports, no private key in the text.  On refusal returns -EINVAL and
+     * sets *err (caller frees) to a message saying what is wrong; nothing is written.  Otherwise
+     * stores them in one transaction (replacing the previous ones), publishes "dh.changed" and
+     * returns the prime's size in bits (0 for pem NULL); when the core holds these already (same
+     * fingerprint and source) nothing is written and no event published.
+     * With TLSBOX_DH_CHECK_ONLY in @p flags only checks (returns the bits;
+     * nothing stored, no event).  The bundle serves the parameters when the
+     * policy's dh_mode is "auto" (the default) and its groups list no FFDHE
+     * group (see above).  Not from a site worker (it writes SQLite).
+     */
+    int (*dh_set)(struct tlsbox_plugin *self, const char *pem, const char *source, unsigned flags,
+                  char **err);
+    /**
+     * What the current bundle serves, as a JSON object (caller frees), or
+     * NULL before the first bundle: {"source": "rfc7919"|"off"|<dh_set
+     * source>, "group": "ffdhe3072" or null, "bits", "fingerprint",
+     * "policy_min_bits", "policy_groups" (the policy lists FFDHE groups),
+     * "dhe_tls12" (the policy enables TLS 1.2 DHE suites), "ffdhe_tls13"
+     * (TLS 1.3 with FFDHE groups), "tls13_groups": [..], "stored": the
+     * parameters given to dh_set {"source", "bits", "fingerprint", "set_at"}
+     * or null, "stored_used" (they are what TLS 1.2 DHE gets), "bundle":
+     * generation}; "source" .. "fingerprint" describe what TLS 1.2 DHE
+     * clients get.  Any thread, lock-free, no I/O.
+     */
+    char *(*dh_served)(struct tlsbox_plugin *self);
 };
+
+/** dh_set flag: check the parameters only (nothing stored, no event). */
+#define TLSBOX_DH_CHECK_ONLY 1u
 
 /** True when the core's host table has member @p field (a newer core may have more). */
 #define TLSBOX_HOST_HAS(host, field)                                                               \

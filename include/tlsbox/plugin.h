@@ -8,6 +8,28 @@
  *                 init/start/stop/fini; host table with log, settings, store,
  *                 events, jobs, timers, metrics, admin API routes, site HTTP
  *                 routes, TLS bundle access and certificate install.
+ *   1.1  2026-12  Descriptor: .migrations (the plugin's own tables, applied by
+ *                 the core at load in one transaction, version per plugin in
+ *                 the core table plugin_schema; a failing step fails only
+ *                 that plugin; a downgrade is refused) and .demo_settings
+ *                 (defaults for tlsboxd --demo, "${state_dir}"/"${datadir}"
+ *                 expanded); TLSBOX_DESC_HAS() guards reads of both.
+ *                 Host: cert_list and cert_get (the certificates table is
+ *                 the core's: read it through these, never with SQL).
+ *                 Rule now enforced: a connection from store_open (and a
+ *                 migration) writes only tables named "<plugin>_..."; any
+ *                 other write fails with SQLITE_AUTH and one log line.
+ *                 One return convention for every call and hook (0 or a
+ *                 count, else a negative errno; see <tlsbox/host.h>);
+ *                 setting_set may now return -EIO (store failure).
+ *                 New headers: <tlsbox/xalloc.h> (inline checked allocation
+ *                 and wiping frees) and <tlsbox/mock_host.h> with the static
+ *                 library libtlsbox-mockhost.a (pkg-config variable
+ *                 mockhost_libs) for plugins' unit tests.
+ *                 Host: dh_set and dh_served (the DH parameters the TLS
+ *                 bundle serves; the core table tls_dh replaces the old
+ *                 schema's placeholder dh_params).
+ *                 A 1.0 plugin loads and runs unchanged.
  *
  * A plugin is one shared object exporting exactly one symbol, the constant
  * descriptor made by TLSBOX_PLUGIN().  Everything else in the plugin is static.
@@ -19,7 +41,8 @@
  * Threading: every hook is called on the daemon's main thread, one plugin at a
  * time, in load order for init/start and in reverse order for stop/fini.
  *
- * Example:
+ * Example (doc/plugin-guide.md walks through a whole plugin, with a table,
+ * a timer and a unit test):
  *
  *     static const struct tlsbox_setting_def settings[] = {
  *         {.key = "greeting", .type = TLSBOX_SETTING_STRING,
@@ -35,6 +58,7 @@
 #ifndef TLSBOX_PLUGIN_H
 #define TLSBOX_PLUGIN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -44,7 +68,7 @@ extern "C" {
 /** ABI major: a plugin built with another major is refused. */
 #define TLSBOX_ABI_MAJOR 1
 /** ABI minor: a plugin built with a newer minor than the core's is refused. */
-#define TLSBOX_ABI_MINOR 0
+#define TLSBOX_ABI_MINOR 1
 
 /** Name of the one symbol every plugin exports. */
 #define TLSBOX_PLUGIN_SYMBOL "tlsbox_plugin_descriptor"
@@ -94,6 +118,54 @@ struct tlsbox_setting_def {
     }
 
 /**
+ * One step of a plugin's schema (ABI 1.1).  A plugin lists its steps in order,
+ * oldest first, and never edits or removes a step that has shipped: the
+ * schema version of a plugin is the number of its steps the store has applied.
+ *
+ * At load the core applies the steps the store has not seen yet, all in one
+ * transaction together with the new version number: either every pending step
+ * lands or none does.  A failing step leaves the store exactly as it was, and
+ * the plugin is marked failed (one log line names the plugin, the step and
+ * SQLite's message); the daemon goes on without it.  A store that records a
+ * newer version for the plugin than the plugin has steps (a downgrade) is
+ * refused for that plugin only.
+ *
+ * Tables, indexes, views and triggers a plugin creates must be named
+ * "<plugin name>_..." (e.g. "acme_orders"): the core refuses, on the
+ * connections it hands the plugin, any write to a table the plugin does not
+ * own.  The SQL is borrowed for the plugin's whole life (static const data).
+ */
+struct tlsbox_migration {
+    const char *name; /**< short name for logs, e.g. "0001_init" */
+    const char *sql;  /**< one or more SQL statements */
+};
+
+/** Ends a migrations table. */
+#define TLSBOX_MIGRATIONS_END                                                                      \
+    {                                                                                              \
+        .name = 0                                                                                  \
+    }
+
+/**
+ * A setting value (ABI 1.1): in .demo_settings, what the daemon uses instead
+ * of the declared default when it runs in demo mode (tlsboxd --demo: no root,
+ * unprivileged ports, a throwaway state directory).  @c key is the plugin's
+ * own key ("https_port").  In @c value, "${state_dir}" is replaced by the
+ * daemon's state directory and "${datadir}" by the installed data directory
+ * (e.g. /usr/share/tlsbox).  Values stored by a person still win.
+ */
+struct tlsbox_setting_value {
+    const char *key;   /**< the plugin's own setting key */
+    const char *value; /**< text form; must be valid for the setting */
+};
+
+/** Ends a list of setting values. */
+#define TLSBOX_VALUES_END                                                                          \
+    {                                                                                              \
+        .key = 0                                                                                   \
+    }
+
+/**
  * The descriptor.  Build it with TLSBOX_PLUGIN(); never write the ABI fields
  * by hand.
  */
@@ -127,7 +199,27 @@ struct tlsbox_plugin_desc {
     void (*stop)(void *state);
     /** Free the state.  May be NULL. */
     void (*fini)(void *state);
+
+    /* ---- ABI 1.1 -------------------------------------------------------- */
+
+    /**
+     * The plugin's schema steps, oldest first, ended by TLSBOX_MIGRATIONS_END;
+     * NULL for a plugin without tables.  See struct tlsbox_migration.
+     */
+    const struct tlsbox_migration *migrations;
+    /**
+     * Values used instead of the defaults in demo mode, ended by
+     * TLSBOX_VALUES_END; NULL for none.  See struct tlsbox_setting_value.
+     */
+    const struct tlsbox_setting_value *demo_settings;
 };
+
+/**
+ * True when descriptor @p d (built against any 1.x kit) has member @p field:
+ * the core reads a field added in a later minor only through this.
+ */
+#define TLSBOX_DESC_HAS(d, field)                                                                  \
+    ((d)->size >= offsetof(struct tlsbox_plugin_desc, field) + sizeof((d)->field))
 
 #if defined(__GNUC__)
 #define TLSBOX_EXPORT __attribute__((visibility("default")))

@@ -76,7 +76,7 @@ static const struct tlsbox_setting_def acme_settings[] = {
 static char *acme_setting(struct acme *a, const char *key)
 {
     char *v = a->host->setting_get(a->self, key);
-    return v ? v : acme_xstrdup("");
+    return v ? v : tlsbox_xstrdup("");
 }
 
 void acme_conf_load(struct acme *a, struct acme_conf *conf)
@@ -85,10 +85,10 @@ void acme_conf_load(struct acme *a, struct acme_conf *conf)
     char *dir = acme_setting(a, "directory");
     if (strcmp(dir, "production") == 0 || !*dir) {
         free(dir);
-        dir = acme_xstrdup(ACME_LE_PRODUCTION);
+        dir = tlsbox_xstrdup(ACME_LE_PRODUCTION);
     } else if (strcmp(dir, "staging") == 0) {
         free(dir);
-        dir = acme_xstrdup(ACME_LE_STAGING);
+        dir = tlsbox_xstrdup(ACME_LE_STAGING);
     }
     conf->directory = dir;
     char *list = acme_setting(a, "domains"), *save = NULL;
@@ -97,8 +97,8 @@ void acme_conf_load(struct acme *a, struct acme_conf *conf)
             tok++;
         if (!*tok)
             continue;
-        conf->domains = acme_xrealloc(conf->domains, (conf->ndomains + 1) * sizeof(char *));
-        conf->domains[conf->ndomains++] = acme_xstrdup(tok);
+        conf->domains = tlsbox_xrealloc(conf->domains, (conf->ndomains + 1) * sizeof(char *));
+        conf->domains[conf->ndomains++] = tlsbox_xstrdup(tok);
     }
     free(list);
     conf->email = acme_setting(a, "email");
@@ -121,7 +121,7 @@ void acme_conf_free(struct acme_conf *conf)
     free(conf->key_type);
     free(conf->profile);
     free(conf->eab_kid);
-    acme_wipe_free_str(conf->eab_hmac);
+    tlsbox_wipe_free_str(conf->eab_hmac);
     free(conf->ca_file);
     free(conf->preferred_chain);
     memset(conf, 0, sizeof(*conf));
@@ -132,9 +132,9 @@ void acme_conf_free(struct acme_conf *conf)
 void acme_chal_put(void *arg, const char *token, const char *key_auth)
 {
     struct acme *a = arg;
-    char *t = acme_xstrdup(token), *k = acme_xstrdup(key_auth);
+    char *t = tlsbox_xstrdup(token), *k = tlsbox_xstrdup(key_auth);
     pthread_mutex_lock(&a->chal_lock);
-    a->chal = acme_xrealloc(a->chal, (a->nchal + 1) * sizeof(*a->chal));
+    a->chal = tlsbox_xrealloc(a->chal, (a->nchal + 1) * sizeof(*a->chal));
     a->chal[a->nchal].token = t;
     a->chal[a->nchal].key_auth = k;
     a->nchal++;
@@ -172,7 +172,7 @@ static int acme_on_challenge(void *arg, const char *method, const char *path,
     pthread_mutex_lock(&a->chal_lock);
     for (size_t i = 0; i < a->nchal; i++) {
         if (strlen(a->chal[i].token) == tl && memcmp(a->chal[i].token, token, tl) == 0) {
-            answer = acme_xstrdup(a->chal[i].key_auth);
+            answer = tlsbox_xstrdup(a->chal[i].key_auth);
             break;
         }
     }
@@ -185,7 +185,7 @@ static int acme_on_challenge(void *arg, const char *method, const char *path,
     } else {
         /* Ours alone: an unknown token is a 404, never a redirect to HTTPS. */
         reply->status = 404;
-        reply->body = acme_xstrdup("no such challenge\n");
+        reply->body = tlsbox_xstrdup("no such challenge\n");
         reply->body_len = strlen(reply->body);
     }
     return 0;
@@ -204,14 +204,14 @@ static void acme_on_settings(void *arg, const char *event, const char *data)
 
 static int acme_init(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state)
 {
-    struct acme *a = acme_xcalloc(1, sizeof(*a));
+    struct acme *a = tlsbox_xcalloc(1, sizeof(*a));
     a->self = self;
     a->host = host;
     pthread_mutex_init(&a->chal_lock, NULL);
     pthread_mutex_init(&a->run_lock, NULL);
     pthread_mutex_init(&a->wake_lock, NULL);
     pthread_mutex_init(&a->status_lock, NULL);
-    a->status_json = acme_xstrdup("{\"state\":\"starting\"}");
+    a->status_json = tlsbox_xstrdup("{\"state\":\"starting\"}");
     a->check_minutes = (long)host->setting_get_int(self, "renew_check_minutes", 10);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         host->log(self, TLSBOX_LOG_ERR, "libcurl did not initialise");
@@ -288,4 +288,4 @@ static void acme_fini(void *state)
 TLSBOX_PLUGIN(.name = "acme", .version = PACKAGE_VERSION,
               .description = "Certificates from an ACME CA (RFC 8555), renewed by themselves",
               .settings = acme_settings, .init = acme_init, .start = acme_start, .stop = acme_stop,
-              .fini = acme_fini);
+              .fini = acme_fini, .migrations = acme_migrations);

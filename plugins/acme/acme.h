@@ -21,19 +21,11 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include <tlsbox/xalloc.h>
+
 /* ---- acme_util.c --------------------------------------------------------- */
 
-void *acme_xmalloc(size_t n);
-void *acme_xcalloc(size_t nmemb, size_t size);
-void *acme_xrealloc(void *p, size_t n);
-char *acme_xstrdup(const char *s);
-char *acme_xstrndup(const char *s, size_t n);
-char *acme_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-char *acme_xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
-/* Overwrite @p n bytes so the compiler cannot drop it. */
-void acme_wipe(void *p, size_t n);
-/* Wipe a NUL-terminated string, then free it.  NULL is fine. */
-void acme_wipe_free_str(char *s);
+/* Checked allocation and wiping frees: the kit's <tlsbox/xalloc.h>. */
 
 /*
  * What went wrong in an ACME attempt: the step ("directory", "account",
@@ -69,7 +61,7 @@ int acme_ecdsa_der_to_rs(const gnutls_datum_t *der, size_t half, unsigned char *
 
 /* Generate a key: "ecdsa-p256", "ecdsa-p384", "rsa-2048", "rsa-3072". */
 int acme_key_generate(const char *key_type, gnutls_privkey_t *out);
-/* PKCS#8 PEM (unencrypted).  *pem is malloc'd; wipe it with acme_wipe_free_str. */
+/* PKCS#8 PEM (unencrypted).  *pem is malloc'd; wipe it with tlsbox_wipe_free_str. */
 int acme_key_export_pem(gnutls_privkey_t key, char **pem);
 int acme_key_import_pem(const char *pem, gnutls_privkey_t *out);
 
@@ -225,9 +217,7 @@ struct acme_cert_row {
     time_t not_before, not_after;
 };
 void acme_cert_row_free(struct acme_cert_row *c);
-/* The installed certificate @p name, or -ENOENT. */
-int acme_store_cert(sqlite3 *db, const char *name, struct acme_cert_row *out);
-/* plugin_kv under plugin "acme". */
+/* acme_kv: small values (cached ARI windows, revoked serials). */
 int acme_store_kv_get(sqlite3 *db, const char *key, char **value);
 int acme_store_kv_put(sqlite3 *db, const char *key, const char *value);
 

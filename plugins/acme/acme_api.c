@@ -14,7 +14,7 @@ static void api_status(void *arg, const struct tlsbox_api_request *req,
     struct acme *a = arg;
     (void)req;
     pthread_mutex_lock(&a->status_lock);
-    reply->body = acme_xstrdup(a->status_json);
+    reply->body = tlsbox_xstrdup(a->status_json);
     pthread_mutex_unlock(&a->status_lock);
     reply->status = 200;
 }
@@ -46,7 +46,7 @@ static void api_renew(void *arg, const struct tlsbox_api_request *req,
     json_decref(b);
     acme_run_submit(a, force, true);
     reply->status = 202;
-    reply->body = acme_xasprintf("{\"queued\":true,\"force\":%s}", force ? "true" : "false");
+    reply->body = tlsbox_xasprintf("{\"queued\":true,\"force\":%s}", force ? "true" : "false");
 }
 
 /* A certificate name this plugin manages (the first domain, or it plus "-rsa"). */
@@ -56,7 +56,7 @@ static bool api_is_ours(struct acme *a, const char *name)
     acme_conf_load(a, &conf);
     bool ours = false;
     if (conf.ndomains) {
-        char *rsa = acme_xasprintf("%s-rsa", conf.domains[0]);
+        char *rsa = tlsbox_xasprintf("%s-rsa", conf.domains[0]);
         ours = strcmp(name, conf.domains[0]) == 0 || strcmp(name, rsa) == 0;
         free(rsa);
     }

@@ -18,7 +18,7 @@ int acme_csr_make(gnutls_privkey_t key, const char *const *domains, size_t n, ch
     const char *what = "init";
 
     if (n == 0) {
-        *err = acme_xstrdup("CSR: no domain names");
+        *err = tlsbox_xstrdup("CSR: no domain names");
         return -EINVAL;
     }
     if ((r = gnutls_x509_crq_init(&crq)) < 0 || (r = gnutls_pubkey_init(&pub)) < 0)
@@ -55,7 +55,7 @@ int acme_csr_make(gnutls_privkey_t key, const char *const *domains, size_t n, ch
     ret = 0;
 out:
     if (ret < 0)
-        *err = acme_xasprintf("CSR %s: %s", what, gnutls_strerror(r));
+        *err = tlsbox_xasprintf("CSR %s: %s", what, gnutls_strerror(r));
     gnutls_free(der.data);
     if (pub)
         gnutls_pubkey_deinit(pub);

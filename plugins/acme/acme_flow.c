@@ -18,7 +18,7 @@
 void acme_issued_free(struct acme_issued *is)
 {
     free(is->chain_pem);
-    acme_wipe_free_str(is->key_pem);
+    tlsbox_wipe_free_str(is->key_pem);
     memset(is, 0, sizeof(*is));
 }
 
@@ -98,7 +98,7 @@ int acme_flow_account(struct acme_client *c, sqlite3 *db, const struct acme_acco
     payload = json_object();
     json_object_set_new(payload, "termsOfServiceAgreed", json_boolean(a->agree_tos));
     if (a->email && *a->email) {
-        char *m = acme_xasprintf("mailto:%s", a->email);
+        char *m = tlsbox_xasprintf("mailto:%s", a->email);
         json_object_set_new(payload, "contact", json_pack("[s]", m));
         free(m);
     }
@@ -126,13 +126,13 @@ int acme_flow_account(struct acme_client *c, sqlite3 *db, const struct acme_acco
         ret = -EPROTO;
         goto out;
     }
-    c->kid = acme_xstrdup(r.location);
+    c->kid = tlsbox_xstrdup(r.location);
     if (!url || strcmp(url, r.location) != 0)
         acme_store_account_set_url(db, id, r.location);
 out:
     if (key)
         gnutls_privkey_deinit(key);
-    acme_wipe_free_str(key_pem);
+    tlsbox_wipe_free_str(key_pem);
     free(url);
     json_decref(payload);
     acme_resp_free(&r);
@@ -207,12 +207,12 @@ static int flow_new_order(struct acme_client *c, sqlite3 *db, const struct acme_
         return -EPROTO;
     }
     free(o->order_url);
-    o->order_url = acme_xstrdup(r->location);
+    o->order_url = tlsbox_xstrdup(r->location);
     const char *fin = json_string_value(json_object_get(r->json, "finalize"));
     free(o->finalize_url);
-    o->finalize_url = fin ? acme_xstrdup(fin) : NULL;
+    o->finalize_url = fin ? tlsbox_xstrdup(fin) : NULL;
     free(o->status);
-    o->status = acme_xstrdup("pending");
+    o->status = tlsbox_xstrdup("pending");
     acme_store_order_update(db, o);
     flow_step(req, "order");
     return 0;
@@ -261,8 +261,8 @@ struct flow_tokens {
 
 static void flow_tokens_add(struct flow_tokens *t, const char *token)
 {
-    t->v = acme_xrealloc(t->v, (t->n + 1) * sizeof(*t->v));
-    t->v[t->n++] = acme_xstrdup(token);
+    t->v = tlsbox_xrealloc(t->v, (t->n + 1) * sizeof(*t->v));
+    t->v[t->n++] = tlsbox_xstrdup(token);
 }
 
 static void flow_tokens_withdraw(struct flow_tokens *t, const struct acme_order_req *req)
@@ -283,7 +283,7 @@ static int flow_authorizations(struct acme_client *c, const struct acme_order_re
     size_t n = json_array_size(urls), i;
     struct acme_resp r = {0};
     int ret = 0;
-    bool *waiting = acme_xcalloc(n ? n : 1, sizeof(bool));
+    bool *waiting = tlsbox_xcalloc(n ? n : 1, sizeof(bool));
 
     /* First answer every challenge, then poll: the CA validates the names in parallel. */
     json_array_foreach(urls, i, u)
@@ -309,7 +309,7 @@ static int flow_authorizations(struct acme_client *c, const struct acme_order_re
             ret = -ENOTSUP;
             goto out;
         }
-        char *ka = acme_xasprintf("%s.%s", token, c->thumbprint);
+        char *ka = tlsbox_xasprintf("%s.%s", token, c->thumbprint);
         flow_tokens_add(tokens, token);
         req->challenge_put(req->challenge_arg, token, ka);
         free(ka);
@@ -370,13 +370,13 @@ static int flow_finalize(struct acme_client *c, sqlite3 *db, const struct acme_o
         ret = -EPROTO;
         goto out;
     }
-    char *payload = acme_xasprintf("{\"csr\":\"%s\"}", csr);
+    char *payload = tlsbox_xasprintf("{\"csr\":\"%s\"}", csr);
     ret = acme_post(c, "finalize", o->finalize_url, payload, NULL, r, e);
     free(payload);
     if (ret < 0)
         goto out;
     free(o->status);
-    o->status = acme_xstrdup("processing");
+    o->status = tlsbox_xstrdup("processing");
     acme_store_order_update(db, o);
     flow_step(req, "finalize");
 out:
@@ -400,7 +400,7 @@ static char *flow_top_issuer_cn(const char *chain_pem)
     char *cn = NULL;
     if (gnutls_x509_crt_get_issuer_dn_by_oid(crts[n - 1], GNUTLS_OID_X520_COMMON_NAME, 0, 0, buf,
                                              &len) == 0)
-        cn = acme_xstrndup(buf, len);
+        cn = tlsbox_xstrndup(buf, len);
     for (unsigned i = 0; i < n; i++)
         gnutls_x509_crt_deinit(crts[i]);
     gnutls_free(crts);
@@ -476,7 +476,7 @@ static int flow_fetch_order(struct acme_client *c, struct acme_order_row *o, str
     const char *fin = json_string_value(json_object_get(r->json, "finalize"));
     if (fin && (!o->finalize_url || strcmp(fin, o->finalize_url) != 0)) {
         free(o->finalize_url);
-        o->finalize_url = acme_xstrdup(fin);
+        o->finalize_url = tlsbox_xstrdup(fin);
     }
     return 0;
 }
@@ -507,12 +507,12 @@ static int flow_order_row(struct acme_client *c, sqlite3 *db, const struct acme_
         goto out;
     }
     o->account_id = c->account_id;
-    o->cert_name = acme_xstrdup(req->cert_name);
+    o->cert_name = tlsbox_xstrdup(req->cert_name);
     o->domains = domains;
     domains = NULL;
-    o->key_type = acme_xstrdup(req->key_type);
-    o->status = acme_xstrdup("new");
-    o->replaces = req->replaces ? acme_xstrdup(req->replaces) : NULL;
+    o->key_type = tlsbox_xstrdup(req->key_type);
+    o->status = tlsbox_xstrdup("new");
+    o->replaces = req->replaces ? tlsbox_xstrdup(req->replaces) : NULL;
     if ((ret = acme_store_order_insert(db, o)) < 0)
         acme_err_set(e, "order", "tlsbox:store", "could not store the order");
 out:
@@ -611,9 +611,9 @@ again:
                 goto out;
             }
             free(o.cert_url);
-            o.cert_url = acme_xstrdup(cu);
+            o.cert_url = tlsbox_xstrdup(cu);
             free(o.status);
-            o.status = acme_xstrdup("valid");
+            o.status = tlsbox_xstrdup("valid");
             acme_store_order_update(db, &o);
             break;
         } else {
@@ -688,7 +688,7 @@ int acme_flow_revoke(struct acme_client *c, const char *chain_pem, int reason, s
         goto out;
     }
     char *b64 = acme_b64url(der.data, der.size);
-    char *payload = acme_xasprintf("{\"certificate\":\"%s\",\"reason\":%d}", b64, reason);
+    char *payload = tlsbox_xasprintf("{\"certificate\":\"%s\",\"reason\":%d}", b64, reason);
     free(b64);
     ret = acme_post(c, "revoke", url, payload, NULL, &r, e);
     free(payload);
@@ -711,7 +711,7 @@ int acme_flow_renewal_info(struct acme_client *c, const char *ari_id, time_t *ws
     if (!base)
         return -ENOTSUP;
     size_t bl = strlen(base);
-    char *url = acme_xasprintf("%s%s%s", base, bl && base[bl - 1] == '/' ? "" : "/", ari_id);
+    char *url = tlsbox_xasprintf("%s%s%s", base, bl && base[bl - 1] == '/' ? "" : "/", ari_id);
     snprintf(e->step, sizeof(e->step), "renewal-info");
     ret = acme_get(c, url, &r, e);
     if (ret < 0)

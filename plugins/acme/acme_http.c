@@ -33,7 +33,7 @@ static size_t http_on_body(char *ptr, size_t size, size_t nmemb, void *arg)
     size_t n = size * nmemb;
     if (r->len + n > HTTP_MAX_BODY)
         return 0;
-    r->body = acme_xrealloc(r->body, r->len + n + 1);
+    r->body = tlsbox_xrealloc(r->body, r->len + n + 1);
     memcpy(r->body + r->len, ptr, n);
     r->len += n;
     r->body[r->len] = '\0';
@@ -54,7 +54,7 @@ static char *http_header_value(const char *p, size_t n, const char *name)
     }
     while (n && (p[n - 1] == '\r' || p[n - 1] == '\n' || p[n - 1] == ' '))
         n--;
-    return acme_xstrndup(p, n);
+    return tlsbox_xstrndup(p, n);
 }
 
 static void http_add_link(struct acme_resp *r, const char *v)
@@ -65,7 +65,7 @@ static void http_add_link(struct acme_resp *r, const char *v)
         return;
     const char *end = strchr(v, '>');
     if (end)
-        r->alternates[r->nalternates++] = acme_xstrndup(v + 1, (size_t)(end - v - 1));
+        r->alternates[r->nalternates++] = tlsbox_xstrndup(v + 1, (size_t)(end - v - 1));
 }
 
 static size_t http_on_header(char *p, size_t size, size_t nmemb, void *arg)
@@ -127,8 +127,8 @@ int acme_client_init(struct acme_client *c, const char *directory_url, const cha
     c->curl = curl_easy_init();
     if (!c->curl)
         return -ENOMEM;
-    c->directory_url = acme_xstrdup(directory_url);
-    c->ca_file = ca_file && *ca_file ? acme_xstrdup(ca_file) : NULL;
+    c->directory_url = tlsbox_xstrdup(directory_url);
+    c->ca_file = ca_file && *ca_file ? tlsbox_xstrdup(ca_file) : NULL;
     c->max_bad_nonce = 30;
     return 0;
 }
@@ -186,7 +186,7 @@ static int http_do(struct acme_client *c, const char *step, const char *url, boo
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
     }
     if (accept) {
-        char *a = acme_xasprintf("Accept: %s", accept);
+        char *a = tlsbox_xasprintf("Accept: %s", accept);
         hdrs = curl_slist_append(hdrs, a);
         free(a);
     }
@@ -210,7 +210,7 @@ static int http_do(struct acme_client *c, const char *step, const char *url, boo
         r->json = json_loadb(r->body, r->len, 0, NULL);
     if (r->nonce) {
         free(c->nonce);
-        c->nonce = acme_xstrdup(r->nonce);
+        c->nonce = tlsbox_xstrdup(r->nonce);
     }
     return 0;
 }
@@ -227,7 +227,7 @@ static int http_problem(const char *step, const char *url, struct acme_resp *r, 
         json_t *s0 = json_array_get(subs, 0);
         const char *sd = json_string_value(json_object_get(s0, "detail"));
         if (sd)
-            sub = acme_xasprintf(" (%s)", sd);
+            sub = tlsbox_xasprintf(" (%s)", sd);
     }
     if (type || detail)
         acme_err_set(e, step, type ? type : "about:blank", "%s%s", detail ? detail : "",
@@ -244,7 +244,7 @@ static int http_problem(const char *step, const char *url, struct acme_resp *r, 
 int acme_get(struct acme_client *c, const char *url_in, struct acme_resp *r, struct acme_err *e)
 {
     /* The URL may point into the previous response held by @p r, which is reset first. */
-    char *url = acme_xstrdup(url_in);
+    char *url = tlsbox_xstrdup(url_in);
     int ret = http_do(c, e && e->step[0] ? e->step : "get", url, false, NULL, NULL, r, e);
     if (ret == 0 && (r->status < 200 || r->status > 299))
         ret = http_problem(e && e->step[0] ? e->step : "get", url, r, e);
@@ -342,7 +342,7 @@ int acme_post(struct acme_client *c, const char *step, const char *url, const ch
               const char *accept, struct acme_resp *r, struct acme_err *e)
 {
     /* The URL may point into the previous response held by @p r, which is reset first. */
-    char *u = acme_xstrdup(url);
+    char *u = tlsbox_xstrdup(url);
     int ret = http_post(c, step, u, payload, accept, r, e);
     free(u);
     return ret;

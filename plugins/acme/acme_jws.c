@@ -16,7 +16,7 @@ static const char jws_b64_alphabet[] =
 char *acme_b64url(const void *data, size_t len)
 {
     const unsigned char *p = data;
-    char *out = acme_xmalloc(len / 3 * 4 + 5);
+    char *out = tlsbox_xmalloc(len / 3 * 4 + 5);
     size_t o = 0, i = 0;
     for (; i + 2 < len; i += 3) {
         unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
@@ -51,7 +51,7 @@ static int jws_b64_value(char c)
         return 62;
     if (c == '_' || c == '/')
         return 63;
-    return -1;
+    return -EINVAL;
 }
 
 int acme_b64url_decode(const char *s, unsigned char **out, size_t *out_len)
@@ -61,7 +61,7 @@ int acme_b64url_decode(const char *s, unsigned char **out, size_t *out_len)
         n--;
     if (n % 4 == 1)
         return -EINVAL;
-    unsigned char *buf = acme_xmalloc(n / 4 * 3 + 3);
+    unsigned char *buf = tlsbox_xmalloc(n / 4 * 3 + 3);
     size_t o = 0;
     unsigned acc = 0, bits = 0;
     for (size_t i = 0; i < n; i++) {
@@ -149,7 +149,7 @@ int acme_key_export_pem(gnutls_privkey_t key, char **pem)
         goto out;
     if (gnutls_x509_privkey_export2_pkcs8(xk, GNUTLS_X509_FMT_PEM, NULL, GNUTLS_PKCS_PLAIN, &d) < 0)
         goto out;
-    *pem = acme_xstrndup((const char *)d.data, d.size);
+    *pem = tlsbox_xstrndup((const char *)d.data, d.size);
     ret = 0;
 out:
     if (d.data) {
@@ -339,8 +339,8 @@ char *acme_jws(gnutls_privkey_t key, const char *kid, const char *nonce, const c
     json_decref(hdr);
     char *p64 = acme_b64url(hdr_text, strlen(hdr_text));
     free(hdr_text);
-    char *pl64 = payload ? acme_b64url(payload, strlen(payload)) : acme_xstrdup("");
-    char *input = acme_xasprintf("%s.%s", p64, pl64);
+    char *pl64 = payload ? acme_b64url(payload, strlen(payload)) : tlsbox_xstrdup("");
+    char *input = tlsbox_xasprintf("%s.%s", p64, pl64);
     char *sig = jws_sign(key, sign, half, input);
     free(input);
     char *out = NULL;
@@ -365,7 +365,7 @@ json_t *acme_eab(const char *kid, const char *hmac_b64, const json_t *jwk, const
     size_t key_len = 0;
     if (acme_b64url_decode(hmac_b64, &key, &key_len) < 0 || key_len == 0) {
         free(key);
-        *err = acme_xstrdup("acme.eab_hmac: not base64url text");
+        *err = tlsbox_xstrdup("acme.eab_hmac: not base64url text");
         return NULL;
     }
     json_t *hdr = json_object();
@@ -379,14 +379,14 @@ json_t *acme_eab(const char *kid, const char *hmac_b64, const json_t *jwk, const
     char *pl64 = acme_b64url(jwk_text, strlen(jwk_text));
     free(hdr_text);
     free(jwk_text);
-    char *input = acme_xasprintf("%s.%s", p64, pl64);
+    char *input = tlsbox_xasprintf("%s.%s", p64, pl64);
     unsigned char mac[32];
     gnutls_hmac_fast(GNUTLS_MAC_SHA256, key, key_len, input, strlen(input), mac);
-    acme_wipe(key, key_len);
+    tlsbox_wipe(key, key_len);
     free(key);
     free(input);
     char *sig = acme_b64url(mac, sizeof(mac));
-    acme_wipe(mac, sizeof(mac));
+    tlsbox_wipe(mac, sizeof(mac));
     json_t *out = json_object();
     json_object_set_new(out, "protected", json_string(p64));
     json_object_set_new(out, "payload", json_string(pl64));

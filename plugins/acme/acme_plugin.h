@@ -76,6 +76,13 @@ void acme_run_submit(struct acme *a, bool force, bool retry_now);
 int acme_run_revoke(struct acme *a, const char *name);
 void acme_status_set(struct acme *a, char *json);
 
+/* acme_schema.c: the plugin's tables (descriptor .migrations) */
+extern const struct tlsbox_migration acme_migrations[];
+
+/* acme_certs.c: the installed certificate @p name (through host->cert_get),
+ * or -ENOENT; free with acme_cert_row_free. */
+int acme_cert_get(struct acme *a, const char *name, struct acme_cert_row *out);
+
 /* acme_api.c */
 int acme_api_register(struct acme *a);
 

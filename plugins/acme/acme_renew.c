@@ -39,7 +39,7 @@ int acme_ari_cert_id(gnutls_x509_crt_t crt, char **id)
         return -EINVAL;
     char *a = acme_b64url(aki, aki_len);
     char *s = acme_b64url(serial, serial_len);
-    *id = acme_xasprintf("%s.%s", a, s);
+    *id = tlsbox_xasprintf("%s.%s", a, s);
     free(a);
     free(s);
     return 0;

@@ -157,7 +157,7 @@ static bool run_due(struct acme *a, struct acme_client *c, sqlite3 *db,
     char key[300], *revoked = NULL;
     (void)a;
 
-    if (acme_store_cert(db, rc->name, &row) < 0) {
+    if (acme_cert_get(a, rc->name, &row) < 0) {
         rc->reason = acme_store_order_open(db, rc->name, &o) == 0 ? "resuming an unfinished order"
                                                                   : "no certificate yet";
         due = true;
@@ -166,7 +166,7 @@ static bool run_due(struct acme *a, struct acme_client *c, sqlite3 *db,
     rc->have = true;
     rc->not_after = row.not_after;
     free(rc->ari_id);
-    rc->ari_id = row.ari_id ? acme_xstrdup(row.ari_id) : NULL;
+    rc->ari_id = row.ari_id ? tlsbox_xstrdup(row.ari_id) : NULL;
     if (!rc->ari_id && row.chain_pem)
         acme_ari_cert_id_pem(row.chain_pem, &rc->ari_id);
     snprintf(key, sizeof(key), "revoked:%s", rc->name);
@@ -341,7 +341,7 @@ static time_t run_status(struct acme *a, sqlite3 *db, const struct acme_conf *co
         /* Re-read: an attempt in this run may have replaced it. */
         struct acme_cert_row row = {0};
         json_t *cj = json_pack("{s:s,s:s}", "name", rc->name, "key_type", rc->key_type);
-        if (acme_store_cert(db, rc->name, &row) == 0) {
+        if (acme_cert_get(a, rc->name, &row) == 0) {
             json_object_set_new(cj, "not_before", json_integer(row.not_before));
             json_object_set_new(cj, "not_after", json_integer(row.not_after));
             json_object_set_new(cj, "days_left",
@@ -406,12 +406,12 @@ static void run_once(struct acme *a, struct tlsbox_job *job)
     c.sleep_arg = &ctx;
 
     if (strcmp(conf.key_type, "ecdsa+rsa") == 0) {
-        certs[n].name = acme_xstrdup(conf.domains[0]);
+        certs[n].name = tlsbox_xstrdup(conf.domains[0]);
         certs[n++].key_type = "ecdsa-p256";
-        certs[n].name = acme_xasprintf("%s-rsa", conf.domains[0]);
+        certs[n].name = tlsbox_xasprintf("%s-rsa", conf.domains[0]);
         certs[n++].key_type = "rsa-2048";
     } else {
-        certs[n].name = acme_xstrdup(conf.domains[0]);
+        certs[n].name = tlsbox_xstrdup(conf.domains[0]);
         certs[n++].key_type = conf.key_type;
     }
 
@@ -419,7 +419,7 @@ static void run_once(struct acme *a, struct tlsbox_job *job)
     struct acme_err de = {0};
     for (size_t i = 0; i < n; i++) {
         struct acme_cert_row row = {0};
-        if (acme_store_cert(db, certs[i].name, &row) == 0)
+        if (acme_cert_get(a, certs[i].name, &row) == 0)
             acme_client_directory(&c, &de);
         acme_cert_row_free(&row);
     }
@@ -518,7 +518,7 @@ static void run_revoke_job(void *arg, struct tlsbox_job *job)
     acme_conf_load(a, &conf);
     if (!(db = a->host->store_open(a->self)))
         goto out;
-    if (acme_store_cert(db, rv->name, &row) < 0) {
+    if (acme_cert_get(a, rv->name, &row) < 0) {
         acme_err_set(&e, "revoke", "tlsbox:not-found", "no certificate named %s", rv->name);
         goto record;
     }
@@ -559,9 +559,9 @@ out:
 
 int acme_run_revoke(struct acme *a, const char *name)
 {
-    struct run_revoke *rv = acme_xcalloc(1, sizeof(*rv));
+    struct run_revoke *rv = tlsbox_xcalloc(1, sizeof(*rv));
     rv->a = a;
-    rv->name = acme_xstrdup(name);
+    rv->name = tlsbox_xstrdup(name);
     int64_t id = a->host->job_submit(a->self, "acme-revoke", run_revoke_job, rv, run_revoke_free);
     return id < 0 ? (int)id : 0;
 }

@@ -1,4 +1,4 @@
-/* The plugin's rows in the store: accounts, orders, attempt history, plugin_kv. */
+/* The plugin's rows in the store: accounts, orders, attempt history, acme_kv. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -14,7 +14,7 @@
 static char *store_col_text(sqlite3_stmt *st, int i)
 {
     const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? acme_xstrdup((const char *)t) : NULL;
+    return t ? tlsbox_xstrdup((const char *)t) : NULL;
 }
 
 static void store_bind_text(sqlite3_stmt *st, int i, const char *v)
@@ -61,7 +61,7 @@ int acme_store_account_get(sqlite3 *db, const char *directory, int64_t *id, char
     *id = sqlite3_column_int64(st, 0);
     const void *k = sqlite3_column_blob(st, 1);
     int kn = sqlite3_column_bytes(st, 1);
-    *key_pem = acme_xstrndup(k ? k : "", (size_t)kn);
+    *key_pem = tlsbox_xstrndup(k ? k : "", (size_t)kn);
     *url = store_col_text(st, 2);
     ret = 0;
 out:
@@ -108,7 +108,7 @@ void acme_order_row_free(struct acme_order_row *o)
     free(o->status);
     free(o->finalize_url);
     free(o->cert_url);
-    acme_wipe_free_str(o->key_pem);
+    tlsbox_wipe_free_str(o->key_pem);
     free(o->replaces);
     memset(o, 0, sizeof(*o));
 }
@@ -143,7 +143,8 @@ int acme_store_order_open(sqlite3 *db, const char *cert_name, struct acme_order_
     o->finalize_url = store_col_text(st, 7);
     o->cert_url = store_col_text(st, 8);
     if (sqlite3_column_type(st, 9) != SQLITE_NULL)
-        o->key_pem = acme_xstrndup(sqlite3_column_blob(st, 9), (size_t)sqlite3_column_bytes(st, 9));
+        o->key_pem =
+            tlsbox_xstrndup(sqlite3_column_blob(st, 9), (size_t)sqlite3_column_bytes(st, 9));
     o->replaces = store_col_text(st, 10);
     ret = 0;
 out:
@@ -290,44 +291,13 @@ void acme_cert_row_free(struct acme_cert_row *c)
     memset(c, 0, sizeof(*c));
 }
 
-int acme_store_cert(sqlite3 *db, const char *name, struct acme_cert_row *out)
-{
-    sqlite3_stmt *st = NULL;
-    int ret = -EIO;
-    memset(out, 0, sizeof(*out));
-    if (sqlite3_prepare_v2(db,
-                           "SELECT chain_pem, sans, status, serial, ari_id, not_before, not_after "
-                           "FROM certificates WHERE name=?1",
-                           -1, &st, NULL) != SQLITE_OK)
-        goto out;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_DONE) {
-        ret = -ENOENT;
-        goto out;
-    }
-    if (rc != SQLITE_ROW)
-        goto out;
-    out->chain_pem = store_col_text(st, 0);
-    out->sans = store_col_text(st, 1);
-    out->status = store_col_text(st, 2);
-    out->serial = store_col_text(st, 3);
-    out->ari_id = store_col_text(st, 4);
-    out->not_before = (time_t)sqlite3_column_int64(st, 5);
-    out->not_after = (time_t)sqlite3_column_int64(st, 6);
-    ret = 0;
-out:
-    sqlite3_finalize(st);
-    return ret;
-}
-
 int acme_store_kv_get(sqlite3 *db, const char *key, char **value)
 {
     sqlite3_stmt *st = NULL;
     int ret = -EIO;
     *value = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM plugin_kv WHERE plugin='acme' AND key=?1", -1,
-                           &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT value FROM acme_kv WHERE key=?1", -1, &st, NULL) !=
+        SQLITE_OK)
         goto out;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
@@ -337,8 +307,8 @@ int acme_store_kv_get(sqlite3 *db, const char *key, char **value)
     }
     if (rc != SQLITE_ROW)
         goto out;
-    *value = acme_xstrndup(sqlite3_column_blob(st, 0) ? sqlite3_column_blob(st, 0) : "",
-                           (size_t)sqlite3_column_bytes(st, 0));
+    *value = tlsbox_xstrndup(sqlite3_column_blob(st, 0) ? sqlite3_column_blob(st, 0) : "",
+                             (size_t)sqlite3_column_bytes(st, 0));
     ret = 0;
 out:
     sqlite3_finalize(st);
@@ -349,9 +319,6 @@ int acme_store_kv_put(sqlite3 *db, const char *key, const char *value)
 {
     const char *args[] = {key, value};
     if (!value)
-        return store_exec(db, "DELETE FROM plugin_kv WHERE plugin='acme' AND key=?1", 1, args);
-    return store_exec(db,
-                      "INSERT OR REPLACE INTO plugin_kv (plugin, key, value) "
-                      "VALUES ('acme', ?1, ?2)",
-                      2, args);
+        return store_exec(db, "DELETE FROM acme_kv WHERE key=?1", 1, args);
+    return store_exec(db, "INSERT OR REPLACE INTO acme_kv (key, value) VALUES (?1, ?2)", 2, args);
 }

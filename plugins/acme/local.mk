@@ -5,12 +5,13 @@ acme_core_sources = plugins/acme/acme.h plugins/acme/acme_util.c plugins/acme/ac
 
 plugin_LTLIBRARIES += plugins/acme/acme.la
 plugins_acme_acme_la_SOURCES = $(acme_core_sources) plugins/acme/acme_plugin.h \
-	plugins/acme/acme.c plugins/acme/acme_run.c plugins/acme/acme_api.c
+	plugins/acme/acme.c plugins/acme/acme_run.c plugins/acme/acme_api.c \
+	plugins/acme/acme_certs.c plugins/acme/acme_schema.c
 plugins_acme_acme_la_CFLAGS = $(PLUGIN_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS)
 plugins_acme_acme_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_acme_acme_la_LIBADD = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS)
 
-# Unit tests of the building blocks, and of the glue against a mock host.
+# Unit tests of the building blocks, and of the glue against the kit's mock host.
 check_PROGRAMS += plugins/acme/tests/acme_unit_test plugins/acme/tests/acme_plugin_test \
 	plugins/acme/tests/flow_pebble
 TESTS += plugins/acme/tests/acme_unit_test plugins/acme/tests/acme_plugin_test
@@ -25,8 +26,7 @@ plugins_acme_tests_acme_plugin_test_SOURCES = plugins/acme/tests/acme_plugin_tes
 	$(acme_core_sources)
 plugins_acme_tests_acme_plugin_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(JANSSON_CFLAGS) \
 	$(CURL_CFLAGS) $(SQLITE_CFLAGS)
-plugins_acme_tests_acme_plugin_test_LDADD = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) \
-	$(SQLITE_LIBS)
+plugins_acme_tests_acme_plugin_test_LDADD = $(MOCKHOST_LIBS) $(CURL_LIBS) $(JANSSON_LIBS)
 
 # Development driver: the flow against a real pebble without the daemon.
 plugins_acme_tests_flow_pebble_SOURCES = plugins/acme/tests/flow_pebble.c $(acme_core_sources)

@@ -11,22 +11,20 @@ plugins_site_site_la_CFLAGS = $(PLUGIN_CFLAGS) $(NGHTTP2_CFLAGS)
 plugins_site_site_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_site_site_la_LIBADD = $(GNUTLS_LIBS) $(NGHTTP2_LIBS)
 
-# Unit tests: the plugin's sources linked with a mock host table.
+# Unit tests: the plugin's sources linked with the kit's mock host.
 check_PROGRAMS += plugins/site/tests/site_test
 TESTS += plugins/site/tests/site_test
-plugins_site_tests_site_test_SOURCES = plugins/site/tests/site_test.c \
-	plugins/site/tests/mock_host.c plugins/site/tests/mock_host.h $(site_sources)
+plugins_site_tests_site_test_SOURCES = plugins/site/tests/site_test.c $(site_sources)
 plugins_site_tests_site_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) \
 	$(SQLITE_CFLAGS) -I$(top_srcdir)/plugins/site
-plugins_site_tests_site_test_LDADD = $(GNUTLS_LIBS) $(NGHTTP2_LIBS)
+plugins_site_tests_site_test_LDADD = $(MOCKHOST_LIBS) $(NGHTTP2_LIBS)
 
 # A throwaway host that runs the plugin with a self-made bundle (manual
 # testing and benchmarks without the daemon): site_testhost CERT KEY KEY=VALUE...
 check_PROGRAMS += plugins/site/tests/site_testhost
-plugins_site_tests_site_testhost_SOURCES = plugins/site/tests/site_testhost.c \
-	plugins/site/tests/mock_host.c plugins/site/tests/mock_host.h $(site_sources)
+plugins_site_tests_site_testhost_SOURCES = plugins/site/tests/site_testhost.c $(site_sources)
 plugins_site_tests_site_testhost_CFLAGS = $(plugins_site_tests_site_test_CFLAGS)
-plugins_site_tests_site_testhost_LDADD = $(GNUTLS_LIBS) $(NGHTTP2_LIBS)
+plugins_site_tests_site_testhost_LDADD = $(MOCKHOST_LIBS) $(NGHTTP2_LIBS)
 
 # The demo page, copied into <state>/www by the daemon in demo mode.
 sitewwwdir = $(datadir)/tlsbox/www

@@ -133,48 +133,6 @@ static const struct tlsbox_setting_def site_settings[] = {
      .help = "Log each request (stderr goes to the journal)"},
     TLSBOX_SETTINGS_END};
 
-/* ---- allocation ------------------------------------------------------------ */
-
-static void oom(void)
-{
-    static const char msg[] = "tlsbox site: out of memory\n";
-    if (write(2, msg, sizeof(msg) - 1) < 0) {
-    }
-    abort();
-}
-
-void *site_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        oom();
-    return p;
-}
-
-void *site_xcalloc(size_t a, size_t b)
-{
-    void *p = calloc(a ? a : 1, b ? b : 1);
-    if (!p)
-        oom();
-    return p;
-}
-
-void *site_xrealloc(void *p, size_t n)
-{
-    p = realloc(p, n ? n : 1);
-    if (!p)
-        oom();
-    return p;
-}
-
-char *site_xstrdup(const char *s)
-{
-    char *p = strdup(s);
-    if (!p)
-        oom();
-    return p;
-}
-
 /* ---- settings ---------------------------------------------------------------- */
 
 static void read_live(struct site *s)
@@ -306,6 +264,15 @@ static void site_fini(void *state)
     free(s);
 }
 
+/* tlsboxd --demo: unprivileged ports, the sample site the core copies into
+ * the state directory. */
+static const struct tlsbox_setting_value site_demo_settings[] = {
+    {.key = "https_port", .value = "8443"},
+    {.key = "http_port", .value = "8080"},
+    {.key = "root", .value = "${state_dir}/www"},
+    TLSBOX_VALUES_END};
+
 TLSBOX_PLUGIN(.name = "site", .version = PACKAGE_VERSION,
               .description = "HTTPS and HTTP/2 static site server", .settings = site_settings,
-              .init = site_init, .start = site_start, .stop = site_stop, .fini = site_fini);
+              .init = site_init, .start = site_start, .stop = site_stop, .fini = site_fini,
+              .demo_settings = site_demo_settings);

@@ -16,6 +16,7 @@
 
 #include <gnutls/gnutls.h>
 #include <tlsbox/host.h>
+#include <tlsbox/xalloc.h>
 
 struct nghttp2_session;
 struct site_worker;
@@ -325,10 +326,10 @@ void site_metrics_tick(struct site_worker *w);
 void site_access_log(struct site_conn *c, const struct site_req *rq, int status, uint64_t bytes,
                      const char *proto);
 
-/* Allocation that aborts on failure (plugins do not link core/xalloc.c). */
-void *site_xmalloc(size_t n);
-void *site_xcalloc(size_t a, size_t b);
-void *site_xrealloc(void *p, size_t n);
-char *site_xstrdup(const char *s);
+/* Allocation that aborts on failure: the kit's <tlsbox/xalloc.h>. */
+#define site_xmalloc tlsbox_xmalloc
+#define site_xcalloc tlsbox_xcalloc
+#define site_xrealloc tlsbox_xrealloc
+#define site_xstrdup tlsbox_xstrdup
 
 #endif

@@ -4,8 +4,7 @@
 # with clang and runs each for FUZZ_TIME seconds.
 FUZZ_TARGETS = site_h1 settings tls_policy acme
 
-fuzz_site_h1_sources = tests/fuzz/site_h1_fuzz.c $(site_sources) \
-	plugins/site/tests/mock_host.c plugins/site/tests/mock_host.h
+fuzz_site_h1_sources = tests/fuzz/site_h1_fuzz.c $(site_sources)
 fuzz_site_h1_cflags = $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) $(SQLITE_CFLAGS) -I$(top_srcdir)/plugins/site
 fuzz_site_h1_libs = $(GNUTLS_LIBS) $(NGHTTP2_LIBS)
 

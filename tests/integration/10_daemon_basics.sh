@@ -3,6 +3,9 @@
 # round trip, refusal of bad values, clean SIGTERM.
 . "$(dirname "$0")/lib.sh"
 tb_setup
+abi=$(sed -n 's/^#define TLSBOX_ABI_MAJOR //p' "$top_srcdir/include/tlsbox/plugin.h").$(sed -n \
+    's/^#define TLSBOX_ABI_MINOR //p' "$top_srcdir/include/tlsbox/plugin.h")
+like "$abi" '^1\.[1-9][0-9]*$' "the kit's ABI is 1.1 or a later 1.x ($abi)"
 
 tb_ctl status >/dev/null 2>"$TB_TMP/err"
 is "$?" 3 "tlsboxctl says 3 when no daemon runs"
@@ -20,15 +23,22 @@ for f in "$TB_STATE"/tlsbox.db-wal "$TB_STATE"/tlsbox.db-shm; do
     [ -e "$f" ] && is "$(stat -c %a "$f")" 600 "$(basename "$f") is 0600"
 done
 is "$(sqlite3 "$TB_STATE/tlsbox.db" 'PRAGMA journal_mode')" wal "store is in WAL mode"
+nmig=$(ls "$top_srcdir"/db/migrations/[0-9][0-9][0-9][0-9]_*.sql | wc -l)
+is "$(sqlite3 "$TB_STATE/tlsbox.db" 'PRAGMA user_version')" "$nmig" \
+    "store at core schema $nmig (one version per file in db/migrations)"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT version FROM plugin_schema WHERE plugin='example'")" 1 \
+    "the example plugin's one migration is recorded"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM example_greetings")" 0 \
+    "and its table exists"
 
 out=$(tb_ctl status)
 ok $? "tlsboxctl status exits 0"
-like "$out" "^tlsboxd [0-9.]+ \(plugin ABI 1\.[0-9]+\)" "status shows version and ABI"
+like "$out" "^tlsboxd [0-9.]+ \(plugin ABI ${abi//./\\.}\)" "status shows version and the kit's ABI"
 like "$out" "plugin example +running" "status lists the example plugin as running"
 like "$out" "store: $TB_STATE/tlsbox.db" "status names the store"
 
 out=$(tb_ctl plugins)
-like "$out" "example +1.0 +1.0 +running" "plugins lists example with its ABI"
+like "$out" "example +1\.0 +${abi//./\\.} +running" "plugins lists example with the ABI it was built for"
 like "$out" "^core " "plugins lists the core"
 
 is "$(tb_ctl get example.greeting)" "hello" "get shows the declared default"

@@ -4,6 +4,8 @@
 # plugin can be disabled by setting.
 . "$(dirname "$0")/lib.sh"
 tb_setup
+maj=$(sed -n 's/^#define TLSBOX_ABI_MAJOR //p' "$top_srcdir/include/tlsbox/plugin.h")
+min=$(sed -n 's/^#define TLSBOX_ABI_MINOR //p' "$top_srcdir/include/tlsbox/plugin.h")
 
 dir="$TB_TMP/plugins"
 mkdir -p "$dir"
@@ -17,10 +19,10 @@ TB_PLUGINS="$dir"
 tb_start_daemon
 ok $? "tlsboxd starts with broken plugins in its directory"
 log=$(cat "$TB_TMP/daemon.log")
-like "$log" "bad_major.so: refused: built for plugin ABI 2\.0, this tlsboxd has ABI 1\.0" \
+like "$log" "bad_major.so: refused: built for plugin ABI $((maj + 1))\.0, this tlsboxd has ABI $maj\.$min" \
     "wrong major: one line with the file, the found and the expected ABI"
 is "$(grep -c 'bad_major.so' "$TB_TMP/daemon.log")" 1 "exactly one line about it"
-like "$log" "newer_minor.so: refused: built for plugin ABI 1\.1, newer than this tlsboxd's ABI 1\.0" \
+like "$log" "newer_minor.so: refused: built for plugin ABI $maj\.$((min + 1)), newer than this tlsboxd's ABI $maj\.$min" \
     "newer minor refused with both versions"
 like "$log" "no_symbol.so: refused: no symbol tlsbox_plugin_descriptor" "missing symbol refused"
 like "$log" "garbage.so: refused: cannot load" "a non-ELF file refused"

@@ -20,16 +20,31 @@ like "$plugindir" "^$prefix/.*/tlsbox/plugins$" "the kit exports the plugin dire
 src="$TB_TMP/example-src"
 mkdir -p "$src"
 kitsrc="$prefix/share/tlsbox/pdk/example"
-ok $([ -f "$kitsrc/example.c" ] && [ -f "$kitsrc/Makefile" ]; echo $?) "the kit installs the example's sources"
+ok $([ -f "$kitsrc/example.c" ] && [ -f "$kitsrc/example_test.c" ] && [ -f "$kitsrc/Makefile" ]
+    echo $?) "the kit installs the example's sources and its unit test"
+ok $([ -f "$prefix/include/tlsbox/mock_host.h" ] && [ -f "$prefix/include/tlsbox/xalloc.h" ] &&
+    ls "$prefix"/lib*/libtlsbox-mockhost.a >/dev/null 2>&1
+    echo $?) "and the mock host (header and library) and the helpers header"
+like "$(pkg-config --variable=mockhost_libs tlsbox-plugin)" "-ltlsbox-mockhost" \
+    "tlsbox-plugin.pc names the mock host library"
 cp "$kitsrc/Makefile" "$src/"
 # Out of tree under another name, as a third party starting from the example
 # would, so it is told apart from the in-tree build.
-sed 's/\.name = "example"/.name = "example_oot"/; s/"example\/hello"/"example_oot\/hello"/' \
-    "$kitsrc/example.c" >"$src/example_oot.c"
+rename='s/\.name = "example"/.name = "example_oot"/; s/"example\/hello"/"example_oot\/hello"/; s/example_greetings/example_oot_greetings/g'
+sed "$rename" "$kitsrc/example.c" >"$src/example_oot.c"
+sed "$rename" "$kitsrc/example_test.c" >"$src/example_oot_test.c"
 make -C "$src" NAME=example_oot CFLAGS="-O2 -Wall -Wextra -Werror" >"$TB_TMP/build.log" 2>&1
 rc=$?
 ok $rc "the example builds out of tree against the installed kit (-Wall -Wextra -Werror)"
 [ $rc -eq 0 ] || sed 's/^/# /' "$TB_TMP/build.log"
+make -C "$src" NAME=example_oot CFLAGS="-O2 -Wall -Wextra -Werror" check >"$TB_TMP/check.log" 2>&1
+rc=$?
+ok $rc "its unit test builds against the installed mock host and passes"
+[ $rc -eq 0 ] || sed 's/^/# /' "$TB_TMP/check.log"
+plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$TB_TMP/check.log")
+ok $((${plan:-0} < 10)) "it planned its checks (${plan:-none})"
+is "$(grep -c '^ok ' "$TB_TMP/check.log") $(grep -c '^not ok' "$TB_TMP/check.log")" "${plan:-x} 0" \
+    "every planned check ran and passed"
 syms=$(nm -D --defined-only "$src/example_oot.so" | awk '{print $3}' | grep -v '^_')
 is "$syms" "tlsbox_plugin_descriptor" "it exports only the descriptor"
 make -C "$src" NAME=example_oot install >/dev/null 2>&1
@@ -39,7 +54,9 @@ TB_TLSBOXD="$prefix/sbin/tlsboxd"
 TB_TLSBOXCTL="$prefix/bin/tlsboxctl"
 # No --plugin-dir: the installed daemon finds its own plugin directory.
 : >>"$TB_TMP/daemon.log"
-"$TB_TLSBOXD" --state-dir "$TB_STATE" --foreground --set site.https_port="$(tb_free_port)" \
+# --demo: the sample site comes from the installed data under the prefix
+# (the ports stored by --set win over the site's demo defaults).
+"$TB_TLSBOXD" --state-dir "$TB_STATE" --foreground --demo --set site.https_port="$(tb_free_port)" \
     --set site.http_port="$(tb_free_port)" >>"$TB_TMP/daemon.log" 2>&1 &
 TB_PID=$!
 for _ in $(seq 1 100); do
@@ -50,6 +67,9 @@ out=$(tb_ctl plugins)
 like "$out" "example_oot .* running" "the installed daemon loads the out-of-tree plugin"
 like "$out" "site .* running" "and the installed in-tree plugins"
 unlike "$out" "^example " "the in-tree example is not installed as a plugin"
+cmp -s "$TB_STATE/www/index.html" "$prefix/share/tlsbox/www/index.html"
+ok $? "the installed daemon copied the sample page from its prefix's data"
+like "$(cat "$TB_TMP/daemon.log")" "sample files from $prefix/share/tlsbox/www" "and says from where"
 body=$(curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/example_oot/hello)
 like "$body" '"greeting":"hello"' "the out-of-tree plugin answers its route"
 tb_stop_daemon

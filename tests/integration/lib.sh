@@ -6,6 +6,7 @@
 #   tb_free_port             print a free loopback TCP port
 #   tb_free_low_port         the same below 1024 (for CAP_NET_BIND_SERVICE)
 #   tb_start_daemon [ARGS]   start tlsboxd on $TB_STATE; waits for the control socket
+#                            (admin web UI on 127.0.0.1:$TB_ADMIN_PORT)
 #   tb_ctl ARGS...           tlsboxctl --state-dir $TB_STATE ARGS
 #   tb_as_daemon CMD...      CMD as the daemon's user (tlsbox when started as root)
 #   tb_stop_daemon           SIGTERM and wait (fails the test if it takes > 5 s)
@@ -261,8 +262,13 @@ tb_bg() {
 
 tb_start_daemon() {
     : >>"$TB_TMP/daemon.log"
+    # The admin web UI on a free loopback port (kept across restarts), so
+    # parallel tests never meet on 9443 and nothing listens beyond loopback.
+    : "${TB_ADMIN_PORT:=$(tb_free_port)}"
     "$TB_TLSBOXD" --state-dir "$TB_STATE" --plugin-dir "$TB_PLUGINS" --foreground \
-        --log-level "${TB_LOG_LEVEL:-info}" "$@" >>"$TB_TMP/daemon.log" 2>&1 &
+        --log-level "${TB_LOG_LEVEL:-info}" --set admin.port="$TB_ADMIN_PORT" \
+        --set admin.bind=127.0.0.1 --data-dir "${TB_DATA_DIR:-$top_builddir/build-data}" \
+        "$@" >>"$TB_TMP/daemon.log" 2>&1 &
     TB_PID=$!
     local i
     for i in $(seq 1 100); do

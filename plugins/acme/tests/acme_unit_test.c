@@ -119,8 +119,8 @@ static void test_jws(void)
     /* Verify with GnuTLS after turning r||s back into DER. */
     gnutls_datum_t dr = {sig, 32}, ds = {sig + 32, 32}, der = {0};
     gnutls_encode_rs_value(&der, &dr, &ds);
-    char *input = acme_xasprintf("%s.%s", json_string_value(json_object_get(j, "protected")),
-                                 json_string_value(json_object_get(j, "payload")));
+    char *input = tlsbox_xasprintf("%s.%s", json_string_value(json_object_get(j, "protected")),
+                                   json_string_value(json_object_get(j, "payload")));
     gnutls_pubkey_t pub;
     gnutls_pubkey_init(&pub);
     gnutls_pubkey_import_privkey(pub, key, 0, 0);
@@ -166,7 +166,7 @@ static void test_jws(void)
     ok(json_equal(jwk, jwk2), "same public key after round trip");
     json_decref(jwk2);
     gnutls_privkey_deinit(back);
-    acme_wipe_free_str(pem);
+    tlsbox_wipe_free_str(pem);
     json_decref(jwk);
     gnutls_privkey_deinit(key);
 
@@ -277,7 +277,7 @@ static void test_ari(void)
     free(id);
     gnutls_datum_t pem = {0};
     gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &pem);
-    char *text = acme_xstrndup((char *)pem.data, pem.size);
+    char *text = tlsbox_xstrndup((char *)pem.data, pem.size);
     ok(acme_ari_cert_id_pem(text, &id) == 0 &&
            strcmp(id, "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE") == 0,
        "same id from PEM");

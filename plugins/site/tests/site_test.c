@@ -11,9 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <tlsbox/mock_host.h>
+
 #include "../../../tests/tap.h"
-#include "mock_host.h"
 #include "site.h"
+
+extern const struct tlsbox_plugin_desc tlsbox_plugin_descriptor;
 
 static const char *norm(const char *in)
 {
@@ -254,7 +257,7 @@ static void test_files(void)
     if (symlink("data.txt", path) < 0)
         diag("symlink: %s", strerror(errno));
 
-    S.host = &mock_host;
+    S.host = &tlsbox_mock_host;
     S.rootfd = open(dir, O_RDONLY | O_DIRECTORY);
     S.cfg.https_port = 8443;
     W.s = &S;
@@ -364,7 +367,9 @@ static void test_files(void)
     site_resp_free(&rs);
 
     /* Plain port: plugin routes first, then 301 with a validated Host. */
-    mock_route("/.well-known/acme-challenge/", on_challenge, NULL);
+    is_int(tlsbox_mock_host.http_route_add(tlsbox_mock_self(), "/.well-known/acme-challenge/",
+                                           on_challenge, NULL),
+           0, "a plain-HTTP route registered (as ACME would)");
     rq = req("/.well-known/acme-challenge/tok");
     site_redirect_serve(&W, &rq, &rs);
     is_int(rs.status, 200, "challenge route answered");
@@ -397,11 +402,14 @@ static void test_files(void)
 
 int main(void)
 {
+    if (tlsbox_mock_setup(&tlsbox_plugin_descriptor) < 0)
+        return 1;
     test_paths();
     test_range();
     test_validators();
     test_hosts();
     test_h1_parser();
     test_files();
+    tlsbox_mock_teardown();
     return done_testing();
 }

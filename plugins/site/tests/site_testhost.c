@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mock_host.h"
+#include <tlsbox/mock_host.h>
 
 extern const struct tlsbox_plugin_desc tlsbox_plugin_descriptor;
 
@@ -27,6 +27,8 @@ int main(int argc, char **argv)
     sigset_t set;
     int sig;
 
+    if (tlsbox_mock_setup(d) < 0)
+        return 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--cert"))
             cert = argv[i + 1];
@@ -47,7 +49,7 @@ int main(int argc, char **argv)
                 return 2;
             }
             *eq = 0;
-            mock_set(kv, eq + 1);
+            tlsbox_mock_set(kv, eq + 1);
             free(kv);
         } else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
@@ -58,7 +60,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: site_testhost --cert C --key K [...]\n");
         return 2;
     }
-    if (mock_bundle_load(cert, key, cert2, key2, prio, hsts) < 0)
+    if (tlsbox_mock_bundle_load(cert, key, cert2, key2, prio, hsts) < 0)
         return 1;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -66,7 +68,7 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    if (d->init(NULL, &mock_host, &state) < 0 || d->start(state) < 0) {
+    if (d->init(tlsbox_mock_self(), &tlsbox_mock_host, &state) < 0 || d->start(state) < 0) {
         fprintf(stderr, "site did not start\n");
         return 1;
     }
@@ -75,17 +77,17 @@ int main(int argc, char **argv)
         if (sigwait(&set, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            mock_bundle_load(cert, key, cert2, key2, prio, hsts);
+            tlsbox_mock_bundle_load(cert, key, cert2, key2, prio, hsts);
             fprintf(stderr, "bundle swapped\n");
         } else if (sig == SIGUSR1) {
-            mock_metrics_dump(stderr);
+            tlsbox_mock_metrics_dump(stderr);
         } else {
             break;
         }
     }
     d->stop(state);
     d->fini(state);
-    mock_bundle_clear();
-    fprintf(stderr, "stopped, bundles alive: %d\n", mock_bundles_alive());
-    return mock_bundles_alive() == 0 ? 0 : 1;
+    tlsbox_mock_bundle_clear();
+    fprintf(stderr, "stopped, bundles alive: %d\n", tlsbox_mock_bundles_alive());
+    return tlsbox_mock_bundles_alive() == 0 ? 0 : 1;
 }

@@ -1,9 +1,13 @@
-/* Loader: a good plugin loads; wrong major, newer minor and a missing symbol
- * are refused with a message naming the file and both versions. */
+/* Loader: a good plugin loads (its migrations applied when a store is open);
+ * wrong major, newer minor and a missing symbol are refused with a message
+ * naming the file and both versions. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/plugin_loader.h"
+#include "core/plugin_schema.h"
+#include "core/store.h"
 #include "core/settings.h"
 #include "core/xalloc.h"
 #include "tests/tap.h"
@@ -63,9 +67,29 @@ int main(void)
     ok(plugins_load_file(p) < 0, "loading the same plugin twice is refused");
     free(p);
     struct tlsbox_plugin *ex = plugins_find("example");
-    ok(ex != NULL && ex->pstate == PLUGIN_LOADED, "example is listed as loaded");
+    /* example has a migration (ABI 1.1): with no store open it cannot run. */
+    ok(ex != NULL && ex->pstate == PLUGIN_FAILED, "without a store, example is marked failed");
+    like(ex ? ex->error : NULL, "its tables need the store", "saying why");
     ok(settings_def("example.greeting") != NULL, "its settings table was registered");
     plugins_stop_all();
     ok(plugins_first() == NULL, "stop_all unloads every plugin");
+
+    char tmp[] = "/tmp/tlsbox-loader-test-XXXXXX";
+    ok(mkdtemp(tmp) != NULL, "temporary state dir");
+    char *state = xasprintf("%s/state", tmp);
+    is_int(store_init(state, &err), 0, "store opened");
+    p = built("pdk/example/.libs/example.so");
+    is_int(plugins_load_file(p), 0, "example.so loads with a store");
+    free(p);
+    ex = plugins_find("example");
+    ok(ex != NULL && ex->pstate == PLUGIN_LOADED, "example is listed as loaded");
+    is_int(plugin_schema_version(store_main(), "example"), 1, "its migration was applied");
+    plugins_stop_all();
+    store_close();
+    char *cmd = xasprintf("rm -rf '%s'", tmp);
+    if (system(cmd) != 0)
+        diag("could not remove %s", tmp);
+    free(cmd);
+    free(state);
     return done_testing();
 }

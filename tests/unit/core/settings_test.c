@@ -137,7 +137,7 @@ static void bad(const char *key, const char *value, const char *msg)
     long long audits = db_int("SELECT count(*) FROM audit");
     ev_reset();
     int rc = settings_set(key, value, "test", &err);
-    is_int(rc, -1, "%s = \"%s\" refused", key, printable(value));
+    is_int(rc, -EINVAL, "%s = \"%s\" refused", key, printable(value));
     is_str(err, msg, "  message");
     char *after = settings_get(key), *stored1 = db_value(key);
     ok((before == after || (before && after && strcmp(before, after) == 0)) &&
@@ -205,8 +205,8 @@ static void test_types(void)
     bad("t.flag", "", "t.flag: \"\" is not a boolean (true/false, yes/no, on/off, 1/0)");
     is_int(settings_parse_bool("no"), 0, "parse_bool no");
     is_int(settings_parse_bool("1"), 1, "parse_bool 1");
-    is_int(settings_parse_bool("2"), -1, "parse_bool 2");
-    is_int(settings_parse_bool(NULL), -1, "parse_bool NULL");
+    is_int(settings_parse_bool("2"), -EINVAL, "parse_bool 2");
+    is_int(settings_parse_bool(NULL), -EINVAL, "parse_bool NULL");
     is_int(settings_get_bool("t.flag", false), 1, "get_bool reads the cache");
 
     /* INT */
@@ -298,7 +298,7 @@ static void test_set_many(void)
 
     /* One bad value: nothing written. */
     p = json_pack("{s:s, s:s, s:s}", "t.workers", "10", "t.mode", "slow", "t.flag", "maybe");
-    is_int(settings_set_many(p, NULL, "bob", &err), -1, "set_many with one bad value fails");
+    is_int(settings_set_many(p, NULL, "bob", &err), -EINVAL, "set_many with one bad value fails");
     is_str(err, "t.flag: \"maybe\" is not a boolean (true/false, yes/no, on/off, 1/0)",
            "message names the bad one");
     json_decref(p);
@@ -316,7 +316,7 @@ static void test_set_many(void)
 
     /* Unknown key among good ones: nothing written. */
     p = json_pack("{s:s, s:s}", "t.workers", "10", "t.bogus", "1");
-    is_int(settings_set_many(p, NULL, "bob", &err), -1, "set_many with an unknown key fails");
+    is_int(settings_set_many(p, NULL, "bob", &err), -EINVAL, "set_many with an unknown key fails");
     is_str(err, "t.bogus: no such setting", "message names the unknown key");
     json_decref(p);
     free(err);
@@ -325,7 +325,8 @@ static void test_set_many(void)
 
     /* Another owner's key through an owner-scoped call. */
     p = json_pack("{s:s}", "core.log_level", "err");
-    is_int(settings_set_many(p, "t", "bob", &err), -1, "owner-scoped set_many refuses other keys");
+    is_int(settings_set_many(p, "t", "bob", &err), -EINVAL,
+           "owner-scoped set_many refuses other keys");
     is_str(err, "core.log_level: not a setting of t", "message");
     json_decref(p);
     free(err);
@@ -361,13 +362,13 @@ static void test_set_many(void)
     like(ev_log, "settings.changed {\"key\":\"t.names\"}", "event for t.names");
 
     p = json_pack("{s:{}}", "workers");
-    is_int(settings_set_many(p, "t", "bob", &err), -1, "an object value is refused");
+    is_int(settings_set_many(p, "t", "bob", &err), -EINVAL, "an object value is refused");
     like(err, "t.workers: a value must be", "message");
     json_decref(p);
     free(err);
     err = NULL;
     p = json_pack("{s:f}", "workers", 2.5);
-    is_int(settings_set_many(p, "t", "bob", &err), -1, "a fractional number for an int");
+    is_int(settings_set_many(p, "t", "bob", &err), -EINVAL, "a fractional number for an int");
     is_str(err, "t.workers: \"2.5\" is not an integer", "message");
     json_decref(p);
     free(err);
@@ -383,13 +384,14 @@ static void test_secrets(void)
     char *err = NULL;
     json_t *d;
 
-    is_int(settings_set("t.password", "s3cr3t", "t", &err), -1, "a short secret is refused");
+    is_int(settings_set("t.password", "s3cr3t", "t", &err), -EINVAL, "a short secret is refused");
     is_str(err, "t.password: the secret value does not match ^$|^.{8,}$",
            "message hides the value");
     ok(err && !strstr(err, "s3cr3t"), "secret not in the message");
     free(err);
     err = NULL;
-    is_int(settings_set("t.password", "bad\x01pass", "t", &err), -1, "control char in a secret");
+    is_int(settings_set("t.password", "bad\x01pass", "t", &err), -EINVAL,
+           "control char in a secret");
     ok(err && !strstr(err, "bad"), "secret not in that message either");
     free(err);
     err = NULL;
@@ -475,12 +477,13 @@ static void test_override(void)
     char *v = db_value("t.port");
     ok(v == NULL, "override is not stored");
     free(v);
-    is_int(settings_override_default("t.port", "0", &err), -1, "an invalid override is refused");
+    is_int(settings_override_default("t.port", "0", &err), -EINVAL,
+           "an invalid override is refused");
     is_str(err, "t.port: \"0\" is out of range 1..65535", "message");
     free(err);
     err = NULL;
     is_int(settings_get_int("t.port", -1), 8443, "previous override kept");
-    is_int(settings_override_default("t.nope", "1", &err), -1, "override of an unknown key");
+    is_int(settings_override_default("t.nope", "1", &err), -EINVAL, "override of an unknown key");
     is_str(err, "t.nope: no such setting", "message");
     free(err);
     err = NULL;
@@ -572,7 +575,8 @@ static void test_register_checks(void)
     static const struct tlsbox_setting_def loose = {
         .key = "k", .type = TLSBOX_SETTING_STRING, .default_value = "", .pattern = "^[0-9]+$"};
     is_int(settings_validate("y.k", &loose, "123", &err), 0, "validate unregistered def: good");
-    is_int(settings_validate("y.k", &loose, "12a", &err), -1, "validate unregistered def: bad");
+    is_int(settings_validate("y.k", &loose, "12a", &err), -EINVAL,
+           "validate unregistered def: bad");
     is_str(err, "y.k: \"12a\" does not match ^[0-9]+$", "message");
     free(err);
 }

@@ -16,10 +16,16 @@
 static char tmp[] = "/tmp/tlsbox-store-test-XXXXXX";
 
 static const char *const tables[] = {
-    "settings",   "policy_versions", "certificates",  "internal_ca",    "ticket_keys",
-    "ocsp",       "dh_params",       "acme_accounts", "acme_orders",    "acme_events",
-    "bench_runs", "metrics_history", "admin_users",   "admin_sessions", "audit",
-    "plugin_kv"};
+    "settings",       "policy_versions", "certificates", "internal_ca",     "ticket_keys",
+    "ocsp",           "tls_dh",          "bench_runs",   "metrics_history", "admin_users",
+    "admin_sessions", "audit",           "plugin_kv",    "plugin_schema"};
+
+/* The newest embedded core schema: 0002_plugin_schema.sql (plugin kit 1.1)
+ * added the plugin_schema table; later migrations only add to it. */
+static int newest(void)
+{
+    return store_migrations[store_migrations_count - 1].version;
+}
 
 static long long query_int(sqlite3 *db, const char *sql)
 {
@@ -109,7 +115,10 @@ static void test_fresh(const char *state)
     is_str(store_migrations[0].name, "0001_init.sql", "first migration name");
     is_int(store_schema_version(db), store_migrations[store_migrations_count - 1].version,
            "fresh store at the newest schema");
-    is_int(store_schema_version(db), 1, "schema version 1");
+    ok(newest() >= 2, "schema 2 or later (plugin_schema, ABI 1.1)");
+    is_str(store_migrations[1].name, "0002_plugin_schema.sql", "second migration name");
+    for (int i = 0; i < store_migrations_count; i++)
+        is_int(store_migrations[i].version, i + 1, "migration %d is version %d (no gap)", i, i + 1);
     int missing = 0;
     for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
         if (!table_exists(db, tables[i])) {
@@ -151,12 +160,15 @@ static void test_fresh(const char *state)
     is_int(store_commit(c, &err), 0, "store_commit");
     is_int(query_int(db, "SELECT count(*) FROM plugin_kv"), 1,
            "commit is seen by the main connection");
-    is_int(store_exec(c, "INSERT INTO nosuchtable VALUES (1)", &err), -1,
+    is_int(store_exec(c, "INSERT INTO nosuchtable VALUES (1)", &err), -EIO,
            "store_exec fails on bad SQL");
     like(err, "tlsbox.db: no such table: nosuchtable", "error names the file and the problem");
     free(err);
     err = NULL;
-    store_exec(c, "INSERT INTO admin_sessions VALUES (x'00', 42, 'c', 0, 0)", &err);
+    store_exec(c,
+               "INSERT INTO admin_sessions (token_hash, user_id, csrf_token, created_at, "
+               "expires_at) VALUES (x'00', 42, 'c', 0, 0)",
+               &err);
     like(err, "FOREIGN KEY", "foreign keys are enforced");
     free(err);
     store_disconnect(c);
@@ -171,7 +183,7 @@ static void test_fresh(const char *state)
     chmod(db_path, 0644);
     is_int(store_init(state, &err), 0, "store_init on an existing store");
     is_int(mode_of(db_path), 0600, "a 0644 tlsbox.db is tightened to 0600");
-    is_int(store_schema_version(store_main()), 1, "still schema 1");
+    is_int(store_schema_version(store_main()), newest(), "still the newest schema");
     is_int(query_int(store_main(), "SELECT count(*) FROM audit"), 2, "data kept");
     store_close();
     free(err);
@@ -180,45 +192,48 @@ static void test_fresh(const char *state)
     free(db_path);
 }
 
+/* Migrations above the embedded ones: applied in order, once, all or nothing. */
 static void test_upgrade(const char *state)
 {
     char *err = NULL;
-    struct store_migration migs[4];
-    migs[0] = store_migrations[0];
-    migs[1] = (struct store_migration){2, "0002_test.sql",
+    int n = store_migrations_count, v = newest();
+    struct store_migration *migs = xcalloc((size_t)n + 3, sizeof *migs);
+    memcpy(migs, store_migrations, (size_t)n * sizeof *migs);
+    migs[n] = (struct store_migration){v + 1, "9001_test.sql",
                                        "CREATE TABLE test_two (x INTEGER);\n"
                                        "INSERT INTO test_two VALUES (2);\n"};
-    migs[2] = (struct store_migration){3, "0003_bad.sql",
-                                       "CREATE TABLE test_three (x INTEGER);\n"
-                                       "INSERT INTO no_such_table VALUES (3);\n"};
+    migs[n + 1] = (struct store_migration){v + 2, "9002_bad.sql",
+                                           "CREATE TABLE test_three (x INTEGER);\n"
+                                           "INSERT INTO no_such_table VALUES (3);\n"};
 
-    is_int(store_init(state, &err), 0, "store_init (schema 1)");
+    is_int(store_init(state, &err), 0, "store_init (embedded schema)");
     sqlite3 *db = store_main();
-    is_int(store_schema_version(db), 1, "v1 before the upgrade");
-    is_int(store_migrate(db, migs, 2, &err), 0, "store_migrate applies migration 2");
-    is_int(store_schema_version(db), 2, "user_version is 2");
-    is_int(query_int(db, "SELECT x FROM test_two"), 2, "migration 2 ran");
-    is_int(store_migrate(db, migs, 2, &err), 0, "second run succeeds");
-    is_int(store_schema_version(db), 2, "second run: still 2");
-    is_int(query_int(db, "SELECT count(*) FROM test_two"), 1, "second run: migration 2 not re-run");
+    is_int(store_schema_version(db), v, "at the newest embedded schema before the upgrade");
+    is_int(store_migrate(db, migs, n + 1, &err), 0, "store_migrate applies one more migration");
+    is_int(store_schema_version(db), v + 1, "user_version is one more");
+    is_int(query_int(db, "SELECT x FROM test_two"), 2, "the new migration ran");
+    is_int(store_migrate(db, migs, n + 1, &err), 0, "second run succeeds");
+    is_int(store_schema_version(db), v + 1, "second run: version unchanged");
+    is_int(query_int(db, "SELECT count(*) FROM test_two"), 1, "second run: migration not re-run");
 
     /* A failing migration is all or nothing: no table, version unchanged. */
-    is_int(store_migrate(db, migs, 3, &err), -1, "a failing migration 3 is reported");
-    like(err, "migration 0003_bad.sql: ", "error names the migration");
+    is_int(store_migrate(db, migs, n + 2, &err), -EIO, "a failing migration is -EIO");
+    like(err, "migration 9002_bad.sql: ", "error names the migration");
     like(err, "no such table: no_such_table", "and the SQLite problem");
-    is_int(store_schema_version(db), 2, "version stays 2");
-    ok(!table_exists(db, "test_three"), "nothing of migration 3 remains");
+    is_int(store_schema_version(db), v + 1, "version unchanged");
+    ok(!table_exists(db, "test_three"), "nothing of the failed migration remains");
     free(err);
     err = NULL;
 
     /* With the list out of order, migrations still apply by version. */
-    migs[2] = (struct store_migration){4, "0004_four.sql", "CREATE TABLE test_four (x);"};
-    migs[3] = (struct store_migration){3, "0003_three.sql", "CREATE TABLE test_three (x);"};
-    is_int(store_migrate(db, migs, 4, &err), 0, "migrations 3 and 4 applied");
-    is_int(store_schema_version(db), 4, "user_version is 4");
+    migs[n + 1] = (struct store_migration){v + 3, "9004_four.sql", "CREATE TABLE test_four (x);"};
+    migs[n + 2] = (struct store_migration){v + 2, "9003_three.sql", "CREATE TABLE test_three (x);"};
+    is_int(store_migrate(db, migs, n + 3, &err), 0, "two more migrations applied");
+    is_int(store_schema_version(db), v + 3, "user_version is three more");
     ok(table_exists(db, "test_three") && table_exists(db, "test_four"), "both tables exist");
     store_close();
     free(err);
+    free(migs);
 }
 
 static void test_refuse_newer(const char *state)
@@ -239,7 +254,7 @@ static void test_refuse_newer(const char *state)
     struct stat st0, st1;
     stat(db_path, &st0);
 
-    is_int(store_init(state, &err), -1, "store_init refuses schema 99");
+    is_int(store_init(state, &err), -EPROTO, "store_init refuses schema 99 (-EPROTO)");
     char *want = xasprintf("%s: store schema version 99 is newer than this tlsboxd knows (%d); "
                            "upgrade tlsbox or restore a backup",
                            db_path, store_migrations[store_migrations_count - 1].version);
@@ -257,7 +272,7 @@ static void test_refuse_newer(const char *state)
     free(err);
     err = NULL;
     sqlite3_open(db_path, &db);
-    is_int(store_migrate(db, store_migrations, store_migrations_count, &err), -1,
+    is_int(store_migrate(db, store_migrations, store_migrations_count, &err), -EPROTO,
            "store_migrate refuses schema 99");
     like(err, "store schema version 99 is newer than this tlsboxd knows", "same message");
     is_int(store_schema_version(db), 99, "user_version still 99");
@@ -277,7 +292,7 @@ static void test_symlink(const char *state)
     char *db_path = xasprintf("%s/tlsbox.db", state);
     mkdir(state, 0700);
     ok(symlink(target, db_path) == 0, "tlsbox.db is a symlink");
-    is_int(store_init(state, &err), -1, "store_init refuses a symlinked database");
+    is_int(store_init(state, &err), -EIO, "store_init refuses a symlinked database (-EIO)");
     like(err, "tlsbox.db: cannot open", "error names the file");
     is_int(access(target, F_OK), -1, "nothing created at the symlink's target");
     free(err);

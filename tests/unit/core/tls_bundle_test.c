@@ -347,14 +347,14 @@ int main(void)
     sqlite3_exec(db,
                  "INSERT INTO ocsp (cert_name, response, cert_status, next_update) VALUES "
                  "('internal', x'3003020100', 'good', 4102444800);"
-                 "INSERT INTO dh_params (bits, pem, source, created_at, active) VALUES "
-                 "(2048, 'not a pem', 'import', 0, 1);",
+                 "INSERT INTO tls_dh (id, pem, bits, fingerprint, safe_prime, source, set_by, "
+                 "set_at) VALUES (1, 'not a pem', 2048, '', 0, 'import', 't', 0);",
                  NULL, NULL, NULL);
     struct tlsbox_bundle *b6 = build(db, cache, "bad staple and bad DH ignored");
     r = handshake(b6, NULL, NULL, NULL);
     is_int(r.rc, 0, "and it serves");
     tls_bundle_release(b6);
-    sqlite3_exec(db, "DELETE FROM ocsp; DELETE FROM dh_params;", NULL, NULL, NULL);
+    sqlite3_exec(db, "DELETE FROM ocsp; DELETE FROM tls_dh;", NULL, NULL, NULL);
 
     /* A broken certificate row fails the build; nothing else changes. */
     sqlite3_exec(db,

@@ -1,0 +1,47 @@
+/* The admin HTTPS server: the web UI (static webui/, Chart.js), the JSON API
+ * behind a login, live metrics over Server-Sent Events, /metrics behind a
+ * scrape token.  See doc/admin.md. */
+#ifndef TLSBOX_CORE_ADMIN_H
+#define TLSBOX_CORE_ADMIN_H
+
+#include <gnutls/abstract.h>
+#include <microhttpd.h>
+#include <tlsbox/plugin.h>
+
+/* The "admin" settings (port, bind, session and lockout limits, ...). */
+extern const struct tlsbox_setting_def admin_settings[];
+
+/* Main thread, after tls_start and api_core_register: register the admin
+ * API routes and, when admin.enabled, listen on admin.bind:admin.port.
+ * 0, or -1 (logged) when the port cannot be opened. */
+int admin_start(void);
+/* Main thread: stop serving (ends live streams first). */
+void admin_stop(void);
+
+/* Register the admin routes in the shared API table (setup token, password,
+ * audit, routes, metrics history, plugin pages). */
+void admin_api_register(void);
+
+/* Static files and plugin pages (admin_static.c): answer GET/HEAD @p url. */
+enum MHD_Result admin_static_serve(struct MHD_Connection *conn, const char *url);
+/* Resolve the webui directory (installed, else the source tree).  Main thread. */
+void admin_static_init(void);
+
+/* The page module of started plugin @p name ("<its .so minus .so>.ui.js")
+ * when that file exists (caller frees), else NULL. */
+char *admin_plugin_page_path(const char *name);
+
+/* Live metrics stream (admin_live.c) for the session of @p cookie. */
+enum MHD_Result admin_live_serve(struct MHD_Connection *conn, const char *cookie);
+/* Make every live stream end within 100 ms (before MHD_stop_daemon). */
+void admin_live_stop(void);
+
+/* The admin server's own certificate source (admin_cert.c): the TLS
+ * bundle's first certificate, re-read when the bundle's generation changes. */
+int admin_cert_callback(gnutls_session_t session, const struct gnutls_cert_retr_st *info,
+                        gnutls_pcert_st **certs, unsigned int *pcert_length,
+                        gnutls_ocsp_data_st **ocsp, unsigned int *ocsp_length,
+                        gnutls_privkey_t *privkey, unsigned int *flags);
+void admin_cert_free(void);
+
+#endif

@@ -1,0 +1,197 @@
+/* Admin routes in the shared API table: setup token and passwords (for
+ * tlsboxctl admin), the audit log, the route list, metrics history and the
+ * pages plugins add to the web UI. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/admin.h"
+#include "core/admin_auth.h"
+#include "core/api.h"
+#include "core/audit.h"
+#include "core/plugin_loader.h"
+#include "core/settings.h"
+#include "core/store.h"
+#include "core/tls.h"
+#include "core/xalloc.h"
+
+/* Value of @p key in a "k=v&k=v" query (percent-decoded; caller frees), or NULL. */
+static char *query_get(const char *query, const char *key)
+{
+    size_t kl = strlen(key);
+    for (const char *p = query; p && *p;) {
+        size_t len = strcspn(p, "&");
+        if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
+            char *out = xmalloc(len + 1), *o = out;
+            for (const char *s = p + kl + 1; s < p + len; s++) {
+                if (*s == '%' && s + 2 < p + len + 1 && s[1] && s[2]) {
+                    char hex[3] = {s[1], s[2], 0};
+                    *o++ = (char)strtol(hex, NULL, 16);
+                    s += 2;
+                } else {
+                    *o++ = *s == '+' ? ' ' : *s;
+                }
+            }
+            *o = '\0';
+            return out;
+        }
+        p += len + (p[len] == '&');
+    }
+    return NULL;
+}
+
+static long long query_int(const char *query, const char *key, long long dflt, long long lo,
+                           long long hi)
+{
+    char *v = query_get(query, key);
+    long long n = v ? strtoll(v, NULL, 10) : dflt;
+    free(v);
+    return n < lo ? lo : n > hi ? hi : n;
+}
+
+static int from_control(const struct tlsbox_api_request *req)
+{
+    return req->user && strcmp(req->user, "control") == 0;
+}
+
+static void on_setup_token(void *arg, const struct tlsbox_api_request *req,
+                           struct tlsbox_api_reply *reply)
+{
+    if (!from_control(req)) {
+        api_reply_error(reply, 403, "setup URLs come from tlsboxctl on the box only");
+        return;
+    }
+    char *token = admin_setup_token_new();
+    if (!token) {
+        api_reply_error(reply, 409,
+                        "an admin user exists already: use 'tlsboxctl admin passwd' instead");
+        return;
+    }
+    char *host = tls_hostname();
+    char *bind_addr = settings_get("admin.bind");
+    char *url = xasprintf("https://%s:%lld/#setup=%s", bind_addr && *bind_addr ? bind_addr : host,
+                          settings_get_int("admin.port", 9443), token);
+    api_reply_json(reply, 200,
+                   json_pack("{s:s,s:s,s:I}", "url", url, "token", token, "expires_in",
+                             (json_int_t)settings_get_int("admin.setup_token_ttl", 1800)));
+    wipe_free_str(token);
+    wipe_free_str(url);
+    free(host);
+    free(bind_addr);
+}
+
+/* PUT admin/password {"user": U, "password": P}: from the socket for anyone
+ * (reset), from the web for the logged-in user only. */
+static void on_password(void *arg, const struct tlsbox_api_request *req,
+                        struct tlsbox_api_reply *reply)
+{
+    json_t *body = api_body_object(req, reply);
+    if (!body)
+        return;
+    const char *user = json_string_value(json_object_get(body, "user"));
+    const char *pw = json_string_value(json_object_get(body, "password"));
+    if (!user && !from_control(req))
+        user = req->user;
+    if (!user || !pw) {
+        api_reply_error(reply, 400, "admin/password needs {\"user\": ..., \"password\": ...}");
+    } else if (!from_control(req) && strcmp(user, req->user) != 0) {
+        api_reply_error(reply, 403, "you can only change your own password here");
+    } else {
+        char *err = NULL;
+        int rc = admin_set_password(user, pw, &err);
+        if (rc < 0)
+            api_reply_error(reply, rc == -EINVAL ? 400 : 500, "%s",
+                            err ? err : "cannot store the password");
+        else
+            api_reply_json(reply, 200, json_pack("{s:s}", "user", user));
+        free(err);
+    }
+    json_decref(body);
+}
+
+static void on_audit(void *arg, const struct tlsbox_api_request *req,
+                     struct tlsbox_api_reply *reply)
+{
+    json_t *a = audit_list((int)query_int(req->query, "limit", 100, 1, 1000),
+                           query_int(req->query, "before", 0, 0, (long long)1 << 62));
+    if (!a)
+        api_reply_error(reply, 500, "store: cannot read the audit log");
+    else
+        api_reply_json(reply, 200, json_pack("{s:o}", "entries", a));
+}
+
+static void on_routes(void *arg, const struct tlsbox_api_request *req,
+                      struct tlsbox_api_reply *reply)
+{
+    api_reply_json(reply, 200, json_pack("{s:o}", "routes", api_routes_json()));
+}
+
+/* GET metrics/history?names=a,b&since=SECONDS_AGO: {"a": [[ts, v], ...]}. */
+static void on_history(void *arg, const struct tlsbox_api_request *req,
+                       struct tlsbox_api_reply *reply)
+{
+    char *names = query_get(req->query, "names");
+    long long since = time(NULL) - query_int(req->query, "since", 3600, 60, 31 * 86400);
+    sqlite3 *db = store_connect();
+    sqlite3_stmt *st = NULL;
+    json_t *out = json_object();
+    if (!names || !*names) {
+        api_reply_error(reply, 400, "metrics/history needs ?names=NAME[,NAME...]");
+        goto out;
+    }
+    if (!db || sqlite3_prepare_v2(db,
+                                  "SELECT ts, value FROM metrics_history WHERE name = ? AND "
+                                  "ts >= ? ORDER BY ts LIMIT 5000",
+                                  -1, &st, NULL) != SQLITE_OK) {
+        api_reply_error(reply, 500, "store: cannot read metrics history");
+        goto out;
+    }
+    for (char *save = NULL, *n = strtok_r(names, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
+        json_t *series = json_array();
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, n, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, since);
+        while (sqlite3_step(st) == SQLITE_ROW)
+            json_array_append_new(series,
+                                  json_pack("[I,f]", (json_int_t)sqlite3_column_int64(st, 0),
+                                            sqlite3_column_double(st, 1)));
+        json_object_set_new(out, n, series);
+    }
+    api_reply_json(reply, 200, out);
+    out = NULL;
+out:
+    json_decref(out);
+    sqlite3_finalize(st);
+    store_disconnect(db);
+    free(names);
+}
+
+/* GET ui/pages: the page modules of started plugins ("<plugin>.ui.js"). */
+static void on_pages(void *arg, const struct tlsbox_api_request *req,
+                     struct tlsbox_api_reply *reply)
+{
+    json_t *a = json_array();
+    for (struct tlsbox_plugin *p = plugins_first(); p; p = p->next) {
+        char *path = admin_plugin_page_path(p->name);
+        if (path) {
+            json_t *page = json_pack("{s:s}", "plugin", p->name);
+            json_object_set_new(page, "module", json_sprintf("/ui/plugins/%s.js", p->name));
+            json_array_append_new(a, page);
+        }
+        free(path);
+    }
+    api_reply_json(reply, 200, json_pack("{s:o}", "pages", a));
+}
+
+void admin_api_register(void)
+{
+    struct tlsbox_plugin *self = core_self();
+    api_route_add(self, "POST", "admin/setup-token", on_setup_token, NULL);
+    api_route_add(self, "PUT", "admin/password", on_password, NULL);
+    api_route_add(self, "GET", "audit", on_audit, NULL);
+    api_route_add(self, "GET", "routes", on_routes, NULL);
+    api_route_add(self, "GET", "metrics/history", on_history, NULL);
+    api_route_add(self, "GET", "ui/pages", on_pages, NULL);
+}

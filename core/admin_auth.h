@@ -1,0 +1,61 @@
+/* Admin authentication: users with PBKDF2-SHA256 passwords, the first-run
+ * setup token, sessions (cookie + CSRF token, idle and absolute expiry) and
+ * login throttling per address and per user.  Any thread (each call opens
+ * its own store connection); never from a site worker. */
+#ifndef TLSBOX_CORE_ADMIN_AUTH_H
+#define TLSBOX_CORE_ADMIN_AUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+/* Hex lengths (+1 for the NUL) of the session cookie value and CSRF token. */
+#define ADMIN_TOKEN_HEX 65
+
+struct admin_session {
+    char user[64];
+    char csrf[ADMIN_TOKEN_HEX];
+    char cookie[ADMIN_TOKEN_HEX]; /* only filled by admin_login */
+};
+
+/* Number of admin users, or a negative errno. */
+int admin_users_count(void);
+
+/* Create @p name or replace its password (salted PBKDF2-SHA256 with
+ * admin.pbkdf2_iterations).  -EINVAL with *err for a bad name or a password
+ * shorter than 10 characters.  Ends the user's sessions. */
+int admin_set_password(const char *name, const char *password, char **err);
+
+/* A new one-time setup token (caller frees), valid admin.setup_token_ttl
+ * seconds; it replaces any earlier one.  NULL when a user exists already. */
+char *admin_setup_token_new(void);
+/* First run: with a valid setup token and no user yet, create @p name.  The
+ * token is used up on success.  -EACCES bad/expired token, -EEXIST a user
+ * exists, -EINVAL (with *err) bad name or password. */
+int admin_setup(const char *token, const char *name, const char *password, char **err);
+
+/*
+ * Check a login from @p source.  0 and *s filled (new session) on success.
+ * -EACCES wrong name or password; -EAGAIN throttled and -EPERM locked out,
+ * both with *retry_after seconds; the attempt is then not even checked.
+ * Failures, throttling and lockouts are logged and audited.
+ */
+int admin_login(const char *name, const char *password, const char *source, struct admin_session *s,
+                int *retry_after);
+/* The session of cookie value @p cookie: 0 with *s filled (cookie left
+ * empty), -ENOENT unknown or expired (idle or absolute). */
+int admin_session_get(const char *cookie, struct admin_session *s);
+/* End the session of @p cookie (logout).  0 or -ENOENT. */
+int admin_session_end(const char *cookie);
+
+/* 64 hex digits from 32 random bytes (GNUTLS_RND_KEY).  0 or -EIO. */
+int admin_random_hex(char out[ADMIN_TOKEN_HEX]);
+/* 0 with *user_id when @p password is @p name's; -EACCES otherwise (an
+ * unknown name costs the same PBKDF2 run); -EIO on a store error. */
+int admin_password_check(sqlite3 *db, const char *name, const char *password, int64_t *user_id);
+
+/* Constant-time comparison of two NUL-terminated strings. */
+int admin_token_equal(const char *a, const char *b);
+
+#endif

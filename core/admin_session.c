@@ -1,0 +1,185 @@
+/* Logins and sessions (see admin_auth.h).  The cookie value is random; the
+ * store keeps only its SHA-256, so a copy of the database opens no session. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+
+#include "core/admin_auth.h"
+#include "core/admin_throttle.h"
+#include "core/audit.h"
+#include "core/log.h"
+#include "core/settings.h"
+#include "core/store.h"
+#include "core/xalloc.h"
+
+#define HASH_LEN 32
+
+static void cookie_hash(const char *cookie, unsigned char out[HASH_LEN])
+{
+    gnutls_hash_fast(GNUTLS_DIG_SHA256, cookie, strlen(cookie), out);
+}
+
+static int session_create(sqlite3 *db, int64_t user_id, const char *source, struct admin_session *s)
+{
+    if (admin_random_hex(s->cookie) < 0 || admin_random_hex(s->csrf) < 0)
+        return -EIO;
+    unsigned char h[HASH_LEN];
+    cookie_hash(s->cookie, h);
+    time_t now = time(NULL);
+    sqlite3_stmt *st = NULL;
+    int rc = -EIO;
+    /* Expired sessions go when a new one comes. */
+    sqlite3_exec(db, "DELETE FROM admin_sessions WHERE expires_at < strftime('%s','now')", NULL,
+                 NULL, NULL);
+    if (sqlite3_prepare_v2(db,
+                           "INSERT INTO admin_sessions (token_hash, user_id, csrf_token, "
+                           "created_at, expires_at, last_seen, source) VALUES (?,?,?,?,?,?,?)",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_blob(st, 1, h, HASH_LEN, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, user_id);
+        sqlite3_bind_text(st, 3, s->csrf, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)now);
+        sqlite3_bind_int64(st, 5,
+                           (sqlite3_int64)(now + settings_get_int("admin.session_max", 12 * 3600)));
+        sqlite3_bind_int64(st, 6, (sqlite3_int64)now);
+        sqlite3_bind_text(st, 7, source, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_DONE)
+            rc = 0;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Refuse before checking when either key is throttled or locked. */
+static int login_allowed(const char *akey, const char *ukey, int *retry_after)
+{
+    int ra = 0, rb = 0;
+    int a = throttle_check(akey, &ra), b = throttle_check(ukey, &rb);
+    if (a == -EPERM || b == -EPERM) {
+        *retry_after = ra > rb ? ra : rb;
+        return -EPERM;
+    }
+    if (a || b) {
+        *retry_after = ra > rb ? ra : rb;
+        return -EAGAIN;
+    }
+    return 0;
+}
+
+static void login_failed(const char *name, const char *source, const char *akey, const char *ukey)
+{
+    int locked_a = throttle_fail(akey), locked_u = throttle_fail(ukey);
+    log_warn("admin: failed login for user \"%s\" from %s", name, source);
+    audit_event(name, source, "login.failed", name, NULL);
+    if (locked_a || locked_u) {
+        char *what = xasprintf("%s%s%s", locked_a ? akey : "", locked_a && locked_u ? ", " : "",
+                               locked_u ? ukey : "");
+        log_warn("admin: login locked out for %lld s: %s",
+                 settings_get_int("admin.lockout_seconds", 900), what);
+        audit_event(name, source, "login.lockout", what, NULL);
+        free(what);
+    }
+}
+
+int admin_login(const char *name, const char *password, const char *source, struct admin_session *s,
+                int *retry_after)
+{
+    char *akey = xasprintf("addr:%s", source), *ukey = xasprintf("user:%.64s", name);
+    int rc = login_allowed(akey, ukey, retry_after);
+    if (rc < 0) {
+        log_warn("admin: login for user \"%s\" from %s refused: %s for %d s", name, source,
+                 rc == -EPERM ? "locked out" : "backing off", *retry_after);
+        goto out;
+    }
+    sqlite3 *db = store_connect();
+    int64_t uid = 0;
+    rc = db ? admin_password_check(db, name, password, &uid) : -EIO;
+    if (rc == 0) {
+        memset(s, 0, sizeof *s);
+        snprintf(s->user, sizeof s->user, "%s", name);
+        rc = session_create(db, uid, source, s);
+    }
+    store_disconnect(db);
+    if (rc == -EACCES)
+        login_failed(name, source, akey, ukey);
+    if (rc == 0) {
+        throttle_clear(akey);
+        throttle_clear(ukey);
+        log_info("admin: user \"%s\" logged in from %s", name, source);
+        audit_event(name, source, "login", name, NULL);
+    }
+out:
+    free(akey);
+    free(ukey);
+    return rc;
+}
+
+int admin_session_get(const char *cookie, struct admin_session *s)
+{
+    if (!cookie || strlen(cookie) != ADMIN_TOKEN_HEX - 1)
+        return -ENOENT;
+    unsigned char h[HASH_LEN];
+    cookie_hash(cookie, h);
+    sqlite3 *db = store_connect();
+    sqlite3_stmt *st = NULL;
+    int rc = -ENOENT;
+    time_t now = time(NULL);
+    long long idle = settings_get_int("admin.session_idle", 1800);
+    if (!db || sqlite3_prepare_v2(db,
+                                  "SELECT u.name, s.csrf_token, s.expires_at, s.last_seen "
+                                  "FROM admin_sessions s JOIN admin_users u ON u.id = s.user_id "
+                                  "WHERE s.token_hash = ?",
+                                  -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_blob(st, 1, h, HASH_LEN, SQLITE_STATIC);
+    if (store_step_row(st) != 0)
+        goto out;
+    time_t expires = (time_t)sqlite3_column_int64(st, 2);
+    time_t last = (time_t)sqlite3_column_int64(st, 3);
+    if (now >= expires || now - last > idle)
+        goto out;
+    memset(s, 0, sizeof *s);
+    snprintf(s->user, sizeof s->user, "%s", (const char *)sqlite3_column_text(st, 0));
+    snprintf(s->csrf, sizeof s->csrf, "%s", (const char *)sqlite3_column_text(st, 1));
+    rc = 0;
+    sqlite3_finalize(st);
+    st = NULL;
+    /* Few writes (SD cards): last_seen moves at most every idle/4 (<= 60 s). */
+    long long step = idle / 4 < 60 ? idle / 4 : 60;
+    if (now - last >= step &&
+        sqlite3_prepare_v2(db, "UPDATE admin_sessions SET last_seen = ? WHERE token_hash = ?", -1,
+                           &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)now);
+        sqlite3_bind_blob(st, 2, h, HASH_LEN, SQLITE_STATIC);
+        sqlite3_step(st);
+    }
+out:
+    sqlite3_finalize(st);
+    store_disconnect(db);
+    return rc;
+}
+
+int admin_session_end(const char *cookie)
+{
+    if (!cookie)
+        return -ENOENT;
+    unsigned char h[HASH_LEN];
+    cookie_hash(cookie, h);
+    sqlite3 *db = store_connect();
+    sqlite3_stmt *st = NULL;
+    int rc = -ENOENT;
+    if (db && sqlite3_prepare_v2(db, "DELETE FROM admin_sessions WHERE token_hash = ?", -1, &st,
+                                 NULL) == SQLITE_OK) {
+        sqlite3_bind_blob(st, 1, h, HASH_LEN, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(db) > 0)
+            rc = 0;
+    }
+    sqlite3_finalize(st);
+    store_disconnect(db);
+    return rc;
+}

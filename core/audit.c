@@ -1,0 +1,180 @@
+#include "core/audit.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "core/api.h"
+#include "core/log.h"
+#include "core/settings.h"
+#include "core/settings_check.h"
+#include "core/store.h"
+#include "core/xalloc.h"
+
+/* Longest stored texts: the audit log is for people, not a backup. */
+#define AUDIT_MAX_TEXT 8192
+#define MASK "********"
+
+char *audit_resource(const char *path)
+{
+    char *p = xstrdup(path);
+    for (;;) {
+        if (api_route_exists("GET", p))
+            return p;
+        char *slash = strrchr(p, '/');
+        if (!slash)
+            break;
+        *slash = '\0';
+    }
+    free(p);
+    return NULL;
+}
+
+static int secret_name(const char *k)
+{
+    size_t n = strlen(k);
+    return strcasecmp(k, "key") == 0 || (n > 4 && strcasecmp(k + n - 4, "_key") == 0) ||
+           strcasestr(k, "key_pem") || strcasestr(k, "private") || strcasestr(k, "password") ||
+           strcasestr(k, "secret") || strcasestr(k, "token") || strcasestr(k, "hmac");
+}
+
+/* A setting "owner.key" declared SECRET (owner may be NULL: key is full). */
+static int secret_setting(const char *owner, const char *key)
+{
+    char *full = owner && !strchr(key, '.') ? xasprintf("%s.%s", owner, key) : xstrdup(key);
+    const struct tlsbox_setting_def *d = settings_def(full);
+    free(full);
+    return d && settings_is_secret(d);
+}
+
+/* Mask secret members of @p j in place, recursively.  @p owner: settings
+ * owner when the object is a settings change. */
+static void mask(json_t *j, const char *owner)
+{
+    const char *k;
+    json_t *v;
+    size_t i;
+    if (json_is_array(j))
+        json_array_foreach(j, i, v) mask(v, NULL);
+    if (!json_is_object(j))
+        return;
+    json_object_foreach(j, k, v)
+    {
+        if (secret_name(k) || (owner && secret_setting(owner, k)))
+            json_object_set_new(j, k, json_string(MASK));
+        else
+            mask(v, NULL);
+    }
+}
+
+char *audit_masked_body(const char *path, const char *body, size_t len)
+{
+    if (!body || !len)
+        return NULL;
+    json_t *j = json_loadb(body, len, 0, NULL);
+    if (!j)
+        return xasprintf("(%zu bytes, not JSON)", len);
+    char *owner = NULL;
+    if (strncmp(path, "plugins/", 8) == 0)
+        owner = xstrndup(path + 8, strcspn(path + 8, "/"));
+    mask(j, owner);
+    if (strncmp(path, "settings/", 9) == 0 && secret_setting(NULL, path + 9) &&
+        json_object_get(j, "value"))
+        json_object_set_new(j, "value", json_string(MASK));
+    free(owner);
+    char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(j);
+    return s;
+}
+
+static void bind_clipped(sqlite3_stmt *st, int idx, const char *s)
+{
+    if (!s)
+        sqlite3_bind_null(st, idx);
+    else
+        sqlite3_bind_text(st, idx, s,
+                          (int)(strlen(s) < AUDIT_MAX_TEXT ? strlen(s) : AUDIT_MAX_TEXT),
+                          SQLITE_STATIC);
+}
+
+static void audit_insert(const char *actor, const char *source, const char *action,
+                         const char *target, const char *detail, const char *before,
+                         const char *after)
+{
+    static const char sql[] = "INSERT INTO audit (at, actor, action, target, detail, source, "
+                              "before_state, after_state) VALUES (?,?,?,?,?,?,?,?)";
+    sqlite3 *db = store_connect();
+    sqlite3_stmt *st = NULL;
+    if (!db) {
+        log_err("audit: no store connection for %s", action);
+        return;
+    }
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)time(NULL));
+        sqlite3_bind_text(st, 2, actor && *actor ? actor : "system", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, action, -1, SQLITE_STATIC);
+        bind_clipped(st, 4, target);
+        bind_clipped(st, 5, detail);
+        bind_clipped(st, 6, source);
+        bind_clipped(st, 7, before);
+        bind_clipped(st, 8, after);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            log_err("audit: cannot record %s: %s", action, sqlite3_errmsg(db));
+    } else {
+        log_err("audit: %s", sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(st);
+    store_disconnect(db);
+}
+
+void audit_change(const char *user, const char *source, const char *method, const char *path,
+                  const char *body, size_t body_len, const char *before, const char *after)
+{
+    char *action = xasprintf("%s %s", method, path);
+    char *detail = audit_masked_body(path, body, body_len);
+    audit_insert(user, source, action, path, detail, before, after);
+    free(detail);
+    free(action);
+}
+
+void audit_event(const char *actor, const char *source, const char *action, const char *target,
+                 const char *detail)
+{
+    audit_insert(actor, source, action, target, detail, NULL, NULL);
+}
+
+static json_t *column(sqlite3_stmt *st, int i)
+{
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return json_null();
+    return json_string((const char *)sqlite3_column_text(st, i));
+}
+
+json_t *audit_list(int limit, long long before_id)
+{
+    static const char sql[] = "SELECT id, at, actor, action, target, detail, source, "
+                              "before_state, after_state FROM audit WHERE ?1 = 0 OR id < ?1 "
+                              "ORDER BY id DESC LIMIT ?2";
+    sqlite3 *db = store_connect();
+    sqlite3_stmt *st = NULL;
+    if (!db)
+        return NULL;
+    json_t *a = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, before_id);
+        sqlite3_bind_int(st, 2, limit);
+        a = json_array();
+        while (sqlite3_step(st) == SQLITE_ROW)
+            json_array_append_new(a, json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id",
+                                               (json_int_t)sqlite3_column_int64(st, 0), "at",
+                                               (json_int_t)sqlite3_column_int64(st, 1), "actor",
+                                               column(st, 2), "action", column(st, 3), "target",
+                                               column(st, 4), "detail", column(st, 5), "source",
+                                               column(st, 6), "before", column(st, 7), "after",
+                                               column(st, 8)));
+    }
+    sqlite3_finalize(st);
+    store_disconnect(db);
+    return a;
+}

@@ -1,0 +1,108 @@
+#include "core/plugin_schema.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "core/log.h"
+#include "core/store.h"
+#include "core/store_guard.h"
+#include "core/xalloc.h"
+
+int plugin_schema_count(const struct tlsbox_migration *steps)
+{
+    int n = 0;
+    while (steps && steps[n].name)
+        n++;
+    return n;
+}
+
+int plugin_schema_version(sqlite3 *db, const char *plugin)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT version FROM plugin_schema WHERE plugin = ?1", -1, &st,
+                           NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_text(st, 1, plugin, -1, SQLITE_STATIC);
+    int rc = store_step_row(st);
+    int v = rc == 0 ? sqlite3_column_int(st, 0) : rc == -ENOENT ? 0 : rc;
+    sqlite3_finalize(st);
+    return v;
+}
+
+static int record_version(sqlite3 *db, const char *plugin, int version)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "INSERT INTO plugin_schema (plugin, version, applied_at) "
+                           "VALUES (?1, ?2, ?3) ON CONFLICT (plugin) DO UPDATE SET "
+                           "version = excluded.version, applied_at = excluded.applied_at",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_text(st, 1, plugin, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, version);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)time(NULL));
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int plugin_schema_migrate(sqlite3 *db, const char *plugin, const struct tlsbox_migration *steps,
+                          char **err)
+{
+    int n = plugin_schema_count(steps);
+    int rc = -EIO;
+    char *e = NULL;
+
+    /* The version is read inside the write transaction, so two daemons on
+     * one store cannot both apply the same step. */
+    if (store_begin(db, &e) < 0) {
+        xset_err(err, "plugin %s: cannot start the schema transaction: %s", plugin, e);
+        goto out;
+    }
+    int cur = plugin_schema_version(db, plugin);
+    if (cur < 0) {
+        xset_err(err, "plugin %s: cannot read its schema version: %s", plugin, sqlite3_errmsg(db));
+        goto out;
+    }
+    if (cur > n) {
+        xset_err(err,
+                 "plugin %s: refused: the store has schema version %d of its tables, this "
+                 "plugin knows %d (the store was written by a newer version of the plugin); "
+                 "upgrade the plugin",
+                 plugin, cur, n);
+        rc = -EPROTO;
+        goto out;
+    }
+    if (cur == n) {
+        store_rollback(db); /* nothing to write */
+        return 0;
+    }
+    /* The steps run under the plugin's guard, as its own connections do: a
+     * step that touches a table the plugin does not own fails here. */
+    store_guard_attach(db, plugin);
+    for (int i = cur; i < n; i++) {
+        if (store_exec(db, steps[i].sql, &e) < 0) {
+            store_guard_detach(db);
+            xset_err(err, "plugin %s: migration %s failed: %s", plugin, steps[i].name, e);
+            goto out;
+        }
+    }
+    store_guard_detach(db);
+    if (record_version(db, plugin, n) < 0) {
+        xset_err(err, "plugin %s: cannot record schema version %d: %s", plugin, n,
+                 sqlite3_errmsg(db));
+        goto out;
+    }
+    if (store_commit(db, &e) < 0) {
+        xset_err(err, "plugin %s: schema commit failed: %s", plugin, e);
+        goto out;
+    }
+    log_info("store: plugin %s schema %d -> %d", plugin, cur, n);
+    free(e);
+    return n - cur;
+out:
+    store_rollback(db);
+    free(e);
+    return rc;
+}

@@ -1,0 +1,197 @@
+#include "core/store_guard.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "core/log.h"
+
+int store_guard_owns(const char *plugin, const char *name)
+{
+    size_t n = strlen(plugin);
+    return name && strncmp(name, plugin, n) == 0 && name[n] == '_' && name[n + 1] != '\0';
+}
+
+/* Pragmas that only report, even when given an argument (a table name). */
+static int pragma_reads(const char *name)
+{
+    static const char *const ok[] = {"table_info",        "table_xinfo",     "index_list",
+                                     "index_info",        "index_xinfo",     "foreign_key_list",
+                                     "foreign_key_check", "integrity_check", "quick_check"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+        if (strcmp(name, ok[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* SQLite's own tables: written only as a side effect of DDL that is checked
+ * by its own action code (sqlite_master), of creating or inserting into an
+ * AUTOINCREMENT table (sqlite_sequence), or of ANALYZE (sqlite_stat1).
+ * SQLite itself refuses to let SQL create, alter or drop them by name. */
+static int is_internal(const char *name)
+{
+    return name && strncmp(name, "sqlite_", 7) == 0;
+}
+
+static const char *action_name(int action)
+{
+    switch (action) {
+    case SQLITE_INSERT:
+        return "insert into";
+    case SQLITE_UPDATE:
+        return "update";
+    case SQLITE_DELETE:
+        return "delete from";
+    case SQLITE_ALTER_TABLE:
+        return "alter table";
+    case SQLITE_CREATE_TABLE:
+    case SQLITE_CREATE_VTABLE:
+        return "create table";
+    case SQLITE_DROP_TABLE:
+    case SQLITE_DROP_VTABLE:
+        return "drop table";
+    case SQLITE_CREATE_INDEX:
+        return "create an index on";
+    case SQLITE_DROP_INDEX:
+        return "drop an index of";
+    case SQLITE_CREATE_TRIGGER:
+        return "create a trigger on";
+    case SQLITE_DROP_TRIGGER:
+        return "drop a trigger of";
+    case SQLITE_CREATE_VIEW:
+        return "create view";
+    case SQLITE_DROP_VIEW:
+        return "drop view";
+    case SQLITE_ATTACH:
+        return "attach";
+    case SQLITE_DETACH:
+        return "detach";
+    case SQLITE_PRAGMA:
+        return "set pragma";
+    }
+    return "write";
+}
+
+/* Columns of the core that hold secrets: no plugin reads them, even though
+ * reading the rest of the store is allowed.  (Secret settings are kept in
+ * settings.value like the others: read them through host->setting_get.) */
+static int is_secret_column(const char *table, const char *column)
+{
+    static const char *const secret[][2] = {
+        {"certificates", "key_pem"},     {"internal_ca", "key_pem"},
+        {"ticket_keys", "key"},          {"admin_users", "pw_salt"},
+        {"admin_users", "pw_hash"},      {"admin_sessions", "token_hash"},
+        {"admin_sessions", "csrf_token"}};
+    for (size_t i = 0; table && column && i < sizeof secret / sizeof *secret; i++)
+        if (strcmp(table, secret[i][0]) == 0 && strcmp(column, secret[i][1]) == 0)
+            return 1;
+    return 0;
+}
+
+static int refuse_verb(const char *plugin, const char *verb, const char *object)
+{
+    log_err("plugin %s: store: refused to %s %s: a plugin writes only its own tables "
+            "(named %s_...); core data is changed through host calls",
+            plugin, verb, object ? object : "?", plugin);
+    return SQLITE_DENY;
+}
+
+static int refuse(const char *plugin, int action, const char *object)
+{
+    return refuse_verb(plugin, action_name(action), object);
+}
+
+/* The object a write or schema action touches, and (for an index or a
+ * trigger) the table it sits on. */
+static void action_objects(int action, const char *a1, const char *a2, const char **obj,
+                           const char **on)
+{
+    *obj = a1;
+    *on = NULL;
+    switch (action) {
+    case SQLITE_CREATE_INDEX:
+    case SQLITE_CREATE_TRIGGER:
+    case SQLITE_DROP_INDEX:
+    case SQLITE_DROP_TRIGGER:
+        *on = a2;
+        break;
+    case SQLITE_ALTER_TABLE:
+        *obj = a2; /* a1 is the database name */
+        break;
+    default:
+        break;
+    }
+}
+
+static int on_authorize(void *arg, int action, const char *a1, const char *a2, const char *dbname,
+                        const char *trigger)
+{
+    const char *plugin = arg;
+    const char *obj, *on;
+    (void)trigger;
+
+    switch (action) {
+    case SQLITE_INSERT:
+    case SQLITE_UPDATE:
+    case SQLITE_DELETE:
+    case SQLITE_ALTER_TABLE:
+    case SQLITE_CREATE_INDEX:
+    case SQLITE_CREATE_TABLE:
+    case SQLITE_CREATE_TRIGGER:
+    case SQLITE_CREATE_VIEW:
+    case SQLITE_DROP_INDEX:
+    case SQLITE_DROP_TABLE:
+    case SQLITE_DROP_TRIGGER:
+    case SQLITE_DROP_VIEW:
+    case SQLITE_CREATE_VTABLE:
+    case SQLITE_DROP_VTABLE:
+        break;
+    case SQLITE_CREATE_TEMP_INDEX:
+    case SQLITE_CREATE_TEMP_TABLE:
+    case SQLITE_CREATE_TEMP_TRIGGER:
+    case SQLITE_CREATE_TEMP_VIEW:
+    case SQLITE_DROP_TEMP_INDEX:
+    case SQLITE_DROP_TEMP_TABLE:
+    case SQLITE_DROP_TEMP_TRIGGER:
+    case SQLITE_DROP_TEMP_VIEW:
+        return SQLITE_OK; /* the connection's own scratch space */
+    case SQLITE_ATTACH:
+    case SQLITE_DETACH:
+        return refuse(plugin, action, a1);
+    case SQLITE_READ:
+        if (!is_secret_column(a1, a2))
+            return SQLITE_OK;
+        log_err("plugin %s: store: refused to read %s.%s: it holds secrets of the core", plugin, a1,
+                a2);
+        return SQLITE_DENY;
+    case SQLITE_PRAGMA:
+        /* Reading a pragma is fine; setting one (user_version, writable_schema,
+         * foreign_keys, journal_mode...) changes what the core relies on. */
+        return a2 == NULL || pragma_reads(a1) ? SQLITE_OK : refuse(plugin, action, a1);
+    default:
+        return SQLITE_OK; /* reads, transactions, functions */
+    }
+    if (dbname && strcmp(dbname, "temp") == 0)
+        return SQLITE_OK;
+    action_objects(action, a1, a2, &obj, &on);
+    if (is_internal(obj))
+        return SQLITE_OK;
+    if (on && !is_internal(on) && !store_guard_owns(plugin, on))
+        return refuse(plugin, action, on);
+    if (!store_guard_owns(plugin, obj))
+        return on ? refuse_verb(plugin, "name an index or trigger", obj)
+                  : refuse(plugin, action, obj);
+    return SQLITE_OK;
+}
+
+int store_guard_attach(sqlite3 *db, const char *plugin)
+{
+    if (!db || !plugin)
+        return -EINVAL;
+    return sqlite3_set_authorizer(db, on_authorize, (void *)plugin) == SQLITE_OK ? 0 : -EIO;
+}
+
+void store_guard_detach(sqlite3 *db)
+{
+    if (db)
+        sqlite3_set_authorizer(db, NULL, NULL);
+}

@@ -1,0 +1,29 @@
+/* The rule "a plugin writes only its own tables", enforced by SQLite: an
+ * authorizer on every connection handed to a plugin (host->store_open) and
+ * on the connection that applies its migrations. */
+#ifndef TLSBOX_CORE_STORE_GUARD_H
+#define TLSBOX_CORE_STORE_GUARD_H
+
+#include <sqlite3.h>
+
+/*
+ * From now on, statements prepared on @p db may read anything but may write
+ * (INSERT/UPDATE/DELETE) or change the schema of (CREATE/DROP/ALTER) only
+ * tables, indexes, triggers and views named "<plugin>_..." (temporary ones
+ * are the connection's own and free); triggers and indexes must also sit on
+ * such a table.  ATTACH, DETACH and pragmas that set a value are refused,
+ * and so is reading the core's secret columns (private keys, ticket keys,
+ * password hashes, session tokens).
+ * A refused statement fails to prepare with SQLITE_AUTH ("not authorized")
+ * and the core logs one line naming the plugin, the action and the object.
+ * @p plugin is borrowed: it must outlive the guard (a plugin's name does).
+ * Returns 0 or -EIO.  The thread that owns @p db.
+ */
+int store_guard_attach(sqlite3 *db, const char *plugin);
+/* Remove the guard (the core's own statements follow). */
+void store_guard_detach(sqlite3 *db);
+
+/* True when @p name is "<plugin>_" followed by at least one character. */
+int store_guard_owns(const char *plugin, const char *name);
+
+#endif

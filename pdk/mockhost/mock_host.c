@@ -1,0 +1,263 @@
+/* The mock host's table, setup, log capture and metrics. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mock.h"
+
+struct tlsbox_mockp tlsbox_mockp = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- log ---------------------------------------------------------------- */
+
+#define MOCK_LOG_KEEP 8192
+static char **lines;
+static size_t nlines;
+
+void tlsbox_mockp_vlog(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt,
+                       va_list ap)
+{
+    static const char *const names[] = {[TLSBOX_LOG_ERR] = "ERROR",
+                                        [TLSBOX_LOG_WARN] = "WARN",
+                                        [TLSBOX_LOG_INFO] = "INFO",
+                                        [TLSBOX_LOG_DEBUG] = "DEBUG"};
+    char *msg = tlsbox_xvasprintf(fmt, ap);
+    const char *lv = level <= TLSBOX_LOG_DEBUG && names[level] ? names[level] : "?";
+    char *line = tlsbox_xasprintf("%s %s: %s", lv, self ? self->name : "core", msg);
+    free(msg);
+    pthread_mutex_lock(&tlsbox_mockp.lock);
+    if (nlines == MOCK_LOG_KEEP) { /* a long run (a benchmark host): keep the newest half */
+        for (size_t i = 0; i < MOCK_LOG_KEEP / 2; i++)
+            free(lines[i]);
+        memmove(lines, lines + MOCK_LOG_KEEP / 2, (MOCK_LOG_KEEP / 2) * sizeof *lines);
+        nlines = MOCK_LOG_KEEP / 2;
+    }
+    lines = tlsbox_xrealloc(lines, (nlines + 1) * sizeof *lines);
+    lines[nlines++] = line;
+    /* A TAP comment: visible in the test's log, never taken for a result. */
+    fprintf(stderr, "# %s\n", line);
+    pthread_mutex_unlock(&tlsbox_mockp.lock);
+}
+
+__attribute__((format(printf, 3, 4))) static void
+tlsbox_mockp_log(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tlsbox_mockp_vlog(self, level, fmt, ap);
+    va_end(ap);
+}
+
+int tlsbox_mock_log_count(const char *needle)
+{
+    int n = 0;
+    pthread_mutex_lock(&tlsbox_mockp.lock);
+    for (size_t i = 0; i < nlines; i++)
+        n += !needle || strstr(lines[i], needle) != NULL;
+    pthread_mutex_unlock(&tlsbox_mockp.lock);
+    return n;
+}
+
+const char *tlsbox_mock_log_last(void)
+{
+    return nlines ? lines[nlines - 1] : NULL;
+}
+
+void tlsbox_mock_log_clear(void)
+{
+    pthread_mutex_lock(&tlsbox_mockp.lock);
+    for (size_t i = 0; i < nlines; i++)
+        free(lines[i]);
+    free(lines);
+    lines = NULL;
+    nlines = 0;
+    pthread_mutex_unlock(&tlsbox_mockp.lock);
+}
+
+char *tlsbox_mockp_json_string(const char *s)
+{
+    size_t n = 3;
+    for (const char *p = s; *p; p++)
+        n += 6;
+    char *out = tlsbox_xmalloc(n), *o = out;
+    *o++ = '"';
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            *o++ = '\\';
+            *o++ = (char)*p;
+        } else if (*p < 0x20) {
+            o += sprintf(o, "\\u%04x", *p);
+        } else {
+            *o++ = (char)*p;
+        }
+    }
+    *o++ = '"';
+    *o = '\0';
+    return out;
+}
+
+/* ---- metrics ------------------------------------------------------------- */
+
+struct tlsbox_metric {
+    char *name;
+    enum tlsbox_metric_type type;
+    _Atomic long long value;
+};
+
+static struct tlsbox_metric **metrics;
+static size_t nmetrics;
+
+static struct tlsbox_metric *tlsbox_mockp_metric_register(struct tlsbox_plugin *self,
+                                                          const char *name,
+                                                          enum tlsbox_metric_type type,
+                                                          const char *help, const double *buckets,
+                                                          size_t nbuckets)
+{
+    struct tlsbox_metric *m = NULL;
+    (void)self, (void)help, (void)buckets, (void)nbuckets;
+    if (!name || !*name || type >= TLSBOX_METRIC_TYPE_MAX)
+        return NULL;
+    pthread_mutex_lock(&tlsbox_mockp.lock);
+    for (size_t i = 0; i < nmetrics; i++)
+        if (strcmp(metrics[i]->name, name) == 0) {
+            m = metrics[i]->type == type ? metrics[i] : NULL; /* a type clash is refused */
+            goto out;
+        }
+    m = tlsbox_xcalloc(1, sizeof *m);
+    m->name = tlsbox_xstrdup(name);
+    m->type = type;
+    metrics = tlsbox_xrealloc(metrics, (nmetrics + 1) * sizeof *metrics);
+    metrics[nmetrics++] = m;
+out:
+    pthread_mutex_unlock(&tlsbox_mockp.lock);
+    return m;
+}
+
+static void tlsbox_mockp_metric_add(struct tlsbox_metric *m, int64_t delta)
+{
+    if (m)
+        atomic_fetch_add(&m->value, delta);
+}
+
+static void tlsbox_mockp_metric_set(struct tlsbox_metric *m, int64_t value)
+{
+    if (m)
+        atomic_store(&m->value, value);
+}
+
+static void tlsbox_mockp_metric_observe(struct tlsbox_metric *m, double value)
+{
+    (void)value;
+    if (m)
+        atomic_fetch_add(&m->value, 1);
+}
+
+long long tlsbox_mock_metric(const char *name)
+{
+    long long v = -1;
+    pthread_mutex_lock(&tlsbox_mockp.lock);
+    for (size_t i = 0; i < nmetrics; i++)
+        if (strcmp(metrics[i]->name, name) == 0)
+            v = atomic_load(&metrics[i]->value);
+    pthread_mutex_unlock(&tlsbox_mockp.lock);
+    return v;
+}
+
+void tlsbox_mock_metrics_dump(FILE *f)
+{
+    pthread_mutex_lock(&tlsbox_mockp.lock);
+    for (size_t i = 0; i < nmetrics; i++)
+        fprintf(f, "%s %lld\n", metrics[i]->name, atomic_load(&metrics[i]->value));
+    pthread_mutex_unlock(&tlsbox_mockp.lock);
+}
+
+static void metrics_reset(void)
+{
+    for (size_t i = 0; i < nmetrics; i++) {
+        free(metrics[i]->name);
+        free(metrics[i]);
+    }
+    free(metrics);
+    metrics = NULL;
+    nmetrics = 0;
+}
+
+/* ---- the table and its life ----------------------------------------------- */
+
+const struct tlsbox_host tlsbox_mock_host = {
+    .size = sizeof(struct tlsbox_host),
+    .abi_major = TLSBOX_ABI_MAJOR,
+    .abi_minor = TLSBOX_ABI_MINOR,
+    .log = tlsbox_mockp_log,
+    .vlog = tlsbox_mockp_vlog,
+    .setting_get = tlsbox_mockp_setting_get,
+    .setting_get_int = tlsbox_mockp_setting_get_int,
+    .setting_get_bool = tlsbox_mockp_setting_get_bool,
+    .setting_set = tlsbox_mockp_setting_set,
+    .store_open = tlsbox_mockp_store_open,
+    .store_close = tlsbox_mockp_store_close,
+    .event_subscribe = tlsbox_mockp_event_subscribe,
+    .event_unsubscribe = tlsbox_mockp_event_unsubscribe,
+    .event_publish = tlsbox_mockp_event_publish,
+    .job_submit = tlsbox_mockp_job_submit,
+    .job_cancel = tlsbox_mockp_job_cancel,
+    .job_cancelled = tlsbox_mockp_job_cancelled,
+    .job_sleep = tlsbox_mockp_job_sleep,
+    .timer_add = tlsbox_mockp_timer_add,
+    .timer_cancel = tlsbox_mockp_timer_cancel,
+    .metric_register = tlsbox_mockp_metric_register,
+    .metric_add = tlsbox_mockp_metric_add,
+    .metric_set = tlsbox_mockp_metric_set,
+    .metric_observe = tlsbox_mockp_metric_observe,
+    .api_route_add = tlsbox_mockp_api_route_add,
+    .api_reply_error = tlsbox_mockp_api_reply_error,
+    .http_route_add = tlsbox_mockp_http_route_add,
+    .http_route_dispatch = tlsbox_mockp_http_route_dispatch,
+    .bundle_acquire = tlsbox_mockp_bundle_acquire,
+    .bundle_release = tlsbox_mockp_bundle_release,
+    .bundle_session_setup = tlsbox_mockp_bundle_session_setup,
+    .bundle_hsts = tlsbox_mockp_bundle_hsts,
+    .bundle_generation = tlsbox_mockp_bundle_generation,
+    .cert_install = tlsbox_mockp_cert_install,
+    .cert_list = tlsbox_mockp_cert_list,
+    .cert_get = tlsbox_mockp_cert_get,
+    .dh_set = tlsbox_mockp_dh_set,
+    .dh_served = tlsbox_mockp_dh_served,
+};
+
+int tlsbox_mock_setup(const struct tlsbox_plugin_desc *desc)
+{
+    if (!desc || !desc->name) {
+        fprintf(stderr, "# mock host: no descriptor\n");
+        return -EINVAL;
+    }
+    if (tlsbox_mockp.desc)
+        tlsbox_mock_teardown();
+    tlsbox_mockp.desc = desc;
+    tlsbox_mockp.self.name = desc->name;
+    int rc = tlsbox_mockp_store_setup(desc);
+    if (rc < 0) {
+        tlsbox_mockp.desc = NULL;
+        return rc;
+    }
+    return 0;
+}
+
+void tlsbox_mock_teardown(void)
+{
+    tlsbox_mockp_events_reset();
+    tlsbox_mockp_routes_reset();
+    tlsbox_mockp_certs_reset();
+    tlsbox_mockp_dh_reset();
+    tlsbox_mockp_settings_reset();
+    tlsbox_mockp_store_teardown();
+    tlsbox_mock_bundle_clear();
+    tlsbox_mock_log_clear();
+    metrics_reset();
+    tlsbox_mockp.desc = NULL;
+}
+
+struct tlsbox_plugin *tlsbox_mock_self(void)
+{
+    return &tlsbox_mockp.self;
+}

@@ -1,0 +1,151 @@
+/* One DH parameter generation, in a child process.  A child rather than a
+ * thread because GnuTLS's generator cannot be interrupted: at stop the job
+ * kills the child and the daemon is never held up (4096 bits take minutes
+ * on a Raspberry Pi).  The child runs at SCHED_IDLE and nice 19, so it only
+ * takes CPU time nothing else wants; the site workers are untouched. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gnutls/gnutls.h>
+
+#include "plugins/dhparam/dhparam.h"
+
+#define GEN_PEM_MAX 16384
+#define GEN_POLL_MS 200
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The child: lower its priority, generate, write the PEM to @p fd, exit. */
+static void __attribute__((noreturn)) gen_child(int fd, pid_t parent, int bits, bool idle)
+{
+    /* Die with the daemon (a crash must not leave an orphan burning CPU). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(3);
+    /* Hold nothing of the daemon's: listening sockets, the store. */
+    if (fd != 3) {
+        dup2(fd, 3);
+        fd = 3;
+    }
+    close_range(4, ~0U, 0);
+    if (idle) {
+        struct sched_param sp = {0};
+        sched_setscheduler(0, SCHED_IDLE, &sp);
+        setpriority(PRIO_PROCESS, 0, 19);
+    }
+    gnutls_dh_params_t p;
+    gnutls_datum_t pem = {NULL, 0};
+    if (gnutls_dh_params_init(&p) < 0 || gnutls_dh_params_generate2(p, (unsigned)bits) < 0 ||
+        gnutls_dh_params_export2_pkcs3(p, GNUTLS_X509_FMT_PEM, &pem) < 0)
+        _exit(2);
+    _exit(write_all(fd, pem.data, pem.size) == 0 ? 0 : 1);
+}
+
+static void set_pid(struct dhparam *d, pid_t pid)
+{
+    pthread_mutex_lock(&d->lock);
+    d->cur.pid = pid;
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* Read the child's output until EOF; -ECANCELED when the job is cancelled. */
+static int gen_read(struct dhparam *d, struct tlsbox_job *job, int fd, char *buf, size_t *len)
+{
+    for (;;) {
+        if (d->host->job_cancelled(job))
+            return -ECANCELED;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int r = poll(&pfd, 1, GEN_POLL_MS);
+        if (r < 0 && errno != EINTR)
+            return -EIO;
+        if (r <= 0)
+            continue;
+        ssize_t n = read(fd, buf + *len, GEN_PEM_MAX - *len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -EIO;
+        if (n == 0)
+            return 0;
+        *len += (size_t)n;
+        if (*len >= GEN_PEM_MAX)
+            return -EIO;
+    }
+}
+
+int dhparam_gen(struct dhparam *d, struct tlsbox_job *job, int bits, bool idle, char **pem,
+                char **err)
+{
+    int fds[2], status = 0;
+    size_t len = 0;
+    *pem = NULL;
+    *err = NULL;
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        *err = strdup("cannot make a pipe for the generator");
+        return -EIO;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        gen_child(fds[1], parent, bits, idle);
+    }
+    close(fds[1]);
+    if (pid < 0) {
+        close(fds[0]);
+        *err = strdup("cannot start the generator process");
+        return -EIO;
+    }
+    set_pid(d, pid);
+    char *buf = malloc(GEN_PEM_MAX + 1);
+    int rc = buf ? gen_read(d, job, fds[0], buf, &len) : -ENOMEM;
+    close(fds[0]);
+    if (rc < 0)
+        kill(pid, SIGKILL); /* nothing it holds needs cleaning up */
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    set_pid(d, 0);
+    if (rc == -ECANCELED) {
+        free(buf);
+        return rc;
+    }
+    if (rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && len > 0) {
+        buf[len] = 0;
+        *pem = buf;
+        return 0;
+    }
+    free(buf);
+    char msg[96];
+    if (WIFSIGNALED(status))
+        snprintf(msg, sizeof(msg), "the generator process died of signal %d", WTERMSIG(status));
+    else
+        snprintf(msg, sizeof(msg), "the generator process failed (exit %d)",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    *err = strdup(msg);
+    return -EIO;
+}

@@ -1,0 +1,205 @@
+/* Generation runs: one at a time, recorded in dhparam_runs before they
+ * start, the new parameters stored in one transaction with the run's end (a
+ * stop mid-way leaves the run "interrupted" and no parameter row), resumed
+ * at the next start, and started again when the rotation is due. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/dhparam/dhparam.h"
+
+#define DAY_SECONDS 86400
+
+static void set_stage(struct dhparam *d, sqlite3 *db, const char *stage)
+{
+    pthread_mutex_lock(&d->lock);
+    d->cur.stage = stage;
+    int64_t id = d->cur.run_id;
+    pthread_mutex_unlock(&d->lock);
+    dhparam_store_run_stage(db, id, stage);
+}
+
+static double elapsed(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void finish(struct dhparam *d)
+{
+    pthread_mutex_lock(&d->lock);
+    memset(&d->cur, 0, sizeof(d->cur));
+    pthread_mutex_unlock(&d->lock);
+    d->host->metric_set(d->m_running, 0);
+}
+
+/* Generate, check with the core, store; then serve when the mode says so. */
+static void run_job(void *arg, struct tlsbox_job *job)
+{
+    struct dhparam *d = arg;
+    char *pem = NULL, *err = NULL, *prio = d->host->setting_get(d->self, "priority");
+    bool idle = !prio || strcmp(prio, "normal") != 0;
+    free(prio);
+    sqlite3 *db = d->host->store_open(d->self);
+    if (!db) {
+        finish(d);
+        return;
+    }
+    pthread_mutex_lock(&d->lock);
+    int64_t id = d->cur.run_id;
+    int bits = d->cur.bits;
+    clock_gettime(CLOCK_MONOTONIC, &d->cur.t0);
+    struct timespec t0 = d->cur.t0;
+    pthread_mutex_unlock(&d->lock);
+
+    set_stage(d, db, "generating");
+    int rc = dhparam_gen(d, job, bits, idle, &pem, &err);
+    double secs = elapsed(&t0);
+    if (rc == -ECANCELED) {
+        dhparam_store_run_end(db, id, "interrupted", NULL);
+        d->host->log(d->self, TLSBOX_LOG_INFO,
+                     "generation of %d-bit parameters interrupted after %.1f s; it starts "
+                     "again at the next start",
+                     bits, secs);
+        goto out;
+    }
+    if (rc == 0) {
+        set_stage(d, db, "checking");
+        rc = d->host->dh_set(d->self, pem, "generated", TLSBOX_DH_CHECK_ONLY, &err);
+    }
+    if (rc >= 0) {
+        set_stage(d, db, "storing");
+        if ((rc = dhparam_store_run_done(db, id, pem, bits, secs)) < 0)
+            err = strdup("cannot store the new parameters");
+    }
+    if (rc < 0) {
+        dhparam_store_run_end(db, id, "failed", err ? err : "unknown error");
+        d->host->log(d->self, TLSBOX_LOG_ERR, "generation of %d-bit parameters failed: %s", bits,
+                     err ? err : "unknown error");
+        d->host->metric_add(d->m_failed, 1);
+        goto out;
+    }
+    d->host->log(d->self, TLSBOX_LOG_INFO, "generated %d-bit DH parameters in %.1f s", bits, secs);
+    d->host->metric_add(d->m_ok, 1);
+    d->host->metric_set(d->m_seconds, (int64_t)(secs + 0.5));
+    finish(d);
+    dhparam_apply(d); /* the previous parameters served until here */
+    d->host->store_close(d->self, db);
+    free(pem);
+    return;
+out:
+    finish(d);
+    d->host->store_close(d->self, db);
+    free(pem);
+    free(err);
+}
+
+int64_t dhparam_run_start(struct dhparam *d, int bits, const char *reason, int64_t resume_id)
+{
+    int attempts = 0;
+    if (atomic_load(&d->stopping))
+        return -ESHUTDOWN;
+    pthread_mutex_lock(&d->lock);
+    if (d->cur.run_id) {
+        pthread_mutex_unlock(&d->lock);
+        return -EBUSY;
+    }
+    sqlite3 *db = d->host->store_open(d->self);
+    int64_t id = db ? dhparam_store_run_begin(db, bits, reason, resume_id, &attempts) : -EIO;
+    if (db)
+        d->host->store_close(d->self, db);
+    if (id > 0) {
+        d->cur = (struct dhparam_current){
+            .run_id = id, .bits = bits, .attempts = attempts, .stage = "queued"};
+        snprintf(d->cur.reason, sizeof(d->cur.reason), "%s", reason);
+        clock_gettime(CLOCK_MONOTONIC, &d->cur.t0);
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (id < 0)
+        return id;
+    d->host->metric_set(d->m_running, 1);
+    d->host->log(d->self, TLSBOX_LOG_INFO, "generating %d-bit DH parameters (%s, attempt %d)", bits,
+                 reason, attempts);
+    /* Not under the lock: a host may run the job before job_submit returns. */
+    int64_t job = d->host->job_submit(d->self, "dhparam.generate", run_job, d, NULL);
+    pthread_mutex_lock(&d->lock);
+    if (job < 0 && d->cur.run_id == id)
+        memset(&d->cur, 0, sizeof(d->cur));
+    else if (d->cur.run_id == id)
+        d->cur.job = job;
+    pthread_mutex_unlock(&d->lock);
+    if (job < 0)
+        d->host->metric_set(d->m_running, 0);
+    return job < 0 ? job : id;
+}
+
+/* Once per daemon start: a run a stop or crash interrupted starts again. */
+static void resume(struct dhparam *d, sqlite3 *db)
+{
+    int64_t id;
+    int bits;
+    char reason[16];
+    if (atomic_exchange(&d->resumed, true))
+        return;
+    if (dhparam_store_run_unfinished(db, &id, &bits, reason) == 0)
+        dhparam_run_start(d, bits, reason, id);
+}
+
+void dhparam_run_check(void *arg, struct tlsbox_job *job)
+{
+    struct dhparam *d = arg;
+    (void)job;
+    sqlite3 *db = d->host->store_open(d->self);
+    if (!db)
+        return;
+    resume(d, db);
+    dhparam_apply(d);
+    char *mode = dhparam_mode(d);
+    if (strcmp(mode, "generated") == 0) {
+        struct dhparam_row r;
+        long long days = d->host->setting_get_int(d->self, "rotate_days", 30);
+        int have = dhparam_store_newest(db, "generated", &r);
+        if (have == -ENOENT || (have == 0 && time(NULL) - r.created_at >= days * DAY_SECONDS))
+            dhparam_run_start(d, (int)d->host->setting_get_int(d->self, "bits", 3072),
+                              have == 0 ? "schedule" : "first", 0);
+        if (have == 0)
+            dhparam_row_clear(&r);
+    }
+    free(mode);
+    d->host->store_close(d->self, db);
+}
+
+json_t *dhparam_run_current(struct dhparam *d, sqlite3 *db)
+{
+    pthread_mutex_lock(&d->lock);
+    struct dhparam_current c = d->cur;
+    pthread_mutex_unlock(&d->lock);
+    if (!c.run_id)
+        return json_null();
+    double secs = elapsed(&c.t0);
+    json_t *j = json_pack("{s:I, s:s, s:s, s:i, s:s, s:i, s:f}", "id", (json_int_t)c.run_id,
+                          "state", "running", "stage", c.stage, "bits", c.bits, "reason", c.reason,
+                          "attempts", c.attempts, "elapsed_seconds", secs);
+    if (c.pid > 0)
+        json_object_set_new(j, "pid", json_integer(c.pid));
+    /* The generator reports nothing while it searches for primes: estimate
+     * from the last run of the same size on this machine. */
+    double last = db ? dhparam_store_last_seconds(db, c.bits) : -1;
+    if (last > 0) {
+        double pct = 100.0 * secs / last;
+        json_object_set_new(j, "percent_estimate", json_integer(pct > 99 ? 99 : (int)pct));
+    }
+    return j;
+}
+
+void dhparam_run_cancel(struct dhparam *d)
+{
+    atomic_store(&d->stopping, true);
+    pthread_mutex_lock(&d->lock);
+    int64_t job = d->cur.job;
+    pthread_mutex_unlock(&d->lock);
+    if (job)
+        d->host->job_cancel(d->self, job);
+}

@@ -1,0 +1,153 @@
+/* Unit test of the dhparam plugin against the kit's mock host: the API's
+ * refusals change nothing, an import is stored and served, a mode switch
+ * goes back to RFC 7919, a generation (2048 bits, a real child process) is
+ * recorded and served, the metrics follow.  Prints TAP. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gnutls/gnutls.h>
+#include <jansson.h>
+#include <tlsbox/mock_host.h>
+
+#include "tests/tap.h"
+
+extern const struct tlsbox_plugin_desc tlsbox_plugin_descriptor;
+
+/* One API call: its status, and its body parsed into *j (caller decrefs). */
+static int api(const char *method, const char *path, const char *body, json_t **j)
+{
+    char *reply = NULL;
+    int status = tlsbox_mock_api(method, path, body, &reply);
+    *j = reply ? json_loads(reply, 0, NULL) : NULL;
+    free(reply);
+    return status;
+}
+
+static const char *str(json_t *j, const char *a, const char *b)
+{
+    json_t *v = json_object_get(j, a);
+    return json_string_value(b ? json_object_get(v, b) : v);
+}
+
+/* ffdhe3072 as a PKCS#3 PEM (caller frees). */
+static char *ffdhe3072_pem(void)
+{
+    gnutls_dh_params_t dh;
+    gnutls_datum_t out = {NULL, 0};
+    gnutls_dh_params_init(&dh);
+    gnutls_dh_params_import_raw(dh, &gnutls_ffdhe_3072_group_prime,
+                                &gnutls_ffdhe_3072_group_generator);
+    gnutls_dh_params_export2_pkcs3(dh, GNUTLS_X509_FMT_PEM, &out);
+    char *s = calloc(1, out.size + 1);
+    memcpy(s, out.data, out.size);
+    gnutls_free(out.data);
+    gnutls_dh_params_deinit(dh);
+    return s;
+}
+
+static void refusals(void)
+{
+    json_t *j = NULL;
+    is_int(api("PUT", "dh/mode", "{\"mode\":\"weekly\"}", &j), 400, "mode weekly: 400");
+    json_decref(j);
+    is_int(api("POST", "dh/generate", "{\"bits\":1024}", &j), 400, "generate 1024 bits: 400");
+    like(str(j, "error", NULL), "bits must be 2048, 3072 or 4096, not 1024", "and says why");
+    json_decref(j);
+    is_int(api("POST", "dh/generate", "{\"bits\":\"big\"}", &j), 400, "bits not a number: 400");
+    json_decref(j);
+    is_int(api("POST", "dh/import", "{\"pem\":\"garbage\"}", &j), 400, "import garbage: 400");
+    like(str(j, "error", NULL), "dh/import refused: mock host: not PKCS#3", "with the reason");
+    json_decref(j);
+    is_int(api("POST", "dh/import", "[1]", &j), 400, "import without a pem: 400");
+    json_decref(j);
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_params"), 0, "nothing stored");
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_runs"), 0, "no run started");
+    is_int(tlsbox_mock_published("dh.changed"), 0, "nothing published");
+}
+
+static void import_then_rfc7919(void)
+{
+    json_t *j = NULL;
+    char *pem = ffdhe3072_pem();
+    json_t *body = json_pack("{s:s}", "pem", pem);
+    char *text = json_dumps(body, JSON_COMPACT);
+    is_int(api("POST", "dh/import", text, &j), 200, "import ffdhe3072: 200");
+    is_int(json_integer_value(json_object_get(j, "bits")), 3072, "3072 bits");
+    json_decref(j);
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_params WHERE source = 'import' "
+                                 "AND bits = 3072"),
+           1, "stored in dhparam_params");
+    is_int(tlsbox_mock_published("dh.changed"), 1, "handed to the core: dh.changed");
+    tlsbox_mock_events_run();
+    is_int(api("GET", "dh/status", NULL, &j), 200, "status: 200");
+    is_str(str(j, "mode", NULL), "import", "mode import");
+    is_str(str(j, "served", "source"), "import", "the imported parameters are served");
+    ok(json_is_null(json_object_get(j, "note")), "no note");
+    json_decref(j);
+    is_int(tlsbox_mock_metric("tlsbox_dh_served_bits"), 3072, "metric: 3072 bits served");
+    is_int(tlsbox_mock_metric("tlsbox_dh_served_rfc7919"), 0, "metric: not an RFC 7919 group");
+
+    is_int(api("PUT", "dh/mode", "{\"mode\":\"rfc7919\"}", &j), 200, "mode rfc7919: 200");
+    json_decref(j);
+    tlsbox_mock_events_run(); /* settings.changed: the check job, then dh.changed */
+    tlsbox_mock_events_run();
+    is_int(api("GET", "dh/status", NULL, &j), 200, "status");
+    is_str(str(j, "served", "source"), "rfc7919", "the RFC 7919 group is served again");
+    json_decref(j);
+    is_int(tlsbox_mock_metric("tlsbox_dh_served_rfc7919"), 1, "metric: an RFC 7919 group");
+    json_decref(body);
+    free(text);
+    free(pem);
+}
+
+static void generation(void)
+{
+    json_t *j = NULL;
+    tlsbox_mock_set("dhparam.priority", "normal");
+    /* The mock runs a job inside job_submit: the reply comes after it. */
+    is_int(api("POST", "dh/generate", "{\"bits\":2048}", &j), 202, "generate 2048: 202");
+    json_decref(j);
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_runs WHERE state = 'done' AND "
+                                 "stage = 'done' AND bits = 2048 AND reason = 'request'"),
+           1, "the run is recorded as done");
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_params WHERE source = "
+                                 "'generated' AND bits = 2048 AND gen_seconds > 0"),
+           1, "the parameters are stored with their generation time");
+    is_int(tlsbox_mock_metric("tlsbox_dh_generations_total{result=\"ok\"}"), 1,
+           "metric: one generation");
+    is_int(tlsbox_mock_metric("tlsbox_dh_generation_running"), 0, "metric: none running");
+    is_int(api("GET", "dh/status", NULL, &j), 200, "status");
+    ok(json_is_null(json_object_get(j, "generation")), "no generation running");
+    is_str(str(j, "served", "source"), "rfc7919", "mode rfc7919: the group is still served");
+    json_decref(j);
+    is_int(api("PUT", "dh/mode", "{\"mode\":\"generated\"}", &j), 200, "mode generated");
+    json_decref(j);
+    tlsbox_mock_events_run();
+    tlsbox_mock_events_run();
+    is_int(api("GET", "dh/status", NULL, &j), 200, "status");
+    is_str(str(j, "served", "source"), "generated", "the generated parameters are served");
+    ok(json_is_integer(json_object_get(j, "next_rotation")), "with a next rotation time");
+    json_decref(j);
+    is_int(tlsbox_mock_metric("tlsbox_dh_served_bits"), 2048, "metric: 2048 bits served");
+}
+
+int main(void)
+{
+    const struct tlsbox_plugin_desc *d = &tlsbox_plugin_descriptor;
+    void *state = NULL;
+    if (tlsbox_mock_setup(d) < 0) {
+        printf("Bail out! the mock host could not apply the migrations\n");
+        return 1;
+    }
+    is_int(d->init(tlsbox_mock_self(), &tlsbox_mock_host, &state), 0, "init");
+    is_int(d->start(state), 0, "start");
+    tlsbox_mock_advance(1); /* the first check */
+    refusals();
+    import_then_rfc7919();
+    generation();
+    d->stop(state);
+    d->fini(state);
+    tlsbox_mock_teardown();
+    return done_testing();
+}

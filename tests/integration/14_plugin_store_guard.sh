@@ -1,0 +1,81 @@
+#!/bin/bash
+# A plugin writes only its own tables: the real daemon hands the test plugin
+# "rogue" store connections (host->store_open) on which writing certificates,
+# acme_orders, settings, or changing the schema of what it does not own is
+# refused with one log line each, and nothing changes; its own table takes
+# writes.  A migration that writes a core table fails the plugin, store
+# unchanged.
+. "$(dirname "$0")/lib.sh"
+tb_setup
+db="$TB_STATE/tlsbox.db"
+
+dir="$TB_TMP/plugins"
+mkdir -p "$dir"
+for p in rogue rogue_schema; do
+    cp "$top_builddir/tests/plugins/.libs/$p.so" "$dir/"
+done
+cp "$top_builddir"/plugins/acme/.libs/acme.so "$dir/"
+TB_PLUGINS="$dir"
+
+tb_start_daemon
+ok $? "tlsboxd starts with the rogue plugins and acme"
+try() {
+    curl -s --unix-socket "$TB_STATE/control.sock" "http://x/api/v1/rogue/try/$1"
+}
+# A row of acme's for rogue to try to delete (acme's account key column
+# holds no key here: nothing reads it).
+sqlite3 "$db" "INSERT INTO acme_accounts (directory, key_pem, created_at) VALUES ('https://ca.test/dir', 'placeholder', 1);
+    INSERT INTO acme_orders (account_id, cert_name, domains, key_type, status, created_at, updated_at)
+    VALUES (1, 'a.test', '[\"a.test\"]', 'ecdsa-p256', 'pending', 1, 1)"
+dump() {
+    sqlite3 "$db" .schema
+    sqlite3 "$db" "SELECT * FROM certificates; SELECT * FROM acme_orders; SELECT * FROM acme_accounts;
+        SELECT key, value FROM settings; SELECT * FROM plugin_schema; PRAGMA user_version"
+}
+before=$(dump)
+ncerts=$(sqlite3 "$db" "SELECT count(*) FROM certificates WHERE status = 'active'")
+ok $((ncerts < 1)) "the daemon made its certificate ($ncerts active)"
+
+is "$(try own | jq -c .)" '{"ok":true,"error":""}' "rogue writes its own table"
+is "$(sqlite3 "$db" "SELECT t FROM rogue_notes")" "mine" "the row is there"
+before=$(dump)
+for what in certificates acme_orders settings drop create index pragma attach keys; do
+    n0=$(wc -l <"$TB_TMP/daemon.log")
+    want='{"ok":false,"error":"not authorized"}'
+    [ "$what" = keys ] && want='{"ok":false,"error":"access to certificates.key_pem is prohibited"}'
+    is "$(try "$what" | jq -c .)" "$want" "$what: refused"
+    new=$(tail -n +$((n0 + 1)) "$TB_TMP/daemon.log" | grep 'refused to')
+    is "$(printf '%s\n' "$new" | grep -c .)" 1 "$what: one log line"
+    like "$new" "plugin rogue: store: refused to (.* a plugin writes only its own tables \(named rogue_\.\.\.\)|read .*: it holds secrets of the core)" \
+        "$what: it names the plugin and the rule"
+done
+like "$(grep "refused to" "$TB_TMP/daemon.log" | grep -v rogue_schema | head -1)" "refused to update certificates" \
+    "the line names the action and the table"
+grep -q 'refused to delete from acme_orders' "$TB_TMP/daemon.log"
+ok $? "another plugin's table is refused alike"
+like "$(grep 'refused to read' "$TB_TMP/daemon.log")" "refused to read certificates.key_pem" \
+    "reading a private key column is refused, named"
+is "$(try read | jq -c .)" '{"ok":true,"error":""}' "reading the rest of certificates is allowed"
+
+# A trigger on its own table is allowed, but what it does runs under the
+# same rule: the insert that fires it is refused as a whole.
+is "$(try trigger | jq -r .ok)" true "rogue creates a trigger on its own table"
+is "$(try fire | jq -c .)" '{"ok":false,"error":"not authorized"}' \
+    "an insert whose trigger writes certificates is refused"
+is "$(sqlite3 "$db" "SELECT count(*) FROM rogue_notes")" 1 "and its own row was not added either"
+sqlite3 "$db" "DROP TRIGGER rogue_trg"
+is "$(dump)" "$before" "certificates, acme_orders, settings, schema: all unchanged"
+
+lines=$(grep 'rogue_schema' "$TB_TMP/daemon.log" | grep -v 'loaded plugin')
+like "$lines" "plugin rogue_schema: migration 0001_takeover failed: .*not authorized" \
+    "a migration that writes certificates fails, saying why"
+like "$lines" "refused to update certificates" "and the guard names the table"
+like "$(tb_ctl plugins)" "rogue_schema .* failed" "that plugin is marked failed"
+is "$(sqlite3 "$db" "SELECT count(*) FROM sqlite_master WHERE name LIKE 'rogue_schema%'")" 0 \
+    "its own table of that step is not in the store"
+is "$(sqlite3 "$db" "SELECT count(*) FROM certificates WHERE status = 'revoked'")" 0 \
+    "no certificate was revoked"
+tb_stop_daemon
+ok $? "stops cleanly"
+
+done_testing

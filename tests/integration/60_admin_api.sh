@@ -1,0 +1,214 @@
+#!/bin/bash
+# Admin HTTPS server and its API: HTTPS only, security headers on every
+# response, every route of the route table behind a session, first run with
+# the one-time token, CSRF on changes, an invalid policy refused with its
+# position and nothing stored, private keys never in a response, audit with
+# before/after, session expiry and logout, login throttling and lockout
+# (logged), /metrics behind the scrape token, a certificate change reaching
+# the admin port without a restart.
+. "$(dirname "$0")/lib.sh"
+tb_setup
+
+tb_start_daemon --set admin.lockout_after=5 --set admin.pbkdf2_iterations=10000 ||
+    bail "daemon did not start"
+B="https://127.0.0.1:$TB_ADMIN_PORT"
+J="$TB_TMP/cookies"
+CURL=(curl -sk --max-time 10 -H "Content-Type: application/json")
+
+# ---- transport and headers ----------------------------------------------
+code=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$TB_ADMIN_PORT/")
+rc=$?
+ok $((rc == 0)) "plain HTTP on the admin port gets no HTTP answer (curl exit $rc, status $code)"
+is "$code" "000" "no HTTP status over plain HTTP"
+proto=$(echo | openssl s_client -connect "127.0.0.1:$TB_ADMIN_PORT" -brief 2>&1 | grep -i 'Protocol version')
+like "$proto" "TLSv1\.3" "the admin port speaks TLS 1.3"
+
+check_headers() { # URL [curl args...]: every security header present
+    local url=$1 h
+    shift
+    h=$("${CURL[@]}" -D - -o /dev/null "$@" "$url" | tr -d '\r')
+    local miss=""
+    grep -qi "^content-security-policy: .*script-src 'self';.*frame-ancestors 'none'" <<<"$h" || miss="$miss csp"
+    grep -qi "^content-security-policy: .*script-src[^;]*unsafe-inline" <<<"$h" && miss="$miss inline-script-allowed"
+    grep -qi '^x-content-type-options: nosniff' <<<"$h" || miss="$miss nosniff"
+    grep -qi '^referrer-policy: no-referrer' <<<"$h" || miss="$miss referrer"
+    grep -qi '^strict-transport-security: max-age=[1-9]' <<<"$h" || miss="$miss hsts"
+    echo "$miss"
+}
+for u in / /index.html /js/app.js /css/style.css /vendor/chart.js/chart.min.js /nope.html \
+    /api/v1/session /api/v1/status /api/v1/live /metrics /ui/plugins/example.js; do
+    is "$(check_headers "$B$u")" "" "security headers on GET $u"
+done
+is "$(check_headers "$B/api/v1/session/login" -X POST -d '{"user":"x","password":"y"}')" "" \
+    "security headers on a refused login"
+is "$("${CURL[@]}" -o /dev/null -w '%{http_code}' "$B/../../etc/passwd")" "404" "no path outside webui/"
+is "$("${CURL[@]}" -o /dev/null -w '%{content_type}' "$B/js/app.js")" \
+    "text/javascript; charset=utf-8" "modules served as JavaScript"
+chart_len=$("${CURL[@]}" "$B/vendor/chart.js/chart.min.js" | wc -c)
+is "$chart_len" "$(stat -c %s /usr/share/javascript/chart.js/chart.min.js)" \
+    "Chart.js served from Debian's libjs-chart.js"
+
+# ---- every route needs a session ----------------------------------------
+routes=$(curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/routes |
+    jq -r '.routes[] | "\(.method) \(.pattern)"')
+n=$(wc -l <<<"$routes")
+ok $((n < 20)) "route table enumerated from the daemon ($n routes)"
+bad=""
+while read -r m p; do
+    c=$("${CURL[@]}" -o /dev/null -w '%{http_code}' -X "$m" -H 'Content-Type: application/json' \
+        -d '{}' "$B/api/v1/${p/\*/x}")
+    [ "$c" = 401 ] || bad="$bad $m:$p=$c"
+done <<<"$routes"
+is "$bad" "" "all $n routes answer 401 without a session"
+is "$("${CURL[@]}" -o /dev/null -w '%{http_code}' "$B/api/v1/live")" 401 "live stream needs a session"
+is "$("${CURL[@]}" "$B/api/v1/session" | jq -r .state)" "setup" "no user yet: first-run state"
+
+# ---- first run ----------------------------------------------------------
+setup() { "${CURL[@]}" -c "$TB_TMP/jar-refused" -o "$TB_TMP/out" -w '%{http_code}' -X POST "$B/api/v1/session/setup" \
+    -d "{\"token\":\"$1\",\"user\":\"admin\",\"password\":\"$2\"}"; }
+is "$(curl -sk -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/session/setup" \
+    -d '{"token":"0","user":"admin","password":"long enough password"}')" 415 \
+    "a form-encoded (cross-site) setup or login is refused"
+is "$(setup 0000 'long enough password')" 403 "setup refused without a valid token"
+url=$(tb_ctl admin setup-url | head -1)
+token=${url##*#setup=}
+like "$url" "^https://127\.0\.0\.1:$TB_ADMIN_PORT/#setup=[0-9a-f]{64}$" "setup-url prints the admin URL with a token"
+is "$(setup "$token" short)" 400 "a short password is refused"
+like "$(cat "$TB_TMP/out")" "at least 10 characters" "and says why"
+is "$("${CURL[@]}" -D "$TB_TMP/h" -c "$J" -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/session/setup" \
+    -d "{\"token\":\"$token\",\"user\":\"admin\",\"password\":\"correct horse battery\"}")" 200 \
+    "first run with the token sets the password and logs in"
+like "$(tr -d '\r' <"$TB_TMP/h" | grep -i '^set-cookie')" \
+    "__Host-tlsbox=[0-9a-f]{64}; Path=/; Secure; HttpOnly; SameSite=Strict" "session cookie flags"
+is "$(setup "$token" 'another long password')" 403 "the token works once"
+tb_ctl admin setup-url >/dev/null 2>&1
+is "$?" 1 "no setup URL once a user exists"
+csrf=$("${CURL[@]}" -b "$J" "$B/api/v1/session" | jq -r .csrf)
+like "$csrf" "^[0-9a-f]{64}$" "session gives a CSRF token"
+is "$("${CURL[@]}" -b "$J" "$B/api/v1/status" | jq -r .name)" "tlsboxd" "the API answers with a session"
+
+# ---- CSRF and policy ----------------------------------------------------
+active() { "${CURL[@]}" -b "$J" "$B/api/v1/policy" | jq -r .id; }
+hist() { "${CURL[@]}" -b "$J" "$B/api/v1/policy/history" | jq '.versions | length'; }
+v0=$(active)
+h0=$(hist)
+is "$("${CURL[@]}" -b "$J" -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/policy/preset" -d '{"preset":"modern"}')" \
+    403 "a change without the CSRF token is refused"
+is "$("${CURL[@]}" -b "$J" -H 'X-CSRF-Token: 00' -o /dev/null -w '%{http_code}' -X POST \
+    "$B/api/v1/policy/preset" -d '{"preset":"modern"}')" 403 "a wrong CSRF token is refused"
+is "$(active)" "$v0" "policy unchanged after the refused changes"
+out=$("${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -w ' %{http_code}' -X POST "$B/api/v1/policy/raw" \
+    -d '{"priority":"NORMAL:+FOO"}')
+like "$out" "invalid token '\+FOO' at position 7.* 400$" "an invalid raw policy is refused with its position"
+is "$(active) $(hist)" "$v0 $h0" "nothing stored for the invalid policy"
+out=$("${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -X POST "$B/api/v1/policy/preset" -d '{"preset":"modern"}')
+is "$(jq -r .policy.min_version <<<"$out")" "TLS1.3" "with the CSRF token the preset applies"
+
+# ---- audit: who, from where, before -> after ----------------------------
+"${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o /dev/null -X POST "$B/api/v1/policy/preview" \
+    -d '{"preset":"compat"}'
+is "$("${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=50" | jq '[.entries[] | select(.action=="POST policy/preview")] | length')" \
+    0 "a preview changes nothing and is not audited"
+a=$("${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=20" | jq -c '[.entries[] | select(.action=="POST policy/preset")][0]')
+is "$(jq -r '.actor + " " + .source' <<<"$a")" "admin 127.0.0.1" "audit: who and from where"
+is "$(jq -r '(.before|fromjson|.policy.min_version) + " -> " + (.after|fromjson|.policy.min_version)' <<<"$a")" \
+    "TLS1.2 -> TLS1.3" "audit: state before and after"
+
+# ---- private keys never come back ---------------------------------------
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$TB_TMP/k.pem" \
+    -out "$TB_TMP/c.pem" -subj /CN=admin-test.example -days 30 \
+    -addext subjectAltName=DNS:admin-test.example 2>/dev/null
+body=$(jq -n --rawfile c "$TB_TMP/c.pem" --rawfile k "$TB_TMP/k.pem" \
+    '{name:"admin-test", chain_pem:$c, key_pem:$k}')
+is "$("${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o "$TB_TMP/import" -w '%{http_code}' -X POST \
+    "$B/api/v1/cert/import" -d "$body")" 201 "certificate imported over the admin API"
+keyline=$(sed -n 2p "$TB_TMP/k.pem")
+: >"$TB_TMP/bodies"
+cat "$TB_TMP/import" >>"$TB_TMP/bodies"
+while read -r m p; do
+    [ "$m" = GET ] || continue
+    for q in "${p/\*/admin-test}" "${p/\*/x}"; do
+        "${CURL[@]}" -b "$J" "$B/api/v1/$q" >>"$TB_TMP/bodies"
+    done
+done <<<"$routes"
+"${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=1000" >>"$TB_TMP/bodies"
+ok $(($(wc -c <"$TB_TMP/bodies") < 5000)) "collected every GET reply ($(wc -c <"$TB_TMP/bodies") bytes)"
+if grep -qF -e "$keyline" -e "PRIVATE KEY" "$TB_TMP/bodies" "$TB_TMP/daemon.log"; then
+    ok 1 "the private key appears in no response and not in the log"
+else
+    ok 0 "the private key appears in no response and not in the log"
+fi
+is "$("${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=50" |
+    jq -r '[.entries[] | select(.action=="POST cert/import")][0].detail | fromjson | .key_pem')" \
+    "********" "the audit log masks the key"
+
+# ---- certificate change reaches the admin port without a restart --------
+subj=""
+for _ in $(seq 1 50); do
+    subj=$(echo | openssl s_client -connect "127.0.0.1:$TB_ADMIN_PORT" 2>/dev/null |
+        openssl x509 -noout -subject 2>/dev/null)
+    case $subj in *admin-test.example*) break ;; esac
+    sleep 0.1
+done
+like "$subj" "CN ?= ?admin-test.example" "the admin port serves the newly imported certificate"
+
+# ---- settings refused by the field --------------------------------------
+is "$("${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o "$TB_TMP/out" -w '%{http_code}' -X PUT \
+    "$B/api/v1/plugins/site/settings" -d '{"workers":"999"}')" 400 "an out-of-range setting is refused"
+like "$(jq -r .error "$TB_TMP/out")" '^site\.workers: "999" is out of range 0\.\.64$' \
+    "the message names the setting and its range"
+
+# ---- /metrics behind the scrape token -----------------------------------
+is "$("${CURL[@]}" -o /dev/null -w '%{http_code}' "$B/metrics")" 404 "/metrics off without admin.metrics_token"
+tb_ctl set admin.metrics_token "scrape-token-0123456789" >/dev/null
+is "$("${CURL[@]}" -o /dev/null -w '%{http_code}' "$B/metrics")" 401 "/metrics needs the token"
+is "$("${CURL[@]}" -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong-token-0123456' "$B/metrics")" \
+    401 "/metrics refuses a wrong token"
+like "$("${CURL[@]}" -H 'Authorization: Bearer scrape-token-0123456789' "$B/metrics")" \
+    "^tlsbox_site_connections_open [0-9]" "/metrics with the token"
+
+# ---- sessions: expiry and logout ----------------------------------------
+tb_ctl set admin.session_idle 2 >/dev/null
+sleep 3.5
+is "$("${CURL[@]}" -b "$J" -o /dev/null -w '%{http_code}' "$B/api/v1/status")" 401 "an idle session expires"
+tb_ctl set admin.session_idle 1800 >/dev/null
+login() { # USER PASSWORD [curl args]: prints the status
+    local u=$1 p=$2
+    shift 2
+    "${CURL[@]}" -c "$J" -o "$TB_TMP/login" -w '%{http_code}' "$@" -X POST "$B/api/v1/session/login" \
+        -d "{\"user\":\"$u\",\"password\":\"$p\"}"
+}
+is "$(login admin 'correct horse battery')" 200 "log in again"
+csrf=$(jq -r .csrf "$TB_TMP/login")
+is "$("${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/session/logout")" \
+    200 "log out"
+is "$("${CURL[@]}" -b "$J" -o /dev/null -w '%{http_code}' "$B/api/v1/status")" 401 "the session is gone after logout"
+
+# ---- throttling and lockout (user bob, from 127.0.0.2) -------------------
+echo 'bobs password is long' | tb_ctl admin passwd bob >/dev/null
+is "$?" 0 "tlsboxctl admin passwd creates a user"
+from=(--interface 127.0.0.2)
+is "$(login bob wrong1 "${from[@]}") $(login bob wrong2 "${from[@]}") $(login bob wrong3 "${from[@]}")" \
+    "401 401 401" "three wrong passwords are refused"
+is "$(login bob 'bobs password is long' "${from[@]}")" 429 "then even the right one must wait (backoff)"
+wait_s=$(jq -r .retry_after "$TB_TMP/login")
+is "$wait_s" 2 "retry_after is given ($wait_s s)"
+sleep $((wait_s + 1))
+is "$(login bob wrong4 "${from[@]}")" 401 "after the wait a wrong password is checked again"
+is "$(login bob 'bobs password is long' "${from[@]}")" 429 "the fourth failure doubles the wait"
+is "$(jq -r .retry_after "$TB_TMP/login")" 4 "to 4 s"
+sleep 5
+is "$(login bob wrong5 "${from[@]}")" 401 "fifth failure"
+is "$(login bob 'bobs password is long' "${from[@]}")" 429 "locked out after admin.lockout_after failures"
+like "$(jq -r .error "$TB_TMP/login")" "locked out" "the reply says locked out"
+like "$(jq -r .retry_after "$TB_TMP/login")" "^(89[0-9]|900)$" "for admin.lockout_seconds"
+is "$(login admin 'correct horse battery')" 200 "another user from another address still logs in"
+like "$(cat "$TB_TMP/daemon.log")" "failed login for user \"bob\" from 127\.0\.0\.2" "failures are logged"
+like "$(cat "$TB_TMP/daemon.log")" "login locked out for 900 s: addr:127\.0\.0\.2, user:bob" "the lockout is logged"
+csrf=$(jq -r .csrf "$TB_TMP/login")
+is "$("${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=100" | jq '[.entries[] | select(.action=="login.lockout")] | length')" \
+    1 "the lockout is in the audit log"
+
+tb_stop_daemon
+ok $? "daemon stops cleanly"
+done_testing

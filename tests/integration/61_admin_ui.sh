@@ -1,0 +1,46 @@
+#!/bin/bash
+# The admin web UI in headless Chromium (Debian packages chromium,
+# chromium-driver, python3-selenium; run with /usr/bin/python3, which can
+# import them): first run with the one-time token, the modern preset applied
+# then rolled back (checked with openssl s_client -tls1_2 against the site),
+# the dashboard's charts moving under h2load, a settings form refusing an
+# out-of-range value by the field, phone width and keyboard use.  Full-page
+# screenshots of every page and page-weight.txt go to
+# $top_builddir/tests/artifacts/admin-ui/.
+. "$(dirname "$0")/lib.sh"
+tb_setup
+for need in /usr/bin/chromium /usr/bin/chromedriver h2load; do
+    command -v "$need" >/dev/null || bail "$need missing: run packaging/install-deps.sh"
+done
+/usr/bin/python3 -c 'import selenium' 2>/dev/null || bail "python3-selenium missing: run packaging/install-deps.sh"
+
+SITE_PORT=$(tb_free_port)
+tb_start_daemon --demo --set site.https_port="$SITE_PORT" --set site.http_port="$(tb_free_port)" \
+    --set admin.pbkdf2_iterations=10000 || bail "daemon did not start"
+ART="$top_builddir/tests/artifacts/admin-ui"
+rm -rf "$ART"
+mkdir -p "$ART"
+# Chromium keeps its profile under HOME: a private one per run.
+export HOME="$TB_TMP/home"
+mkdir -p "$HOME"
+
+ADMIN_URL="https://127.0.0.1:$TB_ADMIN_PORT" SITE_PORT="$SITE_PORT" TLSBOXCTL="$TB_TLSBOXCTL" \
+    TB_STATE="$TB_STATE" UI_ARTIFACTS="$ART" \
+    timeout 300 /usr/bin/python3 "$top_srcdir/tests/ui/admin_ui.py" >"$TB_TMP/ui.out" 2>"$TB_TMP/ui.err"
+rc=$?
+n=0
+while IFS= read -r line; do
+    case $line in
+    "PASS "*) ok 0 "${line#PASS }"; n=$((n + 1)) ;;
+    "FAIL "*) ok 1 "${line#FAIL }"; n=$((n + 1)) ;;
+    "# "*) echo "$line" ;;
+    esac
+done <"$TB_TMP/ui.out"
+ok $((n < 25)) "the browser run made its checks ($n)"
+is "$rc" 0 "the browser run ended cleanly"
+[ "$rc" = 0 ] || sed 's/^/# /' "$TB_TMP/ui.err" | tail -n 20
+shots=$(ls "$ART"/*.png 2>/dev/null | wc -l)
+ok $((shots < 10)) "screenshots written ($shots in $ART)"
+tb_stop_daemon
+ok $? "daemon stops cleanly"
+done_testing

@@ -1,0 +1,40 @@
+#!/bin/bash
+# The web UI carries no inline script (the CSP forbids it, and it is how
+# injected markup would run) and loads nothing from outside the box.  The
+# checker is shown to fail on each kind of inline script first, so this test
+# cannot pass by checking nothing.
+. "$(dirname "$0")/lib.sh"
+tb_setup
+CHECK="$top_srcdir/tests/webui/check-no-inline.sh"
+W="$top_srcdir/webui"
+
+n_files=$(find "$W" -type f \( -name '*.html' -o -name '*.js' \) | wc -l)
+ok $((n_files < 8)) "webui/ has its pages ($n_files HTML and JS files)"
+
+bad() { # NAME EXT CONTENT: the checker must refuse it
+    mkdir -p "$TB_TMP/bad-$1"
+    printf '%s\n' "$3" >"$TB_TMP/bad-$1/x.$2"
+    "$CHECK" "$TB_TMP/bad-$1" >/dev/null
+    is "$?" 1 "the checker refuses $1"
+}
+bad "an inline script block" html '<p>x</p><script>alert(1)</script>'
+bad "an inline module" html '<script type="module">import "./a.js"</script>'
+bad "an event attribute" html '<button onclick="go()">go</button>'
+bad "a javascript: URL" html '<a href="javascript:go()">go</a>'
+bad "eval" js 'const x = eval("1+1");'
+bad "new Function" js 'const f = new Function("return 1");'
+bad "a string timer" js 'setTimeout("go()", 10);'
+bad "innerHTML" js 'el.innerHTML = userText;'
+mkdir -p "$TB_TMP/good"
+printf '%s\n' '<script type="module" src="/js/app.js"></script>' >"$TB_TMP/good/x.html"
+"$CHECK" "$TB_TMP/good" >/dev/null
+is "$?" 0 "the checker accepts a script loaded from a file"
+
+out=$("$CHECK" "$W" "$top_srcdir/pdk/example/example.ui.js")
+is "$?" 0 "no inline script anywhere in webui/ or the example plugin page"
+[ -z "$out" ] || diag "$out"
+
+ext=$(grep -rnoE '(src|href)="(https?:)?//[^"]*"|(import|from)[[:space:]]*["'\''](https?:)?//' "$W" \
+    "$top_srcdir/pdk/example/example.ui.js")
+is "$ext" "" "no resource is loaded from outside the box"
+done_testing

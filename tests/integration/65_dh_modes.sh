@@ -1,0 +1,110 @@
+#!/bin/bash
+# The dhparam plugin's three modes, seen by real clients against an RSA
+# certificate (made and imported here) under a policy that allows DHE:
+# openssl s_client's "Server Temp Key: DH, N bits" for TLS 1.2 DHE-RSA and
+# for TLS 1.3 with a client offering only FFDHE groups; bad imports refused
+# with the store unchanged; a policy without DHE said so in the status.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/dh_lib.sh"
+tb_setup
+[ -e "$TB_PLUGINS/dhparam.so" ] || bail "no dhparam plugin built in $TB_PLUGINS"
+
+# Generation at normal priority and 2048 bits: this test needs it quick.
+dh_start --set dhparam.bits=2048 --set dhparam.priority=normal
+ok $? "tlsboxd with an RSA certificate and a DHE policy (groups up to FFDHE3072)"
+FFDHE_ONLY=ffdhe2048:ffdhe3072:ffdhe4096
+metric() {
+    tb_ctl --json metrics | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"
+}
+
+# ---- rfc7919 (the default): the group follows the policy's smallest one.
+is "$(dh_status '["mode"]')" "rfc7919" "the default mode is rfc7919"
+is "$(dh_tls12_bits)" "2048" "rfc7919, policy down to FFDHE2048: TLS 1.2 DHE uses 2048 bits"
+is "$(dh_tls13_bits "$FFDHE_ONLY")" "2048" "and TLS 1.3 with only FFDHE offered gets ffdhe2048"
+is "$(metric tlsbox_dh_served_bits)" "2048" "metric tlsbox_dh_served_bits is 2048"
+is "$(metric tlsbox_dh_served_rfc7919)" "1" "metric tlsbox_dh_served_rfc7919 is 1"
+dh_groups X25519,SECP256R1,FFDHE3072
+ok $? "policy groups now start at FFDHE3072"
+is "$(dh_status '["served"]["group"]')" "ffdhe3072" "status: ffdhe3072 served"
+is "$(dh_tls12_bits)" "3072" "rfc7919, policy minimum 3072: TLS 1.2 DHE uses 3072 bits"
+is "$(dh_tls13_bits "$FFDHE_ONLY")" "3072" "TLS 1.3 with only FFDHE offered uses ffdhe3072"
+is "$(metric tlsbox_dh_served_bits)" "3072" "metric tlsbox_dh_served_bits follows: 3072"
+
+# ---- generated: a first generation starts with the mode.  While the policy
+# lists FFDHE groups GnuTLS uses them for TLS 1.2 DHE too, and says so.
+out=$(tb_ctl dh mode generated)
+is "$out" "mode: generated" "tlsboxctl dh mode generated"
+for i in $(seq 1 600); do
+    [ "$(dh_status '["last_run"]["state"]' 2>/dev/null)" = "done" ] && break
+    sleep 0.2
+done
+is "$(dh_status '["last_run"]["state"]')" "done" "the first generation ran (recorded as done)"
+is "$(dh_status '["served"]["stored"]["source"]')" "generated" "the core holds the generated parameters"
+is "$(dh_status '["served"]["stored_used"]')" "False" "but with FFDHE groups in the policy they serve no client"
+like "$(tb_ctl dh status)" "note: +the TLS policy lists FFDHE groups" "tlsboxctl dh status says why"
+is "$(dh_tls12_bits)" "3072" "TLS 1.2 DHE still gets the policy's ffdhe3072"
+dh_groups X25519,SECP256R1
+ok $? "policy groups without FFDHE"
+dh_wait_served source generated 10
+ok $? "the generated parameters are served"
+is "$(dh_status '["served"]["bits"]')" "2048" "status: 2048-bit generated parameters"
+is "$(dh_tls12_bits)" "2048" "generated: TLS 1.2 DHE uses the generated 2048 bits"
+is "$(metric tlsbox_dh_served_rfc7919)" "0" "metric tlsbox_dh_served_rfc7919 is 0"
+is "$(metric tlsbox_dh_served_bits)" "2048" "metric tlsbox_dh_served_bits is 2048"
+is "$(metric 'tlsbox_dh_generations_total{result="ok"}')" "1" "one generation counted"
+
+# ---- import: a PEM written by openssl (the ffdhe4096 prime, so no wait).
+openssl genpkey -genparam -algorithm DH -pkeyopt group:ffdhe4096 2>/dev/null |
+    openssl dhparam -out "$TB_TMP/dh4096.pem" 2>/dev/null
+out=$(tb_ctl dh import "$TB_TMP/dh4096.pem" 2>&1)
+is "$out" "imported 4096-bit DH parameters; mode is now import" "tlsboxctl dh import"
+is "$(dh_status '["mode"]')" "import" "mode import"
+dh_wait_served source import 10
+ok $? "the imported parameters are served"
+is "$(dh_tls12_bits)" "4096" "import: TLS 1.2 DHE uses the imported 4096 bits"
+
+# ---- bad imports: refused with a message, nothing in the store changes.
+before=$(dh_rows)
+openssl dhparam -out "$TB_TMP/dh1024.pem" 1024 2>/dev/null
+openssl dhparam -dsaparam -out "$TB_TMP/x942.pem" 2048 2>/dev/null
+head -c 3000 /dev/urandom | base64 >"$TB_TMP/garbage.pem"
+printf -- '-----BEGIN DH PARAMETERS-----\nnot base64 at all\n-----END DH PARAMETERS-----\n' \
+    >"$TB_TMP/broken.pem"
+refused() { # FILE ERE DESC
+    local out rc
+    out=$(tb_ctl dh import "$1" 2>&1)
+    rc=$?
+    is "$rc" "1" "$3: tlsboxctl exits 1"
+    like "$out" "$2" "$3: says why"
+}
+refused "$TB_TMP/dh1024.pem" "refused: DH parameters of 1024 bits are too small: at least 2048" \
+    "1024-bit parameters"
+refused "$TB_TMP/rsa.pem" "refused: not DH parameters: expected a PEM block" "a certificate"
+refused "$TB_TMP/garbage.pem" "refused: not DH parameters" "garbage"
+refused "$TB_TMP/broken.pem" "refused: DH parameters do not parse" "a DH PEM with a broken body"
+refused "$TB_TMP/x942.pem" "refused: X9.42 DH parameters .* are not supported" "X9.42 parameters"
+cat "$TB_TMP/dh4096.pem" "$TB_TMP/rsa.key" >"$TB_TMP/with_key.pem"
+refused "$TB_TMP/with_key.pem" "refused: the text holds a private key" "parameters with a key appended"
+after=$(dh_rows)
+is "$after" "$before" "the store's DH rows and settings are unchanged by the refused imports"
+is "$(dh_tls12_bits)" "4096" "and the imported parameters are still served"
+
+# ---- back to rfc7919; then a policy without DHE.
+tb_ctl dh mode rfc7919 >/dev/null
+dh_wait_served source rfc7919 10
+ok $? "mode rfc7919: the RFC 7919 group is served again"
+is "$(dh_tls12_bits)" "2048" "TLS 1.2 DHE uses ffdhe2048 (no FFDHE group in the policy)"
+is "$(dh_status '["served"]["group"]')" "ffdhe2048" "status: ffdhe2048"
+tb_ctl policy set kx ECDHE-ECDSA,ECDHE-RSA >/dev/null
+dh_wait_served dhe_tls12 False 10
+ok $? "policy without DHE-RSA: the bundle says TLS 1.2 DHE is off"
+is "$(dh_status '["dhe_enabled"]')" "False" "status: dhe_enabled false"
+like "$(tb_ctl dh status)" "note: +DHE cipher suites are disabled by the TLS policy" \
+    "tlsboxctl dh status says DHE is disabled by the policy"
+out=$(dh_sclient -tls1_2 -cipher DHE-RSA-AES256-GCM-SHA384)
+like "$out" "Cipher is \(NONE\)|handshake failure" "and a DHE-only client is refused"
+is "$(metric tlsbox_dh_dhe_enabled)" "0" "metric tlsbox_dh_dhe_enabled is 0"
+
+tb_stop_daemon
+ok $? "daemon stops"
+done_testing

@@ -1,0 +1,304 @@
+#!/usr/bin/python3
+"""Drive the admin web UI in headless Chromium (Debian's chromium,
+chromium-driver, python3-selenium) against a running tlsboxd.
+
+Prints one line per check, "PASS <what>" or "FAIL <what>", and "# ..." for
+diagnostics; 61_admin_ui.sh turns them into TAP.  Writes a full-page
+screenshot of every page and page-weight.txt into $UI_ARTIFACTS.
+
+Environment: ADMIN_URL, SITE_PORT, TLSBOXCTL, TB_STATE, UI_ARTIFACTS."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException, WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
+
+BASE = os.environ["ADMIN_URL"]
+SITE = "127.0.0.1:" + os.environ["SITE_PORT"]
+CTL = [os.environ["TLSBOXCTL"], "--state-dir", os.environ["TB_STATE"]]
+ART = os.environ["UI_ARTIFACTS"]
+PASSWORD = "ui test password 1"
+failures = 0
+
+
+def check(cond, what, detail=""):
+    global failures
+    print(("PASS " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures += 1
+        if detail:
+            print("# " + str(detail).replace("\n", "\n# "), flush=True)
+    return cond
+
+
+def ctl(*args):
+    return subprocess.run(CTL + list(args), capture_output=True, text=True, timeout=20).stdout
+
+
+def tls_accepts(version_flag):
+    """True when openssl s_client completes a handshake with the site."""
+    r = subprocess.run(["openssl", "s_client", "-connect", SITE, version_flag, "-brief"],
+                       input="", capture_output=True, text=True, timeout=10)
+    return r.returncode == 0 and "Protocol version" in r.stderr + r.stdout
+
+
+def tls_until(version_flag, want, seconds=10):
+    """Poll until the site accepts (want=True) or refuses the version; the
+    policy reaches the site through an event, a moment after the reply."""
+    end = time.time() + seconds
+    while time.time() < end:
+        if tls_accepts(version_flag) == want:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def browser():
+    o = webdriver.ChromeOptions()
+    for a in ("--headless=new", "--no-sandbox", "--ignore-certificate-errors",
+              "--window-size=1280,900", "--disable-gpu", "--disable-dev-shm-usage"):
+        o.add_argument(a)
+    d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+    d.set_page_load_timeout(30)
+    return d
+
+
+def wait(d, cond, seconds=15):
+    return WebDriverWait(d, seconds, poll_frequency=0.2).until(cond)
+
+
+def shot(d, name):
+    """Full-page screenshot: grow the window to the page's height first."""
+    w = d.get_window_size()["width"]
+    h = d.execute_script("return Math.min(6000, document.documentElement.scrollHeight)")
+    d.set_window_size(w, max(h, 600))
+    path = os.path.join(ART, name + ".png")
+    d.save_screenshot(path)
+    d.set_window_size(w, 900)
+    print("# screenshot " + path, flush=True)
+
+
+def open_page(d, page, ready_css):
+    d.get(f"{BASE}/#/{page}")
+    return wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, ready_css)))
+
+
+def chart_sums(d, canvas_id):
+    return d.execute_script(
+        "const c = Chart.getChart(document.getElementById(arguments[0]));"
+        "return c ? c.data.datasets.map(s => s.data.reduce((a, b) => a + (b || 0), 0)) : null;",
+        canvas_id)
+
+
+def first_run(d):
+    url = ctl("admin", "setup-url").splitlines()[0]
+    check(url.startswith(BASE + "/#setup="), "tlsboxctl admin setup-url gives the first-run URL", url)
+    d.get(url)
+    pw = wait(d, EC.presence_of_element_located((By.NAME, "password")))
+    shot(d, "01-first-run")
+    pw.send_keys(PASSWORD)
+    d.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    title = wait(d, EC.text_to_be_present_in_element((By.ID, "page-title"), "Dashboard"))
+    check(title, "first run with the token sets the password and opens the dashboard")
+
+
+def policy_modern_and_rollback(d):
+    check(tls_accepts("-tls1_2"), "before: the site accepts TLS 1.2 (intermediate preset)")
+    open_page(d, "policy", "#preset-form")
+    d.find_element(By.CSS_SELECTOR, "#preset option[value=modern]").click()
+    d.find_element(By.ID, "preset-preview").click()
+    wait(d, EC.text_to_be_present_in_element((By.ID, "preview-excluded"), "would exclude"))
+    excl = d.find_element(By.ID, "preview-excluded").text
+    check("Java 8" in excl, "preview of modern names the client families it excludes", excl)
+    shot(d, "03-policy-preview")
+    d.find_element(By.ID, "preset-apply").click()
+    ok = wait(d, EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#preset-form .status"), "Applied"))
+    check(ok, "the modern preset is applied from the page")
+    check(tls_until("-tls1_2", False), "then openssl s_client -tls1_2 is refused by the site")
+    check(tls_accepts("-tls1_3"), "while TLS 1.3 is still accepted")
+    # Roll back to the version before: the first row that can be rolled back.
+    btn = wait(d, EC.element_to_be_clickable((By.CSS_SELECTOR, "button[data-version]")))
+    version = btn.get_attribute("data-version")
+    btn.click()
+    ok = wait(d, EC.text_to_be_present_in_element((By.ID, "active-priority"), "VERS-TLS1.2"))
+    check(ok, f"rolled back to version {version} from the history")
+    check(tls_until("-tls1_2", True), "after the rollback s_client -tls1_2 is accepted again")
+    # A raw string with an error: the message and the marked token in place.
+    raw = d.find_element(By.ID, "raw")
+    raw.clear()
+    raw.send_keys("NORMAL:+FOO")
+    d.find_element(By.ID, "raw-preview").click()
+    err = wait(d, EC.visibility_of_element_located((By.ID, "raw-err")))
+    check("position 7" in err.text, "a bad raw string shows the error position by the field", err.text)
+    mark = d.find_element(By.CSS_SELECTOR, "#raw-mark mark").text
+    check(mark == "+FOO", "and marks the bad token in the string", mark)
+    shot(d, "04-policy-raw-error")
+    # A contradiction in the fields: the message by the field it names.
+    d.find_element(By.CSS_SELECTOR, "#pf-min_version option[value='TLS1.3']").click()
+    d.find_element(By.CSS_SELECTOR, "#pf-max_version option[value='TLS1.2']").click()
+    d.find_element(By.CSS_SELECTOR, "#fields-form button[type=button]").click()
+    err = wait(d, EC.visibility_of_element_located((By.ID, "pf-min_version-err")))
+    check("newer than max_version" in err.text, "contradictory fields are refused by the field", err.text)
+
+
+def dashboard_under_load(d):
+    open_page(d, "dashboard", "#chart-hs")
+    wait(d, lambda _: chart_sums(d, "chart-req") is not None and
+         len(d.execute_script("return Chart.getChart(document.getElementById('chart-req')).data.labels")) >= 2)
+    before = chart_sums(d, "chart-req")
+    check(before == [0, 0], "no requests on the charts before the load", before)
+    load = subprocess.Popen(["h2load", "-n", "3000", "-c", "10", "-m", "10",
+                             f"https://{SITE}/index.html"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    moved = None
+    try:
+        moved = wait(d, lambda _: (lambda h, r: h and r and sum(h) > 0 and r[1] > 0 and h or False)(
+            chart_sums(d, "chart-hs"), chart_sums(d, "chart-req")), 30)
+    except TimeoutException:
+        moved = None
+    out = load.communicate(timeout=60)[0]
+    check(load.returncode == 0, "h2load ran against the site", out[-400:])
+    check(bool(moved), "the handshake and request charts move under the h2load run",
+          f"handshakes {chart_sums(d, 'chart-hs')} requests {chart_sums(d, 'chart-req')}")
+    hs = d.find_element(By.ID, "n-hs").text
+    check(hs != "–", "the handshakes/s figure is shown", hs)
+    time.sleep(1.5)
+    shot(d, "02-dashboard")
+
+
+def settings_refused(d):
+    before = ctl("get", "site.workers").strip()
+    open_page(d, "plugins", "#set-site-workers")
+    f = d.find_element(By.ID, "set-site-workers")
+    f.clear()
+    f.send_keys("999")
+    d.find_element(By.CSS_SELECTOR, "#settings-site button[type=submit]").click()
+    err = wait(d, EC.visibility_of_element_located((By.ID, "set-site-workers-err")))
+    check("out of range" in err.text, "an out-of-range value is refused with the message by the field",
+          err.text)
+    check(f.get_attribute("aria-invalid") == "true", "the field is marked invalid")
+    check(ctl("get", "site.workers").strip() == before, "and nothing is stored")
+    shot(d, "05-plugins-refused")
+
+
+def other_pages(d):
+    open_page(d, "certs", "#cert-table tbody tr")
+    check("internal" in d.find_element(By.ID, "cert-table").text, "certificates page lists the internal certificate")
+    wait(d, EC.text_to_be_present_in_element((By.ID, "acme-status"), "state"))
+    check("object" not in d.find_element(By.ID, "acme-status").text, "the ACME section shows its status")
+    # Import a certificate and key from files: the key goes up and never comes back.
+    tmp = os.environ["TB_TMP"]
+    key, crt = os.path.join(tmp, "ui.key"), os.path.join(tmp, "ui.crt")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-keyout", key, "-out", crt, "-subj", "/CN=ui-import.example", "-days", "30",
+                    "-addext", "subjectAltName=DNS:ui-import.example"], check=True, capture_output=True, timeout=30)
+    d.find_element(By.ID, "import-name").send_keys("ui-import")
+    d.find_element(By.ID, "import-cert-file").send_keys(crt)
+    d.find_element(By.ID, "import-key-file").send_keys(key)
+    d.find_element(By.CSS_SELECTOR, "#import-form button[type=submit]").click()
+    ok = wait(d, EC.text_to_be_present_in_element((By.ID, "cert-table"), "ui-import.example"))
+    check(ok, "a certificate and key imported from files appear in the list")
+    key_line = open(key).read().splitlines()[1]
+    check(key_line not in d.page_source and "PRIVATE KEY" not in d.page_source,
+          "the private key is nowhere on the page after the import")
+    shot(d, "06-certificates")
+    open_page(d, "audit", "#audit-rows tr")
+    check("policy" in d.find_element(By.ID, "audit-rows").text, "audit page shows the policy changes")
+    shot(d, "07-audit")
+    link = wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#menu a[data-page='p/example']")))
+    link.click()
+    g = wait(d, EC.text_to_be_present_in_element((By.ID, "example-greeting"), "hello"))
+    check(g, "the example plugin's page is in the menu and works")
+    d.find_element(By.ID, "example-new-greeting").send_keys("hi there!")
+    d.find_element(By.CSS_SELECTOR, "#example-new-greeting ~ button, form button[type=submit]").click()
+    g = wait(d, EC.text_to_be_present_in_element((By.ID, "example-greeting"), "hi there!"))
+    check(g and ctl("get", "example.greeting").strip() == "hi there!",
+          "the plugin page changes its setting through the API")
+    shot(d, "08-plugin-example")
+
+
+def phone_and_keyboard(d):
+    d.set_window_size(390, 844)
+    open_page(d, "dashboard", "#chart-cpu")
+    toggle = d.find_element(By.ID, "menu-toggle")
+    check(toggle.is_displayed(), "phone width: the menu folds behind a button")
+    toggle.send_keys(Keys.ENTER)
+    wait(d, EC.visibility_of_element_located((By.CSS_SELECTOR, "#menu a[data-page=policy]")))
+    check(True, "the menu opens from the keyboard")
+    wait(d, lambda _: d.find_element(By.ID, "n-cpu").text != "–")
+    wide = d.execute_script("return document.documentElement.scrollWidth")
+    check(wide <= 390, "no horizontal scrolling at phone width", wide)
+    shot(d, "09-phone-dashboard")
+    d.set_window_size(1280, 900)
+    # Log out and in again with the keyboard alone.
+    d.find_element(By.ID, "logout").click()
+    pw = wait(d, EC.presence_of_element_located((By.NAME, "password")))
+    shot(d, "10-login")
+    pw.send_keys("wrong password!!", Keys.ENTER)
+    err = wait(d, EC.visibility_of_element_located((By.CSS_SELECTOR, "form .status.error")))
+    check("wrong" in err.text, "a wrong password is reported in the form", err.text)
+    pw.clear()
+    pw.send_keys(PASSWORD, Keys.ENTER)
+    ok = wait(d, EC.text_to_be_present_in_element((By.ID, "page-title"), "Dashboard"))
+    check(ok, "log in with the keyboard alone")
+    errs = wait(d, EC.text_to_be_present_in_element((By.ID, "last-errors"), "login.failed"))
+    check(errs, "the dashboard lists the failed login under last errors")
+
+
+def page_weight(d):
+    """Bytes and requests of a fresh load of each page (cache off)."""
+    d.execute_cdp_cmd("Network.enable", {})
+    d.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": True})
+    lines = ["page          requests (files + API)   bytes transferred (files + API)"]
+    for page, ready in (("dashboard", "#n-cpu"), ("policy", "#preset-form"), ("certs", "#cert-table"),
+                        ("plugins", "#settings-site"), ("audit", "#audit-rows tr"),
+                        ("p/example", "#example-greeting")):
+        d.get(f"{BASE}/?fresh={page.replace('/', '-')}#/{page}")
+        wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, ready)))
+        time.sleep(1.5)
+        nf, bf, na, ba = d.execute_script(
+            "const e = performance.getEntriesByType('navigation').concat("
+            "performance.getEntriesByType('resource')).filter(x => !x.name.endsWith('/api/v1/live'));"
+            "const api = e.filter(x => x.name.includes('/api/v1/'));"
+            "const files = e.filter(x => !x.name.includes('/api/v1/'));"
+            "const sum = (l) => l.reduce((a, x) => a + (x.transferSize || 0), 0);"
+            "return [files.length, sum(files), api.length, sum(api)];")
+        lines.append(f"{page:13} {nf + na:4} ({nf} + {na}){'':12} {bf + ba:7} ({bf} + {ba})")
+    with open(os.path.join(ART, "page-weight.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    for l in lines:
+        print("# " + l, flush=True)
+    check(len(lines) == 7, "page weight measured for every page")
+
+
+def main():
+    os.makedirs(ART, exist_ok=True)
+    d = browser()
+    try:
+        for step in (first_run, policy_modern_and_rollback, dashboard_under_load, settings_refused,
+                     other_pages, phone_and_keyboard, page_weight):
+            try:
+                step(d)
+            except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:
+                check(False, f"{step.__name__} finished", repr(e)[:600])
+                shot(d, f"failed-{step.__name__}")
+        # 4xx replies are the refusals this run provokes on purpose (bad raw
+        # string, out-of-range value, wrong password); anything else counts.
+        logs = [l for l in d.get_log("browser") if l["level"] == "SEVERE"
+                and "responded with a status of 4" not in l["message"]]
+        check(not logs, "no errors in the browser console", json.dumps(logs)[:800])
+    finally:
+        d.quit()
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+/* Admin authentication pieces on a real store: first-run token, PBKDF2
+ * passwords, sessions (only the cookie's hash stored), throttling and
+ * lockout, and the masking of secrets in audited request bodies. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/admin.h"
+#include "core/admin_auth.h"
+#include "core/admin_throttle.h"
+#include "core/audit.h"
+#include "core/settings.h"
+#include "core/store.h"
+#include "core/xalloc.h"
+#include "tests/tap.h"
+
+static const struct tlsbox_setting_def test_settings[] = {
+    {.key = "token",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .help = "x",
+     .flags = TLSBOX_SETTING_SECRET},
+    {.key = "plain", .type = TLSBOX_SETTING_STRING, .default_value = "", .help = "x"},
+    TLSBOX_SETTINGS_END};
+
+static void test_first_run_and_passwords(void)
+{
+    char *err = NULL;
+    is_int(admin_users_count(), 0, "no user at first");
+    char *token = admin_setup_token_new();
+    ok(token && strlen(token) == 64, "a setup token of 64 hex digits");
+    is_int(admin_setup("0000", "admin", "long enough pw", &err), -EACCES,
+           "a wrong token is refused");
+    is_int(admin_setup(token, "admin", "short", &err), -EINVAL, "a short password is refused");
+    like(err, "at least 10", "and says why");
+    free(err);
+    err = NULL;
+    is_int(admin_setup(token, "control", "long enough pw", &err), -EINVAL,
+           "the reserved name control is refused");
+    free(err);
+    err = NULL;
+    is_int(admin_setup(token, "admin", "long enough pw", &err), 0, "first run creates the user");
+    is_int(admin_setup(token, "eve", "long enough pw", &err), -EACCES, "the token works once");
+    ok(admin_setup_token_new() == NULL, "no new token once a user exists");
+    free(token);
+
+    sqlite3 *db = store_connect();
+    int64_t uid = 0;
+    is_int(admin_password_check(db, "admin", "long enough pw", &uid), 0, "the password checks");
+    ok(uid > 0, "and gives the user id");
+    is_int(admin_password_check(db, "admin", "long enough pX", &uid), -EACCES, "a wrong one fails");
+    is_int(admin_password_check(db, "nobody", "long enough pw", &uid), -EACCES,
+           "an unknown user fails the same way");
+    sqlite3_stmt *st = NULL;
+    sqlite3_prepare_v2(db,
+                       "SELECT length(pw_hash), length(pw_salt), pw_iterations FROM admin_users",
+                       -1, &st, NULL);
+    is_int(store_step_row(st), 0, "the user row exists");
+    is_int(sqlite3_column_int(st, 0) * 100 + sqlite3_column_int(st, 1), 3216,
+           "a 32-byte hash and a 16-byte salt are stored");
+    is_int(sqlite3_column_int(st, 2), 10000, "with admin.pbkdf2_iterations");
+    sqlite3_finalize(st);
+    store_disconnect(db);
+}
+
+static void test_sessions(void)
+{
+    struct admin_session s, g;
+    int retry = 0;
+    is_int(admin_login("admin", "long enough pw", "192.0.2.7", &s, &retry), 0, "login");
+    is_int((int)strlen(s.cookie) * 100 + (int)strlen(s.csrf), 6464, "cookie and CSRF token");
+    is_int(admin_session_get(s.cookie, &g), 0, "the session is found by its cookie");
+    is_str(g.user, "admin", "for its user");
+    is_str(g.csrf, s.csrf, "with its CSRF token");
+    sqlite3 *db = store_connect();
+    sqlite3_stmt *st = NULL;
+    sqlite3_prepare_v2(db, "SELECT count(*) FROM admin_sessions WHERE hex(token_hash) = upper(?)",
+                       -1, &st, NULL);
+    sqlite3_bind_text(st, 1, s.cookie, -1, SQLITE_STATIC);
+    store_step_row(st);
+    is_int(sqlite3_column_int(st, 0), 0, "the cookie value itself is not stored");
+    sqlite3_finalize(st);
+    store_disconnect(db);
+    is_int(admin_session_end(s.cookie), 0, "logout");
+    is_int(admin_session_get(s.cookie, &g), -ENOENT, "the session is gone");
+    is_int(admin_session_get("nonsense", &g), -ENOENT, "a malformed cookie finds nothing");
+    ok(admin_token_equal("abc", "abc") && !admin_token_equal("abc", "abd") &&
+           !admin_token_equal("abc", "ab") && !admin_token_equal("", ""),
+       "token comparison");
+}
+
+static void test_throttle(void)
+{
+    int r = 0;
+    char *err = NULL;
+    settings_set("admin.lockout_after", "5", "test", &err);
+    is_int(throttle_check("k", &r), 0, "a fresh key may try");
+    throttle_fail("k");
+    throttle_fail("k");
+    is_int(throttle_check("k", &r), 0, "two failures are free");
+    is_int(throttle_fail("k"), 0, "the third failure does not lock");
+    is_int(throttle_check("k", &r), -EAGAIN, "but backs off");
+    is_int(r, 2, "for 2 s");
+    throttle_fail("k");
+    throttle_check("k", &r);
+    is_int(r, 4, "the fourth doubles it");
+    is_int(throttle_fail("k"), 1, "the fifth locks (admin.lockout_after = 5)");
+    is_int(throttle_check("k", &r), -EPERM, "locked");
+    is_int(r, 900, "for admin.lockout_seconds");
+    is_int(throttle_check("other", &r), 0, "other keys are not affected");
+    throttle_clear("k");
+    is_int(throttle_check("k", &r), 0, "a success clears the key");
+}
+
+static void test_masking(void)
+{
+    settings_register("t", test_settings);
+    const char *b = "{\"name\":\"a\",\"key_pem\":\"SECRETKEY\"}";
+    char *m = audit_masked_body("cert/import", b, strlen(b));
+    is_str(m, "{\"name\":\"a\",\"key_pem\":\"********\"}", "key_pem masked");
+    free(m);
+    b = "{\"user\":\"u\",\"password\":\"pw\",\"x\":{\"api_token\":\"t\"},\"key_types\":[\"rsa\"]}";
+    m = audit_masked_body("admin/password", b, strlen(b));
+    is_str(m,
+           "{\"user\":\"u\",\"password\":\"********\",\"x\":{\"api_token\":\"********\"},"
+           "\"key_types\":[\"rsa\"]}",
+           "passwords and tokens masked at any depth, key_types kept");
+    free(m);
+    b = "{\"token\":\"s3cret\",\"plain\":\"shown\"}";
+    m = audit_masked_body("plugins/t/settings", b, strlen(b));
+    is_str(m, "{\"token\":\"********\",\"plain\":\"shown\"}", "a SECRET setting masked by name");
+    free(m);
+    b = "{\"value\":\"s3cret\"}";
+    m = audit_masked_body("settings/t.token", b, strlen(b));
+    is_str(m, "{\"value\":\"********\"}", "a SECRET setting's value masked");
+    free(m);
+    m = audit_masked_body("settings/t.plain", b, strlen(b));
+    is_str(m, "{\"value\":\"s3cret\"}", "a plain setting's value kept");
+    free(m);
+    m = audit_masked_body("x", "not json", 8);
+    is_str(m, "(8 bytes, not JSON)", "a non-JSON body is not copied");
+    free(m);
+}
+
+int main(void)
+{
+    char tmpl[] = "/tmp/admin_test.XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    char *state = xasprintf("%s/state", dir);
+    char *err = NULL;
+    if (store_init(state, &err) < 0) {
+        printf("Bail out! store_init: %s\n", err);
+        return 1;
+    }
+    settings_register("admin", admin_settings);
+    settings_set("admin.pbkdf2_iterations", "10000", "test", &err);
+    test_first_run_and_passwords();
+    test_sessions();
+    test_throttle();
+    test_masking();
+    store_close();
+    char *cmd = xasprintf("rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        diag("could not remove %s", dir);
+    free(cmd);
+    free(state);
+    return done_testing();
+}

@@ -1,0 +1,142 @@
+/* A plugin's own schema (ABI 1.1): pending steps applied once and recorded,
+ * a failing step leaves the store file byte for byte as it was, a downgrade
+ * is refused for that plugin only. */
+#include "core/plugin_schema.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/store.h"
+#include "core/xalloc.h"
+#include "tests/tap.h"
+
+static char tmp[] = "/tmp/tlsbox-plugin-schema-test-XXXXXX";
+
+static long long query_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    long long v = -999;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* The store file's bytes after moving every committed page out of the WAL. */
+static char *file_bytes(sqlite3 *db, size_t *len)
+{
+    sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+    FILE *f = fopen(store_path(), "rb");
+    *len = 0;
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = xmalloc((size_t)n + 1);
+    *len = fread(buf, 1, (size_t)n, f);
+    fclose(f);
+    return buf;
+}
+
+static const struct tlsbox_migration two_steps[] = {
+    {.name = "0001_notes", .sql = "CREATE TABLE demo_notes (id INTEGER PRIMARY KEY, t TEXT);"},
+    {.name = "0002_seed", .sql = "INSERT INTO demo_notes (t) VALUES ('first');"},
+    TLSBOX_MIGRATIONS_END};
+
+/* Steps 1 and 2 above, then a step that creates a table and fails. */
+static const struct tlsbox_migration broken[] = {
+    {.name = "0001_notes", .sql = "CREATE TABLE demo_notes (id INTEGER PRIMARY KEY, t TEXT);"},
+    {.name = "0002_seed", .sql = "INSERT INTO demo_notes (t) VALUES ('first');"},
+    {.name = "0003_more", .sql = "CREATE TABLE demo_more (x); INSERT INTO demo_more VALUES (1);"},
+    {.name = "0004_typo", .sql = "INSERT INTO demo_nosuch VALUES (1);"},
+    TLSBOX_MIGRATIONS_END};
+
+static void test_apply_once(sqlite3 *db)
+{
+    char *err = NULL;
+    is_int(plugin_schema_count(two_steps), 2, "two steps counted");
+    is_int(plugin_schema_count(NULL), 0, "no steps: 0");
+    is_int(plugin_schema_version(db, "demo"), 0, "a plugin never seen is at version 0");
+    is_int(plugin_schema_migrate(db, "demo", two_steps, &err), 2, "both pending steps applied");
+    is_int(plugin_schema_version(db, "demo"), 2, "version 2 recorded");
+    is_int(query_int(db, "SELECT count(*) FROM demo_notes"), 1, "the seed row is there once");
+    is_int(plugin_schema_migrate(db, "demo", two_steps, &err), 0, "second run applies nothing");
+    is_int(query_int(db, "SELECT count(*) FROM demo_notes"), 1, "the seed step did not run again");
+    is_int(query_int(db, "SELECT applied_at > 0 FROM plugin_schema WHERE plugin='demo'"), 1,
+           "applied_at recorded");
+    ok(err == NULL, "no error set on success");
+}
+
+static void test_failing_step(sqlite3 *db)
+{
+    char *err = NULL;
+    size_t len0, len1;
+    char *before = file_bytes(db, &len0);
+    int rc = plugin_schema_migrate(db, "demo", broken, &err);
+    is_int(rc, -EIO, "a failing step returns -EIO");
+    like(err, "plugin demo", "the message names the plugin");
+    like(err, "migration 0004_typo failed", "the message names the step");
+    like(err, "no such table: demo_nosuch", "the message carries SQLite's");
+    is_int(plugin_schema_version(db, "demo"), 2, "version still 2");
+    is_int(query_int(db, "SELECT count(*) FROM sqlite_master WHERE name='demo_more'"), 0,
+           "the table of the step before it is not there");
+    char *after = file_bytes(db, &len1);
+    ok(before && after && len0 == len1 && memcmp(before, after, len0) == 0,
+       "the store file is unchanged byte for byte (%zu bytes)", len0);
+    ok(sqlite3_get_autocommit(db), "no transaction left open");
+    free(before);
+    free(after);
+    free(err);
+}
+
+static void test_downgrade(sqlite3 *db)
+{
+    char *err = NULL;
+    static const struct tlsbox_migration one_step[] = {
+        {.name = "0001_notes", .sql = "CREATE TABLE demo_notes (id INTEGER PRIMARY KEY, t TEXT);"},
+        TLSBOX_MIGRATIONS_END};
+    static const struct tlsbox_migration other[] = {
+        {.name = "0001_x", .sql = "CREATE TABLE other_x (x);"}, TLSBOX_MIGRATIONS_END};
+    is_int(plugin_schema_migrate(db, "demo", one_step, &err), -EPROTO,
+           "a plugin older than its tables is refused");
+    like(err,
+         "plugin demo: refused: the store has schema version 2 of its tables, this plugin "
+         "knows 1",
+         "the message names the plugin and both versions");
+    is_int(plugin_schema_version(db, "demo"), 2, "the store still records version 2");
+    free(err);
+    err = NULL;
+    is_int(plugin_schema_migrate(db, "other", other, &err), 1, "another plugin still migrates");
+    is_int(plugin_schema_version(db, "other"), 1, "and records its own version");
+    free(err);
+}
+
+int main(void)
+{
+    char *err = NULL;
+    if (!mkdtemp(tmp)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char *state = xasprintf("%s/state", tmp);
+    if (store_init(state, &err) < 0) {
+        diag("store_init: %s", err);
+        return 1;
+    }
+    sqlite3 *db = store_main();
+    test_apply_once(db);
+    test_failing_step(db);
+    test_downgrade(db);
+    store_close();
+    free(state);
+    if (getenv("TLSBOX_KEEP_TMP") == NULL) {
+        char *cmd = xasprintf("rm -rf '%s'", tmp);
+        if (system(cmd) != 0)
+            diag("could not remove %s", tmp);
+        free(cmd);
+    }
+    return done_testing();
+}

@@ -1,0 +1,159 @@
+// The frame: session state, first-run and login views, the menu and a hash
+// router that loads one page module at a time (plugins add their own).
+import { api, get, post, setCsrf } from "./api.js";
+import { el, field, status } from "./ui.js";
+
+const pages = [
+  { id: "dashboard", title: "Dashboard", module: "./pages/dashboard.js" },
+  { id: "policy", title: "TLS policy", module: "./pages/policy.js" },
+  { id: "certs", title: "Certificates", module: "./pages/certs.js" },
+  { id: "plugins", title: "Plugins", module: "./pages/plugins.js" },
+  { id: "audit", title: "Audit log", module: "./pages/audit.js" },
+];
+const main = document.getElementById("main");
+let cleanup = null;
+let session = null;
+
+function setMain(...nodes) {
+  if (cleanup) cleanup();
+  cleanup = null;
+  main.replaceChildren(...nodes);
+}
+
+function credentialsForm(title, intro, extra, submitText, onSubmit) {
+  const user = el("input", { name: "user", autocomplete: "username", required: true, value: "admin" });
+  const pw = el("input", { name: "password", type: "password", required: true,
+    autocomplete: extra ? "new-password" : "current-password" });
+  const st = status();
+  const form = el("form", { class: "card narrow", novalidate: true },
+    el("h1", { text: title }), intro ? el("p", { text: intro }) : null,
+    field("User name", user), field("Password", pw, extra),
+    el("button", { type: "submit", text: submitText }), st);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    st.clear();
+    try {
+      const s = await onSubmit(user.value.trim(), pw.value);
+      pw.value = "";
+      start(s);
+    } catch (e) {
+      const wait = e.data && e.data.retry_after ? ` (retry in ${e.data.retry_after} s)` : "";
+      st.fail(e.message + wait);
+      pw.focus();
+    }
+  });
+  return form;
+}
+
+function showSetup() {
+  const token = new URLSearchParams(location.hash.slice(1)).get("setup");
+  if (!token) {
+    setMain(el("section", { class: "card narrow" }, el("h1", { text: "First run" }),
+      el("p", { text: "This box has no admin password yet. On the box, run:" }),
+      el("pre", { text: "tlsboxctl admin setup-url" }),
+      el("p", { text: "and open the URL it prints (it works once, for a limited time)." })));
+    return;
+  }
+  setMain(credentialsForm("First run: choose the admin password",
+    "The setup link is valid once. At least 10 characters.", "At least 10 characters",
+    "Set password and log in",
+    (user, password) => post("session/setup", { token, user, password })));
+  history.replaceState(null, "", "#/dashboard");
+}
+
+function showLogin() {
+  setMain(credentialsForm("Log in", null, null, "Log in",
+    (user, password) => post("session/login", { user, password })));
+  main.querySelector("input[name=password]").focus();
+}
+
+async function buildMenu() {
+  const menu = document.getElementById("menu");
+  let extra = [];
+  try {
+    extra = (await get("ui/pages")).pages.map((p) => ({
+      id: `p/${p.plugin}`, title: p.plugin, module: p.module, plugin: true }));
+  } catch (e) {
+    extra = [];
+  }
+  const all = pages.concat(extra);
+  menu.replaceChildren(...all.map((p) =>
+    el("li", {}, el("a", { href: `#/${p.id}`, "data-page": p.id, text: p.title }))));
+  return all;
+}
+
+let known = pages;
+async function route() {
+  if (!session) return;
+  const id = location.hash.replace(/^#\/?/, "") || "dashboard";
+  const page = known.find((p) => p.id === id) || known[0];
+  for (const a of document.querySelectorAll("#menu a")) {
+    if (a.dataset.page === page.id) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+  const root = el("section", { class: "page", "aria-labelledby": "page-title" });
+  setMain(root);
+  try {
+    const mod = await import(page.module);
+    const title = el("h1", { id: "page-title", text: mod.title || page.title });
+    root.append(title);
+    document.title = `${mod.title || page.title} · tlsbox`;
+    const done = await mod.default(root, { api, el, field, status });
+    if (typeof done === "function") cleanup = done;
+  } catch (e) {
+    root.append(el("p", { class: "status error", text: `This page failed to load: ${e.message}` }));
+  }
+  main.focus();
+}
+
+async function start(s) {
+  session = s;
+  setCsrf(s.csrf);
+  document.getElementById("who").textContent = s.user;
+  document.getElementById("logout").hidden = false;
+  document.body.classList.add("logged-in");
+  known = await buildMenu();
+  if (!location.hash.startsWith("#/")) location.hash = "#/dashboard";
+  else route();
+}
+
+function loggedOut() {
+  session = null;
+  setCsrf(null);
+  document.body.classList.remove("logged-in");
+  document.getElementById("who").textContent = "";
+  document.getElementById("logout").hidden = true;
+  document.getElementById("menu").replaceChildren();
+  showLogin();
+}
+
+async function boot() {
+  let s;
+  try {
+    s = await get("session");
+  } catch (e) {
+    setMain(el("p", { class: "status error", text: `The box does not answer: ${e.message}` }));
+    return;
+  }
+  if (s.state === "ok") start(s);
+  else if (s.state === "setup") showSetup();
+  else showLogin();
+}
+
+document.getElementById("logout").addEventListener("click", async () => {
+  try {
+    await post("session/logout");
+  } finally {
+    loggedOut();
+  }
+});
+document.getElementById("menu-toggle").addEventListener("click", (ev) => {
+  const open = ev.currentTarget.getAttribute("aria-expanded") !== "true";
+  ev.currentTarget.setAttribute("aria-expanded", String(open));
+  document.getElementById("nav").classList.toggle("open", open);
+});
+window.addEventListener("hashchange", route);
+window.addEventListener("tlsbox:logged-out", () => {
+  if (session) loggedOut();
+});
+boot();

@@ -1,0 +1,138 @@
+// Plugins: state, enable/disable (core.plugins_disabled, at the next start),
+// and a settings form generated from each plugin's settings table; a refused
+// value is shown next to its field.
+import { get, put } from "../api.js";
+import { el, field, fieldError, status } from "../ui.js";
+
+export const title = "Plugins";
+
+// Lists may come as arrays; the API takes them back as comma-separated text.
+const text = (v) => (Array.isArray(v) ? v.join(",") : String(v ?? ""));
+
+function inputFor(s) {
+  if (s.type === "bool") {
+    const i = el("input", { type: "checkbox" });
+    i.checked = s.value === "true";
+    return i;
+  }
+  if (s.type === "enum") {
+    const choices = Array.isArray(s.choices) ? s.choices : String(s.choices || "").split("|");
+    return el("select", {}, choices.map((c) =>
+      el("option", { value: c, text: c, selected: c === s.value })));
+  }
+  const attrs = { value: s.secret ? "" : text(s.value), class: "wide" };
+  if (s.type === "int") {
+    attrs.type = "number";
+    attrs.class = "";
+    if (s.min || s.max) {
+      attrs.min = String(s.min);
+      attrs.max = String(s.max);
+    }
+  }
+  if (s.secret) {
+    attrs.type = "password";
+    attrs.placeholder = "unchanged";
+    attrs.autocomplete = "off";
+  }
+  return el("input", attrs);
+}
+
+function valueOf(s, input) {
+  if (s.type === "bool") return input.checked ? "true" : "false";
+  return input.value;
+}
+
+function limits(s) {
+  const parts = [s.help];
+  if (s.type === "int" && (s.min || s.max)) parts.push(`(${s.min}–${s.max})`);
+  if (s.restart) parts.push("· takes effect at the next start");
+  return parts.filter(Boolean).join(" ");
+}
+
+function settingsForm(name, settings) {
+  const inputs = {};
+  const st = status();
+  const form = el("form", { class: "settings", id: `settings-${name}`, novalidate: true },
+    settings.map((s) => {
+      const input = inputFor(s);
+      input.id = `set-${name}-${s.key}`;
+      input.name = s.key;
+      inputs[s.key] = input;
+      return field(s.key, input, limits(s));
+    }),
+    el("button", { type: "submit", text: `Save ${name} settings` }), st);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    st.clear();
+    const changes = {};
+    for (const s of settings) {
+      fieldError(inputs[s.key], null);
+      const v = valueOf(s, inputs[s.key]);
+      if (s.secret && v === "") continue;
+      if (v !== text(s.value)) changes[s.key] = v;
+    }
+    if (!Object.keys(changes).length) {
+      st.ok("Nothing changed.");
+      return;
+    }
+    try {
+      const fresh = await put(`plugins/${name}/settings`, changes);
+      fresh.forEach((s) => { const i = settings.findIndex((x) => x.key === s.key); if (i >= 0) settings[i] = s; });
+      st.ok(`Saved: ${Object.keys(changes).join(", ")}.`);
+    } catch (e) {
+      // "site.workers: 0 is out of range 1..64": the message goes by its field.
+      const m = e.message.match(/^([a-z0-9_]+)\.([a-z0-9_]+):/);
+      if (m && m[1] === name && inputs[m[2]]) {
+        fieldError(inputs[m[2]], e.message);
+        inputs[m[2]].focus();
+        st.fail("Not saved: see the field marked above.");
+      } else {
+        st.fail(e.message);
+      }
+    }
+  });
+  return form;
+}
+
+export default async function render(root) {
+  const [list, disabledSetting] = await Promise.all([get("plugins"), get("settings/core.plugins_disabled")]);
+  // The web UI's own settings (port, sessions, lockout) sit after the core's.
+  const plugins = list.slice(0, 1).concat([{ name: "admin", state: "running", version: list[0].version,
+    abi: list[0].abi, description: "the admin web UI (part of the core)" }], list.slice(1));
+  const disabled = new Set((disabledSetting.value || "").split(",").map((s) => s.trim()).filter(Boolean));
+  for (const p of plugins) {
+    const card = el("section", { class: "card plugin", id: `plugin-${p.name}` });
+    const head = el("h2", {}, `${p.name} `, el("span", { class: `badge ${p.state}`, text: p.state }));
+    card.append(head, el("p", { text: `${p.description} · version ${p.version} · ABI ${p.abi}` }));
+    if (p.error) card.append(el("p", { class: "status error", text: p.error }));
+    if (p.name !== "core" && p.name !== "admin") {
+      const toggleStatus = status();
+      const t = el("button", { type: "button", class: "small", id: `toggle-${p.name}`,
+        text: disabled.has(p.name) ? "Enable at next start" : "Disable at next start" });
+      t.addEventListener("click", async () => {
+        const next = new Set(disabled);
+        if (next.has(p.name)) next.delete(p.name); else next.add(p.name);
+        try {
+          await put("settings/core.plugins_disabled", { value: [...next].join(",") });
+          if (disabled.has(p.name)) disabled.delete(p.name); else disabled.add(p.name);
+          t.textContent = disabled.has(p.name) ? "Enable at next start" : "Disable at next start";
+          toggleStatus.ok(`${p.name} will be ${disabled.has(p.name) ? "disabled" : "enabled"} when tlsboxd restarts.`);
+        } catch (e) {
+          toggleStatus.fail(e.message);
+        }
+      });
+      card.append(t, toggleStatus);
+    }
+    try {
+      const settings = await get(`plugins/${p.name}/settings`);
+      if (settings.length) {
+        const details = el("details", { open: p.name !== "core" && p.name !== "admin" ? true : null },
+          el("summary", { text: `Settings (${settings.length})` }), settingsForm(p.name, settings));
+        card.append(details);
+      }
+    } catch (e) {
+      card.append(el("p", { class: "status error", text: e.message }));
+    }
+    root.append(card);
+  }
+}

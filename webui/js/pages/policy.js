@@ -1,0 +1,243 @@
+// TLS policy: presets, fields, raw priority string (error position marked in
+// place), a preview of what GnuTLS would negotiate and which clients a change
+// leaves out, apply, history with a diff, rollback.
+import { get, post, put } from "../api.js";
+import { el, field, fieldError, status, when } from "../ui.js";
+
+export const title = "TLS policy";
+const PRESETS = [
+  ["modern", "Modern: TLS 1.3 only"],
+  ["intermediate", "Intermediate: TLS 1.2 and 1.3, AEAD ciphers, forward secrecy"],
+  ["compat", "Compatible: also older clients"],
+];
+
+// Rough client families (Mozilla's guidelines): what each one needs at least.
+const FAMILIES = [
+  { name: "Current browsers (Chrome, Firefox, Edge, Safari 12.1+)",
+    ok: (p) => p.protocols.includes("TLS1.3") || (p.protocols.includes("TLS1.2") && p.ciphers.some((c) => /GCM|CHACHA/.test(c))) },
+  { name: "Android 5–9, Safari 9–12, Java 11, curl with OpenSSL 1.1",
+    ok: (p) => p.protocols.includes("TLS1.2") && p.ciphers.some((c) => /GCM|CHACHA/.test(c)) && p.groups.some((g) => /SECP256R1|X25519/.test(g)) },
+  { name: "Java 8, Android 4.4, Windows 7 / IE 11",
+    ok: (p) => p.protocols.includes("TLS1.2") && p.groups.some((g) => /SECP256R1|SECP384R1/.test(g)) },
+  { name: "Very old clients (Android < 4.4, IE 8–10, Java 6–7)",
+    ok: (p) => p.protocols.includes("TLS1.0") || p.protocols.includes("TLS1.1") },
+];
+
+function list(v) {
+  return v.split(",").map((s) => s.trim()).filter(Boolean);
+}
+
+// "…at position N" in an error: mark that place in the raw string.
+function markPosition(box, raw, message) {
+  const m = message.match(/at position (\d+)/);
+  box.replaceChildren();
+  if (!m) return;
+  const pos = Math.min(Number(m[1]), raw.length);
+  const end = raw.indexOf(":", pos + 1);
+  const stop = end < 0 ? raw.length : end;
+  box.append(el("code", {}, raw.slice(0, pos), el("mark", { text: raw.slice(pos, stop) || " " }),
+    raw.slice(stop)));
+}
+
+function previewView(box, pv, current) {
+  const lost = FAMILIES.filter((f) => f.ok(current) && !f.ok(pv)).map((f) => f.name);
+  const gained = FAMILIES.filter((f) => !f.ok(current) && f.ok(pv)).map((f) => f.name);
+  box.replaceChildren(...[
+    el("h3", { text: "What GnuTLS would negotiate" }),
+    el("dl", { class: "kv" },
+      el("dt", { text: "Versions" }), el("dd", { text: pv.protocols.join(", ") }),
+      el("dt", { text: "Cipher suites" }), el("dd", { text: (pv.suites || []).join(", ") }),
+      el("dt", { text: "Groups" }), el("dd", { text: pv.groups.join(", ") }),
+      el("dt", { text: "Signatures" }), el("dd", { text: pv.sigalgs.join(", ") }),
+      el("dt", { text: "HSTS" }), el("dd", { text: pv.hsts || "off" })),
+    el("p", { class: lost.length ? "warn" : "ok", id: "preview-excluded",
+      text: lost.length ? `This change would exclude: ${lost.join("; ")}` : "No client family is excluded by this change." }),
+    gained.length ? el("p", { text: `Newly allowed: ${gained.join("; ")}` }) : null].filter(Boolean));
+}
+
+function diffTokens(a, b) {
+  const A = new Set(a.split(":"));
+  const B = new Set(b.split(":"));
+  return { removed: [...A].filter((t) => !B.has(t)), added: [...B].filter((t) => !A.has(t)) };
+}
+
+export default async function render(root) {
+  const cur = el("section", { class: "card" });
+  const preview = el("section", { class: "card", id: "preview", "aria-live": "polite" });
+  const hist = el("section", { class: "card" });
+  let active = null;
+  let activePreview = null;
+
+  async function refresh() {
+    active = await get("policy");
+    activePreview = await get("policy/preview");
+    const p = active.policy;
+    cur.replaceChildren(el("h2", { text: `Active: version ${active.id} (${p.preset || "custom"})` }),
+      el("p", { class: "mono small", id: "active-priority", text: active.priority }));
+    await history();
+  }
+
+  // One form per kind of change; each shows its own errors.
+  const presetSel = el("select", { id: "preset" }, PRESETS.map(([v, t]) => el("option", { value: v, text: t })));
+  const presetStatus = status();
+  const presetForm = el("form", { class: "card", id: "preset-form" }, el("h2", { text: "Preset" }),
+    field("Preset", presetSel), el("div", { class: "buttons" },
+      el("button", { type: "button", id: "preset-preview", text: "Preview" }),
+      el("button", { type: "submit", id: "preset-apply", text: "Apply preset" })), presetStatus);
+
+  const f = {
+    min_version: el("select", {}, ["TLS1.0", "TLS1.1", "TLS1.2", "TLS1.3"].map((v) => el("option", { value: v, text: v }))),
+    max_version: el("select", {}, ["TLS1.2", "TLS1.3"].map((v) => el("option", { value: v, text: v }))),
+    ciphers: el("input", { class: "wide" }),
+    groups: el("input", { class: "wide" }),
+    key_types: el("input", { class: "wide" }),
+    tickets: el("input", { type: "checkbox" }),
+    ocsp_stapling: el("input", { type: "checkbox" }),
+    hsts_max_age: el("input", { type: "number", min: "0" }),
+  };
+  Object.entries(f).forEach(([k, input]) => { input.id = `pf-${k}`; });
+  const fieldsStatus = status();
+  const fieldsForm = el("form", { class: "card", id: "fields-form" }, el("h2", { text: "Fields" }),
+    field("Lowest version", f.min_version), field("Highest version", f.max_version),
+    field("Ciphers", f.ciphers, "comma-separated, e.g. AES-128-GCM, CHACHA20-POLY1305"),
+    field("Groups", f.groups, "comma-separated, e.g. X25519, SECP256R1"),
+    field("Key types", f.key_types, "ecdsa, rsa, ed25519"),
+    field("Session tickets", f.tickets), field("OCSP stapling", f.ocsp_stapling),
+    field("HSTS max-age (seconds, 0 = off)", f.hsts_max_age),
+    el("div", { class: "buttons" }, el("button", { type: "button", text: "Preview" }),
+      el("button", { type: "submit", text: "Apply fields" })), fieldsStatus);
+
+  const raw = el("textarea", { rows: "3", class: "mono wide", id: "raw", spellcheck: "false" });
+  const rawMark = el("p", { class: "mark-box mono small", id: "raw-mark" });
+  const rawStatus = status();
+  const rawForm = el("form", { class: "card", id: "raw-form" }, el("h2", { text: "Raw priority string" }),
+    field("GnuTLS priority string (empty: use the fields)", raw), rawMark,
+    el("div", { class: "buttons" }, el("button", { type: "button", id: "raw-preview", text: "Preview" }),
+      el("button", { type: "submit", id: "raw-apply", text: "Apply raw string" })), rawStatus);
+
+  function fillFields() {
+    const p = active.policy;
+    f.min_version.value = p.min_version;
+    f.max_version.value = p.max_version;
+    f.ciphers.value = p.ciphers.join(", ");
+    f.groups.value = p.groups.join(", ");
+    f.key_types.value = p.key_types.join(", ");
+    f.tickets.checked = !!p.tickets;
+    f.ocsp_stapling.checked = !!p.ocsp_stapling;
+    f.hsts_max_age.value = p.hsts_max_age;
+    raw.value = p.priority_override || "";
+    presetSel.value = p.preset || "intermediate";
+  }
+  const fieldValues = () => ({
+    min_version: f.min_version.value, max_version: f.max_version.value,
+    ciphers: list(f.ciphers.value), groups: list(f.groups.value), key_types: list(f.key_types.value),
+    tickets: f.tickets.checked, ocsp_stapling: f.ocsp_stapling.checked,
+    hsts_max_age: Number(f.hsts_max_age.value),
+  });
+
+  // Preview then (optionally) apply; errors go to the form's status line.
+  async function run(body, st, apply, onError) {
+    st.clear();
+    try {
+      const pv = await post("policy/preview", body);
+      previewView(preview, pv, activePreview);
+      if (apply) {
+        await apply();
+        await refresh();
+        fillFields();
+        previewView(preview, activePreview, activePreview);
+        st.ok(`Applied: now version ${active.id}.`);
+      } else {
+        st.ok("Preview below; nothing is stored until you apply.");
+      }
+    } catch (e) {
+      // A form that can point at the field says it there; the line below
+      // the buttons then only says that nothing was stored.
+      if (onError) {
+        st.fail("Nothing stored: see the message by the field.");
+        onError(e.message);
+      } else {
+        st.fail(e.message);
+      }
+    }
+  }
+  presetForm.querySelector("#preset-preview").addEventListener("click", () =>
+    run({ preset: presetSel.value }, presetStatus));
+  presetForm.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    run({ preset: presetSel.value }, presetStatus, () => post("policy/preset", { preset: presetSel.value }));
+  });
+  // "min_version: TLS1.3 is newer than max_version TLS1.2": by that field.
+  const fieldsError = (msg) => {
+    const m = msg.match(/^([a-z_]+):/);
+    if (m && f[m[1]]) fieldError(f[m[1]], msg);
+    else fieldsStatus.fail(msg);
+  };
+  const fieldsRun = (apply) => {
+    Object.values(f).forEach((i) => fieldError(i, null));
+    run({ fields: fieldValues() }, fieldsStatus,
+      apply ? () => put("policy", { fields: fieldValues() }) : null, fieldsError);
+  };
+  fieldsForm.querySelector("button[type=button]").addEventListener("click", () => fieldsRun(false));
+  fieldsForm.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    fieldsRun(true);
+  });
+  const rawError = (msg) => {
+    fieldError(raw, msg);
+    markPosition(rawMark, raw.value, msg);
+  };
+  const rawRun = (apply) => {
+    fieldError(raw, null);
+    rawMark.replaceChildren();
+    run({ priority: raw.value }, rawStatus,
+      apply ? () => post("policy/raw", { priority: raw.value }) : null, rawError);
+  };
+  rawForm.querySelector("#raw-preview").addEventListener("click", () => rawRun(false));
+  rawForm.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    rawRun(true);
+  });
+
+  async function history() {
+    const versions = (await get("policy/history")).versions;
+    const diffBox = el("div", { id: "diff", "aria-live": "polite" });
+    const histStatus = status();
+    const rows = versions.map((v) => {
+      const diffBtn = el("button", { type: "button", class: "small", text: "Diff with active" });
+      diffBtn.addEventListener("click", () => {
+        const d = diffTokens(v.priority, active.priority);
+        diffBox.replaceChildren(el("h3", { text: `Version ${v.id} → active ${active.id}` }),
+          d.removed.length || d.added.length ? el("ul", { class: "diff mono small" },
+            d.removed.map((t) => el("li", { class: "del", text: `− ${t}` })),
+            d.added.map((t) => el("li", { class: "add", text: `+ ${t}` })))
+            : el("p", { text: "Same priority string." }));
+      });
+      const rb = el("button", { type: "button", class: "small", "data-version": v.id, text: "Roll back to this" });
+      rb.addEventListener("click", async () => {
+        histStatus.clear();
+        try {
+          await post("policy/rollback", { version: v.id });
+          await refresh();
+          fillFields();
+          previewView(preview, activePreview, activePreview);
+          hist.querySelector(".status").textContent = `Rolled back to version ${v.id}: now version ${active.id}.`;
+        } catch (e) {
+          histStatus.fail(e.message);
+        }
+      });
+      return el("tr", { class: v.active ? "active" : "" }, el("td", { text: v.id }),
+        el("td", { text: when(v.created_at) }), el("td", { text: v.author }),
+        el("td", { text: v.comment || "" }), el("td", {}, v.active ? "active" : [diffBtn, " ", rb]));
+    });
+    hist.replaceChildren(el("h2", { text: "History" }),
+      el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, el("tr", {},
+        ["Version", "When", "Who", "What", ""].map((h) => el("th", { text: h })))), el("tbody", {}, rows))),
+      histStatus, diffBox);
+  }
+
+  root.append(cur, presetForm, fieldsForm, rawForm, preview, hist);
+  await refresh();
+  fillFields();
+  previewView(preview, activePreview, activePreview);
+}
