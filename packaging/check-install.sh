@@ -75,6 +75,7 @@ trap 'exit 1' INT TERM
 
 # The container shares this network namespace.
 P=$(tb_free_low_port) || bail "no free loopback port below 1024"
+PA=$(tb_free_port) || bail "no free loopback port"
 
 # ---- the system -------------------------------------------------------------
 cp "$first" "$work/first.deb"
@@ -82,7 +83,7 @@ cp "$first" "$work/first.deb"
 cat >"$work/check.conf" <<CONF
 [Service]
 ExecStart=
-ExecStart=/usr/sbin/tlsboxd --foreground --state-dir /var/lib/tlsbox --control-socket /run/tlsbox/control.sock --set site.https_port=$P --set site.http_port=0 --set site.bind=127.0.0.1
+ExecStart=/usr/sbin/tlsboxd --foreground --state-dir /var/lib/tlsbox --control-socket /run/tlsbox/control.sock --set site.https_port=$P --set site.http_port=0 --set site.bind=127.0.0.1 --set admin.port=$PA --set admin.bind=127.0.0.1
 CONF
 # The base system (minbase, systemd, the package's dependencies) is made once
 # per architecture and dependency list and kept as a tarball in
@@ -169,6 +170,16 @@ serve_checks() { # $1: label
     out=$(curl -s --cacert "$ca" --max-time 30 --http1.1 -o /dev/null -w '%{http_code} %{http_version}' \
         --resolve "localhost:$P:127.0.0.1" "$url")
     is "$out" "200 1.1" "$1: and HTTP/1.1"
+    out=$(curl -s --cacert "$ca" --max-time 30 -o "$work/got" -w '%{http_code}' \
+        --resolve "localhost:$PA:127.0.0.1" "https://localhost:$PA/")
+    is "$out" 200 "$1: the admin web UI answers on 127.0.0.1:$PA"
+    cmp -s "$work/got" "$root/usr/share/tlsbox/webui/index.html"
+    ok $? "$1: with the installed page"
+    out=$(curl -s --cacert "$ca" --max-time 30 -o "$work/got" -w '%{http_code}' \
+        --resolve "localhost:$PA:127.0.0.1" "https://localhost:$PA/vendor/chart.js/chart.min.js")
+    is "$out" 200 "$1: and Chart.js from libjs-chart.js"
+    cmp -s "$work/got" "$root/usr/share/javascript/chart.js/chart.min.js"
+    ok $? "$1: the very file Debian ships"
 }
 serve_checks "installed"
 
@@ -261,6 +272,13 @@ if [ "$upgrade" = --upgrade ]; then
     ok $([ ! -e "$root/var/lib/tlsbox" ]; echo $?) "purge removed /var/lib/tlsbox"
     grep -q '^tlsbox:' "$root/etc/passwd"
     ok $((!$?)) "and the tlsbox user"
+    # A first install on a running system: started at once, the setup URL shown.
+    in_ct env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        /root/new.deb >"$work/reinstall.log" 2>&1
+    ok $? "installed again on the running system"
+    is "$(in_ct systemctl is-active tlsbox)" active "postinst started the service"
+    like "$(cat "$work/reinstall.log")" "finish the setup in a browser: https://[^ ]+:$PA/[^ ]+" \
+        "postinst printed the admin setup URL"
 fi
 
 # ---- poweroff -------------------------------------------------------------------
