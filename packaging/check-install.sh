@@ -157,25 +157,30 @@ like "$state" "^(running|degraded)$" "booted with systemd-nspawn: $state ($(($(d
 is "$(in_ct systemctl is-active tlsbox)" active "tlsbox.service is active"
 
 ca="$work/ca.pem"
+# What the clients trust: the box's CA, and once imported, the imported
+# self-signed certificate (the admin UI may pick it for "localhost").
+trust="$work/trust.pem"
+imported=""
 serve_checks() { # $1: label
     in_ct tlsboxctl cert root >"$ca" 2>"$work/ctl.err"
     grep -q "BEGIN CERTIFICATE" "$ca"
     ok $? "$1: tlsboxctl cert root through /run/tlsbox/control.sock"
+    cat "$ca" $imported >"$trust"
     local url="https://localhost:$P/"
-    out=$(curl -s --cacert "$ca" --max-time 30 --http2 -o "$work/got" -w '%{http_code} %{http_version}' \
+    out=$(curl -s --cacert "$trust" --max-time 30 --http2 -o "$work/got" -w '%{http_code} %{http_version}' \
         --resolve "localhost:$P:127.0.0.1" "$url")
     is "$out" "200 2" "$1: HTTPS with h2 from outside on 127.0.0.1:$P (verified against the box's CA)"
     cmp -s "$work/got" "$root/usr/share/tlsbox/www/index.html"
     ok $? "$1: the body is the sample page"
-    out=$(curl -s --cacert "$ca" --max-time 30 --http1.1 -o /dev/null -w '%{http_code} %{http_version}' \
+    out=$(curl -s --cacert "$trust" --max-time 30 --http1.1 -o /dev/null -w '%{http_code} %{http_version}' \
         --resolve "localhost:$P:127.0.0.1" "$url")
     is "$out" "200 1.1" "$1: and HTTP/1.1"
-    out=$(curl -s --cacert "$ca" --max-time 30 -o "$work/got" -w '%{http_code}' \
+    out=$(curl -s --cacert "$trust" --max-time 30 -o "$work/got" -w '%{http_code}' \
         --resolve "localhost:$PA:127.0.0.1" "https://localhost:$PA/")
     is "$out" 200 "$1: the admin web UI answers on 127.0.0.1:$PA"
     cmp -s "$work/got" "$root/usr/share/tlsbox/webui/index.html"
     ok $? "$1: with the installed page"
-    out=$(curl -s --cacert "$ca" --max-time 30 -o "$work/got" -w '%{http_code}' \
+    out=$(curl -s --cacert "$trust" --max-time 30 -o "$work/got" -w '%{http_code}' \
         --resolve "localhost:$PA:127.0.0.1" "https://localhost:$PA/vendor/chart.js/chart.min.js")
     is "$out" 200 "$1: and Chart.js from libjs-chart.js"
     cmp -s "$work/got" "$root/usr/share/javascript/chart.js/chart.min.js"
@@ -219,6 +224,7 @@ if [ "$upgrade" = --upgrade ]; then
     in_ct tlsboxctl cert import --cert /root/cert.pem --key /root/key.pem --name upgraded >/dev/null
     ok $? "a certificate imported"
     rm -f "$root/root/key.pem"
+    imported="$root/root/cert.pem"
     cp "$deb" "$root/root/new.deb"
     t=$(date +%s)
     in_ct env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
