@@ -158,9 +158,11 @@ is "$(in_ct systemctl is-active tlsbox)" active "tlsbox.service is active"
 
 ca="$work/ca.pem"
 # What the clients trust: the box's CA, and once imported, the imported
-# self-signed certificate (the admin UI may pick it for "localhost").
+# self-signed certificate, which the admin UI then serves (for any name:
+# it is asked for by its own name, upgrade.check.example).
 trust="$work/trust.pem"
 imported=""
+adm=localhost
 serve_checks() { # $1: label
     in_ct tlsboxctl cert root >"$ca" 2>"$work/ctl.err"
     grep -q "BEGIN CERTIFICATE" "$ca"
@@ -176,12 +178,12 @@ serve_checks() { # $1: label
         --resolve "localhost:$P:127.0.0.1" "$url")
     is "$out" "200 1.1" "$1: and HTTP/1.1"
     out=$(curl -s --cacert "$trust" --max-time 30 -o "$work/got" -w '%{http_code}' \
-        --resolve "localhost:$PA:127.0.0.1" "https://localhost:$PA/")
+        --resolve "$adm:$PA:127.0.0.1" "https://$adm:$PA/")
     is "$out" 200 "$1: the admin web UI answers on 127.0.0.1:$PA"
     cmp -s "$work/got" "$root/usr/share/tlsbox/webui/index.html"
     ok $? "$1: with the installed page"
     out=$(curl -s --cacert "$trust" --max-time 30 -o "$work/got" -w '%{http_code}' \
-        --resolve "localhost:$PA:127.0.0.1" "https://localhost:$PA/vendor/chart.js/chart.min.js")
+        --resolve "$adm:$PA:127.0.0.1" "https://$adm:$PA/vendor/chart.js/chart.min.js")
     is "$out" 200 "$1: and Chart.js from libjs-chart.js"
     cmp -s "$work/got" "$root/usr/share/javascript/chart.js/chart.min.js"
     ok $? "$1: the very file Debian ships"
@@ -225,6 +227,7 @@ if [ "$upgrade" = --upgrade ]; then
     ok $? "a certificate imported"
     rm -f "$root/root/key.pem"
     imported="$root/root/cert.pem"
+    adm=upgrade.check.example
     cp "$deb" "$root/root/new.deb"
     t=$(date +%s)
     in_ct env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
