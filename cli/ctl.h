@@ -71,5 +71,6 @@ extern const struct ctl_command ctl_tls_commands[];   /* cert, policy (cli/cmd_t
 extern const struct ctl_command ctl_acme_commands[];  /* acme (cli/cmd_acme.c) */
 extern const struct ctl_command ctl_admin_commands[]; /* admin (cli/cmd_admin.c) */
 extern const struct ctl_command ctl_dh_commands[];    /* dh (cli/cmd_dh.c) */
+extern const struct ctl_command ctl_ocsp_commands[];  /* ocsp (cli/cmd_ocsp.c) */
 
 #endif

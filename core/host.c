@@ -199,6 +199,8 @@ static const struct tlsbox_host host = {
     .cert_get = tls_cert_get,
     .dh_set = tls_dh_set,
     .dh_served = tls_dh_served,
+    .staple_set = tls_staple_set,
+    .internal_ocsp = tls_internal_ocsp,
 };
 
 const struct tlsbox_host *host_table(void)

@@ -296,7 +296,14 @@ int main(int argc, char **argv)
      * even when its port is taken. */
     if (admin_start() < 0)
         log_err("admin: web UI not served; fix admin.port / admin.bind and restart");
-    plugins_start_all();
+    if (plugins_start_all() == -EADDRINUSE) {
+        log_err("a port this tlsboxd needs is held by another process (see above): not starting");
+        rc = 1;
+        admin_stop();
+        plugins_stop_all();
+        control_stop();
+        goto out_tls;
+    }
     /* Drop root here: the plugins' start hooks have bound their ports (the
      * site's in site_start) and the daemon has not reported ready.  Nothing
      * binds later: ports are restart-only settings, and a restart starts

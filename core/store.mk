@@ -7,7 +7,8 @@ TLSBOX_MIGRATIONS = \
 	db/migrations/0001_init.sql \
 	db/migrations/0002_plugin_schema.sql \
 	db/migrations/0003_admin.sql \
-	db/migrations/0004_tls_dh.sql
+	db/migrations/0004_tls_dh.sql \
+	db/migrations/0005_tls_staples.sql
 
 core_store_sources += \
 	core/store.c core/store.h \

@@ -35,6 +35,10 @@ static const char *const watched[] = {"cert.changed", "ocsp.changed", "dh.change
                                       "policy.changed", "settings.changed"};
 static int64_t subs[sizeof(watched) / sizeof(watched[0])];
 static int64_t ticket_timer, leaf_timer;
+/* One-shot: rebuild when the earliest staple must stop being served, so a
+ * staple leaves the bundle on time even if no plugin asks. */
+static int64_t staple_timer;
+static bool tls_running;
 
 char *tls_hostname(void)
 {
@@ -48,6 +52,26 @@ char *tls_hostname(void)
         return xstrdup(buf);
     }
     return xstrdup("localhost");
+}
+
+static void on_staple_expiry(void *arg, struct tlsbox_job *job)
+{
+    (void)arg;
+    (void)job;
+    tls_rebuild(NULL, "OCSP staple expiry");
+}
+
+/* Under rebuild_lock, after publishing a bundle whose staples end at @p until. */
+static void staple_timer_set(time_t until)
+{
+    if (staple_timer > 0)
+        timers_cancel(staple_timer);
+    staple_timer = 0;
+    if (until <= 0 || !tls_running)
+        return;
+    time_t now = time(NULL);
+    uint64_t ms = until > now ? (uint64_t)(until - now) * 1000 + 200 : 200;
+    staple_timer = timers_add(core_self(), "tls.staple-expiry", ms, 0, 0, on_staple_expiry, NULL);
 }
 
 int tls_rebuild(sqlite3 *db, const char *why)
@@ -80,7 +104,9 @@ int tls_rebuild(sqlite3 *db, const char *why)
              json_string_value(json_object_get(d, "priority")));
     free(txt);
     json_decref(d);
+    time_t until = tls_bundle_staple_until(b);
     tls_bundle_publish(b);
+    staple_timer_set(until);
 out:
     if (own)
         store_disconnect(own);
@@ -326,6 +352,7 @@ int tls_start(void)
         goto out;
     if (!cache)
         cache = tls_session_cache_new(SESSION_CACHE_ENTRIES, SESSION_CACHE_LIFETIME);
+    tls_running = true;
     if (tls_rebuild(db, "start") < 0)
         goto out;
     for (size_t i = 0; i < sizeof(watched) / sizeof(watched[0]); i++)
@@ -354,6 +381,8 @@ void tls_stop(void)
         timers_cancel(leaf_timer);
     ticket_timer = leaf_timer = 0;
     pthread_mutex_lock(&rebuild_lock);
+    tls_running = false;
+    staple_timer_set(0);
     tls_bundle_publish(NULL);
     pthread_mutex_unlock(&rebuild_lock);
     /* Bundles still referenced point at the cache: a leak beats a crash. */

@@ -30,6 +30,12 @@ int tls_cert_install(struct tlsbox_plugin *self, const struct tlsbox_cert_instal
 char *tls_cert_list_json(struct tlsbox_plugin *self);
 int tls_cert_get(struct tlsbox_plugin *self, const char *name, char **chain_pem, char **info_json);
 
+/* Host calls staple_set and internal_ocsp (see <tlsbox/host.h>; core/tls_ocsp.c). */
+int tls_staple_set(struct tlsbox_plugin *self, const char *cert_name, const void *der,
+                   size_t der_len, int64_t serve_until);
+int tls_internal_ocsp(struct tlsbox_plugin *self, const char *cert_name, void **der,
+                      size_t *der_len, char **issuer_pem);
+
 /* tls_cert_install recording @p actor in the audit log; the stored name
  * (derived from the certificate when in->name is empty) in *name_out. */
 int tls_cert_install_as(const char *actor, const struct tlsbox_cert_install *in, char **name_out,

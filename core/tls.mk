@@ -6,7 +6,8 @@ core_tls_sources += \
 	core/tls_policy_store.c core/tls_policy_store.h \
 	core/tls_session_cache.c core/tls_session_cache.h \
 	core/tls_tickets.c core/tls_tickets.h \
-	core/tls_dh.c core/tls_dh.h core/tls_dh_set.c
+	core/tls_dh.c core/tls_dh.h core/tls_dh_set.c \
+	core/tls_staple.c core/tls_staple.h core/tls_ca_ocsp.c core/tls_ca_ocsp.h core/tls_ocsp.c
 
 # Unit tests: each lists the TLS sources it needs next to the store's.
 TLS_TEST_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS) $(JANSSON_CFLAGS)
@@ -18,7 +19,7 @@ check_PROGRAMS += tests/unit/core/tls_cert_test
 TESTS += tests/unit/core/tls_cert_test
 
 tests_unit_core_tls_cert_test_SOURCES = tests/unit/core/tls_cert_test.c $(TLS_TEST_STORE) \
-	core/tls_cert.c core/tls_ca.c
+	core/tls_cert.c core/tls_ca.c core/tls_ca_ocsp.c
 nodist_tests_unit_core_tls_cert_test_SOURCES = core/migrations_embedded.c
 tests_unit_core_tls_cert_test_CFLAGS = $(TLS_TEST_CFLAGS)
 tests_unit_core_tls_cert_test_LDADD = $(TLS_TEST_LIBS)
@@ -35,7 +36,8 @@ check_PROGRAMS += tests/unit/core/tls_bundle_test
 TESTS += tests/unit/core/tls_bundle_test
 tests_unit_core_tls_bundle_test_SOURCES = tests/unit/core/tls_bundle_test.c $(TLS_TEST_STORE) \
 	core/tls_bundle.c core/tls_policy.c core/tls_policy_store.c core/tls_tickets.c \
-	core/tls_session_cache.c core/tls_ca.c core/tls_cert.c core/tls_dh.c
+	core/tls_session_cache.c core/tls_ca.c core/tls_cert.c core/tls_dh.c core/tls_staple.c \
+	core/tls_ca_ocsp.c
 nodist_tests_unit_core_tls_bundle_test_SOURCES = core/migrations_embedded.c
 tests_unit_core_tls_bundle_test_CFLAGS = $(TLS_TEST_CFLAGS)
 tests_unit_core_tls_bundle_test_LDADD = $(TLS_TEST_LIBS)
@@ -52,3 +54,11 @@ TLS_INTEGRATION = tests/integration/20_tls_certs.sh tests/integration/21_tls_pol
 	tests/integration/22_tls_site.sh
 TESTS += $(TLS_INTEGRATION)
 EXTRA_DIST += $(TLS_INTEGRATION)
+
+check_PROGRAMS += tests/unit/core/tls_ocsp_test
+TESTS += tests/unit/core/tls_ocsp_test
+tests_unit_core_tls_ocsp_test_SOURCES = tests/unit/core/tls_ocsp_test.c $(TLS_TEST_STORE) \
+	core/tls_ca.c core/tls_cert.c core/tls_staple.c core/tls_ca_ocsp.c
+nodist_tests_unit_core_tls_ocsp_test_SOURCES = core/migrations_embedded.c
+tests_unit_core_tls_ocsp_test_CFLAGS = $(TLS_TEST_CFLAGS)
+tests_unit_core_tls_ocsp_test_LDADD = $(TLS_TEST_LIBS)

@@ -14,6 +14,7 @@
 #include "core/tls_dh.h"
 #include "core/tls_policy.h"
 #include "core/tls_policy_store.h"
+#include "core/tls_staple.h"
 #include "core/tls_tickets.h"
 #include "core/xalloc.h"
 
@@ -33,6 +34,7 @@ struct tlsbox_bundle {
     char *hsts;
     char *dh_text; /* what tls_dh_load said it serves, JSON */
     struct tls_session_cache *cache;
+    time_t staple_until; /* earliest serve_until of a loaded staple, 0 = none */
 };
 
 static const gnutls_datum_t alpn[] = {
@@ -109,6 +111,32 @@ long tls_bundle_live(void)
     return atomic_load(&live);
 }
 
+/*
+ * ClientHello hook: a ticket issued under the previous master key gets that
+ * master for this session, so the weekly master change does not cost every
+ * client a full handshake.  The keys come from the current bundle (a master
+ * change publishes a new one, whose previous key is the old current).
+ */
+static int on_client_hello(gnutls_session_t session, unsigned htype, unsigned when,
+                           unsigned incoming, const gnutls_datum_t *msg)
+{
+    const unsigned char *t;
+    size_t tn;
+    struct tlsbox_bundle *b;
+
+    if (!incoming || !msg || tls_tickets_in_client_hello(msg->data, msg->size, &t, &tn) < 0)
+        return 0;
+    b = tls_bundle_acquire();
+    if (b && b->tickets && b->keys.have_previous &&
+        !tls_tickets_issued_under(b->keys.current, b->ticket_lifetime, time(NULL), t, tn) &&
+        tls_tickets_issued_under(b->keys.previous, b->ticket_lifetime, time(NULL), t, tn)) {
+        gnutls_datum_t k = {b->keys.previous, TLS_TICKET_KEY_SIZE};
+        gnutls_session_ticket_enable_server(session, &k);
+    }
+    tls_bundle_release(b);
+    return 0;
+}
+
 gnutls_certificate_credentials_t tls_bundle_credentials(const struct tlsbox_bundle *b)
 {
     return b->cred;
@@ -127,6 +155,9 @@ int tls_bundle_session_setup(const struct tlsbox_bundle *b, gnutls_session_t ses
         gnutls_datum_t k = {(unsigned char *)b->keys.current, TLS_TICKET_KEY_SIZE};
         if ((r = gnutls_session_ticket_enable_server(session, &k)) < 0)
             goto fail;
+        if (b->keys.have_previous)
+            gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_CLIENT_HELLO,
+                                               GNUTLS_HOOK_PRE, on_client_hello);
     }
     /* Ticket lifetime, session-cache lifetime and GnuTLS's key step (three
      * times this): see tls_tickets.h. */
@@ -149,6 +180,11 @@ const char *tls_bundle_hsts(const struct tlsbox_bundle *b)
 uint64_t tls_bundle_generation(const struct tlsbox_bundle *b)
 {
     return b ? b->generation : 0;
+}
+
+time_t tls_bundle_staple_until(const struct tlsbox_bundle *b)
+{
+    return b ? b->staple_until : 0;
 }
 
 json_t *tls_bundle_describe(const struct tlsbox_bundle *b)
@@ -180,29 +216,23 @@ static bool type_allowed(json_t *policy, const char *key_type)
     return false;
 }
 
-/* Load the OCSP staple of @p name into certificate @p idx when it is still fresh. */
+/* Load the OCSP staple of @p name into certificate @p idx while it may be
+ * served; remember the earliest end so the core can rebuild at that moment. */
 static void load_staple(sqlite3 *db, struct tlsbox_bundle *b, const char *name, int idx, time_t now)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT response, next_update FROM ocsp WHERE cert_name = ? "
-                           "AND response IS NOT NULL AND cert_status = 'good'",
-                           -1, &st, NULL) != SQLITE_OK)
-        goto out;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) != SQLITE_ROW)
-        goto out;
-    /* Never staple past nextUpdate; GnuTLS would refuse it anyway. */
-    if (sqlite3_column_int64(st, 1) <= (sqlite3_int64)now)
-        goto out;
-    gnutls_datum_t der = {(unsigned char *)sqlite3_column_blob(st, 0),
-                          (unsigned)sqlite3_column_bytes(st, 0)};
+    gnutls_datum_t der = {NULL, 0};
+    time_t until = 0;
+    if (tls_staple_load(db, name, now, &der, &until) < 0)
+        return;
+    /* GnuTLS checks the CertID against the chain and refuses a response past
+     * nextUpdate (it returns 1, not 0, on success). */
     int r = gnutls_certificate_set_ocsp_status_request_mem(b->cred, &der, (unsigned)idx,
                                                            GNUTLS_X509_FMT_DER);
     if (r < 0)
         log_info("tls: OCSP staple of %s not used: %s", name, gnutls_strerror(r));
-out:
-    sqlite3_finalize(st);
+    else if (b->staple_until == 0 || until < b->staple_until)
+        b->staple_until = until;
+    gnutls_free(der.data);
 }
 
 static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time_t now, char **err)

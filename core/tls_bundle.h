@@ -41,6 +41,8 @@ gnutls_certificate_credentials_t tls_bundle_credentials(const struct tlsbox_bund
 /* What the bundle serves for Diffie-Hellman (see tls_dh_load), as JSON text
  * with "bundle": generation; borrowed for the reference's life.  Any thread. */
 const char *tls_bundle_dh_text(const struct tlsbox_bundle *b);
+/* The earliest moment a staple in @p b must stop being served (0: no staple). */
+time_t tls_bundle_staple_until(const struct tlsbox_bundle *b);
 
 /* Number of bundles built and not yet freed (tests, leak checks). */
 long tls_bundle_live(void);

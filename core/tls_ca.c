@@ -13,6 +13,7 @@
 
 #include "core/store.h"
 #include "core/tls_ca.h"
+#include "core/tls_ca_ocsp.h"
 #include "core/tls_cert.h"
 #include "core/xalloc.h"
 
@@ -125,6 +126,17 @@ static int import_ca(const char *cert_pem, const char *key_pem, gnutls_x509_crt_
     return gnutls_x509_privkey_import2(*key, &k, GNUTLS_X509_FMT_PEM, NULL, 0);
 }
 
+/* The AIA OCSP URL: the core answers for its leaves itself (the ocsp plugin
+ * asks it, no network), but clients and tools expect the extension. */
+static int set_ocsp_url(gnutls_x509_crt_t crt, const char *host)
+{
+    char *url = xasprintf("http://%s" TLS_CA_OCSP_PATH, host);
+    gnutls_datum_t d = {(unsigned char *)url, (unsigned)strlen(url)};
+    int r = gnutls_x509_crt_set_authority_info_access(crt, GNUTLS_IA_OCSP_URI, &d);
+    free(url);
+    return r;
+}
+
 int tls_ca_make_leaf(const char *ca_cert_pem, const char *ca_key_pem, json_t *names, time_t now,
                      unsigned days, char **chain_pem, char **key_pem, char **err)
 {
@@ -172,7 +184,8 @@ int tls_ca_make_leaf(const char *ca_cert_pem, const char *ca_key_pem, json_t *na
                                            (unsigned)strlen(cn))) < 0 ||
         (r = gnutls_x509_crt_set_basic_constraints(crt, 0, -1)) < 0 ||
         (r = gnutls_x509_crt_set_key_usage(crt, GNUTLS_KEY_DIGITAL_SIGNATURE)) < 0 ||
-        (r = gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_SERVER, 0)) < 0)
+        (r = gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_SERVER, 0)) < 0 ||
+        (r = set_ocsp_url(crt, cn)) < 0)
         goto fail;
     if (gnutls_x509_crt_get_subject_key_id(ca, akid, &akid_size, NULL) >= 0 &&
         (r = gnutls_x509_crt_set_authority_key_id(crt, akid, akid_size)) < 0)
@@ -283,6 +296,11 @@ out:
 int tls_ca_root_pem(sqlite3 *db, char **pem)
 {
     return load_root(db, pem, NULL);
+}
+
+int tls_ca_root_load(sqlite3 *db, char **cert_pem, char **key_pem)
+{
+    return load_root(db, cert_pem, key_pem);
 }
 
 /* Leaf state: 1 = needs (re)issue, 0 = fine, -1 = absent. */

@@ -18,7 +18,8 @@ int tls_ca_make_root(const char *hostname, time_t now, unsigned days, char **cer
                      char **key_pem, char **err);
 
 /* A leaf for @p names (DNS names and IP address strings) signed by the root,
- * valid from now - 1 h for @p days; chain = the leaf alone.  0 or -EIO. */
+ * valid from now - 1 h for @p days, with an OCSP URL (AIA) naming the first
+ * DNS name; chain = the leaf alone.  0 or -EIO. */
 int tls_ca_make_leaf(const char *ca_cert_pem, const char *ca_key_pem, json_t *names, time_t now,
                      unsigned days, char **chain_pem, char **key_pem, char **err);
 
@@ -28,6 +29,8 @@ json_t *tls_ca_local_names(const char *hostname);
 
 /* The root certificate PEM (caller frees).  0, -ENOENT, -EIO. */
 int tls_ca_root_pem(sqlite3 *db, char **pem);
+/* The root certificate and its key (both caller frees; wipe the key). */
+int tls_ca_root_load(sqlite3 *db, char **cert_pem, char **key_pem);
 
 /*
  * Make the root when absent.  Then (re)issue the "internal" leaf when

@@ -392,7 +392,8 @@ int tls_cert_store(sqlite3 *db, const char *name, const struct tls_cert_info *in
     sqlite3_finalize(st);
     st = NULL;
     /* The old staple belongs to the old certificate. */
-    if (sqlite3_prepare_v2(db, "DELETE FROM ocsp WHERE cert_name = ?", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "DELETE FROM tls_staples WHERE cert_name = ?", -1, &st, NULL) !=
+        SQLITE_OK)
         goto fail;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)

@@ -17,7 +17,7 @@ BUILD="build-essential autoconf automake libtool pkg-config
 # compiler and the sanitizer runtime; clang-format for the format check.
 TEST="clang libclang-rt-14-dev clang-format
   curl nghttp2-client gnutls-bin openssl sqlite3 ca-certificates
-  procps iproute2 python3 jq bc
+  procps iproute2 python3 python3-cryptography jq bc
   testssl.sh
   pebble certbot
   nginx h2o

@@ -303,7 +303,9 @@ struct tlsbox_host {
      * Configure a new server session from the bundle: priority, credentials
      * (every certificate; GnuTLS picks per client), session ticket key, TLS 1.2
      * session cache, ALPN "h2" then "http/1.1".  The session must be
-     * deinitialised before the reference is released.  Any thread.
+     * deinitialised before the reference is released.  Any thread.  It sets
+     * the session's ClientHello handshake hook (tickets under the previous
+     * master key): do not replace it with gnutls_handshake_set_hook_function.
      */
     int (*bundle_session_setup)(const struct tlsbox_bundle *b, gnutls_session_t session);
     /** The Strict-Transport-Security value of the policy, or NULL for none. */
@@ -389,6 +391,41 @@ struct tlsbox_host {
      * clients get.  Any thread, lock-free, no I/O.
      */
     char *(*dh_served)(struct tlsbox_plugin *self);
+
+    /* ---- ABI 1.1: OCSP staples ------------------------------------------ */
+    /*
+     * The staple the TLS bundle serves lives in a core table; a plugin (the
+     * ocsp plugin) fetches and verifies responses and hands them over here.
+     */
+
+    /**
+     * Set the OCSP staple of certificate @p cert_name to @p der (a DER
+     * OCSPResponse, @p der_len bytes, copied), served until @p serve_until
+     * (Unix seconds; clipped to the response's nextUpdate, after which GnuTLS
+     * would refuse it anyway); or clear it when @p der is NULL.  The core
+     * checks the response is successful, answers for the stored leaf with
+     * status good and is not past nextUpdate (it does not check the
+     * signature: that is the caller's job), stores it, publishes
+     * "ocsp.changed" {"name", "stapled"} and so rebuilds the bundle; it takes
+     * the staple out of the bundle by itself at serve_until.  A replaced
+     * certificate loses its staple.  Returns 0; -ENOENT (no such certificate,
+     * or nothing to clear); -EINVAL (refused, logged, nothing written); -EIO.
+     * Not from a site worker.
+     */
+    int (*staple_set)(struct tlsbox_plugin *self, const char *cert_name, const void *der,
+                      size_t der_len, int64_t serve_until);
+    /**
+     * The internal CA's OCSP responder, without network: a response with
+     * status good for certificate @p cert_name, signed by the internal root
+     * (responder by key hash), thisUpdate a few minutes ago, nextUpdate four
+     * days on (never after the leaf's expiry).  *der (free()) and *der_len;
+     * when @p issuer_pem is not NULL, *issuer_pem (free()) the root's PEM to
+     * verify it with.  Returns 0; -ENOENT (no such certificate or no internal
+     * CA); -EINVAL when the internal CA did not issue that certificate; -EIO.
+     * Not from a site worker.
+     */
+    int (*internal_ocsp)(struct tlsbox_plugin *self, const char *cert_name, void **der,
+                         size_t *der_len, char **issuer_pem);
 };
 
 /** dh_set flag: check the parameters only (nothing stored, no event). */

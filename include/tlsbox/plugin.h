@@ -30,6 +30,8 @@
  *                 bundle serves; the core table tls_dh replaces the old
  *                 schema's placeholder dh_params).
  *                 A 1.0 plugin loads and runs unchanged.
+ *                 Host: staple_set (the OCSP staple the bundle serves) and
+ *                 internal_ocsp (the internal CA's responder, no network).
  *
  * A plugin is one shared object exporting exactly one symbol, the constant
  * descriptor made by TLSBOX_PLUGIN().  Everything else in the plugin is static.

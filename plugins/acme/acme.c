@@ -202,6 +202,23 @@ static void acme_on_settings(void *arg, const char *event, const char *data)
         acme_run_submit(a, false, true);
 }
 
+/* The ocsp plugin found a certificate revoked: if it is one of ours, replace
+ * it now rather than at its renewal time. */
+static void acme_on_revoked(void *arg, const char *event, const char *data)
+{
+    struct acme *a = arg;
+    (void)event;
+    json_t *d = data ? json_loads(data, 0, NULL) : NULL;
+    const char *source = json_string_value(json_object_get(d, "source"));
+    const char *name = json_string_value(json_object_get(d, "name"));
+    if (source && name && strcmp(source, "acme") == 0) {
+        a->host->log(a->self, TLSBOX_LOG_WARN, "%s: revoked (OCSP); ordering a replacement now",
+                     name);
+        acme_run_submit(a, true, true);
+    }
+    json_decref(d);
+}
+
 static int acme_init(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state)
 {
     struct acme *a = tlsbox_xcalloc(1, sizeof(*a));
@@ -243,6 +260,7 @@ static int acme_start(void *state)
     a->m_next = h->metric_register(a->self, "tlsbox_acme_next_renewal_timestamp_seconds",
                                    TLSBOX_METRIC_GAUGE, "When the next renewal is due", NULL, 0);
     a->sub = h->event_subscribe(a->self, "settings.changed", acme_on_settings, a);
+    a->sub_revoked = h->event_subscribe(a->self, "ocsp.revoked", acme_on_revoked, a);
     uint64_t period = (uint64_t)a->check_minutes * 60000;
     a->timer = h->timer_add(a->self, "acme-check", period, period, period / 10, acme_run_check, a);
     if (a->timer < 0)
@@ -258,6 +276,8 @@ static void acme_stop(void *state)
     atomic_store(&a->stopping, true);
     if (a->sub > 0)
         a->host->event_unsubscribe(a->self, a->sub);
+    if (a->sub_revoked > 0)
+        a->host->event_unsubscribe(a->self, a->sub_revoked);
     if (a->timer > 0)
         a->host->timer_cancel(a->self, a->timer);
     pthread_mutex_lock(&a->wake_lock);

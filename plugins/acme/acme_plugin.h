@@ -37,7 +37,8 @@ struct acme {
     int64_t timer;      /* periodic check */
     int64_t wake_timer; /* one-shot: next backoff retry or renewal time */
     pthread_mutex_t wake_lock;
-    int64_t sub; /* settings.changed */
+    int64_t sub;         /* settings.changed */
+    int64_t sub_revoked; /* ocsp.revoked */
 
     /* The status reply, rebuilt by each check (the API thread never touches SQLite). */
     pthread_mutex_t status_lock;

@@ -35,11 +35,12 @@ unlike "$(cat "$TB_TMP/strings")" "https_port|http_port" "nor the site's port ke
 srcdir=$(cd "$top_srcdir" && pwd -P)
 unlike "$(cat "$TB_TMP/strings")" "$srcdir|plugins/site/www" "no source-tree path in tlsboxd's data"
 
-# No plugin: only the core's tables.  ocsp and bench_runs are the
-# old schema's placeholders, dropped by the migrations of their plugins
-# (dh_params went that way: tls_dh holds the DH parameters the bundle serves).
+# No plugin: only the core's tables.  bench_runs is the old schema's
+# placeholder, dropped by the migration of its plugin (dh_params went that way:
+# tls_dh holds the DH parameters the bundle serves; ocsp too: tls_staples
+# holds the staple the bundle loads).
 core_tables="admin_sessions admin_users audit bench_runs certificates internal_ca
-metrics_history ocsp plugin_kv plugin_schema policy_versions settings ticket_keys tls_dh"
+metrics_history plugin_kv plugin_schema policy_versions settings ticket_keys tls_dh tls_staples"
 mkdir -p "$TB_TMP/none"
 TB_PLUGINS="$TB_TMP/none"
 TB_STATE="$TB_TMP/bare"

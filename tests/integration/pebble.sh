@@ -3,7 +3,8 @@
 # listens on free loopback ports; pebble resolves every name through
 # challtestsrv to 127.0.0.1 (never the system resolver).
 #
-#   PB_HTTP_PORT=<site http port> [PB_VALIDITY=secs] [PB_ENV="VAR=x ..."] pb_start
+#   PB_HTTP_PORT=<site http port> [PB_VALIDITY=secs] [PB_ENV="VAR=x ..."]
+#   [PB_OCSP_URL=<AIA OCSP URL pebble writes into its certificates>] pb_start
 #     -> PB_DIRECTORY (ACME directory URL), PB_CA (trust anchor for pebble's
 #        own HTTPS: acme.ca_file), PB_ROOT (pebble's issuing root, PEM),
 #        PB_MGMT (management base URL)
@@ -82,7 +83,7 @@ _pb_write_config() {
   "privateKey": "$PB_DIR/key.pem",
   "httpPort": ${PB_HTTP_PORT:?PB_HTTP_PORT must be the site HTTP port},
   "tlsPort": $PB_TLS_PORT,
-  "ocspResponderURL": "",
+  "ocspResponderURL": "${PB_OCSP_URL:-}",
   "externalAccountBindingRequired": false$validity
 }}
 JSON

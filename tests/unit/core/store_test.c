@@ -17,7 +17,7 @@ static char tmp[] = "/tmp/tlsbox-store-test-XXXXXX";
 
 static const char *const tables[] = {
     "settings",       "policy_versions", "certificates", "internal_ca",     "ticket_keys",
-    "ocsp",           "tls_dh",          "bench_runs",   "metrics_history", "admin_users",
+    "tls_staples",    "tls_dh",          "bench_runs",   "metrics_history", "admin_users",
     "admin_sessions", "audit",           "plugin_kv",    "plugin_schema"};
 
 /* The newest embedded core schema: 0002_plugin_schema.sql (plugin kit 1.1)

@@ -345,8 +345,10 @@ int main(void)
 
     /* Staples and DH rows that cannot be used are ignored, not fatal. */
     sqlite3_exec(db,
-                 "INSERT INTO ocsp (cert_name, response, cert_status, next_update) VALUES "
-                 "('internal', x'3003020100', 'good', 4102444800);"
+                 "INSERT INTO tls_staples (cert_name, serial, response, this_update, "
+                 "next_update, serve_until, stored_at) SELECT 'internal', serial, "
+                 "x'3003020100', 1, 4102444800, 4102444800, 1 FROM certificates "
+                 "WHERE name = 'internal';"
                  "INSERT INTO tls_dh (id, pem, bits, fingerprint, safe_prime, source, set_by, "
                  "set_at) VALUES (1, 'not a pem', 2048, '', 0, 'import', 't', 0);",
                  NULL, NULL, NULL);
@@ -354,7 +356,7 @@ int main(void)
     r = handshake(b6, NULL, NULL, NULL);
     is_int(r.rc, 0, "and it serves");
     tls_bundle_release(b6);
-    sqlite3_exec(db, "DELETE FROM ocsp; DELETE FROM tls_dh;", NULL, NULL, NULL);
+    sqlite3_exec(db, "DELETE FROM tls_staples; DELETE FROM tls_dh;", NULL, NULL, NULL);
 
     /* A broken certificate row fails the build; nothing else changes. */
     sqlite3_exec(db,

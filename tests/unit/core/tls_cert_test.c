@@ -170,15 +170,16 @@ int main(void)
         char *key = F("leaf.key"), *err = NULL;
         tls_cert_check(full, key, time(NULL), &info, &err);
         sqlite3_exec(db,
-                     "INSERT INTO ocsp (cert_name, response, next_update) "
-                     "VALUES ('example.test', x'00', 1)",
+                     "INSERT INTO tls_staples (cert_name, serial, response, this_update, "
+                     "next_update, serve_until, stored_at) "
+                     "VALUES ('example.test', '01', x'00', 1, 2, 2, 1)",
                      NULL, NULL, NULL);
         is_int(tls_cert_store(db, "example.test", &info, key, "import", NULL, NULL, "test", &err),
                0, "stored");
         is_int(tls_cert_store(db, "example.test", &info, key, "import", NULL, NULL, "test", &err),
                0, "stored again");
         is_int(tt_int(db, "SELECT count(*) FROM certificates"), 1, "one row per name");
-        is_int(tt_int(db, "SELECT count(*) FROM ocsp"), 0, "old staple dropped");
+        is_int(tt_int(db, "SELECT count(*) FROM tls_staples"), 0, "old staple dropped");
         json_t *list = tls_cert_list(db, time(NULL));
         char *txt = json_dumps(list, JSON_COMPACT);
         ok(strstr(txt, "\"days_left\":59") || strstr(txt, "\"days_left\":60"),

@@ -1,0 +1,80 @@
+/*
+ * The ocsp plugin's building blocks that need no host: reading a leaf
+ * (responder URL, must-staple, lifetime), building a request, verifying a
+ * response, and the schedule arithmetic.  Used by the plugin, its unit test
+ * and the fuzz target (tests/fuzz/ocsp_fuzz.c).
+ */
+#ifndef TLSBOX_PLUGINS_OCSP_H
+#define TLSBOX_PLUGINS_OCSP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+
+/* Certificates valid this long or less are not worth an OCSP request. */
+#define OCSP_SHORT_LIVED_SECONDS (7 * 86400)
+/* The path of the OCSP URL the core's internal CA writes into its leaves
+ * (TLS_CA_OCSP_PATH in core/tls_ca_ocsp.h: keep them equal). */
+#define OCSP_INTERNAL_PATH "/.well-known/tlsbox-ocsp"
+/* A response may come from a clock this far ahead of ours. */
+#define OCSP_CLOCK_SKEW 300
+
+/* What a verified response says about the certificate. */
+enum ocsp_cert_status {
+    OCSP_STATUS_GOOD,
+    OCSP_STATUS_REVOKED,
+    OCSP_STATUS_UNKNOWN,
+    OCSP_STATUS_MAX
+};
+
+struct ocsp_answer {
+    enum ocsp_cert_status status;
+    time_t produced_at, this_update, next_update;
+    time_t revoked_at; /* REVOKED only */
+    int revocation_reason;
+};
+
+/*
+ * The first OCSP responder URL in @p leaf's AIA extension (caller frees), or
+ * NULL when it names none (normal: Let's Encrypt since 2025).
+ */
+char *ocsp_responder_url(gnutls_x509_crt_t leaf);
+/* True when @p leaf carries the TLS feature "status_request" (must-staple). */
+bool ocsp_must_staple(gnutls_x509_crt_t leaf);
+/* True when @p leaf's validity is OCSP_SHORT_LIVED_SECONDS or less. */
+bool ocsp_short_lived(gnutls_x509_crt_t leaf);
+
+/* A DER OCSPRequest for @p leaf issued by @p issuer (SHA-1 CertID, as every
+ * responder understands).  0 with out->data (gnutls_free) or a negative errno. */
+int ocsp_request_build(gnutls_x509_crt_t leaf, gnutls_x509_crt_t issuer, gnutls_datum_t *out);
+
+/*
+ * Verify a DER OCSPResponse for @p leaf at @p now: status successful; signed
+ * by @p issuer or by a responder certificate that @p issuer signed for
+ * OCSP signing (EKU); a SingleResponse whose CertID matches @p leaf;
+ * thisUpdate not in the future (beyond OCSP_CLOCK_SKEW); nextUpdate present,
+ * after thisUpdate and after @p now, and not after the leaf's expiry.
+ * Returns 0 with @p out filled (good, revoked or unknown), or -EINVAL /
+ * -EBADMSG with a reason in @p err (@p errlen bytes).
+ */
+int ocsp_verify(const unsigned char *der, size_t len, gnutls_x509_crt_t leaf,
+                gnutls_x509_crt_t issuer, time_t now, struct ocsp_answer *out, char *err,
+                size_t errlen);
+
+/* Schedule: a staple leaves the bundle at nextUpdate minus
+ * min(@p margin, a quarter of thisUpdate..nextUpdate). */
+time_t ocsp_serve_until(time_t this_update, time_t next_update, time_t margin);
+/* Refresh at half of thisUpdate..nextUpdate plus @p jitter_permille / 1000 of
+ * a tenth of it, never after serve_until - 1 and never before @p now + 1. */
+time_t ocsp_refresh_at(time_t this_update, time_t next_update, time_t serve_until, time_t now,
+                       unsigned jitter_permille);
+/* Retry delay after @p failures failures in a row: min doubling to max. */
+time_t ocsp_backoff(unsigned failures, time_t min, time_t max);
+
+const char *ocsp_status_name(enum ocsp_cert_status s);
+
+#endif

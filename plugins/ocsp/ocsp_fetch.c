@@ -1,0 +1,93 @@
+/* POSTing an OCSP request with libcurl: timeouts, a size cap, http or https
+ * as the URL says, no redirects. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "plugins/ocsp/ocsp_plugin.h"
+
+struct sink {
+    struct ocsp_body *body;
+    size_t max;
+    bool too_big;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+    struct sink *s = arg;
+    size_t len = size * n;
+    if (s->body->len + len > s->max) {
+        s->too_big = true;
+        return 0; /* curl stops with CURLE_WRITE_ERROR */
+    }
+    unsigned char *d = realloc(s->body->data, s->body->len + len + 1);
+    if (!d)
+        return 0;
+    memcpy(d + s->body->len, p, len);
+    s->body->data = d;
+    s->body->len += len;
+    return len;
+}
+
+int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum_t *req,
+               struct ocsp_body *out, char *err, size_t errlen)
+{
+    struct sink s = {.body = out, .max = conf->max_bytes};
+    struct curl_slist *hdr = NULL;
+    long code = 0;
+    int rc = -EIO;
+    out->data = NULL;
+    out->len = 0;
+    CURL *c = curl_easy_init();
+    if (!c) {
+        snprintf(err, errlen, "libcurl: no handle");
+        return -ENOMEM;
+    }
+    hdr = curl_slist_append(hdr, "Content-Type: application/ocsp-request");
+    hdr = curl_slist_append(hdr, "Accept: application/ocsp-response");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, conf->timeout_s * 1000 / 2 + 1);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, conf->timeout_s * 1000);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 16L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, conf->timeout_s);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->data);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)req->size);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "tlsbox-ocsp/" PACKAGE_VERSION);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+    if (conf->ca_file && *conf->ca_file)
+        curl_easy_setopt(c, CURLOPT_CAINFO, conf->ca_file);
+    CURLcode cr = curl_easy_perform(c);
+    if (s.too_big) {
+        snprintf(err, errlen, "%s: response larger than %zu bytes", url, conf->max_bytes);
+        goto out;
+    }
+    if (cr != CURLE_OK) {
+        snprintf(err, errlen, "%s: %s", url, curl_easy_strerror(cr));
+        goto out;
+    }
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    if (code != 200) {
+        snprintf(err, errlen, "%s: HTTP status %ld", url, code);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (rc < 0) {
+        free(out->data);
+        out->data = NULL;
+        out->len = 0;
+    }
+    curl_slist_free_all(hdr);
+    curl_easy_cleanup(c);
+    return rc;
+}

@@ -1,0 +1,103 @@
+/* The ocsp plugin's glue to the host: state, fetching, the ocsp_* tables,
+ * the refresh job and the API. */
+#ifndef TLSBOX_PLUGINS_OCSP_PLUGIN_H
+#define TLSBOX_PLUGINS_OCSP_PLUGIN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+#include <tlsbox/host.h>
+#include <tlsbox/xalloc.h>
+
+#include "plugins/ocsp/ocsp.h"
+
+struct ocsp {
+    struct tlsbox_plugin *self;
+    const struct tlsbox_host *host;
+
+    /* One run at a time; a request that finds it busy sets `again`. */
+    pthread_mutex_t run_lock;
+    atomic_bool again;
+    atomic_bool stopping;
+    /* Names to refresh now ("*" = all), set by the API, taken by a run. */
+    pthread_mutex_t force_lock;
+    char **force;
+    size_t nforce;
+    atomic_uint_fast64_t runs_queued; /* refresh requests so far; status "runs" catches up */
+
+    int64_t timer;      /* periodic full check */
+    int64_t wake_timer; /* one-shot: the next refresh or drop */
+    pthread_mutex_t wake_lock;
+    int64_t sub_cert;     /* cert.changed */
+    int64_t sub_settings; /* settings.changed */
+
+    /* The status reply, rebuilt by each run (the API thread never touches SQLite). */
+    pthread_mutex_t status_lock;
+    char *status_json;
+
+    /* The internal leaf's staple, served at its OCSP URL by site workers. */
+    pthread_mutex_t serve_lock;
+    unsigned char *serve_der;
+    size_t serve_len;
+    time_t serve_until;
+
+    struct tlsbox_metric *m_fetches, *m_failures, *m_revoked;
+    long check_minutes;
+};
+
+/* Settings resolved for one run. */
+struct ocsp_conf {
+    time_t margin, retry_min, retry_max;
+    long timeout_s;
+    size_t max_bytes;
+    char *ca_file;
+};
+
+/* A fetch result. */
+struct ocsp_body {
+    unsigned char *data;
+    size_t len;
+};
+
+/* ocsp_fetch.c: POST @p req to @p url.  0 with @p out (free data), or a
+ * negative errno with a reason in err. */
+int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum_t *req,
+               struct ocsp_body *out, char *err, size_t errlen);
+
+/* ocsp_store.c: the plugin's rows (ocsp_certs). */
+struct ocsp_row {
+    char *cert_name, *serial, *state, *responder, *reason, *last_error;
+    unsigned char *response; /* last good response, DER */
+    size_t response_len;
+    int64_t produced_at, this_update, next_update, serve_until, fetched_at, next_refresh;
+    int64_t revoked_at;
+    int failures;
+    bool stapled, must_staple;
+};
+extern const struct tlsbox_migration ocsp_migrations[];
+/* 0 with *row filled, -ENOENT (row zeroed), -EIO. */
+int ocsp_row_load(sqlite3 *db, const char *name, struct ocsp_row *row);
+int ocsp_row_save(sqlite3 *db, const struct ocsp_row *row);
+void ocsp_row_clear(struct ocsp_row *row);
+/* Delete rows of certificates not in @p names (JSON array of strings). */
+int ocsp_rows_prune(sqlite3 *db, json_t *names);
+/* Every row as status JSON at @p now. */
+json_t *ocsp_rows_json(sqlite3 *db, time_t now);
+
+/* ocsp_run.c */
+void ocsp_run_job(void *arg, struct tlsbox_job *job);
+/* Queue a run; @p name (or NULL for none, "*" for all) is refreshed even when not due. */
+void ocsp_run_submit(struct ocsp *o, const char *name);
+void ocsp_conf_load(struct ocsp *o, struct ocsp_conf *conf);
+void ocsp_conf_free(struct ocsp_conf *conf);
+
+/* ocsp_serve.c: the internal CA's OCSP URL on the site's HTTP port. */
+void ocsp_serve_set(struct ocsp *o, const void *der, size_t len, time_t until);
+int ocsp_serve_register(struct ocsp *o);
+
+/* ocsp_api.c */
+int ocsp_api_register(struct ocsp *o);
+
+#endif

@@ -1,0 +1,397 @@
+/*
+ * The refresh job: for every active certificate, decide whether OCSP
+ * applies, fetch and verify when due, hand good answers to the core as the
+ * staple, drop a staple before its nextUpdate when no fresh answer came, and
+ * shout when a certificate is revoked.  One run at a time; the next wake-up
+ * is the earliest refresh or drop time over all certificates.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gnutls/crypto.h>
+
+#include "plugins/ocsp/ocsp_plugin.h"
+
+/* One certificate being looked at. */
+struct run_cert {
+    const char *name, *serial, *source;
+    gnutls_x509_crt_t *crts;
+    unsigned ncrts;
+    char *url;
+    bool internal;
+};
+
+static void run_wake_at(struct ocsp *o, time_t when)
+{
+    time_t now = time(NULL);
+    uint64_t ms = when > now ? (uint64_t)(when - now) * 1000 + 500 : 500;
+    if (ms > (uint64_t)o->check_minutes * 60000)
+        return; /* the periodic check comes first */
+    pthread_mutex_lock(&o->wake_lock);
+    if (o->wake_timer > 0)
+        o->host->timer_cancel(o->self, o->wake_timer);
+    o->wake_timer = atomic_load(&o->stopping)
+                        ? 0
+                        : o->host->timer_add(o->self, "ocsp-wake", ms, 0, 0, ocsp_run_job, o);
+    pthread_mutex_unlock(&o->wake_lock);
+}
+
+static void set_str(char **dst, const char *v)
+{
+    free(*dst);
+    *dst = v ? tlsbox_xstrdup(v) : NULL;
+}
+
+/* Take the names queued for a forced refresh; true when @p name is one. */
+static bool run_forced(char **names, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], "*") == 0 || strcmp(names[i], name) == 0)
+            return true;
+    return false;
+}
+
+static void run_fail(struct ocsp *o, const struct ocsp_conf *conf, struct ocsp_row *row,
+                     const char *err, time_t now)
+{
+    row->failures++;
+    set_str(&row->last_error, err);
+    row->fetched_at = now;
+    row->next_refresh =
+        now + ocsp_backoff((unsigned)row->failures, conf->retry_min, conf->retry_max);
+    o->host->metric_add(o->m_failures, 1);
+    o->host->log(o->self, TLSBOX_LOG_WARN, "%s: OCSP failed (%d in a row; %s), retry in %llds: %s",
+                 row->cert_name, row->failures,
+                 row->stapled ? "the last good staple stays until its end" : "no staple",
+                 (long long)(row->next_refresh - now), err);
+}
+
+/* Get the DER answer: from the core for internal leaves, else over HTTP. */
+static int run_fetch(struct ocsp *o, const struct ocsp_conf *conf, struct run_cert *c,
+                     struct ocsp_body *body, gnutls_x509_crt_t *issuer, char *err, size_t errlen)
+{
+    if (c->internal) {
+        void *der = NULL;
+        size_t len = 0;
+        char *pem = NULL;
+        int r = o->host->internal_ocsp(o->self, c->name, &der, &len, &pem);
+        if (r < 0) {
+            snprintf(err, errlen, "internal CA: %s", strerror(-r));
+            return r;
+        }
+        gnutls_datum_t d = {(unsigned char *)pem, (unsigned)strlen(pem)};
+        gnutls_x509_crt_init(issuer);
+        r = gnutls_x509_crt_import(*issuer, &d, GNUTLS_X509_FMT_PEM);
+        free(pem);
+        body->data = der;
+        body->len = len;
+        return r < 0 ? -EIO : 0;
+    }
+    if (c->ncrts < 2) {
+        snprintf(err, errlen, "the stored chain has no issuer certificate to ask about");
+        return -EINVAL;
+    }
+    gnutls_x509_crt_init(issuer);
+    gnutls_datum_t raw = {NULL, 0};
+    gnutls_x509_crt_export2(c->crts[1], GNUTLS_X509_FMT_DER, &raw);
+    int r = gnutls_x509_crt_import(*issuer, &raw, GNUTLS_X509_FMT_DER);
+    gnutls_free(raw.data);
+    gnutls_datum_t req = {NULL, 0};
+    if (r < 0 || ocsp_request_build(c->crts[0], *issuer, &req) < 0) {
+        snprintf(err, errlen, "cannot build the OCSP request");
+        return -EINVAL;
+    }
+    r = ocsp_fetch(conf, c->url, &req, body, err, errlen);
+    gnutls_free(req.data);
+    return r;
+}
+
+static void run_good(struct ocsp *o, const struct ocsp_conf *conf, struct ocsp_row *row,
+                     const struct ocsp_body *body, const struct ocsp_answer *a, time_t now)
+{
+    time_t until = ocsp_serve_until(a->this_update, a->next_update, conf->margin);
+    int r = o->host->staple_set(o->self, row->cert_name, body->data, body->len, until);
+    if (r < 0) {
+        run_fail(o, conf, row, "the core refused the staple (see its log)", now);
+        return;
+    }
+    free(row->response);
+    row->response = tlsbox_xmalloc(body->len);
+    memcpy(row->response, body->data, body->len);
+    row->response_len = body->len;
+    set_str(&row->state, "good");
+    set_str(&row->last_error, NULL);
+    row->failures = 0;
+    row->stapled = true;
+    row->produced_at = a->produced_at;
+    row->this_update = a->this_update;
+    row->next_update = a->next_update;
+    row->serve_until = until;
+    row->revoked_at = 0;
+    row->fetched_at = now;
+    uint16_t rnd = 0;
+    gnutls_rnd(GNUTLS_RND_NONCE, &rnd, sizeof(rnd));
+    row->next_refresh = ocsp_refresh_at(a->this_update, a->next_update, until, now, rnd % 1001);
+    o->host->log(o->self, TLSBOX_LOG_INFO,
+                 "%s: OCSP good, stapled until %lld (nextUpdate %lld), refresh at %lld",
+                 row->cert_name, (long long)until, (long long)a->next_update,
+                 (long long)row->next_refresh);
+}
+
+static void run_revoked(struct ocsp *o, const struct ocsp_conf *conf, struct run_cert *c,
+                        struct ocsp_row *row, const struct ocsp_answer *a, time_t now)
+{
+    bool news = !row->state || strcmp(row->state, "revoked") != 0;
+    if (row->stapled)
+        o->host->staple_set(o->self, row->cert_name, NULL, 0, 0);
+    row->stapled = false;
+    set_str(&row->state, "revoked");
+    set_str(&row->last_error, NULL);
+    row->failures = 0;
+    row->revoked_at = a->revoked_at > 0 ? a->revoked_at : now;
+    row->this_update = a->this_update;
+    row->next_update = a->next_update;
+    row->produced_at = a->produced_at;
+    row->fetched_at = now;
+    row->next_refresh = now + conf->retry_max;
+    if (!news)
+        return;
+    o->host->metric_add(o->m_revoked, 1);
+    o->host->log(o->self, TLSBOX_LOG_ERR,
+                 "%s: certificate REVOKED (serial %s, at %lld, reason %d) says %s; it is no "
+                 "longer stapled and must be replaced",
+                 row->cert_name, row->serial, (long long)row->revoked_at, a->revocation_reason,
+                 row->responder ? row->responder : "the responder");
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:I}", "name", c->name, "serial", c->serial, "source",
+                           c->source, "revoked_at", (json_int_t)row->revoked_at);
+    char *evs = json_dumps(ev, JSON_COMPACT);
+    o->host->event_publish(o->self, "ocsp.revoked", evs);
+    free(evs);
+    json_decref(ev);
+}
+
+static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run_cert *c,
+                        struct ocsp_row *row, time_t now)
+{
+    struct ocsp_body body = {NULL, 0};
+    gnutls_x509_crt_t issuer = NULL;
+    struct ocsp_answer a;
+    char err[512] = "";
+    o->host->metric_add(o->m_fetches, 1);
+    if (run_fetch(o, conf, c, &body, &issuer, err, sizeof(err)) < 0 ||
+        ocsp_verify(body.data, body.len, c->crts[0], issuer, now, &a, err, sizeof(err)) < 0) {
+        run_fail(o, conf, row, err, now);
+    } else if (a.status == OCSP_STATUS_GOOD) {
+        run_good(o, conf, row, &body, &a, now);
+    } else if (a.status == OCSP_STATUS_REVOKED) {
+        run_revoked(o, conf, c, row, &a, now);
+    } else {
+        run_fail(o, conf, row, "the responder does not know this certificate (status unknown)",
+                 now);
+    }
+    if (issuer)
+        gnutls_x509_crt_deinit(issuer);
+    free(body.data);
+}
+
+/* Not applicable: why, or NULL when OCSP applies. */
+static const char *run_not_applicable(struct run_cert *c)
+{
+    if (ocsp_short_lived(c->crts[0]))
+        return "short-lived certificate (7 days or less): no OCSP needed";
+    if (!c->url && !c->internal)
+        return "no OCSP responder URL in the certificate";
+    return NULL;
+}
+
+static int run_load_chain(struct ocsp *o, struct run_cert *c)
+{
+    char *chain = NULL;
+    int r = o->host->cert_get(o->self, c->name, &chain, NULL);
+    if (r < 0)
+        return r;
+    gnutls_datum_t d = {(unsigned char *)chain, (unsigned)strlen(chain)};
+    r = gnutls_x509_crt_list_import2(&c->crts, &c->ncrts, &d, GNUTLS_X509_FMT_PEM, 0);
+    free(chain);
+    if (r < 0 || c->ncrts == 0)
+        return -EIO;
+    c->url = ocsp_responder_url(c->crts[0]);
+    c->internal = strcmp(c->source, "internal") == 0 && TLSBOX_HOST_HAS(o->host, internal_ocsp);
+    return 0;
+}
+
+static void run_cert_free(struct run_cert *c)
+{
+    for (unsigned i = 0; i < c->ncrts; i++)
+        gnutls_x509_crt_deinit(c->crts[i]);
+    gnutls_free(c->crts);
+    free(c->url);
+}
+
+/* The row of @p c, reset when it was about another leaf of that name. */
+static void run_row(sqlite3 *db, struct run_cert *c, struct ocsp_row *row)
+{
+    if (ocsp_row_load(db, c->name, row) == 0 && row->serial && strcmp(row->serial, c->serial) == 0)
+        return;
+    ocsp_row_clear(row);
+    row->cert_name = tlsbox_xstrdup(c->name);
+    row->serial = tlsbox_xstrdup(c->serial);
+    row->state = tlsbox_xstrdup("pending");
+}
+
+static void run_cert(struct ocsp *o, sqlite3 *db, const struct ocsp_conf *conf, json_t *e,
+                     bool forced, time_t now, time_t *wake)
+{
+    struct run_cert c = {.name = json_string_value(json_object_get(e, "name")),
+                         .serial = json_string_value(json_object_get(e, "serial")),
+                         .source = json_string_value(json_object_get(e, "source"))};
+    struct ocsp_row row;
+    if (!c.name || !c.serial || !c.source)
+        return;
+    run_row(db, &c, &row);
+    if (run_load_chain(o, &c) < 0) {
+        set_str(&row.last_error, "cannot read the stored chain");
+        goto save;
+    }
+    row.must_staple = ocsp_must_staple(c.crts[0]);
+    set_str(&row.responder, c.internal ? "internal" : c.url);
+    const char *na = run_not_applicable(&c);
+    set_str(&row.reason, na);
+    if (na) {
+        set_str(&row.state, "not_applicable");
+        row.next_refresh = 0;
+        goto save;
+    }
+    if (row.stapled && now >= row.serve_until) {
+        o->host->staple_set(o->self, c.name, NULL, 0, 0);
+        row.stapled = false;
+        o->host->log(o->self, TLSBOX_LOG_WARN,
+                     "%s: OCSP staple dropped: its nextUpdate is near and no fresh answer came",
+                     c.name);
+    }
+    if (forced || !row.next_refresh || now >= row.next_refresh)
+        run_refresh(o, conf, &c, &row, now);
+    /* Also after a restart, when the stored staple is still fresh. */
+    if (c.internal)
+        ocsp_serve_set(o, row.stapled ? row.response : NULL, row.response_len, row.serve_until);
+    if (row.next_refresh && (!*wake || row.next_refresh < *wake))
+        *wake = row.next_refresh;
+    if (row.stapled && (!*wake || row.serve_until < *wake))
+        *wake = row.serve_until;
+save:
+    if (ocsp_row_save(db, &row) < 0)
+        o->host->log(o->self, TLSBOX_LOG_ERR, "%s: cannot save the OCSP state: %s", c.name,
+                     sqlite3_errmsg(db));
+    ocsp_row_clear(&row);
+    run_cert_free(&c);
+}
+
+static void run_status(struct ocsp *o, sqlite3 *db, time_t now, time_t wake, uint64_t run)
+{
+    json_t *rows = ocsp_rows_json(db, now);
+    size_t i;
+    json_t *r;
+    json_array_foreach(rows, i, r)
+    {
+        /* Staple age per certificate, for /metrics. */
+        json_t *age = json_object_get(r, "staple_age");
+        char *m = tlsbox_xasprintf("tlsbox_ocsp_staple_age_seconds{cert=\"%s\"}",
+                                   json_string_value(json_object_get(r, "name")));
+        struct tlsbox_metric *g = o->host->metric_register(
+            o->self, m, TLSBOX_METRIC_GAUGE, "Age of the served OCSP staple (-1: none)", NULL, 0);
+        free(m);
+        if (g)
+            o->host->metric_set(g, json_is_integer(age) ? json_integer_value(age) : -1);
+    }
+    json_t *st = json_pack("{s:o, s:I, s:I}", "certificates", rows, "runs", (json_int_t)run,
+                           "updated_at", (json_int_t)now);
+    json_object_set_new(st, "next_wake", wake ? json_integer(wake) : json_null());
+    char *txt = json_dumps(st, JSON_COMPACT);
+    json_decref(st);
+    pthread_mutex_lock(&o->status_lock);
+    free(o->status_json);
+    o->status_json = txt;
+    pthread_mutex_unlock(&o->status_lock);
+}
+
+static void run_once(struct ocsp *o, uint64_t run)
+{
+    struct ocsp_conf conf;
+    char **forced = NULL;
+    size_t nforced = 0;
+    time_t now = time(NULL), wake = 0;
+    pthread_mutex_lock(&o->force_lock);
+    forced = o->force;
+    nforced = o->nforce;
+    o->force = NULL;
+    o->nforce = 0;
+    pthread_mutex_unlock(&o->force_lock);
+
+    ocsp_conf_load(o, &conf);
+    char *list = o->host->cert_list(o->self);
+    json_t *certs = list ? json_loads(list, 0, NULL) : NULL;
+    free(list);
+    sqlite3 *db = o->host->store_open(o->self);
+    if (!db || !json_is_array(certs)) {
+        o->host->log(o->self, TLSBOX_LOG_ERR, "cannot read the certificates or the store");
+        goto out;
+    }
+    json_t *names = json_array(), *e;
+    size_t i;
+    json_array_foreach(certs, i, e)
+    {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *status = json_string_value(json_object_get(e, "status"));
+        if (!name || !status || strcmp(status, "active") != 0 || atomic_load(&o->stopping))
+            continue;
+        json_array_append_new(names, json_string(name));
+        run_cert(o, db, &conf, e, run_forced(forced, nforced, name), time(NULL), &wake);
+    }
+    ocsp_rows_prune(db, names);
+    json_decref(names);
+    run_status(o, db, now, wake, run);
+    if (wake)
+        run_wake_at(o, wake);
+out:
+    if (db)
+        o->host->store_close(o->self, db);
+    json_decref(certs);
+    ocsp_conf_free(&conf);
+    for (size_t k = 0; k < nforced; k++)
+        free(forced[k]);
+    free(forced);
+}
+
+void ocsp_run_job(void *arg, struct tlsbox_job *job)
+{
+    struct ocsp *o = arg;
+    (void)job;
+    if (pthread_mutex_trylock(&o->run_lock) != 0) {
+        atomic_store(&o->again, true);
+        return;
+    }
+    do {
+        atomic_store(&o->again, false);
+        /* Every request queued before this point is served by this run. */
+        run_once(o, (uint64_t)atomic_load(&o->runs_queued));
+    } while (atomic_load(&o->again) && !atomic_load(&o->stopping));
+    pthread_mutex_unlock(&o->run_lock);
+}
+
+void ocsp_run_submit(struct ocsp *o, const char *name)
+{
+    if (name) {
+        pthread_mutex_lock(&o->force_lock);
+        o->force = tlsbox_xrealloc(o->force, (o->nforce + 1) * sizeof(*o->force));
+        o->force[o->nforce++] = tlsbox_xstrdup(name);
+        pthread_mutex_unlock(&o->force_lock);
+    }
+    atomic_fetch_add(&o->runs_queued, 1);
+    if (o->host->job_submit(o->self, "ocsp-refresh", ocsp_run_job, o, NULL) < 0)
+        atomic_store(&o->again, true);
+}

@@ -1,0 +1,207 @@
+/* The ocsp plugin's own table: what it knows per certificate.  The staple
+ * the bundle serves is the core's (host->staple_set); this is bookkeeping. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/ocsp/ocsp_plugin.h"
+
+const struct tlsbox_migration ocsp_migrations[] = {
+    {.name = "0001_ocsp_certs",
+     .sql = "CREATE TABLE ocsp_certs ("
+            " cert_name    TEXT PRIMARY KEY,"
+            " serial       TEXT NOT NULL," /* the leaf this row is about */
+            " state        TEXT NOT NULL," /* pending good revoked unknown not_applicable */
+            " responder    TEXT,"          /* AIA URL, 'internal', or NULL */
+            " reason       TEXT,"          /* why not applicable */
+            " response     BLOB,"          /* last good response, DER */
+            " produced_at  INTEGER, this_update INTEGER, next_update INTEGER,"
+            " serve_until  INTEGER, stapled INTEGER NOT NULL DEFAULT 0,"
+            " revoked_at   INTEGER,"
+            " fetched_at   INTEGER, next_refresh INTEGER,"
+            " failures     INTEGER NOT NULL DEFAULT 0, last_error TEXT,"
+            " must_staple  INTEGER NOT NULL DEFAULT 0,"
+            " updated_at   INTEGER NOT NULL)"},
+    TLSBOX_MIGRATIONS_END};
+
+static char *col_text(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? tlsbox_xstrdup((const char *)t) : NULL;
+}
+
+static const char row_cols[] =
+    "cert_name, serial, state, responder, reason, response, produced_at, this_update, "
+    "next_update, serve_until, stapled, revoked_at, fetched_at, next_refresh, failures, "
+    "last_error, must_staple";
+
+static void row_read(sqlite3_stmt *st, struct ocsp_row *r)
+{
+    r->cert_name = col_text(st, 0);
+    r->serial = col_text(st, 1);
+    r->state = col_text(st, 2);
+    r->responder = col_text(st, 3);
+    r->reason = col_text(st, 4);
+    int n = sqlite3_column_bytes(st, 5);
+    if (n > 0) {
+        r->response = tlsbox_xmalloc((size_t)n);
+        memcpy(r->response, sqlite3_column_blob(st, 5), (size_t)n);
+        r->response_len = (size_t)n;
+    }
+    r->produced_at = sqlite3_column_int64(st, 6);
+    r->this_update = sqlite3_column_int64(st, 7);
+    r->next_update = sqlite3_column_int64(st, 8);
+    r->serve_until = sqlite3_column_int64(st, 9);
+    r->stapled = sqlite3_column_int(st, 10) != 0;
+    r->revoked_at = sqlite3_column_int64(st, 11);
+    r->fetched_at = sqlite3_column_int64(st, 12);
+    r->next_refresh = sqlite3_column_int64(st, 13);
+    r->failures = sqlite3_column_int(st, 14);
+    r->last_error = col_text(st, 15);
+    r->must_staple = sqlite3_column_int(st, 16) != 0;
+}
+
+int ocsp_row_load(sqlite3 *db, const char *name, struct ocsp_row *row)
+{
+    sqlite3_stmt *st = NULL;
+    char sql[512];
+    int rc = -EIO;
+    memset(row, 0, sizeof(*row));
+    snprintf(sql, sizeof(sql), "SELECT %s FROM ocsp_certs WHERE cert_name = ?", row_cols);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW) {
+        row_read(st, row);
+        rc = 0;
+    } else if (s == SQLITE_DONE) {
+        rc = -ENOENT;
+    }
+out:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static void bind_time(sqlite3_stmt *st, int i, int64_t t)
+{
+    if (t)
+        sqlite3_bind_int64(st, i, t);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+int ocsp_row_save(sqlite3 *db, const struct ocsp_row *r)
+{
+    sqlite3_stmt *st = NULL;
+    char sql[768];
+    int rc = -EIO;
+    snprintf(sql, sizeof(sql),
+             "INSERT OR REPLACE INTO ocsp_certs (%s, updated_at) VALUES "
+             "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+             "strftime('%%s','now'))",
+             row_cols);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_text(st, 1, r->cert_name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->serial ? r->serial : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->state ? r->state : "pending", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, r->responder, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, r->reason, -1, SQLITE_STATIC);
+    if (r->response)
+        sqlite3_bind_blob(st, 6, r->response, (int)r->response_len, SQLITE_STATIC);
+    bind_time(st, 7, r->produced_at);
+    bind_time(st, 8, r->this_update);
+    bind_time(st, 9, r->next_update);
+    bind_time(st, 10, r->serve_until);
+    sqlite3_bind_int(st, 11, r->stapled);
+    bind_time(st, 12, r->revoked_at);
+    bind_time(st, 13, r->fetched_at);
+    bind_time(st, 14, r->next_refresh);
+    sqlite3_bind_int(st, 15, r->failures);
+    sqlite3_bind_text(st, 16, r->last_error, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 17, r->must_staple);
+    if (sqlite3_step(st) == SQLITE_DONE)
+        rc = 0;
+out:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+void ocsp_row_clear(struct ocsp_row *r)
+{
+    free(r->cert_name);
+    free(r->serial);
+    free(r->state);
+    free(r->responder);
+    free(r->reason);
+    free(r->last_error);
+    free(r->response);
+    memset(r, 0, sizeof(*r));
+}
+
+int ocsp_rows_prune(sqlite3 *db, json_t *names)
+{
+    sqlite3_stmt *st = NULL;
+    char *list = json_dumps(names, JSON_COMPACT);
+    int rc = -EIO;
+    if (list && sqlite3_prepare_v2(db,
+                                   "DELETE FROM ocsp_certs WHERE cert_name NOT IN "
+                                   "(SELECT value FROM json_each(?))",
+                                   -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, list, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+    }
+    sqlite3_finalize(st);
+    free(list);
+    return rc;
+}
+
+static json_t *time_or_null(int64_t t)
+{
+    return t ? json_integer(t) : json_null();
+}
+
+/* One row for the API.  "stapled" is judged at @p now, not as stored. */
+static json_t *row_json(const struct ocsp_row *r, time_t now)
+{
+    bool stapled = r->stapled && r->serve_until > now;
+    json_t *j = json_pack("{s:s, s:s, s:s?, s:s?, s:b, s:b, s:i, s:s?}", "name", r->cert_name,
+                          "status", r->state, "responder", r->responder, "reason", r->reason,
+                          "stapled", stapled, "must_staple", r->must_staple, "failures",
+                          r->failures, "last_error", r->last_error);
+    json_object_set_new(j, "produced_at", time_or_null(r->produced_at));
+    json_object_set_new(j, "this_update", time_or_null(r->this_update));
+    json_object_set_new(j, "next_update", time_or_null(r->next_update));
+    json_object_set_new(j, "serve_until", time_or_null(r->serve_until));
+    json_object_set_new(j, "fetched_at", time_or_null(r->fetched_at));
+    json_object_set_new(j, "next_refresh", time_or_null(r->next_refresh));
+    json_object_set_new(j, "revoked_at", time_or_null(r->revoked_at));
+    json_object_set_new(j, "staple_age",
+                        stapled ? json_integer(now - r->this_update) : json_null());
+    if (r->must_staple && !stapled)
+        json_object_set_new(j, "warning",
+                            json_string("must-staple certificate without a valid staple: "
+                                        "strict clients refuse it"));
+    return j;
+}
+
+json_t *ocsp_rows_json(sqlite3 *db, time_t now)
+{
+    sqlite3_stmt *st = NULL;
+    char sql[512];
+    json_t *a = json_array();
+    snprintf(sql, sizeof(sql), "SELECT %s FROM ocsp_certs ORDER BY cert_name", row_cols);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        struct ocsp_row r;
+        memset(&r, 0, sizeof(r));
+        row_read(st, &r);
+        json_array_append_new(a, row_json(&r, now));
+        ocsp_row_clear(&r);
+    }
+out:
+    sqlite3_finalize(st);
+    return a;
+}

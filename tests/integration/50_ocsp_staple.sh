@@ -1,0 +1,84 @@
+#!/bin/bash
+# OCSP stapling against the real `openssl ocsp`: a test CA (root ->
+# intermediate -> leaf with an AIA OCSP URL on a loopback port), the staple on
+# the first connection after the fetch and on the first one after a restart
+# (with the responder gone: it comes from the store), openssl and gnutls-cli
+# agree; a certificate without a responder URL and a short-lived one are
+# "not applicable" and cause no request; metrics count the fetch.
+. "$(dirname "$0")/lib.sh"
+tb_setup
+. "$(dirname "$0")/ocsp_lib.sh"
+
+SITE_HTTPS=$(tb_free_port)
+SITE_HTTP=$(tb_free_port)
+oc_make_ca || bail "test CA: $(tail -3 "$OC/setup.log")"
+oc_make_leaf ocsp.test 30 || bail "leaf: $(tail -3 "$OC/setup.log")"
+oc_make_leaf short.test 5 || bail "short leaf"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$OC/noaia.key" \
+    -out "$OC/noaia.pem" -subj /CN=noaia.test -days 30 -addext subjectAltName=DNS:noaia.test \
+    >/dev/null 2>&1 || bail "no-AIA certificate"
+oc_start_responder || bail "responder"
+
+oc_start_tlsbox || bail "tlsboxd did not start"
+tb_wait_port "$SITE_HTTPS" || bail "site not listening"
+tb_ctl cert import --cert "$OC/ocsp.test.pem" --chain "$OC/inter.pem" --key "$OC/ocsp.test.key" \
+    --name ocsp.test >/dev/null
+ok $? "leaf with an OCSP URL imported"
+oc_wait_status ocsp.test status good 20
+ok $? "ocsp status of ocsp.test turns good"
+is "$(oc_status ocsp.test stapled)" true "and it is stapled"
+is "$(oc_status ocsp.test responder)" "http://127.0.0.1:$OC_PORT/" "responder read from the AIA"
+n_req=$(oc_requests)
+is "$n_req" 1 "one request reached the responder"
+
+serial=$(openssl x509 -in "$OC/ocsp.test.pem" -noout -serial | cut -d= -f2)
+out=$(oc_staple ocsp.test)
+like "$out" "OCSP Response Status: successful" "s_client -status: successful"
+like "$out" "Cert Status: good" "s_client -status: Cert Status good"
+like "$out" "Serial Number: $serial" "the staple answers for the served leaf's serial"
+next=$(oc_status ocsp.test next_update)
+like "$out" "Next Update: $(date -u -d "@$next" '+%b %e %H:%M:%S %Y' | sed 's/  / +/')" \
+    "the staple's Next Update is the one tlsboxctl shows"
+g=$(timeout 10 gnutls-cli --ocsp --x509cafile "$OC/root.pem" --port "$SITE_HTTPS" \
+    --sni-hostname ocsp.test --verify-hostname ocsp.test 127.0.0.1 </dev/null 2>&1)
+like "$g" "Options: OCSP status request" "gnutls-cli --ocsp: a checked OCSP staple"
+like "$g" "Status: The certificate is trusted" "gnutls-cli --ocsp: trusted (the staple says good)"
+unlike "$g" "OCSP status: revoked|Cannot verify OCSP" "gnutls-cli has no OCSP complaint"
+
+# Not applicable: no responder URL; short-lived (5 days).
+tb_ctl cert import --cert "$OC/noaia.pem" --key "$OC/noaia.key" --name noaia.test >/dev/null
+tb_ctl cert import --cert "$OC/short.test.pem" --chain "$OC/inter.pem" \
+    --key "$OC/short.test.key" --name short.test >/dev/null
+oc_wait_status noaia.test status not_applicable 10
+ok $? "no responder URL: not applicable"
+oc_wait_status short.test status not_applicable 10
+ok $? "5-day certificate: not applicable"
+like "$(oc_status short.test reason)" "short-lived" "reason says short-lived"
+like "$(oc_status noaia.test reason)" "no OCSP responder URL" "reason says no responder URL"
+sleep 1
+is "$(oc_requests)" "$n_req" "neither caused a request to the responder"
+unlike "$(grep -E 'WARN.*(noaia|short)\.test' "$TB_TMP/daemon.log")" "." "and no warning in the log"
+txt=$(tb_ctl ocsp status ocsp.test)
+like "$txt" "status +GOOD" "tlsboxctl ocsp status shows GOOD"
+like "$txt" "next refresh" "and the next refresh"
+m=$(tb_ctl metrics)
+like "$m" "tlsbox_ocsp_fetches_total 2" "metrics: two fetches (ocsp.test, and the internal leaf from the core)"
+like "$m" "tlsbox_ocsp_failures_total 0" "metrics: no failure"
+like "$m" 'tlsbox_ocsp_staple_age_seconds\{cert="ocsp.test"\} [0-9]' "metrics: staple age"
+
+# Restart with the responder gone: the staple comes from the store.
+tb_stop_daemon
+ok $? "daemon stops"
+oc_stop_responder
+oc_start_tlsbox || bail "tlsboxd did not restart"
+tb_wait_port "$SITE_HTTPS" || bail "site not listening after restart"
+out=$(oc_staple ocsp.test)
+like "$out" "OCSP Response Status: successful" "first connection after the restart: successful"
+like "$out" "Cert Status: good" "first connection after the restart: good"
+g=$(timeout 10 gnutls-cli --ocsp --x509cafile "$OC/root.pem" --port "$SITE_HTTPS" \
+    --sni-hostname ocsp.test --verify-hostname ocsp.test 127.0.0.1 </dev/null 2>&1)
+like "$g" "Options: OCSP status request" "gnutls-cli --ocsp agrees after the restart"
+sleep 1
+is "$(oc_requests)" "$n_req" "no request after the restart: the staple was still fresh"
+tb_stop_daemon
+done_testing

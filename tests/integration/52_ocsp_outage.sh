@@ -1,0 +1,63 @@
+#!/bin/bash
+# Responder outage with short-lived answers (`openssl ocsp -nmin 1`: 60 s):
+# the staple stays through failed refreshes (retried with backoff), leaves
+# the bundle before its nextUpdate (at nextUpdate - a quarter of its
+# validity), and no connection ever gets a staple past its nextUpdate.
+. "$(dirname "$0")/lib.sh"
+tb_setup
+. "$(dirname "$0")/ocsp_lib.sh"
+
+SITE_HTTPS=$(tb_free_port)
+SITE_HTTP=$(tb_free_port)
+oc_make_ca || bail "test CA"
+oc_make_leaf ocsp.test 30 || bail "leaf"
+oc_start_responder -nmin 1 || bail "responder"
+oc_start_tlsbox --set ocsp.retry_min_seconds=4 || bail "tlsboxd did not start"
+tb_wait_port "$SITE_HTTPS" || bail "site not listening"
+tb_ctl cert import --cert "$OC/ocsp.test.pem" --chain "$OC/inter.pem" --key "$OC/ocsp.test.key" \
+    --name ocsp.test >/dev/null
+oc_wait_status ocsp.test stapled true 20
+ok $? "stapled with a 60 s answer"
+tu=$(oc_status ocsp.test this_update)
+nu=$(oc_status ocsp.test next_update)
+su=$(oc_status ocsp.test serve_until)
+nr=$(oc_status ocsp.test next_refresh)
+is "$((nu - tu))" 60 "validity 60 s"
+is "$((su - tu))" 45 "served until nextUpdate - 15 s (a quarter)"
+ok "$([ "$nr" -ge $((tu + 30)) ] && [ "$nr" -le $((tu + 36)) ] && echo 0 || echo 1)" \
+    "refresh planned at half the validity plus jitter (+$((nr - tu)) s)"
+
+oc_stop_responder
+stale=0 kept=0 dropped=0 samples=0
+while [ "$(date +%s)" -le $((nu + 3)) ] && [ "$samples" -lt 120 ]; do
+    samples=$((samples + 1))
+    out=$(oc_staple ocsp.test)
+    now=$(date +%s)
+    next=$(printf '%s\n' "$out" | sed -n 's/^ *Next Update: //p' | head -1)
+    fails=$(oc_status ocsp.test failures)
+    if [ -n "$next" ]; then
+        [ "$(date -d "$next" +%s)" -le "$now" ] && stale=$((stale + 1))
+        [ "$fails" -ge 1 ] && kept=$((kept + 1))
+    elif [ "$now" -gt "$su" ] && [ "$now" -lt "$nu" ]; then
+        dropped=$((dropped + 1))
+    fi
+    sleep 1
+done
+diag "$samples connections: $kept stapled after a failed refresh, $dropped unstapled between serve_until and nextUpdate, $stale stale"
+is "$stale" 0 "no connection got a staple past its nextUpdate"
+ok "$([ "$kept" -ge 1 ] && echo 0 || echo 1)" "the last good staple was kept after failed refreshes ($kept)"
+ok "$([ "$dropped" -ge 3 ] && echo 0 || echo 1)" "and dropped before nextUpdate ($dropped connections)"
+f=$(oc_status ocsp.test failures)
+ok "$([ "$f" -ge 2 ] && echo 0 || echo 1)" "refresh retried with backoff ($f failures)"
+is "$(oc_status ocsp.test stapled)" false "status: not stapled"
+like "$(oc_status ocsp.test last_error)" "127.0.0.1:$OC_PORT" "last error names the responder"
+like "$(cat "$TB_TMP/daemon.log")" "ocsp.test: OCSP staple dropped" "log says the staple was dropped"
+
+# The responder is back: the next retry staples again.
+oc_start_responder -nmin 1 || bail "responder restart"
+tb_ctl ocsp refresh ocsp.test >/dev/null
+like "$(oc_staple ocsp.test)" "Cert Status: good" "stapled again once the responder answers"
+is "$(oc_status ocsp.test failures)" 0 "failures reset"
+tb_stop_daemon
+ok $? "daemon stops"
+done_testing

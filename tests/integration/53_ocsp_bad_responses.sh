@@ -1,0 +1,69 @@
+#!/bin/bash
+# Bad answers from the responder's address are refused and the last good
+# staple stays: signed by a key that is not the issuer's, an answer about
+# another certificate, and an expired answer.  The first two come from the
+# real `openssl ocsp` (non-server mode), the third is crafted with python3
+# (openssl cannot date an answer in the past).
+. "$(dirname "$0")/lib.sh"
+tb_setup
+. "$(dirname "$0")/ocsp_lib.sh"
+
+SITE_HTTPS=$(tb_free_port)
+SITE_HTTP=$(tb_free_port)
+oc_make_ca || bail "test CA"
+oc_make_leaf ocsp.test 30 || bail "leaf"
+oc_make_leaf other.test 30 || bail "other leaf"
+(
+    cd "$OC" || exit 1
+    set -e
+    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out rogue.key
+    openssl req -x509 -new -key rogue.key -subj "/CN=tlsbox OCSP test intermediate" -days 3 \
+        -out rogue.pem
+    openssl ocsp -issuer inter.pem -cert ocsp.test.pem -no_nonce -reqout leaf.req
+    openssl ocsp -issuer inter.pem -cert other.test.pem -no_nonce -reqout other.req
+    openssl ocsp -index index.txt -CA inter.pem -rsigner rogue.pem -rkey rogue.key \
+        -reqin leaf.req -respout wrongkey.der -ndays 1
+    openssl ocsp -index index.txt -CA inter.pem -rsigner inter.pem -rkey inter.key \
+        -reqin other.req -respout othercert.der -ndays 1
+    /usr/bin/python3 "$top_srcdir/tests/integration/ocsp_craft.py" inter.pem inter.key \
+        ocsp.test.pem -7200 -3600 expired.der
+) >>"$OC/setup.log" 2>&1 || bail "bad responses: $(tail -3 "$OC/setup.log")"
+oc_start_responder || bail "responder"
+oc_start_tlsbox || bail "tlsboxd did not start"
+tb_wait_port "$SITE_HTTPS" || bail "site not listening"
+tb_ctl cert import --cert "$OC/ocsp.test.pem" --chain "$OC/inter.pem" --key "$OC/ocsp.test.key" \
+    --name ocsp.test >/dev/null
+oc_wait_status ocsp.test stapled true 20
+ok $? "stapled with a good answer"
+produced=$(oc_status ocsp.test produced_at)
+served=$(oc_staple ocsp.test | sed -n 's/^ *Produced At: //p')
+ok "$([ -n "$served" ] && echo 0 || echo 1)" "s_client sees the staple (produced $served)"
+
+n=0
+bad() {
+    local file=$1 why=$2 want=$3
+    n=$((n + 1))
+    cp "$OC/$file" "$OC/override.der"
+    tb_ctl ocsp refresh ocsp.test >/dev/null
+    rm -f "$OC/override.der"
+    like "$(oc_status ocsp.test last_error)" "$want" "$why: refused ($want)"
+    is "$(oc_status ocsp.test failures)" "$n" "$why: counted as failure $n"
+    is "$(oc_status ocsp.test produced_at)" "$produced" "$why: the last good answer is kept"
+    is "$(oc_staple ocsp.test | sed -n 's/^ *Produced At: //p')" "$served" \
+        "$why: and still served"
+}
+bad wrongkey.der "signed by a key that is not the issuer's" "not signed by the issuer"
+bad othercert.der "answer for another certificate" "for another certificate"
+bad expired.der "expired answer" "expired: nextUpdate was"
+like "$(tb_ctl metrics)" "tlsbox_ocsp_failures_total 3" "metrics count the three refusals"
+is "$(oc_status ocsp.test status)" good "status still good"
+
+# A good answer again replaces the staple.
+sleep 1
+tb_ctl ocsp refresh ocsp.test >/dev/null
+is "$(oc_status ocsp.test failures)" 0 "a good answer resets the failures"
+ok "$([ "$(oc_status ocsp.test produced_at)" -gt "$produced" ] && echo 0 || echo 1)" \
+    "and is the new staple"
+tb_stop_daemon
+ok $? "daemon stops"
+done_testing
