@@ -279,7 +279,14 @@ int main(int argc, char **argv)
      * even when its port is taken. */
     if (admin_start() < 0)
         log_err("admin: web UI not served; fix admin.port / admin.bind and restart");
-    plugins_start_all();
+    if (plugins_start_all() == -EADDRINUSE) {
+        log_err("a port this tlsboxd needs is held by another process (see above): not starting");
+        rc = 1;
+        admin_stop();
+        plugins_stop_all();
+        control_stop();
+        goto out_tls;
+    }
     /* Startup leaves holes in the heap (settings patterns compiled and freed:
      * several MB for counted repeats); give those pages back before serving. */
     malloc_trim(0);

@@ -19,6 +19,15 @@
 #include "core/settings.h"
 #include "core/xalloc.h"
 
+/* gcc says __SANITIZE_ADDRESS__, clang __has_feature(address_sanitizer). */
+#if defined(__SANITIZE_ADDRESS__)
+#define TLSBOX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TLSBOX_ASAN 1
+#endif
+#endif
+
 static const struct tlsbox_plugin_desc core_desc = {
     .abi_major = TLSBOX_ABI_MAJOR,
     .abi_minor = TLSBOX_ABI_MINOR,
@@ -249,8 +258,9 @@ static void plugin_unhook(struct tlsbox_plugin *p)
     http_routes_remove_owner(p);
 }
 
-void plugins_start_all(void)
+int plugins_start_all(void)
 {
+    int ret = 0;
     for (struct tlsbox_plugin *p = plugins_head; p; p = p->next) {
         if (p->pstate == PLUGIN_FAILED) /* its schema could not be applied */
             continue;
@@ -271,6 +281,8 @@ void plugins_start_all(void)
         rc = p->desc->start ? p->desc->start(p->state) : 0;
         if (rc != 0) {
             plugin_fail(p, "start", rc);
+            if (rc == -EADDRINUSE)
+                ret = rc;
             if (p->desc->stop)
                 p->desc->stop(p->state);
             plugin_unhook(p);
@@ -281,6 +293,7 @@ void plugins_start_all(void)
         }
         p->pstate = PLUGIN_STARTED;
     }
+    return ret;
 }
 
 static void plugins_stop_rev(struct tlsbox_plugin *p)
@@ -308,8 +321,9 @@ void plugins_stop_all(void)
     while (p) {
         struct tlsbox_plugin *next = p->next;
         settings_unregister(p->name);
-        /* Under ASan keep the code mapped so leak reports can name plugin frames. */
-#ifndef __SANITIZE_ADDRESS__
+        /* Under ASan keep the code mapped so leak reports can name plugin frames
+         * (and a plugin's static pointers stay visible to LeakSanitizer). */
+#ifndef TLSBOX_ASAN
         dlclose(p->dl);
 #endif
         free(p->name);

@@ -39,8 +39,10 @@ int plugin_check_abi(const char *path, const struct tlsbox_plugin_desc *d, char 
 int plugins_load_dir(const char *dir);
 /* Load one file; returns 0 or a negative errno (logged). */
 int plugins_load_file(const char *path);
-/* Run init then start on every loaded plugin not disabled by setting. */
-void plugins_start_all(void);
+/* Run init then start on every loaded plugin not disabled by setting.
+ * Returns 0, or -EADDRINUSE when a plugin could not start because another
+ * process holds its port: a second instance must not run half-started. */
+int plugins_start_all(void);
 /* Stop then fini every plugin, in reverse order; unload them. */
 void plugins_stop_all(void);
 /* First plugin (load order), or NULL; the list is stable after plugins_start_all. */

@@ -111,6 +111,32 @@ long tls_bundle_live(void)
     return atomic_load(&live);
 }
 
+/*
+ * ClientHello hook: a ticket issued under the previous master key gets that
+ * master for this session, so the weekly master change does not cost every
+ * client a full handshake.  The keys come from the current bundle (a master
+ * change publishes a new one, whose previous key is the old current).
+ */
+static int on_client_hello(gnutls_session_t session, unsigned htype, unsigned when,
+                           unsigned incoming, const gnutls_datum_t *msg)
+{
+    const unsigned char *t;
+    size_t tn;
+    struct tlsbox_bundle *b;
+
+    if (!incoming || !msg || tls_tickets_in_client_hello(msg->data, msg->size, &t, &tn) < 0)
+        return 0;
+    b = tls_bundle_acquire();
+    if (b && b->tickets && b->keys.have_previous &&
+        !tls_tickets_issued_under(b->keys.current, b->ticket_lifetime, time(NULL), t, tn) &&
+        tls_tickets_issued_under(b->keys.previous, b->ticket_lifetime, time(NULL), t, tn)) {
+        gnutls_datum_t k = {b->keys.previous, TLS_TICKET_KEY_SIZE};
+        gnutls_session_ticket_enable_server(session, &k);
+    }
+    tls_bundle_release(b);
+    return 0;
+}
+
 gnutls_certificate_credentials_t tls_bundle_credentials(const struct tlsbox_bundle *b)
 {
     return b->cred;
@@ -129,6 +155,9 @@ int tls_bundle_session_setup(const struct tlsbox_bundle *b, gnutls_session_t ses
         gnutls_datum_t k = {(unsigned char *)b->keys.current, TLS_TICKET_KEY_SIZE};
         if ((r = gnutls_session_ticket_enable_server(session, &k)) < 0)
             goto fail;
+        if (b->keys.have_previous)
+            gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_CLIENT_HELLO,
+                                               GNUTLS_HOOK_PRE, on_client_hello);
     }
     /* Ticket lifetime, session-cache lifetime and GnuTLS's key step (three
      * times this): see tls_tickets.h. */

@@ -1,8 +1,10 @@
 /* Session ticket master keys in the store (see tls_tickets.h). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 
 #include "core/store.h"
@@ -97,4 +99,78 @@ out:
     }
     tls_tickets_wipe(&k);
     return rc;
+}
+
+/* Big-endian reads with bounds; each returns false past the end. */
+static bool rd16(const unsigned char *p, size_t n, size_t *i, size_t *v)
+{
+    if (*i + 2 > n)
+        return false;
+    *v = (size_t)p[*i] << 8 | p[*i + 1];
+    *i += 2;
+    return true;
+}
+
+int tls_tickets_in_client_hello(const unsigned char *msg, size_t n, const unsigned char **ticket,
+                                size_t *len)
+{
+    size_t i = 2 + 32, v, end; /* legacy_version, random */
+
+    if (i + 1 > n)
+        return -EINVAL;
+    i += 1 + msg[i];                               /* session id */
+    if (!rd16(msg, n, &i, &v) || (i += v) + 1 > n) /* cipher suites */
+        return -EINVAL;
+    i += 1 + msg[i];                        /* compression methods */
+    if (!rd16(msg, n, &i, &v) || i + v > n) /* extensions */
+        return -ENOENT;
+    end = i + v;
+    while (i + 4 <= end) {
+        size_t type = 0, elen = 0, j;
+        if (!rd16(msg, end, &i, &type) || !rd16(msg, end, &i, &elen) || i + elen > end)
+            return -EINVAL;
+        j = i;
+        if (type == 35 && elen > 0) { /* session_ticket */
+            *ticket = msg + i;
+            *len = elen;
+            return 0;
+        }
+        if (type == 41) { /* pre_shared_key: identities<>, then the first identity<> */
+            size_t ids, idlen;
+            if (rd16(msg, i + elen, &j, &ids) && rd16(msg, i + elen, &j, &idlen) && idlen > 0 &&
+                j + idlen <= i + elen) {
+                *ticket = msg + j;
+                *len = idlen;
+                return 0;
+            }
+            return -EINVAL;
+        }
+        i += elen;
+    }
+    return -ENOENT;
+}
+
+bool tls_tickets_issued_under(const unsigned char master[TLS_TICKET_KEY_SIZE], unsigned lifetime,
+                              time_t now, const unsigned char *ticket, size_t len)
+{
+    unsigned char in[8 + TLS_TICKET_KEY_SIZE], out[64];
+    uint64_t step;
+    bool match = false;
+
+    if (len < 16 || lifetime == 0 || now <= 0)
+        return false;
+    step = (uint64_t)now / ((uint64_t)lifetime * 3);
+    memcpy(in + 8, master, TLS_TICKET_KEY_SIZE);
+    for (int back = 0; back < 2 && !match && step > (uint64_t)back; back++) {
+        uint64_t t = step - (uint64_t)back;
+        for (int b = 0; b < 8; b++)
+            in[b] = (unsigned char)(t >> (56 - 8 * b));
+        /* K(T) = SHA3-512(T || master); its first 16 bytes name the key. */
+        if (gnutls_hash_fast(GNUTLS_DIG_SHA3_512, in, sizeof(in), out) == 0 &&
+            memcmp(out, ticket, 16) == 0)
+            match = true;
+    }
+    wipe(in, sizeof(in));
+    wipe(out, sizeof(out));
+    return match;
 }

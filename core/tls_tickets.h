@@ -12,11 +12,11 @@
  *  - the master key is stored (table ticket_keys), so resumption survives a
  *    restart and the steps line up across restarts (T is absolute time);
  *  - the master itself is replaced every TLS_TICKET_MASTER_HOURS, which
- *    bounds what a stolen store reveals; tickets issued under the old master
- *    then fall back to a full handshake once (one key per session leaves no
- *    way to try two masters without a ClientHello hook, and the site owns
- *    that hook).  The two newest rows are kept, older ones deleted with
- *    secure_delete on.
+ *    bounds what a stolen store reveals.  Tickets issued under the previous
+ *    master still resume: a ClientHello hook (tls_bundle.c) finds the ticket,
+ *    recognises the previous master's key name and gives the session that
+ *    master instead (one key per session is all GnuTLS takes).  The two
+ *    newest rows are kept, older ones deleted with secure_delete on.
  */
 #ifndef TLSBOX_CORE_TLS_TICKETS_H
 #define TLSBOX_CORE_TLS_TICKETS_H
@@ -49,5 +49,22 @@ int tls_tickets_rotate(sqlite3 *db, time_t now, unsigned period_s, bool force, b
 
 /* Overwrite the key material. */
 void tls_tickets_wipe(struct tls_ticket_keys *k);
+
+/*
+ * The session ticket a ClientHello body (@p msg, @p n bytes, as a GnuTLS
+ * handshake hook gets it) offers: the first pre_shared_key identity (TLS
+ * 1.3) or the session_ticket extension (TLS 1.2).  0 with *ticket pointing
+ * into @p msg, -ENOENT when there is none, -EINVAL when the message is short.
+ */
+int tls_tickets_in_client_hello(const unsigned char *msg, size_t n, const unsigned char **ticket,
+                                size_t *len);
+
+/*
+ * Whether a ticket (at least 16 bytes: its key name first) was issued under
+ * @p master in the time step of @p now or the one before, for sessions whose
+ * expire_time is @p lifetime: how GnuTLS 3.7.9 names its keys (above).
+ */
+bool tls_tickets_issued_under(const unsigned char master[TLS_TICKET_KEY_SIZE], unsigned lifetime,
+                              time_t now, const unsigned char *ticket, size_t len);
 
 #endif

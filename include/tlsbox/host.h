@@ -303,7 +303,9 @@ struct tlsbox_host {
      * Configure a new server session from the bundle: priority, credentials
      * (every certificate; GnuTLS picks per client), session ticket key, TLS 1.2
      * session cache, ALPN "h2" then "http/1.1".  The session must be
-     * deinitialised before the reference is released.  Any thread.
+     * deinitialised before the reference is released.  Any thread.  It sets
+     * the session's ClientHello handshake hook (tickets under the previous
+     * master key): do not replace it with gnutls_handshake_set_hook_function.
      */
     int (*bundle_session_setup)(const struct tlsbox_bundle *b, gnutls_session_t session);
     /** The Strict-Transport-Security value of the policy, or NULL for none. */

@@ -3,7 +3,8 @@ site_sources = \
 	plugins/site/site.c plugins/site/site.h \
 	plugins/site/site_worker.c plugins/site/site_conn.c plugins/site/site_tls.c \
 	plugins/site/site_h1.c plugins/site/site_h2.c plugins/site/site_files.c \
-	plugins/site/site_mime.c plugins/site/site_redirect.c plugins/site/site_metrics.c
+	plugins/site/site_mime.c plugins/site/site_redirect.c plugins/site/site_metrics.c \
+	plugins/site/site_listen.c
 
 plugin_LTLIBRARIES += plugins/site/site.la
 plugins_site_site_la_SOURCES = $(site_sources)
@@ -26,6 +27,10 @@ plugins_site_tests_site_testhost_SOURCES = plugins/site/tests/site_testhost.c $(
 plugins_site_tests_site_testhost_CFLAGS = $(plugins_site_tests_site_test_CFLAGS)
 plugins_site_tests_site_testhost_LDADD = $(MOCKHOST_LIBS) $(NGHTTP2_LIBS)
 
+# Runs a program with openat2(2) failing with ENOSYS (36_site_attack).
+check_PROGRAMS += plugins/site/tests/no_openat2
+plugins_site_tests_no_openat2_SOURCES = plugins/site/tests/no_openat2.c
+
 # The demo page, copied into <state>/www by the daemon in demo mode.
 sitewwwdir = $(datadir)/tlsbox/www
 dist_sitewww_DATA = plugins/site/www/index.html
@@ -35,6 +40,8 @@ EXTRA_DIST += plugins/site/tests/h2_streams.py
 # Integration tests: the real tlsboxd with real clients on loopback.
 site_itests = tests/integration/30_site_basic.sh tests/integration/31_site_tls.sh \
 	tests/integration/32_site_limits.sh tests/integration/33_site_swap.sh \
-	tests/integration/34_site_testssl.sh tests/integration/35_site_robust.sh
+	tests/integration/34_site_testssl.sh tests/integration/35_site_robust.sh \
+	tests/integration/36_site_attack.sh tests/integration/37_site_fd_attack.sh \
+	tests/integration/38_site_live.sh
 TESTS += $(site_itests)
 EXTRA_DIST += $(site_itests) plugins/site/tests/site_itest.sh

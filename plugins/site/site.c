@@ -19,34 +19,30 @@ static const struct tlsbox_setting_def site_settings[] = {
      .default_value = "0",
      .min = 0,
      .max = 64,
-     .help = "Worker threads serving the site (0 = one per CPU core)",
-     .flags = TLSBOX_SETTING_RESTART},
+     .help = "Worker threads serving the site (0 = one per CPU core); changed live, old "
+             "workers drain"},
     {.key = "https_port",
      .type = TLSBOX_SETTING_INT,
      .default_value = "443",
      .min = 1,
      .max = 65535,
-     .help = "TCP port of the HTTPS site",
-     .flags = TLSBOX_SETTING_RESTART},
+     .help = "TCP port of the HTTPS site"},
     {.key = "http_port",
      .type = TLSBOX_SETTING_INT,
      .default_value = "80",
      .min = 0,
      .max = 65535,
-     .help = "TCP port of plain HTTP (redirects and ACME challenges; 0 = off)",
-     .flags = TLSBOX_SETTING_RESTART},
+     .help = "TCP port of plain HTTP (redirects and ACME challenges; 0 = off)"},
     {.key = "bind",
      .type = TLSBOX_SETTING_LIST,
      .default_value = "0.0.0.0,::",
      .pattern = "^[0-9A-Fa-f:.]+$|^\\[[0-9A-Fa-f:.]+\\]$",
-     .help = "Addresses to listen on (IPv4 and IPv6 literals)",
-     .flags = TLSBOX_SETTING_RESTART},
+     .help = "Addresses to listen on (IPv4 and IPv6 literals)"},
     {.key = "root",
      .type = TLSBOX_SETTING_STRING,
      .default_value = "/var/lib/tlsbox/www",
      .pattern = "^/.*$",
-     .help = "Directory the site is served from",
-     .flags = TLSBOX_SETTING_RESTART},
+     .help = "Directory the site is served from"},
     {.key = "handshake_timeout",
      .type = TLSBOX_SETTING_INT,
      .default_value = "10",
@@ -71,6 +67,20 @@ static const struct tlsbox_setting_def site_settings[] = {
      .min = 1,
      .max = 3600,
      .help = "Seconds without progress sending a response before closing"},
+    {.key = "lingering_time",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "30",
+     .min = 1,
+     .max = 3600,
+     .help = "Seconds at most to read and discard a refused request body before closing "
+             "(so the answer is not reset away; nginx's lingering_time)"},
+    {.key = "lingering_timeout",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "5",
+     .min = 1,
+     .max = 300,
+     .help = "Seconds to wait for more of a refused body before closing "
+             "(nginx's lingering_timeout)"},
     {.key = "stop_timeout",
      .type = TLSBOX_SETTING_INT,
      .default_value = "10",
@@ -84,6 +94,13 @@ static const struct tlsbox_setting_def site_settings[] = {
      .max = 1000000,
      .help = "Open connections; new ones past it are closed at once",
      .flags = TLSBOX_SETTING_RESTART},
+    {.key = "max_connections_per_ip",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "256",
+     .min = 1,
+     .max = 1000000,
+     .help = "Open connections one client address (IPv4, or IPv6 /64) may hold; more are "
+             "closed at once"},
     {.key = "max_header_size",
      .type = TLSBOX_SETTING_INT,
      .default_value = "16384",
@@ -126,6 +143,12 @@ static const struct tlsbox_setting_def site_settings[] = {
      .max = 65536,
      .help = "KiB: larger files are read from disk in chunks",
      .flags = TLSBOX_SETTING_RESTART},
+    {.key = "dotfiles",
+     .type = TLSBOX_SETTING_ENUM,
+     .default_value = "deny",
+     .choices = "deny|allow",
+     .help = "Paths with a segment starting with '.' (.git, .env): deny = 404 except "
+             "/.well-known/ (RFC 8615), allow = serve them"},
     {.key = "access_log",
      .type = TLSBOX_SETTING_ENUM,
      .default_value = "off",
@@ -147,16 +170,18 @@ static void read_live(struct site *s)
                  (int)h->setting_get_int(s->self, "idle_timeout", 60) * 1000);
     atomic_store(&s->cfg.send_timeout_ms,
                  (int)h->setting_get_int(s->self, "send_timeout", 30) * 1000);
+    atomic_store(&s->cfg.lingering_time_ms,
+                 (int)h->setting_get_int(s->self, "lingering_time", 30) * 1000);
+    atomic_store(&s->cfg.lingering_timeout_ms,
+                 (int)h->setting_get_int(s->self, "lingering_timeout", 5) * 1000);
     al = h->setting_get(s->self, "access_log");
     atomic_store(&s->cfg.access_log, al && strcmp(al, "stderr") == 0);
     free(al);
-}
-
-static void on_settings_changed(void *arg, const char *event, const char *data)
-{
-    struct site *s = arg;
-    if (!data || strstr(data, "\"site."))
-        read_live(s);
+    atomic_store(&s->cfg.max_conns_per_ip,
+                 (int)h->setting_get_int(s->self, "max_connections_per_ip", 256));
+    al = h->setting_get(s->self, "dotfiles");
+    atomic_store(&s->cfg.dotfiles_allow, al && strcmp(al, "allow") == 0);
+    free(al);
 }
 
 static void split_list(struct site_config *cfg, const char *list)
@@ -169,19 +194,130 @@ static void split_list(struct site_config *cfg, const char *list)
     free(copy);
 }
 
+static void free_bind(struct site_config *cfg)
+{
+    for (size_t i = 0; i < cfg->nbind; i++)
+        free(cfg->bind[i]);
+    free(cfg->bind);
+    cfg->bind = NULL;
+    cfg->nbind = 0;
+}
+
+static int count_workers(int setting)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return setting > 0 ? setting : (ncpu > 0 ? (int)ncpu : 1);
+}
+
+/* Open @p root as the new root: workers take it before their next request. */
+static int root_set(struct site *s, const char *root)
+{
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = -errno;
+        SITE_LOG(s, TLSBOX_LOG_WARN, "site.root: %s: %s (every request gets 404)", root,
+                 strerror(-e));
+    }
+    pthread_mutex_lock(&s->root_lock);
+    if (s->rootfd >= 0)
+        close(s->rootfd);
+    s->rootfd = fd;
+    atomic_fetch_add(&s->root_gen, 1);
+    pthread_mutex_unlock(&s->root_lock);
+    free(s->cfg.root);
+    s->cfg.root = site_xstrdup(root);
+    return fd < 0 ? -ENOENT : 0;
+}
+
+/*
+ * site.workers, the ports or site.bind changed: start a new generation of
+ * workers on the new listeners (unchanged ports keep their sockets), then
+ * let the old one drain.  When the new one cannot start (a port in use),
+ * the old one keeps serving with the old values.
+ */
+static void workers_follow(struct site *s)
+{
+    const struct tlsbox_host *h = s->host;
+    struct site_config *cfg = &s->cfg;
+    struct site_config old = *cfg;
+    int nw = count_workers((int)h->setting_get_int(s->self, "workers", 0)), onw = s->nworkers;
+    int https = (int)h->setting_get_int(s->self, "https_port", 443);
+    int http = (int)h->setting_get_int(s->self, "http_port", 80);
+    char *bind = h->setting_get(s->self, "bind");
+    struct site_config nb = {0};
+    struct site_gen *g;
+    bool same_bind;
+    int err = 0;
+
+    split_list(&nb, bind ? bind : "0.0.0.0,::");
+    free(bind);
+    same_bind = nb.nbind == cfg->nbind;
+    for (size_t i = 0; same_bind && i < nb.nbind; i++)
+        same_bind = strcmp(nb.bind[i], cfg->bind[i]) == 0;
+    if (nw == s->nworkers && https == atomic_load(&cfg->https_port) && http == cfg->http_port &&
+        same_bind) {
+        free_bind(&nb);
+        return;
+    }
+    s->nworkers = nw;
+    atomic_store(&cfg->https_port, https);
+    cfg->http_port = http;
+    cfg->bind = nb.bind;
+    cfg->nbind = nb.nbind;
+    g = nb.nbind ? site_gen_start(s, s->gen, &err) : NULL;
+    if (!g) {
+        SITE_LOG(s, TLSBOX_LOG_ERR,
+                 "site: cannot apply the new workers/ports (%s); still serving "
+                 "with %d workers on https port %d, http port %d",
+                 strerror(err ? -err : EINVAL), onw, atomic_load(&old.https_port), old.http_port);
+        free_bind(cfg);
+        s->nworkers = onw;
+        atomic_store(&cfg->https_port, atomic_load(&old.https_port));
+        cfg->http_port = old.http_port;
+        cfg->bind = old.bind;
+        cfg->nbind = old.nbind;
+        return;
+    }
+    free_bind(&old);
+    site_gen_retire(s, s->gen);
+    s->gen = g;
+    SITE_LOG(s, TLSBOX_LOG_INFO, "%d workers, https port %d, http port %d (old workers drain)", nw,
+             https, http);
+}
+
+static void on_settings_changed(void *arg, const char *event, const char *data)
+{
+    struct site *s = arg;
+    char *root;
+
+    if (data && !strstr(data, "\"site."))
+        return;
+    read_live(s);
+    pthread_mutex_lock(&s->gen_lock);
+    if (s->gen) {
+        root = s->host->setting_get(s->self, "root");
+        if (root && strcmp(root, s->cfg.root) != 0 && root_set(s, root) == 0)
+            SITE_LOG(s, TLSBOX_LOG_INFO, "root %s", root);
+        free(root);
+        workers_follow(s);
+    }
+    pthread_mutex_unlock(&s->gen_lock);
+}
+
 static int site_init(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state)
 {
     struct site *s = site_xcalloc(1, sizeof(*s));
     struct site_config *cfg = &s->cfg;
     char *v;
-    long ncpu;
 
     s->self = self;
     s->host = host;
     s->rootfd = -1;
+    pthread_mutex_init(&s->root_lock, NULL);
+    s->ip_conns = site_xcalloc(SITE_IP_BUCKETS, sizeof(*s->ip_conns));
+    pthread_mutex_init(&s->gen_lock, NULL);
     cfg->workers = (int)host->setting_get_int(self, "workers", 0);
-    ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    s->nworkers = cfg->workers > 0 ? cfg->workers : (ncpu > 0 ? (int)ncpu : 1);
+    s->nworkers = count_workers(cfg->workers);
     cfg->https_port = (int)host->setting_get_int(self, "https_port", 443);
     cfg->http_port = (int)host->setting_get_int(self, "http_port", 80);
     v = host->setting_get(self, "bind");
@@ -196,8 +332,7 @@ static int site_init(struct tlsbox_plugin *self, const struct tlsbox_host *host,
     cfg->max_request_line = (int)host->setting_get_int(self, "max_request_line", 8192);
     cfg->h2_max_streams = (int)host->setting_get_int(self, "h2_max_concurrent_streams", 100);
     cfg->h2_window = (int)host->setting_get_int(self, "h2_initial_window", 65535);
-    cfg->cache_bytes =
-        (size_t)host->setting_get_int(self, "cache_size", 8192) * 1024 / (size_t)s->nworkers;
+    cfg->cache_bytes = (size_t)host->setting_get_int(self, "cache_size", 8192) * 1024;
     cfg->cache_max_file = (size_t)host->setting_get_int(self, "cache_max_file", 256) * 1024;
     read_live(s);
     if (cfg->nbind == 0) {
@@ -209,34 +344,61 @@ static int site_init(struct tlsbox_plugin *self, const struct tlsbox_host *host,
     return 0;
 }
 
+/*
+ * The open file limit must cover connections and the files they send (one
+ * per HTTP/1 connection, up to SITE_CONN_FILES per HTTP/2 one, but on
+ * average about one), plus the reserve for the rest of the daemon: raise the
+ * soft limit towards 2 x max_connections + reserve.  Connections and files
+ * together stay within fd_budget = limit - reserve (accept and file_open
+ * check it), so the store and the control socket never meet EMFILE.
+ */
+static void fd_limit_setup(struct site *s)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)s->cfg.max_connections * 2 + SITE_FD_RESERVE;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+        s->fd_budget = s->cfg.max_connections;
+        return;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)INT32_MAX)
+        s->fd_budget = INT32_MAX;
+    else
+        s->fd_budget = rl.rlim_cur > 2 * SITE_FD_RESERVE ? (int)(rl.rlim_cur - SITE_FD_RESERVE)
+                                                         : (int)rl.rlim_cur / 2;
+    if (s->fd_budget < s->cfg.max_connections + 64)
+        SITE_LOG(s, TLSBOX_LOG_WARN,
+                 "open file limit %llu: %d descriptors for connections and files "
+                 "(site.max_connections %d); raise LimitNOFILE",
+                 (unsigned long long)rl.rlim_cur, s->fd_budget, s->cfg.max_connections);
+}
+
 static int site_start(void *state)
 {
     struct site *s = state;
-    struct rlimit rl;
     int r;
 
-    s->rootfd = open(s->cfg.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (s->rootfd < 0)
-        SITE_LOG(s, TLSBOX_LOG_WARN, "site.root: %s: %s (every request gets 404)", s->cfg.root,
-                 strerror(errno));
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur < (rlim_t)s->cfg.max_connections + 64) {
-        rl.rlim_cur =
-            rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (rlim_t)s->cfg.max_connections + 64
-                ? (rlim_t)s->cfg.max_connections + 64
-                : rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
+    char *root = site_xstrdup(s->cfg.root);
+    root_set(s, root);
+    free(root);
+    fd_limit_setup(s);
     site_metrics_register(s);
+    pthread_mutex_lock(&s->gen_lock);
+    s->gen = site_gen_start(s, NULL, &r);
+    pthread_mutex_unlock(&s->gen_lock);
+    if (!s->gen)
+        return r;
     if (TLSBOX_HOST_HAS(s->host, event_subscribe)) {
         int64_t id = s->host->event_subscribe(s->self, "settings.changed", on_settings_changed, s);
         s->sub_id = id > 0 ? id : 0;
     }
-    r = site_workers_start(s);
-    if (r < 0)
-        return r;
     SITE_LOG(s, TLSBOX_LOG_INFO, "%d workers, https port %d, http port %d, root %s", s->nworkers,
-             s->cfg.https_port, s->cfg.http_port, s->cfg.root);
+             atomic_load(&s->cfg.https_port), s->cfg.http_port, s->cfg.root);
     return 0;
 }
 
@@ -247,7 +409,11 @@ static void site_stop(void *state)
         s->host->event_unsubscribe(s->self, s->sub_id);
         s->sub_id = 0;
     }
-    site_workers_stop(s);
+    pthread_mutex_lock(&s->gen_lock);
+    site_gen_stop(s->gen);
+    s->gen = NULL;
+    site_gen_reap_all(s);
+    pthread_mutex_unlock(&s->gen_lock);
 }
 
 static void site_fini(void *state)
@@ -257,9 +423,10 @@ static void site_fini(void *state)
         return;
     if (s->rootfd >= 0)
         close(s->rootfd);
-    for (size_t i = 0; i < s->cfg.nbind; i++)
-        free(s->cfg.bind[i]);
-    free(s->cfg.bind);
+    free_bind(&s->cfg);
+    free((void *)s->ip_conns);
+    pthread_mutex_destroy(&s->root_lock);
+    pthread_mutex_destroy(&s->gen_lock);
     free(s->cfg.root);
     free(s);
 }

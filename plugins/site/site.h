@@ -26,7 +26,8 @@ struct site_centry;
 
 struct site_config {
     int workers;
-    int https_port, http_port;
+    _Atomic int https_port; /* read by the redirect; changed live */
+    int http_port;
     char **bind;
     size_t nbind;
     char *root;
@@ -36,11 +37,16 @@ struct site_config {
     int h2_max_streams;
     int h2_window;
     int stop_timeout_ms;
-    size_t cache_bytes;    /* per worker */
+    size_t cache_bytes;    /* split among a generation's workers */
     size_t cache_max_file; /* files up to this size are cached */
     /* Changed live on settings.changed: read with relaxed atomics. */
     _Atomic int handshake_timeout_ms, header_timeout_ms, idle_timeout_ms, send_timeout_ms;
+    /* LINGER: discard input while it keeps coming (gaps up to
+     * lingering_timeout), for lingering_time at most (as nginx) */
+    _Atomic int lingering_time_ms, lingering_timeout_ms;
     _Atomic bool access_log;
+    _Atomic bool dotfiles_allow;
+    _Atomic int max_conns_per_ip; /* serve paths with a segment starting with '.' */
 };
 
 /* ---- metrics (site_metrics.c) ------------------------------------------ */
@@ -70,15 +76,60 @@ struct site_wmetrics {
 
 /* ---- the plugin state (site.c) ----------------------------------------- */
 
+/* The listening sockets, shared by the workers of one generation. */
+struct site_listener {
+    int fd;
+    bool tls;
+    int port;
+    char addr[64]; /* as in site.bind */
+};
+struct site_listeners {
+    struct site_listener *v;
+    size_t n;
+};
+
+/*
+ * A generation: workers and the listeners they share.  A live change of
+ * site.workers, the ports or site.bind starts a new generation (keeping the
+ * sockets of unchanged ports), then drains the old one in the background:
+ * its connections finish, none is dropped.
+ */
+struct site_gen {
+    struct site *s;
+    struct site_worker *workers;
+    int nworkers;
+    struct site_listeners lst;
+    _Atomic bool stopping; /* drain and exit */
+    bool retiring;         /* replaced by a live change: drain gently (SITE_RETIRE_MS) */
+    _Atomic bool hurry;    /* the daemon stops meanwhile: drain as at stop */
+    _Atomic int unwatched; /* workers that took the listeners off their epoll */
+    pthread_t reaper;      /* joins a retired generation's workers */
+    struct site_gen *next; /* list of retired generations */
+};
+
 struct site {
     struct tlsbox_plugin *self;
     const struct tlsbox_host *host;
     struct site_config cfg;
+    /* The root directory; workers hold a dup() each and take the new one
+     * when root_gen changes (a live change of site.root). */
+    pthread_mutex_t root_lock;
     int rootfd;
-    struct site_worker *workers;
+    _Atomic unsigned root_gen;
+    pthread_mutex_t gen_lock; /* gen, retired, cfg's restart-time fields */
+    struct site_gen *gen;
+    struct site_gen *retired;
     int nworkers;
     _Atomic int nconns;
-    _Atomic bool stopping;
+    /* Files the workers hold open, and what connections plus files may use
+     * of the open file limit: the rest is kept for the store, the control
+     * socket and other plugins (SITE_FD_RESERVE). */
+    _Atomic int nfiles;
+    int fd_budget;
+    /* Open connections per client address (IPv4, or IPv6 /64), by hash:
+     * two addresses in one bucket share a limit, which at SITE_IP_BUCKETS
+     * buckets is rare and only ever errs on the side of refusing. */
+    _Atomic int *ip_conns;
     int64_t sub_id;
     struct site_metrics m;
 };
@@ -125,9 +176,17 @@ struct site_resp {
     /* body source */
     struct site_centry *ce; /* cached file (a reference) */
     int fd;                 /* or an open file, -1 */
-    const char *mem;        /* or memory (static or owned) */
-    char *owned;            /* freed with the response */
-    uint64_t off, len;      /* window of the source still to send */
+    /* An open file's name and identity, so that it can be closed while the
+     * client cannot take data (site_resp_park) and reopened when it can. */
+    _Atomic int *nfiles; /* counts the open file (struct site's) */
+    char *file;          /* owned; path under the root */
+    bool parked;         /* the file is closed for now */
+    dev_t dev;
+    ino_t ino;
+    struct timespec mtim;
+    const char *mem;   /* or memory (static or owned) */
+    char *owned;       /* freed with the response */
+    uint64_t off, len; /* window of the source still to send */
 };
 
 /* ---- connections (site_conn.c) ----------------------------------------- */
@@ -153,9 +212,11 @@ struct site_conn {
     bool want_close;   /* close once the output is flushed */
     bool read_blocked; /* stopped reading while output drains */
     bool drained;      /* the last recv() was short: the socket is empty until the next edge */
+    bool rdhup;        /* the peer shut its side: read until recv() says 0, short reads or not */
     bool in_free_list;
-    bool linger;           /* unread input may follow: close gracefully (LINGER) */
-    uint32_t linger_bytes; /* discarded so far in LINGER */
+    bool linger;            /* unread input may follow: close gracefully (LINGER) */
+    bool linger_shut;       /* LINGER: our FIN is sent (after the close_notify left) */
+    uint64_t linger_end_ms; /* LINGER: discard no longer than this (lingering_time) */
     uint8_t state;
     uint8_t tkind;
     struct site_conn *tprev, *tnext; /* timer list of tkind */
@@ -184,6 +245,15 @@ struct site_conn {
     void *h2_streams; /* list of open streams (site_h2.c) */
     bool h2_goaway;
     uint32_t nreq;
+    /* response body bytes put into the output so far: the send timeout's
+     * notion of progress (see update_timer in site_conn.c) */
+    uint64_t data_out;
+    uint64_t mark_data;
+    uint32_t mark_nreq;
+    /* h2 streams holding an open file (at most SITE_CONN_FILES) */
+    int files;
+    int h2_waiting; /* h2 streams deferred for want of a file slot */
+    int ip_bucket;  /* counted in s->ip_conns[ip_bucket], or -1 */
 };
 
 /* ---- worker (site_worker.c) -------------------------------------------- */
@@ -197,8 +267,15 @@ struct site_tlist {
 #define SITE_OUT_HIGH 49152
 #define SITE_RBUF 32768
 #define SITE_ENC_HIGH 65536
-#define SITE_LINGER_MS 2000          /* how long LINGER discards input at most */
-#define SITE_LINGER_BYTES (1u << 20) /* and how much */
+/* Open files one HTTP/2 connection may hold at once; its other streams wait
+ * for one of them to finish (zero-window clients hold nothing). */
+#define SITE_CONN_FILES 8
+/* Descriptors of the open file limit the site leaves to the rest of tlsboxd. */
+#define SITE_FD_RESERVE 128
+/* A generation replaced live drains for the idle timeout plus this at least
+ * (its connections end as usual), then closes what is left. */
+#define SITE_RETIRE_MS 5000
+#define SITE_IP_BUCKETS 16384
 
 struct site_cache;
 
@@ -208,20 +285,25 @@ struct site_worker {
     pthread_t thread;
     int ep;
     int evfd;
-    int *listen_fds;
-    bool *listen_tls;
-    size_t nlisten;
+    struct site_gen *gen;
+    struct site_listeners *lst; /* the generation's, borrowed */
+    bool listening;             /* the listeners are in our epoll */
+    int rootfd;                 /* our dup() of the root */
+    unsigned root_gen;
     bool draining;
+    bool hurried; /* hurry_drain done */
     /* Out of file descriptors: listeners are off epoll until this time. */
     bool accept_paused;
     uint64_t accept_resume_ms;
     uint64_t emfile_warn_ms;
+    uint64_t warn_ms; /* site_warn's last line */
     uint64_t now_ms;
     uint64_t drain_deadline_ms;
     time_t date_sec;
     char date[40]; /* IMF-fixdate of date_sec */
     size_t date_len;
     struct site_tlist tl[SITE_T_MAX];
+    int tl_ms[SITE_T_MAX]; /* the timeout each list's deadlines were set with */
     int nconns;
     struct site_conn *dead; /* closed, freed after the current batch of events */
     char inbuf[SITE_INBUF];
@@ -237,25 +319,46 @@ struct site_worker {
 };
 
 /* site_worker.c */
-int site_workers_start(struct site *s);
-void site_workers_stop(struct site *s);
+/* Start a generation of s->nworkers workers on listeners opened from s->cfg
+ * (reusing @p prev's sockets for unchanged ports); NULL on failure (logged),
+ * *err set to a negative errno. */
+struct site_gen *site_gen_start(struct site *s, const struct site_gen *prev, int *err);
+/* Stop a generation: drain, join, free. */
+void site_gen_stop(struct site_gen *g);
+/* Retire a generation: drain and free it on a thread of its own. */
+void site_gen_retire(struct site *s, struct site_gen *g);
+/* Take a new site.root if there is one (before serving a request). */
+void site_root_follow(struct site_worker *w);
+/* Join every retired generation (at stop). */
+void site_gen_reap_all(struct site *s);
 void site_timer_set(struct site_conn *c, enum site_timer_kind k);
 uint64_t site_now_ms(void);
 uint64_t site_now_ns(void);
 void site_worker_update_date(struct site_worker *w, time_t now);
+/* A warning caused by a request: logged at most once a second per worker, so
+ * a client cannot flood the journal. */
+void site_warn(struct site_worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* site_conn.c */
-void site_conn_accept(struct site_worker *w, int fd, bool tls);
+void site_conn_accept(struct site_worker *w, int fd, bool tls, int ip_bucket);
 void site_conn_on_event(struct site_conn *c, uint32_t events);
 void site_conn_close(struct site_conn *c);
 void site_conn_timeout(struct site_conn *c);
-void site_conn_drain(struct site_conn *c); /* graceful stop: finish and close */
+/* Graceful stop: finish and close.  @p gentle (a live change): an HTTP/1
+ * connection closes after its next answer, any other is left to end as usual
+ * (idle timeout), so that no request fails. */
+void site_conn_drain(struct site_conn *c, bool gentle);
 /* Make room for n more bytes in the output buffer; returns the write pointer. */
 char *site_out_reserve(struct site_conn *c, size_t n);
 void site_out_append(struct site_conn *c, const void *p, size_t n);
 void site_out_release_if_empty(struct site_conn *c);
 /* Send what is buffered, refilling from the protocol; returns 0, or -1 after closing. */
 int site_conn_flush(struct site_conn *c);
+
+/* site_listen.c */
+int site_listeners_open(struct site *s, const struct site_config *cfg,
+                        const struct site_listeners *prev, struct site_listeners *l);
+void site_listeners_close(struct site_listeners *l);
 
 /* site_tls.c */
 int site_tls_setup(struct site_conn *c);
@@ -274,6 +377,8 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
 /* Accept-Encoding allows gzip (and does not say q=0). */
 bool site_accepts_gzip(const char *p, size_t n);
 void site_h1_on_data(struct site_conn *c, const char *data, size_t n);
+/* Unparsed HTTP/1 input buffered before reading pauses (above any allowed head). */
+size_t site_h1_in_limit(const struct site_config *cfg);
 int site_h1_produce(struct site_conn *c); /* stream more body; 1 when done */
 size_t site_h1_head(char *dst, size_t cap, const struct site_conn *c, const struct site_resp *rs,
                     bool keep_alive, bool http10);
@@ -293,13 +398,22 @@ bool site_h2_finished(const struct site_conn *c);
  * no leading '/', "" for the root).  Returns 0, or -400 for a path that must be
  * refused (NUL, bad escape, '..' above the root, too long). */
 int site_path_normalize(const char *target, size_t n, char *out, size_t cap);
+/* A normalised path (site_path_normalize's output) names a hidden file: one
+ * of its segments starts with '.', outside a leading ".well-known/". */
+bool site_path_hidden(const char *rel);
 /* Fill rs for a GET/HEAD of rq from the root. */
 void site_files_serve(struct site_worker *w, const struct site_req *rq, struct site_resp *rs);
 void site_resp_init(struct site_resp *rs);
 void site_resp_error(struct site_resp *rs, int status);
 void site_resp_free(struct site_resp *rs);
-/* Add "name: value" to the response's extra headers (dropped when they do not fit). */
-void site_resp_add_header(struct site_resp *rs, const char *name, const char *v, size_t vn);
+/* Close the body's file for now: the client cannot take data yet. */
+void site_resp_park(struct site_resp *rs);
+/* Reopen a parked body's file: 0, -EMFILE when the site is at its file
+ * budget (try later), -ESTALE when the file changed, or another -errno. */
+int site_resp_unpark(struct site_worker *w, struct site_resp *rs);
+/* Add "name: value" to the response's extra headers: 0, or -ENOSPC (not added)
+ * when they do not fit. */
+int site_resp_add_header(struct site_resp *rs, const char *name, const char *v, size_t vn);
 /* Copy up to n bytes of the body window into dst; returns bytes copied, or -1. */
 long site_resp_read(struct site_resp *rs, char *dst, size_t n);
 const char *site_status_text(int status);

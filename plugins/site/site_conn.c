@@ -139,7 +139,9 @@ ssize_t site_tls_pull(gnutls_transport_ptr_t p, void *data, size_t len)
     if (r == 0)
         return 0;
     w->wm.bytes_in += (uint64_t)r;
-    if ((size_t)r < sizeof(w->rbuf))
+    /* A short read empties the socket, except of a FIN that came with the
+     * same edge: after EPOLLRDHUP read on until recv() returns 0. */
+    if ((size_t)r < sizeof(w->rbuf) && !c->rdhup)
         c->drained = true;
     w->rb_owner = c;
     w->rb_len = (uint32_t)r;
@@ -202,7 +204,7 @@ static int send_enc(struct site_conn *c)
 
 /* ---- lifecycle ------------------------------------------------------------ */
 
-void site_conn_accept(struct site_worker *w, int fd, bool tls)
+void site_conn_accept(struct site_worker *w, int fd, bool tls, int ip_bucket)
 {
     struct site *s = w->s;
     struct site_conn *c = site_xcalloc(1, sizeof(*c));
@@ -211,6 +213,7 @@ void site_conn_accept(struct site_worker *w, int fd, bool tls)
     c->w = w;
     c->fd = fd;
     c->tls = tls;
+    c->ip_bucket = ip_bucket;
     w->nconns++;
     s->host->metric_add(s->m.conns_open, 1);
     s->host->metric_add(s->m.conns_total, 1);
@@ -272,6 +275,8 @@ void site_conn_close(struct site_conn *c)
     close(c->fd);
     c->fd = -1;
     c->state = SITE_CS_CLOSED;
+    if (c->ip_bucket >= 0)
+        atomic_fetch_sub_explicit(&s->ip_conns[c->ip_bucket], 1, memory_order_relaxed);
     w->nconns--;
     atomic_fetch_sub_explicit(&s->nconns, 1, memory_order_relaxed);
     s->host->metric_add(s->m.conns_open, -1);
@@ -281,26 +286,46 @@ void site_conn_close(struct site_conn *c)
     w->dead = c;
 }
 
-/* Read and discard input in LINGER until EOF, EAGAIN or the byte limit. */
-static void linger_read(struct site_conn *c)
+/*
+ * LINGER: send what is left of the close_notify, then our FIN; read and
+ * discard input until EOF, closing when nothing came for lingering_timeout
+ * (the timer, moved on by each read) or after lingering_time in all.
+ */
+static void linger_event(struct site_conn *c)
 {
     struct site_worker *w = c->w;
+    bool got = false;
 
+    if (!c->linger_shut) {
+        int r = send_enc(c);
+        if (r < 0)
+            goto close;
+        if (r == 0)
+            return; /* EPOLLOUT brings us back */
+        if (shutdown(c->fd, SHUT_WR) < 0)
+            goto close;
+        c->linger_shut = true;
+        site_out_release_if_empty(c);
+    }
     for (;;) {
         ssize_t n = recv(c->fd, w->inbuf, sizeof(w->inbuf), 0);
         if (n > 0) {
             w->wm.bytes_in += (uint64_t)n;
-            c->linger_bytes += (uint32_t)n;
-            if (c->linger_bytes >= SITE_LINGER_BYTES)
-                break;
+            got = true;
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
-            return;
-        break; /* EOF or error */
+            break;
+        goto close; /* EOF or error */
     }
+    if (w->now_ms >= c->linger_end_ms)
+        goto close;
+    if (got)
+        site_timer_set(c, SITE_T_LINGER);
+    return;
+close:
     site_conn_close(c);
 }
 
@@ -309,26 +334,16 @@ static void linger_read(struct site_conn *c)
  * still be sending (a body we refused): closing now would make the kernel
  * answer its next segment with a reset, which can destroy our answer before
  * the client reads it.  Shut our side down (close_notify, FIN) and discard
- * input until the client closes, for SITE_LINGER_MS / SITE_LINGER_BYTES at most.
+ * input while it keeps coming (site.lingering_timeout, site.lingering_time).
  */
 static void conn_linger(struct site_conn *c)
 {
     struct site_worker *w = c->w;
 
     if (c->session) {
-        int r;
         gnutls_bye(c->session, GNUTLS_SHUT_WR); /* close_notify into c->enc */
-        r = send_enc(c);
         gnutls_deinit(c->session);
         c->session = NULL;
-        if (r != 1) {
-            site_conn_close(c);
-            return;
-        }
-    }
-    if (shutdown(c->fd, SHUT_WR) < 0) {
-        site_conn_close(c);
-        return;
     }
     if (w->rb_owner == c)
         w->rb_owner = NULL;
@@ -338,11 +353,12 @@ static void conn_linger(struct site_conn *c)
     free(c->in);
     c->in = NULL;
     c->in_len = c->in_cap = 0;
-    site_out_release_if_empty(c);
     c->state = SITE_CS_LINGER;
-    c->linger_bytes = 0;
+    c->linger_shut = false;
+    c->linger_end_ms = w->now_ms + (uint64_t)atomic_load_explicit(&w->s->cfg.lingering_time_ms,
+                                                                  memory_order_relaxed);
     site_timer_set(c, SITE_T_LINGER);
-    linger_read(c); /* edge-triggered: what is already there brings no event */
+    linger_event(c); /* edge-triggered: what is already there brings no event */
 }
 
 void site_conn_timeout(struct site_conn *c)
@@ -352,8 +368,13 @@ void site_conn_timeout(struct site_conn *c)
     site_conn_close(c);
 }
 
-void site_conn_drain(struct site_conn *c)
+void site_conn_drain(struct site_conn *c, bool gentle)
 {
+    /* Gently, an HTTP/2 connection is left to end as usual (idle timeout,
+     * or the client closing it): even a GOAWAY notice makes clients such as
+     * h2load fail the requests they had yet to send on it. */
+    if (gentle && c->state != SITE_CS_H1)
+        return;
     if (c->state == SITE_CS_HANDSHAKE || c->state == SITE_CS_LINGER) {
         site_conn_close(c);
         return;
@@ -363,18 +384,29 @@ void site_conn_drain(struct site_conn *c)
         site_conn_flush(c);
         return;
     }
-    if (c->state == SITE_CS_H1 && !out_pending(c) && !c->h1_body)
+    if (c->state == SITE_CS_H1 && !out_pending(c) && !c->h1_body && !gentle)
         site_conn_close(c);
     else
-        c->h1_close_after = true;
+        c->h1_close_after = true; /* gently: after its next answer (Connection: close) */
 }
 
 /* ---- I/O ------------------------------------------------------------------ */
 
-static void update_timer(struct site_conn *c, bool progress)
+/*
+ * Only what a client cannot fake cheaply moves a deadline: response body
+ * bytes handed to the output (c->data_out) for the send timeout, a new request
+ * (c->nreq) for the idle timeout.  A PING or SETTINGS ACK sends bytes but is
+ * no progress, so a stalled stream (zero window) or an idle connection kept
+ * busy with PINGs still times out (nginx's send_timeout idea).
+ */
+static void update_timer(struct site_conn *c)
 {
+    bool progress = c->data_out != c->mark_data || c->nreq != c->mark_nreq;
+
     if (c->state == SITE_CS_CLOSED || c->state == SITE_CS_HANDSHAKE)
         return;
+    c->mark_data = c->data_out;
+    c->mark_nreq = c->nreq;
     if (out_pending(c) || c->h1_body) {
         if (c->tkind != SITE_T_SEND || progress)
             site_timer_set(c, SITE_T_SEND);
@@ -406,7 +438,6 @@ static int produce(struct site_conn *c)
 int site_conn_flush(struct site_conn *c)
 {
     struct site_worker *w = c->w;
-    bool progress = false;
 
     for (;;) {
         if (c->tls) {
@@ -443,7 +474,6 @@ int site_conn_flush(struct site_conn *c)
             }
             if (r == 0)
                 goto blocked;
-            progress = true;
         } else {
             if (c->out_off == c->out_len) {
                 c->out_off = c->out_len = 0;
@@ -463,7 +493,6 @@ int site_conn_flush(struct site_conn *c)
             }
             c->out_off += (uint32_t)n;
             w->wm.bytes_out += (uint64_t)n;
-            progress = true;
         }
     }
     site_out_release_if_empty(c);
@@ -474,7 +503,7 @@ int site_conn_flush(struct site_conn *c)
         return -1;
     }
     if (c->want_close || (c->state == SITE_CS_H2 && site_h2_idle(c) && c->h2_goaway) ||
-        (w->draining && c->state == SITE_CS_H1 && !c->h1_body && !c->in_len)) {
+        (w->draining && !w->gen->retiring && c->state == SITE_CS_H1 && !c->h1_body && !c->in_len)) {
         site_conn_close(c);
         return -1;
     }
@@ -482,10 +511,10 @@ int site_conn_flush(struct site_conn *c)
         site_conn_close(c); /* nghttp2 wants neither to read nor to write */
         return -1;
     }
-    update_timer(c, progress);
+    update_timer(c);
     return 0;
 blocked:
-    update_timer(c, progress);
+    update_timer(c);
     return 0;
 }
 
@@ -560,7 +589,7 @@ static void conn_read(struct site_conn *c)
             if (out_pending(c))
                 c->read_blocked = true; /* resumed once the output drained */
         }
-        if (!c->tls && (size_t)n < sizeof(w->inbuf))
+        if (!c->tls && (size_t)n < sizeof(w->inbuf) && !c->rdhup)
             break; /* short read: the socket is empty, a new edge comes with new data */
     }
 }
@@ -603,7 +632,7 @@ static void on_event(struct site_conn *c, uint32_t events)
             return;
         /* Reading stopped for back-pressure and the output drained meanwhile:
          * read on (edge-triggered, no new event would come). */
-        if (c->read_blocked && !out_pending(c) && c->in_len <= 65536) {
+        if (c->read_blocked && !out_pending(c) && c->in_len <= site_h1_in_limit(&c->w->s->cfg)) {
             c->read_blocked = false;
             events = EPOLLIN;
             continue;
@@ -617,11 +646,13 @@ void site_conn_on_event(struct site_conn *c, uint32_t events)
     if (c->state == SITE_CS_CLOSED)
         return;
     if (c->state == SITE_CS_LINGER) {
-        linger_read(c); /* any event: data, EOF, error or a spurious EPOLLOUT */
+        linger_event(c); /* any event: room to send, data, EOF or an error */
         return;
     }
     if (events & (EPOLLIN | EPOLLRDHUP))
         c->drained = false; /* a new edge: the socket has data again */
+    if (events & EPOLLRDHUP)
+        c->rdhup = true;
     on_event(c, events);
     stash_leftover(c);
 }

@@ -41,10 +41,15 @@ struct site_centry {
     char lastmod[32];
 };
 
+/* "Not there" entries (for .gz siblings) are few and small: a flood of
+ * requests for random names must not push real files out. */
+#define CACHE_MISSING_MAX 256
+
 struct site_cache {
     struct site_centry **buckets;
     size_t nbuckets;
     size_t bytes, max_bytes, max_file;
+    size_t nmissing, missing_bytes;  /* at most CACHE_MISSING_MAX and max_bytes / 16 */
     struct site_centry *head, *tail; /* least recently used first */
 };
 
@@ -136,6 +141,9 @@ void site_resp_init(struct site_resp *rs)
     rs->has_validators = rs->gz = rs->vary = rs->range = false;
     rs->ce = NULL;
     rs->fd = -1;
+    rs->nfiles = NULL;
+    rs->file = NULL;
+    rs->parked = false;
     rs->mem = NULL;
     rs->owned = NULL;
     rs->off = rs->len = rs->total = 0;
@@ -151,11 +159,11 @@ void site_resp_error(struct site_resp *rs, int status)
     rs->len = rs->total = strlen(rs->mem);
 }
 
-void site_resp_add_header(struct site_resp *rs, const char *name, const char *v, size_t vn)
+int site_resp_add_header(struct site_resp *rs, const char *name, const char *v, size_t vn)
 {
     size_t nn = strlen(name);
     if (rs->extra_len + nn + 2 + vn + 2 >= sizeof(rs->extra))
-        return;
+        return -ENOSPC;
     memcpy(rs->extra + rs->extra_len, name, nn);
     rs->extra_len += nn;
     memcpy(rs->extra + rs->extra_len, ": ", 2);
@@ -164,6 +172,7 @@ void site_resp_add_header(struct site_resp *rs, const char *name, const char *v,
     rs->extra_len += vn;
     memcpy(rs->extra + rs->extra_len, "\r\n", 2);
     rs->extra_len += 2;
+    return 0;
 }
 
 static void centry_unref(struct site_centry *e)
@@ -175,15 +184,32 @@ static void centry_unref(struct site_centry *e)
     free(e);
 }
 
+void site_resp_park(struct site_resp *rs)
+{
+    if (rs->fd < 0 || !rs->file)
+        return;
+    close(rs->fd);
+    atomic_fetch_sub_explicit(rs->nfiles, 1, memory_order_relaxed);
+    rs->fd = -1;
+    rs->parked = true;
+}
+
 void site_resp_free(struct site_resp *rs)
 {
     if (rs->ce)
         centry_unref(rs->ce);
-    if (rs->fd >= 0)
+    if (rs->fd >= 0) {
         close(rs->fd);
+        if (rs->nfiles)
+            atomic_fetch_sub_explicit(rs->nfiles, 1, memory_order_relaxed);
+    }
     free(rs->owned);
+    free(rs->file);
     rs->ce = NULL;
     rs->fd = -1;
+    rs->nfiles = NULL;
+    rs->file = NULL;
+    rs->parked = false;
     rs->owned = NULL;
     rs->mem = NULL;
 }
@@ -294,6 +320,20 @@ int site_path_normalize(const char *target, size_t n, char *out, size_t cap)
     return 0;
 }
 
+bool site_path_hidden(const char *rel)
+{
+    static const char wk[] = ".well-known/";
+    const char *p = rel;
+    if (strcmp(p, ".well-known") == 0)
+        return false;
+    if (strncmp(p, wk, sizeof(wk) - 1) == 0)
+        p += sizeof(wk) - 1;
+    for (; *p; p++)
+        if (*p == '.' && (p == rel || p[-1] == '/'))
+            return true;
+    return false;
+}
+
 static int open_beneath(int rootfd, const char *rel)
 {
     static _Atomic int no_openat2;
@@ -312,11 +352,14 @@ static int open_beneath(int rootfd, const char *rel)
     /* Old kernel: refuse every symlink on the way (stricter than needed). */
     {
         char buf[4096];
-        int dfd = dup(rootfd);
+        int dfd;
         char *save, *tok;
+        if (strlen(rel) >= sizeof(buf))
+            return -ENAMETOOLONG; /* truncated, it could name another file */
+        dfd = dup(rootfd);
         if (dfd < 0)
             return -errno;
-        snprintf(buf, sizeof(buf), "%s", rel);
+        memcpy(buf, rel, strlen(rel) + 1);
         for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
             int nfd = openat(dfd, tok, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
             int e = errno;
@@ -327,6 +370,54 @@ static int open_beneath(int rootfd, const char *rel)
         }
         return dfd;
     }
+}
+
+/*
+ * Open a file under the root within the site's descriptor budget: -EMFILE
+ * when connections and files already use it up (the rest of the limit is
+ * the daemon's reserve), so the caller answers 503 rather than starve the
+ * store and the control socket.  Counted in s->nfiles until file_close().
+ */
+static int file_open(struct site_worker *w, const char *rel)
+{
+    struct site *s = w->s;
+    int fd;
+    if (atomic_load_explicit(&s->nconns, memory_order_relaxed) +
+            atomic_load_explicit(&s->nfiles, memory_order_relaxed) >=
+        s->fd_budget)
+        return -EMFILE;
+    fd = open_beneath(w->rootfd, rel);
+    if (fd >= 0)
+        atomic_fetch_add_explicit(&s->nfiles, 1, memory_order_relaxed);
+    return fd;
+}
+
+static void file_close(struct site *s, int fd)
+{
+    close(fd);
+    atomic_fetch_sub_explicit(&s->nfiles, 1, memory_order_relaxed);
+}
+
+int site_resp_unpark(struct site_worker *w, struct site_resp *rs)
+{
+    struct stat st;
+    int fd;
+
+    if (!rs->parked)
+        return 0;
+    fd = file_open(w, rs->file);
+    if (fd < 0)
+        return fd;
+    /* The headers promised this file (ETag, length): refuse another one. */
+    if (fstat(fd, &st) < 0 || st.st_dev != rs->dev || st.st_ino != rs->ino ||
+        (uint64_t)st.st_size != rs->total || st.st_mtim.tv_sec != rs->mtim.tv_sec ||
+        st.st_mtim.tv_nsec != rs->mtim.tv_nsec) {
+        file_close(w->s, fd);
+        return -ESTALE;
+    }
+    rs->fd = fd;
+    rs->parked = false;
+    return 0;
 }
 
 /* ---- validators --------------------------------------------------------- */
@@ -490,6 +581,10 @@ static void cache_unlink(struct site_cache *c, struct site_centry *e)
     else
         c->tail = e->lprev;
     c->bytes -= e->size + e->path_len + sizeof(*e);
+    if (e->missing) {
+        c->nmissing--;
+        c->missing_bytes -= e->path_len + sizeof(*e);
+    }
     e->in_cache = false;
     centry_unref(e);
 }
@@ -530,6 +625,12 @@ static void cache_touch(struct site_cache *c, struct site_centry *e)
 static void cache_insert(struct site_cache *c, struct site_centry *e)
 {
     size_t cost = e->size + e->path_len + sizeof(*e);
+    if (e->missing) {
+        if (c->nmissing >= CACHE_MISSING_MAX || c->missing_bytes + cost > c->max_bytes / 16)
+            return; /* not remembered: the next request looks again */
+        c->nmissing++;
+        c->missing_bytes += cost;
+    }
     while (c->head && c->bytes + cost > c->max_bytes)
         cache_unlink(c, c->head);
     if (cost > c->max_bytes)
@@ -581,7 +682,7 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
 
     *out = NULL;
     *fd = -1;
-    if (w->s->rootfd < 0)
+    if (w->rootfd < 0)
         return -ENOENT;
     if (e) {
         if (w->now_ms - e->checked_ms < CACHE_CHECK_MS) {
@@ -594,8 +695,8 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
         }
         /* Stale: same inode, size and mtime means same content (it was
          * reached safely before); anything else is looked up afresh. */
-        if (fstatat(w->s->rootfd, rel[0] ? rel : ".", st, 0) == 0 ? !e->missing && same_file(e, st)
-                                                                  : e->missing) {
+        if (fstatat(w->rootfd, rel[0] ? rel : ".", st, 0) == 0 ? !e->missing && same_file(e, st)
+                                                               : e->missing) {
             e->checked_ms = w->now_ms;
             cache_touch(c, e);
             if (e->missing)
@@ -606,7 +707,7 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
         }
         cache_unlink(c, e);
     }
-    f = open_beneath(w->s->rootfd, rel);
+    f = file_open(w, rel);
     if (f < 0) {
         if (f == -ENOENT || f == -ENOTDIR) {
             /* Remember misses only for .gz siblings, asked for on every request. */
@@ -627,15 +728,15 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
     }
     if (fstat(f, st) < 0) {
         int e2 = -errno;
-        close(f);
+        file_close(w->s, f);
         return e2;
     }
     if (S_ISDIR(st->st_mode)) {
-        close(f);
+        file_close(w->s, f);
         return -EISDIR;
     }
     if (!S_ISREG(st->st_mode)) {
-        close(f);
+        file_close(w->s, f);
         return -ENOENT;
     }
     if ((size_t)st->st_size > c->max_file) {
@@ -655,13 +756,13 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
-            close(f);
+            file_close(w->s, f);
             centry_unref(e);
             return -EIO;
         }
         got += (size_t)r;
     }
-    close(f);
+    file_close(w->s, f);
     e->checked_ms = w->now_ms;
     cache_insert(c, e);
     *out = e;
@@ -682,23 +783,58 @@ static bool has_gz_sibling(struct site_worker *w, const char *rel, struct site_c
 
 /* ---- serving -------------------------------------------------------------- */
 
-static void redirect_dir(struct site_resp *rs, const struct site_req *rq)
+/* Bytes a path segment may carry as they are (RFC 3986 pchar minus '%'). */
+static bool pchar_plain(unsigned char ch)
 {
-    /* Location: the target as sent, with a '/' inserted before any query. */
-    char loc[4200];
-    const char *t = rq->target.p;
-    size_t n = rq->target.n, q = 0;
-    while (q < n && t[q] != '?')
-        q++;
-    if (n + 2 > sizeof(loc)) {
-        site_resp_error(rs, 414);
-        return;
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           strchr("-._~!$&'()*+,;=:@/", ch) != NULL;
+}
+
+/*
+ * 301 to the directory with a slash.  Location is built from the normalised
+ * path, percent-encoded, never from the raw target: "//evil.example/..%2Fimg"
+ * must not become a protocol-relative URL to another host, nor an
+ * absolute-form target's host reach the header.  The normalised path has no
+ * empty segment, so "/" + path never starts with "//" (and '\' is encoded).
+ * The query is kept, with anything but visible ASCII encoded.
+ */
+static void redirect_dir(struct site_worker *w, struct site_resp *rs, const struct site_req *rq,
+                         const char *rel)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const char *q = memchr(rq->target.p, '?', rq->target.n);
+    size_t qn = q ? rq->target.n - (size_t)(q - rq->target.p) : 0;
+    size_t cap = 3 * (strlen(rel) + qn) + 4, n = 0;
+    char *loc = site_xmalloc(cap);
+
+    loc[n++] = '/';
+    for (const unsigned char *p = (const unsigned char *)rel; *p; p++) {
+        if (pchar_plain(*p)) {
+            loc[n++] = (char)*p;
+        } else {
+            loc[n++] = '%';
+            loc[n++] = hex[*p >> 4];
+            loc[n++] = hex[*p & 15];
+        }
     }
-    memcpy(loc, t, q);
-    loc[q] = '/';
-    memcpy(loc + q + 1, t + q, n - q);
+    loc[n++] = '/';
+    for (size_t i = 0; i < qn; i++) {
+        unsigned char ch = (unsigned char)q[i];
+        if (ch > 0x20 && ch < 0x7f && ch != '#') {
+            loc[n++] = (char)ch;
+        } else {
+            loc[n++] = '%';
+            loc[n++] = hex[ch >> 4];
+            loc[n++] = hex[ch & 15];
+        }
+    }
     site_resp_error(rs, 301);
-    site_resp_add_header(rs, "Location", loc, n + 1);
+    if (site_resp_add_header(rs, "Location", loc, n) < 0) {
+        /* Never a 301 without Location: refuse, and say why. */
+        site_resp_error(rs, 414);
+        site_warn(w, "site: directory redirect for a %zu-byte target does not fit; 414", n);
+    }
+    free(loc);
 }
 
 void site_files_serve(struct site_worker *w, const struct site_req *rq, struct site_resp *rs)
@@ -708,13 +844,14 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
     int fd = -1, gfd = -1, r;
     struct stat st, gst;
     size_t n;
-    bool use_gz = false;
+    bool use_gz = false, index;
     uint64_t size;
     time_t mtime;
     const char *etag;
     char etag_buf[48];
 
     site_resp_init(rs);
+    site_root_follow(w);
     if (rq->method == SITE_M_OTHER) {
         site_resp_error(rs, 405);
         site_resp_add_header(rs, "Allow", "GET, HEAD", 9);
@@ -728,16 +865,38 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
         site_resp_error(rs, 400);
         return;
     }
+    /* A checkout as root must not hand out .git/ or .env. */
+    if (!atomic_load_explicit(&w->s->cfg.dotfiles_allow, memory_order_relaxed) &&
+        site_path_hidden(rel)) {
+        site_resp_error(rs, 404);
+        return;
+    }
     n = strlen(rel);
-    if (n == 0 || rel[n - 1] == '/')
+    index = n == 0 || rel[n - 1] == '/';
+    if (index)
         memcpy(rel + n, "index.html", 11);
     r = lookup(w, rel, &ce, &fd, &st);
+    if (r == -EISDIR && index) {
+        /* A directory named index.html: redirecting would loop. */
+        site_resp_error(rs, 500);
+        site_warn(w, "site: /%s is a directory, not an index file; 500", rel);
+        return;
+    }
     if (r == -EISDIR) {
-        redirect_dir(rs, rq);
+        redirect_dir(w, rs, rq, rel);
+        return;
+    }
+    if (r == -EMFILE || r == -ENFILE) {
+        /* Out of descriptors is not "not found": tell the client to retry. */
+        site_resp_error(rs, 503);
+        site_resp_add_header(rs, "Retry-After", "1", 1);
         return;
     }
     if (r < 0) {
-        site_resp_error(rs, r == -EACCES || r == -EPERM ? 403 : r == -EIO ? 500 : 404);
+        site_resp_error(rs, r == -EACCES || r == -EPERM ? 403
+                            : r == -EIO                 ? 500
+                            : r == -ENAMETOOLONG        ? 414
+                                                        : 404);
         return;
     }
     /* A .gz sibling, when the client takes gzip and asks no range. */
@@ -750,7 +909,7 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
             if (ce)
                 centry_unref(ce);
             if (fd >= 0)
-                close(fd);
+                file_close(w->s, fd);
             ce = gce;
             fd = gfd;
             st = gst;
@@ -760,7 +919,7 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
             if (gce)
                 centry_unref(gce);
             if (gfd >= 0)
-                close(gfd);
+                file_close(w->s, gfd);
         }
     }
     if (ce) {
@@ -781,6 +940,12 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
         if (!use_gz)
             rs->ctype = site_mime_type(rel);
         rs->fd = fd;
+        rs->nfiles = &w->s->nfiles;
+        rs->file = site_xmalloc(strlen(rel) + 4);
+        snprintf(rs->file, strlen(rel) + 4, "%s%s", rel, use_gz ? ".gz" : "");
+        rs->dev = st.st_dev;
+        rs->ino = st.st_ino;
+        rs->mtim = st.st_mtim;
         site_http_date(mtime, rs->lastmod, sizeof(rs->lastmod));
     }
     rs->status = 200;

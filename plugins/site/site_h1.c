@@ -10,7 +10,17 @@
 
 #include "site.h"
 
-#define IN_MAX_BUFFERED 65536 /* stop reading past this much unparsed input */
+/*
+ * Unparsed input is buffered up to this much, then reading stops until the
+ * output drains.  It must exceed the largest request head the settings
+ * allow, or a head above it would neither parse nor reach the parser's 431
+ * and would sit until the header timeout.
+ */
+size_t site_h1_in_limit(const struct site_config *cfg)
+{
+    size_t head = (size_t)cfg->max_header_size + (size_t)cfg->max_request_line + 4;
+    return head > 65536 ? head : 65536;
+}
 
 static bool name_is(const char *p, size_t n, const char *lit, size_t ln)
 {
@@ -53,11 +63,18 @@ bool site_accepts_gzip(const char *p, size_t n)
     return false;
 }
 
+/* RFC 9110 5.6.2 token characters (methods, header names). */
+static bool is_tchar(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
 static struct site_str trim(const char *p, size_t n)
 {
     while (n && (*p == ' ' || *p == '\t'))
         p++, n--;
-    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r'))
+    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
         n--;
     return (struct site_str){p, n};
 }
@@ -116,6 +133,9 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
     if (!sp2 || sp2 == sp1 + 1)
         return -400;
     rq->method_s = (struct site_str){line, (size_t)(sp1 - line)};
+    for (i = 0; i < rq->method_s.n; i++)
+        if (!is_tchar((unsigned char)line[i]))
+            return -400;
     rq->target = (struct site_str){sp1 + 1, (size_t)(sp2 - sp1 - 1)};
     {
         const char *v = sp2 + 1;
@@ -159,15 +179,17 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
         if (!colon || colon == p)
             return -400;
         name = (struct site_str){p, (size_t)(colon - p)};
-        for (size_t k = 0; k < name.n; k++) {
-            char ch = name.p[k];
-            if (ch <= ' ' || ch == 0x7f)
+        for (size_t k = 0; k < name.n; k++)
+            if (!is_tchar((unsigned char)name.p[k]))
+                return -400;
+        val = trim(colon + 1, ln - (size_t)(colon + 1 - p));
+        /* Control bytes (a bare CR, NUL, ESC) in a value: refused, never
+         * passed on to a log or a redirect (RFC 9110 5.5). */
+        for (size_t k = 0; k < val.n; k++) {
+            unsigned char ch = (unsigned char)val.p[k];
+            if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
                 return -400;
         }
-        val = trim(colon + 1, ln - (size_t)(colon + 1 - p));
-        for (size_t k = 0; k < val.n; k++)
-            if (val.p[k] == 0)
-                return -400;
         switch (name.n) {
         case 4:
             if (name_is(name.p, name.n, "host", 4)) {
@@ -199,6 +221,8 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
             break;
         case 14:
             if (name_is(name.p, name.n, "content-length", 14)) {
+                if (val.n == 0)
+                    return -400; /* empty: no length at all (RFC 9110 8.6) */
                 for (size_t k = 0; k < val.n; k++) {
                     if (val.p[k] < '0' || val.p[k] > '9')
                         return -400;
@@ -334,6 +358,7 @@ static void respond(struct site_conn *c, const struct site_req *rq, struct site_
             return;
         }
         c->out_len += (uint32_t)r;
+        c->data_out += (uint64_t)r;
         site_resp_free(rs);
         if (!keep)
             c->want_close = true;
@@ -435,7 +460,7 @@ void site_h1_on_data(struct site_conn *c, const char *data, size_t n)
         size_t used = process(c, data, n);
         stash(c, data + used, n - used);
     }
-    if (c->in_len > IN_MAX_BUFFERED)
+    if (c->in_len > site_h1_in_limit(&c->w->s->cfg))
         c->read_blocked = true;
 }
 
@@ -455,6 +480,7 @@ int site_h1_produce(struct site_conn *c)
             return 1;
         }
         c->out_len += (uint32_t)r;
+        c->data_out += (uint64_t)r;
         if (c->h1_body->len > 0)
             return 0;
         site_resp_free(c->h1_body);
@@ -467,7 +493,7 @@ int site_h1_produce(struct site_conn *c)
     }
     if (c->in_len && !c->want_close) {
         process_stashed(c);
-        if (c->in_len <= IN_MAX_BUFFERED)
+        if (c->in_len <= site_h1_in_limit(&c->w->s->cfg))
             c->read_blocked = false;
         return c->h1_body ? 0 : 1;
     }

@@ -22,6 +22,8 @@ struct h2_stream {
     int32_t id;
     uint32_t hdr_bytes;
     bool accept_gzip, responded, refused;
+    bool has_file; /* holds one of the connection's SITE_CONN_FILES */
+    bool waiting;  /* deferred until a file slot frees */
     struct h2_str method, path, authority, host, inm, ims, range, if_range;
     char *buf;
     uint32_t buf_len, buf_cap;
@@ -217,8 +219,21 @@ static struct h2_stream *stream_new(struct site_conn *c, int32_t id)
     return st;
 }
 
+/* The stream's body file is done with (sent, or the stream is going). */
+static void stream_drop_file(struct site_conn *c, struct h2_stream *st)
+{
+    site_resp_park(&st->resp);
+    if (st->has_file) {
+        st->has_file = false;
+        c->files--;
+    }
+}
+
 static void stream_free(struct site_conn *c, struct h2_stream *st)
 {
+    stream_drop_file(c, st);
+    if (st->waiting)
+        c->h2_waiting--;
     if (st->prev)
         st->prev->next = st->next;
     else
@@ -327,15 +342,51 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
     return 0;
 }
 
+/*
+ * Called by nghttp2 only when the stream's and the connection's windows let
+ * it send: the moment a parked body file is (re)opened, within the
+ * connection's budget.  Past it the stream waits (DEFERRED) until another
+ * stream's file closes (resume_waiting).
+ */
 static ssize_t on_read(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t length,
                        uint32_t *flags, nghttp2_data_source *source, void *user)
 {
+    struct site_conn *c = user;
     struct h2_stream *st = source->ptr;
-    size_t n = st->resp.len < length ? (size_t)st->resp.len : length;
+    size_t n;
+
+    if (st->resp.parked) {
+        int r = c->files < SITE_CONN_FILES ? site_resp_unpark(c->w, &st->resp) : -EMFILE;
+        if (r == -EMFILE || r == -ENFILE) {
+            if (!st->waiting)
+                c->h2_waiting++;
+            st->waiting = true;
+            return NGHTTP2_ERR_DEFERRED;
+        }
+        if (r < 0)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the file changed: reset */
+        st->has_file = true;
+        c->files++;
+    }
+    n = st->resp.len < length ? (size_t)st->resp.len : length;
     *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
     if (n == st->resp.len)
         *flags |= NGHTTP2_DATA_FLAG_EOF;
     return (ssize_t)n;
+}
+
+/* Give freed file slots to deferred streams. */
+static void resume_waiting(struct site_conn *c)
+{
+    int room = SITE_CONN_FILES - c->files;
+    for (struct h2_stream *st = c->h2_streams; st && room > 0; st = st->next) {
+        if (!st->waiting)
+            continue;
+        st->waiting = false;
+        c->h2_waiting--;
+        if (nghttp2_session_resume_data(c->h2, st->id) == 0)
+            room--;
+    }
 }
 
 static int on_send_data(nghttp2_session *h2, nghttp2_frame *frame, const uint8_t *framehd,
@@ -355,6 +406,9 @@ static int on_send_data(nghttp2_session *h2, nghttp2_frame *frame, const uint8_t
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
     }
     c->out_len += (uint32_t)length;
+    c->data_out += length;
+    if (st->resp.len == 0)
+        stream_drop_file(c, st); /* all read: the slot goes to a waiting stream */
     return 0;
 }
 
@@ -460,6 +514,19 @@ static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
         site_resp_free(rs);
         nghttp2_submit_response(c->h2, st->id, nv, nnv, NULL);
     } else {
+        /* Keep the file open only when the stream can send now and the
+         * connection has a slot: a client that never opens its window
+         * (SETTINGS_INITIAL_WINDOW_SIZE=0) holds no descriptor. */
+        if (rs->fd >= 0) {
+            if (c->files < SITE_CONN_FILES &&
+                nghttp2_session_get_stream_remote_window_size(c->h2, st->id) > 0 &&
+                nghttp2_session_get_remote_window_size(c->h2) > 0) {
+                st->has_file = true;
+                c->files++;
+            } else {
+                site_resp_park(rs);
+            }
+        }
         nghttp2_submit_response(c->h2, st->id, nv, nnv, &prd);
     }
     free(extra_vals);
@@ -553,7 +620,10 @@ int site_h2_produce(struct site_conn *c)
 {
     while (c->out_len < SITE_OUT_HIGH) {
         const uint8_t *data;
-        ssize_t n = nghttp2_session_mem_send(c->h2, &data);
+        ssize_t n;
+        if (c->h2_waiting && c->files < SITE_CONN_FILES)
+            resume_waiting(c);
+        n = nghttp2_session_mem_send(c->h2, &data);
         if (n < 0)
             return -1;
         if (n == 0)

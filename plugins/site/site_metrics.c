@@ -187,6 +187,28 @@ void site_metrics_tick(struct site_worker *w)
     }
 }
 
+/* Copy @p n bytes for a log line: visible ASCII as is, anything else (control
+ * bytes, a quote, a backslash, bytes above 0x7e) as \xHH, so a request cannot
+ * forge log lines or send escape sequences to a terminal.  Truncated to cap. */
+static const char *log_escape(const char *p, size_t n, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (size_t i = 0; p && i < n && o + 5 < cap; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if (ch > 0x20 && ch < 0x7f && ch != '\\' && ch != '"') {
+            out[o++] = (char)ch;
+        } else {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[ch >> 4];
+            out[o++] = hex[ch & 15];
+        }
+    }
+    out[o] = 0;
+    return out;
+}
+
 void site_access_log(struct site_conn *c, const struct site_req *rq, int status, uint64_t bytes,
                      const char *proto)
 {
@@ -194,6 +216,7 @@ void site_access_log(struct site_conn *c, const struct site_req *rq, int status,
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     char peer[INET6_ADDRSTRLEN] = "-";
+    char method[64], target[2048], host[300];
 
     if (!atomic_load_explicit(&s->cfg.access_log, memory_order_relaxed))
         return;
@@ -204,8 +227,8 @@ void site_access_log(struct site_conn *c, const struct site_req *rq, int status,
             inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, peer, sizeof(peer));
     }
     /* One fprintf: stdio locks the stream, so lines of workers never mix. */
-    fprintf(stderr, "site access: %s %.*s %.*s %s %d %llu host=%.*s\n", peer, (int)rq->method_s.n,
-            rq->method_s.p ? rq->method_s.p : "", (int)rq->target.n,
-            rq->target.p ? rq->target.p : "", proto, status, (unsigned long long)bytes,
-            (int)rq->host.n, rq->host.p ? rq->host.p : "");
+    fprintf(stderr, "site access: %s %s %s %s %d %llu host=%s\n", peer,
+            log_escape(rq->method_s.p, rq->method_s.n, method, sizeof(method)),
+            log_escape(rq->target.p, rq->target.n, target, sizeof(target)), proto, status,
+            (unsigned long long)bytes, log_escape(rq->host.p, rq->host.n, host, sizeof(host)));
 }

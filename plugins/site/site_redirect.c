@@ -131,12 +131,16 @@ void site_redirect_serve(struct site_worker *w, const struct site_req *rq, struc
         site_resp_error(rs, 400);
         return;
     }
-    if (s->cfg.https_port == 443)
+    int port = atomic_load_explicit(&s->cfg.https_port, memory_order_relaxed);
+    if (port == 443)
         ln = snprintf(loc, sizeof(loc), "https://%s%.*s", host, (int)rq->target.n, rq->target.p);
     else
-        ln = snprintf(loc, sizeof(loc), "https://%s:%d%.*s", host, s->cfg.https_port,
-                      (int)rq->target.n, rq->target.p);
+        ln = snprintf(loc, sizeof(loc), "https://%s:%d%.*s", host, port, (int)rq->target.n,
+                      rq->target.p);
     site_resp_error(rs, 301);
-    if (ln > 0 && (size_t)ln < sizeof(loc))
-        site_resp_add_header(rs, "Location", loc, (size_t)ln);
+    if (ln <= 0 || (size_t)ln >= sizeof(loc) ||
+        site_resp_add_header(rs, "Location", loc, (size_t)ln) < 0) {
+        site_resp_error(rs, 414); /* never a 301 without Location */
+        site_warn(w, "site: redirect for a %zu-byte target does not fit; 414", rq->target.n);
+    }
 }

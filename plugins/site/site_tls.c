@@ -7,15 +7,6 @@
 
 #include "site.h"
 
-static int on_client_hello(gnutls_session_t session, unsigned htype, unsigned when,
-                           unsigned incoming, const gnutls_datum_t *msg)
-{
-    struct site_conn *c = gnutls_session_get_ptr(session);
-    if (c && !c->t_hello_ns)
-        c->t_hello_ns = site_now_ns();
-    return 0;
-}
-
 int site_tls_setup(struct site_conn *c)
 {
     struct site *s = c->w->s;
@@ -37,8 +28,6 @@ int site_tls_setup(struct site_conn *c)
         return -1;
     }
     gnutls_session_set_ptr(c->session, c);
-    gnutls_handshake_set_hook_function(c->session, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_PRE,
-                                       on_client_hello);
     /* Our own transport: one recv() per readable edge into the worker's
      * read-ahead, and records gathered so a response leaves in one send(). */
     gnutls_transport_set_ptr(c->session, c);
@@ -53,6 +42,11 @@ int site_tls_setup(struct site_conn *c)
 
 int site_tls_handshake(struct site_conn *c)
 {
+    /* Timed from the first step with data, i.e. the ClientHello (the
+     * listener defers accept until it is there); the ClientHello hook is the
+     * bundle's (previous ticket keys). */
+    if (!c->t_hello_ns)
+        c->t_hello_ns = site_now_ns();
     for (int tries = 0; tries < 16; tries++) {
         int r = gnutls_handshake(c->session);
         if (r == 0) {

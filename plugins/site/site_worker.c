@@ -6,9 +6,11 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,20 @@ void site_worker_update_date(struct site_worker *w, time_t now)
     w->date_len = (size_t)site_http_date(now, w->date, sizeof(w->date));
 }
 
+void site_warn(struct site_worker *w, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    if (w->warn_ms && w->now_ms - w->warn_ms < 1000)
+        return;
+    w->warn_ms = w->now_ms;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    SITE_LOG(w->s, TLSBOX_LOG_WARN, "%s", msg);
+}
+
 /* ---- timers -------------------------------------------------------------- */
 
 static int timeout_ms(const struct site *s, enum site_timer_kind k)
@@ -63,7 +79,7 @@ static int timeout_ms(const struct site *s, enum site_timer_kind k)
     case SITE_T_SEND:
         return atomic_load_explicit(&s->cfg.send_timeout_ms, memory_order_relaxed);
     case SITE_T_LINGER:
-        return SITE_LINGER_MS;
+        return atomic_load_explicit(&s->cfg.lingering_timeout_ms, memory_order_relaxed);
     default:
         return 0;
     }
@@ -95,6 +111,27 @@ void site_timer_set(struct site_conn *c, enum site_timer_kind k)
     else
         w->tl[k].head = c;
     w->tl[k].tail = c;
+}
+
+/*
+ * A timeout lowered live: the connections already in the list keep their
+ * later deadlines, and a new one appended behind them would never reach the
+ * head in time (expiry only looks at the heads).  So pull every deadline in
+ * to now + the new value; min() keeps the list sorted, and later appends come
+ * after.  Raising a timeout needs nothing: new deadlines are later anyway.
+ */
+static void timers_follow_settings(struct site_worker *w)
+{
+    for (int k = 1; k < SITE_T_MAX; k++) {
+        int ms = timeout_ms(w->s, (enum site_timer_kind)k);
+        if (ms < w->tl_ms[k]) {
+            uint64_t cap = w->now_ms + (uint64_t)ms;
+            for (struct site_conn *c = w->tl[k].head; c; c = c->tnext)
+                if (c->deadline_ms > cap)
+                    c->deadline_ms = cap;
+        }
+        w->tl_ms[k] = ms;
+    }
 }
 
 static int next_timeout(struct site_worker *w)
@@ -138,134 +175,78 @@ static size_t snapshot(struct site_worker *w, struct site_conn ***out)
 
 /* ---- listeners ------------------------------------------------------------ */
 
-static int make_listener(struct site *s, const char *addr, int port, bool tls)
+/* The shared listeners into this worker's epoll (EPOLLEXCLUSIVE: one worker
+ * wakes per connection), or out of it (draining, paused). */
+static int listeners_watch(struct site_worker *w, bool on)
 {
-    union {
-        struct sockaddr sa;
-        struct sockaddr_in in4;
-        struct sockaddr_in6 in6;
-    } u;
-    socklen_t len;
-    char a[64];
-    int fd, one = 1, r;
-    size_t n = strlen(addr);
-
-    memset(&u, 0, sizeof(u));
-    if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']' && n - 2 < sizeof(a)) {
-        memcpy(a, addr + 1, n - 2);
-        a[n - 2] = 0;
-    } else {
-        snprintf(a, sizeof(a), "%s", addr);
+    for (size_t i = 0; i < w->lst->n; i++) {
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.u64 = i};
+        if (epoll_ctl(w->ep, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, w->lst->v[i].fd, &ev) < 0 && on)
+            return -errno;
     }
-    if (inet_pton(AF_INET, a, &u.in4.sin_addr) == 1) {
-        u.in4.sin_family = AF_INET;
-        u.in4.sin_port = htons((uint16_t)port);
-        len = sizeof(u.in4);
-    } else if (inet_pton(AF_INET6, a, &u.in6.sin6_addr) == 1) {
-        u.in6.sin6_family = AF_INET6;
-        u.in6.sin6_port = htons((uint16_t)port);
-        len = sizeof(u.in6);
-    } else {
-        SITE_LOG(s, TLSBOX_LOG_ERR, "site.bind: '%s' is not an IPv4 or IPv6 address", addr);
-        return -EINVAL;
-    }
-    fd = socket(u.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-    if (u.sa.sa_family == AF_INET6)
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-    if (tls) {
-        /* Wake us only when the ClientHello is there. */
-        int secs = 5;
-        setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs));
-    }
-    if (bind(fd, &u.sa, len) < 0 || listen(fd, 4096) < 0) {
-        r = -errno;
-        close(fd);
-        return r;
-    }
-    return fd;
-}
-
-static int worker_listen(struct site_worker *w)
-{
-    struct site *s = w->s;
-    const struct site_config *cfg = &s->cfg;
-    int ports[2] = {cfg->https_port, cfg->http_port};
-
-    w->listen_fds = site_xcalloc(cfg->nbind * 2, sizeof(int));
-    w->listen_tls = site_xcalloc(cfg->nbind * 2, sizeof(bool));
-    for (size_t i = 0; i < cfg->nbind; i++) {
-        for (int p = 0; p < 2; p++) {
-            int fd;
-            struct epoll_event ev = {.events = EPOLLIN};
-            if (ports[p] <= 0)
-                continue;
-            fd = make_listener(s, cfg->bind[i], ports[p], p == 0);
-            if (fd < 0) {
-                /* The default "::" on a host without IPv6 is not an error. */
-                if (strchr(cfg->bind[i], ':') && (fd == -EAFNOSUPPORT || fd == -EADDRNOTAVAIL)) {
-                    if (w->id == 0)
-                        SITE_LOG(s, TLSBOX_LOG_WARN, "site.bind: %s port %d: %s (skipped)",
-                                 cfg->bind[i], ports[p], strerror(-fd));
-                    continue;
-                }
-                SITE_LOG(s, TLSBOX_LOG_ERR, "site.bind: cannot listen on %s port %d: %s",
-                         cfg->bind[i], ports[p], strerror(-fd));
-                return fd;
-            }
-            ev.data.u64 = w->nlisten;
-            if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
-                close(fd);
-                return -errno;
-            }
-            w->listen_fds[w->nlisten] = fd;
-            w->listen_tls[w->nlisten] = p == 0;
-            w->nlisten++;
-        }
-    }
-    if (w->nlisten == 0) {
-        SITE_LOG(s, TLSBOX_LOG_ERR, "site.bind: no address could be bound");
-        return -EADDRNOTAVAIL;
-    }
+    w->listening = on;
     return 0;
-}
-
-static void close_listeners(struct site_worker *w)
-{
-    for (size_t i = 0; i < w->nlisten; i++)
-        if (w->listen_fds[i] >= 0) {
-            close(w->listen_fds[i]);
-            w->listen_fds[i] = -1;
-        }
 }
 
 /* Take the listeners off epoll (on) or put them back (off). */
 static void listeners_pause(struct site_worker *w, bool on)
 {
-    for (size_t i = 0; i < w->nlisten; i++) {
-        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = i};
-        if (w->listen_fds[i] < 0)
-            continue;
-        if (epoll_ctl(w->ep, on ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, w->listen_fds[i], &ev) < 0 && !on)
-            SITE_LOG(w->s, TLSBOX_LOG_ERR, "accept: cannot resume listener %zu: %s", i,
-                     strerror(errno));
-    }
+    if (!w->draining && listeners_watch(w, !on) < 0)
+        SITE_LOG(w->s, TLSBOX_LOG_ERR, "accept: cannot resume the listeners: %s", strerror(errno));
     w->accept_paused = on;
     if (on)
         w->accept_resume_ms = w->now_ms + ACCEPT_PAUSE_MS;
 }
 
+/* The bucket of a client address: IPv4, or the /64 of IPv6 (one host gets
+ * a whole /64); -1 for anything else. */
+static int ip_bucket(const struct sockaddr_storage *ss)
+{
+    const unsigned char *p;
+    size_t n;
+    uint32_t h = 2166136261u;
+
+    if (ss->ss_family == AF_INET) {
+        p = (const unsigned char *)&((const struct sockaddr_in *)ss)->sin_addr;
+        n = 4;
+    } else if (ss->ss_family == AF_INET6) {
+        p = (const unsigned char *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+        n = 8;
+        if (IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)p)) {
+            p += 12;
+            n = 4;
+        }
+    } else {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return (int)(h % SITE_IP_BUCKETS);
+}
+
+/* Count a connection from bucket @p b; false (not counted) past the limit. */
+static bool ip_take(struct site *s, int b)
+{
+    int max = atomic_load_explicit(&s->cfg.max_conns_per_ip, memory_order_relaxed);
+    if (b < 0)
+        return true;
+    if (atomic_fetch_add_explicit(&s->ip_conns[b], 1, memory_order_relaxed) >= max) {
+        atomic_fetch_sub_explicit(&s->ip_conns[b], 1, memory_order_relaxed);
+        return false;
+    }
+    return true;
+}
+
 static void on_accept(struct site_worker *w, size_t idx)
 {
     struct site *s = w->s;
-    int lfd = w->listen_fds[idx];
+    int lfd = w->lst->v[idx].fd;
 
-    for (int i = 0; i < ACCEPT_BATCH && lfd >= 0 && !w->accept_paused; i++) {
-        int one = 1;
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    for (int i = 0; i < ACCEPT_BATCH && w->listening && !w->accept_paused; i++) {
+        int one = 1, b;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE) {
                 int e = errno;
@@ -277,18 +258,52 @@ static void on_accept(struct site_worker *w, size_t idx)
                 }
                 listeners_pause(w, true);
             }
-            break;
+            break; /* EAGAIN: another worker took it, or the queue is empty */
         }
+        /* Past max_connections, or past the descriptors the site may use
+         * (the rest is the daemon's reserve): close at once. */
         if (atomic_fetch_add_explicit(&s->nconns, 1, memory_order_relaxed) >=
-            s->cfg.max_connections) {
+                s->cfg.max_connections ||
+            atomic_load_explicit(&s->nconns, memory_order_relaxed) +
+                    atomic_load_explicit(&s->nfiles, memory_order_relaxed) >
+                s->fd_budget) {
+            atomic_fetch_sub_explicit(&s->nconns, 1, memory_order_relaxed);
+            s->host->metric_add(s->m.conns_refused, 1);
+            close(fd);
+            continue;
+        }
+        b = ip_bucket(&ss);
+        if (!ip_take(s, b)) {
+            /* One client must not take every slot (idle h2 kept by PINGs). */
             atomic_fetch_sub_explicit(&s->nconns, 1, memory_order_relaxed);
             s->host->metric_add(s->m.conns_refused, 1);
             close(fd);
             continue;
         }
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        site_conn_accept(w, fd, w->listen_tls[idx]);
+        site_conn_accept(w, fd, w->lst->v[idx].tls, b);
     }
+}
+
+/* ---- the root ------------------------------------------------------------- */
+
+/* site.root changed (or first run): take a dup() of the new root and forget
+ * the cache, whose paths were relative to the old one. */
+void site_root_follow(struct site_worker *w)
+{
+    struct site *s = w->s;
+    unsigned g = atomic_load(&s->root_gen);
+
+    if (g == w->root_gen)
+        return;
+    pthread_mutex_lock(&s->root_lock);
+    if (w->rootfd >= 0)
+        close(w->rootfd);
+    w->rootfd = s->rootfd >= 0 ? fcntl(s->rootfd, F_DUPFD_CLOEXEC, 0) : -1;
+    w->root_gen = atomic_load(&s->root_gen);
+    pthread_mutex_unlock(&s->root_lock);
+    site_cache_free(w->cache);
+    w->cache = site_cache_new(s->cfg.cache_bytes / (size_t)w->gen->nworkers, s->cfg.cache_max_file);
 }
 
 /* ---- the loop -------------------------------------------------------------- */
@@ -302,10 +317,39 @@ static void start_drain(struct site_worker *w)
         return;
     w->draining = true;
     w->drain_deadline_ms = w->now_ms + (uint64_t)w->s->cfg.stop_timeout_ms;
-    close_listeners(w);
+    if (w->gen->retiring)
+        w->drain_deadline_ms = w->now_ms + SITE_RETIRE_MS +
+                               (uint64_t)timeout_ms(w->s, SITE_T_IDLE) +
+                               (uint64_t)w->s->cfg.stop_timeout_ms;
+    if (w->listening)
+        listeners_watch(w, false);
+    /* The last worker out closes the listeners at once (no epoll watches
+     * them any more): a port given up by a live change refuses connections
+     * now, not when the drain ends.  A kept port lives on in the new
+     * generation's copy. */
+    if (atomic_fetch_add(&w->gen->unwatched, 1) + 1 == w->gen->nworkers)
+        site_listeners_close(&w->gen->lst);
     n = snapshot(w, &v);
     for (size_t i = 0; i < n; i++)
-        site_conn_drain(v[i]);
+        site_conn_drain(v[i], w->gen->retiring);
+    free(v);
+}
+
+/* The daemon stops while this generation drains gently: drain as at stop. */
+static void hurry_drain(struct site_worker *w)
+{
+    struct site_conn **v;
+    size_t n;
+    uint64_t dl = w->now_ms + (uint64_t)w->s->cfg.stop_timeout_ms;
+
+    if (w->hurried || !w->draining)
+        return;
+    w->hurried = true;
+    if (dl < w->drain_deadline_ms)
+        w->drain_deadline_ms = dl;
+    n = snapshot(w, &v);
+    for (size_t i = 0; i < n; i++)
+        site_conn_drain(v[i], false);
     free(v);
 }
 
@@ -332,6 +376,8 @@ static void *worker_main(void *arg)
     w->now_ms = site_now_ms();
     w->last_tick_ms = w->now_ms;
     site_worker_update_date(w, time(NULL));
+    timers_follow_settings(w);
+    site_root_follow(w);
 
     for (;;) {
         int n = epoll_wait(w->ep, evs, MAX_EVENTS, next_timeout(w));
@@ -339,6 +385,8 @@ static void *worker_main(void *arg)
             break;
         w->now_ms = site_now_ms();
         site_worker_update_date(w, time(NULL));
+        timers_follow_settings(w);
+        site_root_follow(w);
         for (int i = 0; i < n; i++) {
             uint64_t tag = evs[i].data.u64;
             if (tag < EV_TAG_EVFD) {
@@ -349,8 +397,10 @@ static void *worker_main(void *arg)
                 if (read(w->evfd, &v, sizeof(v)) < 0) {
                     /* nothing to do: the flag is what counts */
                 }
-                if (atomic_load(&w->s->stopping))
+                if (atomic_load(&w->gen->stopping))
                     start_drain(w);
+                if (atomic_load(&w->gen->hurry))
+                    hurry_drain(w);
             } else {
                 site_conn_on_event(evs[i].data.ptr, evs[i].events);
             }
@@ -377,85 +427,128 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int site_workers_start(struct site *s)
+static void worker_free(struct site_worker *w)
 {
-    int r = 0;
-
-    s->workers = site_xcalloc((size_t)s->nworkers, sizeof(*s->workers));
-    for (int i = 0; i < s->nworkers; i++) {
-        struct site_worker *w = &s->workers[i];
-        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EV_TAG_EVFD};
-        w->s = s;
-        w->id = i;
-        w->ep = epoll_create1(EPOLL_CLOEXEC);
-        w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        w->cache = site_cache_new(s->cfg.cache_bytes, s->cfg.cache_max_file);
-        if (w->ep < 0 || w->evfd < 0 || epoll_ctl(w->ep, EPOLL_CTL_ADD, w->evfd, &ev) < 0) {
-            r = -errno;
-            goto fail;
-        }
-        r = worker_listen(w);
-        if (r < 0)
-            goto fail;
-    }
-    for (int i = 0; i < s->nworkers; i++) {
-        r = -pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]);
-        if (r < 0) {
-            /* stop the ones already running */
-            atomic_store(&s->stopping, true);
-            for (int j = 0; j < i; j++) {
-                uint64_t one = 1;
-                if (write(s->workers[j].evfd, &one, sizeof(one)) < 0) {
-                }
-                pthread_join(s->workers[j].thread, NULL);
-            }
-            goto fail_nojoin;
-        }
-    }
-    return 0;
-fail:
-fail_nojoin:
-    for (int i = 0; i < s->nworkers; i++) {
-        struct site_worker *w = &s->workers[i];
-        if (w->s) {
-            close_listeners(w);
-            if (w->ep >= 0)
-                close(w->ep);
-            if (w->evfd >= 0)
-                close(w->evfd);
-            site_cache_free(w->cache);
-            free(w->listen_fds);
-            free(w->listen_tls);
-        }
-    }
-    free(s->workers);
-    s->workers = NULL;
-    s->nworkers = 0;
-    return r;
+    if (w->ep >= 0)
+        close(w->ep);
+    if (w->evfd >= 0)
+        close(w->evfd);
+    if (w->rootfd >= 0)
+        close(w->rootfd);
+    site_cache_free(w->cache);
+    while (w->noutpool)
+        free(w->outpool[--w->noutpool]);
 }
 
-void site_workers_stop(struct site *s)
+static int worker_init(struct site_gen *g, struct site_worker *w, int id)
 {
-    if (!s->workers)
-        return;
-    atomic_store(&s->stopping, true);
-    for (int i = 0; i < s->nworkers; i++) {
+    struct site *s = g->s;
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EV_TAG_EVFD};
+
+    w->s = s;
+    w->gen = g;
+    w->lst = &g->lst;
+    w->id = id;
+    w->rootfd = -1;
+    w->root_gen = atomic_load(&s->root_gen) - 1; /* root_follow takes it at start */
+    w->ep = epoll_create1(EPOLL_CLOEXEC);
+    w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    w->cache = site_cache_new(s->cfg.cache_bytes / (size_t)g->nworkers, s->cfg.cache_max_file);
+    if (w->ep < 0 || w->evfd < 0 || epoll_ctl(w->ep, EPOLL_CTL_ADD, w->evfd, &ev) < 0)
+        return -errno;
+    return listeners_watch(w, true);
+}
+
+/* Tell every worker of @p g to drain, and wait for them. */
+static void gen_join(struct site_gen *g, int started)
+{
+    atomic_store(&g->stopping, true);
+    for (int i = 0; i < started; i++) {
         uint64_t one = 1;
-        if (write(s->workers[i].evfd, &one, sizeof(one)) < 0) {
+        if (write(g->workers[i].evfd, &one, sizeof(one)) < 0) {
+            /* the eventfd cannot be full: one write per stop */
         }
     }
-    for (int i = 0; i < s->nworkers; i++) {
-        struct site_worker *w = &s->workers[i];
-        pthread_join(w->thread, NULL);
-        close_listeners(w);
-        close(w->ep);
-        close(w->evfd);
-        site_cache_free(w->cache);
-        while (w->noutpool)
-            free(w->outpool[--w->noutpool]);
-        free(w->listen_fds);
-        free(w->listen_tls);
+    for (int i = 0; i < started; i++)
+        pthread_join(g->workers[i].thread, NULL);
+}
+
+static void gen_free(struct site_gen *g)
+{
+    for (int i = 0; i < g->nworkers; i++)
+        if (g->workers[i].s)
+            worker_free(&g->workers[i]);
+    site_listeners_close(&g->lst);
+    free(g->workers);
+    free(g);
+}
+
+struct site_gen *site_gen_start(struct site *s, const struct site_gen *prev, int *err)
+{
+    static _Atomic int next_id;
+    struct site_gen *g = site_xcalloc(1, sizeof(*g));
+    int r, started = 0;
+
+    g->s = s;
+    g->nworkers = s->nworkers;
+    g->workers = site_xcalloc((size_t)g->nworkers, sizeof(*g->workers));
+    for (int i = 0; i < g->nworkers; i++)
+        g->workers[i].ep = g->workers[i].evfd = g->workers[i].rootfd = -1;
+    r = site_listeners_open(s, &s->cfg, prev ? &prev->lst : NULL, &g->lst);
+    for (int i = 0; r == 0 && i < g->nworkers; i++)
+        r = worker_init(g, &g->workers[i], atomic_fetch_add(&next_id, 1));
+    for (; r == 0 && started < g->nworkers; started++)
+        r = -pthread_create(&g->workers[started].thread, NULL, worker_main, &g->workers[started]);
+    if (r < 0) {
+        gen_join(g, started);
+        gen_free(g);
+        *err = r;
+        return NULL;
     }
-    free(s->workers);
-    s->workers = NULL;
+    return g;
+}
+
+void site_gen_stop(struct site_gen *g)
+{
+    if (!g)
+        return;
+    gen_join(g, g->nworkers);
+    gen_free(g);
+}
+
+static void *reaper_main(void *arg)
+{
+    struct site_gen *g = arg;
+    gen_join(g, g->nworkers);
+    return NULL;
+}
+
+void site_gen_retire(struct site *s, struct site_gen *g)
+{
+    g->retiring = true; /* before the workers learn of the stop */
+    if (pthread_create(&g->reaper, NULL, reaper_main, g) != 0) {
+        site_gen_stop(g); /* no thread: drain here */
+        return;
+    }
+    g->next = s->retired;
+    s->retired = g;
+}
+
+void site_gen_reap_all(struct site *s)
+{
+    for (struct site_gen *g = s->retired; g; g = g->next) {
+        atomic_store(&g->hurry, true);
+        for (int i = 0; i < g->nworkers; i++) {
+            uint64_t one = 1;
+            if (write(g->workers[i].evfd, &one, sizeof(one)) < 0) {
+                /* the worker is gone already */
+            }
+        }
+    }
+    while (s->retired) {
+        struct site_gen *g = s->retired;
+        s->retired = g->next;
+        pthread_join(g->reaper, NULL);
+        gen_free(g);
+    }
 }

@@ -2,11 +2,15 @@
 # `make check` each target is linked with replay.c and run over its committed
 # corpus (tests/fuzz/corpus/NAME); `make fuzz` builds real libFuzzer binaries
 # with clang and runs each for FUZZ_TIME seconds.
-FUZZ_TARGETS = site_h1 settings tls_policy acme ocsp
+FUZZ_TARGETS = site_h1 settings tls_policy acme ocsp site_path
 
 fuzz_site_h1_sources = tests/fuzz/site_h1_fuzz.c $(site_sources)
 fuzz_site_h1_cflags = $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) $(SQLITE_CFLAGS) -I$(top_srcdir)/plugins/site
 fuzz_site_h1_libs = $(GNUTLS_LIBS) $(NGHTTP2_LIBS)
+
+fuzz_site_path_sources = tests/fuzz/site_path_fuzz.c $(site_sources)
+fuzz_site_path_cflags = $(fuzz_site_h1_cflags)
+fuzz_site_path_libs = $(fuzz_site_h1_libs)
 
 fuzz_settings_sources = tests/fuzz/settings_fuzz.c core/settings_check.c core/xalloc.c core/log.c
 fuzz_settings_cflags = $(SQLITE_CFLAGS) $(JANSSON_CFLAGS)
@@ -34,13 +38,16 @@ tests_fuzz_ocsp_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_ocsp_cflags)
 tests_fuzz_ocsp_replay_LDADD = $(fuzz_ocsp_libs)
 
 check_PROGRAMS += tests/fuzz/site_h1_replay tests/fuzz/settings_replay \
-	tests/fuzz/tls_policy_replay tests/fuzz/acme_replay
+	tests/fuzz/tls_policy_replay tests/fuzz/acme_replay tests/fuzz/site_path_replay
 TESTS += tests/fuzz/site_h1_replay tests/fuzz/settings_replay \
-	tests/fuzz/tls_policy_replay tests/fuzz/acme_replay
+	tests/fuzz/tls_policy_replay tests/fuzz/acme_replay tests/fuzz/site_path_replay
 
 tests_fuzz_site_h1_replay_SOURCES = tests/fuzz/replay.c $(fuzz_site_h1_sources)
 tests_fuzz_site_h1_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_site_h1_cflags)
 tests_fuzz_site_h1_replay_LDADD = $(fuzz_site_h1_libs)
+tests_fuzz_site_path_replay_SOURCES = tests/fuzz/replay.c $(fuzz_site_path_sources)
+tests_fuzz_site_path_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_site_path_cflags)
+tests_fuzz_site_path_replay_LDADD = $(fuzz_site_path_libs)
 tests_fuzz_settings_replay_SOURCES = tests/fuzz/replay.c $(fuzz_settings_sources)
 tests_fuzz_settings_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_settings_cflags)
 tests_fuzz_settings_replay_LDADD = $(fuzz_settings_libs)

@@ -1,5 +1,8 @@
 /* libFuzzer target: the site plugin's HTTP/1.1 request parser and the
- * helpers that read its untrusted fields (path, Range, ETag, dates). */
+ * helpers that read its untrusted fields (path, Range, ETag, dates).
+ * Invariants, not only "no crash": a parsed request consumed at most the
+ * input and its fields lie inside what it consumed; a refused one carries
+ * one of the parser's statuses (400, 414, 431; 505 for an HTTP version). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     struct site_req rq;
     long r = site_h1_parse(buf, size, &cfg, &rq);
+    if (r < 0 && r != -400 && r != -414 && r != -431 && r != -505)
+        abort(); /* a refusal without a documented status */
+    if (r > 0) {
+        const struct site_str *f[] = {&rq.method_s, &rq.target, &rq.host,    &rq.inm,
+                                      &rq.ims,      &rq.range,  &rq.if_range};
+        if ((size_t)r > size || rq.method_s.n == 0 || rq.target.n == 0)
+            abort();
+        for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+            if (f[i]->p && (f[i]->p < buf || f[i]->p + f[i]->n > buf + r))
+                abort(); /* a field outside the request it came from */
+    }
     if (r > 0) {
         char path[256];
         uint64_t start, len;

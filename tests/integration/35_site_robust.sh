@@ -2,7 +2,7 @@
 # The site under stress it cannot avoid: running out of file descriptors
 # must not make a worker spin on accept(), and it serves again afterwards;
 # a refused request body does not turn the answer into a reset (lingering
-# close), and the lingering is bounded in time and bytes.
+# close), and the lingering is bounded in time (lingering_time, lingering_timeout).
 . "$(dirname "$0")/lib.sh"
 . "$top_srcdir/plugins/site/tests/site_itest.sh"
 tb_setup
@@ -101,26 +101,40 @@ print("clean=%d resets=%d" % (ok, resets))
 PY
 )
 is "$out" "clean=20 resets=0" "a refused 32 KB body: the answer ends with a FIN, not a reset (20 tries)"
-# The discarding is bounded: a client that keeps sending is cut off.
+# The discarding is bounded, as nginx's lingering_time / lingering_timeout
+# (set live here to 2 s and 1 s): a client that keeps sending is cut off after
+# lingering_time, one that stops sending after lingering_timeout.
+site_set site.lingering_time 2 && site_set site.lingering_timeout 1
+ok $? "site.lingering_time=2, site.lingering_timeout=1 (live)"
+# linger_client INTERVAL PAUSE: send a refused body in 4 KB pieces every
+# INTERVAL s, pausing PAUSE s after the first 0.5 s; print when the site closed.
 linger_client() {
-    python3 - "$P_HTTP" "$1" <<'PY'
+    python3 - "$P_HTTP" "$1" "$2" <<'PY'
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
 s.sendall(b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000000\r\n\r\n")
-t0, sent = time.monotonic(), 0
+interval, pause = float(sys.argv[2]), float(sys.argv[3])
+t0, sent, paused = time.monotonic(), 0, False
 try:
     while time.monotonic() - t0 < 8:
+        if pause and not paused and time.monotonic() - t0 > 0.5:
+            paused = True
+            time.sleep(pause)
         sent += s.send(b"x" * 4096)
-        time.sleep(float(sys.argv[2]))
+        time.sleep(interval)
     print("still open after %d bytes" % sent)
 except OSError as e:
     print("closed after %.1f s" % (time.monotonic() - t0))
 PY
 }
-out=$(linger_client 0.001)
-like "$out" "^closed after [01]\." "a fast sender is closed once 1 MB is discarded ($out)"
-out=$(linger_client 0.02)
-like "$out" "^closed after (1\.[5-9]|2\.|3\.[0-5])" "a slow sender is closed after about 2 s ($out)"
+out=$(linger_client 0.001 0)
+like "$out" "^closed after (1\.[5-9]|2\.|3\.[0-5])" "a fast sender is discarded for lingering_time, about 2 s ($out)"
+out=$(linger_client 0.02 0)
+like "$out" "^closed after (1\.[5-9]|2\.|3\.[0-5])" "a slow sender: the same ($out)"
+# lingering_time 6 s: only lingering_timeout can end a 2.5 s pause early.
+site_set site.lingering_time 6
+out=$(linger_client 0.02 2.5)
+like "$out" "^closed after (3\.[0-5])" "a sender that pauses 2.5 s is closed after lingering_timeout (1 s) ($out)"
 is "$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}' "$URL/sub/")" 200 "still serving"
 
 tb_stop_daemon

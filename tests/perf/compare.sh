@@ -315,7 +315,7 @@ start_tlsbox() {
         --plugin-dir "$BUILD/build-plugins" --foreground \
         --set "site.https_port=$CUR_PORT" --set "site.http_port=$(free_port)" \
         --set site.workers=1 --set "site.root=$TMP/www" --set site.bind=127.0.0.1 \
-        >"$CUR_LOG" 2>&1 &
+        --set site.max_connections_per_ip=100000 >"$CUR_LOG" 2>&1 &
     CUR_PID=$!
     STARTED_PIDS="$STARTED_PIDS $CUR_PID"
     for i in $(seq 1 100); do

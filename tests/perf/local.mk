@@ -1,7 +1,8 @@
 # Benchmark against nginx and h2o (tests/perf/compare.sh).  It prints numbers
 # and is never part of make check; run it by hand:  make perf  or
 # make perf PERF_ARGS=--quick
-EXTRA_DIST += tests/perf/compare.sh tests/perf/idle_conns.c tests/perf/dh_gen.sh
+EXTRA_DIST += tests/perf/compare.sh tests/perf/idle_conns.c tests/perf/dh_gen.sh \
+	tests/perf/acme_certbot.sh
 
 perf: all
 	top_builddir='$(abs_top_builddir)' $(SHELL) $(top_srcdir)/tests/perf/compare.sh $(PERF_ARGS)
@@ -13,3 +14,8 @@ perf-ocsp: all
 	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' \
 		$(SHELL) $(top_srcdir)/tests/perf/ocsp_first_staple.sh $(PERF_ARGS)
 .PHONY: perf-ocsp
+
+# ACME issuance time against certbot on the same pebble (prints numbers).
+perf-acme: all
+	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' $(SHELL) $(top_srcdir)/tests/perf/acme_certbot.sh
+.PHONY: perf-acme

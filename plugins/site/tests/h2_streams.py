@@ -11,6 +11,11 @@
   h2_streams.py bigheader HOST PORT BYTES
       Send one HTTP/2 request with a header of BYTES bytes; print
       "reset" when the stream is reset or refused, or the :status.
+  h2_streams.py pinger HOST PORT PATH INTERVAL MAX
+      Open an HTTP/2 connection with SETTINGS_INITIAL_WINDOW_SIZE=0, ask for
+      PATH (none when PATH is "-": an idle connection), then send a PING
+      every INTERVAL seconds; print "closed_after=S" when the server hangs up
+      (or "open" after MAX s).  A stalled or idle client that only pings.
 """
 import socket
 import ssl
@@ -179,6 +184,37 @@ def bigheader(host, port, size):
     return 0
 
 
+def pinger(host, port, path, interval, maximum):
+    s = tls(host, port, ["h2"])
+    # SETTINGS_INITIAL_WINDOW_SIZE (4) = 0: no DATA may ever flow
+    out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, struct.pack(">HI", 4, 0))
+    if path != "-":
+        out += frame(1, 0x5, 1, request_block(path))
+    s.sendall(out)
+    s.settimeout(0.2)
+    start = time.time()
+    nxt = interval
+    while time.time() - start < maximum:
+        if time.time() - start >= nxt:
+            nxt += interval
+            try:
+                s.sendall(frame(6, 0, 0, b"12345678"))
+            except (OSError, ssl.SSLError):
+                break
+        try:
+            if not s.recv(65536):
+                break
+        except socket.timeout:
+            pass
+        except (OSError, ssl.SSLError):
+            break
+    else:
+        print("open")
+        return 0
+    print("closed_after=%.1f" % (time.time() - start))
+    return 0
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "streams":
@@ -187,4 +223,7 @@ if __name__ == "__main__":
         sys.exit(slowloris(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])))
     if cmd == "bigheader":
         sys.exit(bigheader(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+    if cmd == "pinger":
+        sys.exit(pinger(sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]),
+                        float(sys.argv[6])))
     sys.exit(2)

@@ -59,3 +59,10 @@ site_metric() {
         if type == "object" then .count else . end' 2>/dev/null)
     echo "${v:-0}"
 }
+
+# Change a setting live: tlsboxctl set, then a moment for the settings.changed
+# event (delivered on the core's events thread) to reach the site.
+site_set() {
+    tb_ctl set "$1" "$2" >/dev/null || return 1
+    sleep 0.5
+}

@@ -259,8 +259,10 @@ static void test_files(void)
 
     S.host = &tlsbox_mock_host;
     S.rootfd = open(dir, O_RDONLY | O_DIRECTORY);
+    S.fd_budget = 1000;
     S.cfg.https_port = 8443;
     W.s = &S;
+    W.rootfd = S.rootfd;
     W.cache = site_cache_new(1 << 20, 1 << 16);
     W.now_ms = 1000000;
 

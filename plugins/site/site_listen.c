@@ -1,0 +1,221 @@
+/*
+ * The site's listening sockets: one per address and port, shared by all the
+ * workers of this process (each adds it to its epoll with EPOLLEXCLUSIVE, so
+ * one worker wakes per connection).  No SO_REUSEPORT: with it any process of
+ * the same user could bind the same port and take half of the connections
+ * (a stale or second tlsboxd with another site and certificate).  Without
+ * it, bind() fails with EADDRINUSE, and the error names the port and, when
+ * /proc tells, the process holding it.
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "site.h"
+
+/* Inode of the socket listening on @p port in /proc/net/tcp or tcp6, or 0. */
+static unsigned long listen_inode(const char *table, int port)
+{
+    char line[512];
+    unsigned long ino = 0;
+    FILE *f = fopen(table, "re");
+    if (!f)
+        return 0;
+    while (!ino && fgets(line, sizeof(line), f)) {
+        char local[64];
+        unsigned st, lport;
+        unsigned long i;
+        /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
+        if (sscanf(line, " %*d: %63s %*s %x %*s %*s %*s %*u %*u %lu", local, &st, &i) != 3)
+            continue;
+        char *colon = strrchr(local, ':');
+        if (!colon || sscanf(colon + 1, "%x", &lport) != 1)
+            continue;
+        if (st == 0x0A && (int)lport == port) /* TCP_LISTEN */
+            ino = i;
+    }
+    fclose(f);
+    return ino;
+}
+
+/* "pid N (comm)" of the process holding socket inode @p ino, when visible. */
+static void inode_owner(unsigned long ino, char *out, size_t cap)
+{
+    char want[64], path[600], link[64];
+    DIR *proc = opendir("/proc");
+    struct dirent *de;
+
+    snprintf(want, sizeof(want), "socket:[%lu]", ino);
+    out[0] = 0;
+    while (proc && !out[0] && (de = readdir(proc))) {
+        DIR *fds;
+        struct dirent *fe;
+        if (de->d_name[0] < '1' || de->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/fd", de->d_name);
+        if (!(fds = opendir(path)))
+            continue; /* another user's process */
+        while (!out[0] && (fe = readdir(fds))) {
+            ssize_t n;
+            snprintf(path, sizeof(path), "/proc/%s/fd/%s", de->d_name, fe->d_name);
+            n = readlink(path, link, sizeof(link) - 1);
+            if (n <= 0)
+                continue;
+            link[n] = 0;
+            if (strcmp(link, want) == 0) {
+                char comm[64] = "?";
+                FILE *f;
+                snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+                if ((f = fopen(path, "re"))) {
+                    if (fgets(comm, sizeof(comm), f))
+                        comm[strcspn(comm, "\n")] = 0;
+                    fclose(f);
+                }
+                snprintf(out, cap, "pid %.20s (%.40s)", de->d_name, comm);
+            }
+        }
+        closedir(fds);
+    }
+    if (proc)
+        closedir(proc);
+}
+
+static void explain_in_use(struct site *s, const char *key, const char *addr, int port)
+{
+    char owner[128] = "";
+    unsigned long ino = listen_inode("/proc/net/tcp", port);
+    if (!ino)
+        ino = listen_inode("/proc/net/tcp6", port);
+    if (ino)
+        inode_owner(ino, owner, sizeof(owner));
+    SITE_LOG(s, TLSBOX_LOG_ERR,
+             "site.%s: port %d on %s is in use by %s; is another tlsboxd running? "
+             "(a second instance does not share ports)",
+             key, port, addr, owner[0] ? owner : "another process");
+}
+
+static int make_listener(struct site *s, const char *addr, int port, bool tls)
+{
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in4;
+        struct sockaddr_in6 in6;
+    } u;
+    socklen_t len;
+    char a[64];
+    int fd, one = 1, r;
+    size_t n = strlen(addr);
+
+    memset(&u, 0, sizeof(u));
+    if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']' && n - 2 < sizeof(a)) {
+        memcpy(a, addr + 1, n - 2);
+        a[n - 2] = 0;
+    } else {
+        snprintf(a, sizeof(a), "%s", addr);
+    }
+    if (inet_pton(AF_INET, a, &u.in4.sin_addr) == 1) {
+        u.in4.sin_family = AF_INET;
+        u.in4.sin_port = htons((uint16_t)port);
+        len = sizeof(u.in4);
+    } else if (inet_pton(AF_INET6, a, &u.in6.sin6_addr) == 1) {
+        u.in6.sin6_family = AF_INET6;
+        u.in6.sin6_port = htons((uint16_t)port);
+        len = sizeof(u.in6);
+    } else {
+        SITE_LOG(s, TLSBOX_LOG_ERR, "site.bind: '%s' is not an IPv4 or IPv6 address", addr);
+        return -EINVAL;
+    }
+    fd = socket(u.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    /* SO_REUSEADDR only lets a restart bind over TIME_WAIT connections. */
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (u.sa.sa_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (tls) {
+        /* Wake us only when the ClientHello is there. */
+        int secs = 5;
+        setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs));
+    }
+    if (bind(fd, &u.sa, len) < 0 || listen(fd, 4096) < 0) {
+        r = -errno;
+        close(fd);
+        return r;
+    }
+    return fd;
+}
+
+void site_listeners_close(struct site_listeners *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].fd >= 0)
+            close(l->v[i].fd);
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+/* A copy of @p prev's socket for the same address, port and kind, or -1:
+ * a live change keeps the ports it does not change (no bind race, no
+ * connection lost in a closed accept queue). */
+static int reuse(const struct site_listeners *prev, const char *addr, int port, bool tls)
+{
+    for (size_t i = 0; prev && i < prev->n; i++)
+        if (prev->v[i].port == port && prev->v[i].tls == tls && strcmp(prev->v[i].addr, addr) == 0)
+            return fcntl(prev->v[i].fd, F_DUPFD_CLOEXEC, 0);
+    return -1;
+}
+
+int site_listeners_open(struct site *s, const struct site_config *cfg,
+                        const struct site_listeners *prev, struct site_listeners *l)
+{
+    int ports[2] = {atomic_load(&cfg->https_port), cfg->http_port};
+    static const char *const keys[2] = {"https_port", "http_port"};
+
+    l->v = site_xcalloc(cfg->nbind * 2, sizeof(*l->v));
+    l->n = 0;
+    for (size_t i = 0; i < cfg->nbind; i++) {
+        for (int p = 0; p < 2; p++) {
+            int fd;
+            if (ports[p] <= 0)
+                continue;
+            fd = reuse(prev, cfg->bind[i], ports[p], p == 0);
+            if (fd < 0)
+                fd = make_listener(s, cfg->bind[i], ports[p], p == 0);
+            if (fd < 0) {
+                /* The default "::" on a host without IPv6 is not an error. */
+                if (strchr(cfg->bind[i], ':') && (fd == -EAFNOSUPPORT || fd == -EADDRNOTAVAIL)) {
+                    SITE_LOG(s, TLSBOX_LOG_WARN, "site.bind: %s port %d: %s (skipped)",
+                             cfg->bind[i], ports[p], strerror(-fd));
+                    continue;
+                }
+                if (fd == -EADDRINUSE)
+                    explain_in_use(s, keys[p], cfg->bind[i], ports[p]);
+                else
+                    SITE_LOG(s, TLSBOX_LOG_ERR, "site.bind: cannot listen on %s port %d: %s",
+                             cfg->bind[i], ports[p], strerror(-fd));
+                site_listeners_close(l);
+                return fd;
+            }
+            l->v[l->n].fd = fd;
+            l->v[l->n].tls = p == 0;
+            l->v[l->n].port = ports[p];
+            snprintf(l->v[l->n].addr, sizeof(l->v[l->n].addr), "%s", cfg->bind[i]);
+            l->n++;
+        }
+    }
+    if (l->n == 0) {
+        SITE_LOG(s, TLSBOX_LOG_ERR, "site.bind: no address could be bound");
+        site_listeners_close(l);
+        return -EADDRNOTAVAIL;
+    }
+    return 0;
+}

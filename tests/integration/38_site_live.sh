@@ -1,0 +1,162 @@
+#!/bin/bash
+# One daemon owns its ports: a second tlsboxd on the same ports refuses to
+# start and names the holder (no silent SO_REUSEPORT sharing).  site.root,
+# site.workers and the ports change live: the new root serves the next
+# request, new workers and ports start while the old ones drain, and h2load
+# running meanwhile sees no failed request.
+. "$(dirname "$0")/lib.sh"
+. "$top_srcdir/plugins/site/tests/site_itest.sh"
+tb_setup
+site_www
+mkdir -p "$TB_TMP/www2"
+echo "site A" >"$TB_TMP/www/who.txt"
+echo "site B" >"$TB_TMP/www2/who.txt"
+cp "$TB_TMP/www/f16k.txt" "$TB_TMP/www2/"
+site_start --set site.workers=2
+ok $? "tlsboxd serves the site"
+
+# ---- a second instance -------------------------------------------------------------------------
+"$TB_TLSBOXD" --state-dir "$TB_TMP/state2" --plugin-dir "$TB_PLUGINS" --foreground \
+    --set site.https_port="$P_HTTPS" --set site.http_port="$P_HTTP" \
+    --set site.root="$TB_TMP/www2" --set site.bind=127.0.0.1,::1 >"$TB_TMP/second.log" 2>&1 &
+pid2=$!
+for i in $(seq 1 100); do kill -0 $pid2 2>/dev/null || break; sleep 0.1; done
+if kill -0 $pid2 2>/dev/null; then
+    kill $pid2
+    wait $pid2
+    rc2=running
+else
+    wait $pid2
+    rc2=$?
+fi
+is "$rc2" 1 "a second tlsboxd on the same ports exits with status 1"
+like "$(cat "$TB_TMP/second.log")" "site.https_port: port $P_HTTPS on 127.0.0.1 is in use by pid $TB_PID \\(tlsboxd\\)" \
+    "its error names the port and the process holding it"
+like "$(cat "$TB_TMP/second.log")" "held by another process.*not starting" "and says it does not start"
+n=0
+for i in 1 2 3 4 5 6; do
+    [ "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" = "site A" ] && n=$((n + 1))
+done
+is "$n" 6 "all 6 requests answered by the first instance"
+
+# ---- live changes under load -----------------------------------------------------------------
+# h2load_bg URL [ARGS]: 3 s of requests in the background (pid in $lpid), so
+# that the change made meanwhile happens under load.
+h2load_bg() {
+    local u=$1
+    shift
+    timeout -s INT 60 h2load -c 8 -m 4 -D 3 "$@" "$u" >"$TB_TMP/h2load.out" 2>&1 &
+    lpid=$!
+    sleep 0.5
+}
+h2load_failed() { # after wait $lpid, in the test's own shell
+    sed -n 's/^requests: .* \([0-9]*\) failed, \([0-9]*\) errored.*/failed=\1 errored=\2/p' "$TB_TMP/h2load.out"
+}
+
+h2load_bg "$URL/who.txt"
+tb_ctl set site.root "$TB_TMP/www2" >/dev/null
+# The change reaches the site through the settings event, a moment later.
+for i in $(seq 1 50); do
+    who=$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")
+    [ "$who" = "site B" ] && break
+    sleep 0.1
+done
+is "$who" "site B" "site.root changed live: served from the new root"
+wait $lpid
+is "$(h2load_failed)" "failed=0 errored=0" "h2load meanwhile: no failed request"
+
+h2load_bg "$URL/f16k.txt"
+tb_ctl set site.workers 3 >/dev/null && sleep 0.5 && tb_ctl set site.workers 1 >/dev/null
+ok $? "site.workers 2 -> 3 -> 1 live"
+wait $lpid
+is "$(h2load_failed)" "failed=0 errored=0" "h2load (HTTP/2) meanwhile: no failed request"
+h2load_bg "$URL/f16k.txt" --h1
+tb_ctl set site.workers 2 >/dev/null && sleep 0.5 && tb_ctl set site.workers 1 >/dev/null
+wait $lpid
+is "$(h2load_failed)" "failed=0 errored=0" "h2load (HTTP/1.1) across 1 -> 2 -> 1: no failed request"
+for i in $(seq 1 50); do
+    [ "$(ls /proc/"$TB_PID"/task | while read -r k; do cat /proc/"$TB_PID"/task/$k/comm; done |
+        grep -c '^site-w')" = 1 ] && break
+    sleep 0.1
+done
+t=$(ls /proc/"$TB_PID"/task | while read -r k; do cat /proc/"$TB_PID"/task/$k/comm; done | grep -c '^site-w')
+is "$t" 1 "one worker thread left once the old ones drained"
+[ "$t" = 1 ] || diag "threads: $(cat /proc/"$TB_PID"/task/*/comm | tr '\n' ' '); open: $(site_metric tlsbox_site_connections_open); sockets: $(ss -tanp 2>/dev/null | grep "pid=$TB_PID," | awk "{print \$1}" | sort | uniq -c | tr "\n" " ")"
+
+new_http=$(tb_free_port)
+h2load_bg "$URL/f16k.txt"
+tb_ctl set site.http_port "$new_http" >/dev/null
+ok $? "site.http_port changed live"
+tb_wait_port "$new_http"
+wait $lpid
+is "$(h2load_failed)" "failed=0 errored=0" "h2load on the HTTPS port meanwhile: no failed request"
+# The settings event applies the change a moment after tlsboxctl returns.
+port_closed() {
+    local i
+    for i in $(seq 1 50); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null || return 0
+        sleep 0.1
+    done
+    return 1
+}
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$new_http/x")
+is "$code" 301 "the new plain port answers"
+port_closed "$P_HTTP"
+curl -s -o /dev/null --max-time 5 "http://127.0.0.1:$P_HTTP/x"
+is "$?" 7 "the old plain port is closed (connection refused)"
+
+new_https=$(tb_free_port)
+tb_ctl set site.https_port "$new_https" >/dev/null
+tb_wait_port "$new_https"
+is "$(curl -s --cacert "$CA" --max-time 5 "https://localhost:$new_https/who.txt")" "site B" \
+    "the new HTTPS port serves"
+loc=$(curl -s -o /dev/null -w '%header{location}' --max-time 5 "http://127.0.0.1:$new_http/x")
+is "$loc" "https://127.0.0.1:$new_https/x" "the redirect points at the new HTTPS port"
+port_closed "$P_HTTPS"
+curl -s --cacert "$CA" -o /dev/null --max-time 5 "$URL/"
+is "$?" 7 "the old HTTPS port is closed"
+# A port someone else holds: the change is refused, the old port keeps serving.
+python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT, not a listener
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+open(sys.argv[2], "w").close()
+time.sleep(6)' "$P_HTTPS" "$TB_TMP/busy.ready" &
+busy=$!
+for i in $(seq 1 50); do [ -e "$TB_TMP/busy.ready" ] && break; sleep 0.1; done
+site_set site.https_port "$P_HTTPS"
+is "$(curl -s --cacert "$CA" --max-time 5 "https://localhost:$new_https/who.txt")" "site B" \
+    "a change to a port in use is refused; the current port keeps serving"
+like "$(cat "$TB_TMP/daemon.log")" "port $P_HTTPS on 127.0.0.1 is in use by pid $busy \\(python3\\)" \
+    "and the log names the holder"
+kill $busy 2>/dev/null
+wait $busy 2>/dev/null
+
+# ---- tickets survive the master key change ---------------------------------------------------
+# A session ticket is taken (TLS 1.3 and 1.2); the master key is then made a
+# week old and the daemon restarted, which replaces it.  Tickets under the
+# previous master still resume.
+sess() { # sess VERSION-FLAG OUT|IN FILE: print "New" or "Reused"
+    (sleep 1) | openssl s_client -connect "127.0.0.1:$tport" -servername localhost \
+        -CAfile "$CA" "$1" "-sess_$2" "$3" 2>/dev/null | sed -n 's/^\(New\|Reused\), .*/\1/p'
+}
+tport=$new_https
+is "$(sess -tls1_3 out "$TB_TMP/s13")" New "TLS 1.3: a full handshake, ticket saved"
+is "$(sess -tls1_2 out "$TB_TMP/s12")" New "TLS 1.2: a full handshake, ticket saved"
+is "$(sess -tls1_3 in "$TB_TMP/s13")" Reused "the TLS 1.3 ticket resumes"
+tb_stop_daemon
+sqlite3 "$TB_STATE/tlsbox.db" "UPDATE ticket_keys SET created_at = created_at - 8 * 86400"
+: >"$TB_TMP/daemon.log"
+site_start --set site.workers=1
+ok $? "restarted with a master key older than a week"
+tport=$P_HTTPS
+like "$(cat "$TB_TMP/daemon.log")" "new session ticket master key" "the master key was replaced"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM ticket_keys")" 2 "the previous one is kept"
+is "$(sess -tls1_3 in "$TB_TMP/s13")" Reused "a TLS 1.3 ticket under the previous master resumes"
+is "$(sess -tls1_2 in "$TB_TMP/s12")" Reused "a TLS 1.2 ticket under the previous master resumes"
+
+tb_stop_daemon
+ok $? "tlsboxd stops"
+done_testing
