@@ -45,7 +45,7 @@ export default async function render(root, { api, el, status }) {
       td.append(el("span", { class: c.stapled ? "ok" : "", text: c.status.replace("_", " ") }));
     }
     if (c.stapled) td.append(el("br"), el("span", { class: "small ok", text: "stapled" }));
-    if (c.warning) td.append(el("br"), el("strong", { class: "bad", text: `Must-staple: ${c.warning}` }));
+    if (c.warning) td.append(el("br"), el("strong", { class: "bad", text: c.warning[0].toUpperCase() + c.warning.slice(1) }));
     if (c.reason) td.append(el("br"), el("span", { class: "small muted", text: c.reason }));
     return td;
   }

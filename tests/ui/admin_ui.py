@@ -240,6 +240,16 @@ def ocsp_page(d):
     check(cells[1] == want["responder"] and cells[2].split("\n")[0] == want["status"].replace("_", " "),
           f"the OCSP page lists the internal certificate as ocsp status says ({want['status']})", cells)
     check(("stapled" in cells[2]) == want["stapled"], "and whether it is stapled", cells)
+    revoked = os.environ["OCSP_REVOKED"]
+    first = d.find_element(By.CSS_SELECTOR, "#ocsp-rows tr")
+    cell = first.find_elements(By.TAG_NAME, "td")[2]
+    check(first.get_attribute("data-name") == revoked and "bad" in first.get_attribute("class"),
+          f"the revoked certificate ({revoked}) comes first, its row marked", first.text)
+    check(cell.find_element(By.CSS_SELECTOR, "strong.bad").text.startswith("REVOKED") and
+          "Must-staple certificate without a valid staple" in cell.text,
+          "with REVOKED and the must-staple warning in bold red", cell.text)
+    check("1 REVOKED, 1 must-staple without a staple" in d.find_element(By.ID, "ocsp-summary").text,
+          "and the summary counts them", d.find_element(By.ID, "ocsp-summary").text)
     runs = ctl_json("ocsp", "status")["runs"]
     d.find_element(By.CSS_SELECTOR, "button[data-cert=internal]").send_keys(Keys.ENTER)
     ok = wait(d, EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#ocsp-rows tr[data-name=internal] .status"),
