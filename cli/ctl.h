@@ -15,7 +15,7 @@ enum ctl_exit {
 
 struct ctl {
     const char *state_dir; /* --state-dir, default /var/lib/tlsbox */
-    char *socket_path;     /* <state_dir>/control.sock */
+    char *socket_path;     /* --socket, /run/tlsbox/control.sock or <state_dir>/control.sock */
     int json;              /* --json: print raw JSON replies */
 };
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -35,11 +36,19 @@ int ctl_request(struct ctl *c, const char *method, const char *path, const char 
     if (reply)
         *reply = NULL;
     struct stat st;
-    if (stat(c->socket_path, &st) < 0) {
-        fprintf(stderr, "tlsboxctl: tlsboxd is not running (no control socket at %s%s%s)\n",
-                c->socket_path, errno == EACCES ? ": " : "",
-                errno == EACCES ? "permission denied; run as root or the tlsbox user" : "");
-        return errno == EACCES ? CTL_EXIT_IO : CTL_EXIT_NOT_RUNNING;
+    /* connect() needs write permission on the socket: check it first, or a
+     * refusal would read as "nothing answers". */
+    if (stat(c->socket_path, &st) < 0 || access(c->socket_path, W_OK) < 0) {
+        if (errno == EACCES) {
+            fprintf(stderr,
+                    "tlsboxctl: control socket %s: permission denied; it is for root and the "
+                    "user tlsboxd runs as (tlsbox): run tlsboxctl as one of them (sudo)\n",
+                    c->socket_path);
+            return CTL_EXIT_IO;
+        }
+        fprintf(stderr, "tlsboxctl: tlsboxd is not running (no control socket at %s)\n",
+                c->socket_path);
+        return CTL_EXIT_NOT_RUNNING;
     }
     CURL *h = curl_easy_init();
     if (!h)

@@ -1,8 +1,10 @@
 /* tlsboxctl: command-line client of tlsboxd's control socket. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <curl/curl.h>
 
@@ -13,9 +15,29 @@ static const struct ctl_command *const tables[] = {
     ctl_core_commands, ctl_tls_commands,  ctl_acme_commands, ctl_admin_commands,
     ctl_dh_commands,   ctl_ocsp_commands, ctl_bench_commands};
 
+/* The packaged service's socket (systemd RuntimeDirectory=tlsbox). */
+#define RUN_SOCKET RUNSTATEDIR "/tlsbox/control.sock"
+
+/* The socket to use: --socket, else --state-dir's, else the service's under
+ * /run when it is there (or there but not ours to see: say so later), else
+ * the default state directory's. */
+static char *socket_path(const char *sock, const char *state_dir)
+{
+    struct stat st;
+    if (sock)
+        return xstrdup(sock);
+    if (!state_dir && (lstat(RUN_SOCKET, &st) == 0 || errno == EACCES))
+        return xstrdup(RUN_SOCKET);
+    return xasprintf("%s/control.sock", state_dir ? state_dir : LOCALSTATEDIR "/lib/tlsbox");
+}
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: tlsboxctl [--state-dir DIR] [--json] COMMAND [ARGS]\n\ncommands:\n");
+    fprintf(f,
+            "usage: tlsboxctl [--state-dir DIR | --socket PATH] [--json] COMMAND [ARGS]\n\n"
+            "The daemon is reached at %s when that exists (the packaged\n"
+            "service), else at DIR/control.sock (DIR: %s).\n\ncommands:\n",
+            RUN_SOCKET, LOCALSTATEDIR "/lib/tlsbox");
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
         for (const struct ctl_command *c = tables[t]; c->name; c++) {
             char head[64];
@@ -29,17 +51,22 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    struct ctl c = {.state_dir = LOCALSTATEDIR "/lib/tlsbox"};
+    struct ctl c = {0};
+    const char *sock = NULL;
     static const struct option longopts[] = {{"state-dir", required_argument, NULL, 's'},
+                                             {"socket", required_argument, NULL, 'S'},
                                              {"json", no_argument, NULL, 'j'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int opt;
     /* "+" stops at the first non-option: the rest belongs to the command. */
-    while ((opt = getopt_long(argc, argv, "+s:jh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+s:S:jh", longopts, NULL)) != -1) {
         switch (opt) {
         case 's':
             c.state_dir = optarg;
+            break;
+        case 'S':
+            sock = optarg;
             break;
         case 'j':
             c.json = 1;
@@ -79,11 +106,9 @@ int main(int argc, char **argv)
         usage(stderr);
         return CTL_EXIT_USAGE;
     }
-    size_t n = strlen(c.state_dir) + sizeof "/control.sock";
-    c.socket_path = malloc(n);
-    if (!c.socket_path)
-        return CTL_EXIT_IO;
-    snprintf(c.socket_path, n, "%s/control.sock", c.state_dir);
+    c.socket_path = socket_path(sock, c.state_dir);
+    if (!c.state_dir)
+        c.state_dir = LOCALSTATEDIR "/lib/tlsbox";
     /* Imports carry private keys through JSON: wipe what jansson frees. */
     xalloc_json_wiping();
     curl_global_init(CURL_GLOBAL_DEFAULT);

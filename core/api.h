@@ -27,8 +27,9 @@ int api_route_exists(const char *method, const char *path);
 /* Every route as [{"method","pattern","owner"}] (tests enumerate them).  New reference. */
 json_t *api_routes_json(void);
 
-/* Control socket: libmicrohttpd on AF_UNIX "<state_dir>/control.sock" (0600). */
-int control_start(const char *state_dir);
+/* Control socket: libmicrohttpd on AF_UNIX @path (0600), usually
+ * "<state_dir>/control.sock".  Main thread only. */
+int control_start(const char *path);
 void control_stop(void);
 
 #endif

@@ -1,5 +1,6 @@
-/* The control socket: the JSON API on AF_UNIX "<state_dir>/control.sock",
- * reachable only by whoever can enter the 0700 state directory. */
+/* The control socket: the JSON API on AF_UNIX, by default
+ * "<state_dir>/control.sock" (packaged: /run/tlsbox/control.sock), mode 0600:
+ * reachable only by root and the user the daemon runs as. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,10 +26,10 @@ __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const ch
     log_vmsg("control", TLSBOX_LOG_WARN, fmt, ap);
 }
 
-int control_start(const char *state_dir)
+int control_start(const char *path)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    control_path = xasprintf("%s/control.sock", state_dir);
+    control_path = xstrdup(path);
     if (strlen(control_path) >= sizeof sa.sun_path) {
         log_err("control socket path %s is too long (max %zu bytes)", control_path,
                 sizeof sa.sun_path - 1);

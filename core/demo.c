@@ -43,8 +43,12 @@ static int copy_file(const char *from, const char *to)
     if (in < 0)
         return -errno;
     int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (out < 0) {
+    /* Public sample content: 0644 past tlsboxd's umask 077, readable by the
+     * user a daemon started as root becomes. */
+    if (out < 0 || fchmod(out, 0644) < 0) {
         int e = -errno;
+        if (out >= 0)
+            close(out);
         close(in);
         return e;
     }
@@ -89,7 +93,7 @@ static int copy_dir_files(const char *from, const char *to)
 static void demo_sample_site(const char *state_dir)
 {
     char *www = xasprintf("%s/www", state_dir);
-    if (mkdir(www, 0755) == 0) {
+    if (mkdir(www, 0755) == 0 && chmod(www, 0755) == 0) { /* past umask 077 */
         char *sample = xasprintf("%s/www", paths_pkgdatadir());
         int n = copy_dir_files(sample, www);
         if (n > 0)

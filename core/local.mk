@@ -15,6 +15,7 @@ core_libtlsboxcore_la_SOURCES = \
 	core/demo.c core/demo.h \
 	core/api.c core/api.h core/api_core.c core/api_mhd.c core/api_mhd.h core/control.c \
 	core/http_routes.c core/http_routes.h core/paths.c core/paths.h \
+	core/privdrop.c core/privdrop.h \
 	core/audit.c core/audit.h core/admin.h core/admin_server.c core/admin_api.c \
 	core/admin_auth.c core/admin_auth.h core/admin_session.c core/admin_throttle.c \
 	core/admin_throttle.h core/admin_static.c core/admin_live.c core/admin_cert.c \

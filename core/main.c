@@ -23,6 +23,7 @@
 #include "core/metrics.h"
 #include "core/paths.h"
 #include "core/plugin_loader.h"
+#include "core/privdrop.h"
 #include "core/settings.h"
 #include "core/store.h"
 #include "core/tls.h"
@@ -31,6 +32,8 @@
 struct options {
     const char *state_dir;
     const char *plugin_dir;
+    const char *user;           /* --user: else core.user */
+    const char *control_socket; /* --control-socket: else <state_dir>/control.sock */
     int demo;
     int foreground;
     int log_level; /* -1: from core.log_level */
@@ -45,7 +48,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tlsboxd [--state-dir DIR] [--plugin-dir DIR] [--demo] [--foreground]\n"
             "               [--log-level err|warn|info|debug] [--set KEY=VALUE]...\n"
-            "               [--plugin FILE]... [--data-dir DIR]\n"
+            "               [--plugin FILE]... [--data-dir DIR] [--user NAME]\n"
+            "               [--control-socket PATH]\n"
             "\n"
             "  --state-dir DIR   store and control socket (default %s/lib/tlsbox)\n"
             "  --plugin-dir DIR  plugins to load (default %s)\n"
@@ -56,6 +60,9 @@ static void usage(FILE *f)
             "  --log-level L     overrides the core.log_level setting for this run\n"
             "  --set KEY=VALUE   validate and store a setting before plugins start\n"
             "  --plugin FILE     load this plugin; repeatable; replaces --plugin-dir\n"
+            "  --user NAME       started as root: run as NAME once ports are bound\n"
+            "                    (default: the core.user setting, tlsbox)\n"
+            "  --control-socket PATH  control socket (default DIR/control.sock)\n"
             "  --version         print the version and plugin ABI\n",
             LOCALSTATEDIR, paths_plugindir(), paths_pkgdatadir());
 }
@@ -71,10 +78,12 @@ static int parse_args(int argc, char **argv, struct options *o)
                                              {"plugin", required_argument, NULL, 'P'},
                                              {"data-dir", required_argument, NULL, 'D'},
                                              {"version", no_argument, NULL, 'V'},
+                                             {"user", required_argument, NULL, 'u'},
+                                             {"control-socket", required_argument, NULL, 'c'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "s:p:dfl:S:P:D:Vh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:p:dfl:S:P:D:Vhu:c:", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
             o->state_dir = optarg;
@@ -106,6 +115,12 @@ static int parse_args(int argc, char **argv, struct options *o)
         case 'P':
             o->plugins = xrealloc(o->plugins, (size_t)(o->nplugins + 1) * sizeof *o->plugins);
             o->plugins[o->nplugins++] = optarg;
+            break;
+        case 'u':
+            o->user = optarg;
+            break;
+        case 'c':
+            o->control_socket = optarg;
             break;
         case 'D':
             paths_set_pkgdatadir(optarg);
@@ -216,6 +231,7 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc;
+    privdrop_early();
     int ready_fd = -1;
     if (!o.foreground && daemonize(&ready_fd) < 0) {
         fprintf(stderr, "tlsboxd: cannot detach: %s\n", strerror(errno));
@@ -234,7 +250,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 
-    char *err = NULL;
+    char *err = NULL, *sock = NULL;
     rc = 1;
     if (store_init(o.state_dir, &err) < 0) {
         log_err("%s", err ? err : "cannot open the store");
@@ -273,7 +289,8 @@ int main(int argc, char **argv)
     if (tls_start() < 0) {
         log_err("TLS bundle: no usable bundle; the site cannot serve HTTPS until this is fixed");
     }
-    if (control_start(o.state_dir) < 0)
+    sock = o.control_socket ? xstrdup(o.control_socket) : xasprintf("%s/control.sock", o.state_dir);
+    if (control_start(sock) < 0)
         goto out_tls;
     /* The web UI is a convenience: the site and the control socket serve
      * even when its port is taken. */
@@ -287,6 +304,23 @@ int main(int argc, char **argv)
         control_stop();
         goto out_tls;
     }
+    /* Drop root here: the plugins' start hooks have bound their ports (the
+     * site's in site_start) and the daemon has not reported ready.  Nothing
+     * binds later: ports are restart-only settings, and a restart starts
+     * privileged again.  The site's workers accept from inside
+     * plugins_start_all(), so a client connecting in the microseconds before
+     * this call could have its ClientHello read as root; closing that gap
+     * needs ports bound before workers start (a kit call), not done here. */
+    char *user = o.user ? xstrdup(o.user) : settings_get("core.user");
+    rc = privdrop_apply(user ? user : "tlsbox", o.state_dir, sock, &err);
+    free(user);
+    if (rc < 0) {
+        log_err("%s", err);
+        free(err);
+        rc = 1;
+        goto out_plugins;
+    }
+    rc = 1; /* the exit status should anything below fail */
     /* Startup leaves holes in the heap (settings patterns compiled and freed:
      * several MB for counted repeats); give those pages back before serving. */
     malloc_trim(0);
@@ -314,10 +348,12 @@ int main(int argc, char **argv)
     }
     notify_systemd("STOPPING=1");
     rc = 0;
+out_plugins:
     admin_stop();
     plugins_stop_all();
     control_stop();
 out_tls:
+    free(sock);
     tls_stop();
     sysstat_stop();
 out_threads:

@@ -69,6 +69,12 @@ const struct tlsbox_setting_def core_settings[] = {
      .min = 1024,
      .max = 64 * 1024 * 1024,
      .help = "Largest request body the admin API accepts, in bytes"},
+    {.key = "user",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "tlsbox",
+     .pattern = "^[a-z_][a-z0-9_-]{0,31}$",
+     .help = "User the daemon runs as once its ports are bound, when started as root",
+     .flags = TLSBOX_SETTING_RESTART},
     TLSBOX_SETTINGS_END};
 
 struct owner {

@@ -201,7 +201,8 @@ static sqlite3 *open_conn(const char *path, char **err)
 }
 
 /* The state directory: created 0700 when missing.  An existing one is used as
- * it is (the packaging owns its mode) but a world-accessible one is reported. */
+ * it is (the packaging owns its mode) but a world-accessible one is reported
+ * and a group- or world-writable one refused. */
 static int make_state_dir(const char *dir, char **err)
 {
     struct stat sb;
@@ -213,6 +214,15 @@ static int make_state_dir(const char *dir, char **err)
     if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
         xset_err(err, "%s: not a directory", dir);
         return -ENOTDIR;
+    }
+    /* Whoever can write the directory can swap the store for one of theirs. */
+    if (sb.st_mode & 0022) {
+        xset_err(err,
+                 "%s: the state directory is writable by %s (mode %03o): refused; "
+                 "chmod 0700 it",
+                 dir, (sb.st_mode & 0002) ? "everyone" : "its group",
+                 (unsigned)(sb.st_mode & 0777));
+        return -1;
     }
     if (sb.st_mode & 0007)
         log_warn("%s: state directory is accessible to others (mode %03o); 0700 is expected", dir,

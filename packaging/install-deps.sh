@@ -3,6 +3,8 @@
 # Idempotent: safe to run again; used by README's quick start and by .ci/run.
 #   packaging/install-deps.sh          build + test dependencies
 #   packaging/install-deps.sh --build  build dependencies only
+#   packaging/install-deps.sh --package  also the Debian package builds and
+#                                        checks (arm64 cross, qemu, nspawn)
 set -eu
 
 APT="apt-get -o DPkg::Lock::Timeout=600 -y --no-install-recommends"
@@ -23,8 +25,25 @@ TEST="clang libclang-rt-14-dev clang-format
   libjs-chart.js"
 # (libjs-chart.js is also a run-time dependency: the admin UI serves its Chart.js.)
 
+# packaging/build-deb.sh and packaging/check-*.sh (make check-package): the
+# arm64 cross build, a bookworm root file system booted under qemu-user.
+PACKAGE="debhelper lintian mmdebstrap arch-test systemd systemd-container
+  qemu-user-static binfmt-support crossbuild-essential-arm64
+  libgnutls28-dev:arm64 libnghttp2-dev:arm64 libmicrohttpd-dev:arm64
+  libsqlite3-dev:arm64 libcurl4-gnutls-dev:arm64 libjansson-dev:arm64"
+
 pkgs="$BUILD"
-[ "${1:-}" = "--build" ] || pkgs="$BUILD $TEST"
+case "${1:-}" in
+--build) ;;
+--package)
+  pkgs="$BUILD $TEST $PACKAGE"
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64
+    NEED_UPDATE=1
+  fi
+  ;;
+*) pkgs="$BUILD $TEST" ;;
+esac
 
 missing=""
 for p in $pkgs; do
@@ -34,8 +53,18 @@ done
 if [ -n "$missing" ]; then
   export DEBIAN_FRONTEND=noninteractive
   # An empty package list (fresh machine) finds nothing: update once first.
-  [ -n "$(ls /var/lib/apt/lists/ 2>/dev/null | grep -v -e lock -e partial)" ] || $APT update
+  if [ -n "${NEED_UPDATE:-}" ] ||
+    [ -z "$(ls /var/lib/apt/lists/ 2>/dev/null | grep -v -e lock -e partial)" ]; then
+    $APT update
+  fi
   $APT install $missing || { $APT update && $APT install $missing; }
+fi
+
+# Started as root (CI runs the tests as root), tlsboxd becomes the tlsbox user
+# once its ports are bound, as the packaged service runs: the tests need it.
+if [ "$(id -u)" = 0 ] && ! getent passwd tlsbox >/dev/null; then
+  useradd --system --user-group --no-create-home --home-dir /nonexistent \
+    --shell /usr/sbin/nologin tlsbox
 fi
 
 # Debian starts nginx and h2o on install where it can; the benchmark starts its

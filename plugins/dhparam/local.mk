@@ -22,3 +22,7 @@ dhparam_integration_tests = tests/integration/65_dh_modes.sh tests/integration/6
 TESTS += tests/integration/65_dh_modes.sh tests/integration/66_dh_rotate.sh \
 	tests/integration/67_dh_cancel.sh
 EXTRA_DIST += $(dhparam_integration_tests)
+
+# Its page in the admin web UI, installed next to dhparam.so.
+plugin_DATA += plugins/dhparam/dhparam.ui.js
+EXTRA_DIST += plugins/dhparam/dhparam.ui.js

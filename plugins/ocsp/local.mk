@@ -25,3 +25,7 @@ ocsp_integration_tests = tests/integration/50_ocsp_staple.sh \
 	tests/integration/55_ocsp_acme_revoked.sh
 TESTS += $(ocsp_integration_tests)
 EXTRA_DIST += $(ocsp_integration_tests)
+
+# Its page in the admin web UI, installed next to ocsp.so.
+plugin_DATA += plugins/ocsp/ocsp.ui.js
+EXTRA_DIST += plugins/ocsp/ocsp.ui.js

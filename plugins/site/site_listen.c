@@ -199,6 +199,12 @@ int site_listeners_open(struct site *s, const struct site_config *cfg,
                 }
                 if (fd == -EADDRINUSE)
                     explain_in_use(s, keys[p], cfg->bind[i], ports[p]);
+                else if (fd == -EACCES && ports[p] < 1024)
+                    /* tlsboxd binds privileged ports before it drops root. */
+                    SITE_LOG(s, TLSBOX_LOG_ERR,
+                             "site.%s: port %d on %s needs privileges tlsboxd gave up after "
+                             "starting: restart tlsboxd (systemctl restart tlsbox) to use it",
+                             keys[p], ports[p], cfg->bind[i]);
                 else
                     SITE_LOG(s, TLSBOX_LOG_ERR, "site.bind: cannot listen on %s port %d: %s",
                              cfg->bind[i], ports[p], strerror(-fd));

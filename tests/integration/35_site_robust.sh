@@ -16,7 +16,7 @@ ok $? "tlsboxd serves the site"
 # the listener readable; a worker that retried accept() at once would burn a
 # whole core for the 2 s window.
 nfd=$(ls /proc/"$TB_PID"/fd | wc -l)
-prlimit --pid "$TB_PID" --nofile=$((nfd + 8)):$((nfd + 8))
+tb_as_daemon prlimit --pid "$TB_PID" --nofile=$((nfd + 8)):$((nfd + 8))
 ok $? "open file limit lowered to $((nfd + 8)) ($nfd open)"
 python3 - "$TB_PID" "$P_HTTP" <<'PY' >"$TB_TMP/emfile"
 import os, socket, sys, time

@@ -94,7 +94,9 @@ site_set site.max_connections_per_ip 256
 # One keep-alive TLS connection is opened, then the daemon's limit is lowered
 # to what it holds and the gaps below it filled with plain connections:
 # opening the file fails with EMFILE.
-out=$(python3 - "$TB_PID" "$P_HTTPS" "$P_HTTP" <<'PY'
+# As the daemon's user (prlimit on it), its descriptors listed here (as root:
+# a process that dropped root is not dumpable).
+out=$(tb_as_daemon /usr/bin/python3 - "$TB_PID" "$P_HTTPS" "$P_HTTP" "$(ls /proc/"$TB_PID"/fd | tr '\n' ,)" <<'PY'
 import os, resource, socket, ssl, sys, time
 pid, port, plain = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -114,7 +116,7 @@ def ask(path):
     ra = [l.split(":", 1)[1].strip() for l in lines if l.lower().startswith("retry-after:")]
     return lines[0], ra[0] if ra else "-"
 old = resource.prlimit(pid, resource.RLIMIT_NOFILE)
-fds = [int(f) for f in os.listdir("/proc/%d/fd" % pid)]
+fds = [int(f) for f in sys.argv[4].split(",") if f] + [max(int(f) for f in sys.argv[4].split(",") if f) + 1]
 top = max(fds) + 1
 resource.prlimit(pid, resource.RLIMIT_NOFILE, (top, old[1]))
 held = []

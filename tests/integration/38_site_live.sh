@@ -116,16 +116,21 @@ port_closed "$P_HTTPS"
 curl -s --cacert "$CA" -o /dev/null --max-time 5 "$URL/"
 is "$?" 7 "the old HTTPS port is closed"
 # A port someone else holds: the change is refused, the old port keeps serving.
-python3 -c '
+# The holder runs as the daemon's user: a daemon that dropped root can only
+# name processes of its own user.
+mkdir -m 0777 "$TB_TMP/busy" && chmod 0777 "$TB_TMP/busy"
+du=$(awk '/^Uid:/ { print $2 }' "/proc/$TB_PID/status")
+dg=$(awk '/^Gid:/ { print $2 }' "/proc/$TB_PID/status")
+setpriv --reuid "$du" --regid "$dg" --clear-groups /usr/bin/python3 -c '
 import socket, sys, time
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT, not a listener
 s.bind(("127.0.0.1", int(sys.argv[1])))
 s.listen()
 open(sys.argv[2], "w").close()
-time.sleep(6)' "$P_HTTPS" "$TB_TMP/busy.ready" &
+time.sleep(6)' "$P_HTTPS" "$TB_TMP/busy/ready" &
 busy=$!
-for i in $(seq 1 50); do [ -e "$TB_TMP/busy.ready" ] && break; sleep 0.1; done
+for i in $(seq 1 50); do [ -e "$TB_TMP/busy/ready" ] && break; sleep 0.1; done
 site_set site.https_port "$P_HTTPS"
 is "$(curl -s --cacert "$CA" --max-time 5 "https://localhost:$new_https/who.txt")" "site B" \
     "a change to a port in use is refused; the current port keeps serving"

@@ -4,7 +4,9 @@
 # import them): first run with the one-time token, the modern preset applied
 # then rolled back (checked with openssl s_client -tls1_2 against the site),
 # the dashboard's charts moving under h2load, a settings form refusing an
-# out-of-range value by the field, phone width and keyboard use.  Full-page
+# out-of-range value by the field, phone width and keyboard use; the ocsp and
+# dhparam plugins' pages checked against tlsboxctl ocsp/dh status (with a
+# revoked must-staple certificate from a real openssl ocsp responder).  Full-page
 # screenshots of every page and page-weight.txt go to
 # $top_builddir/tests/artifacts/admin-ui/.
 . "$(dirname "$0")/lib.sh"
@@ -14,9 +16,20 @@ for need in /usr/bin/chromium /usr/bin/chromedriver h2load; do
 done
 /usr/bin/python3 -c 'import selenium' 2>/dev/null || bail "python3-selenium missing: run packaging/install-deps.sh"
 
+# A must-staple certificate its responder (the real openssl ocsp) says is
+# revoked, for the OCSP page.
+. "$(dirname "$0")/ocsp_lib.sh"
+oc_make_ca || bail "test CA"
+oc_make_leaf revoked.test 30 "tlsfeature=status_request" || bail "must-staple leaf"
+oc_start_responder || bail "OCSP responder"
+oc_revoke revoked.test || bail "revoking the leaf at the responder"
+
 SITE_PORT=$(tb_free_port)
 tb_start_daemon --demo --set site.https_port="$SITE_PORT" --set site.http_port="$(tb_free_port)" \
     --set admin.pbkdf2_iterations=10000 || bail "daemon did not start"
+tb_ctl cert import --cert "$OC/revoked.test.pem" --chain "$OC/inter.pem" \
+    --key "$OC/revoked.test.key" --name revoked.test >/dev/null || bail "importing revoked.test"
+oc_wait_status revoked.test status revoked 20 || bail "the OCSP plugin did not see revoked.test revoked"
 ART="$top_builddir/tests/artifacts/admin-ui"
 rm -rf "$ART"
 mkdir -p "$ART"
@@ -25,7 +38,7 @@ export HOME="$TB_TMP/home"
 mkdir -p "$HOME"
 
 ADMIN_URL="https://127.0.0.1:$TB_ADMIN_PORT" SITE_PORT="$SITE_PORT" TLSBOXCTL="$TB_TLSBOXCTL" \
-    TB_STATE="$TB_STATE" UI_ARTIFACTS="$ART" \
+    TB_STATE="$TB_STATE" UI_ARTIFACTS="$ART" OCSP_REVOKED=revoked.test \
     timeout 300 /usr/bin/python3 "$top_srcdir/tests/ui/admin_ui.py" >"$TB_TMP/ui.out" 2>"$TB_TMP/ui.err"
 rc=$?
 n=0
@@ -36,11 +49,11 @@ while IFS= read -r line; do
     "# "*) echo "$line" ;;
     esac
 done <"$TB_TMP/ui.out"
-ok $((n < 25)) "the browser run made its checks ($n)"
+ok $((n < 40)) "the browser run made its checks ($n)"
 is "$rc" 0 "the browser run ended cleanly"
 [ "$rc" = 0 ] || sed 's/^/# /' "$TB_TMP/ui.err" | tail -n 20
 shots=$(ls "$ART"/*.png 2>/dev/null | wc -l)
-ok $((shots < 10)) "screenshots written ($shots in $ART)"
+ok $((shots < 14)) "screenshots written ($shots in $ART)"
 tb_stop_daemon
 ok $? "daemon stops cleanly"
 done_testing

@@ -30,11 +30,14 @@ printf '%s\n' '<script type="module" src="/js/app.js"></script>' >"$TB_TMP/good/
 "$CHECK" "$TB_TMP/good" >/dev/null
 is "$?" 0 "the checker accepts a script loaded from a file"
 
-out=$("$CHECK" "$W" "$top_srcdir/pdk/example/example.ui.js")
-is "$?" 0 "no inline script anywhere in webui/ or the example plugin page"
+# The plugins' pages: the example and every NAME.ui.js under plugins/.
+PAGES=("$top_srcdir/pdk/example/example.ui.js" "$top_srcdir"/plugins/*/*.ui.js)
+ok $((${#PAGES[@]} < 3)) "the plugins' pages are found (${#PAGES[@]}: ${PAGES[*]##*/})"
+out=$("$CHECK" "$W" "${PAGES[@]}")
+is "$?" 0 "no inline script anywhere in webui/ or the plugins' pages"
 [ -z "$out" ] || diag "$out"
 
-ext=$(grep -rnoE '(src|href)="(https?:)?//[^"]*"|(import|from)[[:space:]]*["'\''](https?:)?//' "$W" \
-    "$top_srcdir/pdk/example/example.ui.js")
+ext=$(grep -rnoE '(src|href)="(https?:)?//[^"]*"|(import|from)[[:space:]]*["'\''](https?:)?//|fetch\(["'\''`](https?:)?//' \
+    "$W" "${PAGES[@]}")
 is "$ext" "" "no resource is loaded from outside the box"
 done_testing

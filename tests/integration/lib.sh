@@ -4,9 +4,11 @@
 #
 #   tb_setup                 temp dir $TB_TMP (removed at exit), state dir $TB_STATE
 #   tb_free_port             print a free loopback TCP port
+#   tb_free_low_port         the same below 1024 (for CAP_NET_BIND_SERVICE)
 #   tb_start_daemon [ARGS]   start tlsboxd on $TB_STATE; waits for the control socket
 #                            (admin web UI on 127.0.0.1:$TB_ADMIN_PORT)
 #   tb_ctl ARGS...           tlsboxctl --state-dir $TB_STATE ARGS
+#   tb_as_daemon CMD...      CMD as the daemon's user (tlsbox when started as root)
 #   tb_stop_daemon           SIGTERM and wait (fails the test if it takes > 5 s)
 #   tb_bg CMD...             start a helper process, killed at exit; pid in $TB_BG_PID
 #   ok STATUS DESC | is GOT WANT DESC | like GOT ERE DESC | diag MSG | done_testing
@@ -118,6 +120,9 @@ _tb_cleanup() {
 tb_setup() {
     [ -x "$TB_TLSBOXD" ] || bail "no $TB_TLSBOXD: build first"
     TB_TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsbox-test.XXXXXX")
+    # Started as root (CI), tlsboxd becomes the tlsbox user once its ports
+    # are bound: it must pass through to its state and site directories.
+    chmod 0711 "$TB_TMP"
     TB_STATE="$TB_TMP/state"
     export TB_TMP TB_STATE
     trap _tb_cleanup EXIT
@@ -200,6 +205,33 @@ sys.exit("tb_free_port: no free port in %d-%d" % (lo, hi))
 PY
 }
 
+# A free port below 1024 on 127.0.0.1, for a daemon that binds it with
+# CAP_NET_BIND_SERVICE; claimed in the same directory as tb_free_port's.
+tb_free_low_port() {
+    python3 - "$TB_PORT_DIR" "$$" <<'PY'
+import os, random, socket, sys
+d, owner = sys.argv[1], sys.argv[2]
+os.makedirs(d, exist_ok=True)
+for p in random.sample(range(600, 1000), 400):
+    try:
+        os.mkdir(os.path.join(d, str(p)))
+    except FileExistsError:
+        continue
+    with open(os.path.join(d, str(p), "owner"), "w") as f:
+        f.write(owner)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+        print(p)
+        sys.exit(0)
+    except OSError:
+        pass
+    finally:
+        s.close()
+sys.exit("tb_free_low_port: no free port in 600-999")
+PY
+}
+
 _tb_release_ports() {
     local f
     for f in "$TB_PORT_DIR"/*/owner; do
@@ -250,6 +282,20 @@ tb_start_daemon() {
     diag "tlsboxd did not come up; log:"
     sed 's/^/#   /' "$TB_TMP/daemon.log" | tail -n 30
     return 1
+}
+
+# Run a command as the daemon's user and group: started as root, tlsboxd
+# runs as tlsbox, and some things only its own user may do to it (prlimit
+# without CAP_SYS_RESOURCE).
+tb_as_daemon() {
+    local u g
+    u=$(awk '/^Uid:/ { print $2 }' "/proc/$TB_PID/status")
+    g=$(awk '/^Gid:/ { print $2 }' "/proc/$TB_PID/status")
+    if [ "$u" = "$(id -u)" ]; then
+        "$@"
+    else
+        setpriv --reuid "$u" --regid "$g" --clear-groups "$@"
+    fi
 }
 
 tb_ctl() {

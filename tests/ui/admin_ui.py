@@ -80,6 +80,7 @@ def shot(d, name):
     w = d.get_window_size()["width"]
     h = d.execute_script("return Math.min(6000, document.documentElement.scrollHeight)")
     d.set_window_size(w, max(h, 600))
+    d.execute_script("window.scrollTo(0, 0)")
     path = os.path.join(ART, name + ".png")
     d.save_screenshot(path)
     d.set_window_size(w, 900)
@@ -225,6 +226,118 @@ def other_pages(d):
     shot(d, "08-plugin-example")
 
 
+def ctl_json(*args):
+    return json.loads(ctl("--json", *args))
+
+
+def ocsp_page(d):
+    """The OCSP plugin's page lists what ocsp/status says, and refreshes."""
+    link = wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#menu a[data-page='p/ocsp']")))
+    link.click()
+    row = wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#ocsp-rows tr[data-name=internal]")))
+    want = [c for c in ctl_json("ocsp", "status")["certificates"] if c["name"] == "internal"][0]
+    cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+    check(cells[1] == want["responder"] and cells[2].split("\n")[0] == want["status"].replace("_", " "),
+          f"the OCSP page lists the internal certificate as ocsp status says ({want['status']})", cells)
+    check(("stapled" in cells[2]) == want["stapled"], "and whether it is stapled", cells)
+    revoked = os.environ["OCSP_REVOKED"]
+    first = d.find_element(By.CSS_SELECTOR, "#ocsp-rows tr")
+    cell = first.find_elements(By.TAG_NAME, "td")[2]
+    check(first.get_attribute("data-name") == revoked and "bad" in first.get_attribute("class"),
+          f"the revoked certificate ({revoked}) comes first, its row marked", first.text)
+    check(cell.find_element(By.CSS_SELECTOR, "strong.bad").text.startswith("REVOKED") and
+          "Must-staple certificate without a valid staple" in cell.text,
+          "with REVOKED and the must-staple warning in bold red", cell.text)
+    check("1 REVOKED, 1 must-staple without a staple" in d.find_element(By.ID, "ocsp-summary").text,
+          "and the summary counts them", d.find_element(By.ID, "ocsp-summary").text)
+    runs = ctl_json("ocsp", "status")["runs"]
+    d.find_element(By.CSS_SELECTOR, "button[data-cert=internal]").send_keys(Keys.ENTER)
+    ok = wait(d, EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#ocsp-rows tr[data-name=internal] .status"),
+                                                  "Fresh"), 40)
+    after = ctl_json("ocsp", "status")
+    check(ok and after["runs"] > runs, "refresh now (keyboard) runs a refresh and writes the result in the row",
+          f"runs {runs} -> {after['runs']}")
+    shot(d, "11-plugin-ocsp")
+
+
+def dh_until(field, value, seconds=10):
+    end = time.time() + seconds
+    while time.time() < end:
+        if ctl_json("dh", "status")[field] == value:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def dh_page(d):
+    """The dhparam plugin's page: served bits, mode switch, import refusal,
+    a generation's progress, each compared with tlsboxctl dh status."""
+    ctl("set", "dhparam.bits", "2048")
+    link = wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#menu a[data-page='p/dhparam']")))
+    link.click()
+    shown = wait(d, EC.presence_of_element_located((By.ID, "dh-served-bits")))
+    st = ctl_json("dh", "status")
+    check(f"({st['served']['bits']} bits)" in shown.text,
+          f"the DH page shows the served bits of tlsboxctl dh status ({st['served']['bits']})", shown.text)
+    check(d.find_element(By.ID, "dh-served-mode").text == st["mode"] == "rfc7919", "and its mode")
+    d.find_element(By.CSS_SELECTOR, "#dh-mode option[value=generated]").click()
+    d.find_element(By.CSS_SELECTOR, "#dh-mode-form button[type=submit]").click()
+    check(dh_until("mode", "generated"), "switching the mode on the page changes tlsboxctl dh status")
+    # With no generated parameters yet, the plugin starts the first
+    # generation (of dhparam.bits, 2048 here to keep it short).
+    end = time.time() + 20
+    while time.time() < end:
+        st = ctl_json("dh", "status")
+        if st["generation"] or st["params"]["generated"]:
+            break
+        time.sleep(0.2)
+    check(st["generation"] or st["params"]["generated"], "and starts the first generation", st)
+    ok = wait(d, EC.text_to_be_present_in_element((By.ID, "dh-served-mode"), "generated"))
+    check(ok, "and the page shows the new mode")
+    d.find_element(By.CSS_SELECTOR, "#dh-mode option[value=rfc7919]").click()
+    d.find_element(By.CSS_SELECTOR, "#dh-mode-form button[type=submit]").click()
+    check(dh_until("mode", "rfc7919"), "and back to rfc7919")
+    # An invalid file: refused by the field, nothing stored, mode unchanged.
+    bad = os.path.join(os.environ["TB_TMP"], "bad-dh.pem")
+    with open(bad, "w") as f:
+        f.write("-----BEGIN DH PARAMETERS-----\nMAYCAQI=\n-----END DH PARAMETERS-----\n")
+    before = ctl_json("dh", "status")
+    d.find_element(By.ID, "dh-import-file").send_keys(bad)
+    d.find_element(By.CSS_SELECTOR, "#dh-import-form button[type=submit]").click()
+    err = wait(d, EC.visibility_of_element_located((By.ID, "dh-import-file-err")))
+    check("refused" in err.text, "an invalid DH file is refused with the message by the field", err.text)
+    after = ctl_json("dh", "status")
+    # (params.generated may change meanwhile: the switch to "generated" above
+    # started a generation that runs on in the background.)
+    check(after["params"]["import"] == before["params"]["import"] is None and after["mode"] == before["mode"]
+          and after["served"]["fingerprint"] == before["served"]["fingerprint"],
+          "and nothing changes: nothing imported, same mode, same parameters served",
+          f"before {before}\nafter {after}")
+    shot(d, "12-plugin-dhparam")
+    # A generation: the page shows the run tlsboxctl reports (running with
+    # its stage, or done when it was quicker than the page).
+    # The first generation (started by the switch to "generated") ends
+    # first: one runs at a time, the button is disabled meanwhile.
+    end = time.time() + 240
+    while time.time() < end and ctl_json("dh", "status")["generation"]:
+        time.sleep(0.5)
+    d.find_element(By.CSS_SELECTOR, "#dh-bits option[value='2048']").click()
+    wait(d, EC.element_to_be_clickable((By.ID, "dh-generate")), 15).click()
+    wait(d, EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#dh-generate-form .status"), "started"))
+    run = int(d.find_element(By.CSS_SELECTOR, "#dh-generate-form .status").text.split()[1])
+    prog = wait(d, lambda _: (lambda t: t if "2048 bits" in t else False)(d.find_element(By.ID, "dh-progress").text))
+    st = ctl_json("dh", "status")
+    g, last = st["generation"], st["last_run"]
+    if prog.startswith("Generating 2048 bits: "):
+        # Running when the page looked: tlsboxctl sees it running, or done since.
+        check("s elapsed" in prog and ((g and g["id"] == run) or (last and last["id"] == run)),
+              "the page shows the running generation's stage and elapsed time", f"{prog} / {st}")
+    else:
+        check(last and last["id"] == run and prog.startswith(f"Last generation: 2048 bits, {last['state']}"),
+              "the page shows the generation, done before it looked", f"{prog} / {last}")
+    shot(d, "13-plugin-dhparam-generating")
+
+
 def phone_and_keyboard(d):
     d.set_window_size(390, 844)
     open_page(d, "dashboard", "#chart-cpu")
@@ -237,6 +350,12 @@ def phone_and_keyboard(d):
     wide = d.execute_script("return document.documentElement.scrollWidth")
     check(wide <= 390, "no horizontal scrolling at phone width", wide)
     shot(d, "09-phone-dashboard")
+    for page, ready in (("p/ocsp", "#ocsp-rows tr"), ("p/dhparam", "#dh-served-bits")):
+        open_page(d, page, ready)
+        wide = d.execute_script("return document.documentElement.scrollWidth")
+        check(wide <= 390, f"no horizontal scrolling on {page} at phone width", wide)
+    shot(d, "14-phone-dhparam")
+    open_page(d, "dashboard", "#chart-cpu")  # logging in again returns to this page
     d.set_window_size(1280, 900)
     # Log out and in again with the keyboard alone.
     d.find_element(By.ID, "logout").click()
@@ -260,7 +379,8 @@ def page_weight(d):
     lines = ["page          requests (files + API)   bytes transferred (files + API)"]
     for page, ready in (("dashboard", "#n-cpu"), ("policy", "#preset-form"), ("certs", "#cert-table"),
                         ("plugins", "#settings-site"), ("audit", "#audit-rows tr"),
-                        ("p/example", "#example-greeting")):
+                        ("p/example", "#example-greeting"), ("p/ocsp", "#ocsp-rows tr"),
+                        ("p/dhparam", "#dh-served-bits")):
         d.get(f"{BASE}/?fresh={page.replace('/', '-')}#/{page}")
         wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, ready)))
         time.sleep(1.5)
@@ -276,7 +396,7 @@ def page_weight(d):
         f.write("\n".join(lines) + "\n")
     for l in lines:
         print("# " + l, flush=True)
-    check(len(lines) == 7, "page weight measured for every page")
+    check(len(lines) == 9, "page weight measured for every page")
 
 
 def main():
@@ -284,7 +404,7 @@ def main():
     d = browser()
     try:
         for step in (first_run, policy_modern_and_rollback, dashboard_under_load, settings_refused,
-                     other_pages, phone_and_keyboard, page_weight):
+                     other_pages, ocsp_page, dh_page, phone_and_keyboard, page_weight):
             try:
                 step(d)
             except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:

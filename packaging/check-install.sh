@@ -1,0 +1,301 @@
+#!/bin/bash
+# The Debian package as a user gets it: a fresh minimal bookworm system of the
+# given architecture (mmdebstrap; arm64 runs under qemu-user through binfmt),
+# the .deb installed by apt, booted with systemd-nspawn.  Checks, as TAP:
+# the unit active, HTTPS and h2 served (curl from this side on a loopback
+# port below 1024, so the unit's CAP_NET_BIND_SERVICE is what binds it),
+# tlsboxctl through /run/tlsbox/control.sock (and refused to others), the
+# process as tlsbox with no capability, systemd-analyze verify, the unit's
+# exposure against the goal, a restart keeping the state, poweroff.
+# With --upgrade, the system starts from the previous package (TLSBOX_PREV_DEB,
+# else this tree built as an older version), gets a certificate and a setting,
+# is upgraded to this one and must keep both; then purge removes state and user.
+#   packaging/check-install.sh amd64|arm64|armhf [--upgrade]
+# Needs root, mmdebstrap, systemd-container, qemu-user-static + binfmt for
+# arm64 (packaging/install-deps.sh --package).  Builds the .deb with
+# packaging/build-deb.sh unless TLSBOX_DEB names it.
+set -u
+arch=${1:?usage: $0 amd64|arm64|armhf [--upgrade]}
+upgrade=${2:-}
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/tests/integration/lib.sh"
+EXPOSURE_GOAL=2.0
+t0=$(date +%s)
+
+[ "$(id -u)" = 0 ] || bail "$0 needs root (mmdebstrap, systemd-nspawn)"
+for tool in mmdebstrap systemd-nspawn nsenter curl openssl jq; do
+    command -v "$tool" >/dev/null || bail "no $tool: run packaging/install-deps.sh --package"
+done
+if [ "$arch" != "$(dpkg --print-architecture)" ]; then
+    qemu=$( [ "$arch" = arm64 ] && echo qemu-aarch64 || echo qemu-arm)
+    if [ ! -e /proc/sys/fs/binfmt_misc/$qemu ]; then
+        # Without systemd as PID 1 nothing mounts binfmt_misc at boot.
+        mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc 2>/dev/null
+        update-binfmts --enable "$qemu" 2>/dev/null
+    fi
+    [ -e /proc/sys/fs/binfmt_misc/$qemu ] || bail "binfmt $qemu is not enabled (qemu-user-static)"
+fi
+
+deb=${TLSBOX_DEB:-}
+if [ -z "$deb" ]; then
+    "$top/packaging/build-deb.sh" "$arch" >"${TMPDIR:-/tmp}/tlsbox-build-$arch.log" 2>&1 ||
+        bail "packaging/build-deb.sh $arch failed: ${TMPDIR:-/tmp}/tlsbox-build-$arch.log"
+    deb=$(ls "$top/_build/deb/$arch"/tlsbox_*_"$arch".deb | head -1)
+fi
+[ -f "$deb" ] || bail "no package $deb"
+first=$deb
+if [ "$upgrade" = --upgrade ]; then
+    first=${TLSBOX_PREV_DEB:-}
+    if [ -z "$first" ]; then
+        TLSBOX_DEB_VERSION="$(dpkg-deb -f "$deb" Version)~prev" \
+            "$top/packaging/build-deb.sh" "$arch" "$top/_build/deb/$arch-prev" \
+            >"${TMPDIR:-/tmp}/tlsbox-build-$arch-prev.log" 2>&1 || bail "building the previous package failed"
+        first=$(ls "$top/_build/deb/$arch-prev"/tlsbox_*_"$arch".deb | head -1)
+    fi
+fi
+diag "$arch: package $(basename "$deb") $(stat -c %s "$deb") bytes; first installed: $(basename "$first")"
+
+work=$(mktemp -d /var/tmp/tlsbox-check.XXXXXX)
+root="$work/root"
+nspawn_pid=""
+pid1=""
+cleanup() {
+    local rc=$?
+    if [ -n "$nspawn_pid" ] && kill -0 "$nspawn_pid" 2>/dev/null; then
+        [ -n "$pid1" ] && nsenter -t "$pid1" -m -p -u -i systemctl poweroff >/dev/null 2>&1
+        for _ in $(seq 1 600); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.2; done
+        kill -KILL "$nspawn_pid" 2>/dev/null
+    fi
+    _tb_release_ports
+    [ -n "${TLSBOX_KEEP:-}" ] || rm -rf "$work"
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# The container shares this network namespace.
+P=$(tb_free_low_port) || bail "no free loopback port below 1024"
+PA=$(tb_free_port) || bail "no free loopback port"
+
+# ---- the system -------------------------------------------------------------
+cp "$first" "$work/first.deb"
+# Only the listening address and port differ from the packaged unit.
+cat >"$work/check.conf" <<CONF
+[Service]
+ExecStart=
+ExecStart=/usr/sbin/tlsboxd --foreground --state-dir /var/lib/tlsbox --control-socket /run/tlsbox/control.sock --set site.https_port=$P --set site.http_port=0 --set site.bind=127.0.0.1 --set admin.port=$PA --set admin.bind=127.0.0.1
+CONF
+# The base system (minbase, systemd, the package's dependencies) is made once
+# per architecture and dependency list and kept as a tarball in
+# $TLSBOX_CACHE; the package itself is installed fresh each time.
+cache=${TLSBOX_CACHE:-/var/cache/tlsbox-build}
+deps=$(dpkg-deb -f "$first" Depends | sed 's/([^)]*)//g; s/|[^,]*//g; s/ //g')
+base="$cache/rootfs-bookworm-$arch-$(echo "$deps" | md5sum | cut -c1-12).tar"
+t=$(date +%s)
+if [ ! -s "$base" ]; then
+    mkdir -p "$cache"
+    mmdebstrap --architectures="$arch" --variant=minbase --format=tar \
+        --include="systemd-sysv,dbus,$deps" bookworm "$base.tmp" \
+        "deb http://deb.debian.org/debian bookworm main" \
+        "deb http://deb.debian.org/debian bookworm-updates main" >"$work/mmdebstrap.log" 2>&1 &&
+        mv "$base.tmp" "$base"
+fi
+mkdir -p "$root"
+tar --numeric-owner --xattrs --xattrs-include="*" -xf "$base" -C "$root"
+echo tlsbox-check >"$root/etc/hostname"
+mkdir -p "$root/etc/systemd/system/tlsbox.service.d"
+cp "$work/check.conf" "$root/etc/systemd/system/tlsbox.service.d/"
+cp "$work/first.deb" "$root/tmp/first.deb"
+chroot "$root" dpkg -i /tmp/first.deb >"$work/install.log" 2>&1
+rc=$?
+rm -f "$root/tmp/first.deb"
+ok $rc "a minimal bookworm $arch system, the package installed with dpkg ($(($(date +%s) - t)) s)"
+[ -x "$root/usr/sbin/tlsboxd" ] ||
+    { tail -20 "$work/mmdebstrap.log" "$work/install.log" 2>/dev/null | sed 's/^/# /'; bail "no system"; }
+tu=$(awk -F: '$1 == "tlsbox" { print $3 }' "$root/etc/passwd")
+like "$tu" '^[0-9]+$' "postinst made the system user tlsbox (uid $tu)"
+is "$(stat -c '%u %a' "$root/var/lib/tlsbox")" "$tu 700" "and /var/lib/tlsbox (tlsbox's, 0700)"
+
+# ---- unit file checks (no boot needed) ---------------------------------------
+# --man=no: a minimal system has no man-db; the pages are checked below.
+out=$(systemd-analyze verify --man=no --root="$root" tlsbox.service 2>&1)
+rc=$?
+is "$rc" 0 "systemd-analyze verify tlsbox.service"
+[ -n "$out" ] && diag "$out"
+ok $([ -f "$root/usr/share/man/man8/tlsboxd.8.gz" ] && [ -f "$root/usr/share/man/man1/tlsboxctl.1.gz" ]
+echo $?) "the man pages of its Documentation= are installed"
+exposure=$(systemd-analyze security --offline=true --root="$root" tlsbox.service 2>/dev/null |
+    sed -n 's/.*Overall exposure level for tlsbox.service: \([0-9.]*\).*/\1/p')
+diag "exposure of tlsbox.service: ${exposure:-?} (goal <= $EXPOSURE_GOAL; nginx 9.6, caddy 9.0, h2o 9.3)"
+awk -v e="${exposure:-99}" -v g="$EXPOSURE_GOAL" 'BEGIN { exit !(e + 0 <= g + 0) }'
+ok $? "exposure ${exposure:-?} <= $EXPOSURE_GOAL"
+
+# ---- boot ---------------------------------------------------------------------
+t=$(date +%s)
+systemd-nspawn -D "$root" --register=no --keep-unit -b --console=passive \
+    >"$work/console.log" 2>&1 &
+nspawn_pid=$!
+for _ in $(seq 1 300); do
+    for c in $(pgrep -P "$nspawn_pid"); do
+        [ "$(awk '/^NSpid:/ { print $NF }' /proc/"$c"/status 2>/dev/null)" = 1 ] && pid1=$c
+    done
+    [ -n "$pid1" ] && break
+    sleep 0.2
+done
+[ -n "$pid1" ] || { tail -20 "$work/console.log" | sed 's/^/# /'; bail "the container did not start"; }
+in_ct() { nsenter -t "$pid1" -m -p -u -i "$@"; }
+# PID 1 is there before systemd answers on its bus: ask again until it does.
+state=""
+for _ in $(seq 1 300); do
+    state=$(in_ct timeout 300 systemctl is-system-running --wait 2>/dev/null)
+    [ -n "$state" ] && break
+    kill -0 "$nspawn_pid" 2>/dev/null || break
+    sleep 1
+done
+like "$state" "^(running|degraded)$" "booted with systemd-nspawn: $state ($(($(date +%s) - t)) s)"
+[ "$state" = degraded ] && diag "failed units: $(in_ct systemctl --failed --no-legend 2>&1)"
+is "$(in_ct systemctl is-active tlsbox)" active "tlsbox.service is active"
+
+ca="$work/ca.pem"
+# What the clients trust: the box's CA, and once imported, the imported
+# self-signed certificate, which the admin UI then serves (for any name:
+# it is asked for by its own name, upgrade.check.example).
+trust="$work/trust.pem"
+imported=""
+adm=localhost
+serve_checks() { # $1: label
+    in_ct tlsboxctl cert root >"$ca" 2>"$work/ctl.err"
+    grep -q "BEGIN CERTIFICATE" "$ca"
+    ok $? "$1: tlsboxctl cert root through /run/tlsbox/control.sock"
+    cat "$ca" $imported >"$trust"
+    local url="https://localhost:$P/"
+    out=$(curl -s --cacert "$trust" --max-time 30 --http2 -o "$work/got" -w '%{http_code} %{http_version}' \
+        --resolve "localhost:$P:127.0.0.1" "$url")
+    is "$out" "200 2" "$1: HTTPS with h2 from outside on 127.0.0.1:$P (verified against the box's CA)"
+    cmp -s "$work/got" "$root/usr/share/tlsbox/www/index.html"
+    ok $? "$1: the body is the sample page"
+    out=$(curl -s --cacert "$trust" --max-time 30 --http1.1 -o /dev/null -w '%{http_code} %{http_version}' \
+        --resolve "localhost:$P:127.0.0.1" "$url")
+    is "$out" "200 1.1" "$1: and HTTP/1.1"
+    out=$(curl -s --cacert "$trust" --max-time 30 -o "$work/got" -w '%{http_code}' \
+        --resolve "$adm:$PA:127.0.0.1" "https://$adm:$PA/")
+    is "$out" 200 "$1: the admin web UI answers on 127.0.0.1:$PA"
+    cmp -s "$work/got" "$root/usr/share/tlsbox/webui/index.html"
+    ok $? "$1: with the installed page"
+    out=$(curl -s --cacert "$trust" --max-time 30 -o "$work/got" -w '%{http_code}' \
+        --resolve "$adm:$PA:127.0.0.1" "https://$adm:$PA/vendor/chart.js/chart.min.js")
+    is "$out" 200 "$1: and Chart.js from libjs-chart.js"
+    cmp -s "$work/got" "$root/usr/share/javascript/chart.js/chart.min.js"
+    ok $? "$1: the very file Debian ships"
+}
+serve_checks "installed"
+
+out=$(in_ct tlsboxctl status 2>&1)
+ok $? "tlsboxctl status (root) exits 0"
+like "$out" "^tlsboxd [0-9.]+ \(plugin ABI [0-9.]+\)" "and shows the daemon's version"
+out=$(in_ct setpriv --reuid nobody --regid nogroup --clear-groups tlsboxctl status 2>&1)
+rc=$?
+is "$rc" 4 "tlsboxctl as nobody: exit 4"
+like "$out" "/run/tlsbox/control.sock: permission denied" "and says it lacks permission on the socket"
+
+mainpid=$(in_ct systemctl show -P MainPID tlsbox)
+st() { in_ct sed -n "s/^$1:[[:space:]]*//p" "/proc/$mainpid/status" | tr -s '\t ' ' '; }
+is "$(st Uid)" "$tu $tu $tu $tu" "the service runs as tlsbox (uid $tu)"
+is "$(st CapEff)" 0000000000000000 "its main thread has no capability left"
+is "$(st NoNewPrivs)" 1 "NoNewPrivs 1"
+warn=$(in_ct journalctl -b -u tlsbox -p warning --no-pager -q 2>&1)
+unlike "$warn" "[Pp]ermission denied|not permitted|[Ss]eccomp|SIGSYS|core-dump" \
+    "no denial in its journal (the sandbox does not get in its way)"
+[ -n "$warn" ] && diag "tlsbox warnings: $warn"
+
+# ---- state, restart, upgrade --------------------------------------------------
+fingerprint() {
+    echo | openssl s_client -connect "127.0.0.1:$P" -servername localhost 2>/dev/null |
+        openssl x509 -noout -fingerprint -sha256 2>/dev/null
+}
+cp "$ca" "$work/ca0.pem"
+grep -q "BEGIN CERTIFICATE" "$work/ca0.pem" || bail "no CA from the installed service: nothing to compare later"
+fp=$(fingerprint)
+like "$fp" "Fingerprint=" "the served certificate: ${fp#*=}"
+in_ct tlsboxctl set core.hostname check.example >/dev/null
+ok $? "a setting stored (core.hostname)"
+if [ "$upgrade" = --upgrade ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+        -subj /CN=upgrade.check.example -addext subjectAltName=DNS:upgrade.check.example \
+        -keyout "$root/root/key.pem" -out "$root/root/cert.pem" 2>/dev/null
+    in_ct tlsboxctl cert import --cert /root/cert.pem --key /root/key.pem --name upgraded >/dev/null
+    ok $? "a certificate imported"
+    rm -f "$root/root/key.pem"
+    imported="$root/root/cert.pem"
+    adm=upgrade.check.example
+    cp "$deb" "$root/root/new.deb"
+    t=$(date +%s)
+    in_ct env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        /root/new.deb >"$work/upgrade.log" 2>&1
+    ok $? "upgraded $(dpkg-deb -f "$first" Version) -> $(dpkg-deb -f "$deb" Version) ($(($(date +%s) - t)) s)"
+    is "$(in_ct dpkg-query -W -f '${Version}' tlsbox)" "$(dpkg-deb -f "$deb" Version)" "the new version is installed"
+    is "$(in_ct systemctl is-active tlsbox)" active "the service is active after the upgrade"
+    newpid=$(in_ct systemctl show -P MainPID tlsbox)
+    ok $((newpid == mainpid)) "and was restarted (pid $mainpid -> $newpid)"
+    mainpid=$newpid
+    certs=$(in_ct tlsboxctl --json cert list 2>/dev/null)
+    like "$certs" '"upgraded"' "the imported certificate is still there"
+fi
+# The kit: a plugin built against tlsbox-dev loads into the installed daemon
+# (built here with the host's compiler: native architecture only).
+plugin=""
+if [ "$arch" = "$(dpkg --print-architecture)" ]; then
+    dev=$(ls "$(dirname "$deb")"/tlsbox-dev_*_"$arch".deb | head -1)
+    dpkg-deb -x "$dev" "$work/dev"
+    pc=$(ls -d "$work"/dev/usr/lib/*/pkgconfig)
+    cp -r "$work/dev/usr/share/tlsbox/pdk/example" "$work/example"
+    PKG_CONFIG_PATH="$pc" PKG_CONFIG_SYSROOT_DIR="$work/dev" make -s -C "$work/example" \
+        >"$work/example.log" 2>&1
+    ok $? "the example plugin builds against tlsbox-dev (its headers and tlsbox-plugin.pc)"
+    plugin=$(ls -d "$root"/usr/lib/*/tlsbox/plugins)/example.so
+    cp "$work/example/example.so" "$plugin"
+fi
+t=$(date +%s)
+in_ct systemctl restart tlsbox
+ok $? "systemctl restart tlsbox ($(($(date +%s) - t)) s)"
+is "$(in_ct systemctl is-active tlsbox)" active "active after the restart"
+tb_wait_port "$P"
+serve_checks "restarted"
+cmp -s "$ca" "$work/ca0.pem"
+ok $? "the box's CA is the same one (the store was kept)"
+openssl verify -CAfile "$work/ca0.pem" <(echo | openssl s_client -connect "127.0.0.1:$P" \
+    -servername localhost 2>/dev/null | openssl x509) >/dev/null 2>&1
+ok $? "and the certificate served now chains to it"
+is "$(in_ct tlsboxctl get core.hostname 2>&1)" check.example "the setting was kept"
+if [ -n "$plugin" ]; then
+    like "$(in_ct tlsboxctl plugins 2>&1 | grep -w example)" "running" \
+        "the plugin built with tlsbox-dev runs in the installed daemon"
+    rm -f "$plugin"
+fi
+if [ "$upgrade" = --upgrade ]; then
+    like "$(in_ct tlsboxctl --json cert list 2>/dev/null)" '"upgraded"' "and the certificate"
+    in_ct env DEBIAN_FRONTEND=noninteractive apt-get purge -y tlsbox >"$work/purge.log" 2>&1
+    rc=$?
+    ok $rc "apt-get purge tlsbox"
+    [ "$rc" = 0 ] || tail -5 "$work/purge.log" | sed 's/^/# /'
+    ok $([ ! -e "$root/var/lib/tlsbox" ]; echo $?) "purge removed /var/lib/tlsbox"
+    grep -q '^tlsbox:' "$root/etc/passwd"
+    ok $((!$?)) "and the tlsbox user"
+    # A first install on a running system: started at once, the setup URL shown.
+    in_ct env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        /root/new.deb >"$work/reinstall.log" 2>&1
+    ok $? "installed again on the running system"
+    is "$(in_ct systemctl is-active tlsbox)" active "postinst started the service"
+    like "$(cat "$work/reinstall.log")" "finish the setup in a browser: https://[^ ]+:$PA/[^ ]+" \
+        "postinst printed the admin setup URL"
+fi
+
+# ---- poweroff -------------------------------------------------------------------
+in_ct systemctl poweroff >/dev/null 2>&1
+for _ in $(seq 1 600); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.2; done
+kill -0 "$nspawn_pid" 2>/dev/null
+ok $((!$?)) "systemctl poweroff ends the container"
+wait "$nspawn_pid" 2>/dev/null
+nspawn_pid=""
+diag "$arch check: $(($(date +%s) - t0)) s"
+done_testing

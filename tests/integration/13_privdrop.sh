@@ -1,0 +1,132 @@
+#!/bin/bash
+# Privilege drop, as a user would check it: tlsboxd started as root serves as
+# the tlsbox user with no capability and NoNewPrivs (every thread), does not
+# serve a file tlsbox may not read, keeps a port change for the restart it
+# names, refuses a state directory others can write and a missing user; run
+# as an ordinary user (demo mode, or with systemd's ambient
+# CAP_NET_BIND_SERVICE) it serves as that user and keeps no capability.
+. "$(dirname "$0")/lib.sh"
+. "$top_srcdir/plugins/site/tests/site_itest.sh"
+if [ "$(id -u)" != 0 ]; then
+    echo "1..0 # SKIP the privilege drop is tested as root (CI runs as root)"
+    exit 0
+fi
+id tlsbox >/dev/null 2>&1 || bail "no tlsbox user: packaging/install-deps.sh creates it"
+tb_setup
+U=$(id -u tlsbox)
+G=$(id -g tlsbox)
+
+# Field of /proc/PID/status (whitespace squeezed).
+st() { sed -n "s/^$2:[[:space:]]*//p" "/proc/$1/status" | tr -s '\t ' ' '; }
+
+site_www
+echo "root's secret $RANDOM$RANDOM" >"$TB_TMP/www/secret.txt"
+chmod 0600 "$TB_TMP/www/secret.txt"
+site_start
+ok $? "tlsboxd started as root serves on $P_HTTPS"
+is "$(st "$TB_PID" Uid)" "$U $U $U $U" "real, effective, saved and fs uid are tlsbox's ($U)"
+is "$(st "$TB_PID" Gid)" "$G $G $G $G" "gids are tlsbox's ($G)"
+is "$(st "$TB_PID" Groups)" "" "no supplementary groups"
+is "$(st "$TB_PID" CapEff)" 0000000000000000 "CapEff 0"
+is "$(st "$TB_PID" CapPrm)" 0000000000000000 "CapPrm 0"
+is "$(st "$TB_PID" NoNewPrivs)" 1 "NoNewPrivs 1"
+# Every thread, the site's workers included, not just the main one.
+bad=0 n=0
+for t in /proc/"$TB_PID"/task/*; do
+    n=$((n + 1))
+    [ "$(st "$TB_PID/task/${t##*/}" Uid)" = "$U $U $U $U" ] &&
+        [ "$(st "$TB_PID/task/${t##*/}" CapEff)" = 0000000000000000 ] &&
+        [ "$(st "$TB_PID/task/${t##*/}" NoNewPrivs)" = 1 ] || bad=$((bad + 1))
+done
+ok $((n < 4 || bad != 0)) "all $n threads run as tlsbox with no capability and NoNewPrivs"
+like "$(cat "$TB_TMP/daemon.log")" "running as user tlsbox \\(uid $U, gid $G\\), no capabilities" \
+    "the log says whom it runs as"
+
+C=(curl -s --cacert "$CA" --max-time 10)
+"${C[@]}" -o "$TB_TMP/got" "$URL/f16k.txt"
+cmp -s "$TB_TMP/got" "$TB_TMP/www/f16k.txt"
+ok $? "a readable file is served with its content"
+code=$("${C[@]}" -o "$TB_TMP/got" -w '%{http_code}' "$URL/secret.txt")
+like "$code" '^(403|404)$' "a root-only 0600 file is refused ($code)"
+grep -q "root's secret" "$TB_TMP/got"
+ok $((!$?)) "and its content is not in the answer"
+is "$(stat -c %U "$TB_STATE/control.sock" "$TB_STATE/tlsbox.db" | sort -u)" tlsbox \
+    "the control socket and the store belong to tlsbox"
+is "$(stat -c %a "$TB_STATE")" 700 "the state directory stays 0700"
+out=$(tb_ctl status 2>&1)
+ok $? "tlsboxctl (root) talks to it through the socket"
+low=$(tb_free_low_port)
+tb_ctl set site.https_port "$low" >/dev/null 2>&1
+sleep 0.5
+like "$(cat "$TB_TMP/daemon.log")" "site.https_port: port $low on 127.0.0.1 needs privileges.*restart tlsboxd" \
+    "a live change to privileged port $low is refused, naming the restart it needs"
+is "$("${C[@]}" -o /dev/null -w '%{http_code}' "$URL/f16k.txt")" 200 "and the site still serves on $P_HTTPS"
+tb_stop_daemon
+ok $? "stops on SIGTERM"
+
+# ---- refusals -------------------------------------------------------------
+bad_state="$TB_TMP/open"
+mkdir -m 0777 "$bad_state"
+chmod 0777 "$bad_state"
+out=$("$TB_TLSBOXD" --state-dir "$bad_state" --plugin-dir "$TB_PLUGINS" --foreground 2>&1)
+rc=$?
+is "$rc" 1 "a world-writable state directory: exit 1"
+like "$out" "$bad_state: the state directory is writable by everyone \\(mode 777\\): refused" \
+    "with an error naming the directory and its mode"
+is "$(ls -A "$bad_state")" "" "and nothing created in it"
+chmod 0770 "$bad_state"
+out=$("$TB_TLSBOXD" --state-dir "$bad_state" --plugin-dir "$TB_PLUGINS" --foreground 2>&1)
+like "$out" "writable by its group \\(mode 770\\)" "a group-writable one too"
+
+P1=$(tb_free_port)
+out=$("$TB_TLSBOXD" --state-dir "$TB_TMP/s2" --plugin-dir "$TB_PLUGINS" --foreground \
+    --user tlsbox-nobody-here --set site.https_port="$P1" --set site.http_port=0 \
+    --set site.bind=127.0.0.1 2>&1)
+rc=$?
+is "$rc" 1 "started as root with a missing --user: exit 1 (never serves as root)"
+like "$out" "user 'tlsbox-nobody-here'.*there is no such user.*adduser --system --group" \
+    "the error names the user and how to create it"
+
+# ---- as an ordinary user ----------------------------------------------------
+# The tlsbox user itself stands for "an ordinary user": setpriv starts the
+# daemon without root, as a shell of that user (or systemd's User=) would.
+run_as() {
+    setpriv --reuid tlsbox --regid tlsbox --clear-groups "$@"
+}
+ustate="$TB_TMP/ustate"
+mkdir -m 0700 "$ustate" && chown tlsbox:tlsbox "$ustate"
+TB_STATE="$ustate"
+P2=$(tb_free_port)
+TB_TLSBOXD_REAL="$TB_TLSBOXD"
+TB_TLSBOXD="$TB_TMP/as-user"
+printf '#!/bin/sh\nexec setpriv --reuid tlsbox --regid tlsbox --clear-groups "%s" "$@"\n' \
+    "$TB_TLSBOXD_REAL" >"$TB_TLSBOXD"
+chmod 0755 "$TB_TLSBOXD"
+tb_start_daemon --demo --set site.https_port="$P2" --set site.http_port=0 --set site.bind=127.0.0.1
+ok $? "as an ordinary user in demo mode it starts"
+pid=$TB_PID
+is "$(st "${pid:-0}" Uid)" "$U $U $U $U" "and runs as that user"
+is "$(st "${pid:-0}" CapEff)" 0000000000000000 "with no capability"
+got=$(curl -sk --max-time 10 "https://127.0.0.1:$P2/" | grep -c "<html" || true)
+ok $((got < 1)) "the demo site answers over HTTPS"
+tb_stop_daemon
+ok $? "and stops"
+
+# systemd's User=tlsbox + AmbientCapabilities=CAP_NET_BIND_SERVICE: a port
+# below 1024 binds, then the main thread drops the capability.
+low=$(tb_free_low_port)
+printf '#!/bin/sh\nexec setpriv --reuid tlsbox --regid tlsbox --clear-groups --inh-caps +net_bind_service --ambient-caps +net_bind_service "%s" "$@"\n' \
+    "$TB_TLSBOXD_REAL" >"$TB_TLSBOXD"
+tb_start_daemon --set site.https_port="$low" --set site.http_port=0 --set site.bind=127.0.0.1 \
+    --set site.root="$TB_TMP/www"
+ok $? "as tlsbox with ambient CAP_NET_BIND_SERVICE it starts"
+tb_wait_port "$low"
+ok $? "and listens on privileged port $low"
+pid=$TB_PID
+is "$(st "${pid:-0}" CapEff) $(st "${pid:-0}" CapAmb)" "0000000000000000 0000000000000000" \
+    "its main thread keeps no capability once bound"
+is "$(curl -sk --max-time 10 -o /dev/null -w '%{http_code}' "https://127.0.0.1:$low/f16k.txt")" 200 \
+    "and serves"
+tb_stop_daemon
+ok $? "and stops"
+done_testing
