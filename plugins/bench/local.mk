@@ -37,3 +37,7 @@ plugins_bench_tests_bench_unit_test_SOURCES = plugins/bench/tests/bench_unit_tes
 plugins_bench_tests_bench_unit_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) \
 	$(JANSSON_CFLAGS)
 plugins_bench_tests_bench_unit_test_LDADD = $(GNUTLS_LIBS) $(NGHTTP2_LIBS) $(JANSSON_LIBS)
+
+# Its page in the admin web UI, installed next to bench.so.
+plugin_DATA += plugins/bench/bench.ui.js
+EXTRA_DIST += plugins/bench/bench.ui.js

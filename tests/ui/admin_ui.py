@@ -297,6 +297,9 @@ def dh_page(d):
     d.find_element(By.CSS_SELECTOR, "#dh-mode option[value=rfc7919]").click()
     d.find_element(By.CSS_SELECTOR, "#dh-mode-form button[type=submit]").click()
     check(dh_until("mode", "rfc7919"), "and back to rfc7919")
+    end = time.time() + 10  # the served parameters follow by an event
+    while time.time() < end and ctl_json("dh", "status")["served"]["source"] != "rfc7919":
+        time.sleep(0.2)
     # An invalid file: refused by the field, nothing stored, mode unchanged.
     bad = os.path.join(os.environ["TB_TMP"], "bad-dh.pem")
     with open(bad, "w") as f:
@@ -338,6 +341,78 @@ def dh_page(d):
     shot(d, "13-plugin-dhparam-generating")
 
 
+def bench_page(d):
+    """The bench plugin's page: a run, its live progress and results, the
+    ceiling, the report, the stored runs and a comparison, each compared
+    with what tlsboxctl bench show/compare says of the same stored run."""
+    link = wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#menu a[data-page='p/bench']")))
+    link.click()
+    wait(d, EC.presence_of_element_located((By.ID, "bench-form")))
+    ids = []
+    for _ in range(2):
+        d.find_element(By.CSS_SELECTOR, "#bench-scenario option[value=https-new]").click()
+        for fid, v in (("bench-requests", "200"), ("bench-concurrency", "4")):
+            e = d.find_element(By.ID, fid)
+            e.clear()
+            e.send_keys(v)
+        d.find_element(By.CSS_SELECTOR, "#bench-form button[type=submit]").click()
+        ok = wait(d, lambda _: (lambda t: t if t.endswith(" done.") and int(t.split()[1]) not in ids
+                                else False)(d.find_element(By.ID, "bench-progress").text), 60)
+        ids.append(int(ok.split()[1]))
+    run = ctl_json("bench", "show", str(ids[1]))
+    x = run["results"][0]["result"]
+    row = [td.text for td in d.find_elements(By.CSS_SELECTOR, "#bench-result-table tbody tr td")]
+    check(row[:4] == ["https-new", str(x["complete"]), str(x["failed"]), f"{x['rps']:.1f}"] and x["complete"] == 200,
+          f"a run from the page: its table shows what bench show {ids[1]} stored ({x['rps']:.1f} req/s)", row)
+    check(row[9] == f"{x['handshakes']['full']} / {x['handshakes']['resumed']}" and row[4 + 1 + 3] ==
+          f"{x['latency_ms']['100']:.2f}", "with its handshakes and latency percentiles", row)
+    # The stored runs and the comparison of the two.
+    wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, f"#bench-runs input[name=cmp-b][value='{ids[1]}']")))
+    d.find_element(By.CSS_SELECTOR, f"#bench-runs input[name=cmp-a][value='{ids[0]}']").click()
+    d.find_element(By.CSS_SELECTOR, f"#bench-runs input[name=cmp-b][value='{ids[1]}']").click()
+    d.find_element(By.ID, "bench-compare-btn").click()
+    cmp_row = wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#bench-compare-table tbody tr")))
+    want = ctl_json("bench", "compare", str(ids[0]), str(ids[1]))["rows"][0]
+    cells = [td.text for td in cmp_row.find_elements(By.TAG_NAME, "td")]
+    check(cells[:4] == ["https-new", f"{want['a_rps']:.1f}", f"{want['b_rps']:.1f}", f"{want['rps_ratio']:.2f}"],
+          "comparing the two stored runs shows what bench compare says", cells)
+    # The crypto ceiling, then the achieved/ceiling column of a new run.
+    d.find_element(By.ID, "bench-ceiling").click()
+    ceil = wait(d, EC.presence_of_element_located((By.ID, "bench-ceiling-table")), 120)
+    cid = int(d.find_element(By.ID, "bench-progress").text.split()[1])
+    check(cid > ids[1], "the ceiling is measured from the page", cid)
+    c = ctl_json("bench", "show", str(cid))["results"][0]["result"]
+    hs = f"{c['handshakes_per_core']['ecdsa-p256+x25519']:.0f}"
+    check(any(r.text.split()[-2:] == ["ecdsa-p256+x25519", hs] for r in ceil.find_elements(By.CSS_SELECTOR, "tbody tr")),
+          f"the ceiling table shows bench show {cid}'s handshakes per core ({hs})", ceil.text[:300])
+    shot(d, "15-plugin-bench-ceiling")
+    # The report: several steps, whose progress the page follows.
+    d.find_element(By.ID, "bench-requests").clear()
+    d.find_element(By.ID, "bench-requests").send_keys("500")
+    d.find_element(By.ID, "bench-report").click()
+    seen = set()
+    end = time.time() + 240
+    while time.time() < end and not d.find_elements(By.ID, "bench-report-table"):
+        seen.add(d.find_element(By.ID, "bench-progress").text)
+        time.sleep(0.1)
+    steps = [t for t in seen if " of 9)" in t]
+    check(len(steps) >= 1, "the report's progress is shown while it runs (step k of 9)", sorted(seen)[:6])
+    rid = int(d.find_element(By.ID, "bench-progress").text.split()[1])
+    rep = ctl_json("bench", "show", str(rid))["info"]["report"]
+    rows = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+            for tr in d.find_elements(By.CSS_SELECTOR, "#bench-report-table tbody tr")]
+    check(len(rows) == len(rep) and all(r[0] == q["question"] and r[5] == (f"×{q['ratio']:.2f}" if q["ratio"]
+                                                                             else q.get("note") or "–")
+                                        for r, q in zip(rows, rep)),
+          f"the report table shows bench show {rid}'s questions and ratios", rows[:2])
+    step = {r["name"]: r["result"] for r in ctl_json("bench", "show", str(rid))["results"]}["https-new"]
+    hs_row = [tr for tr in d.find_elements(By.CSS_SELECTOR, "#bench-result-table tbody tr")
+              if tr.find_element(By.TAG_NAME, "td").text == "https-new"][0]
+    want = f"({step['ceiling']['ratio'] * 100:.0f} %)" if step.get("ceiling", {}).get("ratio") else "missing"
+    check(hs_row.text.endswith(want), f"its new-connection step shows achieved / ceiling {want}", hs_row.text)
+    shot(d, "16-plugin-bench-report")
+
+
 def phone_and_keyboard(d):
     d.set_window_size(390, 844)
     open_page(d, "dashboard", "#chart-cpu")
@@ -350,7 +425,8 @@ def phone_and_keyboard(d):
     wide = d.execute_script("return document.documentElement.scrollWidth")
     check(wide <= 390, "no horizontal scrolling at phone width", wide)
     shot(d, "09-phone-dashboard")
-    for page, ready in (("p/ocsp", "#ocsp-rows tr"), ("p/dhparam", "#dh-served-bits")):
+    for page, ready in (("p/ocsp", "#ocsp-rows tr"), ("p/dhparam", "#dh-served-bits"),
+                        ("p/bench", "#bench-runs table")):
         open_page(d, page, ready)
         wide = d.execute_script("return document.documentElement.scrollWidth")
         check(wide <= 390, f"no horizontal scrolling on {page} at phone width", wide)
@@ -380,7 +456,7 @@ def page_weight(d):
     for page, ready in (("dashboard", "#n-cpu"), ("policy", "#preset-form"), ("certs", "#cert-table"),
                         ("plugins", "#settings-site"), ("audit", "#audit-rows tr"),
                         ("p/example", "#example-greeting"), ("p/ocsp", "#ocsp-rows tr"),
-                        ("p/dhparam", "#dh-served-bits")):
+                        ("p/dhparam", "#dh-served-bits"), ("p/bench", "#bench-runs table")):
         d.get(f"{BASE}/?fresh={page.replace('/', '-')}#/{page}")
         wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, ready)))
         time.sleep(1.5)
@@ -396,7 +472,7 @@ def page_weight(d):
         f.write("\n".join(lines) + "\n")
     for l in lines:
         print("# " + l, flush=True)
-    check(len(lines) == 9, "page weight measured for every page")
+    check(len(lines) == 10, "page weight measured for every page")
 
 
 def main():
@@ -404,7 +480,7 @@ def main():
     d = browser()
     try:
         for step in (first_run, policy_modern_and_rollback, dashboard_under_load, settings_refused,
-                     other_pages, ocsp_page, dh_page, phone_and_keyboard, page_weight):
+                     other_pages, ocsp_page, dh_page, bench_page, phone_and_keyboard, page_weight):
             try:
                 step(d)
             except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:
