@@ -13,8 +13,25 @@ mkdir -p _build/default
 cd _build/default
 [ -f Makefile ] || "$top/configure" CFLAGS="-O2 -g" >configure.log
 make -j"$(nproc)" >build.log 2>&1 || { tail -40 build.log; exit 1; }
+plugins=build-plugins
+data=build-data
+# Started as root, tlsboxd drops to the tlsbox user once its ports are bound
+# and must still reach its state and files then.  A checkout that user cannot
+# enter (under /root, 0700) runs from a staged copy in /var/lib/tlsbox-demo.
+if [ "$(id -u)" = 0 ] && ! runuser -u tlsbox -- test -r "$PWD/build-data/www/index.html" 2>/dev/null; then
+    stage=/var/lib/tlsbox-demo
+    mkdir -p "$stage"
+    chmod 755 "$stage"
+    rm -rf "$stage/plugins" "$stage/data"
+    cp -RL build-plugins "$stage/plugins"
+    cp -RL build-data "$stage/data"
+    plugins=$stage/plugins
+    data=$stage/data
+    [ -n "${1:-}" ] || state=$stage/state
+    echo "note: the tlsbox user cannot enter $top: running from $stage"
+fi
 echo "tlsbox demo: https://localhost:8443/  (state in $state)"
 echo "  trust its CA:  $PWD/cli/tlsboxctl --state-dir $state cert root > tlsbox-root.pem"
 echo "  status:        $PWD/cli/tlsboxctl --state-dir $state status"
-exec ./core/tlsboxd --state-dir "$state" --plugin-dir build-plugins --data-dir build-data \
+exec ./core/tlsboxd --state-dir "$state" --plugin-dir "$plugins" --data-dir "$data" \
     --demo --foreground
