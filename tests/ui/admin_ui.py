@@ -129,8 +129,12 @@ def policy_modern_and_rollback(d):
     btn = wait(d, EC.element_to_be_clickable((By.CSS_SELECTOR, "button[data-version]")))
     version = btn.get_attribute("data-version")
     btn.click()
-    ok = wait(d, EC.text_to_be_present_in_element((By.ID, "active-priority"), "VERS-TLS1.2"))
-    check(ok, f"rolled back to version {version} from the history")
+    # The page's own "done" line: written after the new active policy, the
+    # history and the form fields are all re-read (the raw field below is
+    # refilled then, so typing into it earlier would be overwritten).
+    wait(d, EC.text_to_be_present_in_element((By.ID, "history-status"), f"Rolled back to version {version}:"))
+    prio = d.find_element(By.ID, "active-priority").text
+    check("VERS-TLS1.2" in prio, f"rolled back to version {version} from the history", prio)
     check(tls_until("-tls1_2", True), "after the rollback s_client -tls1_2 is accepted again")
     # A raw string with an error: the message and the marked token in place.
     raw = d.find_element(By.ID, "raw")

@@ -203,6 +203,7 @@ export default async function render(root) {
     const versions = (await get("policy/history")).versions;
     const diffBox = el("div", { id: "diff", "aria-live": "polite" });
     const histStatus = status();
+    histStatus.id = "history-status";
     const rows = versions.map((v) => {
       const diffBtn = el("button", { type: "button", class: "small", text: "Diff with active" });
       diffBtn.addEventListener("click", () => {
@@ -221,7 +222,10 @@ export default async function render(root) {
           await refresh();
           fillFields();
           previewView(preview, activePreview, activePreview);
-          hist.querySelector(".status").textContent = `Rolled back to version ${v.id}: now version ${active.id}.`;
+          // The last step: the page is settled once this line shows.  refresh()
+          // rebuilt the history, so the status line is the new table's.
+          hist.querySelector("#history-status").textContent =
+            `Rolled back to version ${v.id}: now version ${active.id}.`;
         } catch (e) {
           histStatus.fail(e.message);
         }
@@ -236,8 +240,11 @@ export default async function render(root) {
       histStatus, diffBox);
   }
 
-  root.append(cur, presetForm, fieldsForm, rawForm, preview, hist);
+  // Load first, show after: forms shown before the active policy arrived
+  // would take a choice (or a click on Preview) that fillFields() then
+  // overwrites, or preview against a policy not yet known.
   await refresh();
   fillFields();
   previewView(preview, activePreview, activePreview);
+  root.append(cur, presetForm, fieldsForm, rawForm, preview, hist);
 }
