@@ -1,10 +1,8 @@
 /* Client families tried against a candidate policy with real GnuTLS
  * handshakes over a socket pair in this process (see tls_probe.h). */
 #include <errno.h>
-#include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/tls_probe.h"
@@ -65,13 +63,6 @@ static const struct family families[] = {
      "+GROUP-SECP256R1:+GROUP-SECP384R1:" SIG_TLS12 TAIL},
 };
 
-static int64_t now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
-}
-
 static void set_name(json_t *o, const char *key, const char *name)
 {
     json_object_set_new(o, key, name ? json_string(name) : json_null());
@@ -130,7 +121,6 @@ static json_t *probe_one(const struct family *f, gnutls_priority_t server_prio,
         *err = xasprintf("client probe: socketpair: %s", strerror(errno));
         return NULL;
     }
-    int64_t t0 = now_us();
     gnutls_session_t c = NULL, s = NULL;
     const char *epos = NULL, *side = "client";
     int r = gnutls_init(&c, GNUTLS_CLIENT | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL);
@@ -160,7 +150,6 @@ static json_t *probe_one(const struct family *f, gnutls_priority_t server_prio,
         set_name(o, "error_code", gnutls_strerror_name(r));
         json_object_set_new(o, "side", json_string(side));
     }
-    json_object_set_new(o, "us", json_integer((json_int_t)((now_us() - t0))));
     if (c)
         gnutls_deinit(c);
     if (s)

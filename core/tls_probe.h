@@ -14,16 +14,16 @@
  * bundle's may be used while connections use it).  Returns a new array, one
  * object per family:
  *   {"family", "clients", "offers", "ok": true, "protocol", "cipher", "kx",
- *    "group", "sigalg", "us"}
+ *    "group", "sigalg"}
  *   {"family", "clients", "offers", "ok": false, "error", "error_code",
- *    "side", "us"}
+ *    "side"}
  * where "error" is GnuTLS' message (and "error_code" its name) of the side
- * ("server" or "client") that failed first; "us" is the handshake's time in
- * microseconds.  No key material is ever part of the answer.  Each
- * handshake is bounded in rounds.  NULL with *err (caller frees) only when
- * the server priority string does not initialise or a socket pair cannot be
- * made.
- * Any thread.
+ * ("server" or "client") that failed first.  The same priority string and
+ * credentials always give the same answer (no timings in it: the audit
+ * compares the preview before and after a POST).  No key material is ever
+ * part of the answer.  Each handshake is bounded in rounds.  NULL with *err
+ * (caller frees) only when the server priority string does not initialise
+ * or a socket pair cannot be made.  Any thread.
  */
 json_t *tls_probe_families(const char *server_prio, gnutls_certificate_credentials_t cred,
                            char **err);
