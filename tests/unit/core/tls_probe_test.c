@@ -45,7 +45,9 @@ static gnutls_certificate_credentials_t creds(int ecdsa, int rsa)
     return c;
 }
 
-static json_t *probe_preset(const char *preset, gnutls_certificate_credentials_t c)
+/* Probe preset @p preset; @p label names the case in the output. */
+static json_t *probe_preset(const char *label, const char *preset,
+                            gnutls_certificate_credentials_t c)
 {
     char *err = NULL;
     json_t *p = tls_policy_preset(preset);
@@ -54,9 +56,9 @@ static json_t *probe_preset(const char *preset, gnutls_certificate_credentials_t
     clock_gettime(CLOCK_MONOTONIC, &t0);
     json_t *r = tls_probe_families(prio, c, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    ok(r != NULL, "%s: every family probed (%s)", preset, err ? err : "no error");
+    ok(r != NULL, "%s: every family probed (%s)", label, err ? err : "no error");
     double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    diag("%s: %zu families in %.1f ms", preset, json_array_size(r), ms);
+    diag("%s: %zu families in %.1f ms", label, json_array_size(r), ms);
     size_t i;
     json_t *e;
     json_array_foreach(r, i, e)
@@ -114,7 +116,7 @@ int main(void)
     is_int(make_leaf("rsa", "rsa"), 0, "RSA 2048 leaf made with certtool");
     gnutls_certificate_credentials_t both = creds(1, 1), rsa = creds(0, 1);
 
-    json_t *m = probe_preset("modern", both);
+    json_t *m = probe_preset("modern", "modern", both);
     is_int((int)json_array_size(m), 6, "modern: six client families");
     succeeds(m, "modern-browsers", "TLS1.3", "X25519", "ECDSA-SECP256R1-SHA256", "modern");
     ok(strstr(s(m, "modern-browsers", "cipher"), "GCM") ||
@@ -132,7 +134,7 @@ int main(void)
     free(dump);
     json_decref(m);
 
-    json_t *i = probe_preset("intermediate", both);
+    json_t *i = probe_preset("intermediate", "intermediate", both);
     succeeds(i, "modern-browsers", "TLS1.3", "X25519", NULL, "intermediate");
     succeeds(i, "android-7", "TLS1.2", "X25519", "ECDSA-SHA256", "intermediate");
     is_str(s(i, "android-7", "kx"), "ECDHE-ECDSA", "intermediate: android-7 uses ECDHE-ECDSA");
@@ -145,13 +147,13 @@ int main(void)
             "GNUTLS_E_UNSUPPORTED_VERSION_PACKET", "intermediate");
     json_decref(i);
 
-    json_t *c = probe_preset("compat", both);
+    json_t *c = probe_preset("compat", "compat", both);
     succeeds(c, "tls1.0-only", "TLS1.0", "SECP256R1", NULL, "compat");
     succeeds(c, "modern-browsers", "TLS1.3", "X25519", NULL, "compat");
     json_decref(c);
 
     /* The same policy with only an RSA certificate: browsers sign with PSS. */
-    json_t *r = probe_preset("intermediate", rsa);
+    json_t *r = probe_preset("intermediate, RSA 2048 only", "intermediate", rsa);
     succeeds(r, "modern-browsers", "TLS1.3", "X25519", "RSA-PSS-RSAE-SHA256", "RSA only");
     succeeds(r, "java-8", "TLS1.2", "SECP256R1", "RSA-SHA256", "RSA only");
     json_decref(r);
