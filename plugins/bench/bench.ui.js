@@ -104,23 +104,29 @@ export default async function render(root, { api, el, field, status }) {
       pick("cmp-b", r.id), show(r.id)])) : el("p", { class: "muted", text: "No stored runs yet." }));
   }
 
-  async function follow(id) {
+  // One chain of status reads at a time: a newer follow() (a run started
+  // here, or the one found running when the page opened) ends the older, so
+  // a finished run is shown, and the tables replaced, once.
+  let chain = 0;
+  async function follow(id, mine = ++chain) {
     bar.hidden = false;
     cancel.hidden = false;
     clearTimeout(poll);
     const s = await api("GET", "bench/status");
+    if (mine !== chain || gone) return;
     if (s.running && s.id === id) {
       const p = s.progress;
       const frac = p.total ? p.done / p.total : p.total_ms ? p.elapsed_ms / p.total_ms : 0;
       bar.value = Math.round(100 * ((p.step - 1 + Math.min(frac, 1)) / Math.max(p.steps, 1)));
       prog.textContent = `Run ${id}: ${p.phase} (step ${p.step} of ${p.steps}), ` +
         `${p.total ? `${p.done} of ${p.total} requests, ` : ""}${(p.elapsed_ms / 1000).toFixed(1)} s`;
-      if (!gone) poll = setTimeout(() => follow(id).catch((e) => runSt.fail(e.message)), 500);
+      poll = setTimeout(() => follow(id, mine).catch((e) => runSt.fail(e.message)), 500);
       return;
     }
+    const r = await api("GET", `bench/runs/${id}`);
+    if (mine !== chain || gone) return;
     bar.hidden = true;
     cancel.hidden = true;
-    const r = await api("GET", `bench/runs/${id}`);
     prog.textContent = `Run ${id} ${r.state}.`;
     showRun(r);
     await loadRuns();
@@ -196,7 +202,7 @@ export default async function render(root, { api, el, field, status }) {
       el("div", { class: "buttons" }, cmpBtn), cmpSt, cmp));
   await loadRuns();
   const s = await api("GET", "bench/status");
-  if (s.running) await follow(s.id);
+  if (s.running && !chain) await follow(s.id); // unless a run was started here meanwhile
   return () => {
     gone = true;
     clearTimeout(poll);

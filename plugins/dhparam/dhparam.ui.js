@@ -38,29 +38,36 @@ export default async function render(root, { api, el, field, status }) {
       const pct = g.percent_estimate;
       progress.hidden = pct === undefined;
       if (pct !== undefined) progress.value = pct;
-      progText.textContent = `Generating ${g.bits} bits: ${g.stage}` +
+      progText.textContent = `Generating ${g.bits} bits (run ${g.id}): ${g.stage}` +
         `${pct !== undefined ? `, about ${pct} %` : ""}, ${Math.round(g.elapsed_seconds)} s elapsed` +
         `${g.attempts > 1 ? ` (attempt ${g.attempts})` : ""}.`;
     } else {
       progress.hidden = true;
-      progText.textContent = last ? `Last generation: ${last.bits} bits, ${last.state}` +
+      progText.textContent = last ? `Last generation (run ${last.id}): ${last.bits} bits, ${last.state}` +
         ` ${when(last.finished_at)}${last.error ? ": " + last.error : ""}.` : "No generation has run.";
     }
     genBtn.disabled = !!g;
   }
+
+  // The rows are added with the first status read (so their presence means
+  // "loaded"), then their values updated in place: a poll rewrites the text,
+  // never the elements (a reader holding a row keeps it).
+  const rows = [["Served", "dh-served-bits"], ["Mode", "dh-served-mode"], ["Source"], ["Fingerprint"],
+    ["DHE"], ["Generated"], ["Imported"], ["Next rotation"]].map(([k, id]) => [k, el("dd", { id })]);
 
   function showServed(s) {
     const v = s.served || {};
     const what = v.group ? `${v.group} (${v.bits} bits)` : `${v.bits} bits`;
     const p = s.params || {};
     const kept = (x) => (x ? `${x.bits} bits, made ${when(x.created_at)}` : "none");
-    served.replaceChildren(...[["Served", what, "dh-served-bits"], ["Mode", s.mode, "dh-served-mode"],
-      ["Source", v.source || "–"], ["Fingerprint", v.fingerprint || "–"],
-      ["DHE", s.dhe_enabled ? `on (TLS 1.2 DHE ${v.dhe_tls12 ? "on" : "off"}, TLS 1.3 FFDHE ${
-        v.ffdhe_tls13 ? "on" : "off"})` : "off: the TLS policy allows no DHE suite, these are unused"],
-      ["Generated", kept(p.generated)], ["Imported", kept(p.import)],
-      ["Next rotation", s.next_rotation ? when(s.next_rotation) : "–"]].flatMap(([k, t, id]) =>
-      [el("dt", { text: k }), el("dd", { id, text: t })]));
+    const text = [what, s.mode, v.source || "–", v.fingerprint || "–",
+      s.dhe_enabled ? `on (TLS 1.2 DHE ${v.dhe_tls12 ? "on" : "off"}, TLS 1.3 FFDHE ${
+        v.ffdhe_tls13 ? "on" : "off"})` : "off: the TLS policy allows no DHE suite, these are unused",
+      kept(p.generated), kept(p.import), s.next_rotation ? when(s.next_rotation) : "–"];
+    rows.forEach(([, dd], i) => {
+      if (dd.textContent !== text[i]) dd.textContent = text[i];
+    });
+    if (!served.childElementCount) served.append(...rows.flatMap(([k, dd]) => [el("dt", { text: k }), dd]));
     note.textContent = s.note || "";
     note.hidden = !s.note;
     if (document.activeElement !== modeSel) modeSel.value = s.mode;

@@ -83,8 +83,10 @@ async function buildMenu() {
 }
 
 let known = pages;
+let shown = 0; // which route() call owns the page now
 async function route() {
   if (!session) return;
+  const mine = ++shown;
   const id = location.hash.replace(/^#\/?/, "") || "dashboard";
   const page = known.find((p) => p.id === id) || known[0];
   for (const a of document.querySelectorAll("#menu a")) {
@@ -99,7 +101,12 @@ async function route() {
     root.append(title);
     document.title = `${mod.title || page.title} · tlsbox`;
     const done = await mod.default(root, { api, el, field, status });
-    if (typeof done === "function") cleanup = done;
+    // Left before it finished rendering: its cleanup runs now, it must not
+    // replace the cleanup of the page shown since.
+    if (typeof done === "function") {
+      if (mine === shown && root.isConnected) cleanup = done;
+      else done();
+    }
   } catch (e) {
     root.append(el("p", { class: "status error", text: `This page failed to load: ${e.message}` }));
   }

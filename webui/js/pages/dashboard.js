@@ -127,6 +127,7 @@ async function showHistory(chart, seconds, st) {
 
 export default async function render(root) {
   await loadScript("/vendor/chart.js/chart.min.js");
+  if (!root.isConnected) return null; // left while the script loaded: no charts, no live feed
   const cells = {};
   const numbers = el("dl", { class: "numbers" }, ...[
     ["cpu", "CPU (box)"], ["procCpu", "CPU (tlsboxd)"], ["load1", "Load (1 min)"],
