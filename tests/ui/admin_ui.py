@@ -250,20 +250,20 @@ def ocsp_page(d):
     """The OCSP plugin's page lists what ocsp/status says, and refreshes."""
     link = wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#menu a[data-page='p/ocsp']")))
     link.click()
-    row = wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#ocsp-rows tr[data-name=internal]")))
+    wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#ocsp-rows tr[data-name=internal]")))
     want = [c for c in ctl_json("ocsp", "status")["certificates"] if c["name"] == "internal"][0]
-    cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+    rows = table_rows(d, "#ocsp-rows tr")
+    cells = [r for r in rows if r["name"] == "internal"][0]["cells"]
     check(cells[1] == want["responder"] and cells[2].split("\n")[0] == want["status"].replace("_", " "),
           f"the OCSP page lists the internal certificate as ocsp status says ({want['status']})", cells)
     check(("stapled" in cells[2]) == want["stapled"], "and whether it is stapled", cells)
     revoked = os.environ["OCSP_REVOKED"]
-    first = d.find_element(By.CSS_SELECTOR, "#ocsp-rows tr")
-    cell = first.find_elements(By.TAG_NAME, "td")[2]
-    check(first.get_attribute("data-name") == revoked and "bad" in first.get_attribute("class"),
-          f"the revoked certificate ({revoked}) comes first, its row marked", first.text)
-    check(cell.find_element(By.CSS_SELECTOR, "strong.bad").text.startswith("REVOKED") and
-          "Must-staple certificate without a valid staple" in cell.text,
-          "with REVOKED and the must-staple warning in bold red", cell.text)
+    first = rows[0]
+    check(first["name"] == revoked and "bad" in first["class"].split(),
+          f"the revoked certificate ({revoked}) comes first, its row marked", first)
+    check(first["bold_red"][:1] != [] and first["bold_red"][0].startswith("REVOKED") and
+          "Must-staple certificate without a valid staple" in first["cells"][2],
+          "with REVOKED and the must-staple warning in bold red", first)
     check("1 REVOKED, 1 must-staple without a staple" in d.find_element(By.ID, "ocsp-summary").text,
           "and the summary counts them", d.find_element(By.ID, "ocsp-summary").text)
     runs = ctl_json("ocsp", "status")["runs"]
@@ -274,6 +274,18 @@ def ocsp_page(d):
     check(ok and after["runs"] > runs, "refresh now (keyboard) runs a refresh and writes the result in the row",
           f"runs {runs} -> {after['runs']}")
     shot(d, "11-plugin-ocsp")
+
+
+def table_rows(d, css):
+    """The rows matching css read in one script, so in one state of the page
+    (a page that redraws its table on a timer would leave rows found one
+    call earlier stale): each row's data-name, class, cell texts and the
+    texts of the strong.bad marks in its third cell."""
+    return d.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map((tr) => ({"
+        "name: tr.dataset.name, class: tr.className, cells: [...tr.cells].map((td) => td.innerText.trim()),"
+        "bold_red: tr.cells.length > 2 ? [...tr.cells[2].querySelectorAll('strong.bad')]"
+        ".map((b) => b.innerText.trim()) : []}));", css)
 
 
 def dh_until(field, value, seconds=10):
@@ -344,15 +356,18 @@ def dh_page(d):
     wait(d, EC.element_to_be_clickable((By.ID, "dh-generate")), 15).click()
     wait(d, EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#dh-generate-form .status"), "started"))
     run = int(d.find_element(By.CSS_SELECTOR, "#dh-generate-form .status").text.split()[1])
-    prog = wait(d, lambda _: (lambda t: t if "2048 bits" in t else False)(d.find_element(By.ID, "dh-progress").text))
+    # Only a line about this run names it: the previous run's "Last
+    # generation (run N-1): 2048 bits, done" stays on the page until the
+    # first status read after the POST.
+    prog = wait(d, lambda _: (lambda t: t if f"(run {run})" in t else False)(d.find_element(By.ID, "dh-progress").text))
     st = ctl_json("dh", "status")
     g, last = st["generation"], st["last_run"]
-    if prog.startswith("Generating 2048 bits: "):
+    if prog.startswith(f"Generating 2048 bits (run {run}): "):
         # Running when the page looked: tlsboxctl sees it running, or done since.
         check("s elapsed" in prog and ((g and g["id"] == run) or (last and last["id"] == run)),
               "the page shows the running generation's stage and elapsed time", f"{prog} / {st}")
     else:
-        check(last and last["id"] == run and prog.startswith(f"Last generation: 2048 bits, {last['state']}"),
+        check(last and last["id"] == run and prog.startswith(f"Last generation (run {run}): 2048 bits, {last['state']}"),
               "the page shows the generation, done before it looked", f"{prog} / {last}")
     shot(d, "13-plugin-dhparam-generating")
 
