@@ -147,11 +147,12 @@ for _ in $(seq 1 300); do
 done
 [ -n "$pid1" ] || { tail -20 "$work/console.log" | sed 's/^/# /'; bail "the container did not start"; }
 in_ct() { nsenter -t "$pid1" -m -p -u -i "$@"; }
-# PID 1 is there before systemd answers on its bus: ask again until it does.
+# PID 1 is there before systemd answers on its bus: ask again until it does
+# (until then systemctl says "offline": seen under qemu-arm).
 state=""
 for _ in $(seq 1 300); do
     state=$(in_ct timeout 300 systemctl is-system-running --wait 2>/dev/null)
-    [ -n "$state" ] && break
+    [ -n "$state" ] && [ "$state" != offline ] && break
     kill -0 "$nspawn_pid" 2>/dev/null || break
     sleep 1
 done
