@@ -591,6 +591,14 @@ static void h2_global_init(void)
 
 /* ---- connection glue ---------------------------------------------------- */
 
+/*
+ * The nghttp2 session (about 9 KB resident with its frame buffer page) is made
+ * when the client's first bytes arrive, not when ALPN picks h2: browsers open
+ * connections ahead of their first request, and one that never sends the
+ * preface then costs only its TLS session.  Our SETTINGS go out with the
+ * answer to the client's preface (RFC 9113 3.4 lets a client send without
+ * waiting for them).
+ */
 int site_h2_start(struct site_conn *c)
 {
     const struct site_config *cfg = &c->w->s->cfg;
@@ -612,12 +620,16 @@ int site_h2_start(struct site_conn *c)
 
 int site_h2_on_data(struct site_conn *c, const char *data, size_t n)
 {
+    if (!c->h2 && site_h2_start(c) < 0)
+        return -1;
     ssize_t r = nghttp2_session_mem_recv(c->h2, (const uint8_t *)data, n);
     return r < 0 ? -1 : 0;
 }
 
 int site_h2_produce(struct site_conn *c)
 {
+    if (!c->h2)
+        return 1; /* no preface yet: nothing to say */
     while (c->out_len < SITE_OUT_HIGH) {
         const uint8_t *data;
         ssize_t n;
@@ -640,7 +652,7 @@ bool site_h2_idle(const struct site_conn *c)
 
 bool site_h2_finished(const struct site_conn *c)
 {
-    return !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2);
+    return c->h2 && !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2);
 }
 
 void site_h2_goaway(struct site_conn *c)
