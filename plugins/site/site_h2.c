@@ -130,8 +130,15 @@ static size_t h2_big_find(uintptr_t a, bool del)
     return len;
 }
 
+/* The one block of a frame's size or more that nghttp2 allocates while it
+ * makes a session is its outbound frame buffer (aob.framebufs, kept for the
+ * session's life, holding nothing between frames): remember it so that
+ * site_h2_release can give its pages back while the connection is idle. */
+#define H2_FBUF_MIN 16384
+
 static void *h2_malloc(size_t n, void *ud)
 {
+    struct site_conn *c = ud;
     char *p;
     if (n >= H2_MMAP_MIN) {
         size_t len = (n + 4095) & ~(size_t)4095;
@@ -141,6 +148,10 @@ static void *h2_malloc(size_t n, void *ud)
         if (h2_big_add((uintptr_t)p, len) < 0) {
             munmap(p, len);
             return NULL;
+        }
+        if (c && c->h2_making && !c->h2_fbuf && n >= H2_FBUF_MIN) {
+            c->h2_fbuf = p;
+            c->h2_fbuf_len = (uint32_t)len;
         }
         return p;
     }
@@ -156,9 +167,12 @@ static void *h2_malloc(size_t n, void *ud)
  * boundary: the table, not the alignment, is what decides. */
 static void h2_free(void *ptr, void *ud)
 {
+    struct site_conn *c = ud;
     size_t len;
     if (!ptr)
         return;
+    if (c && ptr == c->h2_fbuf)
+        c->h2_fbuf = NULL;
     if (((uintptr_t)ptr & 4095) == 0 && (len = h2_big_find((uintptr_t)ptr, true)) != 0)
         munmap(ptr, len);
     else
@@ -197,8 +211,6 @@ static void *h2_realloc(void *ptr, size_t n, void *ud)
     h2_free(ptr, ud);
     return np;
 }
-
-static nghttp2_mem h2_mem = {NULL, h2_malloc, h2_free, h2_calloc, h2_realloc};
 
 static nghttp2_session_callbacks *h2_callbacks;
 static nghttp2_option *h2_option;
@@ -607,8 +619,15 @@ int site_h2_start(struct site_conn *c)
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (uint32_t)cfg->h2_window},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)cfg->max_header_size},
     };
+    /* nghttp2 copies the allocator; its user data tells the blocks' owner. */
+    nghttp2_mem mem = {c, h2_malloc, h2_free, h2_calloc, h2_realloc};
+    int r;
+
     pthread_once(&h2_once, h2_global_init);
-    if (nghttp2_session_server_new3(&c->h2, h2_callbacks, c, h2_option, &h2_mem) != 0) {
+    c->h2_making = true;
+    r = nghttp2_session_server_new3(&c->h2, h2_callbacks, c, h2_option, &mem);
+    c->h2_making = false;
+    if (r != 0) {
         c->h2 = NULL;
         return -1;
     }
@@ -629,7 +648,8 @@ int site_h2_on_data(struct site_conn *c, const char *data, size_t n)
 int site_h2_produce(struct site_conn *c)
 {
     if (!c->h2)
-        return 1; /* no preface yet: nothing to say */
+        return 1;            /* no preface yet: nothing to say */
+    c->h2_fbuf_idle = false; /* nghttp2 may write frames into its buffer */
     while (c->out_len < SITE_OUT_HIGH) {
         const uint8_t *data;
         ssize_t n;
@@ -648,6 +668,21 @@ int site_h2_produce(struct site_conn *c)
 bool site_h2_idle(const struct site_conn *c)
 {
     return c->h2_streams == NULL;
+}
+
+/*
+ * Nothing is being sent (no stream, nghttp2 wants to write nothing, so no
+ * frame sits in its buffer): the frame buffer's pages go back to the kernel
+ * and come back zeroed when the next frame is written.  For a connection idle
+ * a while only (site_worker.c's sweep), so keep-alive traffic pays no fault.
+ */
+void site_h2_release(struct site_conn *c)
+{
+    if (!c->h2 || !c->h2_fbuf || c->h2_fbuf_idle || c->h2_streams ||
+        nghttp2_session_want_write(c->h2))
+        return;
+    if (madvise(c->h2_fbuf, c->h2_fbuf_len, MADV_DONTNEED) == 0)
+        c->h2_fbuf_idle = true;
 }
 
 bool site_h2_finished(const struct site_conn *c)
