@@ -6,22 +6,6 @@
 
 #include "cli/ctl.h"
 
-static void acme_print_time(const char *label, json_t *v)
-{
-    if (!json_is_integer(v)) {
-        printf("  %-14s -\n", label);
-        return;
-    }
-    time_t t = (time_t)json_integer_value(v);
-    struct tm tm;
-    char buf[64];
-    gmtime_r(&t, &tm);
-    strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-    long long d = (long long)(t - time(NULL));
-    printf("  %-14s %s (%s%lldh%02lldm)\n", label, buf, d < 0 ? "-" : "in ", llabs(d) / 3600,
-           llabs(d) % 3600 / 60);
-}
-
 static int cmd_acme_status(struct ctl *c, int argc, char **argv)
 {
     (void)argv;
@@ -48,7 +32,7 @@ static int cmd_acme_status(struct ctl *c, int argc, char **argv)
         printf("directory: %s\n", dir);
         const char *acct = json_string_value(json_object_get(j, "account"));
         printf("account:   %s\n", acct ? acct : "(not registered yet)");
-        acme_print_time("next check", json_object_get(j, "next_check"));
+        ctl_print_when("next check", json_object_get(j, "next_check"));
     }
     size_t i;
     json_t *cj, *ev;
@@ -59,19 +43,19 @@ static int cmd_acme_status(struct ctl *c, int argc, char **argv)
         json_t *dl = json_object_get(cj, "days_left");
         if (json_is_number(dl))
             printf("  %-14s %.1f\n", "days left", json_number_value(dl));
-        acme_print_time("expires", json_object_get(cj, "not_after"));
-        acme_print_time("renew at", json_object_get(cj, "renew_at"));
+        ctl_print_when("expires", json_object_get(cj, "not_after"));
+        ctl_print_when("renew at", json_object_get(cj, "renew_at"));
         json_t *w = json_object_get(cj, "ari_window");
         if (json_is_object(w)) {
-            acme_print_time("ARI start", json_object_get(w, "start"));
-            acme_print_time("ARI end", json_object_get(w, "end"));
+            ctl_print_when("ARI start", json_object_get(w, "start"));
+            ctl_print_when("ARI end", json_object_get(w, "end"));
         } else {
             printf("  %-14s none (renewal at 1/3 of the lifetime left)\n", "ARI window");
         }
         long long f = (long long)json_integer_value(json_object_get(cj, "failures"));
         if (f) {
             printf("  %-14s %lld in a row\n", "failures", f);
-            acme_print_time("next attempt", json_object_get(cj, "next_attempt"));
+            ctl_print_when("next attempt", json_object_get(cj, "next_attempt"));
         }
     }
     json_t *evs = json_object_get(j, "events");

@@ -290,12 +290,9 @@ void bench_show_list(struct ctl *c, json_t *runs)
     json_array_foreach(runs, i, r)
     {
         time_t t = (time_t)json_integer_value(json_object_get(r, "started_at"));
-        struct tm tm;
         char when[32];
-        gmtime_r(&t, &tm);
-        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
         printf("%-5lld %-8s %-10s %-20s", (long long)json_integer_value(json_object_get(r, "id")),
-               str(r, "kind", NULL), str(r, "state", NULL), when);
+               str(r, "kind", NULL), str(r, "state", NULL), ctl_utc(t, when, sizeof when));
         json_array_foreach(json_object_get(r, "results"), k, x)
         {
             if (strcmp(str(r, "kind", NULL), "ceiling") == 0)

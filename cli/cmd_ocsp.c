@@ -7,21 +7,6 @@
 
 #include "cli/ctl.h"
 
-static void ocsp_print_time(const char *label, json_t *v)
-{
-    if (!json_is_integer(v)) {
-        printf("  %-14s -\n", label);
-        return;
-    }
-    time_t t = (time_t)json_integer_value(v);
-    struct tm tm;
-    char buf[64];
-    gmtime_r(&t, &tm);
-    strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-    long long d = (long long)(t - time(NULL));
-    printf("  %-14s %s (%s%llds)\n", label, buf, d < 0 ? "" : "in ", d);
-}
-
 /* The status word people look for first; REVOKED is meant to stand out. */
 static const char *ocsp_status_word(const char *s)
 {
@@ -55,13 +40,13 @@ static void ocsp_print_cert(json_t *c)
         printf("  %-14s yes (age %llds)\n", "stapled", (long long)json_integer_value(age));
     else
         printf("  %-14s no\n", "stapled");
-    ocsp_print_time("produced", json_object_get(c, "produced_at"));
-    ocsp_print_time("this update", json_object_get(c, "this_update"));
-    ocsp_print_time("next update", json_object_get(c, "next_update"));
-    ocsp_print_time("served until", json_object_get(c, "serve_until"));
-    ocsp_print_time("next refresh", json_object_get(c, "next_refresh"));
+    ctl_print_when("produced", json_object_get(c, "produced_at"));
+    ctl_print_when("this update", json_object_get(c, "this_update"));
+    ctl_print_when("next update", json_object_get(c, "next_update"));
+    ctl_print_when("served until", json_object_get(c, "serve_until"));
+    ctl_print_when("next refresh", json_object_get(c, "next_refresh"));
     if (s && strcmp(s, "revoked") == 0)
-        ocsp_print_time("revoked at", json_object_get(c, "revoked_at"));
+        ctl_print_when("revoked at", json_object_get(c, "revoked_at"));
     printf("  %-14s %lld\n", "failures",
            (long long)json_integer_value(json_object_get(c, "failures")));
     const char *err = json_string_value(json_object_get(c, "last_error"));

@@ -297,10 +297,8 @@ static int cmd_policy_history(struct ctl *c, int argc, char **argv)
         json_array_foreach(json_object_get(j, "versions"), i, e)
         {
             time_t t = (time_t)json_integer_value(json_object_get(e, "created_at"));
-            struct tm tm;
             char when[32];
-            gmtime_r(&t, &tm);
-            strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+            ctl_utc(t, when, sizeof when);
             printf("%-7lld %-6s %-24s %-12s %-13s %s\n",
                    (long long)json_integer_value(json_object_get(e, "id")),
                    json_is_true(json_object_get(e, "active")) ? "*" : "", when, str(e, "author"),

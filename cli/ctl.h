@@ -2,6 +2,8 @@
 #ifndef TLSBOX_CLI_CTL_H
 #define TLSBOX_CLI_CTL_H
 
+#include <time.h>
+
 #include <jansson.h>
 
 /* Exit codes (documented in doc/tlsboxctl.1). */
@@ -64,6 +66,13 @@ void ctl_print_json(struct ctl *c, json_t *j);
 
 /* Percent-encode one path segment (caller frees). */
 char *ctl_escape(const char *s);
+
+/* @t as "YYYY-MM-DD HH:MM:SS" (UTC) in @buf; returns @buf (cli/ctl_time.c). */
+const char *ctl_utc(time_t t, char *buf, size_t n);
+
+/* One "  LABEL  YYYY-MM-DD HH:MM:SS UTC (in 2h05m)" line of a status listing
+ * ("5m02s ago" when past); "-" when @v is not an integer (Unix time). */
+void ctl_print_when(const char *label, json_t *v);
 
 /* Command tables, each ended by an entry with name NULL. */
 extern const struct ctl_command ctl_core_commands[];

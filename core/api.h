@@ -28,8 +28,12 @@ int api_route_exists(const char *method, const char *path);
 json_t *api_routes_json(void);
 
 /* Control socket: libmicrohttpd on AF_UNIX @path (0600), usually
- * "<state_dir>/control.sock".  Main thread only. */
-int control_start(const char *path);
+ * "<state_dir>/control.sock".  Main thread only.  control_listen() binds it
+ * (before the privilege drop, so a root-only directory works; -EADDRINUSE
+ * when another tlsboxd answers there); control_start() then serves it from
+ * libmicrohttpd's thread.  control_stop() undoes either. */
+int control_listen(const char *path);
+int control_start(void);
 void control_stop(void);
 
 #endif

@@ -26,16 +26,16 @@ __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const ch
     log_vmsg("control", TLSBOX_LOG_WARN, fmt, ap);
 }
 
-int control_start(const char *path)
+static int control_fd = -1;
+
+int control_listen(const char *path)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    control_path = xstrdup(path);
-    if (strlen(control_path) >= sizeof sa.sun_path) {
-        log_err("control socket path %s is too long (max %zu bytes)", control_path,
-                sizeof sa.sun_path - 1);
+    if (strlen(path) >= sizeof sa.sun_path) {
+        log_err("control socket path %s is too long (max %zu bytes)", path, sizeof sa.sun_path - 1);
         return -ENAMETOOLONG;
     }
-    strcpy(sa.sun_path, control_path);
+    strcpy(sa.sun_path, path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         int e = errno;
@@ -45,20 +45,29 @@ int control_start(const char *path)
     /* A stale socket from a crashed run would make bind fail; a live daemon
      * would answer a connect, so only unlink when nobody does. */
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
-        log_err("another tlsboxd is already running on %s", control_path);
+        log_err("another tlsboxd is already running on %s", path);
         close(fd);
         return -EADDRINUSE;
     }
-    unlink(control_path);
+    unlink(path);
     mode_t old = umask(0177);
     int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
     umask(old);
     if (rc < 0 || listen(fd, 32) < 0) {
         int e = errno;
-        log_err("control socket %s: %s", control_path, strerror(e));
+        log_err("control socket %s: %s", path, strerror(e));
         close(fd);
         return -e;
     }
+    control_fd = fd;
+    control_path = xstrdup(path);
+    return 0;
+}
+
+int control_start(void)
+{
+    int fd = control_fd;
+    control_fd = -1;
     control_ctx.max_body = (size_t)settings_get_int("core.api_max_body", 1 << 20);
     control_daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_POLL, 0, NULL, NULL,
@@ -77,6 +86,10 @@ int control_start(const char *path)
 
 void control_stop(void)
 {
+    if (control_fd >= 0) {
+        close(control_fd);
+        control_fd = -1;
+    }
     if (control_daemon) {
         MHD_stop_daemon(control_daemon);
         control_daemon = NULL;

@@ -278,6 +278,25 @@ int main(int argc, char **argv)
         free(lvl);
     }
 
+    /* Bound as root (a root-only directory works), then handed over. */
+    sock = o.control_socket ? xstrdup(o.control_socket) : xasprintf("%s/control.sock", o.state_dir);
+    if (control_listen(sock) < 0)
+        goto out_threads;
+    /* Leave root before the first thread starts: no thread ever serves as
+     * root, and every file created from here on is the service user's.
+     * Only CAP_NET_BIND_SERVICE is kept, for the ports plugins bind in their
+     * start hooks; privdrop_finish() takes it from every thread below. */
+    char *user = o.user ? xstrdup(o.user) : settings_get("core.user");
+    rc = privdrop_user(user ? user : "tlsbox", o.state_dir, sock, &err);
+    free(user);
+    if (rc < 0) {
+        log_err("%s", err);
+        free(err);
+        rc = 1;
+        goto out_threads;
+    }
+    rc = 1;
+
     if (events_start() < 0 ||
         jobs_start((int)settings_get_int("core.maintenance_threads", 2)) < 0 ||
         timers_start() < 0) {
@@ -289,8 +308,7 @@ int main(int argc, char **argv)
     if (tls_start() < 0) {
         log_err("TLS bundle: no usable bundle; the site cannot serve HTTPS until this is fixed");
     }
-    sock = o.control_socket ? xstrdup(o.control_socket) : xasprintf("%s/control.sock", o.state_dir);
-    if (control_start(sock) < 0)
+    if (control_start() < 0)
         goto out_tls;
     /* The web UI is a convenience: the site and the control socket serve
      * even when its port is taken. */
@@ -298,26 +316,14 @@ int main(int argc, char **argv)
         log_err("admin: web UI not served; fix admin.port / admin.bind and restart");
     if (plugins_start_all() == -EADDRINUSE) {
         log_err("a port this tlsboxd needs is held by another process (see above): not starting");
-        rc = 1;
-        admin_stop();
-        plugins_stop_all();
-        control_stop();
-        goto out_tls;
+        goto out_plugins;
     }
-    /* Drop root here: the plugins' start hooks have bound their ports (the
-     * site's in site_start) and the daemon has not reported ready.  Nothing
-     * binds later: ports are restart-only settings, and a restart starts
-     * privileged again.  The site's workers accept from inside
-     * plugins_start_all(), so a client connecting in the microseconds before
-     * this call could have its ClientHello read as root; closing that gap
-     * needs ports bound before workers start (a kit call), not done here. */
-    char *user = o.user ? xstrdup(o.user) : settings_get("core.user");
-    rc = privdrop_apply(user ? user : "tlsbox", o.state_dir, sock, &err);
-    free(user);
-    if (rc < 0) {
+    /* The plugins have bound their ports; nothing binds a port below 1024
+     * later (ports changed live above 1023 only; lower ones name the
+     * restart they need). */
+    if (privdrop_finish(&err) < 0) {
         log_err("%s", err);
         free(err);
-        rc = 1;
         goto out_plugins;
     }
     rc = 1; /* the exit status should anything below fail */
@@ -351,12 +357,12 @@ int main(int argc, char **argv)
 out_plugins:
     admin_stop();
     plugins_stop_all();
-    control_stop();
 out_tls:
-    free(sock);
     tls_stop();
     sysstat_stop();
 out_threads:
+    control_stop();
+    free(sock);
     timers_stop();
     jobs_stop();
     events_stop();

@@ -1,9 +1,15 @@
-/* Privilege drop.  Started as root (by hand, by an init script, by a test),
- * tlsboxd binds its ports and opens its store as root, then becomes the
- * unprivileged service user before it announces itself ready.  Started by
- * systemd as User=tlsbox with AmbientCapabilities=CAP_NET_BIND_SERVICE, or as
- * an ordinary user in demo mode, there is no user to change: only the
- * capabilities are dropped. */
+/* Privilege drop, in two steps, so that no thread of tlsboxd ever serves as
+ * root and none keeps a capability:
+ *  1. privdrop_user(), before the first thread starts: started as root
+ *     (by hand, an init script, a test), give the service user the state
+ *     directory's files and become it, keeping CAP_NET_BIND_SERVICE alone;
+ *     started by systemd as User=tlsbox with that capability ambient, or as
+ *     an ordinary user in demo mode, there is no user to change.
+ *  2. privdrop_finish(), once every plugin has started (and bound its
+ *     ports): every thread empties its capability sets.  Capabilities are
+ *     per thread and threads inherit them, so each thread is signalled
+ *     (TLSBOX_SIGNAL_CAPDROP) to drop its own; /proc is then read back until
+ *     no thread holds one. */
 #include "core/privdrop.h"
 
 #include <dirent.h>
@@ -12,24 +18,20 @@
 #include <grp.h>
 #include <linux/capability.h>
 #include <pwd.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/log.h"
 #include "core/xalloc.h"
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PRIVDROP_CLANG_ASAN 1
-#endif
-#endif
-#ifndef PRIVDROP_CLANG_ASAN
-#define PRIVDROP_CLANG_ASAN 0
-#endif
+#include "tlsbox/plugin.h"
 
 void privdrop_early(void)
 {
@@ -47,6 +49,26 @@ static int drop_caps(void)
     struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof data);
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return -errno;
+    if (syscall(SYS_capset, &hdr, data) < 0)
+        return -errno;
+    return 0;
+}
+
+/* Only CAP_NET_BIND_SERVICE in the effective and permitted sets (if held at
+ * all), none inheritable, no ambient ones: the state between becoming the
+ * service user and privdrop_finish. */
+static int keep_bind_cap_only(void)
+{
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &hdr, data) < 0)
+        return -errno;
+    uint32_t bind = 1u << CAP_NET_BIND_SERVICE; /* capability 10: in the first word */
+    uint32_t held = data[0].permitted & bind;
+    memset(data, 0, sizeof data);
+    data[0].permitted = data[0].effective = held;
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
         return -errno;
     if (syscall(SYS_capset, &hdr, data) < 0)
@@ -106,15 +128,30 @@ static int lookup(const char *user, struct passwd *pw, char **buf, char **err)
     return 0;
 }
 
+/* Before the first thread: leave root for @pw keeping CAP_NET_BIND_SERVICE
+ * alone, in this thread only, for the ports the plugins bind when they start.
+ * Every other capability leaves the bounding set first (while this thread
+ * still has CAP_SETPCAP), so none can come back. */
 static int become(const struct passwd *pw, char **err)
 {
-    /* glibc applies each set*id call to every thread of the process, so the
-     * threads started before the drop (jobs, timers, the site's workers)
-     * change with this one; leaving uid 0 also empties their capability
-     * sets (no PR_SET_KEEPCAPS). */
-    if (setgroups(0, NULL) < 0 || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) < 0 ||
-        setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) < 0) {
+    for (int c = 0; c <= CAP_LAST_CAP; c++)
+        if (c != CAP_NET_BIND_SERVICE && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
+            errno != EINVAL) {
+            xset_err(err, "cannot drop capability %d from the bounding set: %s", c,
+                     strerror(errno));
+            return -1;
+        }
+    if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0 || setgroups(0, NULL) < 0 ||
+        setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) < 0 ||
+        setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) < 0 ||
+        prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) {
         xset_err(err, "cannot become user '%s': %s", pw->pw_name, strerror(errno));
+        return -1;
+    }
+    int rc = keep_bind_cap_only();
+    if (rc < 0) {
+        xset_err(err, "user '%s': cannot keep CAP_NET_BIND_SERVICE: %s", pw->pw_name,
+                 strerror(-rc));
         return -1;
     }
     if (setuid(0) == 0 || geteuid() == 0) {
@@ -124,14 +161,14 @@ static int become(const struct passwd *pw, char **err)
     return 0;
 }
 
-int privdrop_apply(const char *user, const char *state_dir, const char *control_socket, char **err)
+int privdrop_user(const char *user, const char *state_dir, const char *control_socket, char **err)
 {
     if (geteuid() != 0) {
-        /* systemd's User=tlsbox with CAP_NET_BIND_SERVICE, or demo mode.  The
-         * capability is dropped for this thread; threads started earlier keep
-         * what systemd gave (CAP_NET_BIND_SERVICE at most: the unit's
-         * bounding set). */
-        int rc = drop_caps();
+        /* systemd's User=tlsbox with CAP_NET_BIND_SERVICE, or demo mode: no
+         * user to change.  Ambient and inheritable sets go now (nothing this
+         * daemon executes gets a capability); the bind capability, if
+         * systemd gave it, stays until privdrop_finish. */
+        int rc = keep_bind_cap_only();
         if (rc < 0)
             log_warn("dropping capabilities: %s", strerror(-rc));
         return 0;
@@ -148,14 +185,119 @@ int privdrop_apply(const char *user, const char *state_dir, const char *control_
     if (rc == 0)
         rc = become(&pw, err);
     if (rc == 0) {
-#if defined(__SANITIZE_ADDRESS__) || PRIVDROP_CLANG_ASAN
-        /* A changed uid makes the process non-dumpable, and LeakSanitizer's
-         * check at exit needs to ptrace the threads: sanitizer builds only. */
+        /* A changed uid makes the process non-dumpable: /proc/PID/fd and
+         * friends become root's.  Started by systemd as User=tlsbox it is
+         * dumpable, and uid tlsbox owns the store anyway, so nothing is
+         * hidden from it by that; dumpable, a second tlsboxd (also tlsbox)
+         * can name the process holding its port, and LeakSanitizer can
+         * ptrace the threads at exit. */
         prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-#endif
-        log_info("running as user %s (uid %u, gid %u), no capabilities", pw.pw_name,
-                 (unsigned)pw.pw_uid, (unsigned)pw.pw_gid);
+        log_debug("became user %s (uid %u, gid %u), CAP_NET_BIND_SERVICE kept until the "
+                  "plugins have started",
+                  pw.pw_name, (unsigned)pw.pw_uid, (unsigned)pw.pw_gid);
     }
     free(buf);
     return rc;
+}
+
+/* The capability sets of one of this process's threads, from
+ * /proc/self/task/TID/status: 1 if any of CapInh, CapPrm, CapEff, CapAmb is
+ * not empty, 0 if all are, -1 if the thread is gone. */
+static int task_has_caps(const char *tid, char *comm, size_t commlen)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%.20s/status", tid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    static const char *const sets[] = {"CapInh:", "CapPrm:", "CapEff:", "CapAmb:"};
+    char line[256];
+    int any = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "Name:\t", 6) == 0) {
+            snprintf(comm, commlen, "%.*s", (int)strcspn(line + 6, "\n"), line + 6);
+            continue;
+        }
+        for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+            if (strncmp(line, sets[i], 7) == 0 && strtoull(line + 7, NULL, 16) != 0)
+                any = 1;
+    }
+    fclose(f);
+    return any;
+}
+
+static void on_capdrop_signal(int sig)
+{
+    (void)sig;
+    int e = errno;
+    drop_caps();
+    errno = e;
+}
+
+/* One pass over the threads: signal each that still holds a capability.
+ * Returns how many do; the last one's name and tid go to @who. */
+static int signal_holders(int sig, int resend, char *who, size_t wholen)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -errno;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    int held = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char comm[64] = "?";
+        if (e->d_name[0] == '.' || atoi(e->d_name) == self ||
+            task_has_caps(e->d_name, comm, sizeof comm) != 1)
+            continue;
+        held++;
+        snprintf(who, wholen, "thread %.20s (%.63s)", e->d_name, comm);
+        if (resend)
+            syscall(SYS_tgkill, getpid(), atoi(e->d_name), sig);
+    }
+    closedir(d);
+    return held;
+}
+
+int privdrop_finish(char **err)
+{
+    int sig = TLSBOX_SIGNAL_CAPDROP;
+    struct sigaction sa = {.sa_handler = on_capdrop_signal, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, NULL) < 0) {
+        xset_err(err, "capability drop: sigaction: %s", strerror(errno));
+        return -1;
+    }
+    int rc = drop_caps();
+    if (rc < 0) {
+        xset_err(err, "dropping capabilities: %s", strerror(-rc));
+        return -1;
+    }
+    /* Threads cannot be made to drop theirs from here: each one runs the
+     * handler itself.  Ask again every 100 ms for 2 s, until none holds one
+     * (a thread started by a thread that had not dropped yet is caught by
+     * the next pass). */
+    char who[128] = "";
+    int held = 0;
+    for (int round = 0; round < 200; round++) {
+        held = signal_holders(sig, round % 10 == 0, who, sizeof who);
+        if (held <= 0)
+            break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (held != 0) {
+        xset_err(err,
+                 held < 0 ? "capability drop: cannot list this process's threads: %s"
+                          : "%s still holds a capability after 2 s: it blocks signal %d "
+                            "(SIGRTMIN+%d), which the plugin kit says every thread must take; "
+                            "tlsboxd does not serve with capabilities",
+                 held < 0 ? strerror(-held) : who, sig, sig - SIGRTMIN);
+        return -1;
+    }
+    char buf[4096];
+    struct passwd pw, *found = NULL;
+    getpwuid_r(getuid(), &pw, buf, sizeof buf, &found);
+    log_info("running as user %s (uid %u, gid %u), no capabilities in any thread",
+             found ? found->pw_name : "?", (unsigned)getuid(), (unsigned)getgid());
+    return 0;
 }

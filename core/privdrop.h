@@ -1,4 +1,5 @@
-/* Privilege drop: tlsboxd never serves the network as root. */
+/* Privilege drop: tlsboxd never serves the network as root, and keeps no
+ * capability once its ports are bound.  Called from main() only. */
 #ifndef TLSBOX_CORE_PRIVDROP_H
 #define TLSBOX_CORE_PRIVDROP_H
 
@@ -6,12 +7,19 @@
  * PR_SET_NO_NEW_PRIVS, both inherited by every thread started later. */
 void privdrop_early(void);
 
-/* After the ports are bound and the store is open: started as root, become
- * @user (its uid and primary gid, no supplementary groups, hence no
- * capability) after giving it the state directory's own files and the
- * control socket; started as anyone else, drop the capabilities this thread
- * holds (systemd's AmbientCapabilities=).  Returns 0 or -1 with *err set
- * (caller frees). */
-int privdrop_apply(const char *user, const char *state_dir, const char *control_socket, char **err);
+/* Before the first thread starts (the store is open, the control socket
+ * bound): started as root, give @user the state directory's own files and
+ * @control_socket (may be NULL), then become @user (its uid and primary gid,
+ * no supplementary groups) keeping only CAP_NET_BIND_SERVICE, for the ports
+ * plugins bind when they start; the bounding set keeps nothing else.
+ * Started as anyone else, clear the ambient and inheritable sets and keep at
+ * most CAP_NET_BIND_SERVICE.  Returns 0 or -1 with *err set (caller frees). */
+int privdrop_user(const char *user, const char *state_dir, const char *control_socket, char **err);
+
+/* After every plugin has started: every thread of the process, this one and
+ * those started since privdrop_user(), empties its capability sets; checked
+ * in /proc for 2 s at most.  Returns 0, or -1 with *err naming a thread that
+ * still holds one (it blocks TLSBOX_SIGNAL_CAPDROP): the caller must stop. */
+int privdrop_finish(char **err);
 
 #endif

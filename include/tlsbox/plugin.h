@@ -34,6 +34,9 @@
  *                 A 1.0 plugin loads and runs unchanged.
  *                 Host: staple_set (the OCSP staple the bundle serves) and
  *                 internal_ocsp (the internal CA's responder, no network).
+ *                 Start hooks run as the service user, with only
+ *                 CAP_NET_BIND_SERVICE, which every thread then drops on
+ *                 TLSBOX_SIGNAL_CAPDROP (threads must not block it).
  *
  * A plugin is one shared object exporting exactly one symbol, the constant
  * descriptor made by TLSBOX_PLUGIN().  Everything else in the plugin is static.
@@ -62,6 +65,7 @@
 #ifndef TLSBOX_PLUGIN_H
 #define TLSBOX_PLUGIN_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +80,17 @@ extern "C" {
 
 /** Name of the one symbol every plugin exports. */
 #define TLSBOX_PLUGIN_SYMBOL "tlsbox_plugin_descriptor"
+
+/**
+ * The signal the core sends, once, right after every plugin has started, to
+ * each thread that still holds a capability (CAP_NET_BIND_SERVICE, kept so
+ * start hooks can bind ports below 1024); its handler empties that thread's
+ * capability sets.  A thread a plugin starts may block any other signal, but
+ * must leave this one unblocked (sigdelset() it after sigfillset()): a
+ * thread that keeps a capability stops the daemon, with a log line naming it.
+ * The core's handler stays installed; plugins never install their own.
+ */
+#define TLSBOX_SIGNAL_CAPDROP (SIGRTMIN + 4)
 
 struct tlsbox_host;
 /** Opaque handle the core gives each plugin; first argument of most host calls. */
@@ -191,8 +206,11 @@ struct tlsbox_plugin_desc {
      */
     int (*init)(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state);
     /**
-     * Register routes, timers, subscriptions; start threads.  Return 0 or a
-     * negative errno (the plugin is then stopped and unloaded, the daemon goes on).
+     * Register routes, timers, subscriptions; start threads; bind ports (the
+     * daemon already runs as its service user, holding CAP_NET_BIND_SERVICE
+     * until every start hook has returned; threads must leave
+     * TLSBOX_SIGNAL_CAPDROP unblocked).  Return 0 or a negative errno (the
+     * plugin is then stopped and unloaded, the daemon goes on).
      */
     int (*start)(void *state);
     /**

@@ -387,6 +387,7 @@ static void *worker_main(void *arg)
     sigset_t all;
 
     sigfillset(&all);
+    sigdelset(&all, TLSBOX_SIGNAL_CAPDROP); /* the core's capability drop */
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     snprintf(name, sizeof(name), "site-w%d", w->id);
     pthread_setname_np(pthread_self(), name);

@@ -30,15 +30,24 @@ is "$(st "$TB_PID" Groups)" "" "no supplementary groups"
 is "$(st "$TB_PID" CapEff)" 0000000000000000 "CapEff 0"
 is "$(st "$TB_PID" CapPrm)" 0000000000000000 "CapPrm 0"
 is "$(st "$TB_PID" NoNewPrivs)" 1 "NoNewPrivs 1"
-# Every thread, the site's workers included, not just the main one.
-bad=0 n=0
-for t in /proc/"$TB_PID"/task/*; do
-    n=$((n + 1))
-    [ "$(st "$TB_PID/task/${t##*/}" Uid)" = "$U $U $U $U" ] &&
-        [ "$(st "$TB_PID/task/${t##*/}" CapEff)" = 0000000000000000 ] &&
-        [ "$(st "$TB_PID/task/${t##*/}" NoNewPrivs)" = 1 ] || bad=$((bad + 1))
-done
-ok $((n < 4 || bad != 0)) "all $n threads run as tlsbox with no capability and NoNewPrivs"
+# Every thread, the site's workers included, not just the main one: its
+# uids, its four capability sets and NoNewPrivs, as "uids|inh prm eff amb|nnp";
+# prints one line per thread that differs from @1.
+Z=0000000000000000
+threads_unlike() {
+    local t id
+    for t in /proc/"$TB_PID"/task/*; do
+        id="$TB_PID/task/${t##*/}"
+        printf '%s|%s %s %s %s|%s\n' "$(st "$id" Uid)" "$(st "$id" CapInh)" "$(st "$id" CapPrm)" \
+            "$(st "$id" CapEff)" "$(st "$id" CapAmb)" "$(st "$id" NoNewPrivs)"
+    done | grep -vxF "$1"
+}
+nthreads=$(ls /proc/"$TB_PID"/task | wc -l)
+ok $((nthreads < 4)) "tlsboxd runs $nthreads threads (core, jobs, site workers)"
+is "$(threads_unlike "$U $U $U $U|$Z $Z $Z $Z|1")" "" \
+    "every one of them runs as tlsbox, with all four capability sets empty and NoNewPrivs"
+is "$(find "$TB_STATE" -maxdepth 1 \( -type f -o -type s \) ! -user tlsbox -printf '%f\n')" "" \
+    "every file in the state directory (the store, its WAL and shm, the socket) is tlsbox's"
 like "$(cat "$TB_TMP/daemon.log")" "running as user tlsbox \\(uid $U, gid $G\\), no capabilities" \
     "the log says whom it runs as"
 
@@ -123,10 +132,23 @@ ok $? "as tlsbox with ambient CAP_NET_BIND_SERVICE it starts"
 tb_wait_port "$low"
 ok $? "and listens on privileged port $low"
 pid=$TB_PID
-is "$(st "${pid:-0}" CapEff) $(st "${pid:-0}" CapAmb)" "0000000000000000 0000000000000000" \
-    "its main thread keeps no capability once bound"
+is "$(threads_unlike "$U $U $U $U|$Z $Z $Z $Z|1")" "" \
+    "none of its $(ls /proc/"${pid:-0}"/task | wc -l) threads keeps a capability once bound"
 is "$(curl -sk --max-time 10 -o /dev/null -w '%{http_code}' "https://127.0.0.1:$low/f16k.txt")" 200 \
     "and serves"
 tb_stop_daemon
 ok $? "and stops"
+
+# A plugin thread that blocks every signal, the core's capability drop
+# signal included (the kit forbids it), would keep CAP_NET_BIND_SERVICE:
+# tlsboxd refuses to run.
+bdir="$TB_TMP/blocker-plugins"
+mkdir -p "$bdir" && cp "$top_builddir/tests/plugins/.libs/sig_blocker.so" "$bdir/"
+mkdir -m 0700 "$TB_TMP/bstate" && chown tlsbox:tlsbox "$TB_TMP/bstate"
+out=$(timeout 30 "$TB_TLSBOXD" --state-dir "$TB_TMP/bstate" --plugin-dir "$bdir" --foreground \
+    --set admin.port="$(tb_free_port)" --set admin.bind=127.0.0.1 2>&1)
+rc=$?
+is "$rc" 1 "with a plugin thread that blocks the capability drop signal: exit 1"
+like "$out" "thread [0-9]+ \\(tlsboxd\\) still holds a capability after 2 s: it blocks signal [0-9]+ \\(SIGRTMIN\\+4\\)" \
+    "naming the thread and the signal"
 done_testing

@@ -1,0 +1,44 @@
+/* A plugin whose thread blocks every signal, TLSBOX_SIGNAL_CAPDROP included,
+ * against the kit's rule: started with CAP_NET_BIND_SERVICE (as root, or by
+ * systemd), the daemon must refuse to run rather than keep the capability in
+ * this thread. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include <tlsbox/host.h>
+#include <tlsbox/plugin.h>
+
+static pthread_t blocker;
+static atomic_int stopping;
+
+static void *blocker_main(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    while (!atomic_load(&stopping)) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static int sb_start(void *state)
+{
+    (void)state;
+    return -pthread_create(&blocker, NULL, blocker_main, NULL);
+}
+
+static void sb_stop(void *state)
+{
+    (void)state;
+    atomic_store(&stopping, 1);
+    pthread_join(blocker, NULL);
+}
+
+TLSBOX_PLUGIN(.name = "sig_blocker", .version = "1",
+              .description = "a thread that blocks every signal", .start = sb_start,
+              .stop = sb_stop);
