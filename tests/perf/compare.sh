@@ -89,7 +89,7 @@ BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || {
 # runs under timeout(1).
 FILE_SIZE=16127
 HS_CONNS=1000        # connections per handshake round
-IDLE_HOLD=2          # seconds idle connections are held after the last one is up
+IDLE_HOLD=3          # seconds idle connections are held after the last one is up
 KA_CONNS="10 50"     # keep-alive connections
 RESUME_N=500         # resumed handshakes per round
 LARGE_MB="1 100"     # large file sizes, MB
@@ -536,7 +536,10 @@ idle_run() {
         kill -0 "$idle_pid" 2>/dev/null || break
         sleep 0.1
     done
-    sleep 1 # the last handshakes' Finished and preface reach the server
+    # The last handshakes' Finished and prefaces reach the server, and
+    # every connection has been idle long enough for a server that frees
+    # buffers of idle connections after a while (tlsbox: 1 s) to have done so.
+    sleep 2
     R[$s.rss_$key]=$(mem_kb "$CUR_PID" rss)
     R[$s.pss_$key]=$(mem_kb "$CUR_PID" pss)
     R[$s.anon_$key]=$(mem_kb "$CUR_PID" anon)
