@@ -321,6 +321,30 @@ static int cmd_policy_rollback(struct ctl *c, int argc, char **argv)
     return rc;
 }
 
+/* The server's handshake per client family: what connects, with what. */
+static void print_clients(json_t *j)
+{
+    json_t *cl = json_object_get(j, "clients");
+    if (!json_is_array(cl)) {
+        printf("client families: not checked (%s)\n", str(j, "clients_error"));
+        return;
+    }
+    printf("client families (a GnuTLS handshake each, with the certificates served now):\n");
+    size_t i;
+    json_t *e;
+    json_array_foreach(cl, i, e)
+    {
+        if (json_is_true(json_object_get(e, "ok")))
+            printf("  %-18s connects  %s %s %s %s\n", str(e, "family"), str(e, "protocol"),
+                   str(e, "cipher"),
+                   json_is_string(json_object_get(e, "group")) ? str(e, "group") : "-",
+                   json_is_string(json_object_get(e, "sigalg")) ? str(e, "sigalg") : "-");
+        else
+            printf("  %-18s refused   %s (%s)\n", str(e, "family"), str(e, "error"),
+                   str(e, "side"));
+    }
+}
+
 static int cmd_policy_preview(struct ctl *c, int argc, char **argv)
 {
     json_t *req = NULL;
@@ -356,6 +380,7 @@ static int cmd_policy_preview(struct ctl *c, int argc, char **argv)
         json_t *e;
         json_array_foreach(json_object_get(j, "suites"), i, e)
             printf("  %s\n", json_string_value(e));
+        print_clients(j);
     }
     json_decref(j);
     return CTL_EXIT_OK;

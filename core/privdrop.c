@@ -161,8 +161,39 @@ static int become(const struct passwd *pw, char **err)
     return 0;
 }
 
+/* Threads that exist before tlsboxd starts its first one are not its own:
+ * under qemu-user (the arm64 and armhf package checks) the emulator runs a
+ * host thread of its own that blocks every signal and can run no guest
+ * code.  They are noted by privdrop_user() and left alone by the drop. */
+static pid_t foreign_tids[16];
+static int n_foreign;
+
+static void note_foreign_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    struct dirent *e;
+    n_foreign = 0;
+    while ((e = readdir(d)) != NULL &&
+           n_foreign < (int)(sizeof foreign_tids / sizeof *foreign_tids))
+        if (e->d_name[0] != '.' && atoi(e->d_name) != self)
+            foreign_tids[n_foreign++] = (pid_t)atoi(e->d_name);
+    closedir(d);
+}
+
+static int is_foreign(pid_t tid)
+{
+    for (int i = 0; i < n_foreign; i++)
+        if (foreign_tids[i] == tid)
+            return 1;
+    return 0;
+}
+
 int privdrop_user(const char *user, const char *state_dir, const char *control_socket, char **err)
 {
+    note_foreign_threads();
     if (geteuid() != 0) {
         /* systemd's User=tlsbox with CAP_NET_BIND_SERVICE, or demo mode: no
          * user to change.  Ambient and inheritable sets go now (nothing this
@@ -246,7 +277,7 @@ static int signal_holders(int sig, int resend, char *who, size_t wholen)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         char comm[64] = "?";
-        if (e->d_name[0] == '.' || atoi(e->d_name) == self ||
+        if (e->d_name[0] == '.' || atoi(e->d_name) == self || is_foreign(atoi(e->d_name)) ||
             task_has_caps(e->d_name, comm, sizeof comm) != 1)
             continue;
         held++;
@@ -294,6 +325,10 @@ int privdrop_finish(char **err)
                  held < 0 ? strerror(-held) : who, sig, sig - SIGRTMIN);
         return -1;
     }
+    if (n_foreign)
+        log_info("%d thread%s not started by tlsboxd (an emulator's own, as under qemu-user) "
+                 "left as %s",
+                 n_foreign, n_foreign == 1 ? "" : "s", n_foreign == 1 ? "it is" : "they are");
     char buf[4096];
     struct passwd pw, *found = NULL;
     getpwuid_r(getuid(), &pw, buf, sizeof buf, &found);

@@ -17,7 +17,8 @@ void privdrop_early(void);
 int privdrop_user(const char *user, const char *state_dir, const char *control_socket, char **err);
 
 /* After every plugin has started: every thread of the process, this one and
- * those started since privdrop_user(), empties its capability sets; checked
+ * those started since privdrop_user() (threads already there then are not
+ * tlsboxd's: qemu-user's own), empties its capability sets; checked
  * in /proc for 2 s at most.  Returns 0, or -1 with *err naming a thread that
  * still holds one (it blocks TLSBOX_SIGNAL_CAPDROP): the caller must stop. */
 int privdrop_finish(char **err);

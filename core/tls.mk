@@ -3,7 +3,7 @@ core_tls_sources += \
 	core/tls.c core/tls.h core/tls_api.c core/tls_api.h \
 	core/tls_bundle.c core/tls_bundle.h core/tls_ca.c core/tls_ca.h \
 	core/tls_cert.c core/tls_cert.h core/tls_policy.c core/tls_policy.h \
-	core/tls_policy_store.c core/tls_policy_store.h \
+	core/tls_policy_store.c core/tls_policy_store.h core/tls_probe.c core/tls_probe.h \
 	core/tls_session_cache.c core/tls_session_cache.h \
 	core/tls_tickets.c core/tls_tickets.h \
 	core/tls_dh.c core/tls_dh.h core/tls_dh_set.c \
@@ -62,3 +62,11 @@ tests_unit_core_tls_ocsp_test_SOURCES = tests/unit/core/tls_ocsp_test.c $(TLS_TE
 nodist_tests_unit_core_tls_ocsp_test_SOURCES = core/migrations_embedded.c
 tests_unit_core_tls_ocsp_test_CFLAGS = $(TLS_TEST_CFLAGS)
 tests_unit_core_tls_ocsp_test_LDADD = $(TLS_TEST_LIBS)
+
+check_PROGRAMS += tests/unit/core/tls_probe_test
+TESTS += tests/unit/core/tls_probe_test
+tests_unit_core_tls_probe_test_SOURCES = tests/unit/core/tls_probe_test.c $(TLS_TEST_STORE) \
+	core/tls_policy.c core/tls_probe.c
+nodist_tests_unit_core_tls_probe_test_SOURCES = core/migrations_embedded.c
+tests_unit_core_tls_probe_test_CFLAGS = $(TLS_TEST_CFLAGS)
+tests_unit_core_tls_probe_test_LDADD = $(TLS_TEST_LIBS)

@@ -16,6 +16,7 @@
 #include "core/tls_cert.h"
 #include "core/tls_policy.h"
 #include "core/tls_policy_store.h"
+#include "core/tls_probe.h"
 #include "core/xalloc.h"
 
 /* A store connection for this request; replies 500 when none. */
@@ -365,6 +366,25 @@ static char *query_param(const char *query, const char *key)
     return NULL;
 }
 
+/*
+ * "clients": each client family's handshake against @p prio with the
+ * certificates the box serves now (the live bundle's credentials, read
+ * only), so the answer is GnuTLS' own, not a rule of thumb.
+ */
+static void add_client_probe(json_t *pv, const char *prio)
+{
+    struct tlsbox_bundle *b = tls_bundle_acquire();
+    char *err = NULL;
+    json_t *clients = b ? tls_probe_families(prio, tls_bundle_credentials(b), &err) : NULL;
+    tls_bundle_release(b);
+    if (!b)
+        err = xstrdup("no certificate is loaded yet");
+    json_object_set_new(pv, "clients", clients ? clients : json_null());
+    if (err)
+        json_object_set_new(pv, "clients_error", json_string(err));
+    free(err);
+}
+
 /* GET: the active policy, or ?preset=NAME / ?priority=RAW.  POST: a body
  * like PUT policy.  Nothing is stored. */
 static void on_policy_preview(void *arg, const struct tlsbox_api_request *req,
@@ -405,6 +425,7 @@ static void on_policy_preview(void *arg, const struct tlsbox_api_request *req,
     json_object_set_new(pv, "hsts", hsts ? json_string(hsts) : json_null());
     free(hsts);
     json_object_set(pv, "policy", cand);
+    add_client_probe(pv, prio);
     api_reply_json(reply, 200, pv);
 out:
     if (db)

@@ -19,6 +19,7 @@ arch=${1:?usage: $0 amd64|arm64|armhf [--upgrade]}
 upgrade=${2:-}
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/tests/integration/lib.sh"
+. "$top/packaging/check-service.sh"
 EXPOSURE_GOAL=2.0
 t0=$(date +%s)
 
@@ -66,6 +67,7 @@ cleanup() {
         for _ in $(seq 1 600); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.2; done
         kill -KILL "$nspawn_pid" 2>/dev/null
     fi
+    svc_cleanup
     _tb_release_ports
     [ -n "${TLSBOX_KEEP:-}" ] || rm -rf "$work"
     exit $rc
@@ -76,6 +78,7 @@ trap 'exit 1' INT TERM
 # The container shares this network namespace.
 P=$(tb_free_low_port) || bail "no free loopback port below 1024"
 PA=$(tb_free_port) || bail "no free loopback port"
+PH=$(tb_free_port) || bail "no free loopback port" # plain HTTP: ACME's HTTP-01
 
 # ---- the system -------------------------------------------------------------
 cp "$first" "$work/first.deb"
@@ -83,7 +86,7 @@ cp "$first" "$work/first.deb"
 cat >"$work/check.conf" <<CONF
 [Service]
 ExecStart=
-ExecStart=/usr/sbin/tlsboxd --foreground --state-dir /var/lib/tlsbox --control-socket /run/tlsbox/control.sock --set site.https_port=$P --set site.http_port=0 --set site.bind=127.0.0.1 --set admin.port=$PA --set admin.bind=127.0.0.1
+ExecStart=/usr/sbin/tlsboxd --foreground --state-dir /var/lib/tlsbox --control-socket /run/tlsbox/control.sock --set site.https_port=$P --set site.http_port=$PH --set site.bind=127.0.0.1 --set admin.port=$PA --set admin.bind=127.0.0.1
 CONF
 # The base system (minbase, systemd, the package's dependencies) is made once
 # per architecture and dependency list and kept as a tarball in
@@ -144,11 +147,12 @@ for _ in $(seq 1 300); do
 done
 [ -n "$pid1" ] || { tail -20 "$work/console.log" | sed 's/^/# /'; bail "the container did not start"; }
 in_ct() { nsenter -t "$pid1" -m -p -u -i "$@"; }
-# PID 1 is there before systemd answers on its bus: ask again until it does.
+# PID 1 is there before systemd answers on its bus: ask again until it does
+# (until then systemctl says "offline": seen under qemu-arm).
 state=""
 for _ in $(seq 1 300); do
     state=$(in_ct timeout 300 systemctl is-system-running --wait 2>/dev/null)
-    [ -n "$state" ] && break
+    [ -n "$state" ] && [ "$state" != offline ] && break
     kill -0 "$nspawn_pid" 2>/dev/null || break
     sleep 1
 done
@@ -272,6 +276,8 @@ if [ -n "$plugin" ]; then
         "the plugin built with tlsbox-dev runs in the installed daemon"
     rm -f "$plugin"
 fi
+# Renew, staple, bench, dhparam under the hardened unit (check-service.sh).
+service_checks
 if [ "$upgrade" = --upgrade ]; then
     like "$(in_ct tlsboxctl --json cert list 2>/dev/null)" '"upgraded"' "and the certificate"
     in_ct env DEBIAN_FRONTEND=noninteractive apt-get purge -y tlsbox >"$work/purge.log" 2>&1

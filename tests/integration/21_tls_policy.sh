@@ -87,5 +87,30 @@ is "$(db 'SELECT id FROM policy_versions WHERE active = 1')" 6 "preview stores n
 out=$(tb_ctl --json policy preview --raw "NORMAL:-VERS-ALL:+VERS-TLS1.2" |
     python3 -c 'import json,sys; print(",".join(json.load(sys.stdin)["protocols"]))')
 is "$out" "TLS1.2" "preview of a raw candidate (JSON)"
+# Client families: a GnuTLS handshake each in the daemon, with the
+# certificate it serves, against the candidate.
+fam() { jq -r --arg f "$2" '.clients[] | select(.family == $f) | '"$3" <<<"$1"; }
+j=$(tb_ctl --json policy preview --preset modern)
+is "$(jq -r '.clients | length' <<<"$j")" 6 "preview modern: six client families checked"
+is "$(fam "$j" modern-browsers '"\(.ok) \(.protocol)"')" "true TLS1.3" \
+    "modern: current browsers connect with TLS 1.3"
+for f in android-7 android-4.4-ie11 java-8 openssl-1.0.2; do
+    is "$(fam "$j" $f '"\(.ok) \(.side) \(.error_code) \(.error)"')" \
+        "false server GNUTLS_E_NO_CIPHER_SUITES No supported cipher suites have been found." \
+        "modern: $f (TLS 1.2 at most) is refused by GnuTLS, with its reason"
+done
+is "$(fam "$j" tls1.0-only '"\(.ok) \(.error_code)"')" "false GNUTLS_E_UNSUPPORTED_VERSION_PACKET" \
+    "modern: TLS 1.0-only clients are refused for their version"
+unlike "$j" "PRIVATE KEY|BEGIN" "the preview carries no key or certificate"
+j=$(tb_ctl --json policy preview --preset intermediate)
+for f in android-7 android-4.4-ie11 java-8 openssl-1.0.2; do
+    is "$(fam "$j" $f '"\(.ok) \(.protocol)"')" "true TLS1.2" "intermediate: $f connects with TLS 1.2"
+done
+is "$(fam "$j" android-4.4-ie11 .group)" SECP256R1 "intermediate: without X25519 on P-256"
+is "$(fam "$j" tls1.0-only .ok)" false "intermediate: TLS 1.0-only clients are refused"
+is "$(fam "$(tb_ctl --json policy preview --preset compat)" tls1.0-only '"\(.ok) \(.protocol)"')" \
+    "true TLS1.0" "compat: TLS 1.0-only clients connect with TLS 1.0"
+like "$(tb_ctl policy preview --preset modern)" "java-8 +refused +No supported cipher suites" \
+    "tlsboxctl policy preview lists the refused families with GnuTLS' reason"
 is "$(db "SELECT count(*) FROM audit WHERE action = 'policy.set'")" 6 "an audit row per version"
 done_testing

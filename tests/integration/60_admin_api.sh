@@ -9,7 +9,10 @@
 . "$(dirname "$0")/lib.sh"
 tb_setup
 
-tb_start_daemon --set admin.lockout_after=5 --set admin.pbkdf2_iterations=10000 ||
+# The site on free ports too: its default 443/80 may be held by another
+# daemon on this machine, and a held port stops tlsboxd from starting.
+tb_start_daemon --set admin.lockout_after=5 --set admin.pbkdf2_iterations=10000 \
+    --set site.https_port="$(tb_free_port)" --set site.http_port="$(tb_free_port)" ||
     bail "daemon did not start"
 B="https://127.0.0.1:$TB_ADMIN_PORT"
 J="$TB_TMP/cookies"

@@ -1,6 +1,7 @@
 // TLS policy: presets, fields, raw priority string (error position marked in
-// place), a preview of what GnuTLS would negotiate and which clients a change
-// leaves out, apply, history with a diff, rollback.
+// place), a preview of what GnuTLS would negotiate and which client families
+// a change leaves out (the core's handshakes), apply, history with a diff,
+// rollback.
 import { get, post, put } from "../api.js";
 import { el, field, fieldError, status, when } from "../ui.js";
 
@@ -9,18 +10,6 @@ const PRESETS = [
   ["modern", "Modern: TLS 1.3 only"],
   ["intermediate", "Intermediate: TLS 1.2 and 1.3, AEAD ciphers, forward secrecy"],
   ["compat", "Compatible: also older clients"],
-];
-
-// Rough client families (Mozilla's guidelines): what each one needs at least.
-const FAMILIES = [
-  { name: "Current browsers (Chrome, Firefox, Edge, Safari 12.1+)",
-    ok: (p) => p.protocols.includes("TLS1.3") || (p.protocols.includes("TLS1.2") && p.ciphers.some((c) => /GCM|CHACHA/.test(c))) },
-  { name: "Android 5–9, Safari 9–12, Java 11, curl with OpenSSL 1.1",
-    ok: (p) => p.protocols.includes("TLS1.2") && p.ciphers.some((c) => /GCM|CHACHA/.test(c)) && p.groups.some((g) => /SECP256R1|X25519/.test(g)) },
-  { name: "Java 8, Android 4.4, Windows 7 / IE 11",
-    ok: (p) => p.protocols.includes("TLS1.2") && p.groups.some((g) => /SECP256R1|SECP384R1/.test(g)) },
-  { name: "Very old clients (Android < 4.4, IE 8–10, Java 6–7)",
-    ok: (p) => p.protocols.includes("TLS1.0") || p.protocols.includes("TLS1.1") },
 ];
 
 function list(v) {
@@ -39,9 +28,28 @@ function markPosition(box, raw, message) {
     raw.slice(stop)));
 }
 
+// The families the box answers for (GnuTLS handshakes in the core, see
+// core/tls_probe.c): which ones connect, with what, or GnuTLS' reason.
+const okNames = (pv) => new Set((pv && pv.clients || []).filter((c) => c.ok).map((c) => c.family));
+
+function clientsTable(pv) {
+  if (!pv.clients) return el("p", { class: "warn", text: `Client check unavailable: ${pv.clients_error || "no answer"}` });
+  return el("div", { class: "table-wrap" }, el("table", { id: "preview-clients" },
+    el("thead", {}, el("tr", {}, ["Clients", "Result", "Negotiated or refused because"].map((h) => el("th", { text: h })))),
+    el("tbody", {}, pv.clients.map((c) => el("tr", { "data-family": c.family, class: c.ok ? "" : "refused" },
+      el("td", {}, el("span", { text: c.clients }), el("br"), el("small", { text: c.offers })),
+      el("td", { text: c.ok ? "connects" : "refused" }),
+      el("td", { class: "small", text: c.ok
+        ? [c.protocol, c.cipher, c.kx, c.group, c.sigalg].filter(Boolean).join(", ")
+        : `${c.error} (${c.side})` }))))));
+}
+
 function previewView(box, pv, current) {
-  const lost = FAMILIES.filter((f) => f.ok(current) && !f.ok(pv)).map((f) => f.name);
-  const gained = FAMILIES.filter((f) => !f.ok(current) && f.ok(pv)).map((f) => f.name);
+  const before = okNames(current);
+  const after = okNames(pv);
+  const byName = (names) => (pv.clients || []).filter((c) => names(c.family)).map((c) => c.clients);
+  const lost = byName((f) => before.has(f) && !after.has(f));
+  const gained = byName((f) => !before.has(f) && after.has(f));
   box.replaceChildren(...[
     el("h3", { text: "What GnuTLS would negotiate" }),
     el("dl", { class: "kv" },
@@ -50,6 +58,8 @@ function previewView(box, pv, current) {
       el("dt", { text: "Groups" }), el("dd", { text: pv.groups.join(", ") }),
       el("dt", { text: "Signatures" }), el("dd", { text: pv.sigalgs.join(", ") }),
       el("dt", { text: "HSTS" }), el("dd", { text: pv.hsts || "off" })),
+    el("h3", { text: "Client families (a real handshake each, with this box's certificates)" }),
+    clientsTable(pv),
     el("p", { class: lost.length ? "warn" : "ok", id: "preview-excluded",
       text: lost.length ? `This change would exclude: ${lost.join("; ")}` : "No client family is excluded by this change." }),
     gained.length ? el("p", { text: `Newly allowed: ${gained.join("; ")}` }) : null].filter(Boolean));
@@ -203,6 +213,7 @@ export default async function render(root) {
     const versions = (await get("policy/history")).versions;
     const diffBox = el("div", { id: "diff", "aria-live": "polite" });
     const histStatus = status();
+    histStatus.id = "history-status";
     const rows = versions.map((v) => {
       const diffBtn = el("button", { type: "button", class: "small", text: "Diff with active" });
       diffBtn.addEventListener("click", () => {
@@ -221,7 +232,10 @@ export default async function render(root) {
           await refresh();
           fillFields();
           previewView(preview, activePreview, activePreview);
-          hist.querySelector(".status").textContent = `Rolled back to version ${v.id}: now version ${active.id}.`;
+          // The last step: the page is settled once this line shows.  refresh()
+          // rebuilt the history, so the status line is the new table's.
+          hist.querySelector("#history-status").textContent =
+            `Rolled back to version ${v.id}: now version ${active.id}.`;
         } catch (e) {
           histStatus.fail(e.message);
         }
@@ -236,8 +250,11 @@ export default async function render(root) {
       histStatus, diffBox);
   }
 
-  root.append(cur, presetForm, fieldsForm, rawForm, preview, hist);
+  // Load first, show after: forms shown before the active policy arrived
+  // would take a choice (or a click on Preview) that fillFields() then
+  // overwrites, or preview against a policy not yet known.
   await refresh();
   fillFields();
   previewView(preview, activePreview, activePreview);
+  root.append(cur, presetForm, fieldsForm, rawForm, preview, hist);
 }
