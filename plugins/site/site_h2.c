@@ -401,15 +401,26 @@ static void resume_waiting(struct site_conn *c)
     }
 }
 
+/*
+ * nghttp2_session_mem_send() writes NO_COPY frames through this callback in
+ * one loop until the peer's window is spent, without returning to
+ * site_h2_produce's SITE_OUT_HIGH check: a client with a large window (curl
+ * 32 MB, h2load 1 GB) would have a whole file staged in c->out.  A frame that
+ * does not fit the pooled buffer waits (WOULDBLOCK: nghttp2 offers the same
+ * frame again on the next mem_send) until the buffer has been encrypted.
+ */
 static int on_send_data(nghttp2_session *h2, nghttp2_frame *frame, const uint8_t *framehd,
                         size_t length, nghttp2_data_source *source, void *user)
 {
     struct site_conn *c = user;
     struct h2_stream *st = source->ptr;
     uint32_t mark = c->out_len;
-    char *dst = site_out_reserve(c, 9 + length);
+    char *dst;
     long r;
 
+    if (c->out_len > c->out_off && c->out_len + 9 + length > SITE_OUTBUF)
+        return NGHTTP2_ERR_WOULDBLOCK;
+    dst = site_out_reserve(c, 9 + length);
     memcpy(dst, framehd, 9);
     c->out_len += 9;
     r = length ? site_resp_read(&st->resp, c->out + c->out_len, length) : 0;
