@@ -244,6 +244,12 @@ struct site_conn {
     struct nghttp2_session *h2;
     void *h2_streams; /* list of open streams (site_h2.c) */
     bool h2_goaway;
+    /* nghttp2's frame buffer (mmap()ed by site_h2.c's allocator), given back
+     * to the kernel while the connection is idle (site_h2_release) */
+    bool h2_making;    /* nghttp2_session_server_new3 is running */
+    bool h2_fbuf_idle; /* released, untouched since */
+    uint32_t h2_fbuf_len;
+    void *h2_fbuf;
     uint32_t nreq;
     /* response body bytes put into the output so far: the send timeout's
      * notion of progress (see update_timer in site_conn.c) */
@@ -390,6 +396,8 @@ int site_h2_produce(struct site_conn *c); /* pump frames; 1 when nothing left */
 void site_h2_free(struct site_conn *c);
 void site_h2_goaway(struct site_conn *c);
 bool site_h2_idle(const struct site_conn *c);
+/* The connection has been idle a while: give its frame buffer's pages back. */
+void site_h2_release(struct site_conn *c);
 /* nghttp2 wants neither to read nor to write: the connection is done. */
 bool site_h2_finished(const struct site_conn *c);
 

@@ -379,6 +379,10 @@ void site_conn_drain(struct site_conn *c, bool gentle)
         site_conn_close(c);
         return;
     }
+    if (c->state == SITE_CS_H2 && !c->h2) {
+        site_conn_close(c); /* no preface yet: nothing asked, nothing to finish */
+        return;
+    }
     if (c->state == SITE_CS_H2) {
         site_h2_goaway(c);
         site_conn_flush(c);
@@ -524,11 +528,7 @@ static void on_handshake_done(struct site_conn *c)
     gnutls_datum_t proto;
     if (gnutls_alpn_get_selected_protocol(c->session, &proto) == 0 && proto.size == 2 &&
         memcmp(proto.data, h2, 2) == 0) {
-        c->state = SITE_CS_H2;
-        if (site_h2_start(c) < 0) {
-            site_conn_close(c);
-            return;
-        }
+        c->state = SITE_CS_H2; /* the session comes with the preface (site_h2_start) */
     } else {
         c->state = SITE_CS_H1;
     }

@@ -130,8 +130,15 @@ static size_t h2_big_find(uintptr_t a, bool del)
     return len;
 }
 
+/* The one block of a frame's size or more that nghttp2 allocates while it
+ * makes a session is its outbound frame buffer (aob.framebufs, kept for the
+ * session's life, holding nothing between frames): remember it so that
+ * site_h2_release can give its pages back while the connection is idle. */
+#define H2_FBUF_MIN 16384
+
 static void *h2_malloc(size_t n, void *ud)
 {
+    struct site_conn *c = ud;
     char *p;
     if (n >= H2_MMAP_MIN) {
         size_t len = (n + 4095) & ~(size_t)4095;
@@ -141,6 +148,10 @@ static void *h2_malloc(size_t n, void *ud)
         if (h2_big_add((uintptr_t)p, len) < 0) {
             munmap(p, len);
             return NULL;
+        }
+        if (c && c->h2_making && !c->h2_fbuf && n >= H2_FBUF_MIN) {
+            c->h2_fbuf = p;
+            c->h2_fbuf_len = (uint32_t)len;
         }
         return p;
     }
@@ -156,9 +167,12 @@ static void *h2_malloc(size_t n, void *ud)
  * boundary: the table, not the alignment, is what decides. */
 static void h2_free(void *ptr, void *ud)
 {
+    struct site_conn *c = ud;
     size_t len;
     if (!ptr)
         return;
+    if (c && ptr == c->h2_fbuf)
+        c->h2_fbuf = NULL;
     if (((uintptr_t)ptr & 4095) == 0 && (len = h2_big_find((uintptr_t)ptr, true)) != 0)
         munmap(ptr, len);
     else
@@ -197,8 +211,6 @@ static void *h2_realloc(void *ptr, size_t n, void *ud)
     h2_free(ptr, ud);
     return np;
 }
-
-static nghttp2_mem h2_mem = {NULL, h2_malloc, h2_free, h2_calloc, h2_realloc};
 
 static nghttp2_session_callbacks *h2_callbacks;
 static nghttp2_option *h2_option;
@@ -389,15 +401,26 @@ static void resume_waiting(struct site_conn *c)
     }
 }
 
+/*
+ * nghttp2_session_mem_send() writes NO_COPY frames through this callback in
+ * one loop until the peer's window is spent, without returning to
+ * site_h2_produce's SITE_OUT_HIGH check: a client with a large window (curl
+ * 32 MB, h2load 1 GB) would have a whole file staged in c->out.  A frame that
+ * does not fit the pooled buffer waits (WOULDBLOCK: nghttp2 offers the same
+ * frame again on the next mem_send) until the buffer has been encrypted.
+ */
 static int on_send_data(nghttp2_session *h2, nghttp2_frame *frame, const uint8_t *framehd,
                         size_t length, nghttp2_data_source *source, void *user)
 {
     struct site_conn *c = user;
     struct h2_stream *st = source->ptr;
     uint32_t mark = c->out_len;
-    char *dst = site_out_reserve(c, 9 + length);
+    char *dst;
     long r;
 
+    if (c->out_len > c->out_off && c->out_len + 9 + length > SITE_OUTBUF)
+        return NGHTTP2_ERR_WOULDBLOCK;
+    dst = site_out_reserve(c, 9 + length);
     memcpy(dst, framehd, 9);
     c->out_len += 9;
     r = length ? site_resp_read(&st->resp, c->out + c->out_len, length) : 0;
@@ -591,6 +614,14 @@ static void h2_global_init(void)
 
 /* ---- connection glue ---------------------------------------------------- */
 
+/*
+ * The nghttp2 session (about 9 KB resident with its frame buffer page) is made
+ * when the client's first bytes arrive, not when ALPN picks h2: browsers open
+ * connections ahead of their first request, and one that never sends the
+ * preface then costs only its TLS session.  Our SETTINGS go out with the
+ * answer to the client's preface (RFC 9113 3.4 lets a client send without
+ * waiting for them).
+ */
 int site_h2_start(struct site_conn *c)
 {
     const struct site_config *cfg = &c->w->s->cfg;
@@ -599,8 +630,15 @@ int site_h2_start(struct site_conn *c)
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (uint32_t)cfg->h2_window},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)cfg->max_header_size},
     };
+    /* nghttp2 copies the allocator; its user data tells the blocks' owner. */
+    nghttp2_mem mem = {c, h2_malloc, h2_free, h2_calloc, h2_realloc};
+    int r;
+
     pthread_once(&h2_once, h2_global_init);
-    if (nghttp2_session_server_new3(&c->h2, h2_callbacks, c, h2_option, &h2_mem) != 0) {
+    c->h2_making = true;
+    r = nghttp2_session_server_new3(&c->h2, h2_callbacks, c, h2_option, &mem);
+    c->h2_making = false;
+    if (r != 0) {
         c->h2 = NULL;
         return -1;
     }
@@ -612,12 +650,17 @@ int site_h2_start(struct site_conn *c)
 
 int site_h2_on_data(struct site_conn *c, const char *data, size_t n)
 {
+    if (!c->h2 && site_h2_start(c) < 0)
+        return -1;
     ssize_t r = nghttp2_session_mem_recv(c->h2, (const uint8_t *)data, n);
     return r < 0 ? -1 : 0;
 }
 
 int site_h2_produce(struct site_conn *c)
 {
+    if (!c->h2)
+        return 1;            /* no preface yet: nothing to say */
+    c->h2_fbuf_idle = false; /* nghttp2 may write frames into its buffer */
     while (c->out_len < SITE_OUT_HIGH) {
         const uint8_t *data;
         ssize_t n;
@@ -638,9 +681,24 @@ bool site_h2_idle(const struct site_conn *c)
     return c->h2_streams == NULL;
 }
 
+/*
+ * Nothing is being sent (no stream, nghttp2 wants to write nothing, so no
+ * frame sits in its buffer): the frame buffer's pages go back to the kernel
+ * and come back zeroed when the next frame is written.  For a connection idle
+ * a while only (site_worker.c's sweep), so keep-alive traffic pays no fault.
+ */
+void site_h2_release(struct site_conn *c)
+{
+    if (!c->h2 || !c->h2_fbuf || c->h2_fbuf_idle || c->h2_streams ||
+        nghttp2_session_want_write(c->h2))
+        return;
+    if (madvise(c->h2_fbuf, c->h2_fbuf_len, MADV_DONTNEED) == 0)
+        c->h2_fbuf_idle = true;
+}
+
 bool site_h2_finished(const struct site_conn *c)
 {
-    return !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2);
+    return c->h2 && !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2);
 }
 
 void site_h2_goaway(struct site_conn *c)

@@ -85,6 +85,23 @@ static int timeout_ms(const struct site *s, enum site_timer_kind k)
     }
 }
 
+/*
+ * Once a second: HTTP/2 connections idle for a second or more give their
+ * frame buffer back (as nginx frees an idle connection's buffers).  The idle
+ * list is sorted by deadline, so the long-idle ones are at its head.
+ */
+static void release_idle(struct site_worker *w)
+{
+    uint64_t since = (uint64_t)timeout_ms(w->s, SITE_T_IDLE);
+
+    for (struct site_conn *c = w->tl[SITE_T_IDLE].head; c; c = c->tnext) {
+        if (c->deadline_ms + 1000 > w->now_ms + since)
+            break;
+        if (c->state == SITE_CS_H2)
+            site_h2_release(c);
+    }
+}
+
 void site_timer_set(struct site_conn *c, enum site_timer_kind k)
 {
     struct site_worker *w = c->w;
@@ -413,6 +430,7 @@ static void *worker_main(void *arg)
         if (w->now_ms - w->last_tick_ms >= 1000) {
             w->last_tick_ms = w->now_ms;
             site_metrics_tick(w);
+            release_idle(w);
         }
         if (w->draining && (w->nconns == 0 || w->now_ms >= w->drain_deadline_ms)) {
             struct site_conn **v;

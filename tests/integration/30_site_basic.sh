@@ -22,6 +22,17 @@ for proto in --http2 --http1.1; do
     "${C[@]}" $proto -o "$TB_TMP/got" "$URL/big.bin"
     cmp -s "$TB_TMP/got" "$W/big.bin"
     ok $? "$proto: 2 MB body equals the file (streamed, flow control)"
+    if [ $proto = --http2 ]; then
+        # Four 2 MB streams at once on one connection, with curl's large
+        # window: the frames of each are interleaved, none is lost or reordered.
+        out=$("${C[@]}" --http2 --parallel --parallel-max 4 -w '%{num_connects}\n' \
+            -o "$TB_TMP/p1" -o "$TB_TMP/p2" -o "$TB_TMP/p3" -o "$TB_TMP/p4" \
+            "$URL/big.bin" "$URL/big.bin" "$URL/big.bin" "$URL/big.bin" | paste -sd+ | bc)
+        is "$out" 1 "$proto: four parallel downloads share one connection"
+        n=0
+        for f in p1 p2 p3 p4; do cmp -s "$TB_TMP/$f" "$W/big.bin" && n=$((n + 1)); done
+        is "$n" 4 "$proto: each of the four multiplexed 2 MB bodies equals the file"
+    fi
     "${C[@]}" $proto -o "$TB_TMP/got" "$URL/"
     cmp -s "$TB_TMP/got" "$W/index.html"
     ok $? "$proto: / serves index.html"

@@ -8,25 +8,32 @@
 # Each server runs on loopback pinned to core 0 with one worker; h2load and the
 # idle-connection tool run on core 1.  All servers get the same 16,127-byte file
 # and the same ECDSA P-256 certificate (made here, in a temp dir), TLS 1.3 only.
-# For each server it measures
-#   - full handshakes: 1000 connections, one request each (h2load -c 1000 -n 1000,
-#     HTTP/1.1); h2load creates a new TLS session per client and never resumes one
-#     across clients, so every connection is a full handshake;
-#   - keep-alive HTTP/2: 10 connections, 10 streams each (-m 10), for a fixed time;
-#   - keep-alive HTTP/1.1: 10 connections, one request at a time, for a fixed time;
-#   - the server's CPU time per operation: utime+stime of the server's process
-#     tree from /proc/PID/stat, read just before and just after each h2load run;
-#   - RSS idle and with 1000 idle TLS connections open (tests/perf/idle_conns.c).
-# All servers are started first; the load runs are interleaved in rounds (every
-# server once per round) so noise from the rest of the machine spreads evenly.
-# Then it prints tlsbox/nginx and tlsbox/h2o ratios and whether each target of
-# issue 4 holds.  A full run takes about 2 minutes on 2 cores, --quick about 1.
+# For each server it measures (--runs picks a subset)
+#   hs:     full handshakes: 1000 connections, one request each (h2load -c 1000
+#           -n 1000, HTTP/1.1); h2load never resumes a session across clients;
+#   h2hs:   the same over h2 (ALPN h2: handshake + h2 session + first request);
+#   resume: resumed handshakes, HTTP/1.1 (-c 1, Connection: close: h2load
+#           resumes on each reconnect); tlsbox's metrics count full vs resumed;
+#   ka:     keep-alive h2 (-m 10) and HTTP/1.1 at -c 10 and -c 50, fixed time;
+#   large:  1 MB and 100 MB downloads over h1 and h2: CPU per MB, peak RSS;
+#   idle:   PSS and RSS with 1000 and 10,000 idle TLS 1.3 connections that
+#           offer ALPN h2, with and without the h2 preface (idle_conns.c);
+#   and the server's CPU time per operation: utime+stime of the server's
+#   process tree from /proc/PID/stat, read just before and after each run.
+# All servers are started first; the runs are interleaved in rounds (every
+# server once per round) so noise from the rest of the machine spreads evenly;
+# each idle run gets freshly started servers.  Then it prints tlsbox/nginx and
+# tlsbox/h2o ratios and whether each target of issue 10 holds.  A full run
+# takes about 20 minutes on 2 cores (the 10,000-connection idle runs about 8).
 set -u
 
 usage() {
-    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
     echo "Options:"
     echo "  --quick          1 round of each run instead of 3 (3 s keep-alive runs instead of 3 x 4 s)"
+    echo "  --smoke          tiny counts (checks the script works; numbers mean nothing)"
+    echo "  --runs LIST      default \"$RUNS\""
+    echo "  --idle-counts L  idle connections per idle run, default \"$IDLE_COUNTS\""
     echo "  --build DIR      tlsbox build dir (has core/tlsboxd, cli/tlsboxctl, build-plugins/);"
     echo "                   default \$TLSBOX_BUILD, \$top_builddir, or the source tree itself"
     echo "  --servers LIST   subset and order, default \"tlsbox nginx h2o\""
@@ -36,11 +43,23 @@ usage() {
 SRC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BUILD=${TLSBOX_BUILD:-${top_builddir:-$(cd "$SRC_DIR/../.." && pwd)}}
 SERVERS="tlsbox nginx h2o"
+RUNS="hs h2hs resume ka large idle"
+IDLE_COUNTS="1000 10000"
 QUICK=0
+SMOKE=0
 KEEP=0
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) QUICK=1 ;;
+    --smoke) SMOKE=1 QUICK=1 ;;
+    --runs)
+        RUNS=${2:?--runs needs a list}
+        shift
+        ;;
+    --idle-counts)
+        IDLE_COUNTS=${2:?--idle-counts needs a list}
+        shift
+        ;;
     --build)
         BUILD=${2:?--build needs a directory}
         shift
@@ -70,9 +89,11 @@ BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || {
 # runs under timeout(1).
 FILE_SIZE=16127
 HS_CONNS=1000        # connections per handshake round
-IDLE_CONNS=1000      # idle TLS connections held open
-IDLE_HOLD=2          # seconds they are held after the last one is up
-KA_CONNS=10          # keep-alive connections
+IDLE_HOLD=3          # seconds idle connections are held after the last one is up
+KA_CONNS="10 50"     # keep-alive connections
+RESUME_N=500         # resumed handshakes per round
+LARGE_MB="1 100"     # large file sizes, MB
+LARGE_TOTAL_MB=200   # MB downloaded per large-file run (at least one file)
 if [ "$QUICK" = 1 ]; then
     HS_ROUNDS=1
     KA_ROUNDS=1
@@ -82,6 +103,15 @@ else
     KA_ROUNDS=3
     KA_SECONDS=4
 fi
+if [ "$SMOKE" = 1 ]; then
+    HS_CONNS=50
+    KA_SECONDS=1
+    RESUME_N=20
+    LARGE_MB="1 4"
+    LARGE_TOTAL_MB=8
+    [ "$IDLE_COUNTS" = "1000 10000" ] && IDLE_COUNTS="50 200"
+fi
+has_run() { case " $RUNS " in *" $1 "*) return 0 ;; esac; return 1; }
 SERVER_CPU=0
 CLIENT_CPU=1
 # Same crypto for every server: the client offers one suite and one group.
@@ -101,14 +131,17 @@ done
 [ "$(nproc --all)" -ge 2 ] || die "needs 2 cores (server on core $SERVER_CPU, client on core $CLIENT_CPU)"
 pkg-config --exists gnutls || die "GnuTLS development files are missing (libgnutls28-dev)"
 
-# Room for 1000 idle connections plus h2load's, in the servers and the tools.
+# Room for the idle connections plus h2load's, in the servers and the tools.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
-[ "$(ulimit -n)" = unlimited ] || [ "$(ulimit -n)" -ge 4096 ] ||
-    die "the open-files limit is $(ulimit -n); 1000 idle connections need >= 4096"
+IDLE_MAX=$(printf '%s\n' $IDLE_COUNTS | sort -n | tail -1)
+MAX_CONNS=$((IDLE_MAX + 2000))
+[ "$(ulimit -n)" = unlimited ] || [ "$(ulimit -n)" -ge $((IDLE_MAX + 1200)) ] ||
+    die "the open-files limit is $(ulimit -n); $IDLE_MAX idle connections need >= $((IDLE_MAX + 1200))"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsbox-perf.XXXXXX") || die "mktemp failed"
 # nginx workers and h2o drop to an unprivileged user: they must read the site.
 chmod 755 "$TMP"
+INST=""          # suffix of the servers' directories (start_all)
 STARTED_PIDS=""  # every server and tool we start; killed by pid at exit
 CUR_PID=""
 
@@ -169,13 +202,16 @@ cpu_ticks() {
     echo "$total"
 }
 
-# Sum of a /proc memory figure in kB over the tree: VmRSS (status) or Pss
-# (smaps_rollup; shared pages split between nginx's master and worker).
+# Sum of a /proc memory figure in kB over the tree: VmRSS (status), Pss
+# (smaps_rollup; shared pages split between nginx's master and worker) or
+# Anonymous (smaps_rollup: heap and private mappings, no library pages).
 mem_kb() {
     local root=$1 what=$2 p total=0 v
     for p in $(tree_pids "$root"); do
         if [ "$what" = rss ]; then
             v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+        elif [ "$what" = anon ]; then
+            v=$(awk '/^Anonymous:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null)
         else
             v=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null)
         fi
@@ -220,10 +256,18 @@ cc -std=gnu11 -O2 -Wall -Wextra -o "$IDLE_TOOL" "$SRC_DIR/idle_conns.c" \
     $(pkg-config --cflags --libs gnutls) || die "could not build idle_conns"
 
 URL_PATH=/file.html
+# Large files (random bytes) for the "large" run; sparse-free, written once.
+if has_run large; then
+    for mb in $LARGE_MB; do
+        head -c $((mb * 1048576)) /dev/urandom >"$TMP/www/large${mb}m.bin" ||
+            die "could not write the ${mb} MB file"
+        chmod 644 "$TMP/www/large${mb}m.bin"
+    done
+fi
 
 # ---- per-server start functions: set CUR_PID and CUR_PORT ------------------
 start_nginx() {
-    local d="$TMP/nginx"
+    local d="$TMP/nginx$INST"
     command -v nginx >/dev/null || {
         SKIP_WHY="nginx is not installed"
         return 2
@@ -234,12 +278,16 @@ start_nginx() {
     # requests by default; the keep-alive runs measure requests, not reconnects.
     cat >"$d/nginx.conf" <<EOF
 worker_processes 1;
+worker_rlimit_nofile $((MAX_CONNS + 1000));
 pid $d/nginx.pid;
 error_log $d/error.log warn;
-events { worker_connections 4096; }
+events { worker_connections $MAX_CONNS; }
 http {
     access_log off;
     keepalive_requests 1000000;
+    keepalive_timeout 600s;
+    http2_recv_timeout 600s;
+    http2_idle_timeout 600s;
     default_type application/octet-stream;
     server {
         listen 127.0.0.1:$CUR_PORT ssl http2;
@@ -260,7 +308,7 @@ EOF
 }
 
 start_h2o() {
-    local d="$TMP/h2o" user_line=""
+    local d="$TMP/h2o$INST" user_line=""
     command -v h2o >/dev/null || {
         SKIP_WHY="h2o is not installed"
         return 2
@@ -273,7 +321,9 @@ start_h2o() {
     cat >"$d/h2o.conf" <<EOF
 $user_line
 num-threads: 1
-max-connections: 4096
+max-connections: $MAX_CONNS
+http1-request-timeout: 600
+http2-idle-timeout: 600
 pid-file: $d/h2o.pid
 error-log: $d/error.log
 listen:
@@ -299,7 +349,7 @@ EOF
 }
 
 start_tlsbox() {
-    local d="$TMP/tlsbox" ctl="$BUILD/cli/tlsboxctl" i
+    local d="$TMP/tlsbox$INST" ctl="$BUILD/cli/tlsboxctl" i
     if [ ! -x "$BUILD/core/tlsboxd" ] || [ ! -x "$ctl" ]; then
         SKIP_WHY="no tlsboxd/tlsboxctl in $BUILD (build it, or pass --build DIR)"
         return 2
@@ -315,7 +365,8 @@ start_tlsbox() {
         --plugin-dir "$BUILD/build-plugins" --foreground \
         --set "site.https_port=$CUR_PORT" --set "site.http_port=$(free_port)" \
         --set site.workers=1 --set "site.root=$TMP/www" --set site.bind=127.0.0.1 \
-        --set site.max_connections_per_ip=100000 >"$CUR_LOG" 2>&1 &
+        --set site.max_connections_per_ip=100000 --set "site.max_connections=$MAX_CONNS" \
+        --set site.idle_timeout=600 >"$CUR_LOG" 2>&1 &
     CUR_PID=$!
     STARTED_PIDS="$STARTED_PIDS $CUR_PID"
     for i in $(seq 1 100); do
@@ -367,7 +418,7 @@ run_load() {
     t0=$(date +%s%N)
     c0=$(cpu_ticks "$CUR_PID")
     timeout 120 taskset -c "$CLIENT_CPU" h2load "${TLS_OPTS[@]}" "$@" \
-        "https://127.0.0.1:$CUR_PORT$URL_PATH" >"$out" 2>&1
+        "https://127.0.0.1:$CUR_PORT${LOAD_PATH:-$URL_PATH}" >"$out" 2>&1
     c1=$(cpu_ticks "$CUR_PID")
     b1=$(core_busy)
     t1=$(date +%s%N)
@@ -430,10 +481,9 @@ totals() {
     [ "$bad" = 0 ] || R[$s.${k}_rps]="${R[$s.${k}_rps]}($bad failed)"
 }
 
-# check_and_idle SERVER: is it serving the file right, then warm-up, RSS idle
-# and RSS with IDLE_CONNS idle TLS connections.
-check_and_idle() {
-    local s=$1 i idle_pid ready line
+# check_and_warm SERVER: is it serving the file right, then warm-up, memory idle.
+check_and_warm() {
+    local s=$1 line
     use "$s"
     say ""
     say "## $s (pid $CUR_PID, port $CUR_PORT)"
@@ -459,126 +509,252 @@ check_and_idle() {
     run_load warmup-h1 --h1 -n 400 -c 4
     sleep 1
     R[$s.rss_idle]=$(mem_kb "$CUR_PID" rss)
+    R[$s.pss_idle]=$(mem_kb "$CUR_PID" pss)
+    R[$s.anon_idle]=$(mem_kb "$CUR_PID" anon)
+}
 
-    # IDLE_CONNS idle TLS connections (HTTP/2 preface sent, no request).
-    timeout $((70 + IDLE_HOLD)) taskset -c "$CLIENT_CPU" "$IDLE_TOOL" 127.0.0.1 "$CUR_PORT" \
-        "$IDLE_CONNS" "$IDLE_HOLD" h2 >"$TMP/$s.idle.out" 2>"$TMP/$s.idle.err" &
+# idle_run SERVER N MODE: memory while N idle TLS 1.3 connections offering
+# ALPN h2 are open; MODE h2 (preface + SETTINGS sent) or h2-nopreface.
+# Sets R[SERVER.{pss,rss,kbc,alive}_MODE_N].  kbc, the cost of one
+# connection, is (Anonymous - Anonymous idle) / N: PSS would also move with
+# library pages the client shares (idle_conns maps GnuTLS, as tlsbox does).
+# Each (N, MODE) gets servers of its own (start_all), so no run reuses the
+# heap another one left.
+idle_run() {
+    local s=$1 n=$2 mode=$3 key i idle_pid ready out
+    use "$s"
+    key="${mode}_$n"
+    out="$TMP/$s.idle.$key"
+    timeout $((70 + n / 50 + IDLE_HOLD)) taskset -c "$CLIENT_CPU" "$IDLE_TOOL" 127.0.0.1 \
+        "$CUR_PORT" "$n" "$IDLE_HOLD" "$mode" >"$out.out" 2>"$out.err" &
     idle_pid=$!
     STARTED_PIDS="$STARTED_PIDS $idle_pid"
     ready=""
-    for i in $(seq 1 600); do
-        ready=$(awk '/^ready/ { print $2 }' "$TMP/$s.idle.out")
+    for i in $(seq 1 $((1200 + n / 5))); do
+        ready=$(awk '/^ready/ { print $2 }' "$out.out")
         [ -n "$ready" ] && break
         kill -0 "$idle_pid" 2>/dev/null || break
         sleep 0.1
     done
-    R[$s.rss_conns]=$(mem_kb "$CUR_PID" rss)
-    R[$s.pss_conns]=$(mem_kb "$CUR_PID" pss)
+    # The last handshakes' Finished and prefaces reach the server, and
+    # every connection has been idle long enough for a server that frees
+    # buffers of idle connections after a while (tlsbox: 1 s) to have done so.
+    sleep 2
+    R[$s.rss_$key]=$(mem_kb "$CUR_PID" rss)
+    R[$s.pss_$key]=$(mem_kb "$CUR_PID" pss)
+    R[$s.anon_$key]=$(mem_kb "$CUR_PID" anon)
     wait "$idle_pid"
-    R[$s.alive]="$(awk '/^alive/ { print $2 }' "$TMP/$s.idle.out")/${ready:-0}"
-    note "idle connections: ${ready:-0} of $IDLE_CONNS opened, ${R[$s.alive]%/*} still open after ${IDLE_HOLD} s"
-    [ -s "$TMP/$s.idle.err" ] && note "idle_conns: $(head -3 "$TMP/$s.idle.err" | tr '\n' ' ')"
-    [ "${ready:-0}" = "$IDLE_CONNS" ] || R[$s.rss_conns]="${R[$s.rss_conns]}?"
-    sleep 1
+    R[$s.alive_$key]="$(awk '/^alive/ { print $2 }' "$out.out")/${ready:-0}"
+    R[$s.kbc_$key]=$(awk -v a="${R[$s.anon_$key]}" -v b="${R[$s.anon_idle]}" -v n="$n" \
+        'BEGIN { printf "%.1f", (a - b) / n }')
+    [ "${ready:-0}" = "$n" ] || R[$s.kbc_$key]="${R[$s.kbc_$key]}?"
+    note "$s idle $mode x $n: ${ready:-0} opened, ${R[$s.alive_$key]%/*} open after ${IDLE_HOLD} s;" \
+        "PSS ${R[$s.pss_$key]} kB (idle ${R[$s.pss_idle]}), RSS ${R[$s.rss_$key]} kB," \
+        "anonymous ${R[$s.anon_$key]} kB (idle ${R[$s.anon_idle]}): ${R[$s.kbc_$key]} kB/conn"
+    [ -s "$out.err" ] && note "idle_conns: $(head -3 "$out.err" | tr '\n' ' ')"
+}
+
+# tlsbox's handshake counters (full, resumed) from its metrics.
+tlsbox_hs_counts() {
+    "$BUILD/cli/tlsboxctl" --state-dir "$TMP/tlsbox$INST/state" metrics 2>/dev/null | awk '
+        /^tlsbox_site_handshakes_total\{kind="full"\}/ { f = $2 }
+        /^tlsbox_site_handshakes_total\{kind="resumed"\}/ { r = $2 }
+        END { print f + 0, r + 0 }'
+}
+
+# Peak RSS over the server tree since reset_peak (VmHWM; clear_refs 5 resets it).
+reset_peak() {
+    local p
+    for p in $(tree_pids "$1"); do
+        echo 5 >"/proc/$p/clear_refs" 2>/dev/null
+    done
+}
+peak_kb() {
+    local p total=0 v
+    for p in $(tree_pids "$1"); do
+        v=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+        total=$((total + ${v:-0}))
+    done
+    echo "$total"
 }
 
 # ---- run ------------------------------------------------------------------
-say "# tlsbox performance comparison ($([ "$QUICK" = 1 ] && echo quick || echo full) run)"
+say "# tlsbox performance comparison ($([ "$SMOKE" = 1 ] && echo smoke || { [ "$QUICK" = 1 ] && echo quick || echo full; }) run; runs: $RUNS)"
 say "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc --all) cores: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo); $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) RAM; kernel $(uname -r); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 say "# nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), h2o $(h2o --version 2>/dev/null | awk '/version/ { print $3 }'), $(h2load --version | head -1), $(openssl version | cut -d' ' -f1-2), GnuTLS $(pkg-config --modversion gnutls)"
 say "# server on core $SERVER_CPU, client on core $CLIENT_CPU; file $FILE_SIZE bytes; ECDSA P-256; TLS 1.3 TLS_AES_128_GCM_SHA256 X25519"
-say "# handshakes: $HS_ROUNDS x $HS_CONNS connections; keep-alive: $KA_ROUNDS x ${KA_SECONDS} s on $KA_CONNS connections; idle: $IDLE_CONNS connections"
+say "# handshakes: $HS_ROUNDS x $HS_CONNS connections; keep-alive: $KA_ROUNDS x ${KA_SECONDS} s on $KA_CONNS connections; idle: $IDLE_COUNTS connections; large: $LARGE_MB MB"
 status=0
-UP=""
+# start_all: start every server of $SERVERS (directories suffixed $INST),
+# check and warm each; sets UP (started) and MEASURED (serving right).
+start_all() {
+    local s rc
+    UP=""
+    MEASURED=""
+    for s in $SERVERS; do
+        SKIP_WHY=""
+        CUR_PID=""
+        CUR_LOG=/dev/null
+        "start_$s"
+        rc=$?
+        if [ $rc = 2 ]; then
+            say ""
+            say "## $s: skipped: $SKIP_WHY"
+            continue
+        fi
+        if [ $rc != 0 ]; then
+            say ""
+            say "## $s: FAILED to start; last lines of $CUR_LOG:"
+            tail -n 15 "$CUR_LOG" 2>/dev/null | sed 's/^/#   /'
+            status=1
+            [ -n "$CUR_PID" ] && kill_tree "$CUR_PID"
+            continue
+        fi
+        PIDOF[$s]=$CUR_PID
+        PORTOF[$s]=$CUR_PORT
+        UP="$UP $s"
+    done
+    for s in $UP; do
+        if check_and_warm "$s"; then
+            MEASURED="$MEASURED $s"
+        else
+            status=1
+        fi
+    done
+}
+stop_all() {
+    local s
+    for s in $UP; do
+        kill_tree "${PIDOF[$s]}"
+    done
+    UP=""
+}
 for s in $SERVERS; do
     case $s in
     tlsbox | nginx | h2o) ;;
     *) die "unknown server '$s' (tlsbox, nginx, h2o)" ;;
     esac
-    SKIP_WHY=""
-    CUR_PID=""
-    CUR_LOG=/dev/null
-    "start_$s"
-    rc=$?
-    if [ $rc = 2 ]; then
-        say ""
-        say "## $s: skipped: $SKIP_WHY"
-        continue
-    fi
-    if [ $rc != 0 ]; then
-        say ""
-        say "## $s: FAILED to start; last lines of $CUR_LOG:"
-        tail -n 15 "$CUR_LOG" 2>/dev/null | sed 's/^/#   /'
-        status=1
-        [ -n "$CUR_PID" ] && kill_tree "$CUR_PID"
-        continue
-    fi
-    PIDOF[$s]=$CUR_PID
-    PORTOF[$s]=$CUR_PORT
-    UP="$UP $s"
 done
 
-MEASURED=""
-for s in $UP; do
-    if check_and_idle "$s"; then
-        MEASURED="$MEASURED $s"
-    else
-        status=1
-    fi
-done
-
-# The load runs are interleaved (each round runs every server once, all of
+# Every run below is interleaved (each round runs every server once, all of
 # them started and idle meanwhile) so that noise from the rest of the machine
-# spreads over all servers instead of landing on one.
-if [ -n "$MEASURED" ]; then
+# spreads over all servers instead of landing on one.  Idle memory first,
+# before the load runs have grown any heap.
+if has_run idle; then
+    for n in $IDLE_COUNTS; do
+        for mode in h2-nopreface h2; do
+            say ""
+            say "## idle connections: $n, $mode (servers of their own)"
+            INST=".idle.$n.$mode"
+            start_all
+            for s in $MEASURED; do
+                idle_run "$s" "$n" "$mode"
+            done
+            stop_all
+        done
+    done
+fi
+INST=""
+MEASURED=""
+if [ -n "$(echo " $RUNS " | sed 's/ idle / /g' | tr -d ' ')" ]; then
     say ""
-    say "## load runs"
+    say "## load runs (servers of their own)"
+    start_all
 fi
 for i in $(seq 1 "$HS_ROUNDS"); do
     for s in $MEASURED; do
         use "$s"
         # Every h2load client makes exactly one connection: a full handshake.
-        run_load "handshake$i" --h1 -n "$HS_CONNS" -c "$HS_CONNS"
-        account "$s" hs
-        sleep 0.5
+        if has_run hs; then
+            run_load "handshake$i" --h1 -n "$HS_CONNS" -c "$HS_CONNS"
+            account "$s" hs
+            sleep 0.5
+        fi
+        if has_run h2hs; then
+            run_load "h2handshake$i" -n "$HS_CONNS" -c "$HS_CONNS"
+            account "$s" h2hs
+            sleep 0.5
+        fi
+        if has_run resume; then
+            # One client reconnecting after each response: h2load resumes
+            # the session on every new connection but the first.
+            [ "$s" = tlsbox ] && read -r f0 r0 < <(tlsbox_hs_counts)
+            run_load "resume$i" --h1 -n "$RESUME_N" -c 1 -H 'Connection: close'
+            account "$s" res
+            if [ "$s" = tlsbox ]; then
+                read -r f1 r1 < <(tlsbox_hs_counts)
+                add tlsbox res_full $((f1 - f0))
+                add tlsbox res_resumed $((r1 - r0))
+                note "tlsbox resume: $((f1 - f0)) full, $((r1 - r0)) resumed handshakes (metrics)"
+            fi
+        fi
     done
 done
-for k in h2 h1; do
-    for i in $(seq 1 "$KA_ROUNDS"); do
-        for s in $MEASURED; do
-            use "$s"
-            if [ $k = h2 ]; then
-                run_load "h2-$i" -D "$KA_SECONDS" -c "$KA_CONNS" -m 10
-            else
-                run_load "h1-$i" --h1 -D "$KA_SECONDS" -c "$KA_CONNS"
-            fi
-            account "$s" $k
+if has_run ka; then
+    for c in $KA_CONNS; do
+        for k in h2 h1; do
+            for i in $(seq 1 "$KA_ROUNDS"); do
+                for s in $MEASURED; do
+                    use "$s"
+                    if [ $k = h2 ]; then
+                        run_load "h2-c$c-$i" -D "$KA_SECONDS" -c "$c" -m 10
+                    else
+                        run_load "h1-c$c-$i" --h1 -D "$KA_SECONDS" -c "$c"
+                    fi
+                    account "$s" "${k}c$c"
+                done
+            done
         done
     done
-done
+fi
+if has_run large; then
+    for mb in $LARGE_MB; do
+        nreq=$((LARGE_TOTAL_MB / mb))
+        [ "$nreq" -ge 1 ] || nreq=1
+        for k in h1 h2; do
+            for s in $MEASURED; do
+                use "$s"
+                reset_peak "$CUR_PID"
+                LOAD_PATH="/large${mb}m.bin"
+                if [ $k = h1 ]; then
+                    run_load "large${mb}m-$k" --h1 -n "$nreq" -c 1
+                else
+                    run_load "large${mb}m-$k" -n "$nreq" -c 1
+                fi
+                LOAD_PATH=""
+                account "$s" "l${mb}$k"
+                R[$s.l${mb}${k}_peak]=$(peak_kb "$CUR_PID")
+                # CPU per MB: the run's ticks over the MB of good responses.
+                R[$s.l${mb}${k}_usmb]=$(awk -v t="$H_TICKS" -v n="$H_OK" -v mb="$mb" -v hz="$CLK_TCK" \
+                    'BEGIN { if (n > 0) printf "%.0f", t * 1e6 / hz / (n * mb); else print "-" }')
+            done
+        done
+    done
+fi
 for s in $MEASURED; do
-    totals "$s" hs
-    totals "$s" h2
-    totals "$s" h1
+    for k in hs h2hs res $(for c in $KA_CONNS; do echo "h2c$c h1c$c"; done); do
+        [ -n "${R[$s.${k}_runs]:-}" ] && totals "$s" "$k"
+    done
     R[$s.rss_after]=$(mem_kb "${PIDOF[$s]}" rss)
     R[$s.other]=$(awk -v o="${R[$s.other_ticks]:-0}" -v e="${R[$s.elapsed_ticks]:-0}" 'BEGIN {
         if (e > 0) printf "%.0f%%", 100 * o / e; else print "-" }')
 done
-for s in $UP; do
-    kill_tree "${PIDOF[$s]}"
-done
+[ -n "${R[tlsbox.res_runs]:-}" ] &&
+    R[tlsbox.res_check]="${R[tlsbox.res_full]:-0} full / ${R[tlsbox.res_resumed]:-0} resumed"
+stop_all
 
 # ---- report ---------------------------------------------------------------
 num() { # strip annotations such as "(3 failed)" or "?"
     echo "$1" | sed 's/[^0-9.].*//'
 }
 val() { echo "${R[$1.$2]:--}"; }
-row() { # label metric
-    local s line="| $1 |"
+row() { # label metric: printed only when some server has it
+    local s line="| $1 |" any=""
     for s in tlsbox nginx h2o; do
         line="$line $(val "$s" "$2") |"
+        [ -n "${R[$s.$2]:-}" ] && any=1
     done
-    say "$line"
+    [ -n "$any" ] && say "$line"
 }
 
 say ""
@@ -586,16 +762,38 @@ say "## results"
 say ""
 say "| metric | tlsbox | nginx | h2o |"
 say "|---|---:|---:|---:|"
-row "full handshakes, req/s (1 request per connection)" hs_rps
-row "CPU per full handshake, us" hs_us
-row "h2 keep-alive -m 10, req/s" h2_rps
-row "CPU per h2 request, us" h2_us
-row "HTTP/1.1 keep-alive, req/s" h1_rps
-row "CPU per h1 request, us" h1_us
+row "full handshakes h1, req/s (1 request per connection)" hs_rps
+row "CPU per full handshake + 1 request, h1, us" hs_us
+row "full handshakes h2, req/s (1 request per connection)" h2hs_rps
+row "CPU per full handshake + 1 request, h2, us" h2hs_us
+row "resumed handshakes h1, req/s" res_rps
+row "CPU per resumed handshake + 1 request, h1, us" res_us
+row "tlsbox handshakes during the resumed runs (metrics)" res_check
+for c in $KA_CONNS; do
+    row "h2 keep-alive -c $c -m 10, req/s" "h2c${c}_rps"
+    row "CPU per h2 request at -c $c, us" "h2c${c}_us"
+    row "HTTP/1.1 keep-alive -c $c, req/s" "h1c${c}_rps"
+    row "CPU per h1 request at -c $c, us" "h1c${c}_us"
+done
+for mb in $LARGE_MB; do
+    for k in h1 h2; do
+        row "$mb MB over $k: CPU per MB, us" "l${mb}${k}_usmb"
+        row "$mb MB over $k: peak RSS during the run, kB" "l${mb}${k}_peak"
+    done
+done
 row "RSS idle, kB" rss_idle
-row "RSS with $IDLE_CONNS idle TLS connections, kB" rss_conns
-row "PSS with $IDLE_CONNS idle TLS connections, kB" pss_conns
-row "idle connections still open / opened" alive
+row "PSS idle, kB" pss_idle
+row "anonymous memory idle, kB" anon_idle
+for n in $IDLE_COUNTS; do
+    for mode in h2-nopreface h2; do
+        [ $mode = h2 ] && what="h2 preface sent" || what="no h2 preface"
+        row "PSS with $n idle TLS connections ($what), kB" "pss_${mode}_$n"
+        row "RSS with $n idle TLS connections ($what), kB" "rss_${mode}_$n"
+        row "anonymous memory with $n idle TLS connections ($what), kB" "anon_${mode}_$n"
+        row "per idle connection ($what, $n), kB (anonymous memory)" "kbc_${mode}_$n"
+        row "idle connections still open / opened ($what, $n)" "alive_${mode}_$n"
+    done
+done
 row "RSS after the load runs, kB" rss_after
 row "server core busy with other work during the runs" other
 say ""
@@ -620,27 +818,39 @@ ratio() { # a b
 say ""
 say "| tlsbox ratio | tlsbox/nginx | tlsbox/h2o |"
 say "|---|---:|---:|"
-for m in hs_rps hs_us h2_rps h2_us h1_rps h1_us rss_idle rss_conns; do
-    case $m in
-    hs_rps) label="full handshakes req/s" ;;
-    hs_us) label="CPU per full handshake" ;;
-    h2_rps) label="h2 keep-alive req/s" ;;
-    h2_us) label="CPU per h2 request" ;;
-    h1_rps) label="h1 keep-alive req/s" ;;
-    h1_us) label="CPU per h1 request" ;;
-    rss_idle) label="RSS idle" ;;
-    rss_conns) label="RSS with $IDLE_CONNS idle connections" ;;
-    esac
-    say "| $label | $(ratio "$(val tlsbox $m)" "$(val nginx $m)") | $(ratio "$(val tlsbox $m)" "$(val h2o $m)") |"
+ratio_row() { # label metric
+    [ -n "${R[tlsbox.$2]:-}" ] || return 0
+    say "| $1 | $(ratio "$(val tlsbox "$2")" "$(val nginx "$2")") | $(ratio "$(val tlsbox "$2")" "$(val h2o "$2")") |"
+}
+ratio_row "CPU per full handshake, h1" hs_us
+ratio_row "CPU per full handshake, h2" h2hs_us
+ratio_row "CPU per resumed handshake, h1" res_us
+for c in $KA_CONNS; do
+    ratio_row "h2 req/s at -c $c" "h2c${c}_rps"
+    ratio_row "CPU per h2 request at -c $c" "h2c${c}_us"
+    ratio_row "h1 req/s at -c $c" "h1c${c}_rps"
+    ratio_row "CPU per h1 request at -c $c" "h1c${c}_us"
+done
+for mb in $LARGE_MB; do
+    for k in h1 h2; do
+        ratio_row "CPU per MB, $mb MB over $k" "l${mb}${k}_usmb"
+        ratio_row "peak RSS, $mb MB over $k" "l${mb}${k}_peak"
+    done
+done
+ratio_row "RSS idle" rss_idle
+ratio_row "PSS idle" pss_idle
+for n in $IDLE_COUNTS; do
+    ratio_row "per idle connection, no preface, $n" "kbc_h2-nopreface_$n"
+    ratio_row "per idle connection, h2 preface, $n" "kbc_h2_$n"
 done
 
-# target LABEL VALUE LIMIT DESCRIPTION: holds when VALUE <= LIMIT
+# target LABEL VALUE LIMIT: holds when VALUE <= LIMIT
 target() {
     local label=$1 v l verdict
     v=$(num "$2")
     l=$(num "$3")
     if [ -z "$v" ] || [ -z "$l" ]; then
-        verdict="n/a (not measured)"
+        return 0
     elif awk -v v="$v" -v l="$l" 'BEGIN { exit !(v <= l) }'; then
         verdict="MET ($v <= $l)"
     else
@@ -648,16 +858,42 @@ target() {
     fi
     say "| $label | $verdict |"
 }
-best_h1=$(awk -v a="$(num "$(val nginx h1_us)")" -v b="$(num "$(val h2o h1_us)")" 'BEGIN {
-    if (a == "" && b == "") exit; if (a == "") print b; else if (b == "") print a;
-    else print (a < b ? a : b) }')
-hs_limit=$(awk -v a="$(num "$(val nginx hs_us)")" 'BEGIN { if (a != "") printf "%.1f", 0.8 * a }')
+# target_ge LABEL VALUE FLOOR: holds when VALUE >= FLOOR
+target_ge() {
+    local label=$1 v l verdict
+    v=$(num "$2")
+    l=$(num "$3")
+    if [ -z "$v" ] || [ -z "$l" ]; then
+        return 0
+    elif awk -v v="$v" -v l="$l" 'BEGIN { exit !(v >= l) }'; then
+        verdict="MET ($v >= $l)"
+    else
+        verdict="NOT MET ($v < $l)"
+    fi
+    say "| $label | $verdict |"
+}
+x08() { # 0.8 x a server's figure
+    awk -v a="$(num "$(val "$1" "$2")")" 'BEGIN { if (a != "") printf "%.1f", 0.8 * a }'
+}
 
 say ""
-say "| target | verdict |"
+say "| target (issue 10) | verdict |"
 say "|---|---|"
-target "CPU per full handshake <= 0.8 x nginx" "$(val tlsbox hs_us)" "$hs_limit"
-target "CPU per h2 keep-alive request <= h2o" "$(val tlsbox h2_us)" "$(val h2o h2_us)"
-target "CPU per h1 keep-alive request <= best of nginx, h2o" "$(val tlsbox h1_us)" "$best_h1"
-target "RSS with $IDLE_CONNS idle connections <= nginx" "$(val tlsbox rss_conns)" "$(val nginx rss_conns)"
+target "CPU per full handshake + h2 request <= 0.8 x nginx" "$(val tlsbox h2hs_us)" "$(x08 nginx h2hs_us)"
+target "CPU per resumed handshake <= 0.8 x nginx" "$(val tlsbox res_us)" "$(x08 nginx res_us)"
+for c in $KA_CONNS; do
+    for k in h2 h1; do
+        target_ge "$k req/s at -c $c >= h2o" "$(val tlsbox "${k}c${c}_rps")" "$(val h2o "${k}c${c}_rps")"
+        target "CPU per $k request at -c $c <= 0.8 x h2o" "$(val tlsbox "${k}c${c}_us")" "$(x08 h2o "${k}c${c}_us")"
+    done
+done
+for mb in $LARGE_MB; do
+    for k in h1 h2; do
+        target "CPU per MB, $mb MB over $k <= nginx" "$(val tlsbox "l${mb}${k}_usmb")" "$(val nginx "l${mb}${k}_usmb")"
+    done
+done
+for n in $IDLE_COUNTS; do
+    target "per idle connection, no preface, $n: <= 0.8 x nginx" "$(val tlsbox "kbc_h2-nopreface_$n")" "$(x08 nginx "kbc_h2-nopreface_$n")"
+    target "per idle connection, h2 preface, $n: <= 0.8 x nginx" "$(val tlsbox "kbc_h2_$n")" "$(x08 nginx "kbc_h2_$n")"
+done
 exit $status

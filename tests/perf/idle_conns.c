@@ -6,11 +6,13 @@
  * ALPN is "h2" (default: after the handshake the client sends the HTTP/2
  * preface and an empty SETTINGS frame, as a browser that keeps its
  * connection open would, so the server has set up its HTTP/2 session),
+ * "h2-nopreface" (offers and checks h2 but sends nothing after the
+ * handshake: a connection opened ahead of its first request),
  * "http/1.1", or "none".  Prints "ready OPENED" once every connection is up
  * (or the first one failed), sleeps HOLD_SECONDS, then prints "alive M": how
  * many are still open (a server closing idle connections early would make
  * the RSS figure meaningless).  Everything is bounded: 5 s per connect and
- * handshake, and an alarm ends the program after 60 s + HOLD_SECONDS.
+ * handshake, and an alarm ends the program after 60 s + N / 50 s + HOLD_SECONDS.
  *
  * Built by tests/perf/compare.sh with cc; not part of make check. */
 #include <arpa/inet.h>
@@ -19,6 +21,7 @@
 #include <gnutls/gnutls.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +64,7 @@ static int idle_connect(const struct sockaddr_in *sa)
 static int idle_open(struct idle_conn *c, const struct sockaddr_in *sa,
                      gnutls_certificate_credentials_t cred, const char *alpn)
 {
+    bool preface = strcmp(alpn, "h2") == 0;
     int ret;
 
     c->fd = idle_connect(sa);
@@ -74,6 +78,8 @@ static int idle_open(struct idle_conn *c, const struct sockaddr_in *sa,
         ret = gnutls_credentials_set(c->session, GNUTLS_CRD_CERTIFICATE, cred);
     if (ret == 0)
         ret = gnutls_server_name_set(c->session, GNUTLS_NAME_DNS, "localhost", 9);
+    if (strcmp(alpn, "h2-nopreface") == 0)
+        alpn = "h2";
     if (ret == 0 && strcmp(alpn, "none") != 0) {
         gnutls_datum_t proto = {(unsigned char *)alpn, (unsigned)strlen(alpn)};
         ret = gnutls_alpn_set_protocols(c->session, &proto, 1, 0);
@@ -98,6 +104,8 @@ static int idle_open(struct idle_conn *c, const struct sockaddr_in *sa,
             fprintf(stderr, "idle_conns: server did not select h2\n");
             return -1;
         }
+    }
+    if (preface) {
         ret = (int)gnutls_record_send(c->session, idle_h2_preface, IDLE_H2_PREFACE_LEN);
         if (ret != (int)IDLE_H2_PREFACE_LEN) {
             fprintf(stderr, "idle_conns: send preface: %s\n", gnutls_strerror(ret));
@@ -137,7 +145,8 @@ int main(int argc, char **argv)
     long n, hold, opened = 0, alive = 0, i;
 
     if (argc < 5 || argc > 6) {
-        fprintf(stderr, "usage: idle_conns HOST PORT N HOLD_SECONDS [h2|http/1.1|none]\n");
+        fprintf(stderr,
+                "usage: idle_conns HOST PORT N HOLD_SECONDS [h2|h2-nopreface|http/1.1|none]\n");
         return 2;
     }
     n = strtol(argv[3], NULL, 10);
@@ -153,7 +162,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "idle_conns: N must be 1..%d and HOLD_SECONDS 0..600\n", IDLE_MAX_CONNS);
         return 2;
     }
-    alarm((unsigned)(60 + hold));
+    alarm((unsigned)(60 + n / 50 + hold));
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)n + 64) {
         rl.rlim_cur = (rlim_t)n + 64;
         if (rl.rlim_max < rl.rlim_cur)

@@ -16,7 +16,14 @@
       PATH (none when PATH is "-": an idle connection), then send a PING
       every INTERVAL seconds; print "closed_after=S" when the server hangs up
       (or "open" after MAX s).  A stalled or idle client that only pings.
+  h2_streams.py late HOST PORT PATH WAIT N GAP
+      Complete the handshake (ALPN h2), send nothing for WAIT seconds, then
+      the preface and N requests for PATH on the same connection, GAP
+      seconds apart, each after the previous answer.  Prints one line per
+      request, "status=S bytes=B sha256=H", then "settings=yes|no" (the
+      server's SETTINGS came, first).
 """
+import hashlib
 import socket
 import ssl
 import struct
@@ -215,6 +222,47 @@ def pinger(host, port, path, interval, maximum):
     return 0
 
 
+def late(host, port, path, wait, n, gap):
+    s = tls(host, port, ["h2"])
+    if s.selected_alpn_protocol() != "h2":
+        print("no h2")
+        return 1
+    time.sleep(wait)
+    s.settimeout(0.2)
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"") +
+              frame(8, 0, 0, struct.pack(">I", 1 << 30)))
+    first = []
+    for i in range(n):
+        if i:
+            time.sleep(gap)
+        sid = 1 + 2 * i
+        s.sendall(frame(1, 0x5, sid, request_block(path)))
+        st = {"status": "-", "body": b""}
+
+        def until(ftype, flags, fsid, payload):
+            if not first:
+                first.append(ftype)
+            if ftype == 4 and not flags & 1:
+                s.sendall(frame(4, 1, 0, b""))  # SETTINGS ACK
+            if fsid != sid:
+                return False
+            if ftype == 1:
+                # indexed :status 200 (0x88) or 304/404... as a literal
+                st["status"] = "200" if payload[:1] == b"\x88" else "other"
+            elif ftype == 0:
+                st["body"] += payload
+            elif ftype == 3:
+                st["status"] = "reset"
+                return True
+            return bool(flags & 1)
+
+        read_frames(s, until, time.time() + 10)
+        print("status=%s bytes=%d sha256=%s" % (st["status"], len(st["body"]),
+                                                hashlib.sha256(st["body"]).hexdigest()))
+    print("settings=%s" % ("yes" if first[:1] == [4] else "no"))
+    return 0
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "streams":
@@ -226,4 +274,7 @@ if __name__ == "__main__":
     if cmd == "pinger":
         sys.exit(pinger(sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]),
                         float(sys.argv[6])))
+    if cmd == "late":
+        sys.exit(late(sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]),
+                      int(sys.argv[6]), float(sys.argv[7])))
     sys.exit(2)
