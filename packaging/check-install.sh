@@ -67,6 +67,12 @@ cleanup() {
         for _ in $(seq 1 600); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.2; done
         kill -KILL "$nspawn_pid" 2>/dev/null
     fi
+    # nspawn killed does not take its container with it: the container's
+    # PID 1 (under qemu, an emulated systemd) would go on, orphaned, with
+    # the service on its loopback ports.  Killing it ends its PID namespace.
+    # (Only while that pid is still a PID 1 of its namespace: not reused.)
+    [ -n "$pid1" ] && [ "$(awk '/^NSpid:/ { print $NF }' /proc/"$pid1"/status 2>/dev/null)" = 1 ] &&
+        kill -KILL "$pid1" 2>/dev/null
     svc_cleanup
     _tb_release_ports
     [ -n "${TLSBOX_KEEP:-}" ] || rm -rf "$work"
