@@ -16,9 +16,6 @@ static atomic_int stopping;
 static void *blocker_main(void *arg)
 {
     (void)arg;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
     while (!atomic_load(&stopping)) {
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -29,7 +26,15 @@ static void *blocker_main(void *arg)
 static int sb_start(void *state)
 {
     (void)state;
-    return -pthread_create(&blocker, NULL, blocker_main, NULL);
+    /* The thread is born with every signal blocked (a thread inherits its
+     * creator's mask): blocked from its own first line instead, the core's
+     * signal could come first and the thread would drop its capability. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&blocker, NULL, blocker_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return -rc;
 }
 
 static void sb_stop(void *state)
