@@ -272,6 +272,11 @@ void site_conn_close(struct site_conn *c)
     c->out_off = c->out_len;
     c->enc_off = c->enc_len;
     site_out_release_if_empty(c);
+    /* Out of epoll before the close: close() alone removes the fd only when
+     * no other process holds the socket, and a process forked meanwhile (the
+     * DH generator, until it closes what it inherited) does; its events
+     * would then arrive for this connection after it is freed. */
+    epoll_ctl(w->ep, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     c->fd = -1;
     c->state = SITE_CS_CLOSED;
