@@ -14,9 +14,25 @@
 # The servers run on core 0 at nice 10, every client on core 1 (so on a busy
 # machine it is the server that runs short and both clients measure the same
 # server).  Exit status 1 only when something failed to run at all.
+#
+# Server-bound: a comparison says how well bench measures a *server* only when
+# the server is the limit.  Against a fast server with h1 keep-alive, h2load's
+# one thread saturates its core first and then each tool measures itself
+# (doc/performance.md).  So the servers' threads (tlsbox: its site workers
+# only, not bench's own thread) go into a cgroup capped at CAP% of a core
+# (--cap, default 50; 0 = no cap), which keeps both clients below their own
+# limit.  Needs the cgroup v1 cpu controller (per-thread placement); without
+# it the run goes uncapped and says so.
 set -u
 ROUNDS=5
-[ "${1:-}" = "--rounds" ] && ROUNDS=${2:?--rounds N}
+CAP=50
+while [ $# -gt 0 ]; do
+    case $1 in
+    --rounds) ROUNDS=${2:?--rounds N} && shift 2 ;;
+    --cap) CAP=${2:?--cap PERCENT} && shift 2 ;;
+    *) echo "usage: $0 [--rounds N] [--cap PERCENT]" >&2 && exit 2 ;;
+    esac
+done
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 : "${top_builddir:=$SRC}"
 : "${top_srcdir:=$SRC}"
@@ -42,6 +58,46 @@ start_h2o || die "h2o did not start"
 for t in /proc/$TB_PID/task/*; do
     grep -q '^site-w' "$t/comm" 2>/dev/null && renice -n 10 -p "${t##*/}" >/dev/null
 done
+# Cap the servers' CPU (see the header).  CAP_DIR is removed on exit.
+CAP_DIR=/sys/fs/cgroup/cpu/tlsbox-bench-accuracy.$$
+CAP_NOTE="servers not capped (--cap 0)"
+cap_cleanup() {
+    [ -d "$CAP_DIR" ] || return 0
+    local t
+    # A cgroup is removed only when empty: threads back to the root first.
+    for t in $(cat "$CAP_DIR/tasks" 2>/dev/null); do
+        echo "$t" >/sys/fs/cgroup/cpu/tasks 2>/dev/null
+    done
+    rmdir "$CAP_DIR" 2>/dev/null
+}
+# Before lib.sh's own cleanup, which ends in exit with the script's status.
+trap 'rc_=$?; cap_cleanup; (exit $rc_); _tb_cleanup' EXIT
+# cap_threads TID...: into the capped cgroup.
+cap_threads() {
+    local t
+    for t in "$@"; do
+        echo "$t" >"$CAP_DIR/tasks" || return 1
+    done
+}
+if [ "$CAP" != 0 ]; then
+    CAP_NOTE="servers not capped: no cgroup v1 cpu controller here"
+    if [ -w /sys/fs/cgroup/cpu/tasks ] && mkdir "$CAP_DIR" 2>/dev/null; then
+        echo 10000 >"$CAP_DIR/cpu.cfs_period_us"
+        echo $((CAP * 100)) >"$CAP_DIR/cpu.cfs_quota_us"
+        workers=()
+        for t in /proc/$TB_PID/task/*; do
+            grep -q '^site-w' "$t/comm" 2>/dev/null && workers+=("${t##*/}")
+        done
+        peers=()
+        for p in "$NGINX_PID" "$H2O_PID" $(pgrep -P "$NGINX_PID") $(pgrep -P "$H2O_PID"); do
+            peers+=($(ls "/proc/$p/task"))
+        done
+        [ ${#workers[@]} -gt 0 ] && cap_threads "${workers[@]}" "${peers[@]}" ||
+            die "could not cap the servers' CPU"
+        CAP_NOTE="servers capped at $CAP% of core 0 (cgroup cpu quota): ${#workers[@]} site worker(s), ${#peers[@]} nginx/h2o thread(s)"
+    fi
+fi
+echo "$CAP_NOTE" >&2
 TABLE=()
 
 # Run the tool once (TARGS) into $TB_TMP/tool.out; prints its req/s, sets
@@ -157,7 +213,11 @@ compare tlsbox "new conn per request, RSA-2048 (640, 64 at once)" 640 64 \
     -s https-new --path /f16k.txt -- ab -n 640 -c 64 "$URLF"
 
 echo
-echo "bench vs h2load/ab req/s: medians of $ROUNDS paired rounds; ratio = median of bench/tool per round"
+echo "bench vs h2load/ab req/s: medians of $ROUNDS paired rounds; ratio = median of bench/tool per round;"
+# Evidence that the cap was the limit: the periods in which it throttled.
+[ -r "$CAP_DIR/cpu.stat" ] &&
+    CAP_NOTE="$CAP_NOTE; throttled in $(awk '/^nr_throttled/ { t = $2 } /^nr_periods/ { p = $2 } END { print t " of " p }' "$CAP_DIR/cpu.stat") 10 ms periods"
+echo "$CAP_NOTE"
 echo
 echo "| target  | scenario                                         | bench r/s | tool   |  tool r/s | ratio | within 15% |"
 echo "|---------|--------------------------------------------------|-----------|--------|-----------|-------|------------|"
