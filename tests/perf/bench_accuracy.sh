@@ -55,9 +55,12 @@ bench_peer_prepare || die "no certificate for the peers"
 start_nginx || die "nginx did not start"
 start_h2o || die "h2o did not start"
 # The site's workers at nice 10, like nginx and h2o (see the header).
+workers=()
 for t in /proc/$TB_PID/task/*; do
-    grep -q '^site-w' "$t/comm" 2>/dev/null && renice -n 10 -p "${t##*/}" >/dev/null
+    grep -q '^site-w' "$t/comm" 2>/dev/null && workers+=("${t##*/}")
 done
+[ ${#workers[@]} -gt 0 ] || die "tlsboxd has no site worker threads"
+renice -n 10 -p "${workers[@]}" >/dev/null
 # Cap the servers' CPU (see the header).  CAP_DIR is removed on exit.
 CAP_DIR=/sys/fs/cgroup/cpu/tlsbox-bench-accuracy.$$
 CAP_NOTE="servers not capped (--cap 0)"
@@ -84,15 +87,11 @@ if [ "$CAP" != 0 ]; then
     if [ -w /sys/fs/cgroup/cpu/tasks ] && mkdir "$CAP_DIR" 2>/dev/null; then
         echo 10000 >"$CAP_DIR/cpu.cfs_period_us"
         echo $((CAP * 100)) >"$CAP_DIR/cpu.cfs_quota_us"
-        workers=()
-        for t in /proc/$TB_PID/task/*; do
-            grep -q '^site-w' "$t/comm" 2>/dev/null && workers+=("${t##*/}")
-        done
         peers=()
         for p in "$NGINX_PID" "$H2O_PID" $(pgrep -P "$NGINX_PID") $(pgrep -P "$H2O_PID"); do
             peers+=($(ls "/proc/$p/task"))
         done
-        [ ${#workers[@]} -gt 0 ] && cap_threads "${workers[@]}" "${peers[@]}" ||
+        cap_threads "${workers[@]}" "${peers[@]}" ||
             die "could not cap the servers' CPU"
         CAP_NOTE="servers capped at $CAP% of core 0 (cgroup cpu quota): ${#workers[@]} site worker(s), ${#peers[@]} nginx/h2o thread(s)"
     fi
