@@ -4,8 +4,9 @@
 #
 #   tests/perf/bench_accuracy.sh [--rounds N]      (default 5)
 #
-# Targets: the local site (tlsbox), nginx and h2o (started here on loopback,
-# plugins/bench/tests/bench_itest.sh).  Scenarios against tlsbox: h2 and h1
+# Targets: the local site (tlsbox, one site worker), nginx (one worker) and
+# h2o (one thread), started here on loopback
+# (plugins/bench/tests/bench_itest.sh).  Scenarios against tlsbox: h2 and h1
 # keep-alive vs h2load, a new TLS connection per request vs ab; against
 # nginx and h2o: h2 and h1 keep-alive vs h2load.  Each is N paired rounds,
 # bench and the tool back to back (who goes first alternates), same requests
@@ -50,7 +51,9 @@ for t in h2load ab nginx h2o openssl jq; do
     command -v $t >/dev/null || die "$t is not installed (packaging/install-deps.sh)"
 done
 site_www
-bench_start >/dev/null || die "tlsboxd did not start (log: $TB_TMP/daemon.log)"
+# One site worker, like nginx's and h2o's one: with two, SO_REUSEPORT splits
+# the connections unevenly, and by a different split in each run.
+bench_start --set site.workers=1 >/dev/null || die "tlsboxd did not start (log: $TB_TMP/daemon.log)"
 bench_peer_prepare || die "no certificate for the peers"
 start_nginx || die "nginx did not start"
 start_h2o || die "h2o did not start"
