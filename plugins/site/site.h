@@ -245,11 +245,21 @@ struct site_conn {
     void *h2_streams; /* list of open streams (site_h2.c) */
     bool h2_goaway;
     /* nghttp2's frame buffer (mmap()ed by site_h2.c's allocator), given back
-     * to the kernel while the connection is idle (site_h2_release) */
+     * to the kernel while the connection is idle (site_h2_release); the
+     * flag covers the stream table (h2_table) too */
     bool h2_making;    /* nghttp2_session_server_new3 is running */
     bool h2_fbuf_idle; /* released, untouched since */
+    uint8_t h2_lazy_n; /* blocks in h2_lazy not yet freed */
+    uint16_t h2_lazy_off;
     uint32_t h2_fbuf_len;
     void *h2_fbuf;
+    /* one mmap()ed page holding nghttp2's two HPACK table indexes, which
+     * stay unwritten, so not resident, until a header is indexed */
+    void *h2_lazy;
+    /* nghttp2's stream table (its first zeroed block of a page or more),
+     * given back with the frame buffer while it holds only zeros */
+    void *h2_table;
+    uint32_t h2_table_len;
     uint32_t nreq;
     /* response body bytes put into the output so far: the send timeout's
      * notion of progress (see update_timer in site_conn.c) */

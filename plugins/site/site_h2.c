@@ -136,10 +136,54 @@ static size_t h2_big_find(uintptr_t a, bool del)
  * site_h2_release can give its pages back while the connection is idle. */
 #define H2_FBUF_MIN 16384
 
-static void *h2_malloc(size_t n, void *ud)
+/*
+ * The HPACK deflater's and inflater's table indexes (128 pointers each: 1 KB,
+ * or 512 bytes on 32-bit) are malloc()ed while the session is made and not
+ * written until a header is indexed: a connection that sent its preface but
+ * no request yet (browsers open them ahead) would still pay them in dirtied
+ * heap.  So blocks of that size that nghttp2 malloc()s, not calloc()s (the
+ * session itself is calloc()ed and written at once), while it makes the
+ * session are carved from one mmap()ed page of the connection's own instead:
+ * resident only once written.  The page goes when its last block is freed.
+ */
+#define H2_LAZY_MIN 256
+#define H2_LAZY_PAGE 4096
+
+static void *h2_lazy_carve(struct site_conn *c, size_t n)
+{
+    size_t need = (n + 15) & ~(size_t)15;
+    char *p;
+    if (!c->h2_lazy) {
+        p = mmap(NULL, H2_LAZY_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        c->h2_lazy = p;
+        c->h2_lazy_off = 0;
+        c->h2_lazy_n = 0;
+    }
+    if (c->h2_lazy_off + need > H2_LAZY_PAGE)
+        return NULL;
+    p = (char *)c->h2_lazy + c->h2_lazy_off;
+    c->h2_lazy_off += (uint16_t)need;
+    c->h2_lazy_n++;
+    return p;
+}
+
+/* Bytes from @p ptr to the end of the connection's lazy page, or 0 when
+ * @p ptr is not in it. */
+static size_t h2_lazy_room(const struct site_conn *c, const void *ptr)
+{
+    uintptr_t off = (uintptr_t)ptr - (uintptr_t)c->h2_lazy;
+    return c->h2_lazy && off < H2_LAZY_PAGE ? H2_LAZY_PAGE - off : 0;
+}
+
+static void *h2_alloc(size_t n, void *ud, bool zeroed)
 {
     struct site_conn *c = ud;
     char *p;
+    if (!zeroed && c && c->h2_making && n >= H2_LAZY_MIN && n < H2_MMAP_MIN &&
+        (p = h2_lazy_carve(c, n)) != NULL)
+        return p;
     if (n >= H2_MMAP_MIN) {
         size_t len = (n + 4095) & ~(size_t)4095;
         p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -149,9 +193,13 @@ static void *h2_malloc(size_t n, void *ud)
             munmap(p, len);
             return NULL;
         }
-        if (c && c->h2_making && !c->h2_fbuf && n >= H2_FBUF_MIN) {
+        if (c && c->h2_making && !zeroed && !c->h2_fbuf && n >= H2_FBUF_MIN) {
             c->h2_fbuf = p;
             c->h2_fbuf_len = (uint32_t)len;
+        }
+        if (c && c->h2_making && zeroed && !c->h2_table) {
+            c->h2_table = p;
+            c->h2_table_len = (uint32_t)len;
         }
         return p;
     }
@@ -159,7 +207,14 @@ static void *h2_malloc(size_t n, void *ud)
     if (!p)
         return NULL;
     ((size_t *)p)[0] = n;
+    if (zeroed)
+        memset(p + H2_HDR, 0, n); /* mmap()ed memory is already zero */
     return p + H2_HDR;
+}
+
+static void *h2_malloc(size_t n, void *ud)
+{
+    return h2_alloc(n, ud, false);
 }
 
 /* A malloc()ed block's pointer is 16 bytes past malloc's and so never
@@ -173,6 +228,15 @@ static void h2_free(void *ptr, void *ud)
         return;
     if (c && ptr == c->h2_fbuf)
         c->h2_fbuf = NULL;
+    if (c && ptr == c->h2_table)
+        c->h2_table = NULL;
+    if (c && h2_lazy_room(c, ptr)) {
+        if (--c->h2_lazy_n == 0) {
+            munmap(c->h2_lazy, H2_LAZY_PAGE);
+            c->h2_lazy = NULL;
+        }
+        return;
+    }
     if (((uintptr_t)ptr & 4095) == 0 && (len = h2_big_find((uintptr_t)ptr, true)) != 0)
         munmap(ptr, len);
     else
@@ -181,15 +245,9 @@ static void h2_free(void *ptr, void *ud)
 
 static void *h2_calloc(size_t nmemb, size_t size, void *ud)
 {
-    size_t n;
-    void *p;
     if (size && nmemb > SIZE_MAX / size)
         return NULL;
-    n = nmemb * size;
-    p = h2_malloc(n, ud);
-    if (p && n < H2_MMAP_MIN)
-        memset(p, 0, n); /* mmap()ed memory is already zero */
-    return p;
+    return h2_alloc(nmemb * size, ud, true);
 }
 
 static void *h2_realloc(void *ptr, size_t n, void *ud)
@@ -198,11 +256,16 @@ static void *h2_realloc(void *ptr, size_t n, void *ud)
     size_t old;
     if (!ptr)
         return h2_malloc(n, ud);
-    if (((uintptr_t)ptr & 4095) == 0 && (old = h2_big_find((uintptr_t)ptr, false)) != 0) {
-        if (n <= old)
-            return ptr;
-    } else {
-        old = ((size_t *)((char *)ptr - H2_HDR))[0];
+    /* A lazy block's length is not kept: copying to the end of its page
+     * copies it and stays inside the mapping. */
+    old = ud ? h2_lazy_room(ud, ptr) : 0;
+    if (old == 0) {
+        if (((uintptr_t)ptr & 4095) == 0 && (old = h2_big_find((uintptr_t)ptr, false)) != 0) {
+            if (n <= old)
+                return ptr;
+        } else {
+            old = ((size_t *)((char *)ptr - H2_HDR))[0];
+        }
     }
     np = h2_malloc(n, ud);
     if (!np)
@@ -681,19 +744,36 @@ bool site_h2_idle(const struct site_conn *c)
     return c->h2_streams == NULL;
 }
 
+/* Whether @p n bytes at @p p (a multiple of 8, page-aligned) are all zero. */
+static bool all_zero(const void *p, size_t n)
+{
+    const uint64_t *w = p;
+    for (size_t i = 0; i < n / 8; i++)
+        if (w[i])
+            return false;
+    return true;
+}
+
 /*
  * Nothing is being sent (no stream, nghttp2 wants to write nothing, so no
  * frame sits in its buffer): the frame buffer's pages go back to the kernel
- * and come back zeroed when the next frame is written.  For a connection idle
- * a while only (site_worker.c's sweep), so keep-alive traffic pays no fault.
+ * and come back zeroed when the next frame is written.  So does the stream
+ * table's page while it holds only zeros (no stream, open or kept closed):
+ * nghttp2 reads it for every frame it queues (a lookup of stream 0), and a
+ * kernel without a shared zero page (some VMs) backs even a read with a page
+ * of its own.  Giving back a page of zeros changes nothing for nghttp2, which
+ * needs no knowledge of the table's layout.  For a connection idle a while
+ * only (site_worker.c's sweep), so keep-alive traffic pays no fault.
  */
 void site_h2_release(struct site_conn *c)
 {
-    if (!c->h2 || !c->h2_fbuf || c->h2_fbuf_idle || c->h2_streams ||
-        nghttp2_session_want_write(c->h2))
+    if (!c->h2 || c->h2_fbuf_idle || c->h2_streams || nghttp2_session_want_write(c->h2))
         return;
-    if (madvise(c->h2_fbuf, c->h2_fbuf_len, MADV_DONTNEED) == 0)
-        c->h2_fbuf_idle = true;
+    if (c->h2_fbuf && madvise(c->h2_fbuf, c->h2_fbuf_len, MADV_DONTNEED) != 0)
+        return;
+    if (c->h2_table && all_zero(c->h2_table, c->h2_table_len))
+        madvise(c->h2_table, c->h2_table_len, MADV_DONTNEED);
+    c->h2_fbuf_idle = true;
 }
 
 bool site_h2_finished(const struct site_conn *c)
