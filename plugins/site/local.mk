@@ -2,7 +2,8 @@
 site_sources = \
 	plugins/site/site.c plugins/site/site.h \
 	plugins/site/site_worker.c plugins/site/site_conn.c plugins/site/site_tls.c \
-	plugins/site/site_h1.c plugins/site/site_h2.c plugins/site/site_files.c \
+	plugins/site/site_h1.c plugins/site/site_h2.c plugins/site/site_h2_mem.c \
+	plugins/site/site_files.c \
 	plugins/site/site_mime.c plugins/site/site_redirect.c plugins/site/site_metrics.c \
 	plugins/site/site_listen.c
 

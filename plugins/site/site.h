@@ -406,10 +406,21 @@ int site_h2_produce(struct site_conn *c); /* pump frames; 1 when nothing left */
 void site_h2_free(struct site_conn *c);
 void site_h2_goaway(struct site_conn *c);
 bool site_h2_idle(const struct site_conn *c);
-/* The connection has been idle a while: give its frame buffer's pages back. */
-void site_h2_release(struct site_conn *c);
 /* nghttp2 wants neither to read nor to write: the connection is done. */
 bool site_h2_finished(const struct site_conn *c);
+
+/* site_h2_mem.c: nghttp2's allocator (user data: the connection whose session
+ * it is; any thread, but a session's blocks on its worker only). */
+void *site_h2_mem_malloc(size_t n, void *ud);
+void site_h2_mem_free(void *ptr, void *ud);
+void *site_h2_mem_calloc(size_t nmemb, size_t size, void *ud);
+void *site_h2_mem_realloc(void *ptr, size_t n, void *ud);
+/* The connection has been idle a while: give its frame buffer's pages back,
+ * and its stream table's while empty.  Its worker only. */
+void site_h2_release(struct site_conn *c);
+/* Once a second from any worker: unmap the freed blocks kept for new
+ * sessions once none was taken or given for 10 s. */
+void site_h2_mem_trim(uint64_t now_ms);
 
 /* site_files.c */
 /* Decode and normalise a request target's path into out (NUL-terminated,

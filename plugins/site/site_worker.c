@@ -431,6 +431,7 @@ static void *worker_main(void *arg)
             w->last_tick_ms = w->now_ms;
             site_metrics_tick(w);
             release_idle(w);
+            site_h2_mem_trim(w->now_ms);
         }
         if (w->draining && (w->nconns == 0 || w->now_ms >= w->drain_deadline_ms)) {
             struct site_conn **v;

@@ -1,7 +1,8 @@
 /*
  * Unit tests of the site plugin's parsers and file logic, with the mock host
  * table: path normalisation and safety, Range, ETag/304, dates, MIME, Host
- * validation and redirects, the HTTP/1 parser (pipelining, limits).
+ * validation and redirects, the HTTP/1 parser (pipelining, limits), and
+ * nghttp2's allocator (lazy page, pooled blocks zeroed for calloc).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -402,6 +403,46 @@ static void test_files(void)
     }
 }
 
+/* nghttp2's allocator (site_h2_mem.c), with the block sizes nghttp2 1.52
+ * asks for while it makes a session. */
+static void test_h2_mem(void)
+{
+    struct site_conn c;
+    memset(&c, 0, sizeof(c));
+    c.h2_making = true;
+    char *sess = site_h2_mem_calloc(1, 2928, &c);
+    char *a = site_h2_mem_malloc(1024, &c);
+    char *b = site_h2_mem_malloc(1024, &c);
+    unsigned char *t = site_h2_mem_calloc(256, 16, &c);
+    char *f = site_h2_mem_malloc(16394, &c);
+    c.h2_making = false;
+    char *lazy = c.h2_lazy;
+
+    ok(lazy && a == lazy && b == lazy + 1024, "HPACK index blocks share the lazy page");
+    ok(!(sess >= lazy && sess < lazy + 4096), "a zeroed block (the session) is not carved");
+    ok(t && (void *)t == c.h2_table && c.h2_table_len == 4096, "the stream table is recorded");
+    ok(f && f == c.h2_fbuf && c.h2_fbuf_len == 20480, "the frame buffer is recorded");
+    memset(a, 'x', 1024);
+    a = site_h2_mem_realloc(a, 3000, &c);
+    ok(a && a[0] == 'x' && a[1023] == 'x', "realloc keeps a lazy block's bytes");
+    ok(c.h2_lazy == lazy && c.h2_lazy_n == 1, "the lazy page stays while a block is in it");
+    memset(t, 0xff, 4096);
+    site_h2_mem_free(t, &c);
+    ok(c.h2_table == NULL, "a freed stream table is forgotten");
+    unsigned char *t2 = site_h2_mem_calloc(256, 16, &c);
+    bool zero = t2 != NULL;
+    for (int i = 0; zero && i < 4096; i++)
+        zero = t2[i] == 0;
+    ok(t2 == t && zero, "a page-sized block from the pool is zeroed for calloc");
+    site_h2_mem_free(b, &c);
+    ok(c.h2_lazy == NULL, "the lazy page goes with its last block");
+    site_h2_mem_free(t2, &c);
+    site_h2_mem_free(f, &c);
+    ok(c.h2_fbuf == NULL, "a freed frame buffer is forgotten");
+    site_h2_mem_free(a, &c);
+    site_h2_mem_free(sess, &c);
+}
+
 int main(void)
 {
     if (tlsbox_mock_setup(&tlsbox_plugin_descriptor) < 0)
@@ -412,6 +453,7 @@ int main(void)
     test_hosts();
     test_h1_parser();
     test_files();
+    test_h2_mem();
     tlsbox_mock_teardown();
     return done_testing();
 }
