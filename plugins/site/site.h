@@ -421,6 +421,9 @@ void site_h2_release(struct site_conn *c);
 /* Once a second from any worker: unmap the freed blocks kept for new
  * sessions once none was taken or given for 10 s. */
 void site_h2_mem_trim(uint64_t now_ms);
+/* Whether freed blocks wait in the pool (a worker with nothing else to do
+ * still ticks, so that they are trimmed).  Any thread. */
+bool site_h2_mem_pooled(void);
 
 /* site_files.c */
 /* Decode and normalise a request target's path into out (NUL-terminated,

@@ -3,6 +3,7 @@
  * big blocks mmap()ed so that pages nobody touches cost nothing, HPACK
  * indexes carved lazily, and freed big blocks kept for the next session.
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -196,6 +197,16 @@ static void h2_pages_put(void *p, size_t len)
         munmap(p, len);
 }
 
+bool site_h2_mem_pooled(void)
+{
+    bool any = false;
+    pthread_mutex_lock(&h2_big_lock);
+    for (int i = 0; i < H2_POOL_SIZES; i++)
+        any |= h2_pools[i].n > 0;
+    pthread_mutex_unlock(&h2_big_lock);
+    return any;
+}
+
 void site_h2_mem_trim(uint64_t now_ms)
 {
     void **out = NULL;
@@ -226,6 +237,10 @@ void site_h2_mem_trim(uint64_t now_ms)
         for (size_t j = 0; j < counts[i]; j++)
             munmap(out[k++], lens[i]);
     free(out);
+    /* A burst is over: the heap the sessions' TLS and HTTP/2 state used is
+     * free but still resident; glibc gives such pages back only when asked. */
+    if (nout)
+        malloc_trim(0);
 }
 
 /*

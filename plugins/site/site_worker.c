@@ -162,7 +162,7 @@ static int next_timeout(struct site_worker *w)
     if (w->accept_paused && w->accept_resume_ms < best)
         best = w->accept_resume_ms;
     if (best == UINT64_MAX)
-        return w->nconns || w->wm.bytes_in || w->wm.bytes_out ? 1000 : -1;
+        return w->nconns || w->wm.bytes_in || w->wm.bytes_out || site_h2_mem_pooled() ? 1000 : -1;
     if (best <= w->now_ms)
         return 0;
     /* +1: the coarse clock may lag by a tick; 1 s at most for the metrics flush */

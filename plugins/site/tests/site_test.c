@@ -441,6 +441,15 @@ static void test_h2_mem(void)
     ok(c.h2_fbuf == NULL, "a freed frame buffer is forgotten");
     site_h2_mem_free(a, &c);
     site_h2_mem_free(sess, &c);
+    ok(site_h2_mem_pooled(), "freed page-sized blocks wait in the pool");
+    /* A window sets the low-water mark; blocks nobody took during the
+     * next one are unmapped. */
+    site_h2_mem_trim(1000000);
+    ok(site_h2_mem_pooled(), "the first trim keeps what may still be wanted");
+    site_h2_mem_trim(1005000);
+    ok(site_h2_mem_pooled(), "no trim within a window");
+    site_h2_mem_trim(1010000);
+    ok(!site_h2_mem_pooled(), "blocks unused for a whole window are unmapped");
 }
 
 int main(void)
