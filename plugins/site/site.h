@@ -244,7 +244,7 @@ struct site_conn {
     struct nghttp2_session *h2;
     void *h2_streams; /* list of open streams (site_h2.c) */
     bool h2_goaway;
-    /* nghttp2's frame buffer (mmap()ed by site_h2.c's allocator), given back
+    /* nghttp2's frame buffer (mmap()ed by site_h2_mem.c's allocator), given back
      * to the kernel while the connection is idle (site_h2_release); the
      * flag covers the stream table (h2_table) too */
     bool h2_making;    /* nghttp2_session_server_new3 is running */
@@ -418,8 +418,8 @@ void *site_h2_mem_realloc(void *ptr, size_t n, void *ud);
 /* The connection has been idle a while: give its frame buffer's pages back,
  * and its stream table's while empty.  Its worker only. */
 void site_h2_release(struct site_conn *c);
-/* Once a second from any worker: unmap the freed blocks kept for new
- * sessions once none was taken or given for 10 s. */
+/* Once a second from any worker: every 10 s, unmap the freed blocks kept
+ * for new sessions that no session took during the last 10 s. */
 void site_h2_mem_trim(uint64_t now_ms);
 /* Whether freed blocks wait in the pool (a worker with nothing else to do
  * still ticks, so that they are trimmed).  Any thread. */

@@ -259,7 +259,7 @@ void site_h2_mem_trim(uint64_t now_ms)
 static void *h2_lazy_carve(struct site_conn *c, size_t n)
 {
     size_t need = (n + 15) & ~(size_t)15;
-    bool used;
+    bool used; /* either way: malloc()'s blocks need not be zero */
     char *p;
     if (!c->h2_lazy) {
         p = h2_pages_get(H2_LAZY_PAGE, &used);
