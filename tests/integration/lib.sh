@@ -265,7 +265,12 @@ tb_start_daemon() {
     # The admin web UI on a free loopback port (kept across restarts), so
     # parallel tests never meet on 9443 and nothing listens beyond loopback.
     : "${TB_ADMIN_PORT:=$(tb_free_port)}"
-    "$TB_TLSBOXD" --state-dir "$TB_STATE" --plugin-dir "$TB_PLUGINS" --foreground \
+    # TB_DAEMON_CPUS pins the daemon (and every thread and child it makes)
+    # to those CPUs from its first instruction; taskset execs, so $! is
+    # still the daemon's pid.
+    local pin=()
+    [ -n "${TB_DAEMON_CPUS:-}" ] && pin=(taskset -c "$TB_DAEMON_CPUS")
+    "${pin[@]}" "$TB_TLSBOXD" --state-dir "$TB_STATE" --plugin-dir "$TB_PLUGINS" --foreground \
         --log-level "${TB_LOG_LEVEL:-info}" --set admin.port="$TB_ADMIN_PORT" \
         --set admin.bind=127.0.0.1 --data-dir "${TB_DATA_DIR:-$top_builddir/build-data}" \
         "$@" >>"$TB_TMP/daemon.log" 2>&1 &
