@@ -418,12 +418,13 @@ void *site_h2_mem_realloc(void *ptr, size_t n, void *ud);
 /* The connection has been idle a while: give its frame buffer's pages back,
  * and its stream table's while empty.  Its worker only. */
 void site_h2_release(struct site_conn *c);
-/* Once a second from any worker: every 10 s, unmap the freed blocks kept
- * for new sessions that no session took during the last 10 s. */
+/* Once a second from any worker: every 10 s, unmap half of the freed
+ * blocks kept for new sessions that no session took during the last 10 s
+ * (all of them when few), then malloc_trim() once none is left. */
 void site_h2_mem_trim(uint64_t now_ms);
-/* Whether freed blocks wait in the pool (a worker with nothing else to do
- * still ticks, so that they are trimmed).  Any thread. */
-bool site_h2_mem_pooled(void);
+/* How many freed blocks wait in the pool (a worker with nothing else to do
+ * still ticks while any do, so that they are trimmed).  Any thread. */
+size_t site_h2_mem_pooled(void);
 
 /* site_files.c */
 /* Decode and normalise a request target's path into out (NUL-terminated,
