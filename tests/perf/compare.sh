@@ -15,7 +15,7 @@
 #   resume: resumed handshakes, HTTP/1.1 (-c 1, Connection: close: h2load
 #           resumes on each reconnect); tlsbox's metrics count full vs resumed;
 #   ka:     keep-alive h2 (-m 10) and HTTP/1.1 at -c 10 and -c 50, fixed time;
-#   large:  1 MB and 100 MB downloads over h1 and h2: CPU per MB, peak RSS;
+#   large:  1 MB and 100 MB downloads over h1 and h2: CPU per MB, growth of the peak RSS;
 #   idle:   PSS and RSS with 1000 and 10,000 idle TLS 1.3 connections that
 #           offer ALPN h2, with and without the h2 preface (idle_conns.c);
 #   and the server's CPU time per operation: utime+stime of the server's
@@ -712,20 +712,29 @@ if has_run large; then
         nreq=$((LARGE_TOTAL_MB / mb))
         [ "$nreq" -ge 1 ] || nreq=1
         for k in h1 h2; do
+            for i in $(seq 1 "$HS_ROUNDS"); do
+                for s in $MEASURED; do
+                    use "$s"
+                    rss0=$(mem_kb "$CUR_PID" rss)
+                    reset_peak "$CUR_PID"
+                    LOAD_PATH="/large${mb}m.bin"
+                    if [ $k = h1 ]; then
+                        run_load "large${mb}m-$k-$i" --h1 -n "$nreq" -c 1
+                    else
+                        run_load "large${mb}m-$k-$i" -n "$nreq" -c 1
+                    fi
+                    LOAD_PATH=""
+                    account "$s" "l${mb}$k"
+                    # Growth of the peak over the RSS before the run (VmHWM,
+                    # reset just before): the largest of the rounds.
+                    grow=$(($(peak_kb "$CUR_PID") - rss0))
+                    [ "$grow" -gt "${R[$s.l${mb}${k}_peak]:--1}" ] && R[$s.l${mb}${k}_peak]=$grow
+                done
+            done
             for s in $MEASURED; do
-                use "$s"
-                reset_peak "$CUR_PID"
-                LOAD_PATH="/large${mb}m.bin"
-                if [ $k = h1 ]; then
-                    run_load "large${mb}m-$k" --h1 -n "$nreq" -c 1
-                else
-                    run_load "large${mb}m-$k" -n "$nreq" -c 1
-                fi
-                LOAD_PATH=""
-                account "$s" "l${mb}$k"
-                R[$s.l${mb}${k}_peak]=$(peak_kb "$CUR_PID")
-                # CPU per MB: the run's ticks over the MB of good responses.
-                R[$s.l${mb}${k}_usmb]=$(awk -v t="$H_TICKS" -v n="$H_OK" -v mb="$mb" -v hz="$CLK_TCK" \
+                # CPU per MB: all rounds' ticks over the MB of good responses.
+                R[$s.l${mb}${k}_usmb]=$(awk -v t="${R[$s.l${mb}${k}_ticks]:-0}" \
+                    -v n="${R[$s.l${mb}${k}_ok]:-0}" -v mb="$mb" -v hz="$CLK_TCK" \
                     'BEGIN { if (n > 0) printf "%.0f", t * 1e6 / hz / (n * mb); else print "-" }')
             done
         done
@@ -778,7 +787,7 @@ done
 for mb in $LARGE_MB; do
     for k in h1 h2; do
         row "$mb MB over $k: CPU per MB, us" "l${mb}${k}_usmb"
-        row "$mb MB over $k: peak RSS during the run, kB" "l${mb}${k}_peak"
+        row "$mb MB over $k: peak RSS growth during a run, kB" "l${mb}${k}_peak"
     done
 done
 row "RSS idle, kB" rss_idle
@@ -834,7 +843,7 @@ done
 for mb in $LARGE_MB; do
     for k in h1 h2; do
         ratio_row "CPU per MB, $mb MB over $k" "l${mb}${k}_usmb"
-        ratio_row "peak RSS, $mb MB over $k" "l${mb}${k}_peak"
+        ratio_row "peak RSS growth, $mb MB over $k" "l${mb}${k}_peak"
     done
 done
 ratio_row "RSS idle" rss_idle
