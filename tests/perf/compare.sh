@@ -41,6 +41,8 @@ usage() {
 }
 
 SRC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/perf/peer_conf.sh
+. "$SRC_DIR/peer_conf.sh"
 BUILD=${TLSBOX_BUILD:-${top_builddir:-$(cd "$SRC_DIR/../.." && pwd)}}
 SERVERS="tlsbox nginx h2o"
 RUNS="hs h2hs resume ka large idle"
@@ -274,31 +276,8 @@ start_nginx() {
     }
     mkdir -p "$d"
     CUR_PORT=$(free_port)
-    # keepalive_requests: nginx 1.22 closes a connection (h1 and h2) after 1000
-    # requests by default; the keep-alive runs measure requests, not reconnects.
-    cat >"$d/nginx.conf" <<EOF
-worker_processes 1;
-worker_rlimit_nofile $((MAX_CONNS + 1000));
-pid $d/nginx.pid;
-error_log $d/error.log warn;
-events { worker_connections $MAX_CONNS; }
-http {
-    access_log off;
-    keepalive_requests 1000000;
-    keepalive_timeout 600s;
-    http2_recv_timeout 600s;
-    http2_idle_timeout 600s;
-    default_type application/octet-stream;
-    server {
-        listen 127.0.0.1:$CUR_PORT ssl http2;
-        server_name localhost;
-        ssl_certificate $TMP/cert.pem;
-        ssl_certificate_key $TMP/key.pem;
-        ssl_protocols TLSv1.3;
-        root $TMP/www;
-    }
-}
-EOF
+    peer_nginx_conf "$d" "$CUR_PORT" "$TMP/cert.pem" "$TMP/key.pem" "$TMP/www" "$MAX_CONNS" off \
+        >"$d/nginx.conf"
     taskset -c "$SERVER_CPU" nginx -e "$d/error.log" -c "$d/nginx.conf" -p "$d/" \
         -g 'daemon off;' >"$d/stdout.log" 2>&1 &
     CUR_PID=$!
@@ -308,39 +287,15 @@ EOF
 }
 
 start_h2o() {
-    local d="$TMP/h2o$INST" user_line=""
+    local d="$TMP/h2o$INST"
     command -v h2o >/dev/null || {
         SKIP_WHY="h2o is not installed"
         return 2
     }
     mkdir -p "$d"
     CUR_PORT=$(free_port)
-    # As root h2o switches to nobody before it writes its pid file; stay root
-    # so it can write it in the temp dir (no effect on the measured work).
-    [ "$(id -u)" = 0 ] && user_line="user: root"
-    cat >"$d/h2o.conf" <<EOF
-$user_line
-num-threads: 1
-max-connections: $MAX_CONNS
-http1-request-timeout: 600
-http2-idle-timeout: 600
-pid-file: $d/h2o.pid
-error-log: $d/error.log
-listen:
-  host: 127.0.0.1
-  port: $CUR_PORT
-  ssl:
-    certificate-file: $TMP/cert.pem
-    key-file: $TMP/key.pem
-    minimum-version: TLSv1.3
-    ocsp-update-interval: 0
-hosts:
-  default:
-    paths:
-      /:
-        file.dir: $TMP/www
-EOF
-    # No access-log directive: h2o then writes no access log.
+    peer_h2o_conf "$d" "$CUR_PORT" "$TMP/cert.pem" "$TMP/key.pem" "$TMP/www" "$MAX_CONNS" \
+        >"$d/h2o.conf"
     taskset -c "$SERVER_CPU" h2o -c "$d/h2o.conf" >"$d/stdout.log" 2>&1 &
     CUR_PID=$!
     STARTED_PIDS="$STARTED_PIDS $CUR_PID"

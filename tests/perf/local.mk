@@ -1,7 +1,7 @@
 # Benchmark against nginx and h2o (tests/perf/compare.sh).  It prints numbers
 # and is never part of make check; run it by hand:  make perf  or
 # make perf PERF_ARGS=--quick
-EXTRA_DIST += tests/perf/compare.sh tests/perf/idle_conns.c tests/perf/dh_gen.sh \
+EXTRA_DIST += tests/perf/compare.sh tests/perf/peer_conf.sh tests/perf/idle_conns.c tests/perf/dh_gen.sh \
 	tests/perf/acme_certbot.sh
 
 perf: all

@@ -91,9 +91,11 @@ h2load_failed() {
 }
 
 # ---- peers that are not tlsbox: nginx and h2o on loopback ---------------------
-# Configured as tests/perf/compare.sh does; used by 72_bench_peers.sh and
+# Configured by tests/perf/peer_conf.sh, as compare.sh's are; used by 72_bench_peers.sh and
 # tests/perf/bench_accuracy.sh.  Both serve $TB_TMP/www with one P-256
 # certificate ($TB_TMP/peer.pem), TLS 1.3 only, at nice 10 on the server core.
+# shellcheck source=tests/perf/peer_conf.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../../tests/perf/peer_conf.sh"
 
 # Make $TB_TMP/www readable by the servers' workers and write the certificate.
 bench_peer_prepare() {
@@ -110,25 +112,8 @@ start_nginx() {
     local d="$TB_TMP/nginx"
     mkdir -p "$d"
     NGINX_PORT=$(tb_free_port)
-    cat >"$d/nginx.conf" <<CONF
-worker_processes 1;
-pid $d/nginx.pid;
-error_log $d/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log $d/access.log;
-    keepalive_requests 1000000;
-    default_type application/octet-stream;
-    server {
-        listen 127.0.0.1:$NGINX_PORT ssl http2;
-        server_name localhost;
-        ssl_certificate $TB_TMP/peer.pem;
-        ssl_certificate_key $TB_TMP/peer.key;
-        ssl_protocols TLSv1.3;
-        root $TB_TMP/www;
-    }
-}
-CONF
+    peer_nginx_conf "$d" "$NGINX_PORT" "$TB_TMP/peer.pem" "$TB_TMP/peer.key" "$TB_TMP/www" \
+        4096 "$d/access.log" >"$d/nginx.conf"
     : >"$d/access.log"
     tb_bg nice -n 10 "${BENCH_SERVER_CPU[@]}" nginx -e "$d/error.log" -c "$d/nginx.conf" \
         -p "$d/" -g 'daemon off;'
@@ -138,29 +123,11 @@ CONF
 
 # Start h2o (one thread); sets H2O_PORT, H2O_PID.
 start_h2o() {
-    local d="$TB_TMP/h2o" user=""
+    local d="$TB_TMP/h2o"
     mkdir -p "$d"
     H2O_PORT=$(tb_free_port)
-    [ "$(id -u)" = 0 ] && user="user: root"
-    cat >"$d/h2o.conf" <<CONF
-$user
-num-threads: 1
-pid-file: $d/h2o.pid
-error-log: $d/error.log
-listen:
-  host: 127.0.0.1
-  port: $H2O_PORT
-  ssl:
-    certificate-file: $TB_TMP/peer.pem
-    key-file: $TB_TMP/peer.key
-    minimum-version: TLSv1.3
-    ocsp-update-interval: 0
-hosts:
-  default:
-    paths:
-      /:
-        file.dir: $TB_TMP/www
-CONF
+    peer_h2o_conf "$d" "$H2O_PORT" "$TB_TMP/peer.pem" "$TB_TMP/peer.key" "$TB_TMP/www" 4096 \
+        >"$d/h2o.conf"
     tb_bg nice -n 10 "${BENCH_SERVER_CPU[@]}" h2o -c "$d/h2o.conf"
     H2O_PID=$TB_BG_PID
     tb_wait_port "$H2O_PORT"
