@@ -472,8 +472,8 @@ static void test_h2_mem(void)
     is_int((int)site_h2_mem_pooled(), 250,
            "a block taken in the window is kept: half of the others go");
     int windows = 0;
-    for (uint64_t t = 1050000; site_h2_mem_pooled() && windows < 20; t += 10000, windows++)
-        site_h2_mem_trim(t);
+    for (uint64_t now = 1050000; site_h2_mem_pooled() && windows < 20; now += 10000, windows++)
+        site_h2_mem_trim(now);
     is_int((int)site_h2_mem_pooled(), 0, "the pool drains");
     ok(windows <= 4, "within 4 more windows (%d): all go once few are left", windows);
 }
