@@ -143,7 +143,7 @@ static size_t h2_big_find(uintptr_t a, bool del)
  * blocks that stayed in a pool throughout (its low-water mark), all of them
  * once that is H2_POOL_DRAIN or fewer, and when the pools are empty it asks
  * glibc for the heap the burst's TLS state used.  After 1000 h2 handshakes
- * that is about 60 s for 30 MB.  Going at once cost the next burst 10 s later
+ * that is about 70 s for 30 MB.  Going at once cost the next burst 10 s later
  * 90 us per handshake (357 against 273 warm): 50 in fresh mappings and page
  * faults, 45 in glibc growing its heap again.
  */
@@ -222,8 +222,8 @@ size_t site_h2_mem_pooled(void)
 void site_h2_mem_trim(uint64_t now_ms)
 {
     void **out = NULL;
-    size_t nout = 0, left = 0, lens[H2_POOL_SIZES] = {0}, counts[H2_POOL_SIZES] = {0};
-    int go[H2_POOL_SIZES] = {0};
+    size_t nout = 0, left = 0, lens[H2_POOL_SIZES] = {0};
+    int go[H2_POOL_SIZES] = {0}; /* blocks to unmap, per pool */
 
     pthread_mutex_lock(&h2_big_lock);
     if (now_ms >= h2_pool_trim_ms + H2_POOL_TRIM_MS) {
@@ -241,7 +241,6 @@ void site_h2_mem_trim(uint64_t now_ms)
             memcpy(out + nout, pl->v, (size_t)go[i] * sizeof(*out));
             memmove(pl->v, pl->v + go[i], (size_t)(pl->n - go[i]) * sizeof(*out));
             lens[i] = pl->len;
-            counts[i] = (size_t)go[i];
             nout += (size_t)go[i];
             pl->n -= go[i];
         }
@@ -252,7 +251,7 @@ void site_h2_mem_trim(uint64_t now_ms)
     }
     pthread_mutex_unlock(&h2_big_lock);
     for (size_t i = 0, k = 0; out && i < H2_POOL_SIZES; i++)
-        for (size_t j = 0; j < counts[i]; j++)
+        for (int j = 0; j < go[i]; j++)
             munmap(out[k++], lens[i]);
     free(out);
     /* The burst is over and its blocks are gone: the heap the sessions' TLS

@@ -91,9 +91,10 @@ h2load_failed() {
 }
 
 # ---- peers that are not tlsbox: nginx and h2o on loopback ---------------------
-# Configured by tests/perf/peer_conf.sh, as compare.sh's are; used by 72_bench_peers.sh and
-# tests/perf/bench_accuracy.sh.  Both serve $TB_TMP/www with one P-256
-# certificate ($TB_TMP/peer.pem), TLS 1.3 only, at nice 10 on the server core.
+# Configured by tests/perf/peer_conf.sh, as compare.sh's are; used by
+# 72_bench_peers.sh and tests/perf/bench_accuracy.sh.  Both serve $TB_TMP/www
+# with one P-256 certificate ($TB_TMP/peer.pem), TLS 1.3 only, at nice 10 on
+# the server core.
 # shellcheck source=tests/perf/peer_conf.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../../../tests/perf/peer_conf.sh"
 
