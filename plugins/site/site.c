@@ -129,6 +129,14 @@ static const struct tlsbox_setting_def site_settings[] = {
      .max = 16777215,
      .help = "HTTP/2 initial flow-control window (bytes)",
      .flags = TLSBOX_SETTING_RESTART},
+    {.key = "batch_wait_us",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "30",
+     .min = 0,
+     .max = 1000,
+     .help = "Microseconds a worker serving several connections at once waits before it "
+             "polls for more, so their requests wake it once per batch rather than once each "
+             "(0 = wake for every event)"},
     {.key = "cache_size",
      .type = TLSBOX_SETTING_INT,
      .default_value = "8192",
@@ -179,6 +187,7 @@ static void read_live(struct site *s)
     free(al);
     atomic_store(&s->cfg.max_conns_per_ip,
                  (int)h->setting_get_int(s->self, "max_connections_per_ip", 256));
+    atomic_store(&s->cfg.batch_wait_us, (int)h->setting_get_int(s->self, "batch_wait_us", 30));
     al = h->setting_get(s->self, "dotfiles");
     atomic_store(&s->cfg.dotfiles_allow, al && strcmp(al, "allow") == 0);
     free(al);

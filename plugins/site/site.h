@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -47,6 +48,7 @@ struct site_config {
     _Atomic bool access_log;
     _Atomic bool dotfiles_allow;
     _Atomic int max_conns_per_ip; /* serve paths with a segment starting with '.' */
+    _Atomic int batch_wait_us;    /* site_wait.c: 0 = wake for every event */
 };
 
 /* ---- metrics (site_metrics.c) ------------------------------------------ */
@@ -65,6 +67,7 @@ struct site_metrics {
     struct tlsbox_metric *requests[SITE_PROTO_MAX][6]; /* [proto][status/100], 0 = other */
     struct tlsbox_metric *bytes_in, *bytes_out, *cpu_us;
     struct tlsbox_metric *h2_refused_streams;
+    struct tlsbox_metric *batches_woken, *batches_polled;
 };
 
 /* Per worker, so lookups by label need no lock. */
@@ -72,7 +75,23 @@ struct site_wmetrics {
     struct site_label_cache version, cipher, group, sigalg, keytype, alert;
     uint64_t bytes_in, bytes_out; /* flushed once a second */
     uint64_t cpu_ns_flushed;
+    uint64_t woken_flushed, polled_flushed; /* of the worker's site_waiter */
 };
+
+/* ---- waiting for events (site_wait.c) ------------------------------------ */
+
+/* One per worker thread, touched by that thread only. */
+struct site_waiter {
+    bool batching;          /* the last wait returned several events */
+    uint64_t woken, polled; /* batches taken after a wake-up / by a poll */
+};
+
+/* epoll_wait() on @p ep, batching under load: while batching, poll, sleep
+ * @p batch_us if nothing is ready, and poll again; once that finds nothing,
+ * block for @p timeout_ms.  A blocking wait that returns two or more events
+ * starts batching (0 = never).  Returns as epoll_wait() does. */
+int site_wait(struct site_waiter *sw, int ep, struct epoll_event *evs, int max, int timeout_ms,
+              int batch_us);
 
 /* ---- the plugin state (site.c) ----------------------------------------- */
 
@@ -331,6 +350,7 @@ struct site_worker {
     int noutpool;
     struct site_cache *cache;
     struct site_wmetrics wm;
+    struct site_waiter waiter;
     uint64_t last_tick_ms;
 };
 

@@ -41,6 +41,11 @@ void site_metrics_register(struct site *s)
                      protos[p], classes[k]);
             m->requests[p][k] = C(name, "Requests answered, by protocol and status class");
         }
+    m->batches_woken = C("tlsbox_site_event_batches_total{how=\"woken\"}",
+                         "Batches of connection events a worker took after a connection woke it");
+    m->batches_polled = C("tlsbox_site_event_batches_total{how=\"polled\"}",
+                          "Batches of connection events a busy worker took by polling after "
+                          "site.batch_wait_us, with no wake-up");
 #undef C
     m->conns_open = h->metric_register(s->self, "tlsbox_site_connections_open", TLSBOX_METRIC_GAUGE,
                                        "Open client connections", NULL, 0);
@@ -163,7 +168,7 @@ void site_metrics_request(struct site_worker *w, enum site_proto p, int status)
     add(w->s, w->s->m.requests[p][k], 1);
 }
 
-/* Once a second per worker: byte counters and the thread's CPU time. */
+/* Once a second per worker: byte and batch counters and the thread's CPU time. */
 void site_metrics_tick(struct site_worker *w)
 {
     struct site *s = w->s;
@@ -176,6 +181,14 @@ void site_metrics_tick(struct site_worker *w)
     if (w->wm.bytes_out) {
         add(s, s->m.bytes_out, (int64_t)w->wm.bytes_out);
         w->wm.bytes_out = 0;
+    }
+    if (w->waiter.woken != w->wm.woken_flushed) {
+        add(s, s->m.batches_woken, (int64_t)(w->waiter.woken - w->wm.woken_flushed));
+        w->wm.woken_flushed = w->waiter.woken;
+    }
+    if (w->waiter.polled != w->wm.polled_flushed) {
+        add(s, s->m.batches_polled, (int64_t)(w->waiter.polled - w->wm.polled_flushed));
+        w->wm.polled_flushed = w->waiter.polled;
     }
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
         uint64_t ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;

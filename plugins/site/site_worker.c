@@ -151,6 +151,13 @@ static void timers_follow_settings(struct site_worker *w)
     }
 }
 
+/* Counters the next metrics tick has to flush. */
+static bool metrics_pending(const struct site_worker *w)
+{
+    return w->wm.bytes_in || w->wm.bytes_out || w->waiter.woken != w->wm.woken_flushed ||
+           w->waiter.polled != w->wm.polled_flushed;
+}
+
 static int next_timeout(struct site_worker *w)
 {
     uint64_t best = UINT64_MAX;
@@ -162,7 +169,7 @@ static int next_timeout(struct site_worker *w)
     if (w->accept_paused && w->accept_resume_ms < best)
         best = w->accept_resume_ms;
     if (best == UINT64_MAX)
-        return w->nconns || w->wm.bytes_in || w->wm.bytes_out || site_h2_mem_pooled() ? 1000 : -1;
+        return w->nconns || metrics_pending(w) || site_h2_mem_pooled() ? 1000 : -1;
     if (best <= w->now_ms)
         return 0;
     /* +1: the coarse clock may lag by a tick; 1 s at most for the metrics flush */
@@ -398,7 +405,8 @@ static void *worker_main(void *arg)
     site_root_follow(w);
 
     for (;;) {
-        int n = epoll_wait(w->ep, evs, MAX_EVENTS, next_timeout(w));
+        int n = site_wait(&w->waiter, w->ep, evs, MAX_EVENTS, next_timeout(w),
+                          atomic_load_explicit(&w->s->cfg.batch_wait_us, memory_order_relaxed));
         if (n < 0 && errno != EINTR)
             break;
         w->now_ms = site_now_ms();

@@ -2,14 +2,17 @@
  * Unit tests of the site plugin's parsers and file logic, with the mock host
  * table: path normalisation and safety, Range, ETag/304, dates, MIME, Host
  * validation and redirects, the HTTP/1 parser (pipelining, limits), and
- * nghttp2's allocator (lazy page, pooled blocks zeroed for calloc).
+ * nghttp2's allocator (lazy page, pooled blocks zeroed for calloc), and the
+ * workers' batched wait (on a real epoll with eventfds and a timerfd).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <tlsbox/mock_host.h>
@@ -478,6 +481,55 @@ static void test_h2_mem(void)
     ok(windows <= 4, "within 4 more windows (%d): all go once few are left", windows);
 }
 
+static void test_wait(void)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    int a = eventfd(1, EFD_NONBLOCK), b = eventfd(1, EFD_NONBLOCK);
+    int t = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+    struct epoll_event ev = {.events = EPOLLIN}, evs[8];
+    struct site_waiter sw = {0};
+    uint64_t v;
+
+    ev.data.fd = a;
+    epoll_ctl(ep, EPOLL_CTL_ADD, a, &ev);
+    ev.data.fd = b;
+    epoll_ctl(ep, EPOLL_CTL_ADD, b, &ev);
+    ev.data.fd = t;
+    epoll_ctl(ep, EPOLL_CTL_ADD, t, &ev);
+
+    is_int(site_wait(&sw, ep, evs, 8, 0, 0), 2, "two ready events are returned together");
+    ok(!sw.batching, "with batch_wait_us 0 a worker never batches");
+    is_int(site_wait(&sw, ep, evs, 8, 0, 50), 2, "the same two, batch_wait_us 50");
+    ok(sw.batching && sw.woken == 2 && sw.polled == 0,
+       "two at once from a blocking wait start batching (woken %llu, polled %llu)",
+       (unsigned long long)sw.woken, (unsigned long long)sw.polled);
+    is_int(site_wait(&sw, ep, evs, 8, 0, 50), 2, "while batching, ready events are polled");
+    ok(sw.batching && sw.polled == 1, "and counted as a batch taken without a wake-up");
+
+    if (read(a, &v, sizeof(v)) < 0 || read(b, &v, sizeof(v)) < 0)
+        ok(0, "eventfd read: %s", strerror(errno));
+    /* Nothing now; the timer fires 100 us into the worker's 20 ms sleep. */
+    struct itimerspec its = {.it_value = {.tv_nsec = 100000}};
+    timerfd_settime(t, 0, &its, NULL);
+    int n = site_wait(&sw, ep, evs, 8, 0, 20000);
+    ok(n == 1 && evs[0].data.fd == t && sw.polled == 2 && sw.batching,
+       "an event that comes during the batch wait is polled after it (n %d, polled %llu)", n,
+       (unsigned long long)sw.polled);
+    if (read(t, &v, sizeof(v)) < 0)
+        ok(0, "timerfd read: %s", strerror(errno));
+    is_int(site_wait(&sw, ep, evs, 8, 0, 50), 0, "a quiet batch wait ends in epoll_wait");
+    ok(!sw.batching && sw.polled == 2 && sw.woken == 2, "and batching ends");
+
+    if (write(a, &(uint64_t){1}, sizeof(v)) < 0)
+        ok(0, "eventfd write: %s", strerror(errno));
+    is_int(site_wait(&sw, ep, evs, 8, 1000, 50), 1, "one event wakes the worker");
+    ok(!sw.batching && sw.woken == 3, "one event at a time does not start batching");
+    close(a);
+    close(b);
+    close(t);
+    close(ep);
+}
+
 int main(void)
 {
     if (tlsbox_mock_setup(&tlsbox_plugin_descriptor) < 0)
@@ -489,6 +541,7 @@ int main(void)
     test_h1_parser();
     test_files();
     test_h2_mem();
+    test_wait();
     tlsbox_mock_teardown();
     return done_testing();
 }
