@@ -44,8 +44,8 @@ void site_metrics_register(struct site *s)
     m->batches_woken = C("tlsbox_site_event_batches_total{how=\"woken\"}",
                          "Batches of connection events a worker took after a connection woke it");
     m->batches_polled = C("tlsbox_site_event_batches_total{how=\"polled\"}",
-                          "Batches of connection events a busy worker took by polling after "
-                          "site.batch_wait_us, with no wake-up");
+                          "Batches of connection events a busy worker took by polling "
+                          "(site.batch_wait_us), with no wake-up");
 #undef C
     m->conns_open = h->metric_register(s->self, "tlsbox_site_connections_open", TLSBOX_METRIC_GAUGE,
                                        "Open client connections", NULL, 0);

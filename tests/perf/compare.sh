@@ -417,8 +417,9 @@ account() {
     add "$s" "${k}_ok" "$H_OK"
     add "$s" "${k}_bad" "$H_BAD"
     add "$s" "${k}_ticks" "$H_TICKS"
-    add "$s" "${k}_rps_sum" "$H_RPS"
     add "$s" "${k}_runs" 1
+    R[$s.${k}_rps_list]="${R[$s.${k}_rps_list]:-} $H_RPS"
+    R[$s.${k}_us_list]="${R[$s.${k}_us_list]:-} $(us_per_op "$H_TICKS" "$H_OK")"
     add "$s" other_ticks "$H_OTHER"
     add "$s" elapsed_ticks "$H_ELAPSED"
     R[$s.tls]=$H_TLS
@@ -426,12 +427,23 @@ account() {
         "other work on core $SERVER_CPU $H_OTHER ticks ($H_TLS)"
 }
 
-# totals SERVER KIND: mean req/s over the rounds and CPU us per successful request.
+# median DIGITS VALUES...: the median of the numbers among VALUES ("-" if none).
+median() {
+    local d=$1
+    shift
+    printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g | awk -v d="$d" '{ v[NR] = $1 }
+        END { if (NR == 0) print "-"
+              else printf "%.*f", d, NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# totals SERVER KIND: the median round's req/s and CPU us per successful request
+# (one round disturbed by the rest of the machine does not move the result).
 totals() {
     local s=$1 k=$2 bad
-    R[$s.${k}_rps]=$(awk -v a="${R[$s.${k}_rps_sum]:-0}" -v n="${R[$s.${k}_runs]:-0}" \
-        'BEGIN { if (n > 0) printf "%.0f", a / n; else print "-" }')
-    R[$s.${k}_us]=$(us_per_op "${R[$s.${k}_ticks]:-0}" "${R[$s.${k}_ok]:-0}")
+    # shellcheck disable=SC2086 # the lists are words on purpose
+    R[$s.${k}_rps]=$(median 0 ${R[$s.${k}_rps_list]:-})
+    # shellcheck disable=SC2086
+    R[$s.${k}_us]=$(median 1 ${R[$s.${k}_us_list]:-})
     bad=${R[$s.${k}_bad]:-0}
     [ "$bad" = 0 ] || R[$s.${k}_rps]="${R[$s.${k}_rps]}($bad failed)"
 }
