@@ -37,6 +37,7 @@ usage() {
     echo "  --build DIR      tlsbox build dir (has core/tlsboxd, cli/tlsboxctl, build-plugins/);"
     echo "                   default \$TLSBOX_BUILD, \$top_builddir, or the source tree itself"
     echo "  --servers LIST   subset and order, default \"tlsbox nginx h2o\""
+    echo "  --set KEY=VALUE  one more tlsbox setting (repeatable), e.g. site.batch_wait_us=0"
     echo "  --keep           keep the temp dir (configs, logs) and print its path"
 }
 
@@ -50,6 +51,7 @@ IDLE_COUNTS="1000 10000"
 QUICK=0
 SMOKE=0
 KEEP=0
+TLSBOX_SETS=()
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) QUICK=1 ;;
@@ -68,6 +70,10 @@ while [ $# -gt 0 ]; do
         ;;
     --servers)
         SERVERS=${2:?--servers needs a list}
+        shift
+        ;;
+    --set)
+        TLSBOX_SETS+=(--set "${2:?--set needs KEY=VALUE}")
         shift
         ;;
     --keep) KEEP=1 ;;
@@ -321,7 +327,7 @@ start_tlsbox() {
         --set "site.https_port=$CUR_PORT" --set "site.http_port=$(free_port)" \
         --set site.workers=1 --set "site.root=$TMP/www" --set site.bind=127.0.0.1 \
         --set site.max_connections_per_ip=100000 --set "site.max_connections=$MAX_CONNS" \
-        --set site.idle_timeout=600 >"$CUR_LOG" 2>&1 &
+        --set site.idle_timeout=600 "${TLSBOX_SETS[@]}" >"$CUR_LOG" 2>&1 &
     CUR_PID=$!
     STARTED_PIDS="$STARTED_PIDS $CUR_PID"
     for i in $(seq 1 100); do
@@ -549,6 +555,7 @@ peak_kb() {
 say "# tlsbox performance comparison ($([ "$SMOKE" = 1 ] && echo smoke || { [ "$QUICK" = 1 ] && echo quick || echo full; }) run; runs: $RUNS)"
 say "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc --all) cores: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo); $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) RAM; kernel $(uname -r); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 say "# nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), h2o $(h2o --version 2>/dev/null | awk '/version/ { print $3 }'), $(h2load --version | head -1), $(openssl version | cut -d' ' -f1-2), GnuTLS $(pkg-config --modversion gnutls)"
+[ ${#TLSBOX_SETS[@]} -gt 0 ] && say "# tlsbox with ${TLSBOX_SETS[*]}"
 say "# server on core $SERVER_CPU, client on core $CLIENT_CPU; file $FILE_SIZE bytes; ECDSA P-256; TLS 1.3 TLS_AES_128_GCM_SHA256 X25519"
 say "# handshakes: $HS_ROUNDS x $HS_CONNS connections; keep-alive: $KA_ROUNDS x ${KA_SECONDS} s on $KA_CONNS connections; idle: $IDLE_COUNTS connections; large: $LARGE_MB MB"
 status=0
