@@ -46,8 +46,8 @@ struct site_config {
      * lingering_timeout), for lingering_time at most (as nginx) */
     _Atomic int lingering_time_ms, lingering_timeout_ms;
     _Atomic bool access_log;
-    _Atomic bool dotfiles_allow;
-    _Atomic int max_conns_per_ip; /* serve paths with a segment starting with '.' */
+    _Atomic bool dotfiles_allow;  /* serve paths with a segment starting with '.' */
+    _Atomic int max_conns_per_ip; /* per client address (IPv4, or IPv6 /64) */
     _Atomic int batch_wait_us;    /* site_wait.c: 0 = wake for every event */
 };
 
