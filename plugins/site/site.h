@@ -75,15 +75,16 @@ struct site_wmetrics {
     struct site_label_cache version, cipher, group, sigalg, keytype, alert;
     uint64_t bytes_in, bytes_out; /* flushed once a second */
     uint64_t cpu_ns_flushed;
-    uint64_t woken_flushed, polled_flushed; /* of the worker's site_waiter */
 };
 
 /* ---- waiting for events (site_wait.c) ------------------------------------ */
 
 /* One per worker thread, touched by that thread only. */
 struct site_waiter {
-    bool batching;          /* the last wait returned several events */
-    uint64_t woken, polled; /* batches taken after a wake-up / by a poll */
+    bool batching; /* the last wait returned several events */
+    /* batches taken after a wake-up / by a poll; the metrics tick adds them
+     * to the metrics and zeroes them, as it does wm.bytes_in */
+    uint64_t woken, polled;
 };
 
 /* epoll_wait() on @p ep, batching under load: while batching, poll, sleep

@@ -182,13 +182,13 @@ void site_metrics_tick(struct site_worker *w)
         add(s, s->m.bytes_out, (int64_t)w->wm.bytes_out);
         w->wm.bytes_out = 0;
     }
-    if (w->waiter.woken != w->wm.woken_flushed) {
-        add(s, s->m.batches_woken, (int64_t)(w->waiter.woken - w->wm.woken_flushed));
-        w->wm.woken_flushed = w->waiter.woken;
+    if (w->waiter.woken) {
+        add(s, s->m.batches_woken, (int64_t)w->waiter.woken);
+        w->waiter.woken = 0;
     }
-    if (w->waiter.polled != w->wm.polled_flushed) {
-        add(s, s->m.batches_polled, (int64_t)(w->waiter.polled - w->wm.polled_flushed));
-        w->wm.polled_flushed = w->waiter.polled;
+    if (w->waiter.polled) {
+        add(s, s->m.batches_polled, (int64_t)w->waiter.polled);
+        w->waiter.polled = 0;
     }
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
         uint64_t ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;

@@ -154,8 +154,7 @@ static void timers_follow_settings(struct site_worker *w)
 /* Counters the next metrics tick has to flush. */
 static bool metrics_pending(const struct site_worker *w)
 {
-    return w->wm.bytes_in || w->wm.bytes_out || w->waiter.woken != w->wm.woken_flushed ||
-           w->waiter.polled != w->wm.polled_flushed;
+    return w->wm.bytes_in || w->wm.bytes_out || w->waiter.woken || w->waiter.polled;
 }
 
 static int next_timeout(struct site_worker *w)

@@ -13,12 +13,12 @@ ok $? "tlsboxd serves the site"
 
 woken() { site_metric 'tlsbox_site_event_batches_total{how="woken"}'; }
 polled() { site_metric 'tlsbox_site_event_batches_total{how="polled"}'; }
-# Wait (at most 5 s) for the worker's once-a-second flush to show at least
-# $1 woken batches.
-wait_woken() {
+# wait_ge COUNTER N: wait (at most 5 s) for the worker's once-a-second flush
+# to show the counter (woken or polled) at N or more.
+wait_ge() {
     local i
     for i in $(seq 1 50); do
-        [ "$(woken)" -ge "$1" ] && return 0
+        [ "$("$1")" -ge "$2" ] && return 0
         sleep 0.1
     done
     return 1
@@ -40,7 +40,7 @@ w0=$(woken)
 p0=$(polled)
 timeout 60 h2load --h1 -c 1 -n 500 "$URL/f16k.txt" >"$TB_TMP/one.out" 2>&1
 h2load_ok "$TB_TMP/one.out" 500 "one client: 500 requests answered"
-wait_woken $((w0 + 500))
+wait_ge woken $((w0 + 500))
 ok $? "one client: the worker was woken for each of its 500 requests ($(($(woken) - w0)))"
 is "$(($(polled) - p0))" 0 "one client: no batch was polled"
 
@@ -48,10 +48,7 @@ is "$(($(polled) - p0))" 0 "one client: no batch was polled"
 p0=$(polled)
 timeout 60 h2load --h1 -c 10 -n 5000 "$URL/f16k.txt" >"$TB_TMP/ten.out" 2>&1
 h2load_ok "$TB_TMP/ten.out" 5000 "ten clients: 5000 requests answered"
-for i in $(seq 1 50); do
-    [ "$(polled)" -gt "$p0" ] && break
-    sleep 0.1
-done
+wait_ge polled $((p0 + 1))
 p1=$(polled)
 [ "$p1" -gt "$p0" ]
 ok $? "ten clients: batches were polled without a wake-up ($((p1 - p0)))"
@@ -70,7 +67,7 @@ for round in $(seq 1 10); do
     p0=$(polled)
     w0=$(woken)
     timeout 60 h2load --h1 -c 10 -n 2000 "$URL/f16k.txt" >"$TB_TMP/off.out" 2>&1
-    wait_woken $((w0 + 1)) || break
+    wait_ge woken $((w0 + 1)) || break
     sleep 1.2 # a whole flush period: the polled count is final
     if [ "$(polled)" = "$p0" ]; then
         same=0
