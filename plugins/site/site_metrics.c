@@ -168,28 +168,25 @@ void site_metrics_request(struct site_worker *w, enum site_proto p, int status)
     add(w->s, w->s->m.requests[p][k], 1);
 }
 
+/* Add a worker's local count to its metric and start counting again. */
+static void flush(const struct site *s, struct tlsbox_metric *m, uint64_t *count)
+{
+    if (*count) {
+        add(s, m, (int64_t)*count);
+        *count = 0;
+    }
+}
+
 /* Once a second per worker: byte and batch counters and the thread's CPU time. */
 void site_metrics_tick(struct site_worker *w)
 {
     struct site *s = w->s;
     struct timespec ts;
 
-    if (w->wm.bytes_in) {
-        add(s, s->m.bytes_in, (int64_t)w->wm.bytes_in);
-        w->wm.bytes_in = 0;
-    }
-    if (w->wm.bytes_out) {
-        add(s, s->m.bytes_out, (int64_t)w->wm.bytes_out);
-        w->wm.bytes_out = 0;
-    }
-    if (w->waiter.woken) {
-        add(s, s->m.batches_woken, (int64_t)w->waiter.woken);
-        w->waiter.woken = 0;
-    }
-    if (w->waiter.polled) {
-        add(s, s->m.batches_polled, (int64_t)w->waiter.polled);
-        w->waiter.polled = 0;
-    }
+    flush(s, s->m.bytes_in, &w->wm.bytes_in);
+    flush(s, s->m.bytes_out, &w->wm.bytes_out);
+    flush(s, s->m.batches_woken, &w->waiter.woken);
+    flush(s, s->m.batches_polled, &w->waiter.polled);
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
         uint64_t ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
         uint64_t us = (ns - w->wm.cpu_ns_flushed) / 1000;
