@@ -12,6 +12,11 @@
 #       switches to nobody before it writes its pid file: it stays root so it
 #       can write it in DIR (no effect on the measured work).  It writes no
 #       access log (no access-log directive).
+#
+# PEER_SAME_HEADERS=1 makes both peers answer with the headers tlsbox adds by
+# default (Strict-Transport-Security, X-Content-Type-Options, Referrer-Policy,
+# and "; charset=utf-8" on text), as the TLS guides users copy configure them:
+# the same response bytes, so the same TLS records per response.
 
 peer_nginx_conf() {
     local d=$1 port=$2 cert=$3 key=$4 root=$5 max=$6 log=$7
@@ -37,6 +42,7 @@ http {
         ssl_certificate_key $key;
         ssl_protocols TLSv1.3;
         root $root;
+$(peer_nginx_headers)
     }
 }
 EOF_NGINX
@@ -65,5 +71,28 @@ hosts:
     paths:
       /:
         file.dir: $root
+$(peer_h2o_headers)
 EOF_H2O
+}
+
+# The values are tlsbox's defaults (plugins/site/site_h1.c, site_h2.c).
+peer_nginx_headers() {
+    [ "${PEER_SAME_HEADERS:-0}" = 1 ] || return 0
+    cat <<'EOF_NGINX_HDR'
+        charset utf-8;
+        add_header Strict-Transport-Security "max-age=31536000" always;
+        add_header X-Content-Type-Options nosniff always;
+        add_header Referrer-Policy strict-origin-when-cross-origin always;
+EOF_NGINX_HDR
+}
+
+peer_h2o_headers() {
+    [ "${PEER_SAME_HEADERS:-0}" = 1 ] || return 0
+    cat <<'EOF_H2O_HDR'
+        file.mime.addtypes:
+          "text/html; charset=utf-8": .html
+        header.add: "strict-transport-security: max-age=31536000"
+        header.add: "x-content-type-options: nosniff"
+        header.add: "referrer-policy: strict-origin-when-cross-origin"
+EOF_H2O_HDR
 }
