@@ -135,7 +135,8 @@ static const struct tlsbox_setting_def site_settings[] = {
      .min = 0,
      .max = 1000,
      .help = "Microseconds a worker serving several connections at once waits before it "
-             "polls for more, so their requests wake it once per batch rather than once each "
+             "polls for more, so their requests wake it once per batch rather than once each; "
+             "it batches only while such waits gather two or more events on average "
              "(0 = wake for every event)"},
     {.key = "cache_size",
      .type = TLSBOX_SETTING_INT,

@@ -81,7 +81,9 @@ struct site_wmetrics {
 
 /* One per worker thread, touched by that thread only. */
 struct site_waiter {
-    bool batching; /* the last wait returned several events */
+    bool batching;  /* the last wait returned several events */
+    int gain;       /* site_wait.c: what batch sleeps gathered, running average */
+    unsigned probe; /* qualifying waits while sleeps did not pay */
     /* batches taken after a wake-up / by a poll; the metrics tick adds them
      * to the metrics and zeroes them, as it does wm.bytes_in */
     uint64_t woken, polled;
@@ -90,7 +92,9 @@ struct site_waiter {
 /* epoll_wait() on @p ep, batching under load: while batching, poll, sleep
  * @p batch_us if nothing is ready, and poll again; once that finds nothing,
  * block for @p timeout_ms.  A blocking wait that returns two or more events
- * starts batching (0 = never).  Returns as epoll_wait() does. */
+ * starts batching while batch sleeps gather two or more events on average
+ * (and one time in 16 otherwise, to measure again); @p batch_us 0 = never.
+ * Returns as epoll_wait() does. */
 int site_wait(struct site_waiter *sw, int ep, struct epoll_event *evs, int max, int timeout_ms,
               int batch_us);
 

@@ -524,9 +524,61 @@ static void test_wait(void)
         ok(0, "eventfd write: %s", strerror(errno));
     is_int(site_wait(&sw, ep, evs, 8, 1000, 50), 1, "one event wakes the worker");
     ok(!sw.batching && sw.woken == 3, "one event at a time does not start batching");
+
+    /* The two sleeps above gathered one event and none: sleeps do not pay,
+     * so two events at once start batching only one time in 16. */
+    ok(sw.gain < 0, "sleeps that gathered 1 and 0 events count as not paying (%d)", sw.gain);
+    int started = 0, first = 0;
+    if (write(b, &(uint64_t){1}, sizeof(v)) < 0)
+        ok(0, "eventfd write: %s", strerror(errno));
+    for (int i = 1; i <= 32; i++) {
+        site_wait(&sw, ep, evs, 8, 0, 50); /* a and b stay ready: never sleeps */
+        if (sw.batching && !first)
+            first = i;
+        started += sw.batching;
+        sw.batching = false;
+    }
+    ok(started == 2 && first == 16,
+       "then 2 of 32 waits with two events start a batch, the first the 16th (%d, %d)", started,
+       first);
+    if (read(a, &v, sizeof(v)) < 0 || read(b, &v, sizeof(v)) < 0)
+        ok(0, "eventfd read: %s", strerror(errno));
+
+    /* Sleeps that gather three events each make batching pay again. */
+    int t2 = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+    int t3 = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+    ev.data.fd = t2;
+    epoll_ctl(ep, EPOLL_CTL_ADD, t2, &ev);
+    ev.data.fd = t3;
+    epoll_ctl(ep, EPOLL_CTL_ADD, t3, &ev);
+    int sleeps = 0;
+    /* The timers fire 20 ms into the worker's 200 ms sleep. */
+    struct itimerspec its20 = {.it_value = {.tv_nsec = 20000000}};
+    sw.batching = true; /* as a probe would */
+    while (sw.gain < 0 && sleeps < 10) {
+        timerfd_settime(t, 0, &its20, NULL);
+        timerfd_settime(t2, 0, &its20, NULL);
+        timerfd_settime(t3, 0, &its20, NULL);
+        n = site_wait(&sw, ep, evs, 8, 0, 200000);
+        if (n != 3 || !sw.batching)
+            break;
+        sleeps++;
+        if (read(t, &v, sizeof(v)) < 0 || read(t2, &v, sizeof(v)) < 0 ||
+            read(t3, &v, sizeof(v)) < 0)
+            ok(0, "timerfd read: %s", strerror(errno));
+    }
+    ok(sw.gain >= 0 && sleeps == 3,
+       "three sleeps that gathered 3 events each make sleeps pay (%d, %d)", sleeps, sw.gain);
+    sw.batching = false;
+    if (write(a, &(uint64_t){1}, sizeof(v)) < 0 || write(b, &(uint64_t){1}, sizeof(v)) < 0)
+        ok(0, "eventfd write: %s", strerror(errno));
+    is_int(site_wait(&sw, ep, evs, 8, 0, 50), 2, "two events at once");
+    ok(sw.batching, "start batching again");
     close(a);
     close(b);
     close(t);
+    close(t2);
+    close(t3);
     close(ep);
 }
 
