@@ -462,14 +462,13 @@ totals() {
 
 # check_and_warm SERVER: is it serving the file right, then warm-up, memory idle.
 check_and_warm() {
-    local s=$1 line
+    local s=$1 line hdr
     use "$s"
     say ""
     say "## $s (pid $CUR_PID, port $CUR_PORT)"
     # Correctness first: 200, the whole file, our key, TLS 1.3 only.
     line=$(curl -sk --tlsv1.3 --pinnedpubkey "$PIN" --max-time 5 -o "$TMP/$s.get" \
-        -w '%{http_code} %{size_download} HTTP/%{http_version}, %{size_header} bytes of headers' \
-        "https://127.0.0.1:$CUR_PORT$URL_PATH")
+        -w '%{http_code} %{size_download} HTTP/%{http_version}' "https://127.0.0.1:$CUR_PORT$URL_PATH")
     note "GET $URL_PATH over TLS 1.3 with our key: $line"
     case $line in
     "200 $FILE_SIZE "*) ;;
@@ -478,6 +477,12 @@ check_and_warm() {
         return 1
         ;;
     esac
+    # The h1 answer's size decides how many TLS records (16,384 bytes of
+    # plaintext at most) each response costs the client.
+    hdr=$(curl -sk --http1.1 --max-time 5 -o /dev/null -w '%{size_header}' \
+        "https://127.0.0.1:$CUR_PORT$URL_PATH")
+    note "HTTP/1.1 answer: $hdr bytes of headers + $FILE_SIZE = $((hdr + FILE_SIZE)) bytes," \
+        "$(((hdr + FILE_SIZE + 16383) / 16384)) TLS record(s)"
     if curl -sk --tlsv1.2 --tls-max 1.2 --max-time 5 -o /dev/null \
         "https://127.0.0.1:$CUR_PORT$URL_PATH" 2>/dev/null; then
         note "warning: $s accepts TLS 1.2 (should be TLS 1.3 only)"
