@@ -551,24 +551,32 @@ static void test_wait(void)
     epoll_ctl(ep, EPOLL_CTL_ADD, t2, &ev);
     ev.data.fd = t3;
     epoll_ctl(ep, EPOLL_CTL_ADD, t3, &ev);
-    int sleeps = 0;
-    /* The timers fire 20 ms into the worker's 200 ms sleep. */
+    /* The timers fire 20 ms into the worker's 200 ms sleep.  A wait that
+     * returns without sleeping (the test stalled 20 ms: the poll before the
+     * sleep saw the timers) leaves the average as it was and is retried. */
     struct itimerspec its20 = {.it_value = {.tv_nsec = 20000000}};
-    sw.batching = true; /* as a probe would */
-    while (sw.gain < 0 && sleeps < 10) {
+    int sleeps = 0, thin = 0;
+    for (int i = 0; i < 20 && sw.gain < 0; i++) {
+        int before = sw.gain;
+        sw.batching = true; /* as a probe would */
         timerfd_settime(t, 0, &its20, NULL);
         timerfd_settime(t2, 0, &its20, NULL);
         timerfd_settime(t3, 0, &its20, NULL);
         n = site_wait(&sw, ep, evs, 8, 0, 200000);
-        if (n != 3 || !sw.batching)
-            break;
-        sleeps++;
-        if (read(t, &v, sizeof(v)) < 0 || read(t2, &v, sizeof(v)) < 0 ||
-            read(t3, &v, sizeof(v)) < 0)
-            ok(0, "timerfd read: %s", strerror(errno));
+        if (sw.gain != before) {
+            sleeps++;
+            thin += n != 3;
+        }
+        /* Drain the timers that fired (an unfired one is re-armed above). */
+        for (int k = 0; k < n; k++)
+            if (read(evs[k].data.fd, &v, sizeof(v)) < 0)
+                ok(0, "timerfd read: %s", strerror(errno));
     }
-    ok(sw.gain >= 0 && sleeps == 3,
-       "three sleeps that gathered 3 events each make sleeps pay (%d, %d)", sleeps, sw.gain);
+    /* From -5 (-4 if the timer test above found its event before sleeping)
+     * that takes three sleeps (two). */
+    ok(sw.gain >= 0 && sleeps >= 2 && sleeps <= 3 && thin == 0,
+       "sleeps that gather 3 events each make sleeps pay again (%d sleeps, %d not 3, gain %d)",
+       sleeps, thin, sw.gain);
     sw.batching = false;
     if (write(a, &(uint64_t){1}, sizeof(v)) < 0 || write(b, &(uint64_t){1}, sizeof(v)) < 0)
         ok(0, "eventfd write: %s", strerror(errno));
