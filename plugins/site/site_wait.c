@@ -25,7 +25,7 @@
  * have cost one wake-up anyway, and the sleep costs the worker its own
  * timer wake-up.  Under h2 -m 10 a connection's event carries ten requests
  * and events come every 200 us, so sleeps gathered 0.7-1.3 events and
- * batching cost 5% more CPU per request; under h1 -c 10 they gathered 3.5.
+ * batching cost 3-4% more CPU per request; under h1 -c 10 they gathered 3.5.
  * So the waiter keeps a running average of what its sleeps gathered and
  * starts batching only while that is two or more; otherwise it still tries
  * one batch in PROBE_EVERY, so that it notices when the load changes.

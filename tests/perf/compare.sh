@@ -8,9 +8,8 @@
 # Each server runs on loopback pinned to core 0 with one worker; h2load and the
 # idle-connection tool run on core 1.  All servers get the same 16,127-byte file
 # and the same ECDSA P-256 certificate (made here, in a temp dir), TLS 1.3 only.
-# Each answers with its own default headers: tlsbox's security headers make its
-# h1 answer 354 bytes of headers (two TLS records with the file), nginx's and
-# h2o's about 240 (one record); --same-headers gives them tlsbox's headers.
+# Each answers with its own default headers (the run prints each one's h1
+# answer size and TLS records); --same-headers gives nginx and h2o tlsbox's.
 # For each server it measures (--runs picks a subset)
 #   hs:     full handshakes: 1000 connections, one request each (h2load -c 1000
 #           -n 1000, HTTP/1.1); h2load never resumes a session across clients;
@@ -31,7 +30,7 @@
 set -u
 
 usage() {
-    sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
     echo "Options:"
     echo "  --quick          1 round of each run instead of 3 (3 s keep-alive runs instead of 3 x 4 s)"
     echo "  --smoke          tiny counts (checks the script works; numbers mean nothing)"
