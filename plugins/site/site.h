@@ -302,11 +302,26 @@ struct site_tlist {
     struct site_conn *head, *tail;
 };
 
+/* Freed output buffers of one size, kept for the next connection that
+ * sends: a busy worker takes and returns one per flush. */
+struct site_bufpool {
+    void *b[8];
+    int n;
+};
+
 #define SITE_INBUF 16640
 #define SITE_OUTBUF 65536
 #define SITE_OUT_HIGH 49152
 #define SITE_RBUF 32768
+/* Most that one gnutls_record_send() of up to 16 KB pushes: the record and
+ * its overhead (22 bytes for TLS 1.3 AES-GCM; 256 covers every suite). */
+#define SITE_TLS_RECORD_MAX (16384 + 256)
+/* Ciphertext buffer (c->enc): encrypting goes on while it holds less than
+ * 64 KB, so a send() carries four full records, and the record that crosses
+ * 64 KB still fits: the buffer never grows (it used to be realloc()ed to
+ * 128 KB and then freed, once per batch). */
 #define SITE_ENC_HIGH 65536
+#define SITE_ENCBUF (SITE_ENC_HIGH + SITE_TLS_RECORD_MAX)
 /* Open files one HTTP/2 connection may hold at once; its other streams wait
  * for one of them to finish (zero-window clients hold nothing). */
 #define SITE_CONN_FILES 8
@@ -351,8 +366,8 @@ struct site_worker {
     char rbuf[SITE_RBUF];
     uint32_t rb_off, rb_len;
     struct site_conn *rb_owner;
-    void *outpool[8];
-    int noutpool;
+    struct site_bufpool outpool; /* free SITE_OUTBUF buffers (c->out) */
+    struct site_bufpool encpool; /* free SITE_ENCBUF buffers (c->enc) */
     struct site_cache *cache;
     struct site_wmetrics wm;
     struct site_waiter waiter;

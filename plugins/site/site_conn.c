@@ -18,15 +18,18 @@ static void conn_read(struct site_conn *c);
 
 /* ---- output buffer ------------------------------------------------------- */
 
-static char *pool_get(struct site_worker *w)
+static char *pool_get(struct site_bufpool *pool, uint32_t size)
 {
-    return w->noutpool ? w->outpool[--w->noutpool] : site_xmalloc(SITE_OUTBUF);
+    return pool->n ? pool->b[--pool->n] : site_xmalloc(size);
 }
 
 static void pool_put(struct site_worker *w, char *p, uint32_t cap)
 {
-    if (cap == SITE_OUTBUF && w->noutpool < (int)(sizeof(w->outpool) / sizeof(void *)))
-        w->outpool[w->noutpool++] = p;
+    struct site_bufpool *pool = cap == SITE_OUTBUF   ? &w->outpool
+                                : cap == SITE_ENCBUF ? &w->encpool
+                                                     : NULL; /* grown: not pooled */
+    if (pool && pool->n < (int)(sizeof(pool->b) / sizeof(pool->b[0])))
+        pool->b[pool->n++] = p;
     else
         free(p);
 }
@@ -37,11 +40,11 @@ static void pool_put(struct site_worker *w, char *p, uint32_t cap)
  * Returns where the next byte goes.
  */
 static char *buf_reserve(struct site_worker *w, char **buf, uint32_t *off, uint32_t *len,
-                         uint32_t *cap, size_t n)
+                         uint32_t *cap, size_t n, uint32_t size)
 {
     if (!*buf) {
-        *buf = pool_get(w);
-        *cap = SITE_OUTBUF;
+        *buf = pool_get(size == SITE_ENCBUF ? &w->encpool : &w->outpool, size);
+        *cap = size;
         *off = *len = 0;
     }
     if (*len + n > *cap) {
@@ -63,7 +66,7 @@ static char *buf_reserve(struct site_worker *w, char **buf, uint32_t *off, uint3
 
 char *site_out_reserve(struct site_conn *c, size_t n)
 {
-    return buf_reserve(c->w, &c->out, &c->out_off, &c->out_len, &c->out_cap, n);
+    return buf_reserve(c->w, &c->out, &c->out_off, &c->out_len, &c->out_cap, n, SITE_OUTBUF);
 }
 
 void site_out_append(struct site_conn *c, const void *p, size_t n)
@@ -181,7 +184,8 @@ static void stash_leftover(struct site_conn *c)
 ssize_t site_tls_push(gnutls_transport_ptr_t p, const void *data, size_t len)
 {
     struct site_conn *c = p;
-    memcpy(buf_reserve(c->w, &c->enc, &c->enc_off, &c->enc_len, &c->enc_cap, len), data, len);
+    memcpy(buf_reserve(c->w, &c->enc, &c->enc_off, &c->enc_len, &c->enc_cap, len, SITE_ENCBUF),
+           data, len);
     c->enc_len += (uint32_t)len;
     return (ssize_t)len;
 }

@@ -463,8 +463,10 @@ static void worker_free(struct site_worker *w)
     if (w->rootfd >= 0)
         close(w->rootfd);
     site_cache_free(w->cache);
-    while (w->noutpool)
-        free(w->outpool[--w->noutpool]);
+    while (w->outpool.n)
+        free(w->outpool.b[--w->outpool.n]);
+    while (w->encpool.n)
+        free(w->encpool.b[--w->encpool.n]);
 }
 
 static int worker_init(struct site_gen *g, struct site_worker *w, int id)
