@@ -34,6 +34,8 @@ usage() {
     echo "Options:"
     echo "  --quick          1 round of each run instead of 3 (3 s keep-alive runs instead of 3 x 4 s)"
     echo "  --smoke          tiny counts (checks the script works; numbers mean nothing)"
+    echo "  --rounds N       N rounds of the handshake, keep-alive and large-file runs"
+    echo "                   (default 3); an odd N, e.g. 5 or 7, gives a firmer median"
     echo "  --runs LIST      default \"$RUNS\""
     echo "  --idle-counts L  idle connections per idle run, default \"$IDLE_COUNTS\""
     echo "  --build DIR      tlsbox build dir (has core/tlsboxd, cli/tlsboxctl, build-plugins/);"
@@ -55,6 +57,7 @@ IDLE_COUNTS="1000 10000"
 QUICK=0
 SMOKE=0
 KEEP=0
+ROUNDS=""
 TLSBOX_SETS=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -62,6 +65,16 @@ while [ $# -gt 0 ]; do
     --smoke) SMOKE=1 QUICK=1 ;;
     --runs)
         RUNS=${2:?--runs needs a list}
+        shift
+        ;;
+    --rounds)
+        ROUNDS=${2:?--rounds needs a number}
+        case $ROUNDS in
+        '' | *[!0-9]* | 0*)
+            echo "compare.sh: --rounds: '$ROUNDS' is not a number of rounds (1 or more)" >&2
+            exit 2
+            ;;
+        esac
         shift
         ;;
     --idle-counts)
@@ -115,6 +128,10 @@ else
     HS_ROUNDS=3
     KA_ROUNDS=3
     KA_SECONDS=4
+fi
+if [ -n "$ROUNDS" ]; then
+    HS_ROUNDS=$ROUNDS
+    KA_ROUNDS=$ROUNDS
 fi
 if [ "$SMOKE" = 1 ]; then
     HS_CONNS=50
