@@ -840,9 +840,23 @@ round_ratio() {
     [ -n "$a" ] && [ -n "$b" ] || return 1
     local r
     # shellcheck disable=SC2086,SC2046 # the lists are words on purpose
-    r=$(median 2 $(paste <(printf '%s\n' $a) <(printf '%s\n' $b) |
-        awk '$1 ~ /^[0-9.]+$/ && $2 ~ /^[0-9.]+$/ && $2 > 0 { printf "%.6f\n", $1 / $2 }'))
+    # shellcheck disable=SC2046 # the ratios are words on purpose
+    r=$(median 2 $(round_ratios "$a" "$b"))
     [ "$r" != - ] && echo "$r"
+}
+# round_ratios "A-LIST" "B-LIST": each round's A / B, one per line.
+round_ratios() {
+    # shellcheck disable=SC2086 # the lists are words on purpose
+    paste <(printf '%s\n' $1) <(printf '%s\n' $2) |
+        awk '$1 ~ /^[0-9.]+$/ && $2 ~ /^[0-9.]+$/ && $2 > 0 { printf "%.6f\n", $1 / $2 }'
+}
+# round_range METRIC SERVER: the lowest and highest per-round ratio, "0.72-0.84",
+# so that a verdict near its limit shows how far the rounds spread.
+round_range() {
+    local a=${R[tlsbox.$1_list]:-} b=${R[$2.$1_list]:-}
+    [ -n "$a" ] && [ -n "$b" ] || return 1
+    round_ratios "$a" "$b" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 }
+        END { if (NR) printf "%.2f-%.2f", lo, hi }'
 }
 ratio_to() { # metric server
     round_ratio "$1" "$2" || ratio "$(val tlsbox "$1")" "$(val "$2" "$1")"
@@ -890,14 +904,15 @@ target() {
 # target_ratio LABEL METRIC SERVER le|ge LIMIT: the median round's ratio
 # tlsbox/SERVER (round_ratio) against LIMIT.
 target_ratio() {
-    local label=$1 m=$2 s=$3 op=$4 l=$5 r verdict
+    local label=$1 m=$2 s=$3 op=$4 l=$5 r range verdict
     r=$(round_ratio "$m" "$s") || return 0
+    range=$(round_range "$m" "$s")
     if awk -v r="$r" -v l="$l" -v op="$op" 'BEGIN { exit !(op == "le" ? r <= l : r >= l) }'; then
         verdict=MET
     else
         verdict="NOT MET"
     fi
-    say "| $label | $verdict ($r x $s in the median round; medians tlsbox $(val tlsbox "$m"), $s $(val "$s" "$m")) |"
+    say "| $label | $verdict ($r x $s in the median round, rounds $range; medians tlsbox $(val tlsbox "$m"), $s $(val "$s" "$m")) |"
 }
 x08() { # 0.8 x a server's figure
     awk -v a="$(num "$(val "$1" "$2")")" 'BEGIN { if (a != "") printf "%.1f", 0.8 * a }'
