@@ -16,6 +16,7 @@
 #include "core/admin.h"
 #include "core/api.h"
 #include "core/demo.h"
+#include "core/dh_generate.h"
 #include "core/events.h"
 #include "core/http_routes.h"
 #include "core/jobs.h"
@@ -224,6 +225,9 @@ static void report_ready(int *ready_fd, char status)
 
 int main(int argc, char **argv)
 {
+    /* A generator process the dhparam plugin started: nothing else runs. */
+    if (argc == 3 && strcmp(argv[1], TLSBOX_DH_GENERATE_OPTION) == 0)
+        return dh_generate_main(argv[2]);
     paths_init();
     xalloc_json_wiping();
     struct options o = {

@@ -79,7 +79,8 @@ void dhparam_run_cancel(struct dhparam *d);
 
 /*
  * Generate @p bits-bit parameters in a child process (SCHED_IDLE and nice 19
- * when @p idle) and wait for it from @p job, polling for cancellation.
+ * when @p idle) that runs the host binary as "tlsboxd --generate-dh BITS"
+ * (/proc/self/exe), and wait for it from @p job, polling for cancellation.
  * d->cur.pid is set while the child lives.  Returns 0 with *pem (PKCS#3,
  * caller frees), -ECANCELED when the job was cancelled (child killed and
  * reaped), or -EIO with *err (caller frees).

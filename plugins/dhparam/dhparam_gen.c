@@ -2,7 +2,13 @@
  * thread because GnuTLS's generator cannot be interrupted: at stop the job
  * kills the child and the daemon is never held up (4096 bits take minutes
  * on a Raspberry Pi).  The child runs at SCHED_IDLE and nice 19, so it only
- * takes CPU time nothing else wants; the site workers are untouched. */
+ * takes CPU time nothing else wants; the site workers are untouched.
+ *
+ * The forked child makes only async-signal-safe calls and then execs the
+ * host's own binary as "tlsboxd --generate-dh BITS" (core/dh_generate.h),
+ * which generates in a fresh process.  Generating in the forked copy of the
+ * multi-threaded daemon itself could hang for ever on a lock another thread
+ * held at fork() (seen: the sanitizer allocator's, in 1 start in 10). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -19,51 +25,32 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gnutls/gnutls.h>
-
+#include "core/dh_generate.h"
 #include "plugins/dhparam/dhparam.h"
 
 #define GEN_PEM_MAX 16384
 #define GEN_POLL_MS 200
 
-static int write_all(int fd, const unsigned char *p, size_t n)
+/* The child: lower its priority, make @p fd its standard output, exec the
+ * generator.  Async-signal-safe calls only (see the top of the file). */
+static void __attribute__((noreturn)) gen_child(int fd, pid_t parent, char *const argv[], bool idle)
 {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* The child: lower its priority, generate, write the PEM to @p fd, exit. */
-static void __attribute__((noreturn)) gen_child(int fd, pid_t parent, int bits, bool idle)
-{
-    /* Die with the daemon (a crash must not leave an orphan burning CPU). */
+    /* Die with the daemon (a crash must not leave an orphan burning CPU);
+     * kept across execve(). */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(3);
+    if (dup2(fd, STDOUT_FILENO) < 0)
+        _exit(3);
     /* Hold nothing of the daemon's: listening sockets, the store. */
-    if (fd != 3) {
-        dup2(fd, 3);
-        fd = 3;
-    }
-    close_range(4, ~0U, 0);
+    close_range(3, ~0U, 0);
     if (idle) {
         struct sched_param sp = {0};
         sched_setscheduler(0, SCHED_IDLE, &sp);
         setpriority(PRIO_PROCESS, 0, 19);
     }
-    gnutls_dh_params_t p;
-    gnutls_datum_t pem = {NULL, 0};
-    if (gnutls_dh_params_init(&p) < 0 || gnutls_dh_params_generate2(p, (unsigned)bits) < 0 ||
-        gnutls_dh_params_export2_pkcs3(p, GNUTLS_X509_FMT_PEM, &pem) < 0)
-        _exit(2);
-    _exit(write_all(fd, pem.data, pem.size) == 0 ? 0 : 1);
+    execv("/proc/self/exe", argv);
+    _exit(4);
 }
 
 static void set_pid(struct dhparam *d, pid_t pid)
@@ -109,12 +96,14 @@ int dhparam_gen(struct dhparam *d, struct tlsbox_job *job, int bits, bool idle, 
         *err = strdup("cannot make a pipe for the generator");
         return -EIO;
     }
+    /* Everything the child needs is made before fork(). */
+    char bits_arg[16];
+    snprintf(bits_arg, sizeof(bits_arg), "%d", bits);
+    char *argv[] = {"tlsboxd", TLSBOX_DH_GENERATE_OPTION, bits_arg, NULL};
     pid_t parent = getpid();
     pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        gen_child(fds[1], parent, bits, idle);
-    }
+    if (pid == 0)
+        gen_child(fds[1], parent, argv, idle); /* fds[0] is O_CLOEXEC */
     close(fds[1]);
     if (pid < 0) {
         close(fds[0]);
@@ -141,7 +130,10 @@ int dhparam_gen(struct dhparam *d, struct tlsbox_job *job, int bits, bool idle, 
     }
     free(buf);
     char msg[96];
-    if (WIFSIGNALED(status))
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 4)
+        snprintf(msg, sizeof(msg), "cannot start the generator (tlsboxd %s)",
+                 TLSBOX_DH_GENERATE_OPTION);
+    else if (WIFSIGNALED(status))
         snprintf(msg, sizeof(msg), "the generator process died of signal %d", WTERMSIG(status));
     else
         snprintf(msg, sizeof(msg), "the generator process failed (exit %d)",

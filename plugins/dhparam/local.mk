@@ -12,10 +12,10 @@ plugins_dhparam_dhparam_la_LIBADD = $(GNUTLS_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS
 check_PROGRAMS += plugins/dhparam/tests/dhparam_test
 TESTS += plugins/dhparam/tests/dhparam_test
 plugins_dhparam_tests_dhparam_test_SOURCES = plugins/dhparam/tests/dhparam_test.c tests/tap.h \
-	$(dhparam_sources)
+	$(dhparam_sources) core/dh_generate.c core/dh_generate.h
 plugins_dhparam_tests_dhparam_test_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(GNUTLS_CFLAGS) \
 	$(SQLITE_CFLAGS) $(JANSSON_CFLAGS)
-plugins_dhparam_tests_dhparam_test_LDADD = $(MOCKHOST_LIBS) $(JANSSON_LIBS)
+plugins_dhparam_tests_dhparam_test_LDADD = $(MOCKHOST_LIBS) $(JANSSON_LIBS) $(GNUTLS_LIBS)
 
 dhparam_integration_tests = tests/integration/65_dh_modes.sh tests/integration/66_dh_rotate.sh \
 	tests/integration/67_dh_cancel.sh tests/integration/dh_lib.sh

@@ -9,6 +9,17 @@
 tb_setup
 [ -e "$TB_PLUGINS/dhparam.so" ] || bail "no dhparam plugin built in $TB_PLUGINS"
 
+# The generator the plugin runs (tlsboxd --generate-dh BITS, a fresh process):
+# PKCS#3 parameters of that size on stdout; a bad size refused with exit 2.
+"$TB_TLSBOXD" --generate-dh 2048 >"$TB_TMP/gen.pem" 2>"$TB_TMP/gen.err"
+is "$?" "0" "tlsboxd --generate-dh 2048 exits 0"
+is "$(openssl dhparam -in "$TB_TMP/gen.pem" -noout -text 2>/dev/null | sed -n 's/.*DH Parameters: (\([0-9]*\) bit).*/\1/p')" \
+    "2048" "and writes 2048-bit DH parameters"
+"$TB_TLSBOXD" --generate-dh 1024 >"$TB_TMP/gen.pem" 2>"$TB_TMP/gen.err"
+is "$?" "2" "tlsboxd --generate-dh 1024 exits 2"
+like "$(cat "$TB_TMP/gen.err")" "'1024' is not a size in bits \(2048-8192\)" "saying why"
+is "$(stat -c %s "$TB_TMP/gen.pem")" "0" "and writes nothing"
+
 # Generation at normal priority and 2048 bits: this test needs it quick.
 dh_start --set dhparam.bits=2048 --set dhparam.priority=normal
 ok $? "tlsboxd with an RSA certificate and a DHE policy (groups up to FFDHE3072)"

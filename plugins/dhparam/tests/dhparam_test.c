@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <tlsbox/mock_host.h>
 
+#include "core/dh_generate.h"
 #include "tests/tap.h"
 
 extern const struct tlsbox_plugin_desc tlsbox_plugin_descriptor;
@@ -132,8 +133,12 @@ static void generation(void)
     is_int(tlsbox_mock_metric("tlsbox_dh_served_bits"), 2048, "metric: 2048 bits served");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* The plugin's generator runs /proc/self/exe --generate-dh BITS: here
+     * that is this test, which answers as tlsboxd does. */
+    if (argc == 3 && strcmp(argv[1], TLSBOX_DH_GENERATE_OPTION) == 0)
+        return dh_generate_main(argv[2]);
     const struct tlsbox_plugin_desc *d = &tlsbox_plugin_descriptor;
     void *state = NULL;
     if (tlsbox_mock_setup(d) < 0) {
