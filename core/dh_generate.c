@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <gnutls/gnutls.h>
 
@@ -32,17 +31,7 @@ int dh_generate_main(const char *bits_arg)
                 gnutls_strerror(r));
         return 2;
     }
-    int rc = 0;
-    for (size_t off = 0; off < pem.size;) {
-        ssize_t n = write(STDOUT_FILENO, pem.data + off, pem.size - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            rc = 1;
-            break;
-        }
-        off += (size_t)n;
-    }
+    int rc = fwrite(pem.data, 1, pem.size, stdout) == pem.size && fflush(stdout) == 0 ? 0 : 1;
     gnutls_free(pem.data);
     return rc;
 }

@@ -18,32 +18,32 @@ static void conn_read(struct site_conn *c);
 
 /* ---- output buffer ------------------------------------------------------- */
 
+/* A buffer of @p size bytes from @p pool, or a new one. */
 static char *pool_get(struct site_bufpool *pool, uint32_t size)
 {
     return pool->n ? pool->b[--pool->n] : site_xmalloc(size);
 }
 
-static void pool_put(struct site_worker *w, char *p, uint32_t cap)
+/* Give back a buffer that came from @p pool as @p size bytes; one that grew
+ * since (cap != size) or finds the pool full is freed. */
+static void pool_put(struct site_bufpool *pool, uint32_t size, char *p, uint32_t cap)
 {
-    struct site_bufpool *pool = cap == SITE_OUTBUF   ? &w->outpool
-                                : cap == SITE_ENCBUF ? &w->encpool
-                                                     : NULL; /* grown: not pooled */
-    if (pool && pool->n < (int)(sizeof(pool->b) / sizeof(pool->b[0])))
+    if (cap == size && pool->n < (int)(sizeof(pool->b) / sizeof(pool->b[0])))
         pool->b[pool->n++] = p;
     else
         free(p);
 }
 
 /*
- * Room for @p n more bytes at the end of a pooled buffer (*buf, taken from the
- * worker's pool on first use): slide unsent bytes to the front, then grow.
+ * Room for @p n more bytes at the end of a pooled buffer (*buf, @p size bytes
+ * from @p pool on first use): slide unsent bytes to the front, then grow.
  * Returns where the next byte goes.
  */
-static char *buf_reserve(struct site_worker *w, char **buf, uint32_t *off, uint32_t *len,
-                         uint32_t *cap, size_t n, uint32_t size)
+static char *buf_reserve(struct site_bufpool *pool, uint32_t size, char **buf, uint32_t *off,
+                         uint32_t *len, uint32_t *cap, size_t n)
 {
     if (!*buf) {
-        *buf = pool_get(size == SITE_ENCBUF ? &w->encpool : &w->outpool, size);
+        *buf = pool_get(pool, size);
         *cap = size;
         *off = *len = 0;
     }
@@ -66,7 +66,8 @@ static char *buf_reserve(struct site_worker *w, char **buf, uint32_t *off, uint3
 
 char *site_out_reserve(struct site_conn *c, size_t n)
 {
-    return buf_reserve(c->w, &c->out, &c->out_off, &c->out_len, &c->out_cap, n, SITE_OUTBUF);
+    return buf_reserve(&c->w->outpool, SITE_OUTBUF, &c->out, &c->out_off, &c->out_len, &c->out_cap,
+                       n);
 }
 
 void site_out_append(struct site_conn *c, const void *p, size_t n)
@@ -78,12 +79,12 @@ void site_out_append(struct site_conn *c, const void *p, size_t n)
 void site_out_release_if_empty(struct site_conn *c)
 {
     if (c->out && c->out_off >= c->out_len) {
-        pool_put(c->w, c->out, c->out_cap);
+        pool_put(&c->w->outpool, SITE_OUTBUF, c->out, c->out_cap);
         c->out = NULL;
         c->out_cap = c->out_off = c->out_len = 0;
     }
     if (c->enc && c->enc_off >= c->enc_len) {
-        pool_put(c->w, c->enc, c->enc_cap);
+        pool_put(&c->w->encpool, SITE_ENCBUF, c->enc, c->enc_cap);
         c->enc = NULL;
         c->enc_cap = c->enc_off = c->enc_len = 0;
     }
@@ -184,7 +185,8 @@ static void stash_leftover(struct site_conn *c)
 ssize_t site_tls_push(gnutls_transport_ptr_t p, const void *data, size_t len)
 {
     struct site_conn *c = p;
-    memcpy(buf_reserve(c->w, &c->enc, &c->enc_off, &c->enc_len, &c->enc_cap, len, SITE_ENCBUF),
+    memcpy(buf_reserve(&c->w->encpool, SITE_ENCBUF, &c->enc, &c->enc_off, &c->enc_len, &c->enc_cap,
+                       len),
            data, len);
     c->enc_len += (uint32_t)len;
     return (ssize_t)len;
