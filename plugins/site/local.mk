@@ -5,7 +5,7 @@ site_sources = \
 	plugins/site/site_h1.c plugins/site/site_h2.c plugins/site/site_h2_mem.c \
 	plugins/site/site_files.c \
 	plugins/site/site_mime.c plugins/site/site_redirect.c plugins/site/site_metrics.c \
-	plugins/site/site_listen.c plugins/site/site_wait.c
+	plugins/site/site_listen.c plugins/site/site_wait.c plugins/site/site_record.c
 
 plugin_LTLIBRARIES += plugins/site/site.la
 plugins_site_site_la_SOURCES = $(site_sources)
@@ -20,6 +20,14 @@ plugins_site_tests_site_test_SOURCES = plugins/site/tests/site_test.c $(site_sou
 plugins_site_tests_site_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) \
 	$(SQLITE_CFLAGS) -I$(top_srcdir)/plugins/site
 plugins_site_tests_site_test_LDADD = $(MOCKHOST_LIBS) $(NGHTTP2_LIBS)
+
+# Records sealed by site_record.c, decrypted by a real GnuTLS client.
+check_PROGRAMS += plugins/site/tests/site_record_test
+TESTS += plugins/site/tests/site_record_test
+plugins_site_tests_site_record_test_SOURCES = plugins/site/tests/site_record_test.c \
+	plugins/site/site_record.c plugins/site/site.h
+plugins_site_tests_site_record_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) -I$(top_srcdir)/plugins/site
+plugins_site_tests_site_record_test_LDADD = $(GNUTLS_LIBS)
 
 # A throwaway host that runs the plugin with a self-made bundle (manual
 # testing and benchmarks without the daemon): site_testhost CERT KEY KEY=VALUE...

@@ -213,6 +213,47 @@ struct site_resp {
     uint64_t off, len; /* window of the source still to send */
 };
 
+/* ---- TLS 1.3 records sealed by the site (site_record.c) ----------------- */
+
+#define SITE_REC_TAG 16                          /* AES-GCM and ChaCha20-Poly1305 */
+#define SITE_REC_PLAIN_MAX 16384                 /* plaintext per record (RFC 8446 5.1) */
+#define SITE_REC_OVERHEAD (5 + 1 + SITE_REC_TAG) /* header, inner type, tag */
+
+struct site_rec_key;
+
+/* Per connection, on its worker only (like the GnuTLS session it follows). */
+struct site_rec {
+    struct site_rec_key
+        *k; /* our copy of GnuTLS's write key; NULL until the first record and while idle */
+    uint8_t peer_iv[12]; /* the peer's write IV last seen: a change means a KeyUpdate came */
+    uint16_t max;        /* plaintext per record the peer takes, learnt from GnuTLS; 0 = not yet */
+    bool own;            /* TLS 1.3 with AES-GCM or ChaCha20-Poly1305: records may be sealed here */
+    bool via_gnutls;     /* the next record goes through gnutls_record_send() */
+};
+
+/* After the handshake: decide whether this session's records may be sealed
+ * here.  @p r starts zeroed; @p s is the connection's session. */
+void site_rec_start(struct site_rec *r, gnutls_session_t s);
+/* Whether the next record may be sealed here: 1 yes (site_rec_seal), 0 no
+ * (send it with gnutls_record_send() and report with site_rec_sent_by_gnutls()),
+ * or a negative GnuTLS error (the connection must close).  May push a
+ * KeyUpdate through the session's push function (into c->enc). */
+int site_rec_wanted(struct site_rec *r, gnutls_session_t s);
+/* gnutls_record_send() took @p took of the @p asked plaintext bytes. */
+void site_rec_sent_by_gnutls(struct site_rec *r, size_t asked, size_t took);
+/* Seal @p n plaintext bytes (1 to r->max) from @p p into one record at @p dst,
+ * which has room for n + SITE_REC_OVERHEAD bytes; the record is exactly that
+ * long.  Returns n, or a negative GnuTLS error (the connection must close).
+ * Only after site_rec_wanted() said true, with no GnuTLS call in between. */
+ssize_t site_rec_seal(struct site_rec *r, gnutls_session_t s, const void *p, size_t n,
+                      uint8_t *dst);
+/* The connection is idle: drop the key copy (made again on the next record). */
+void site_rec_idle(struct site_rec *r);
+/* The connection closes: drop everything (before gnutls_deinit). */
+void site_rec_free(struct site_rec *r);
+/* Tests: update the key after this many records (0: the default, 2^23). */
+void site_rec_set_rekey_after(uint64_t records);
+
 /* ---- connections (site_conn.c) ----------------------------------------- */
 
 /* LINGER: the answer is out and our side shut down; input is read and
@@ -246,6 +287,7 @@ struct site_conn {
     struct site_conn *tprev, *tnext; /* timer list of tkind */
     uint64_t deadline_ms;
     gnutls_session_t session;
+    struct site_rec rec; /* our own TLS 1.3 records (site_record.c) */
     struct tlsbox_bundle *bundle;
     const char *hsts;
     size_t hsts_len;

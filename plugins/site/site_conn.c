@@ -208,6 +208,33 @@ static int send_enc(struct site_conn *c)
     return 1;
 }
 
+/* One record of up to TLS_CHUNK plaintext bytes into c->enc: sealed here
+ * when site_record.c may (no copy out of a GnuTLS buffer), else by GnuTLS
+ * through our push function.  Returns the plaintext bytes taken, or a
+ * negative GnuTLS error. */
+static ssize_t tls_send(struct site_conn *c, const char *p, size_t len)
+{
+    ssize_t n;
+
+    int own = site_rec_wanted(&c->rec, c->session);
+    if (own < 0)
+        return own;
+    if (own) {
+        if (len > c->rec.max)
+            len = c->rec.max;
+        uint8_t *dst = (uint8_t *)buf_reserve(&c->w->encpool, SITE_ENCBUF, &c->enc, &c->enc_off,
+                                              &c->enc_len, &c->enc_cap, len + SITE_REC_OVERHEAD);
+        n = site_rec_seal(&c->rec, c->session, p, len, dst);
+        if (n > 0)
+            c->enc_len += (uint32_t)(len + SITE_REC_OVERHEAD);
+        return n;
+    }
+    n = gnutls_record_send(c->session, p, len);
+    if (n > 0)
+        site_rec_sent_by_gnutls(&c->rec, len, (size_t)n);
+    return n;
+}
+
 /* ---- lifecycle ------------------------------------------------------------ */
 
 void site_conn_accept(struct site_worker *w, int fd, bool tls, int ip_bucket)
@@ -261,6 +288,7 @@ void site_conn_close(struct site_conn *c)
         if (c->state == SITE_CS_H1 || c->state == SITE_CS_H2)
             gnutls_bye(c->session, GNUTLS_SHUT_WR); /* close_notify into c->enc */
         send_enc(c);                                /* best effort: alerts, close_notify */
+        site_rec_free(&c->rec);
         gnutls_deinit(c->session);
         c->session = NULL;
     }
@@ -462,8 +490,7 @@ int site_conn_flush(struct site_conn *c)
             while (c->state != SITE_CS_HANDSHAKE && c->enc_len - c->enc_off < SITE_ENC_HIGH) {
                 if (c->out_off < c->out_len) {
                     size_t len = c->out_len - c->out_off;
-                    ssize_t n = gnutls_record_send(c->session, c->out + c->out_off,
-                                                   len > TLS_CHUNK ? TLS_CHUNK : len);
+                    ssize_t n = tls_send(c, c->out + c->out_off, len > TLS_CHUNK ? TLS_CHUNK : len);
                     if (n < 0) {
                         site_conn_close(c);
                         return -1;

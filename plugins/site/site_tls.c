@@ -56,6 +56,7 @@ int site_tls_handshake(struct site_conn *c)
             uint64_t now = site_now_ns();
             double secs = c->t_hello_ns ? (double)(now - c->t_hello_ns) / 1e9 : 0;
             site_metrics_handshake(c->w, c->session, secs);
+            site_rec_start(&c->rec, c->session);
             /* The client's Finished came in the last flight and, in TLS 1.3,
              * nothing of ours answers it (our tickets went out with our
              * Finished): its ACK would wait for the delayed-ACK timer, and a

@@ -87,7 +87,8 @@ static int timeout_ms(const struct site *s, enum site_timer_kind k)
 
 /*
  * Once a second: HTTP/2 connections idle for a second or more give their
- * frame buffer back (as nginx frees an idle connection's buffers).  The idle
+ * frame buffer back (as nginx frees an idle connection's buffers), and any
+ * TLS connection its record key (site_record.c).  The idle
  * list is sorted by deadline, so the long-idle ones are at its head.
  */
 static void release_idle(struct site_worker *w)
@@ -99,6 +100,7 @@ static void release_idle(struct site_worker *w)
             break;
         if (c->state == SITE_CS_H2)
             site_h2_release(c);
+        site_rec_idle(&c->rec);
     }
 }
 

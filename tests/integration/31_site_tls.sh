@@ -1,8 +1,9 @@
 #!/bin/bash
 # TLS of the site with real clients: versions per policy (1.3 and 1.2 on the
 # default policy, 1.0/1.1 refused, 1.2 refused after a switch to "modern"),
-# session resumption with openssl -sess_out/-sess_in, gnutls-cli, and dual
-# ECDSA + RSA certificates chosen per client.
+# session resumption with openssl -sess_out/-sess_in, gnutls-cli, a KeyUpdate
+# from the client in the middle of a large answer, and dual ECDSA + RSA
+# certificates chosen per client.
 . "$(dirname "$0")/lib.sh"
 . "$top_srcdir/plugins/site/tests/site_itest.sh"
 tb_setup
@@ -49,6 +50,60 @@ out=$( (printf 'GET /sub/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r
 like "$out" "Handshake was completed" "gnutls-cli: handshake"
 like "$out" "HTTP/1.1 200 OK" "gnutls-cli: 200"
 like "$out" "sub page" "gnutls-cli: body"
+
+# ---- TLS 1.3 KeyUpdate ------------------------------------------------------------
+# While a 12 MB answer streams, the client updates its keys and asks for ours
+# (openssl s_client's K command).  The site seals its TLS 1.3 records itself
+# (site_record.c): it must answer with a KeyUpdate of its own and go on with
+# the new key, and every byte must arrive.  Each step waits for the previous
+# one to show (handshake done, body flowing, K read), so s_client reads each
+# input line on its own.
+head -c 12582912 /dev/urandom >"$TB_TMP/www/ku.bin"
+ku_wait() { # ku_wait FILE REGEX | ku_wait FILE -size BYTES: up to 30 s
+    for _ in $(seq 1 300); do
+        if [ "$2" = -size ]; then
+            [ "$(stat -c %s "$1" 2>/dev/null || echo 0)" -ge "$3" ] && return 0
+        else
+            grep -aq -- "$2" "$1" 2>/dev/null && return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+rm -f "$TB_TMP/ku.in"
+mkfifo "$TB_TMP/ku.in"
+timeout 60 openssl s_client -connect "127.0.0.1:$P_HTTPS" -servername localhost -CAfile "$CA" \
+    -tls1_3 -msg -msgfile "$TB_TMP/ku.msg" <"$TB_TMP/ku.in" >"$TB_TMP/ku.out" 2>"$TB_TMP/ku.err" &
+sc=$!
+exec 7>"$TB_TMP/ku.in"
+ku_wait "$TB_TMP/ku.out" "Verify return code"
+ok $? "KeyUpdate: s_client connected"
+base=$(stat -c %s "$TB_TMP/ku.out")
+printf 'GET /ku.bin HTTP/1.1\r\nHost: localhost\r\n\r\n' >&7
+ku_wait "$TB_TMP/ku.out" -size $((base + 1048576))
+ok $? "KeyUpdate: the 12 MB answer is streaming"
+printf 'K\n' >&7
+ku_wait "$TB_TMP/ku.err" KEYUPDATE
+ok $? "KeyUpdate: s_client sent its KeyUpdate (update_requested)"
+ku_wait "$TB_TMP/ku.out" -size $((base + 12582912))
+printf 'GET /sub/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' >&7
+wait $sc
+is $? 0 "KeyUpdate: s_client ends cleanly when the server closes"
+exec 7>&-
+is "$(grep -c '^<<< TLS 1.3, Handshake \[length 0005\], KeyUpdate' "$TB_TMP/ku.msg")" 1 \
+    "KeyUpdate: the server answered with one KeyUpdate of its own"
+is "$(python3 - "$TB_TMP/ku.out" "$TB_TMP/www/ku.bin" <<'PY'
+import re, sys
+out = open(sys.argv[1], "rb").read()
+want = open(sys.argv[2], "rb").read()
+i = out.find(b"HTTP/1.1 200 OK\r\n")
+j = out.find(b"\r\n\r\n", i)
+n = int(re.search(rb"(?i)\r\ncontent-length: *(\d+)", out[i:j]).group(1))
+body = out[j + 4:j + 4 + n]
+rest = out[j + 4 + n:]
+print("same" if body == want else "differs", "sub" if b"sub page" in rest else "no-second")
+PY
+)" "same sub" "KeyUpdate: the 12 MB body arrived intact, then the next answer"
 
 # ---- dual ECDSA + RSA ------------------------------------------------------------
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TB_TMP/rsa.key" -out "$TB_TMP/rsa.pem" \
