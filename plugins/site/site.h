@@ -298,7 +298,7 @@ struct site_conn {
     /* output not yet sent */
     char *out;
     uint32_t out_off, out_len, out_cap;
-    /* TLS records GnuTLS produced (our push function), not yet sent */
+    /* TLS records not yet sent: GnuTLS's (our push function) and site_record.c's */
     char *enc;
     uint32_t enc_off, enc_len, enc_cap;
     /* received bytes GnuTLS did not pull yet (rare: see site_conn.c) */
