@@ -247,9 +247,8 @@ void site_rec_sent_by_gnutls(struct site_rec *r, size_t asked, size_t took);
  * Only after site_rec_wanted() said true, with no GnuTLS call in between. */
 ssize_t site_rec_seal(struct site_rec *r, gnutls_session_t s, const void *p, size_t n,
                       uint8_t *dst);
-/* The connection is idle: drop the key copy (made again on the next record). */
-void site_rec_idle(struct site_rec *r);
-/* The connection closes: drop everything (before gnutls_deinit). */
+/* Drop the key copy: the connection is idle (it is made again on the next
+ * record) or closes (call before gnutls_deinit). */
 void site_rec_free(struct site_rec *r);
 /* Tests: update the key after this many records (0: the default, 2^23). */
 void site_rec_set_rekey_after(uint64_t records);

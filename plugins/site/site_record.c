@@ -37,10 +37,10 @@
 
 static uint64_t rekey_after = REKEY_AFTER;
 
-/* The write key a connection seals with, made on its first record. */
+/* The write key a connection seals with, made on its first record.  The
+ * cipher is the session's, fixed at the handshake. */
 struct site_rec_key {
     gnutls_aead_cipher_hd_t aead;
-    gnutls_cipher_algorithm_t alg;
     uint8_t len;
     uint8_t key[32]; /* to notice that GnuTLS changed keys (KeyUpdate) */
 };
@@ -76,10 +76,6 @@ void site_rec_start(struct site_rec *r, gnutls_session_t s)
 {
     gnutls_cipher_algorithm_t alg = gnutls_cipher_get(s);
 
-    key_free(r);
-    r->own = false;
-    r->max = 0;
-    r->via_gnutls = false;
     if (gnutls_protocol_get_version(s) != GNUTLS_TLS1_3)
         return;
     if (alg != GNUTLS_CIPHER_AES_128_GCM && alg != GNUTLS_CIPHER_AES_256_GCM &&
@@ -90,15 +86,9 @@ void site_rec_start(struct site_rec *r, gnutls_session_t s)
     r->own = true;
 }
 
-void site_rec_idle(struct site_rec *r)
-{
-    key_free(r);
-}
-
 void site_rec_free(struct site_rec *r)
 {
     key_free(r);
-    r->own = false;
 }
 
 static uint64_t seq_get(const uint8_t seq[8])
@@ -152,22 +142,18 @@ void site_rec_sent_by_gnutls(struct site_rec *r, size_t asked, size_t took)
 /* Our key: GnuTLS's current write key, with its AEAD handle. */
 static int key_get(struct site_rec *r, gnutls_session_t s, const gnutls_datum_t *key)
 {
-    gnutls_cipher_algorithm_t alg = gnutls_cipher_get(s);
-
-    if (r->k && r->k->alg == alg && r->k->len == key->size &&
-        memcmp(r->k->key, key->data, key->size) == 0)
+    if (r->k && r->k->len == key->size && memcmp(r->k->key, key->data, key->size) == 0)
         return 0;
     if (key->size > sizeof(r->k->key))
         return GNUTLS_E_INTERNAL_ERROR;
     key_free(r);
     r->k = site_xcalloc(1, sizeof(*r->k));
-    int e = gnutls_aead_cipher_init(&r->k->aead, alg, key);
+    int e = gnutls_aead_cipher_init(&r->k->aead, gnutls_cipher_get(s), key);
     if (e < 0) {
         r->k->aead = NULL;
         key_free(r);
         return e;
     }
-    r->k->alg = alg;
     r->k->len = (uint8_t)key->size;
     memcpy(r->k->key, key->data, key->size);
     return 0;
@@ -178,7 +164,7 @@ ssize_t site_rec_seal(struct site_rec *r, gnutls_session_t s, const void *p, siz
     static const uint8_t inner_type = 0x17; /* application_data (RFC 8446 5.2) */
     gnutls_datum_t iv, key;
     uint8_t seq[8], nonce[12];
-    uint64_t sq = 0;
+    uint64_t sq;
     size_t clen;
     int e;
 

@@ -100,7 +100,7 @@ static void release_idle(struct site_worker *w)
             break;
         if (c->state == SITE_CS_H2)
             site_h2_release(c);
-        site_rec_idle(&c->rec);
+        site_rec_free(&c->rec);
     }
 }
 

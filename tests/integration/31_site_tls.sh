@@ -72,10 +72,12 @@ ku_wait() { # ku_wait FILE REGEX | ku_wait FILE -size BYTES: up to 30 s
 }
 rm -f "$TB_TMP/ku.in"
 mkfifo "$TB_TMP/ku.in"
-timeout 60 openssl s_client -connect "127.0.0.1:$P_HTTPS" -servername localhost -CAfile "$CA" \
-    -tls1_3 -msg -msgfile "$TB_TMP/ku.msg" <"$TB_TMP/ku.in" >"$TB_TMP/ku.out" 2>"$TB_TMP/ku.err" &
-sc=$!
-exec 7>"$TB_TMP/ku.in"
+exec 7<>"$TB_TMP/ku.in" # opened both ways: neither end's open() waits for the other
+# (the redirections inside: a background command's stdin is otherwise /dev/null)
+tb_bg bash -c 'exec timeout 60 openssl s_client -connect "127.0.0.1:$1" -servername localhost \
+    -CAfile "$2" -tls1_3 -msg -msgfile "$3.msg" <"$3.in" >"$3.out" 2>"$3.err"' _ \
+    "$P_HTTPS" "$CA" "$TB_TMP/ku"
+sc=$TB_BG_PID
 ku_wait "$TB_TMP/ku.out" "Verify return code"
 ok $? "KeyUpdate: s_client connected"
 base=$(stat -c %s "$TB_TMP/ku.out")
