@@ -7,7 +7,9 @@
 #
 # One test CA (root -> intermediate -> leaf "ocsp.test" with an AIA OCSP URL)
 # and the real `openssl ocsp` as responder in a network namespace, fronted on
-# 127.0.0.1 (tests/integration/ocsp_lib.sh).  For each server, N rounds of:
+# 127.0.0.1 (tests/integration/ocsp_lib.sh).  nginx and h2o are configured
+# as in compare.sh (tests/perf/peer_conf.sh: one worker, TLS 1.3 only), with
+# stapling on.  For each server, N rounds of:
 #   cold:    start with the certificate configured and no staple anywhere;
 #   restart: stop and start again (tlsbox keeps its staple in its store).
 # After each start, `openssl s_client -status` connects every 50 ms (20 s at
@@ -77,29 +79,16 @@ tlsbox_start() {
 }
 tlsbox_stop() { tb_stop_daemon; }
 
-# ---- nginx ----
+# ---- nginx and h2o: the peers of compare.sh (tests/perf/peer_conf.sh),
+# stapling OCSP checked against the test CA ----
+# shellcheck source=tests/perf/peer_conf.sh
+. "$SRC/tests/perf/peer_conf.sh"
+PEER_OCSP_TRUST=$OC/trust.pem
 NGX="$TB_TMP/nginx"
 nginx_prepare() {
     mkdir -p "$NGX"
-    cat >"$NGX/nginx.conf" <<CONF
-worker_processes 1;
-pid $NGX/nginx.pid;
-error_log $NGX/error.log info;
-events { worker_connections 256; }
-http {
-    access_log off;
-    server {
-        listen 127.0.0.1:$PORT ssl;
-        server_name ocsp.test;
-        ssl_certificate $OC/ocsp.test.chain;
-        ssl_certificate_key $OC/ocsp.test.key;
-        ssl_stapling on;
-        ssl_stapling_verify on;
-        ssl_trusted_certificate $OC/trust.pem;
-        root $TB_TMP/www;
-    }
-}
-CONF
+    peer_nginx_conf "$NGX" "$PORT" "$OC/ocsp.test.chain" "$OC/ocsp.test.key" "$TB_TMP/www" 256 \
+        off >"$NGX/nginx.conf"
 }
 nginx_start() {
     nginx -e "$NGX/error.log" -c "$NGX/nginx.conf" -p "$NGX/" -g 'daemon off;' \
@@ -108,27 +97,11 @@ nginx_start() {
 }
 nginx_stop() { stop_pid "$SRV_PID"; }
 
-# ---- h2o ----
 H2O="$TB_TMP/h2o"
 h2o_prepare() {
     mkdir -p "$H2O"
-    cat >"$H2O/h2o.conf" <<CONF
-user: root
-num-threads: 1
-pid-file: $H2O/h2o.pid
-error-log: $H2O/error.log
-listen:
-  host: 127.0.0.1
-  port: $PORT
-  ssl:
-    certificate-file: $OC/ocsp.test.chain
-    key-file: $OC/ocsp.test.key
-hosts:
-  default:
-    paths:
-      /:
-        file.dir: $TB_TMP/www
-CONF
+    peer_h2o_conf "$H2O" "$PORT" "$OC/ocsp.test.chain" "$OC/ocsp.test.key" "$TB_TMP/www" 256 \
+        >"$H2O/h2o.conf"
 }
 h2o_start() {
     h2o -c "$H2O/h2o.conf" >>"$H2O/stdout.log" 2>&1 &
@@ -142,7 +115,7 @@ declare -A RES
 for s in tlsbox nginx h2o; do
     command -v "$s" >/dev/null 2>&1 || [ "$s" = tlsbox ] || { RES[$s]="not installed"; continue; }
     cold="" cold_n="" warm="" warm_n=""
-    for r in $(seq 1 "$ROUNDS"); do
+    for _ in $(seq 1 "$ROUNDS"); do
         "${s}_prepare"
         t0=$(now_ms)
         "${s}_start"

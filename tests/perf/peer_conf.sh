@@ -1,8 +1,10 @@
+# shellcheck shell=bash
 # Configuration of the servers tlsbox is measured against: nginx (one worker)
 # and h2o (one thread), TLS 1.3 only, one certificate, one directory served
 # on 127.0.0.1, long timeouts so that no run measures reconnects.  Sourced by
-# tests/perf/compare.sh and plugins/bench/tests/bench_itest.sh, so that
-# compare.sh, make perf-bench and the bench tests all meet the same servers.
+# tests/perf/compare.sh, tests/perf/ocsp_first_staple.sh and
+# plugins/bench/tests/bench_itest.sh, so that compare.sh, make perf-ocsp,
+# make perf-bench and the bench tests all meet the same servers.
 #
 #   peer_nginx_conf DIR PORT CERT KEY ROOT MAX_CONNS ACCESS_LOG
 #       nginx.conf on stdout; DIR holds its pid and error log; ACCESS_LOG is
@@ -17,6 +19,12 @@
 # default (Strict-Transport-Security, X-Content-Type-Options, Referrer-Policy,
 # and "; charset=utf-8" on text), as the TLS guides users copy configure them:
 # the same response bytes, so the same TLS records per response.
+#
+# PEER_OCSP_TRUST=FILE (the CA certificates that sign the OCSP responder's
+# answers) makes both staple OCSP: nginx with ssl_stapling and
+# ssl_stapling_verify against FILE, h2o with its own updater at start
+# (otherwise off: ocsp-update-interval 0).  CERT must then be the leaf and
+# its chain.  Used by tests/perf/ocsp_first_staple.sh.
 
 peer_nginx_conf() {
     local d=$1 port=$2 cert=$3 key=$4 root=$5 max=$6 log=$7
@@ -42,7 +50,7 @@ http {
         ssl_certificate_key $key;
         ssl_protocols TLSv1.3;
         root $root;
-$(peer_nginx_headers)
+$(peer_nginx_headers; peer_nginx_ocsp)
     }
 }
 EOF_NGINX
@@ -65,7 +73,7 @@ listen:
     certificate-file: $cert
     key-file: $key
     minimum-version: TLSv1.3
-    ocsp-update-interval: 0
+$([ -n "${PEER_OCSP_TRUST:-}" ] || echo "    ocsp-update-interval: 0")
 hosts:
   default:
     paths:
@@ -84,6 +92,15 @@ peer_nginx_headers() {
         add_header X-Content-Type-Options nosniff always;
         add_header Referrer-Policy strict-origin-when-cross-origin always;
 EOF_NGINX_HDR
+}
+
+peer_nginx_ocsp() {
+    [ -n "${PEER_OCSP_TRUST:-}" ] || return 0
+    cat <<EOF_NGINX_OCSP
+        ssl_stapling on;
+        ssl_stapling_verify on;
+        ssl_trusted_certificate $PEER_OCSP_TRUST;
+EOF_NGINX_OCSP
 }
 
 peer_h2o_headers() {
