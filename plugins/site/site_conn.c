@@ -12,7 +12,7 @@
 
 #include "site.h"
 
-#define TLS_CHUNK 16384 /* plaintext of one full TLS record (tls_send) */
+#define TLS_CHUNK SITE_REC_PLAIN_MAX /* plaintext of one full TLS record (tls_send) */
 
 static void conn_read(struct site_conn *c);
 
