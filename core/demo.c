@@ -97,7 +97,8 @@ static void demo_sample_site(const char *state_dir)
         char *sample = xasprintf("%s/www", paths_pkgdatadir());
         int n = copy_dir_files(sample, www);
         if (n > 0)
-            log_info("demo mode: %d sample files from %s in %s", n, sample, www);
+            log_info("demo mode: %d sample file%s from %s in %s", n, n == 1 ? "" : "s", sample,
+                     www);
         else
             log_warn("demo mode: no sample site in %s (%s); %s stays empty", sample,
                      n < 0 ? strerror(-n) : "no files", www);

@@ -8,10 +8,17 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 state=${1:-$top/demo-state}
 "$top/packaging/install-deps.sh" --build
 cd "$top"
-./autogen.sh >/dev/null
 mkdir -p _build/default
+# Tools' chatter goes to logs, shown only when a step fails.  configure runs
+# once (a build tree's make re-runs autoconf and automake when their inputs
+# change); it prints "rm: cannot remove 'core'" for our core/ directory.
+if [ ! -x configure ]; then
+    ./autogen.sh >_build/default/autogen.log 2>&1 || { tail -40 _build/default/autogen.log; exit 1; }
+fi
 cd _build/default
-[ -f Makefile ] || "$top/configure" CFLAGS="-O2 -g" >configure.log
+if [ ! -f Makefile ]; then
+    "$top/configure" CFLAGS="-O2 -g" >configure.log 2>&1 || { tail -40 configure.log; exit 1; }
+fi
 make -j"$(nproc)" >build.log 2>&1 || { tail -40 build.log; exit 1; }
 plugins=build-plugins
 data=build-data
