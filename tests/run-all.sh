@@ -1,10 +1,11 @@
 #!/bin/bash
 # The whole test suite, as README's quick start and .ci/run call it:
-# dependencies, a normal build with every test, a sanitizer (ASan + UBSan)
-# build with every test, and the formatting check.  Ends with one summary
-# line "N passed, N failed".
+# dependencies, a normal build with every test, README's first command on
+# it (tests/quick_start.sh), a sanitizer (ASan + UBSan) build with every
+# test, and the formatting check.  Ends with one summary line
+# "N passed, N failed".
 #   tests/run-all.sh            everything
-#   tests/run-all.sh --quick    the normal build only
+#   tests/run-all.sh --quick    the normal build and the quick start only
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -78,6 +79,21 @@ run_build() {
 }
 
 run_build default CFLAGS="-O2 -g"
+
+# README's first command (packaging/demo.sh) on the default build: a TAP
+# script outside make check, since it builds in _build/default itself.
+echo "=== quick start: packaging/demo.sh ==="
+phase_start
+tests/quick_start.sh >_build/quick_start.log 2>&1
+qs_rc=$?
+grep -E '^(ok|not ok|#|Bail out!)' _build/quick_start.log
+p=$(grep -c '^ok ' _build/quick_start.log)
+f=$(grep -cE '^not ok |^Bail out!' _build/quick_start.log)
+[ "$qs_rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
+pass=$((pass + p))
+fail=$((fail + f))
+[ "$f" -eq 0 ] || status=1
+phase_end "quick start"
 if [ "${1:-}" != "--quick" ]; then
     run_build sanitizers --enable-asan --enable-ubsan CFLAGS="-O1 -g"
     echo "=== clang build (warnings as errors) ==="
