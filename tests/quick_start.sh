@@ -37,6 +37,7 @@ log=$TB_TMP/daemon.log
 # TB_PID is the daemon's pid: ip execs demo.sh, which execs tlsboxd (not
 # through in_ns: a function in the background runs in a subshell).
 demo_start() {
+    [ -z "$TB_PID" ] || return 1 # the last one never stopped
     : >"$log"
     ip netns exec "$ns" "$top/packaging/demo.sh" "$TB_STATE" >>"$log" 2>&1 &
     TB_PID=$!
@@ -50,22 +51,11 @@ demo_start() {
 
 # demo_interrupt: Ctrl-C (SIGINT, as the terminal sends it); sets stopped
 # to the exit status, or to "running" when it has not stopped within 15 s
-# (then it is killed).  Not in a subshell: only this shell can reap it.
+# (then it stays TB_PID, killed at exit).
 demo_interrupt() {
-    stopped=running
-    kill -INT "$TB_PID"
-    for _ in $(seq 1 150); do
-        if [[ "$(ps -o stat= -p "$TB_PID")" == Z* ]] || ! kill -0 "$TB_PID" 2>/dev/null; then
-            wait "$TB_PID"
-            stopped=$?
-            TB_PID=""
-            return
-        fi
-        sleep 0.1
-    done
-    kill -KILL "$TB_PID"
-    wait "$TB_PID"
-    TB_PID=""
+    tb_stop_daemon INT 15
+    stopped=${TB_PID:+running}
+    stopped=${stopped:-$TB_EXIT}
 }
 
 demo_start

@@ -9,7 +9,7 @@
 #                            (admin web UI on 127.0.0.1:$TB_ADMIN_PORT)
 #   tb_ctl ARGS...           tlsboxctl --state-dir $TB_STATE ARGS
 #   tb_as_daemon CMD...      CMD as the daemon's user (tlsbox when started as root)
-#   tb_stop_daemon           SIGTERM and wait (fails the test if it takes > 5 s)
+#   tb_stop_daemon [SIG [S]] SIGTERM (or SIG) and wait; returns 1 if it takes > 5 s (or S s)
 #   tb_bg CMD...             start a helper process, killed at exit; pid in $TB_BG_PID
 #   ok STATUS DESC | is GOT WANT DESC | like GOT ERE DESC | diag MSG | done_testing
 
@@ -311,9 +311,9 @@ tb_ctl() {
 # if the daemon log holds a sanitizer report (leaks are found at exit).
 tb_stop_daemon() {
     [ -n "$TB_PID" ] || return 0
-    kill -TERM "$TB_PID" 2>/dev/null
+    kill -"${1:-TERM}" "$TB_PID" 2>/dev/null
     local i
-    for i in $(seq 1 50); do
+    for i in $(seq 1 $((${2:-5} * 10))); do
         if ! kill -0 "$TB_PID" 2>/dev/null; then
             wait "$TB_PID" 2>/dev/null
             TB_EXIT=$?
