@@ -243,9 +243,12 @@ int site_rec_wanted(struct site_rec *r, gnutls_session_t s);
 void site_rec_sent_by_gnutls(struct site_rec *r, size_t asked, size_t took);
 /* Seal @p n plaintext bytes (1 to r->max) from @p p into one record at @p dst,
  * which has room for n + SITE_REC_OVERHEAD bytes; the record is exactly that
- * long.  Returns n, or a negative GnuTLS error (the connection must close).
- * Only after site_rec_wanted() said true, with no GnuTLS call in between. */
-ssize_t site_rec_seal(struct site_rec *r, gnutls_session_t s, const void *p, size_t n,
+ * long.  With @p spare, p[n] is in the caller's writable buffer: it is
+ * borrowed for the record's inner type and restored before the return (the
+ * faster, contiguous encryption).  Returns n, or a negative GnuTLS error
+ * (the connection must close).  Only after site_rec_wanted() said true, with
+ * no GnuTLS call in between. */
+ssize_t site_rec_seal(struct site_rec *r, gnutls_session_t s, const void *p, size_t n, bool spare,
                       uint8_t *dst);
 /* Drop the key copy: the connection is idle (it is made again on the next
  * record) or closes (call before gnutls_deinit). */

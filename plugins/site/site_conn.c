@@ -224,7 +224,9 @@ static ssize_t tls_send(struct site_conn *c, const char *p, size_t len)
             len = c->rec.max;
         uint8_t *dst = (uint8_t *)buf_reserve(&c->w->encpool, SITE_ENCBUF, &c->enc, &c->enc_off,
                                               &c->enc_len, &c->enc_cap, len + SITE_REC_OVERHEAD);
-        n = site_rec_seal(&c->rec, c->session, p, len, dst);
+        /* p lies in c->out: the byte after the record may be borrowed. */
+        bool spare = p + len < c->out + c->out_cap;
+        n = site_rec_seal(&c->rec, c->session, p, len, spare, dst);
         if (n > 0)
             c->enc_len += (uint32_t)(len + SITE_REC_OVERHEAD);
         return n;

@@ -159,7 +159,8 @@ static int key_get(struct site_rec *r, gnutls_session_t s, const gnutls_datum_t 
     return 0;
 }
 
-ssize_t site_rec_seal(struct site_rec *r, gnutls_session_t s, const void *p, size_t n, uint8_t *dst)
+ssize_t site_rec_seal(struct site_rec *r, gnutls_session_t s, const void *p, size_t n, bool spare,
+                      uint8_t *dst)
 {
     static const uint8_t inner_type = 0x17; /* application_data (RFC 8446 5.2) */
     gnutls_datum_t iv, key;
@@ -194,11 +195,24 @@ ssize_t site_rec_seal(struct site_rec *r, gnutls_session_t s, const void *p, siz
     dst[2] = 0x03;
     dst[3] = (uint8_t)(rec_len >> 8);
     dst[4] = (uint8_t)rec_len;
-    giovec_t auth = {dst, 5};
-    giovec_t in[2] = {{(void *)p, n}, {(void *)&inner_type, 1}};
     clen = rec_len;
-    e = gnutls_aead_cipher_encryptv(r->k->aead, nonce, sizeof(nonce), &auth, 1, SITE_REC_TAG, in, 2,
-                                    dst + 5, &clen);
+    if (spare) {
+        /* One contiguous plaintext, the inner type borrowed from the byte
+         * after it: gnutls_aead_cipher_encrypt() takes the cipher's one-pass
+         * AEAD code (on x86-64 AES-GCM, AES-CTR and GHASH stitched), where
+         * the scattered gnutls_aead_cipher_encryptv() runs AES-CTR and then
+         * GHASH over the ciphertext, about 7% slower for a 16 KB record. */
+        uint8_t *q = (uint8_t *)p, saved = q[n];
+        q[n] = inner_type;
+        e = gnutls_aead_cipher_encrypt(r->k->aead, nonce, sizeof(nonce), dst, 5, SITE_REC_TAG, q,
+                                       n + 1, dst + 5, &clen);
+        q[n] = saved;
+    } else {
+        giovec_t auth = {dst, 5};
+        giovec_t in[2] = {{(void *)p, n}, {(void *)&inner_type, 1}};
+        e = gnutls_aead_cipher_encryptv(r->k->aead, nonce, sizeof(nonce), &auth, 1, SITE_REC_TAG,
+                                        in, 2, dst + 5, &clen);
+    }
     if (e < 0)
         return e;
     if (clen != rec_len)

@@ -135,7 +135,9 @@ static void fill(uint8_t *b, size_t n, unsigned seed)
  */
 static long send_one(struct pair *p, size_t n, unsigned seed, int *sealed)
 {
-    static uint8_t plain[SITE_REC_PLAIN_MAX], got[SITE_REC_PLAIN_MAX];
+    /* One byte more than a record: sealing may borrow the byte after the
+     * plaintext (spare), and must give it back. */
+    static uint8_t plain[SITE_REC_PLAIN_MAX + 1], got[SITE_REC_PLAIN_MAX];
     ssize_t took;
 
     fill(plain, n, seed);
@@ -146,9 +148,17 @@ static long send_one(struct pair *p, size_t n, unsigned seed, int *sealed)
     }
     if (own) {
         size_t len = n < p->rec.max ? n : p->rec.max;
-        took = site_rec_seal(&p->rec, p->srv, plain, len, p->wbuf);
+        /* Both ways of sealing: contiguous (spare byte) and scattered. */
+        bool spare = seed & 1;
+        uint8_t after = (uint8_t)(0xA5 ^ seed);
+        plain[len] = after;
+        took = site_rec_seal(&p->rec, p->srv, plain, len, spare, p->wbuf);
         if (took < 0) {
             diag("site_rec_seal: %s", gnutls_strerror((int)took));
+            return -1;
+        }
+        if (plain[len] != after) {
+            diag("site_rec_seal changed the byte after the plaintext (spare %d)", spare);
             return -1;
         }
         size_t wl = (size_t)took + SITE_REC_OVERHEAD;
