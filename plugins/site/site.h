@@ -286,6 +286,8 @@ struct site_conn {
     uint64_t linger_end_ms; /* LINGER: discard no longer than this (lingering_time) */
     uint8_t state;
     uint8_t tkind;
+    uint8_t batch_sends; /* full sends since send_batch was last asked of the kernel */
+    uint32_t send_batch; /* ciphertext bytes per full send(), whole TCP segments; 0 = not yet */
     struct site_conn *tprev, *tnext; /* timer list of tkind */
     uint64_t deadline_ms;
     gnutls_session_t session;
@@ -366,6 +368,9 @@ struct site_bufpool {
  * 128 KB and then freed, once per batch). */
 #define SITE_ENC_HIGH 65536
 #define SITE_ENCBUF (SITE_ENC_HIGH + SITE_TLS_RECORD_MAX)
+/* Most ciphertext one send() carries as one socket buffer: a little under
+ * the kernel's 64 KB less headers (see send_batch in site_conn.c). */
+#define SITE_SEND_BUDGET (65536 - 1024)
 /* Open files one HTTP/2 connection may hold at once; its other streams wait
  * for one of them to finish (zero-window clients hold nothing). */
 #define SITE_CONN_FILES 8
