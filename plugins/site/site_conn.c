@@ -222,14 +222,17 @@ static int send_enc(struct site_conn *c, uint32_t most)
  * (GSO).  A batch of "64 KB or more" of records (80.5-81.4 KB per send()
  * under h2load -m 10) left as a buffer of 65,483 bytes and one of 15-16 KB,
  * each crossing the whole TCP/IP path (and, on loopback, the receiver's) on
- * its own.  Sending whole goals leaves the record cut at the end in c->enc
- * for the next send.  The budget stays under the kernel's (64 KB - 1 -
- * MAX_TCP_HEADER, about 320 bytes): a batch a little short of a goal is one
- * packet train too.  The MSS is bounded by half the largest window the peer
- * has offered (32 KB on loopback while the connection is new), so it is
- * asked again every SITE_BATCH_RECHECK full sends.
+ * its own.  site_conn_flush cuts the last record of a batch to end it
+ * exactly; a record that still crosses the end (GnuTLS's, whose overhead
+ * may differ) waits in c->enc for the next send.  The budget stays under the
+ * kernel's (64 KB - 1 - MAX_TCP_HEADER, about 320 bytes): a batch a little
+ * short of a goal is one packet train too.  The MSS is bounded by half the
+ * largest window the peer has offered (32 KB on loopback while the
+ * connection is new), so it is asked again after full sends 1, 2, 4, ...
  */
-#define SITE_BATCH_RECHECK 8
+/* Plaintext of the smallest record cut to end a batch; with less room the
+ * batch leaves a little short of whole segments (still one packet train). */
+#define SITE_BATCH_MIN_RECORD 4096
 
 static uint32_t send_batch(struct site_conn *c)
 {
@@ -533,7 +536,18 @@ int site_conn_flush(struct site_conn *c)
             while (c->state != SITE_CS_HANDSHAKE && c->enc_len - c->enc_off < c->send_batch) {
                 if (c->out_off < c->out_len) {
                     size_t len = c->out_len - c->out_off;
-                    ssize_t n = tls_send(c, c->out + c->out_off, len > TLS_CHUNK ? TLS_CHUNK : len);
+                    size_t room = c->send_batch - (c->enc_len - c->enc_off);
+                    if (len > TLS_CHUNK)
+                        len = TLS_CHUNK;
+                    /* The batch's last record is cut to end it exactly: no
+                     * record split across two sends (and slid to the front
+                     * of c->enc in between), unless little room is left. */
+                    if (len + SITE_REC_OVERHEAD > room) {
+                        if (room < SITE_REC_OVERHEAD + SITE_BATCH_MIN_RECORD)
+                            break;
+                        len = room - SITE_REC_OVERHEAD;
+                    }
+                    ssize_t n = tls_send(c, c->out + c->out_off, len);
                     if (n < 0) {
                         site_conn_close(c);
                         return -1;
@@ -552,10 +566,12 @@ int site_conn_flush(struct site_conn *c)
             }
             if (c->enc_off == c->enc_len)
                 break;
-            if (c->enc_len - c->enc_off >= c->send_batch &&
-                ++c->batch_sends == SITE_BATCH_RECHECK) {
-                c->batch_sends = 0;
-                c->send_batch = send_batch(c);
+            if (c->enc_len - c->enc_off >= c->send_batch) {
+                /* After full sends 1, 2, 4, ..., 128, then again from the
+                 * 256th (the counter wraps): the MSS grows early, if ever. */
+                uint8_t n = ++c->batch_sends;
+                if ((n & (n - 1)) == 0)
+                    c->send_batch = send_batch(c);
             }
             int r = send_enc(c, c->send_batch);
             if (r < 0) {
