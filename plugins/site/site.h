@@ -213,6 +213,12 @@ struct site_resp {
     uint64_t off, len; /* window of the source still to send */
 };
 
+/* A cached file's data has this many writable bytes before it and one
+ * after it: room the worker owning the cache borrows, and restores, to seal
+ * an h2 DATA frame with its frame header (and the frames queued before it)
+ * as one contiguous record, without copying the file (site_conn_seal_frame). */
+#define SITE_CE_ROOM 512
+
 /* ---- TLS 1.3 records sealed by the site (site_record.c) ----------------- */
 
 #define SITE_REC_TAG 16                          /* AES-GCM and ChaCha20-Poly1305 */
@@ -459,6 +465,14 @@ void site_out_append(struct site_conn *c, const void *p, size_t n);
 void site_out_release_if_empty(struct site_conn *c);
 /* Send what is buffered, refilling from the protocol; returns 0, or -1 after closing. */
 int site_conn_flush(struct site_conn *c);
+/* An h2 DATA frame (header @p framehd, payload the @p n bytes at @p data of
+ * a cached file, with SITE_CE_ROOM borrowable bytes before @p data and one
+ * after its end) sealed as TLS records into c->enc, after what c->out holds:
+ * 1 done (c->out emptied), 0 not here (copy the frame into c->out: GnuTLS
+ * seals this connection's records, or the frame is too large), 2 c->enc is
+ * full (offer the frame again after a send), or a negative GnuTLS error
+ * (close).  On the connection's worker, from nghttp2's send_data callback. */
+int site_conn_seal_frame(struct site_conn *c, const uint8_t framehd[9], char *data, size_t n);
 
 /* site_listen.c */
 int site_listeners_open(struct site *s, const struct site_config *cfg,

@@ -180,7 +180,8 @@ static void centry_unref(struct site_centry *e)
     if (--e->refs > 0)
         return;
     free(e->path);
-    free(e->data);
+    if (e->data)
+        free(e->data - SITE_CE_ROOM);
     free(e);
 }
 
@@ -750,7 +751,8 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
     e->hash = h;
     fill_validators(e, st);
     e->ctype = site_mime_type(rel);
-    e->data = site_xmalloc(e->size ? e->size : 1);
+    /* With SITE_CE_ROOM bytes before the data and one after (site.h). */
+    e->data = (char *)site_xmalloc(SITE_CE_ROOM + e->size + 1) + SITE_CE_ROOM;
     for (size_t got = 0; got < e->size;) {
         ssize_t r = pread(f, e->data + got, e->size - got, (off_t)got);
         if (r < 0 && errno == EINTR)
