@@ -254,7 +254,7 @@ void site_rec_sent_by_gnutls(struct site_rec *r, size_t asked, size_t took);
  * faster, contiguous encryption).  Returns n, or a negative GnuTLS error
  * (the connection must close).  Only after site_rec_wanted() said true, with
  * no GnuTLS call in between. */
-ssize_t site_rec_seal(struct site_rec *r, gnutls_session_t s, const void *p, size_t n, bool spare,
+ssize_t site_rec_seal(struct site_rec *r, gnutls_session_t s, void *p, size_t n, bool spare,
                       uint8_t *dst);
 /* Drop the key copy: the connection is idle (it is made again on the next
  * record) or closes (call before gnutls_deinit). */

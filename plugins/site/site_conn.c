@@ -15,7 +15,7 @@
 
 #include "site.h"
 
-#define TLS_CHUNK SITE_REC_PLAIN_MAX /* plaintext of one full TLS record (tls_send) */
+#define TLS_CHUNK SITE_REC_PLAIN_MAX /* plaintext of one full TLS record (seal_out) */
 
 static void conn_read(struct site_conn *c);
 
@@ -249,12 +249,13 @@ static uint32_t send_batch(struct site_conn *c)
     return b;
 }
 
-/* One record of up to TLS_CHUNK plaintext bytes into c->enc: sealed here
- * when site_record.c may (no copy out of a GnuTLS buffer), else by GnuTLS
- * through our push function.  Returns the plaintext bytes taken, or a
- * negative GnuTLS error. */
-static ssize_t tls_send(struct site_conn *c, const char *p, size_t len)
+/* One record of the first @p len (at most TLS_CHUNK) bytes of c->out into
+ * c->enc: sealed here when site_record.c may (no copy out of a GnuTLS
+ * buffer), else by GnuTLS through our push function.  Moves c->out on by
+ * the plaintext bytes taken and returns them, or a negative GnuTLS error. */
+static ssize_t seal_out(struct site_conn *c, size_t len)
 {
+    char *p = c->out + c->out_off;
     ssize_t n;
 
     int own = site_rec_wanted(&c->rec, c->session);
@@ -265,16 +266,20 @@ static ssize_t tls_send(struct site_conn *c, const char *p, size_t len)
             len = c->rec.max;
         uint8_t *dst = (uint8_t *)buf_reserve(&c->w->encpool, SITE_ENCBUF, &c->enc, &c->enc_off,
                                               &c->enc_len, &c->enc_cap, len + SITE_REC_OVERHEAD);
-        /* p lies in c->out: the byte after the record may be borrowed. */
+        /* The byte after the record may be borrowed when c->out has it. */
         bool spare = p + len < c->out + c->out_cap;
         n = site_rec_seal(&c->rec, c->session, p, len, spare, dst);
         if (n > 0)
             c->enc_len += (uint32_t)(len + SITE_REC_OVERHEAD);
-        return n;
+    } else {
+        n = gnutls_record_send(c->session, p, len);
+        if (n > 0)
+            site_rec_sent_by_gnutls(&c->rec, len, (size_t)n);
     }
-    n = gnutls_record_send(c->session, p, len);
-    if (n > 0)
-        site_rec_sent_by_gnutls(&c->rec, len, (size_t)n);
+    if (n > 0) {
+        c->out_off += (uint32_t)n;
+        c->w->wm.bytes_out += (uint64_t)n;
+    }
     return n;
 }
 
@@ -311,11 +316,9 @@ int site_conn_seal_frame(struct site_conn *c, const uint8_t framehd[9], char *da
     if (!front) {
         while (c->out_off < c->out_len) {
             size_t len = c->out_len - c->out_off;
-            ssize_t r = tls_send(c, c->out + c->out_off, len > TLS_CHUNK ? TLS_CHUNK : len);
+            ssize_t r = seal_out(c, len > TLS_CHUNK ? TLS_CHUNK : len);
             if (r < 0)
                 return (int)r;
-            c->out_off += (uint32_t)r;
-            w->wm.bytes_out += (uint64_t)r;
         }
         pend = 0;
         own = site_rec_wanted(&c->rec, c->session);
@@ -610,13 +613,10 @@ int site_conn_flush(struct site_conn *c)
                             break;
                         len = room - SITE_REC_OVERHEAD;
                     }
-                    ssize_t n = tls_send(c, c->out + c->out_off, len);
-                    if (n < 0) {
+                    if (seal_out(c, len) < 0) {
                         site_conn_close(c);
                         return -1;
                     }
-                    c->out_off += (uint32_t)n;
-                    w->wm.bytes_out += (uint64_t)n;
                     continue;
                 }
                 c->out_off = c->out_len = 0;

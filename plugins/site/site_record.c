@@ -159,7 +159,7 @@ static int key_get(struct site_rec *r, gnutls_session_t s, const gnutls_datum_t 
     return 0;
 }
 
-ssize_t site_rec_seal(struct site_rec *r, gnutls_session_t s, const void *p, size_t n, bool spare,
+ssize_t site_rec_seal(struct site_rec *r, gnutls_session_t s, void *p, size_t n, bool spare,
                       uint8_t *dst)
 {
     static const uint8_t inner_type = 0x17; /* application_data (RFC 8446 5.2) */
@@ -202,7 +202,7 @@ ssize_t site_rec_seal(struct site_rec *r, gnutls_session_t s, const void *p, siz
          * AEAD code (on x86-64 AES-GCM, AES-CTR and GHASH stitched), where
          * the scattered gnutls_aead_cipher_encryptv() runs AES-CTR and then
          * GHASH over the ciphertext, about 7% slower for a 16 KB record. */
-        uint8_t *q = (uint8_t *)p, saved = q[n];
+        uint8_t *q = p, saved = q[n];
         q[n] = inner_type;
         e = gnutls_aead_cipher_encrypt(r->k->aead, nonce, sizeof(nonce), dst, 5, SITE_REC_TAG, q,
                                        n + 1, dst + 5, &clen);
