@@ -215,8 +215,9 @@ struct site_resp {
 
 /* A cached file's data has this many writable bytes before it and one
  * after it: room the worker owning the cache borrows, and restores, to seal
- * an h2 DATA frame with its frame header (and the frames queued before it)
- * as one contiguous record, without copying the file (site_conn_seal_frame). */
+ * an h2 DATA frame with its frame header (and the frames queued before it),
+ * or an h1 body with its response head, as one contiguous record without
+ * copying the file (site_conn_seal_cached). */
 #define SITE_CE_ROOM 512
 
 /* ---- TLS 1.3 records sealed by the site (site_record.c) ----------------- */
@@ -465,14 +466,22 @@ void site_out_append(struct site_conn *c, const void *p, size_t n);
 void site_out_release_if_empty(struct site_conn *c);
 /* Send what is buffered, refilling from the protocol; returns 0, or -1 after closing. */
 int site_conn_flush(struct site_conn *c);
-/* An h2 DATA frame (header @p framehd, payload the @p n bytes at @p data of
- * a cached file, with SITE_CE_ROOM borrowable bytes before @p data and one
- * after its end) sealed as TLS records into c->enc, after what c->out holds:
- * 1 done (c->out emptied), 0 not here (copy the frame into c->out: GnuTLS
- * seals this connection's records, or the frame is too large), 2 c->enc is
- * full (offer the frame again after a send), or a negative GnuTLS error
- * (close).  On the connection's worker, from nghttp2's send_data callback. */
-int site_conn_seal_frame(struct site_conn *c, const uint8_t framehd[9], char *data, size_t n);
+/* One TLS record of what c->out holds, @p hdn bytes of @p hd (h2: a DATA
+ * frame header; h1: none) and the @p n bytes at @p data of a cached file
+ * (with SITE_CE_ROOM borrowable bytes before @p data and one after its end),
+ * sealed into c->enc; c->out's bytes go first as records of their own when
+ * they do not fit in front.  1 done (c->out emptied), 0 not here (copy: GnuTLS
+ * seals this connection's records, or the record would be too large), 2
+ * c->enc is full (offer it again after a send), or a negative GnuTLS error
+ * (close).  On the connection's worker. */
+int site_conn_seal_cached(struct site_conn *c, const void *hd, size_t hdn, char *data, size_t n);
+/* An h1 body from the cache: as much of the @p n bytes at @p data (room as
+ * above) as c->enc takes, sealed as full records, the first one with c->out's
+ * bytes (the response head) in front.  Returns the bytes of @p data sealed,
+ * or a negative GnuTLS error (close); when it returns less than @p n,
+ * *copy says whether the rest must be copied (GnuTLS seals) or waits for
+ * c->enc to drain.  On the connection's worker. */
+long site_conn_seal_body(struct site_conn *c, char *data, size_t n, bool *copy);
 
 /* site_listen.c */
 int site_listeners_open(struct site *s, const struct site_config *cfg,

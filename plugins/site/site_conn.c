@@ -284,17 +284,18 @@ static ssize_t seal_out(struct site_conn *c, size_t len)
 }
 
 /*
- * Copying a 16 KB cached file into c->out costs as much as a tenth of an h2
+ * Copying a 16 KB cached file into c->out costs as much as a tenth of a
  * request; the AEAD can read it where it lies instead, if the record's
- * plaintext is contiguous there.  So the frames queued in c->out (HEADERS,
- * usually a few hundred bytes) and the 9-byte frame header are written into
- * the room before the file's bytes (saved and put back; on this worker
- * nobody else reads the cache meanwhile), the inner type goes into the byte
- * after them (site_rec_seal's spare), and the whole is sealed as one record.
- * When the queued frames do not fit in front, they go out first as records
- * of their own.
+ * plaintext is contiguous there.  So what c->out holds (h2: queued frames
+ * such as HEADERS; h1: the response head, a few hundred bytes) and @p hd
+ * (h2: the 9-byte DATA frame header; h1: nothing) are written into the room
+ * before the file's bytes (saved and put back; on this worker nobody else
+ * reads the cache meanwhile), the inner type goes into the byte after them
+ * (site_rec_seal's spare), and the whole is sealed as one record.  When
+ * c->out's bytes do not fit in front, they go out first as records of their
+ * own.
  */
-int site_conn_seal_frame(struct site_conn *c, const uint8_t framehd[9], char *data, size_t n)
+int site_conn_seal_cached(struct site_conn *c, const void *hd, size_t hdn, char *data, size_t n)
 {
     struct site_worker *w = c->w;
     size_t pend = c->out_len - c->out_off;
@@ -306,10 +307,10 @@ int site_conn_seal_frame(struct site_conn *c, const uint8_t framehd[9], char *da
     int own = site_rec_wanted(&c->rec, c->session);
     if (own <= 0)
         return own;
-    if (9 + n > c->rec.max)
+    if (hdn + n > c->rec.max || hdn > SITE_CE_ROOM)
         return 0;
-    bool front = pend + 9 <= SITE_CE_ROOM && pend + 9 + n <= c->rec.max;
-    size_t need = 9 + n + SITE_REC_OVERHEAD + pend +
+    bool front = pend + hdn <= SITE_CE_ROOM && pend + hdn + n <= c->rec.max;
+    size_t need = hdn + n + SITE_REC_OVERHEAD + pend +
                   (front ? 0 : (pend + TLS_CHUNK - 1) / TLS_CHUNK * SITE_TLS_RECORD_MAX);
     if (queued && queued + need > (c->send_batch ? c->send_batch : SITE_ENC_HIGH))
         return 2;
@@ -327,21 +328,50 @@ int site_conn_seal_frame(struct site_conn *c, const uint8_t framehd[9], char *da
             return own;
         }
     }
-    size_t total = pend + 9 + n;
-    char *start = data - pend - 9;
+    size_t total = pend + hdn + n;
+    char *start = data - pend - hdn;
     uint8_t *dst = (uint8_t *)buf_reserve(&w->encpool, SITE_ENCBUF, &c->enc, &c->enc_off,
                                           &c->enc_len, &c->enc_cap, total + SITE_REC_OVERHEAD);
-    memcpy(saved, start, pend + 9);
+    memcpy(saved, start, pend + hdn);
     memcpy(start, c->out + c->out_off, pend);
-    memcpy(start + pend, framehd, 9);
+    if (hdn)
+        memcpy(start + pend, hd, hdn);
     ssize_t r = site_rec_seal(&c->rec, c->session, start, total, true, dst);
-    memcpy(start, saved, pend + 9);
+    memcpy(start, saved, pend + hdn);
     if (r < 0)
         return (int)r;
     c->enc_len += (uint32_t)(total + SITE_REC_OVERHEAD);
     c->out_off = c->out_len = 0;
     w->wm.bytes_out += total;
     return 1;
+}
+
+long site_conn_seal_body(struct site_conn *c, char *data, size_t n, bool *copy)
+{
+    size_t done = 0;
+
+    *copy = false;
+    while (done < n) {
+        size_t pend = c->out_len - c->out_off;
+        size_t max = c->rec.max, chunk = n - done;
+        if (!c->tls || max == 0) {
+            *copy = true; /* GnuTLS still seals this connection's records */
+            break;
+        }
+        /* The first record carries c->out's bytes in front when they fit. */
+        size_t lim = pend <= SITE_CE_ROOM && pend < max ? max - pend : max;
+        if (chunk > lim)
+            chunk = lim;
+        int e = site_conn_seal_cached(c, NULL, 0, data + done, chunk);
+        if (e < 0)
+            return e;
+        if (e == 0)
+            *copy = true;
+        if (e != 1)
+            break;
+        done += chunk;
+    }
+    return (long)done;
 }
 
 /* ---- lifecycle ------------------------------------------------------------ */

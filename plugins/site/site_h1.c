@@ -330,6 +330,24 @@ size_t site_h1_head(char *dst, size_t cap, const struct site_conn *c, const stru
 
 /* ---- connection logic ---------------------------------------------------- */
 
+/* A body from the cache is sealed where the cache holds it, the first record
+ * with the response head in front (site_conn_seal_body): no 16 KB copy into
+ * c->out.  1 all of it sent, 0 not all (the rest is copied when *copy, else
+ * waits for c->enc to drain), -1 a GnuTLS error (close). */
+static int seal_cached_body(struct site_conn *c, struct site_resp *rs, bool *copy)
+{
+    *copy = true;
+    if (!c->tls || !rs->ce || rs->fd >= 0 || rs->len == 0)
+        return 0;
+    long r = site_conn_seal_body(c, (char *)rs->mem + rs->off, (size_t)rs->len, copy);
+    if (r < 0)
+        return -1;
+    rs->off += (uint64_t)r;
+    rs->len -= (uint64_t)r;
+    c->data_out += (uint64_t)r;
+    return rs->len == 0;
+}
+
 static void respond(struct site_conn *c, const struct site_req *rq, struct site_resp *rs, bool keep)
 {
     size_t need = 1024 + rs->extra_len + c->hsts_len;
@@ -349,8 +367,17 @@ static void respond(struct site_conn *c, const struct site_req *rq, struct site_
             c->want_close = true;
         return;
     }
+    bool copy;
+    int z = seal_cached_body(c, rs, &copy);
+    if (z != 0) {
+        site_resp_free(rs);
+        if (z < 0 || !keep)
+            c->want_close = true;
+        return;
+    }
+    body = rs->len;
     /* Small bodies go straight into the buffer; big ones stream as it drains. */
-    if (body <= (uint64_t)(c->out_cap - c->out_len)) {
+    if (copy && body <= (uint64_t)(c->out_cap - c->out_len)) {
         long r = site_resp_read(rs, c->out + c->out_len, (size_t)body);
         if (r < 0) {
             site_resp_free(rs);
@@ -467,20 +494,29 @@ void site_h1_on_data(struct site_conn *c, const char *data, size_t n)
 int site_h1_produce(struct site_conn *c)
 {
     if (c->h1_body) {
-        size_t room = c->out_cap - c->out_len;
-        long r;
-        if (room < 4096)
-            return 0;
-        r = site_resp_read(c->h1_body, c->out + c->out_len, room);
-        if (r < 0) {
+        bool copy;
+        int z = seal_cached_body(c, c->h1_body, &copy);
+        if (z == 0 && !copy)
+            return 0; /* c->enc is full: the rest after a send */
+        if (z == 0) {
+            size_t room = c->out_cap - c->out_len;
+            if (room < 4096)
+                return 0;
+            long r = site_resp_read(c->h1_body, c->out + c->out_len, room);
+            if (r < 0) {
+                z = -1;
+            } else {
+                c->out_len += (uint32_t)r;
+                c->data_out += (uint64_t)r;
+            }
+        }
+        if (z < 0) {
             site_resp_free(c->h1_body);
             free(c->h1_body);
             c->h1_body = NULL;
             c->want_close = true;
             return 1;
         }
-        c->out_len += (uint32_t)r;
-        c->data_out += (uint64_t)r;
         if (c->h1_body->len > 0)
             return 0;
         site_resp_free(c->h1_body);

@@ -238,7 +238,7 @@ static int on_send_data(nghttp2_session *h2, nghttp2_frame *frame, const uint8_t
 
     if (st->resp.ce && st->resp.fd < 0 && length) {
         /* A cached file: sealed where it lies, without the copy. */
-        int e = site_conn_seal_frame(c, framehd, (char *)st->resp.mem + st->resp.off, length);
+        int e = site_conn_seal_cached(c, framehd, 9, (char *)st->resp.mem + st->resp.off, length);
         if (e == 2)
             return NGHTTP2_ERR_WOULDBLOCK;
         if (e < 0)

@@ -95,6 +95,39 @@ out=$( (printf 'GET /sub/ HTTP/1.1\r\nHost: localhost\r\n\r\nGET /f16k.txt HTTP/
 st=$(printf '%s\n' "$out" | grep -o 'HTTP/1\.1 [0-9][0-9][0-9]' | tr '\n' ' ')
 is "$st" "HTTP/1.1 200 HTTP/1.1 200 HTTP/1.1 404 " "three pipelined requests answered in order"
 like "$out" "sub page" "pipelined bodies delivered"
+# Once a full record has told the client's record limit, an HTTP/1.1 body
+# from the cache is sealed where the cache holds it: the response head (and
+# what else waits in the output) is written over the bytes before it and
+# put back, the first record carries both.  Pipelined answers mixing whole
+# files, ranges (which borrow file bytes before the range), HEAD, a 404 and
+# a 200 KB cached file (more than one batch of records), then one more
+# group on the same connection: a byte not put back, or one sent twice,
+# changes a checksum.
+head -c 200000 /dev/urandom >"$W/f200k.bin"
+sum() { sha256sum | cut -d' ' -f1; }
+a16="status=200 bytes=16127 sha256=$(sum <"$W/f16k.txt")"
+r16="status=206 bytes=9000 sha256=$(tail -c +1001 "$W/f16k.txt" | head -c 9000 | sum)"
+a200="status=200 bytes=200000 sha256=$(sum <"$W/f200k.bin")"
+r200="status=206 bytes=50000 sha256=$(tail -c +100001 "$W/f200k.bin" | head -c 50000 | sum)"
+asub="status=200 bytes=9 sha256=$(sum <"$W/sub/index.html")"
+ahead="status=200 bytes=0 sha256=$(sum </dev/null)"
+out=$(timeout 30 python3 "$top_srcdir/plugins/site/tests/h2_streams.py" h1pipe 127.0.0.1 "$P_HTTPS" \
+    /f16k.txt "|" /f16k.txt /f16k.txt@1000-9999 /f200k.bin /sub/ HEAD:/f16k.txt \
+    /f200k.bin@100000-149999 /nope /f16k.txt "|" /f200k.bin /f16k.txt@1000-9999 /f16k.txt)
+want=$(printf '%s\n' "$a16" "$a16" "$r16" "$a200" "$asub" "$ahead" "$r200" \
+    "status=404 bytes=$(curl -s --cacert "$CA" "$URL/nope" | wc -c) sha256=$(curl -s --cacert "$CA" "$URL/nope" | sum)" \
+    "$a16" "$a200" "$r16" "$a16")
+is "$out" "$want" "HTTP/1.1: pipelined answers from the cache (whole, ranges, HEAD, 404, 200 KB) are right"
+# One request at a time on one connection (curl), and a slow reader of the
+# 200 KB file: its records wait for the socket, sealed a batch at a time.
+got=$("${C[@]}" --http1.1 -w '%{stderr}%{num_connects}\n' $(for i in $(seq 10); do
+    echo "$URL/f16k.txt"; done) 2>"$TB_TMP/nc" | sum)
+is "$got $(paste -sd+ "$TB_TMP/nc" | bc)" "$(for i in $(seq 10); do cat "$W/f16k.txt"; done | sum) 1" \
+    "HTTP/1.1: ten answers of the cached 16 KB file on one connection equal it"
+got=$("${C[@]}" --http1.1 --limit-rate 2M "$URL/f200k.bin" "$URL/f200k.bin" "$URL/f200k.bin" | sum)
+is "$got" "$(cat "$W/f200k.bin" "$W/f200k.bin" "$W/f200k.bin" | sum)" \
+    "HTTP/1.1: a slow reader gets the cached 200 KB file right, three times on one connection"
+
 start=$(date +%s)
 (printf 'GET /sub/ HTTP/1.0\r\n\r\n'; sleep 8) | timeout 10 openssl s_client -quiet \
     -connect "127.0.0.1:$P_HTTPS" >"$TB_TMP/h10" 2>/dev/null

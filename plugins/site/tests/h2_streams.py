@@ -22,6 +22,12 @@
       seconds apart, each after the previous answer.  Prints one line per
       request, "status=S bytes=B sha256=H", then "settings=yes|no" (the
       server's SETTINGS came, first).
+  h2_streams.py h1pipe HOST PORT SPEC...
+      HTTP/1.1 over TLS (ALPN http/1.1).  Each SPEC is a request, "PATH",
+      "PATH@FIRST-LAST" (a Range) or "HEAD:PATH"; the requests between two
+      "|" go out in one write (pipelined), and each group's answers are read
+      before the next group is sent.  The last request asks to close.
+      Prints one line per answer, "status=S bytes=B sha256=H".
 """
 import hashlib
 import socket
@@ -263,6 +269,67 @@ def late(host, port, path, wait, n, gap):
     return 0
 
 
+def h1_request(spec, last):
+    method, path, extra = "GET", spec, ""
+    if spec.startswith("HEAD:"):
+        method, path = "HEAD", spec[5:]
+    if "@" in path:
+        path, rng = path.split("@", 1)
+        extra = "Range: bytes=%s\r\n" % rng
+    if last:
+        extra += "Connection: close\r\n"
+    return ("%s %s HTTP/1.1\r\nHost: localhost\r\n%s\r\n" % (method, path, extra)).encode(), method
+
+
+def h1_answer(buf, method):
+    """One answer parsed off the front of buf: (status, body, rest) or None."""
+    end = buf.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    head = buf[:end].decode("latin-1").split("\r\n")
+    length = 0
+    for line in head[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value.strip())
+    if method == "HEAD" or head[0].split()[1] in ("204", "304"):
+        length = 0
+    if len(buf) < end + 4 + length:
+        return None
+    return head[0].split()[1], buf[end + 4:end + 4 + length], buf[end + 4 + length:]
+
+
+def h1pipe(host, port, specs):
+    s = tls(host, port, ["http/1.1"])
+    s.settimeout(10)
+    groups, cur = [], []
+    for spec in specs:
+        if spec == "|":
+            groups.append(cur)
+            cur = []
+        else:
+            cur.append(spec)
+    groups.append(cur)
+    buf = b""
+    for gi, group in enumerate(groups):
+        reqs = [h1_request(spec, gi == len(groups) - 1 and i == len(group) - 1)
+                for i, spec in enumerate(group)]
+        s.sendall(b"".join(r[0] for r in reqs))
+        for _, method in reqs:
+            while True:
+                got = h1_answer(buf, method)
+                if got:
+                    break
+                data = s.recv(65536)
+                if not data:
+                    print("eof")
+                    return 1
+                buf += data
+            status, body, buf = got
+            print("status=%s bytes=%d sha256=%s" % (status, len(body), hashlib.sha256(body).hexdigest()))
+    return 0
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "streams":
@@ -277,4 +344,6 @@ if __name__ == "__main__":
     if cmd == "late":
         sys.exit(late(sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]),
                       int(sys.argv[6]), float(sys.argv[7])))
+    if cmd == "h1pipe":
+        sys.exit(h1pipe(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
     sys.exit(2)
