@@ -28,6 +28,12 @@
       "|" go out in one write (pipelined), and each group's answers are read
       before the next group is sent.  The last request asks to close.
       Prints one line per answer, "status=S bytes=B sha256=H".
+  h2_streams.py burst HOST PORT PID N PATH [CMD...]
+      Open N HTTP/1.1 connections (handshake and one request each), run
+      CMD if given (and wait a second), stop the server process PID
+      (SIGSTOP), send one request for PATH on each, and let it go on
+      (SIGCONT): its worker finds all N ready at once.  Prints
+      "answered=A of N" (status 200, non-empty bodies).
 """
 import hashlib
 import socket
@@ -330,6 +336,46 @@ def h1pipe(host, port, specs):
     return 0
 
 
+def burst(host, port, pid, n, path, cmd):
+    import os
+    import signal
+    import subprocess
+    req, _ = h1_request(path, False)
+    conns = []
+    for _ in range(n):
+        s = tls(host, port, ["http/1.1"])
+        s.settimeout(10)
+        conns.append([s, b""])
+
+    def answer(c):
+        while True:
+            got = h1_answer(c[1], "GET")
+            if got:
+                c[1] = got[2]
+                return got[0] == "200" and len(got[1]) > 0
+            data = c[0].recv(65536)
+            if not data:
+                return False
+            c[1] += data
+
+    for c in conns:
+        c[0].sendall(req)
+        answer(c)
+    if cmd:
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        time.sleep(1)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for c in conns:
+            c[0].sendall(req)
+        time.sleep(0.2)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    ok = sum(1 for c in conns if answer(c))
+    print("answered=%d of %d" % (ok, n))
+    return 0
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "streams":
@@ -344,6 +390,9 @@ if __name__ == "__main__":
     if cmd == "late":
         sys.exit(late(sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]),
                       int(sys.argv[6]), float(sys.argv[7])))
+    if cmd == "burst":
+        sys.exit(burst(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6],
+                       sys.argv[7:]))
     if cmd == "h1pipe":
         sys.exit(h1pipe(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
     sys.exit(2)
