@@ -89,6 +89,7 @@ ok $? "tlsboxd restarted with batching off"
 p0=$(polled)
 out=$(timeout 90 python3 "$top_srcdir/plugins/site/tests/h2_streams.py" burst 127.0.0.1 "$P_HTTPS" \
     "$TB_PID" 300 /f16k.txt "$TB_TLSBOXCTL" --state-dir "$TB_STATE" set site.batch_wait_us 30)
+kill -CONT "$TB_PID" 2>/dev/null # should the client have died while it was stopped
 is "$out" "answered=300 of 300" "300 connections ready at once: every request answered"
 is "$(tb_ctl get site.batch_wait_us)" 30 "batching was on for them (batch_wait_us 30)"
 wait_ge polled $((p0 + 1))

@@ -366,6 +366,15 @@ def burst(host, port, pid, n, path, cmd):
         time.sleep(1)
     os.kill(pid, signal.SIGSTOP)
     try:
+        # Every thread stopped (state T) before the first request goes out.
+        for _ in range(200):
+            states = []
+            for t in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            if all(st == "T" for st in states):
+                break
+            time.sleep(0.01)
         for c in conns:
             c[0].sendall(req)
         time.sleep(0.2)
