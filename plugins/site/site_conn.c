@@ -354,7 +354,7 @@ long site_conn_seal_body(struct site_conn *c, char *data, size_t n, bool *copy)
     while (done < n) {
         size_t pend = c->out_len - c->out_off;
         size_t max = c->rec.max, chunk = n - done;
-        if (!c->tls || max == 0) {
+        if (max == 0) {
             *copy = true; /* GnuTLS still seals this connection's records */
             break;
         }

@@ -114,8 +114,9 @@ ahead="status=200 bytes=0 sha256=$(sum </dev/null)"
 out=$(timeout 30 python3 "$top_srcdir/plugins/site/tests/h2_streams.py" h1pipe 127.0.0.1 "$P_HTTPS" \
     /f16k.txt "|" /f16k.txt /f16k.txt@1000-9999 /f200k.bin /sub/ HEAD:/f16k.txt \
     /f200k.bin@100000-149999 /nope /f16k.txt "|" /f200k.bin /f16k.txt@1000-9999 /f16k.txt)
-want=$(printf '%s\n' "$a16" "$a16" "$r16" "$a200" "$asub" "$ahead" "$r200" \
-    "status=404 bytes=$(curl -s --cacert "$CA" "$URL/nope" | wc -c) sha256=$(curl -s --cacert "$CA" "$URL/nope" | sum)" \
+"${C[@]}" -o "$TB_TMP/nope" "$URL/nope"
+a404="status=404 bytes=$(stat -c %s "$TB_TMP/nope") sha256=$(sum <"$TB_TMP/nope")"
+want=$(printf '%s\n' "$a16" "$a16" "$r16" "$a200" "$asub" "$ahead" "$r200" "$a404" \
     "$a16" "$a200" "$r16" "$a16")
 is "$out" "$want" "HTTP/1.1: pipelined answers from the cache (whole, ranges, HEAD, 404, 200 KB) are right"
 # One request at a time on one connection (curl), and a slow reader of the

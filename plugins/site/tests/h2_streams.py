@@ -305,6 +305,18 @@ def h1_answer(buf, method):
     return head[0].split()[1], buf[end + 4:end + 4 + length], buf[end + 4 + length:]
 
 
+def h1_read_answer(sock, buf, method):
+    """Receive until buf holds a whole answer: (status, body, rest), or None at EOF."""
+    while True:
+        got = h1_answer(buf, method)
+        if got:
+            return got
+        data = sock.recv(65536)
+        if not data:
+            return None
+        buf += data
+
+
 def h1pipe(host, port, specs):
     s = tls(host, port, ["http/1.1"])
     s.settimeout(10)
@@ -322,15 +334,10 @@ def h1pipe(host, port, specs):
                 for i, spec in enumerate(group)]
         s.sendall(b"".join(r[0] for r in reqs))
         for _, method in reqs:
-            while True:
-                got = h1_answer(buf, method)
-                if got:
-                    break
-                data = s.recv(65536)
-                if not data:
-                    print("eof")
-                    return 1
-                buf += data
+            got = h1_read_answer(s, buf, method)
+            if not got:
+                print("eof")
+                return 1
             status, body, buf = got
             print("status=%s bytes=%d sha256=%s" % (status, len(body), hashlib.sha256(body).hexdigest()))
     return 0
@@ -348,15 +355,11 @@ def burst(host, port, pid, n, path, cmd):
         conns.append([s, b""])
 
     def answer(c):
-        while True:
-            got = h1_answer(c[1], "GET")
-            if got:
-                c[1] = got[2]
-                return got[0] == "200" and len(got[1]) > 0
-            data = c[0].recv(65536)
-            if not data:
-                return False
-            c[1] += data
+        got = h1_read_answer(c[0], c[1], "GET")
+        if not got:
+            return False
+        c[1] = got[2]
+        return got[0] == "200" and len(got[1]) > 0
 
     for c in conns:
         c[0].sendall(req)
