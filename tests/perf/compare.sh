@@ -17,6 +17,9 @@
 #   resume: resumed handshakes, HTTP/1.1 (-c 1, Connection: close: h2load
 #           resumes on each reconnect); tlsbox's metrics count full vs resumed;
 #   ka:     keep-alive h2 (-m 10) and HTTP/1.1 at -c 10 and -c 50, fixed time;
+#   sizes:  HTTP/1.1 keep-alive at -c 10 for files of 1, 4, 64 and 256 KB, fixed
+#           time: where the 16,127-byte file sits next to a TLS record boundary,
+#           these show req/s and CPU away from it (printed, not a target);
 #   large:  1 MB and 100 MB downloads over h1 and h2: CPU per MB, growth of the peak RSS;
 #   idle:   PSS and RSS with 1000 and 10,000 idle TLS 1.3 connections that
 #           offer ALPN h2, with and without the h2 preface (idle_conns.c);
@@ -30,7 +33,7 @@
 set -u
 
 usage() {
-    sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
     echo "Options:"
     echo "  --quick          1 round of each run instead of 3 (3 s keep-alive runs instead of 3 x 4 s)"
     echo "  --smoke          tiny counts (checks the script works; numbers mean nothing)"
@@ -52,7 +55,7 @@ SRC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$SRC_DIR/peer_conf.sh"
 BUILD=${TLSBOX_BUILD:-${top_builddir:-$(cd "$SRC_DIR/../.." && pwd)}}
 SERVERS="tlsbox nginx h2o"
-RUNS="hs h2hs resume ka large idle"
+RUNS="hs h2hs resume ka sizes large idle"
 IDLE_COUNTS="1000 10000"
 QUICK=0
 SMOKE=0
@@ -118,6 +121,8 @@ HS_CONNS=1000        # connections per handshake round
 IDLE_HOLD=3          # seconds idle connections are held after the last one is up
 KA_CONNS="10 50"     # keep-alive connections
 RESUME_N=500         # resumed handshakes per round
+SIZES="1024 4096 65536 262144" # file sizes of the "sizes" run, bytes
+SIZES_CONNS=10       # connections of the "sizes" run
 LARGE_MB="1 100"     # large file sizes, MB
 LARGE_TOTAL_MB=200   # MB downloaded per large-file run (at least one file)
 if [ "$QUICK" = 1 ]; then
@@ -286,6 +291,14 @@ cc -std=gnu11 -O2 -Wall -Wextra -o "$IDLE_TOOL" "$SRC_DIR/idle_conns.c" \
     $(pkg-config --cflags --libs gnutls) || die "could not build idle_conns"
 
 URL_PATH=/file.html
+# Files of other sizes for the "sizes" run, made like file.html.
+if has_run sizes; then
+    for b in $SIZES; do
+        head -c $((b * 2)) /dev/urandom | base64 -w 76 | head -c "$b" >"$TMP/www/size$b.html"
+        [ "$(stat -c %s "$TMP/www/size$b.html")" = "$b" ] || die "could not write the $b-byte file"
+        chmod 644 "$TMP/www/size$b.html"
+    done
+fi
 # Large files (random bytes) for the "large" run; sparse-free, written once.
 if has_run large; then
     for mb in $LARGE_MB; do
@@ -499,6 +512,13 @@ check_and_warm() {
         "https://127.0.0.1:$CUR_PORT$URL_PATH")
     note "HTTP/1.1 answer: $hdr bytes of headers + $FILE_SIZE = $((hdr + FILE_SIZE)) bytes," \
         "$(((hdr + FILE_SIZE + 16383) / 16384)) TLS record(s)"
+    if has_run sizes; then
+        for b in $SIZES; do
+            hdr=$(curl -sk --http1.1 --max-time 5 -o /dev/null -w '%{size_header}' \
+                "https://127.0.0.1:$CUR_PORT/size$b.html")
+            R[$s.sz${b}_rec]=$(((hdr + b + 16383) / 16384))
+        done
+    fi
     if curl -sk --tlsv1.2 --tls-max 1.2 --max-time 5 -o /dev/null \
         "https://127.0.0.1:$CUR_PORT$URL_PATH" 2>/dev/null; then
         note "warning: $s accepts TLS 1.2 (should be TLS 1.3 only)"
@@ -587,7 +607,7 @@ say "# nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), h2o $(h2o --version 2>/dev/
 [ "${PEER_SAME_HEADERS:-0}" = 1 ] &&
     say "# --same-headers: nginx and h2o send tlsbox's security headers and charset too"
 say "# server on core $SERVER_CPU, client on core $CLIENT_CPU; file $FILE_SIZE bytes; ECDSA P-256; TLS 1.3 TLS_AES_128_GCM_SHA256 X25519"
-say "# handshakes: $HS_ROUNDS x $HS_CONNS connections; keep-alive: $KA_ROUNDS x ${KA_SECONDS} s on $KA_CONNS connections; idle: $IDLE_COUNTS connections; large: $LARGE_MB MB"
+say "# handshakes: $HS_ROUNDS x $HS_CONNS connections; keep-alive: $KA_ROUNDS x ${KA_SECONDS} s on $KA_CONNS connections; idle: $IDLE_COUNTS connections; sizes: $SIZES bytes at -c $SIZES_CONNS; large: $LARGE_MB MB"
 status=0
 # start_all: start every server of $SERVERS (directories suffixed $INST),
 # check and warm each; sets UP (started) and MEASURED (serving right).
@@ -711,6 +731,19 @@ if has_run ka; then
         done
     done
 fi
+if has_run sizes; then
+    for b in $SIZES; do
+        for i in $(seq 1 "$KA_ROUNDS"); do
+            for s in $MEASURED; do
+                use "$s"
+                LOAD_PATH="/size$b.html"
+                run_load "size$b-$i" --h1 -D "$KA_SECONDS" -c "$SIZES_CONNS"
+                LOAD_PATH=""
+                account "$s" "sz$b"
+            done
+        done
+    done
+fi
 if has_run large; then
     for mb in $LARGE_MB; do
         nreq=$((LARGE_TOTAL_MB / mb))
@@ -745,7 +778,8 @@ if has_run large; then
     done
 fi
 for s in $MEASURED; do
-    for k in hs h2hs res $(for c in $KA_CONNS; do echo "h2c$c h1c$c"; done); do
+    for k in hs h2hs res $(for c in $KA_CONNS; do echo "h2c$c h1c$c"; done) \
+        $(for b in $SIZES; do echo "sz$b"; done); do
         [ -n "${R[$s.${k}_runs]:-}" ] && totals "$s" "$k"
     done
     R[$s.rss_after]=$(mem_kb "${PIDOF[$s]}" rss)
@@ -787,6 +821,11 @@ for c in $KA_CONNS; do
     row "CPU per h2 request at -c $c, us" "h2c${c}_us"
     row "HTTP/1.1 keep-alive -c $c, req/s" "h1c${c}_rps"
     row "CPU per h1 request at -c $c, us" "h1c${c}_us"
+done
+for b in $SIZES; do
+    row "HTTP/1.1 keep-alive -c $SIZES_CONNS, $b-byte file, req/s" "sz${b}_rps"
+    row "CPU per h1 request, $b-byte file, us" "sz${b}_us"
+    row "TLS records per h1 answer, $b-byte file" "sz${b}_rec"
 done
 for mb in $LARGE_MB; do
     for k in h1 h2; do
@@ -873,6 +912,10 @@ for c in $KA_CONNS; do
     ratio_row "CPU per h2 request at -c $c" "h2c${c}_us"
     ratio_row "h1 req/s at -c $c" "h1c${c}_rps"
     ratio_row "CPU per h1 request at -c $c" "h1c${c}_us"
+done
+for b in $SIZES; do
+    ratio_row "h1 req/s at -c $SIZES_CONNS, $b-byte file (not a target)" "sz${b}_rps"
+    ratio_row "CPU per h1 request, $b-byte file (not a target)" "sz${b}_us"
 done
 for mb in $LARGE_MB; do
     for k in h1 h2; do
