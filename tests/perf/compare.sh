@@ -29,7 +29,7 @@
 # server once per round) so noise from the rest of the machine spreads evenly;
 # each idle run gets freshly started servers.  Then it prints tlsbox/nginx and
 # tlsbox/h2o ratios and whether each target of issue 10 holds.  A full run
-# takes about 20 minutes on 2 cores (the 10,000-connection idle runs about 8).
+# takes about 23 minutes on 2 cores (the 10,000-connection idle runs about 8).
 set -u
 
 usage() {
@@ -513,10 +513,15 @@ check_and_warm() {
     note "HTTP/1.1 answer: $hdr bytes of headers + $FILE_SIZE = $((hdr + FILE_SIZE)) bytes," \
         "$(((hdr + FILE_SIZE + 16383) / 16384)) TLS record(s)"
     if has_run sizes; then
+        # Each file of the sizes run whole, and its answer's TLS records.
         for b in $SIZES; do
-            hdr=$(curl -sk --http1.1 --max-time 5 -o /dev/null -w '%{size_header}' \
-                "https://127.0.0.1:$CUR_PORT/size$b.html")
-            R[$s.sz${b}_rec]=$(((hdr + b + 16383) / 16384))
+            line=$(curl -sk --http1.1 --max-time 5 -o /dev/null \
+                -w '%{http_code} %{size_download} %{size_header}' "https://127.0.0.1:$CUR_PORT/size$b.html")
+            if [ "${line% *}" = "200 $b" ]; then
+                R[$s.sz${b}_rec]=$(((${line##* } + b + 16383) / 16384))
+            else
+                note "warning: $s answers /size$b.html with '$line' (code, bytes, header bytes)"
+            fi
         done
     fi
     if curl -sk --tlsv1.2 --tls-max 1.2 --max-time 5 -o /dev/null \
