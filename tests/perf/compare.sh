@@ -491,7 +491,7 @@ totals() {
 
 # check_and_warm SERVER: is it serving the file right, then warm-up, memory idle.
 check_and_warm() {
-    local s=$1 line hdr
+    local s=$1 line hdr b
     use "$s"
     say ""
     say "## $s (pid $CUR_PID, port $CUR_PORT)"

@@ -36,9 +36,12 @@
       "answered=A of N" (status 200, non-empty bodies).
 """
 import hashlib
+import os
+import signal
 import socket
 import ssl
 import struct
+import subprocess
 import sys
 import time
 
@@ -344,9 +347,6 @@ def h1pipe(host, port, specs):
 
 
 def burst(host, port, pid, n, path, cmd):
-    import os
-    import signal
-    import subprocess
     req, _ = h1_request(path, False)
     conns = []
     for _ in range(n):
