@@ -371,16 +371,20 @@ void ocsp_run_job(void *arg, struct tlsbox_job *job)
 {
     struct ocsp *o = arg;
     (void)job;
-    if (pthread_mutex_trylock(&o->run_lock) != 0) {
-        atomic_store(&o->again, true);
-        return;
-    }
     do {
-        atomic_store(&o->again, false);
-        /* Every request queued before this point is served by this run. */
-        run_once(o, (uint64_t)atomic_load(&o->runs_queued));
+        if (pthread_mutex_trylock(&o->run_lock) != 0) {
+            atomic_store(&o->again, true);
+            return;
+        }
+        do {
+            atomic_store(&o->again, false);
+            /* Every request queued before this point is served by this run. */
+            run_once(o, (uint64_t)atomic_load(&o->runs_queued));
+        } while (atomic_load(&o->again) && !atomic_load(&o->stopping));
+        pthread_mutex_unlock(&o->run_lock);
+        /* A request that found the lock taken after the last look at `again`
+         * but before the unlock relies on this run: look once more. */
     } while (atomic_load(&o->again) && !atomic_load(&o->stopping));
-    pthread_mutex_unlock(&o->run_lock);
 }
 
 void ocsp_run_submit(struct ocsp *o, const char *name)
