@@ -360,6 +360,9 @@ int main(int argc, char **argv)
     rc = 0;
 out_plugins:
     admin_stop();
+    /* Before the plugins go: a control request walks the plugin list and
+     * reads definitions inside their modules, which stopping frees. */
+    control_stop();
     plugins_stop_all();
 out_tls:
     tls_stop();
