@@ -24,6 +24,8 @@
 
 #define COOKIE "__Host-tlsbox"
 #define SESSION_URL API_PREFIX "session"
+/* Request bodies without a session: log-in and setup only. */
+#define ADMIN_ANON_MAX_BODY (16 * 1024)
 
 const struct tlsbox_setting_def admin_settings[] = {
     {.key = "enabled",
@@ -284,12 +286,29 @@ static enum MHD_Result api_endpoint(struct MHD_Connection *conn, const char *url
     return api_mhd_run(conn, method, url + strlen(API_PREFIX), rq, s.user, source);
 }
 
+/*
+ * The most body a request may send: core.api_max_body behind a session, a
+ * little for everyone else (log-in and setup take a few hundred bytes), so a
+ * client that has not logged in cannot make the daemon hold megabytes per
+ * connection.  Asked when the headers are in, before any body is read.
+ */
+static size_t body_limit(struct MHD_Connection *conn, const char *url)
+{
+    struct admin_session s;
+    const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, COOKIE);
+    if (strncmp(url, API_PREFIX, strlen(API_PREFIX)) == 0 &&
+        strncmp(url, SESSION_URL, strlen(SESSION_URL)) != 0 && admin_session_get(cookie, &s) == 0)
+        return admin_max_body;
+    return admin_max_body < ADMIN_ANON_MAX_BODY ? admin_max_body : ADMIN_ANON_MAX_BODY;
+}
+
 static enum MHD_Result admin_access(void *cls, struct MHD_Connection *conn, const char *url,
                                     const char *method, const char *version,
                                     const char *upload_data, size_t *upload_data_size,
                                     void **con_cls)
 {
-    if (api_mhd_collect(admin_max_body, conn, upload_data, upload_data_size, con_cls))
+    if (api_mhd_collect(*con_cls ? 0 : body_limit(conn, url), conn, upload_data, upload_data_size,
+                        con_cls))
         return MHD_YES;
     const struct api_mhd_request *rq = *con_cls;
     if (rq->too_large)

@@ -56,6 +56,7 @@ int api_mhd_collect(size_t max_body, struct MHD_Connection *conn, const char *up
     if (!rq) {
         /* First call: headers only.  Refuse oversized bodies before reading them. */
         rq = xcalloc(1, sizeof *rq);
+        rq->max_body = max_body;
         *con_cls = rq;
         const char *cl =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -64,7 +65,7 @@ int api_mhd_collect(size_t max_body, struct MHD_Connection *conn, const char *up
         return 1;
     }
     if (*upload_data_size > 0) {
-        if (!rq->too_large && rq->len + *upload_data_size <= max_body) {
+        if (!rq->too_large && rq->len + *upload_data_size <= rq->max_body) {
             rq->body = xrealloc(rq->body, rq->len + *upload_data_size + 1);
             memcpy(rq->body + rq->len, upload_data, *upload_data_size);
             rq->len += *upload_data_size;

@@ -21,7 +21,8 @@ struct api_mhd_request {
     char *body;
     size_t len;
     int too_large;
-    void *extra; /* the admin server's own per-request state, freed with free() */
+    size_t max_body; /* the limit set when the headers came in */
+    void *extra;     /* the admin server's own per-request state, freed with free() */
 };
 
 /* MHD access handler of the control socket; cls is a struct api_mhd_ctx. */
@@ -35,7 +36,8 @@ void api_mhd_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 /*
  * Collect the request body into *con_cls (a struct api_mhd_request).
  * Returns 1 while the access handler must return MHD_YES and wait for more,
- * 0 once the whole request is in (check rq->too_large).
+ * 0 once the whole request is in (check rq->too_large).  @p max_body is
+ * read on the first call (headers only); later calls keep that limit.
  */
 int api_mhd_collect(size_t max_body, struct MHD_Connection *conn, const char *upload_data,
                     size_t *upload_data_size, void **con_cls);
