@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/plugin_loader.h"
+#include "core/utf8.h"
 #include "core/xalloc.h"
 
 struct api_route {
@@ -166,8 +167,19 @@ void api_reply_error(struct tlsbox_api_reply *reply, int status, const char *fmt
     va_start(ap, fmt);
     char *msg = xvasprintf(fmt, ap);
     va_end(ap);
-    api_reply_json(reply, status, json_pack("{s:s}", "error", msg));
+    api_reply_json(reply, status, api_error_object(msg));
     free(msg);
+}
+
+json_t *api_error_object(const char *msg)
+{
+    json_t *j = json_pack("{s:s}", "error", msg);
+    if (!j) { /* not UTF-8: jansson refuses it, and the reply would be a bare null */
+        char *clean = utf8_sanitize(msg, strlen(msg));
+        j = json_pack("{s:s}", "error", clean);
+        free(clean);
+    }
+    return j;
 }
 
 json_t *api_body_object(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)

@@ -14,6 +14,9 @@ void api_routes_remove_owner(struct tlsbox_plugin *owner);
 void api_dispatch(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply);
 void api_reply_error(struct tlsbox_api_reply *reply, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* {"error": @p msg}; bytes of @p msg that are not UTF-8 (a path or value
+ * quoted from the request) become U+FFFD, so it is never NULL. */
+json_t *api_error_object(const char *msg);
 /* Set reply->body to the compact dump of @p j (reference stolen) and status. */
 void api_reply_json(struct tlsbox_api_reply *reply, int status, json_t *j);
 /* Parse the request body as a JSON object (duplicates refused); on failure fill

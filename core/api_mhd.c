@@ -43,9 +43,11 @@ enum MHD_Result api_mhd_respond(struct MHD_Connection *conn, int status, char *b
 
 enum MHD_Result api_mhd_error(struct MHD_Connection *conn, int status, const char *msg)
 {
-    json_t *j = json_pack("{s:s}", "error", msg);
+    json_t *j = api_error_object(msg);
     char *body = json_dumps(j, JSON_COMPACT);
     json_decref(j);
+    if (!body) /* api_mhd_respond takes strlen(body) */
+        body = xstrdup("{\"error\":\"internal error\"}");
     return api_mhd_respond(conn, status, body, "application/json");
 }
 

@@ -10,18 +10,20 @@
 #include <strings.h>
 
 #include "core/settings.h"
+#include "core/utf8.h"
 #include "core/xalloc.h"
 
 /*
  * The value as an error message shows it: quoted, control characters and
  * quotes escaped, cut at 64 bytes so a huge value does not make a huge line.
- * A secret is never shown.
+ * The cut falls between characters: half of one makes the message invalid
+ * UTF-8, which the API cannot put in JSON.  A secret is never shown.
  */
 static char *show(const struct tlsbox_setting_def *def, const char *v)
 {
     if (settings_is_secret(def))
         return xstrdup("the secret value");
-    size_t len = strlen(v), n = len > 64 ? 64 : len;
+    size_t len = strlen(v), n = utf8_clip(v, len, 64);
     char *out = xmalloc(n * 4 + 8), *p = out;
     *p++ = '"';
     for (size_t i = 0; i < n; i++) {

@@ -43,7 +43,7 @@ tests_unit_core_store_test_CFLAGS = $(STORE_TEST_CFLAGS)
 tests_unit_core_store_test_LDADD = $(STORE_TEST_LIBS)
 
 tests_unit_core_settings_test_SOURCES = tests/unit/core/settings_test.c tests/tap.h \
-	$(STORE_TEST_SOURCES) core/settings.c core/settings_check.c
+	$(STORE_TEST_SOURCES) core/settings.c core/settings_check.c core/utf8.c
 nodist_tests_unit_core_settings_test_SOURCES = core/migrations_embedded.c
 tests_unit_core_settings_test_CFLAGS = $(STORE_TEST_CFLAGS)
 tests_unit_core_settings_test_LDADD = $(STORE_TEST_LIBS)

@@ -12,7 +12,8 @@ fuzz_site_path_sources = tests/fuzz/site_path_fuzz.c $(site_sources)
 fuzz_site_path_cflags = $(fuzz_site_h1_cflags)
 fuzz_site_path_libs = $(fuzz_site_h1_libs)
 
-fuzz_settings_sources = tests/fuzz/settings_fuzz.c core/settings_check.c core/xalloc.c core/log.c
+fuzz_settings_sources = tests/fuzz/settings_fuzz.c core/settings_check.c core/utf8.c \
+	core/xalloc.c core/log.c
 fuzz_settings_cflags = $(SQLITE_CFLAGS) $(JANSSON_CFLAGS)
 fuzz_settings_libs = $(SQLITE_LIBS) $(JANSSON_LIBS)
 

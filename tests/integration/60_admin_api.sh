@@ -160,6 +160,18 @@ is "$("${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o "$TB_TMP/out" -w '%{http_
     "$B/api/v1/plugins/site/settings" -d '{"workers":"999"}')" 400 "an out-of-range setting is refused"
 like "$(jq -r .error "$TB_TMP/out")" '^site\.workers: "999" is out of range 0\.\.64$' \
     "the message names the setting and its range"
+put_setting() { # KEY VALUE: prints the status, the reply in $TB_TMP/out
+    "${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o "$TB_TMP/out" -w '%{http_code}' -X PUT \
+        "$B/api/v1/settings/$1" -d "$(jq -n --arg v "$2" '{value: $v}')"
+}
+# The error quotes the value cut at 64 bytes: here inside the last character.
+is "$(put_setting core.hostname "$(head -c 63 /dev/zero | tr '\0' a)é")" 400 \
+    "a host name with a non-ASCII character is refused"
+like "$(jq -r .error "$TB_TMP/out")" '^core\.hostname: "a{63}"\.\.\. does not match' \
+    "the message names core.hostname (not a bare null)"
+is "$("${CURL[@]}" -b "$J" -o "$TB_TMP/out" -w '%{http_code}' "$B/api/v1/x%FF")" 404 \
+    "an API path that is not UTF-8 is not found"
+like "$(jq -r .error "$TB_TMP/out")" '^no such API path: /api/v1/x' "and the reply says so"
 
 # ---- bodies without a session are small -----------------------------------
 # core.api_max_body (1 MB) is for requests behind a session; before logging

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/api.h"
+#include "core/utf8.h"
 #include "core/xalloc.h"
 #include "tests/tap.h"
 
@@ -75,6 +76,38 @@ int main(void)
     ok(api_body_object(&req, &reply) == NULL, "broken JSON refused");
     like(reply.body, "not valid JSON", "with the parser's reason");
     free(reply.body);
+
+    /* A path that is not UTF-8 (%FF decoded) quoted in the 404. */
+    body = call("GET", "x\xff", &st);
+    is_int(st, 404, "a path that is not UTF-8: 404");
+    is_str(body, "{\"error\":\"no such API path: /api/v1/x\xef\xbf\xbd\"}",
+           "the error quotes it with U+FFFD, not null");
+    free(body);
+
+    /* utf8_clip: "a" then U+00E9 (2 bytes) then U+20AC (3 bytes). */
+    const char *t = "a\xc3\xa9\xe2\x82\xac";
+    is_int(utf8_clip(t, 6, 10), 6, "clip: short text kept whole");
+    is_int(utf8_clip(t, 6, 6), 6, "clip: text of exactly max kept whole");
+    is_int(utf8_clip(t, 6, 2), 1, "clip: not inside a 2-byte character");
+    is_int(utf8_clip(t, 6, 3), 3, "clip: after a whole character");
+    is_int(utf8_clip(t, 6, 4), 3, "clip: not after the 1st byte of a 3-byte character");
+    is_int(utf8_clip(t, 6, 5), 3, "clip: not after the 2nd byte of a 3-byte character");
+    is_int(utf8_clip("\x80\x80\x80\x80\x80", 5, 4), 4,
+           "clip: a run of continuation bytes is cut at max");
+
+    /* utf8_sanitize: valid text unchanged, each bad byte one U+FFFD. */
+    char *c = utf8_sanitize(t, 6);
+    is_str(c, t, "sanitize: valid text unchanged");
+    free(c);
+    c = utf8_sanitize("a\xc3", 2);
+    is_str(c, "a\xef\xbf\xbd", "sanitize: a cut character becomes U+FFFD");
+    free(c);
+    c = utf8_sanitize("\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xf0\x9f\x98\x80", 16);
+    is_str(c,
+           "\xef\xbf\xbd\xef\xbf\xbd|\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd|"
+           "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd|\xf0\x9f\x98\x80",
+           "sanitize: overlong, surrogate and above U+10FFFF replaced; U+1F600 kept");
+    free(c);
     api_routes_free();
     return done_testing();
 }

@@ -646,6 +646,27 @@ static void test_concurrent(void)
          ((t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6) / 75);
 }
 
+/* settings_check on its own: a value shown in an error is cut between
+ * characters. */
+static void check_err(const struct tlsbox_setting_def *d, const char *v, const char *want)
+{
+    char *err = NULL;
+    is_int(settings_check("x.k", d, NULL, v, NULL, &err), want ? -EINVAL : 0, "x.k = \"%.20s\"", v);
+    is_str(err, want, "  and its error");
+    free(err);
+}
+
+static void test_check_text(void)
+{
+    const struct tlsbox_setting_def name = {
+        .key = "k", .type = TLSBOX_SETTING_STRING, .default_value = "", .pattern = "^[a-z]*$"};
+    char v[80], want[160];
+    memset(v, 'a', 63);
+    strcpy(v + 63, "\xc3\xa9"); /* U+00E9 across the 64-byte cut */
+    snprintf(want, sizeof(want), "x.k: \"%.63s\"... does not match ^[a-z]*$", v);
+    check_err(&name, v, want);
+}
+
 int main(void)
 {
     char *err = NULL;
@@ -664,6 +685,7 @@ int main(void)
 
     test_core_defaults();
     test_types();
+    test_check_text();
     test_write_side_effects();
     test_set_many();
     test_secrets();
