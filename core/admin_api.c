@@ -114,12 +114,15 @@ static void on_password(void *arg, const struct tlsbox_api_request *req,
 static void on_audit(void *arg, const struct tlsbox_api_request *req,
                      struct tlsbox_api_reply *reply)
 {
+    long long next = 0;
     json_t *a = audit_list((int)query_int(req->query, "limit", 100, 1, 1000),
-                           query_int(req->query, "before", 0, 0, (long long)1 << 62));
+                           query_int(req->query, "before", 0, 0, (long long)1 << 62), &next);
     if (!a)
         api_reply_error(reply, 500, "store: cannot read the audit log");
     else
-        api_reply_json(reply, 200, json_pack("{s:o}", "entries", a));
+        api_reply_json(reply, 200,
+                       json_pack("{s:o,s:o}", "entries", a, "next_before",
+                                 next ? json_integer((json_int_t)next) : json_null()));
 }
 
 static void on_routes(void *arg, const struct tlsbox_api_request *req,

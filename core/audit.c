@@ -10,6 +10,7 @@
 #include "core/settings.h"
 #include "core/settings_check.h"
 #include "core/store.h"
+#include "core/utf8.h"
 #include "core/xalloc.h"
 
 /* Longest stored texts: the audit log is for people, not a backup. */
@@ -88,14 +89,14 @@ char *audit_masked_body(const char *path, const char *body, size_t len)
     return s;
 }
 
+/* At most AUDIT_MAX_TEXT bytes, cut between characters: half a character
+ * would make the row invalid UTF-8, which JSON cannot carry. */
 static void bind_clipped(sqlite3_stmt *st, int idx, const char *s)
 {
     if (!s)
         sqlite3_bind_null(st, idx);
     else
-        sqlite3_bind_text(st, idx, s,
-                          (int)(strlen(s) < AUDIT_MAX_TEXT ? strlen(s) : AUDIT_MAX_TEXT),
-                          SQLITE_STATIC);
+        sqlite3_bind_text(st, idx, s, (int)utf8_clip(s, strlen(s), AUDIT_MAX_TEXT), SQLITE_STATIC);
 }
 
 static void audit_insert(const char *actor, const char *source, const char *action,
@@ -112,8 +113,9 @@ static void audit_insert(const char *actor, const char *source, const char *acti
     }
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, (sqlite3_int64)time(NULL));
-        sqlite3_bind_text(st, 2, actor && *actor ? actor : "system", -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, action, -1, SQLITE_STATIC);
+        /* The actor of a failed login is whatever name was tried: clipped too. */
+        bind_clipped(st, 2, actor && *actor ? actor : "system");
+        bind_clipped(st, 3, action);
         bind_clipped(st, 4, target);
         bind_clipped(st, 5, detail);
         bind_clipped(st, 6, source);
@@ -144,35 +146,56 @@ void audit_event(const char *actor, const char *source, const char *action, cons
     audit_insert(actor, source, action, target, detail, NULL, NULL);
 }
 
+/* A text column as a JSON string.  Rows written before texts were cut
+ * between characters may hold invalid UTF-8: shown with U+FFFD rather than
+ * lost (json_string would give NULL and the row would vanish from the list). */
 static json_t *column(sqlite3_stmt *st, int i)
 {
     if (sqlite3_column_type(st, i) == SQLITE_NULL)
         return json_null();
-    return json_string((const char *)sqlite3_column_text(st, i));
+    const char *s = (const char *)sqlite3_column_text(st, i);
+    json_t *j = json_string(s);
+    if (!j) {
+        char *clean = utf8_sanitize(s, strlen(s));
+        j = json_string(clean);
+        free(clean);
+    }
+    return j ? j : json_null();
 }
 
-json_t *audit_list(int limit, long long before_id)
+json_t *audit_list(int limit, long long before_id, long long *next_before)
 {
+    /* One row more than asked: whether it exists says if there are older ones. */
     static const char sql[] = "SELECT id, at, actor, action, target, detail, source, "
                               "before_state, after_state FROM audit WHERE ?1 = 0 OR id < ?1 "
                               "ORDER BY id DESC LIMIT ?2";
     sqlite3 *db = store_connect();
     sqlite3_stmt *st = NULL;
+    *next_before = 0;
     if (!db)
         return NULL;
     json_t *a = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, before_id);
-        sqlite3_bind_int(st, 2, limit);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)limit + 1);
         a = json_array();
-        while (sqlite3_step(st) == SQLITE_ROW)
-            json_array_append_new(a, json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id",
-                                               (json_int_t)sqlite3_column_int64(st, 0), "at",
-                                               (json_int_t)sqlite3_column_int64(st, 1), "actor",
-                                               column(st, 2), "action", column(st, 3), "target",
-                                               column(st, 4), "detail", column(st, 5), "source",
-                                               column(st, 6), "before", column(st, 7), "after",
-                                               column(st, 8)));
+        long long last = 0;
+        for (int n = 0; sqlite3_step(st) == SQLITE_ROW; n++) {
+            if (n == limit) {
+                *next_before = last;
+                break;
+            }
+            last = sqlite3_column_int64(st, 0);
+            json_t *row =
+                json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "id", (json_int_t)last, "at",
+                          (json_int_t)sqlite3_column_int64(st, 1), "actor", column(st, 2), "action",
+                          column(st, 3), "target", column(st, 4), "detail", column(st, 5), "source",
+                          column(st, 6), "before", column(st, 7), "after", column(st, 8));
+            if (row)
+                json_array_append_new(a, row);
+            else
+                log_err("audit: cannot list row %lld", last);
+        }
     }
     sqlite3_finalize(st);
     store_disconnect(db);

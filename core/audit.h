@@ -30,7 +30,8 @@ void audit_event(const char *actor, const char *source, const char *action, cons
                  const char *detail);
 
 /* Newest first: at most @p limit rows with id < @p before_id (0: from the
- * newest).  New reference, NULL on a store error. */
-json_t *audit_list(int limit, long long before_id);
+ * newest).  *next_before: the id to pass as @p before_id for the next older
+ * page, 0 when there is none.  New reference, NULL on a store error. */
+json_t *audit_list(int limit, long long before_id, long long *next_before);
 
 #endif

@@ -144,6 +144,33 @@ static void test_masking(void)
     free(m);
 }
 
+/* A row that holds invalid UTF-8 (as stores written before texts were cut
+ * between characters do) is listed with U+FFFD, not dropped. */
+static void test_audit_list_bad_utf8(void)
+{
+    sqlite3 *db = store_connect();
+    sqlite3_exec(db, "DELETE FROM audit", NULL, NULL, NULL);
+    sqlite3_exec(db,
+                 "INSERT INTO audit (at, actor, action, target) VALUES "
+                 "(1, 'a', 'older', NULL), (2, 'u' || X'C3', 'login.failed', 'u' || X'C3')",
+                 NULL, NULL, NULL);
+    store_disconnect(db);
+    long long next = -1;
+    json_t *a = audit_list(1, 0, &next);
+    json_t *e = json_array_get(a, 0);
+    is_int(json_array_size(a), 1, "audit_list lists the row with invalid UTF-8");
+    is_str(json_string_value(json_object_get(e, "target")), "u\xef\xbf\xbd",
+           "its bad byte shown as U+FFFD");
+    is_str(json_string_value(json_object_get(e, "action")), "login.failed", "it is the newest");
+    ok(next == json_integer_value(json_object_get(e, "id")), "next_before: its id (one older)");
+    json_decref(a);
+    a = audit_list(1, next, &next);
+    is_str(json_string_value(json_object_get(json_array_get(a, 0), "action")), "older",
+           "the page before it holds the older row");
+    is_int(next, 0, "and no next_before: nothing older");
+    json_decref(a);
+}
+
 int main(void)
 {
     char tmpl[] = "/tmp/admin_test.XXXXXX";
@@ -160,6 +187,7 @@ int main(void)
     test_sessions();
     test_throttle();
     test_masking();
+    test_audit_list_bad_utf8();
     store_close();
     char *cmd = xasprintf("rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -33,8 +33,9 @@ export default async function render(root) {
     try {
       const d = await get(`audit?limit=50${last ? `&before=${last}` : ""}`);
       d.entries.forEach((a) => body.append(row(a)));
-      if (d.entries.length) last = d.entries[d.entries.length - 1].id;
-      more.hidden = d.entries.length < 50;
+      // The box says whether older entries exist; a short page does not.
+      last = d.next_before || 0;
+      more.hidden = !last;
     } catch (e) {
       st.fail(e.message);
     }
