@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/settings.h"
+#include "core/settings_check.h"
 #include "core/xalloc.h"
 
 #define COOKIE "__Host-tlsbox"
@@ -45,7 +46,7 @@ const struct tlsbox_setting_def admin_settings[] = {
      .default_value = "",
      .pattern = "^$|^[0-9A-Fa-f:.]+$",
      .help = "Address the admin web UI listens on; empty means every address (the LAN)",
-     .flags = TLSBOX_SETTING_RESTART},
+     .flags = TLSBOX_SETTING_RESTART | SETTINGS_CORE_ADDRESS},
     {.key = "metrics_token",
      .type = TLSBOX_SETTING_STRING,
      .default_value = "",

@@ -1,5 +1,6 @@
 #include "core/settings_check.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <malloc.h>
@@ -148,6 +149,12 @@ static bool matches(const regex_t *re, const char *v)
     return !re || regexec(re, v, 0, NULL, 0) == 0;
 }
 
+static bool is_address(const char *v)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, v, buf) == 1 || inet_pton(AF_INET6, v, buf) == 1;
+}
+
 /* LIST: split on ',', trim blanks, refuse empty items, check each item. */
 static int check_list(const char *full_key, const struct tlsbox_setting_def *def, const regex_t *re,
                       const char *value, char **canon, char **err)
@@ -270,6 +277,10 @@ int settings_check(const char *full_key, const struct tlsbox_setting_def *def, c
             *canon = xasprintf("%lld", n);
         break;
     case TLSBOX_SETTING_STRING:
+        if ((def->flags & SETTINGS_CORE_ADDRESS) && *value && !is_address(value)) {
+            xset_err(err, "%s: %s is not an IPv4 or IPv6 address", full_key, shown);
+            goto out;
+        }
         if (!matches(re, value)) {
             xset_err(err, "%s: %s does not match %s", full_key, shown, def->pattern);
             goto out;

@@ -12,6 +12,12 @@
  * careless client from storing megabytes in a row read at every start. */
 #define SETTINGS_VALUE_MAX 4096
 
+/* A flag for the core's own declarations, above the bits of the plugin ABI
+ * (enum tlsbox_setting_flag): a STRING that is empty or a numeric IPv4 or
+ * IPv6 address (inet_pton).  A pattern cannot say that ("1.2.3.4.5" and "::::"
+ * are made of the right characters) and a bad one stops a listener starting. */
+#define SETTINGS_CORE_ADDRESS (1u << 31)
+
 /*
  * Compile @p def's pattern (POSIX ERE, no sub-matches) into *re, or set *re
  * NULL when the def has none or its type ignores it.  Returns 0, or -EINVAL with

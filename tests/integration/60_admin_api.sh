@@ -187,6 +187,13 @@ like "$(jq -r .error "$TB_TMP/out")" '^core\.hostname: "a{63}"\.\.\. does not ma
 is "$("${CURL[@]}" -b "$J" -o "$TB_TMP/out" -w '%{http_code}' "$B/api/v1/x%FF")" 404 \
     "an API path that is not UTF-8 is not found"
 like "$(jq -r .error "$TB_TMP/out")" '^no such API path: /api/v1/x' "and the reply says so"
+bind0=$(tb_ctl get admin.bind)
+for v in 1.2.3.4.5 :::: ...; do
+    is "$(put_setting admin.bind "$v")" 400 "admin.bind $v is refused"
+    is "$(jq -r .error "$TB_TMP/out")" "admin.bind: \"$v\" is not an IPv4 or IPv6 address" \
+        "the message names admin.bind"
+done
+is "$(tb_ctl get admin.bind)" "$bind0" "admin.bind unchanged ($bind0)"
 
 # ---- bodies without a session are small -----------------------------------
 # core.api_max_body (1 MB) is for requests behind a session; before logging

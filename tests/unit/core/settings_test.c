@@ -647,7 +647,7 @@ static void test_concurrent(void)
 }
 
 /* settings_check on its own: a value shown in an error is cut between
- * characters. */
+ * characters; SETTINGS_CORE_ADDRESS takes only numeric addresses. */
 static void check_err(const struct tlsbox_setting_def *d, const char *v, const char *want)
 {
     char *err = NULL;
@@ -665,6 +665,20 @@ static void test_check_text(void)
     strcpy(v + 63, "\xc3\xa9"); /* U+00E9 across the 64-byte cut */
     snprintf(want, sizeof(want), "x.k: \"%.63s\"... does not match ^[a-z]*$", v);
     check_err(&name, v, want);
+
+    const struct tlsbox_setting_def addr = {.key = "k",
+                                            .type = TLSBOX_SETTING_STRING,
+                                            .default_value = "",
+                                            .pattern = "^$|^[0-9A-Fa-f:.]+$",
+                                            .flags = SETTINGS_CORE_ADDRESS};
+    check_err(&addr, "", NULL);
+    check_err(&addr, "127.0.0.1", NULL);
+    check_err(&addr, "::1", NULL);
+    check_err(&addr, "fe80::1:2", NULL);
+    check_err(&addr, "1.2.3.4.5", "x.k: \"1.2.3.4.5\" is not an IPv4 or IPv6 address");
+    check_err(&addr, "::::", "x.k: \"::::\" is not an IPv4 or IPv6 address");
+    check_err(&addr, "...", "x.k: \"...\" is not an IPv4 or IPv6 address");
+    check_err(&addr, "host.example", "x.k: \"host.example\" is not an IPv4 or IPv6 address");
 }
 
 int main(void)
