@@ -71,7 +71,11 @@ static void on_setup_token(void *arg, const struct tlsbox_api_request *req,
     }
     char *host = tls_hostname();
     char *bind_addr = settings_get("admin.bind");
-    char *url = xasprintf("https://%s:%lld/#setup=%s", bind_addr && *bind_addr ? bind_addr : host,
+    const char *h = bind_addr && *bind_addr ? bind_addr : host;
+    /* An IPv6 address goes in brackets in a URL (RFC 3986), else its colons
+     * read as a port. */
+    int v6 = strchr(h, ':') != NULL;
+    char *url = xasprintf("https://%s%s%s:%lld/#setup=%s", v6 ? "[" : "", h, v6 ? "]" : "",
                           settings_get_int("admin.port", 9443), token);
     api_reply_json(reply, 200,
                    json_pack("{s:s,s:s,s:I}", "url", url, "token", token, "expires_in",

@@ -73,6 +73,12 @@ is "$(curl -sk -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/session/setup" 
     -d '{"token":"0","user":"admin","password":"long enough password"}')" 415 \
     "a form-encoded (cross-site) setup or login is refused"
 is "$(setup 0000 'long enough password')" 403 "setup refused without a valid token"
+# An IPv6 admin.bind in the URL needs brackets.  setup-url reads the stored
+# value, so no restart is needed to see it; the old value goes back after.
+tb_ctl set admin.bind ::1 >/dev/null
+like "$(tb_ctl admin setup-url | head -1)" "^https://\[::1\]:$TB_ADMIN_PORT/#setup=[0-9a-f]{64}$" \
+    "setup-url brackets an IPv6 admin.bind"
+tb_ctl set admin.bind 127.0.0.1 >/dev/null
 url=$(tb_ctl admin setup-url | head -1)
 token=${url##*#setup=}
 like "$url" "^https://127\.0\.0\.1:$TB_ADMIN_PORT/#setup=[0-9a-f]{64}$" "setup-url prints the admin URL with a token"
