@@ -37,8 +37,9 @@ int admin_setup(const char *token, const char *name, const char *password, char 
 
 /*
  * Check a login from @p source.  0 and *s filled (new session) on success.
- * -EACCES wrong name or password; -EAGAIN throttled and -EPERM locked out,
- * both with *retry_after seconds; the attempt is then not even checked.
+ * -EACCES wrong name or password; -EAGAIN throttled, -EPERM locked out and
+ * -EBUSY no room to track the attempt (see throttle_begin), each with
+ * *retry_after seconds; the attempt is then not even checked.
  * Failures, throttling and lockouts are logged and audited.
  */
 int admin_login(const char *name, const char *password, const char *source, struct admin_session *s,

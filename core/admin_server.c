@@ -168,13 +168,16 @@ static enum MHD_Result on_login(struct MHD_Connection *conn, json_t *body, const
     int rc = admin_login(member(body, "user"), member(body, "password"), source, &s, &retry);
     if (rc == 0)
         return set_session_cookie(conn, &s);
-    if (rc == -EAGAIN || rc == -EPERM)
-        return respond_json(conn, 429,
-                            json_pack("{s:s,s:i}", "error",
-                                      rc == -EPERM ? "too many failed logins: locked out"
-                                                   : "too many failed logins: wait and retry",
-                                      "retry_after", retry),
-                            NULL);
+    if (rc == -EAGAIN || rc == -EPERM || rc == -EBUSY)
+        return respond_json(
+            conn, 429,
+            json_pack("{s:s,s:i}", "error",
+                      rc == -EPERM   ? "too many failed logins: locked out"
+                      : rc == -EBUSY ? "too many failed logins from other addresses and users "
+                                       "being throttled: no room to track this login, retry later"
+                                     : "too many failed logins: wait and retry",
+                      "retry_after", retry),
+            NULL);
     return api_mhd_error(conn, rc == -EACCES ? 401 : 500,
                          rc == -EACCES ? "wrong user name or password" : "login failed");
 }

@@ -55,25 +55,10 @@ static int session_create(sqlite3 *db, int64_t user_id, const char *source, stru
     return rc;
 }
 
-/* Refuse before checking when either key is throttled or locked. */
-static int login_allowed(const char *akey, const char *ukey, int *retry_after)
+static void login_failed(const char *name, const char *source, const char *akey, const char *ukey,
+                         unsigned locked)
 {
-    int ra = 0, rb = 0;
-    int a = throttle_check(akey, &ra), b = throttle_check(ukey, &rb);
-    if (a == -EPERM || b == -EPERM) {
-        *retry_after = ra > rb ? ra : rb;
-        return -EPERM;
-    }
-    if (a || b) {
-        *retry_after = ra > rb ? ra : rb;
-        return -EAGAIN;
-    }
-    return 0;
-}
-
-static void login_failed(const char *name, const char *source, const char *akey, const char *ukey)
-{
-    int locked_a = throttle_fail(akey), locked_u = throttle_fail(ukey);
+    int locked_a = locked & 1, locked_u = (locked & 2) != 0;
     log_warn("admin: failed login for user \"%s\" from %s", name, source);
     audit_event(name, source, "login.failed", name, NULL);
     if (locked_a || locked_u) {
@@ -90,10 +75,16 @@ int admin_login(const char *name, const char *password, const char *source, stru
                 int *retry_after)
 {
     char *akey = xasprintf("addr:%s", source), *ukey = xasprintf("user:%.64s", name);
-    int rc = login_allowed(akey, ukey, retry_after);
+    const char *keys[2] = {akey, ukey};
+    /* Reserved before the password is checked (a PBKDF2 run): parallel
+     * attempts count as the failures they may become. */
+    int rc = throttle_begin(keys, 2, retry_after);
     if (rc < 0) {
         log_warn("admin: login for user \"%s\" from %s refused: %s for %d s", name, source,
-                 rc == -EPERM ? "locked out" : "backing off", *retry_after);
+                 rc == -EPERM   ? "locked out"
+                 : rc == -EBUSY ? "throttle table full"
+                                : "backing off",
+                 *retry_after);
         goto out;
     }
     sqlite3 *db = store_connect();
@@ -105,11 +96,13 @@ int admin_login(const char *name, const char *password, const char *source, stru
         rc = session_create(db, uid, source, s);
     }
     store_disconnect(db);
+    unsigned locked = throttle_end(keys, 2,
+                                   rc == 0         ? THROTTLE_SUCCEEDED
+                                   : rc == -EACCES ? THROTTLE_FAILED
+                                                   : THROTTLE_ABORTED);
     if (rc == -EACCES)
-        login_failed(name, source, akey, ukey);
+        login_failed(name, source, akey, ukey, locked);
     if (rc == 0) {
-        throttle_clear(akey);
-        throttle_clear(ukey);
         log_info("admin: user \"%s\" logged in from %s", name, source);
         audit_event(name, source, "login", name, NULL);
     }

@@ -16,8 +16,9 @@
 /* Times in milliseconds of CLOCK_MONOTONIC: a backoff of "1 s" must not
  * end at the next wall-clock second tick. */
 struct slot {
-    char key[96];
+    char key[96]; /* "" for a free slot */
     int failures;
+    int pending; /* attempts between throttle_begin and throttle_end */
     int64_t next_allowed;
     int64_t locked_until;
     int64_t last;
@@ -33,78 +34,182 @@ static int64_t now_ms(void)
 /* Whole seconds to wait until @p until, at least 1. */
 static int seconds_until(int64_t until, int64_t now)
 {
-    return (int)((until - now + 999) / 1000);
+    int s = (int)((until - now + 999) / 1000);
+    return s < 1 ? 1 : s;
+}
+
+/* The backoff after @p failures (below the lockout): none for the first
+ * two, then 2, 4, 8, ... seconds, at most MAX_BACKOFF_S. */
+static int backoff_s(int failures)
+{
+    if (failures < FREE_FAILURES)
+        return 0;
+    int shift = failures - FREE_FAILURES + 1;
+    return shift > 5 ? MAX_BACKOFF_S : 1 << shift;
 }
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct slot slots[SLOTS];
 
-/* The slot of @p key, or (create) the least recently used one.  Under lock. */
-static struct slot *find(const char *key, int create)
+/* A lockout served starts a fresh count.  Under lock. */
+static void expire(struct slot *s, int64_t now)
 {
-    struct slot *oldest = &slots[0];
-    for (int i = 0; i < SLOTS; i++) {
-        if (strcmp(slots[i].key, key) == 0)
-            return &slots[i];
-        if (slots[i].last < oldest->last)
-            oldest = &slots[i];
+    if (s->locked_until && s->locked_until <= now) {
+        s->locked_until = 0;
+        s->failures = 0;
     }
-    if (!create)
-        return NULL;
-    memset(oldest, 0, sizeof *oldest);
-    snprintf(oldest->key, sizeof oldest->key, "%s", key);
-    return oldest;
 }
 
-int throttle_check(const char *key, int *retry_after)
+/* Forgetting a slot must not lift a lock or a backoff, nor lose an attempt
+ * in flight: else filling the table with failures for other names from
+ * other addresses would unlock a user. */
+static int evictable(const struct slot *s, int64_t now)
+{
+    return s->pending == 0 && s->locked_until <= now && s->next_allowed <= now;
+}
+
+/* The slot of @p key; or (create) a free one, else the evictable one with
+ * the fewest failures, least recently used among equals (a flood of single
+ * failures pushes out its own slots first); NULL when there is none.
+ * Under lock. */
+static struct slot *find(const char *key, int create, int64_t now)
+{
+    struct slot *free_slot = NULL, *victim = NULL;
+    for (int i = 0; i < SLOTS; i++) {
+        struct slot *s = &slots[i];
+        if (strcmp(s->key, key) == 0)
+            return s;
+        if (!s->key[0]) {
+            if (!free_slot)
+                free_slot = s;
+        } else if (evictable(s, now) &&
+                   (!victim || s->failures < victim->failures ||
+                    (s->failures == victim->failures && s->last < victim->last)))
+            victim = s;
+    }
+    if (free_slot)
+        victim = free_slot;
+    if (!create || !victim)
+        return NULL;
+    memset(victim, 0, sizeof *victim);
+    snprintf(victim->key, sizeof victim->key, "%s", key);
+    victim->last = now;
+    return victim;
+}
+
+/* When a slot is next evictable, for retry_after on a full table.  Under
+ * lock. */
+static int seconds_until_room(int64_t now)
+{
+    int64_t soonest = INT64_MAX;
+    for (int i = 0; i < SLOTS; i++) {
+        const struct slot *s = &slots[i];
+        /* An attempt in flight ends within a PBKDF2 run: about a second. */
+        int64_t t = s->pending ? now + 1000 : now;
+        if (s->locked_until > t)
+            t = s->locked_until;
+        if (s->next_allowed > t)
+            t = s->next_allowed;
+        if (t < soonest)
+            soonest = t;
+    }
+    return seconds_until(soonest, now);
+}
+
+/* May @p s try now?  0, or -EPERM / -EAGAIN with *retry_after.  Under lock. */
+static int slot_allows(struct slot *s, int64_t now, int *retry_after)
+{
+    expire(s, now);
+    if (s->locked_until > now) {
+        *retry_after = seconds_until(s->locked_until, now);
+        return -EPERM;
+    }
+    if (s->next_allowed > now) {
+        *retry_after = seconds_until(s->next_allowed, now);
+        return -EAGAIN;
+    }
+    /* Were the attempts in flight to fail, this one would have to wait:
+     * beyond the free failures one attempt at a time, as if serial. */
+    if (s->pending && s->failures + s->pending >= FREE_FAILURES) {
+        *retry_after = backoff_s(s->failures + s->pending);
+        return -EAGAIN;
+    }
+    return 0;
+}
+
+int throttle_begin(const char *const keys[], int n, int *retry_after)
 {
     int64_t now = now_ms();
-    int rc = 0;
+    int rc = 0, i;
+    *retry_after = 0;
     pthread_mutex_lock(&lock);
-    struct slot *s = find(key, 0);
-    if (s && s->locked_until > now) {
-        *retry_after = seconds_until(s->locked_until, now);
-        rc = -EPERM;
-    } else if (s && s->next_allowed > now) {
-        *retry_after = seconds_until(s->next_allowed, now);
-        rc = -EAGAIN;
+    for (i = 0; i < n; i++) {
+        struct slot *s = find(keys[i], 0, now);
+        int ra = 0, r = s ? slot_allows(s, now, &ra) : 0;
+        if (r == -EPERM || (r && !rc))
+            rc = r;
+        if (ra > *retry_after)
+            *retry_after = ra;
     }
+    for (i = 0; rc == 0 && i < n; i++) {
+        struct slot *s = find(keys[i], 1, now);
+        if (!s) {
+            rc = -EBUSY;
+            *retry_after = seconds_until_room(now);
+            break;
+        }
+        s->pending++;
+        s->last = now;
+    }
+    /* All or none: a full table takes back what this call reserved. */
+    while (rc == -EBUSY && i-- > 0)
+        find(keys[i], 0, now)->pending--;
     pthread_mutex_unlock(&lock);
     return rc;
 }
 
-int throttle_fail(const char *key)
+/* Count a failure on @p s; 1 when it locks the key.  Under lock. */
+static int slot_fail(struct slot *s, int64_t now)
 {
-    int64_t now = now_ms();
     int lock_after = (int)settings_get_int("admin.lockout_after", 10);
-    int locked = 0;
-    pthread_mutex_lock(&lock);
-    struct slot *s = find(key, 1);
-    s->last = now;
-    if (s->locked_until && s->locked_until <= now) {
-        s->locked_until = 0; /* a lockout served starts a fresh count */
-        s->failures = 0;
-    }
+    expire(s, now);
     s->failures++;
     if (s->failures >= lock_after) {
         s->locked_until = now + 1000 * settings_get_int("admin.lockout_seconds", 900);
         s->next_allowed = 0;
-        locked = 1;
-    } else if (s->failures >= FREE_FAILURES) {
-        /* 2, 4, 8, ... seconds, at most MAX_BACKOFF_S. */
-        int shift = s->failures - FREE_FAILURES + 1;
-        int wait = shift > 5 ? MAX_BACKOFF_S : 1 << shift;
-        s->next_allowed = now + 1000 * (int64_t)(wait > MAX_BACKOFF_S ? MAX_BACKOFF_S : wait);
+        return 1;
+    }
+    if (s->failures >= FREE_FAILURES)
+        s->next_allowed = now + 1000 * (int64_t)backoff_s(s->failures);
+    return 0;
+}
+
+unsigned throttle_end(const char *const keys[], int n, enum throttle_outcome outcome)
+{
+    int64_t now = now_ms();
+    unsigned locked = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n; i++) {
+        /* The reservation keeps the slot; create is only a safeguard. */
+        struct slot *s = find(keys[i], outcome == THROTTLE_FAILED, now);
+        if (!s)
+            continue;
+        if (s->pending > 0)
+            s->pending--;
+        s->last = now;
+        if (outcome == THROTTLE_FAILED && slot_fail(s, now))
+            locked |= 1u << i;
+        if (outcome == THROTTLE_SUCCEEDED) {
+            int pending = s->pending;
+            memset(s, 0, sizeof *s);
+            /* Another attempt still in flight keeps the key. */
+            if (pending) {
+                snprintf(s->key, sizeof s->key, "%s", keys[i]);
+                s->pending = pending;
+                s->last = now;
+            }
+        }
     }
     pthread_mutex_unlock(&lock);
     return locked;
-}
-
-void throttle_clear(const char *key)
-{
-    pthread_mutex_lock(&lock);
-    struct slot *s = find(key, 0);
-    if (s)
-        memset(s, 0, sizeof *s);
-    pthread_mutex_unlock(&lock);
 }

@@ -1,16 +1,26 @@
 /* Login throttling: failures counted per key ("addr:127.0.0.1",
  * "user:admin"); after a few, each attempt must wait longer (backoff), and
  * after admin.lockout_after the key is locked for admin.lockout_seconds.
+ * An attempt is reserved before the password is checked and counted while
+ * in flight, so parallel attempts get no more checks than serial ones.
  * In memory (a restart forgets), bounded table; any thread. */
 #ifndef TLSBOX_CORE_ADMIN_THROTTLE_H
 #define TLSBOX_CORE_ADMIN_THROTTLE_H
 
-/* 0 when @p key may try now; -EAGAIN (backoff) or -EPERM (locked) with
- * *retry_after seconds. */
-int throttle_check(const char *key, int *retry_after);
-/* Count a failure; returns 1 when it just locked the key, else 0. */
-int throttle_fail(const char *key);
-/* Forget @p key's failures (successful login). */
-void throttle_clear(const char *key);
+enum throttle_outcome {
+    THROTTLE_ABORTED,   /* not checked (server error): counts nothing */
+    THROTTLE_FAILED,    /* wrong user name or password */
+    THROTTLE_SUCCEEDED, /* logged in: forget the keys' failures */
+};
+
+/* Reserve one attempt for each of the @p n keys, all or none.  0 when they
+ * may try now; else *retry_after seconds and -EPERM (a key is locked),
+ * -EAGAIN (a key backs off, or attempts in flight would make it back off
+ * if they failed) or -EBUSY (no room in the table: every slot holds a lock,
+ * a backoff or an attempt in flight, and none of them may be forgotten). */
+int throttle_begin(const char *const keys[], int n, int *retry_after);
+/* End the attempt throttle_begin reserved for the same @p keys.  Returns
+ * the keys this failure just locked, bit i for keys[i]. */
+unsigned throttle_end(const char *const keys[], int n, enum throttle_outcome outcome);
 
 #endif

@@ -95,23 +95,69 @@ static void test_throttle(void)
 {
     int r = 0;
     char *err = NULL;
+    const char *k[] = {"k"}, *other[] = {"other"};
     settings_set("admin.lockout_after", "5", "test", &err);
-    is_int(throttle_check("k", &r), 0, "a fresh key may try");
-    throttle_fail("k");
-    throttle_fail("k");
-    is_int(throttle_check("k", &r), 0, "two failures are free");
-    is_int(throttle_fail("k"), 0, "the third failure does not lock");
-    is_int(throttle_check("k", &r), -EAGAIN, "but backs off");
+    is_int(throttle_begin(k, 1, &r), 0, "a fresh key may try");
+    throttle_end(k, 1, THROTTLE_FAILED);
+    is_int(throttle_begin(k, 1, &r), 0, "after one failure too");
+    throttle_end(k, 1, THROTTLE_FAILED);
+    is_int(throttle_begin(k, 1, &r), 0, "two failures are free");
+    is_int((int)throttle_end(k, 1, THROTTLE_FAILED), 0, "the third failure does not lock");
+    is_int(throttle_begin(k, 1, &r), -EAGAIN, "but backs off");
     is_int(r, 2, "for 2 s");
-    throttle_fail("k");
-    throttle_check("k", &r);
-    is_int(r, 4, "the fourth doubles it");
-    is_int(throttle_fail("k"), 1, "the fifth locks (admin.lockout_after = 5)");
-    is_int(throttle_check("k", &r), -EPERM, "locked");
-    is_int(r, 900, "for admin.lockout_seconds");
-    is_int(throttle_check("other", &r), 0, "other keys are not affected");
-    throttle_clear("k");
-    is_int(throttle_check("k", &r), 0, "a success clears the key");
+    is_int(throttle_begin(other, 1, &r), 0, "other keys are not affected");
+    throttle_end(other, 1, THROTTLE_SUCCEEDED);
+
+    /* Attempts in flight count as the failures they may become. */
+    const char *p[] = {"addr:p", "user:p"};
+    is_int(throttle_begin(p, 2, &r), 0, "parallel attempts: the first");
+    is_int(throttle_begin(p, 2, &r), 0, "the second");
+    is_int(throttle_begin(p, 2, &r), 0, "the third (its failure would start the backoff)");
+    is_int(throttle_begin(p, 2, &r), -EAGAIN, "a fourth waits while three are in flight");
+    is_int(r, 2, "as long as the third failure would make it wait");
+    throttle_end(p, 2, THROTTLE_FAILED);
+    throttle_end(p, 2, THROTTLE_FAILED);
+    is_int(throttle_begin(p, 2, &r), -EAGAIN, "still while the third is in flight");
+    is_int((int)throttle_end(p, 2, THROTTLE_FAILED), 0, "its failure does not lock");
+    is_int(throttle_begin(p, 2, &r), -EAGAIN, "and starts the backoff");
+
+    const char *q[] = {"q"};
+    throttle_begin(q, 1, &r);
+    throttle_end(q, 1, THROTTLE_FAILED);
+    throttle_begin(q, 1, &r);
+    throttle_end(q, 1, THROTTLE_FAILED);
+    throttle_begin(q, 1, &r);
+    throttle_end(q, 1, THROTTLE_SUCCEEDED);
+    int n = 0;
+    while (n < 10 && throttle_begin(q, 1, &r) == 0)
+        n++;
+    is_int(n, 3, "a success clears the key: three attempts in flight again");
+    for (int i = 0; i < n; i++)
+        throttle_end(q, 1, THROTTLE_ABORTED);
+    is_int(throttle_begin(q, 1, &r), 0, "an attempt not checked (server error) counts nothing");
+    throttle_end(q, 1, THROTTLE_ABORTED);
+
+    /* A full table refuses a new key rather than forget a backoff. */
+    char names[300][8];
+    const char *f[300];
+    int rc = 0;
+    for (n = 0; n < 300; n++) {
+        snprintf(names[n], sizeof names[n], "f%d", n);
+        f[n] = names[n];
+        if ((rc = throttle_begin(&f[n], 1, &r)) < 0)
+            break;
+    }
+    ok(rc == -EBUSY && n < 256, "a table full of attempts in flight refuses a new key (%d fit)", n);
+    is_int(r, 1, "retry in a second, when an attempt in flight may have ended");
+    is_int(throttle_begin(k, 1, &r), -EAGAIN, "a key backing off is not forgotten");
+    is_int(throttle_begin(p, 2, &r), -EAGAIN, "nor are both keys of a login");
+    throttle_end(&f[0], 1, THROTTLE_ABORTED);
+    const char *two[] = {"new1", "new2"}, *three[] = {"new3"};
+    is_int(throttle_begin(two, 2, &r), -EBUSY, "room for one key: a login with two is refused");
+    is_int(throttle_begin(three, 1, &r), 0, "and takes nothing: the room is still there");
+    throttle_end(three, 1, THROTTLE_ABORTED);
+    for (int i = 1; i < n; i++)
+        throttle_end(&f[i], 1, THROTTLE_ABORTED);
 }
 
 static void test_masking(void)
