@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/settings.h"
 #include "core/store.h"
+#include "core/utf8.h"
 #include "core/xalloc.h"
 
 #define HASH_LEN 32
@@ -55,19 +56,6 @@ static int session_create(sqlite3 *db, int64_t user_id, const char *source, stru
     return rc;
 }
 
-/* The length of @p s cut to at most @p max bytes, not inside a UTF-8
- * character: the key ends up in the audit log, which must stay UTF-8. */
-static int utf8_cut(const char *s, int max)
-{
-    int n = (int)strnlen(s, (size_t)max + 1);
-    if (n <= max)
-        return n;
-    n = max;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--; /* s[n] continues the character before the cut */
-    return n;
-}
-
 static void login_failed(const char *name, const char *source, const char *akey, const char *ukey,
                          unsigned locked)
 {
@@ -88,7 +76,7 @@ int admin_login(const char *name, const char *password, const char *source, stru
                 int *retry_after)
 {
     char *akey = xasprintf("addr:%s", source),
-         *ukey = xasprintf("user:%.*s", utf8_cut(name, 64), name);
+         *ukey = xasprintf("user:%.*s", (int)utf8_clip(name, strlen(name), 64), name);
     const char *keys[2] = {akey, ukey};
     /* Reserved before the password is checked (a PBKDF2 run): parallel
      * attempts count as the failures they may become. */
