@@ -34,7 +34,7 @@ plugins_acme_tests_flow_pebble_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(JANSSON_
 	$(CURL_CFLAGS) $(SQLITE_CFLAGS)
 plugins_acme_tests_flow_pebble_LDADD = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS)
 
-EXTRA_DIST += tests/integration/pebble.sh
+EXTRA_DIST += tests/integration/pebble.sh tests/integration/acme_forward.py
 
 acme_integration_tests = tests/integration/40_acme_issue.sh tests/integration/41_acme_renew.sh \
 	tests/integration/42_acme_bad_nonce.sh tests/integration/43_acme_challenge_failure.sh \

@@ -14,6 +14,11 @@
 #       new root and forgets accounts and orders)
 #   pb_start_tlsbox [ARGS]        tb_start_daemon on free site ports ($SITE_HTTP,
 #       $SITE_HTTPS, SITE_HTTP must equal PB_HTTP_PORT) with acme.* pointing at pebble
+#   pb_start_forward              acme_forward.py in front of pebble (a CA that
+#       rate-limits or breaks its orders on request: see that file) -> FW (its
+#       folder: requests.log, injection files), FW_DIRECTORY (the ACME directory
+#       through it; trusted with the same $PB_CA).  Then
+#       PB_DIRECTORY=$FW_DIRECTORY pb_start_tlsbox
 #   pb_wait_served NAME [SECS]    wait until https://NAME verifies against $PB_ROOT
 #   pb_served_serial NAME         serial of the certificate served for NAME
 
@@ -116,6 +121,19 @@ pb_start_tlsbox() {
     tb_start_daemon --set "site.http_port=$SITE_HTTP" --set "site.https_port=$SITE_HTTPS" \
         --set "acme.directory=$PB_DIRECTORY" --set "acme.ca_file=$PB_CA" \
         --set acme.agree_tos=true --set acme.email=admin@example.org "$@"
+}
+
+pb_start_forward() {
+    FW=$TB_TMP/forward
+    mkdir -p "$FW"
+    : >>"$FW/requests.log"
+    local port
+    port=$(tb_free_port)
+    # Its HTTPS certificate is pebble's own: one acme.ca_file for both.
+    tb_bg /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/acme_forward.py" "$port" "$PB_PORT" \
+        "$PB_DIR/cert.pem" "$PB_DIR/key.pem" "$PB_CA" "$FW" >>"$FW/forward.log" 2>&1
+    _pb_wait_port "$port" || { echo "# acme_forward.py did not start"; return 1; }
+    FW_DIRECTORY="https://127.0.0.1:$port/dir"
 }
 
 pb_wait_served() {

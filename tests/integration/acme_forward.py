@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""An HTTPS front of the real pebble that can answer like a CA that pebble
+cannot imitate (rate limits, a broken order).
+
+  acme_forward.py LISTEN_PORT PEBBLE_PORT CERT KEY CA DIR
+
+Serves HTTPS on 127.0.0.1:LISTEN_PORT with CERT/KEY and forwards every request
+to pebble on 127.0.0.1:PEBBLE_PORT (trusting CA).  The client's Host header
+goes along unchanged: pebble builds its URLs (directory, Location, Link) from
+it and checks the JWS "url" against it, so the client only ever sees this
+front.  Each request appends "TIME KIND METHOD PATH STATUS" to
+DIR/requests.log (TIME when it came in), KIND being newOrder, order or
+finalize (a POST to an order's URL or finalize URL pebble handed out) or -.  STATUS tells pebble's badNonce
+rejections (400, retried at once by design) from the answers that count.
+
+Injections, read at each request:
+  DIR/ratelimit       newOrder is answered 429 with "Retry-After: <the file's
+                      number>" and an RFC 8555 rateLimited problem document
+                      (with a fresh Replay-Nonce from pebble); pebble does not
+                      see the order.
+  DIR/order_pending   an order fetch is forwarded, and pebble's order comes
+                      back as "pending" (its authorizations all valid).
+  DIR/order_no_authz  the same, and without its "authorizations" too.
+  DIR/order_retry_after  order fetches carry "Retry-After: <the file's number>".
+  DIR/finalize_ready  a finalize is forwarded, and its answer (the order) comes
+                      back still "ready".
+Exits on SIGTERM."""
+import http.client
+import http.server
+import json
+import os
+import ssl
+import sys
+import threading
+import time
+from urllib.parse import urlsplit
+
+PORT, PEBBLE, CERT, KEY, CA, DIR = (int(sys.argv[1]), int(sys.argv[2]), *sys.argv[3:7])
+state = {"newOrder": None, "newNonce": None, "orders": set(), "finalize": set()}
+lock = threading.Lock()
+# Hop-by-hop or recomputed: never copied from pebble's answer.
+SKIP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
+
+
+def pebble(method, path, host, body=None, headers=None):
+    ctx = ssl.create_default_context(cafile=CA)
+    conn = http.client.HTTPSConnection("127.0.0.1", PEBBLE, context=ctx, timeout=30)
+    h = dict(headers or {})
+    h["Host"] = host
+    conn.request(method, path, body=body, headers=h)
+    resp = conn.getresponse()
+    data = resp.read()
+    conn.close()
+    return resp.status, resp.getheaders(), data
+
+
+def log(t, kind, method, path, status):
+    with lock, open(os.path.join(DIR, "requests.log"), "a") as f:
+        f.write("%.3f %s %s %s %d\n" % (t, kind, method, path, status))
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, headers, data):
+        self.send_response(status)
+        for k, v in headers:
+            if k.lower() not in SKIP:
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def handle_any(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else None
+        host = self.headers.get("Host", "127.0.0.1:%d" % PORT)
+        path = self.path
+        with lock:
+            kind = ("newOrder" if path == state["newOrder"] else
+                    "order" if self.command == "POST" and path in state["orders"] else
+                    "finalize" if self.command == "POST" and path in state["finalize"] else "-")
+        t = time.time()
+        fwd = {k: v for k, v in self.headers.items()
+               if k.lower() in ("content-type", "accept", "user-agent")}
+        limit = os.path.join(DIR, "ratelimit")
+        if kind == "newOrder" and os.path.exists(limit):
+            secs = open(limit).read().strip()
+            _, nh, _ = pebble("HEAD", state["newNonce"], host)
+            problem = json.dumps({
+                "type": "urn:ietf:params:acme:error:rateLimited",
+                "detail": "too many new orders recently: retry after %s s" % secs,
+                "status": 429}).encode()
+            self.reply(429, [(k, v) for k, v in nh if k.lower() == "replay-nonce"] +
+                       [("Content-Type", "application/problem+json"), ("Retry-After", secs)],
+                       problem)
+            log(t, kind, self.command, path, 429)
+            return
+        status, headers, data = pebble(self.command, path, host, body, fwd)
+        if path == "/dir" and status == 200:
+            d = json.loads(data)
+            with lock:
+                state["newOrder"] = urlsplit(d["newOrder"]).path
+                state["newNonce"] = urlsplit(d["newNonce"]).path
+        if kind == "newOrder" and status == 201:
+            loc = dict((k.lower(), v) for k, v in headers).get("location")
+            fin = json.loads(data).get("finalize")
+            with lock:
+                if loc:
+                    state["orders"].add(urlsplit(loc).path)
+                if fin:
+                    state["finalize"].add(urlsplit(fin).path)
+        no_authz = os.path.exists(os.path.join(DIR, "order_no_authz"))
+        if kind == "order" and status == 200 and (
+                no_authz or os.path.exists(os.path.join(DIR, "order_pending"))):
+            o = json.loads(data)
+            o["status"] = "pending"
+            if no_authz:
+                o.pop("authorizations", None)
+            data = json.dumps(o).encode()
+        if kind == "finalize" and status == 200 and os.path.exists(
+                os.path.join(DIR, "finalize_ready")):
+            o = json.loads(data)
+            o["status"] = "ready"
+            data = json.dumps(o).encode()
+        ra = os.path.join(DIR, "order_retry_after")
+        if kind == "order" and os.path.exists(ra):
+            headers = [(k, v) for k, v in headers if k.lower() != "retry-after"]
+            headers.append(("Retry-After", open(ra).read().strip()))
+        self.reply(status, headers, data)
+        log(t, kind, self.command, path, status)
+
+    do_GET = do_POST = do_HEAD = handle_any
+
+
+def main():
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
+    srv.daemon_threads = True
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(CERT, KEY)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    print("listening on 127.0.0.1:%d" % PORT, flush=True)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
