@@ -151,19 +151,39 @@ static char *flow_domains_json(const struct acme_order_req *req)
     return s;
 }
 
-/* Wait before the next poll: the CA's Retry-After, else a growing short delay. */
-static bool flow_poll_wait(struct acme_client *c, const struct acme_resp *r, unsigned n,
-                           uint64_t *waited)
+/*
+ * Wait before the next poll: the CA's Retry-After (in full: polling sooner
+ * than asked is what it asked us not to do), else a growing short delay.
+ * Returns 0 after the wait, -ECANCELED when stopping, or -ETIMEDOUT without
+ * waiting when the wait would take the poll past FLOW_POLL_LIMIT_MS; then the
+ * Retry-After goes into e->retry_after, so the scheduler waits that long
+ * before the next attempt.  @p what says what is still not done, for the error.
+ */
+static int flow_poll_wait(struct acme_client *c, const struct acme_resp *r, unsigned n,
+                          uint64_t *waited, struct acme_err *e, const char *step, const char *what)
 {
     uint64_t ms = n < 3 ? 50u << n : n < 8 ? 500 : 2000;
-    if (r->retry_after) {
-        time_t now = time(NULL);
+    time_t now = time(NULL);
+    if (r->retry_after)
         ms = r->retry_after > now ? (uint64_t)(r->retry_after - now) * 1000 : 1000;
-        if (ms > 60000)
-            ms = 60000;
+    if (*waited + ms > FLOW_POLL_LIMIT_MS) {
+        e->retry_after = r->retry_after > now ? r->retry_after : 0;
+        if (e->retry_after)
+            acme_err_set(e, step, "tlsbox:timeout",
+                         "%s: the CA asks to look again in %llu s, longer than the %u s an "
+                         "attempt waits; the next attempt is after that",
+                         what, (unsigned long long)(ms / 1000), FLOW_POLL_LIMIT_MS / 1000);
+        else
+            acme_err_set(e, step, "tlsbox:timeout", "%s after %llu s", what,
+                         (unsigned long long)(*waited / 1000));
+        return -ETIMEDOUT;
     }
     *waited += ms;
-    return acme_client_sleep(c, ms);
+    if (acme_client_sleep(c, ms)) {
+        acme_err_set(e, step, "tlsbox:cancelled", "cancelled (stopping)");
+        return -ECANCELED;
+    }
+    return 0;
 }
 
 static int flow_new_order(struct acme_client *c, sqlite3 *db, const struct acme_order_req *req,
@@ -276,14 +296,20 @@ static void flow_tokens_withdraw(struct flow_tokens *t, const struct acme_order_
     t->n = 0;
 }
 
+/*
+ * Answer and wait for the authorizations of a pending order.  *progress is
+ * set when one of them was not valid yet (this pass did something).
+ */
 static int flow_authorizations(struct acme_client *c, const struct acme_order_req *req,
-                               json_t *order, struct flow_tokens *tokens, struct acme_err *e)
+                               json_t *order, struct flow_tokens *tokens, bool *progress,
+                               struct acme_err *e)
 {
     json_t *urls = json_object_get(order, "authorizations"), *u;
     size_t n = json_array_size(urls), i;
     struct acme_resp r = {0};
     int ret = 0;
-    bool *waiting = tlsbox_xcalloc(n ? n : 1, sizeof(bool));
+    /* The name of each authorization still to validate, NULL once valid. */
+    char **waiting = tlsbox_xcalloc(n ? n : 1, sizeof(char *));
 
     /* First answer every challenge, then poll: the CA validates the names in parallel. */
     json_array_foreach(urls, i, u)
@@ -296,6 +322,7 @@ static int flow_authorizations(struct acme_client *c, const struct acme_order_re
         const char *st = json_string_value(json_object_get(r.json, "status")) ?: "";
         if (strcmp(st, "valid") == 0)
             continue;
+        *progress = true;
         if (strcmp(st, "pending") != 0) {
             ret = flow_authz_failed(r.json, e);
             goto out;
@@ -309,6 +336,7 @@ static int flow_authorizations(struct acme_client *c, const struct acme_order_re
             ret = -ENOTSUP;
             goto out;
         }
+        waiting[i] = tlsbox_xasprintf("%s: authorization still pending", flow_authz_name(r.json));
         char *ka = tlsbox_xasprintf("%s.%s", token, c->thumbprint);
         flow_tokens_add(tokens, token);
         req->challenge_put(req->challenge_arg, token, ka);
@@ -317,35 +345,29 @@ static int flow_authorizations(struct acme_client *c, const struct acme_order_re
         if (strcmp(chst, "pending") == 0 &&
             (ret = acme_post(c, "challenge", ch_url, "{}", NULL, &r, e)) < 0)
             goto out;
-        waiting[i] = true;
     }
     flow_step(req, "challenge");
     json_array_foreach(urls, i, u)
     {
         uint64_t waited = 0;
         for (unsigned k = 0; waiting[i]; k++) {
-            if (flow_poll_wait(c, &r, k, &waited)) {
-                acme_err_set(e, "authorization", "tlsbox:cancelled", "cancelled (stopping)");
-                ret = -ECANCELED;
+            if ((ret = flow_poll_wait(c, &r, k, &waited, e, "authorization", waiting[i])) < 0)
                 goto out;
-            }
             if ((ret = acme_post(c, "authorization", json_string_value(u), NULL, NULL, &r, e)) < 0)
                 goto out;
             const char *st = json_string_value(json_object_get(r.json, "status")) ?: "";
             if (strcmp(st, "valid") == 0) {
-                waiting[i] = false;
+                free(waiting[i]);
+                waiting[i] = NULL;
             } else if (strcmp(st, "pending") != 0) {
                 ret = flow_authz_failed(r.json, e);
-                goto out;
-            } else if (waited > FLOW_POLL_LIMIT_MS) {
-                acme_err_set(e, "authorization", "tlsbox:timeout", "%s: still pending after %u s",
-                             flow_authz_name(r.json), FLOW_POLL_LIMIT_MS / 1000);
-                ret = -ETIMEDOUT;
                 goto out;
             }
         }
     }
 out:
+    for (i = 0; i < n; i++)
+        free(waiting[i]);
     free(waiting);
     acme_resp_free(&r);
     return ret;
@@ -572,8 +594,20 @@ again:
     for (unsigned k = 0;; k++) {
         const char *st = json_string_value(json_object_get(r.json, "status")) ?: "";
         if (strcmp(st, "pending") == 0) {
+            /* Without authorizations there is nothing to answer: polling could never end. */
+            json_t *urls = json_object_get(r.json, "authorizations"), *u;
+            size_t i;
+            bool usable = json_array_size(urls) > 0;
+            json_array_foreach(urls, i, u) usable &= json_is_string(u);
+            if (!usable) {
+                acme_err_set(e, "order", "tlsbox:protocol",
+                             "%s: pending order without a list of authorization URLs", o.order_url);
+                ret = -EPROTO;
+                goto out;
+            }
             json_t *order = json_incref(r.json);
-            ret = flow_authorizations(c, req, order, &tokens, e);
+            bool progress = false;
+            ret = flow_authorizations(c, req, order, &tokens, &progress, e);
             json_decref(order);
             if (ret < 0 && resumed && !restarted && !fresh && strcmp(e->step, "challenge") == 0) {
                 /*
@@ -587,22 +621,26 @@ again:
             }
             if (ret < 0)
                 goto out;
+            /* Every authorization was valid already, yet the order is pending: wait. */
+            if (!progress)
+                ret = flow_poll_wait(c, &r, k, &waited, e, "order",
+                                     "order still pending (its authorizations valid)");
+            if (ret < 0)
+                goto out;
         } else if (strcmp(st, "ready") == 0) {
             if ((ret = flow_finalize(c, db, req, &o, &r, e)) < 0)
                 goto out;
-            continue; /* the finalize answer is the order */
+            /* The finalize answer is the order; still "ready": wait, then look again. */
+            if (strcmp(json_string_value(json_object_get(r.json, "status")) ?: "", "ready") != 0)
+                continue;
+            ret = flow_poll_wait(c, &r, k, &waited, e, "finalize",
+                                 "order still ready after finalize");
+            if (ret < 0)
+                goto out;
         } else if (strcmp(st, "processing") == 0) {
-            if (flow_poll_wait(c, &r, k, &waited)) {
-                acme_err_set(e, "finalize", "tlsbox:cancelled", "cancelled (stopping)");
-                ret = -ECANCELED;
+            ret = flow_poll_wait(c, &r, k, &waited, e, "finalize", "order still processing");
+            if (ret < 0)
                 goto out;
-            }
-            if (waited > FLOW_POLL_LIMIT_MS) {
-                acme_err_set(e, "finalize", "tlsbox:timeout", "order still processing after %u s",
-                             FLOW_POLL_LIMIT_MS / 1000);
-                ret = -ETIMEDOUT;
-                goto out;
-            }
         } else if (strcmp(st, "valid") == 0) {
             const char *cu = json_string_value(json_object_get(r.json, "certificate"));
             if (!cu) {

@@ -21,6 +21,8 @@
 #       PB_DIRECTORY=$FW_DIRECTORY pb_start_tlsbox
 #   pb_wait_served NAME [SECS]    wait until https://NAME verifies against $PB_ROOT
 #   pb_served_serial NAME         serial of the certificate served for NAME
+#   pb_wait_new_serial NAME OLD [SECS]  wait until NAME is served with a serial
+#       other than OLD; prints the serial served last
 
 if ! type tb_free_port >/dev/null 2>&1; then
     tb_free_port() {
@@ -150,4 +152,15 @@ pb_wait_served() {
 pb_served_serial() {
     openssl s_client -connect "127.0.0.1:$SITE_HTTPS" -servername "$1" </dev/null 2>/dev/null |
         openssl x509 -noout -serial 2>/dev/null | sed 's/^serial=//'
+}
+
+pb_wait_new_serial() {
+    local name=$1 old=$2 secs=${3:-30} i s=""
+    for i in $(seq 1 $((secs * 10))); do
+        s=$(pb_served_serial "$name")
+        [ -n "$s" ] && [ "$s" != "$old" ] && break
+        sleep 0.1
+    done
+    echo "$s"
+    [ -n "$s" ] && [ "$s" != "$old" ]
 }
