@@ -53,10 +53,14 @@ static int cmd_acme_status(struct ctl *c, int argc, char **argv)
             printf("  %-14s none (renewal at 1/3 of the lifetime left)\n", "ARI window");
         }
         long long f = (long long)json_integer_value(json_object_get(cj, "failures"));
-        if (f) {
+        json_t *ca = json_object_get(cj, "ca_retry_after");
+        if (f)
             printf("  %-14s %lld in a row\n", "failures", f);
+        if (f || json_is_integer(ca))
             ctl_print_when("next attempt", json_object_get(cj, "next_attempt"));
-        }
+        /* The CA's Retry-After: renew --force and setting changes do not order before it. */
+        if (json_is_integer(ca))
+            ctl_print_when("CA wait until", ca);
     }
     json_t *evs = json_object_get(j, "events");
     if (json_array_size(evs))

@@ -197,9 +197,15 @@ static void acme_on_settings(void *arg, const char *event, const char *data)
 {
     struct acme *a = arg;
     (void)event;
-    /* {"key":"acme.domains"} or {"reload":true}: re-check with the new values. */
-    if (!data || strstr(data, "\"acme.") || strstr(data, "\"reload\""))
+    /*
+     * {"key":"acme.domains"}: a person changed ACME, try at once (past the
+     * failure backoff).  {"reload":true} comes with every SIGHUP (logrotate
+     * among them): re-check with the values read, but keep the backoff.
+     */
+    if (!data || strstr(data, "\"acme."))
         acme_run_submit(a, false, true);
+    else if (strstr(data, "\"reload\""))
+        acme_run_submit(a, false, false);
 }
 
 /* The ocsp plugin found a certificate revoked: if it is one of ours, replace

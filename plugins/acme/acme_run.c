@@ -201,8 +201,48 @@ out:
     return due;
 }
 
-static void run_record_failure(struct acme *a, sqlite3 *db, struct run_cert *rc, struct acme_err *e,
-                               time_t now)
+/*
+ * The CA's Retry-After, kept apart from the local backoff in kv
+ * "ca_retry_after:<name>" = {"until","directory"}: a person's retry, a forced
+ * renewal or a settings change skips the backoff but never the CA's wait, and
+ * no later event (a failed revoke records next_attempt 0) can erase it.
+ * until 0 forgets it (after a success).
+ */
+static void run_ca_wait_put(sqlite3 *db, const char *name, const char *directory, time_t until)
+{
+    char key[300];
+    snprintf(key, sizeof(key), "ca_retry_after:%s", name);
+    if (!until) {
+        acme_store_kv_put(db, key, NULL);
+        return;
+    }
+    json_t *j = json_pack("{s:I,s:s}", "until", (json_int_t)until, "directory", directory);
+    char *text = json_dumps(j, JSON_COMPACT);
+    acme_store_kv_put(db, key, text);
+    free(text);
+    json_decref(j);
+}
+
+/* When the CA at @p directory allows the next order for @p name; 0: no wait ahead. */
+static time_t run_ca_wait(sqlite3 *db, const char *name, const char *directory, time_t now)
+{
+    char key[300], *val = NULL;
+    snprintf(key, sizeof(key), "ca_retry_after:%s", name);
+    if (acme_store_kv_get(db, key, &val) < 0)
+        return 0;
+    json_t *j = json_loads(val, 0, NULL);
+    free(val);
+    time_t until = (time_t)json_integer_value(json_object_get(j, "until"));
+    /* Another CA's wait is not this one's (kept for a switch back). */
+    const char *dir = json_string_value(json_object_get(j, "directory"));
+    if (!dir || strcmp(dir, directory) != 0 || until <= now)
+        until = 0;
+    json_decref(j);
+    return until;
+}
+
+static void run_record_failure(struct acme *a, sqlite3 *db, const char *directory,
+                               struct run_cert *rc, struct acme_err *e, time_t now)
 {
     unsigned n;
     time_t first, next;
@@ -218,6 +258,8 @@ static void run_record_failure(struct acme *a, sqlite3 *db, struct run_cert *rc,
     /* Retry-After (rate limits, overload) wins when it asks for longer. */
     if (e->retry_after > at)
         at = e->retry_after;
+    if (e->retry_after > now)
+        run_ca_wait_put(db, rc->name, directory, e->retry_after);
     rc->failures = n;
     rc->next_attempt = at;
     acme_store_event(db, rc->name, e->step[0] ? e->step : "attempt", false, e->type, e->detail, at);
@@ -365,8 +407,15 @@ static time_t run_status(struct acme *a, sqlite3 *db, const struct acme_conf *co
         unsigned f;
         time_t first, next;
         acme_store_failures(db, rc->name, &f, &first, &next);
+        time_t ca = run_ca_wait(db, rc->name, conf->directory, now);
+        if (!f)
+            next = 0;
+        if (ca > next)
+            next = ca;
         json_object_set_new(cj, "failures", json_integer(f));
-        json_object_set_new(cj, "next_attempt", f ? json_integer(next) : json_null());
+        json_object_set_new(cj, "next_attempt", next ? json_integer(next) : json_null());
+        /* Set: the CA asked (Retry-After) for no order before then; nothing here overrides it. */
+        json_object_set_new(cj, "ca_retry_after", ca ? json_integer(ca) : json_null());
         json_array_append_new(arr, cj);
     }
     json_object_set_new(st, "certificates", arr);
@@ -433,6 +482,23 @@ static void run_once(struct acme *a, struct tlsbox_job *job)
         time_t first, next;
         acme_store_failures(db, rc->name, &f, &first, &next);
         rc->failures = f;
+        time_t ca = run_ca_wait(db, rc->name, conf.directory, now);
+        if (ca) {
+            /* The CA's Retry-After: not even a person's retry or a forced renewal goes first. */
+            rc->next_attempt = f && next > ca ? next : ca;
+            run_wake_at(a, rc->next_attempt);
+            if (retry_now) {
+                char when[32];
+                struct tm tm;
+                gmtime_r(&ca, &tm);
+                strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+                a->host->log(a->self, TLSBOX_LOG_INFO,
+                             "%s: due (%s), but the CA asked to wait until %s (Retry-After): "
+                             "no order before then",
+                             rc->name, rc->reason, when);
+            }
+            continue;
+        }
         if (f && next > now && !retry_now) {
             /* Backing off: the wake timer (or a later check) comes back at `next`. */
             rc->next_attempt = next;
@@ -445,13 +511,14 @@ static void run_once(struct acme *a, struct tlsbox_job *job)
         int ret = run_attempt(a, &c, db, &conf, rc, &e);
         if (ret == 0) {
             acme_store_event(db, rc->name, "done", true, NULL, rc->reason, 0);
+            run_ca_wait_put(db, rc->name, NULL, 0);
             a->host->log(a->self, TLSBOX_LOG_INFO, "%s: certificate issued and installed",
                          rc->name);
             if (a->m_ok)
                 a->host->metric_add(a->m_ok, 1);
             rc->failures = 0;
         } else if (ret != -ECANCELED) {
-            run_record_failure(a, db, rc, &e, time(NULL));
+            run_record_failure(a, db, conf.directory, rc, &e, time(NULL));
             run_wake_at(a, rc->next_attempt);
         }
         acme_err_clear(&e);
@@ -547,8 +614,18 @@ static void run_revoke_job(void *arg, struct tlsbox_job *job)
         a->host->log(a->self, TLSBOX_LOG_INFO, "%s: revoked; ordering a replacement", rv->name);
         goto out;
     }
-record:
-    acme_store_event(db, rv->name, e.step[0] ? e.step : "revoke", false, e.type, e.detail, 0);
+record:;
+    /*
+     * The newest event's next_attempt is the order schedule: a failed revoke
+     * keeps it (0 would let the check it triggers order at once), and a
+     * Retry-After from the CA counts for the next order too.
+     */
+    unsigned f;
+    time_t first, next;
+    acme_store_failures(db, rv->name, &f, &first, &next);
+    if (e.retry_after > time(NULL))
+        run_ca_wait_put(db, rv->name, conf.directory, e.retry_after);
+    acme_store_event(db, rv->name, e.step[0] ? e.step : "revoke", false, e.type, e.detail, next);
     a->host->log(a->self, TLSBOX_LOG_WARN, "%s: revoke failed: %s", rv->name,
                  e.detail ? e.detail : "?");
 out:
