@@ -528,9 +528,10 @@ int site_h1_produce(struct site_conn *c)
         }
     }
     if (c->in_len && !c->want_close) {
+        /* c->read_blocked stays: on_event clears it and reads on once the
+         * output drained.  Cleared here, nothing would read again what the
+         * socket, or the TLS read-ahead, still holds (edge-triggered). */
         process_stashed(c);
-        if (c->in_len <= site_h1_in_limit(&c->w->s->cfg))
-            c->read_blocked = false;
         return c->h1_body ? 0 : 1;
     }
     return 1;

@@ -119,6 +119,17 @@ a404="status=404 bytes=$(stat -c %s "$TB_TMP/nope") sha256=$(sum <"$TB_TMP/nope"
 want=$(printf '%s\n' "$a16" "$a16" "$r16" "$a200" "$asub" "$ahead" "$r200" "$a404" \
     "$a16" "$a200" "$r16" "$a16")
 is "$out" "$want" "HTTP/1.1: pipelined answers from the cache (whole, ranges, HEAD, 404, 200 KB) are right"
+# 10,000 small pipelined requests (320 KB) on one connection, sent at once:
+# reading stops at 64 KB of unparsed input while answers wait, and must go
+# on once they drained, though the rest already sits in the TLS read-ahead
+# and no new epoll edge will come.  20 s is well under the idle timeout.
+echo a >"$W/a.txt"
+out=$(timeout 40 python3 "$top_srcdir/plugins/site/tests/h2_streams.py" h1flood 127.0.0.1 \
+    "$P_HTTPS" tls 10000 /a.txt 20)
+is "$out" "answers=10000 200=10000" "HTTP/1.1 over TLS: 10,000 pipelined requests in one go, all answered"
+out=$(timeout 40 python3 "$top_srcdir/plugins/site/tests/h2_streams.py" h1flood 127.0.0.1 \
+    "$P_HTTP" plain 10000 /a.txt 20)
+is "$out" "answers=10000 301=10000" "plain port: 10,000 pipelined requests in one go, all answered"
 # One request at a time on one connection (curl), and a slow reader of the
 # 200 KB file: its records wait for the socket, sealed a batch at a time.
 got=$("${C[@]}" --http1.1 -w '%{stderr}%{num_connects}\n' $(for i in $(seq 10); do

@@ -28,6 +28,11 @@
       "|" go out in one write (pipelined), and each group's answers are read
       before the next group is sent.  The last request asks to close.
       Prints one line per answer, "status=S bytes=B sha256=H".
+  h2_streams.py h1flood HOST PORT tls|plain N PATH LIMIT
+      N pipelined "GET PATH HTTP/1.1" on one connection (HTTP/1.1 over TLS,
+      or plain), all sent at once while the answers are read, for at most
+      LIMIT seconds.  Prints "answers=A" and the count of each status, e.g.
+      "answers=10000 200=10000" (fewer answers: the server went silent).
   h2_streams.py burst HOST PORT PID N PATH [CMD...]
       Open N HTTP/1.1 connections (handshake and one request each), run
       CMD if given (and wait a second), stop the server process PID
@@ -37,6 +42,7 @@
 """
 import hashlib
 import os
+import select
 import signal
 import socket
 import ssl
@@ -346,6 +352,55 @@ def h1pipe(host, port, specs):
     return 0
 
 
+def h1flood(host, port, scheme, n, path, limit):
+    if scheme == "tls":
+        s = tls(host, port, ["http/1.1"])
+    else:
+        s = socket.create_connection((host, port), timeout=5)
+    out = ("GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n" % path).encode() * n
+    s.setblocking(False)
+    # Sending and reading at once: a client that wrote everything before
+    # reading could deadlock with a server that stops reading while its
+    # answers wait (back-pressure), whatever the server does right.
+    blocked = (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError)
+    deadline = time.time() + limit
+    sent, buf, answers, statuses = 0, b"", 0, {}
+    while answers < n:
+        busy = False
+        if sent < len(out):
+            try:
+                # after a would-block, the same bytes again (OpenSSL's rule)
+                k = s.send(out[sent:])
+                sent += k
+                busy = k > 0
+            except blocked:
+                pass
+        try:
+            data = s.recv(262144)
+        except blocked:
+            data = None
+        except (OSError, ssl.SSLError):
+            break
+        if data == b"":
+            break
+        if data:
+            busy = True
+            buf += data
+            while True:
+                got = h1_answer(buf, "GET")
+                if not got:
+                    break
+                status, _, buf = got
+                answers += 1
+                statuses[status] = statuses.get(status, 0) + 1
+        if not busy:
+            if time.time() >= deadline:
+                break
+            select.select([s], [s] if sent < len(out) else [], [], 0.2)
+    print(" ".join(["answers=%d" % answers] + ["%s=%d" % kv for kv in sorted(statuses.items())]))
+    return 0
+
+
 def burst(host, port, pid, n, path, cmd):
     req, _ = h1_request(path, False)
     conns = []
@@ -405,6 +460,9 @@ if __name__ == "__main__":
     if cmd == "burst":
         sys.exit(burst(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6],
                        sys.argv[7:]))
+    if cmd == "h1flood":
+        sys.exit(h1flood(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), sys.argv[6],
+                         float(sys.argv[7])))
     if cmd == "h1pipe":
         sys.exit(h1pipe(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
     sys.exit(2)
