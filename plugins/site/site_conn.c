@@ -520,6 +520,7 @@ static void conn_linger(struct site_conn *c)
 
     if (c->session) {
         gnutls_bye(c->session, GNUTLS_SHUT_WR); /* close_notify into c->enc */
+        site_rec_free(&c->rec);                 /* site_conn_close frees it only with the session */
         gnutls_deinit(c->session);
         c->session = NULL;
     }
