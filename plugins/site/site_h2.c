@@ -21,8 +21,9 @@ struct h2_stream {
     int32_t id;
     uint32_t hdr_bytes;
     bool accept_gzip, responded, refused;
-    bool has_file; /* holds one of the connection's SITE_CONN_FILES */
-    bool waiting;  /* deferred until a file slot frees */
+    bool has_file;  /* holds one of the connection's SITE_CONN_FILES */
+    bool waiting;   /* deferred until a file slot frees */
+    bool clen_body; /* a content-length above 0: a body is coming */
     struct h2_str method, path, authority, host, inm, ims, range, if_range;
     char *buf;
     uint32_t buf_len, buf_cap;
@@ -159,6 +160,12 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
     case 13:
         if (NAME_IS("if-none-match"))
             stream_keep(st, &st->inm, value, valuelen);
+        break;
+    case 14:
+        /* nghttp2 checked that it is a number (RFC 9113 8.1.1) */
+        if (NAME_IS("content-length"))
+            for (size_t i = 0; i < valuelen; i++)
+                st->clen_body |= value[i] != '0';
         break;
     case 15:
         if (NAME_IS("accept-encoding"))
@@ -393,14 +400,24 @@ static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *
 {
     struct site_conn *c = user;
     struct h2_stream *st;
+    bool body;
 
-    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+    if (frame->hd.type == NGHTTP2_DATA)
+        body = frame->hd.length > frame->data.padlen;
+    else if (frame->hd.type == NGHTTP2_HEADERS) /* the request's, or trailers */
+        body = false;
+    else
         return 0;
     st = nghttp2_session_get_stream_user_data(h2, frame->hd.stream_id);
     if (!st || st->responded)
         return 0;
-    /* A body is never read: answer at once (405/413) and let nghttp2 discard it. */
-    serve(c, st, !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM));
+    /* A body is never read: answer at once (405/413) when one shows (a
+     * content-length, DATA bytes) and let nghttp2 discard it.  Without, the
+     * answer waits for END_STREAM, which may come after the HEADERS in an
+     * empty DATA frame or trailers (RFC 9113 8.1). */
+    body = body || st->clen_body;
+    if (body || (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        serve(c, st, body);
     return 0;
 }
 

@@ -173,6 +173,17 @@ like "$out" "SETTINGS_MAX_HEADER_LIST_SIZE\(0x06\):[0-9]+" "nghttp: max header l
 like "$out" ":status: 200" "nghttp: 200"
 like "$out" "strict-transport-security" "nghttp: HSTS on h2"
 
+# ---- HTTP/2: where END_STREAM comes ------------------------------------------------------
+# A GET or HEAD without a body may end in an empty DATA frame or in trailers
+# after its HEADERS (RFC 9113 8.1): answered, not refused as a body (413).
+# A body (DATA bytes, or a content-length above 0) is still refused.
+h2end() { timeout 20 python3 "$top_srcdir/plugins/site/tests/h2_streams.py" h2end 127.0.0.1 "$P_HTTPS" "$@"; }
+is "$(h2end empty /f16k.txt)" "status=200 bytes=16127" "h2: GET, then an empty DATA frame with END_STREAM: 200"
+is "$(h2end head-empty /f16k.txt)" "status=200 bytes=0" "h2: HEAD, then an empty DATA frame with END_STREAM: 200"
+is "$(h2end trailers /f16k.txt)" "status=200 bytes=16127" "h2: GET, then trailers with END_STREAM: 200"
+is "$(h2end data /f16k.txt)" "status=413 bytes=123" "h2: GET with a 5-byte DATA body: 413"
+is "$(h2end clen /f16k.txt)" "status=413 bytes=123" "h2: GET with content-length: 5, answered 413 before the body"
+
 # ---- metrics ---------------------------------------------------------------------------
 sleep 1.2 # byte counters are flushed once a second
 m=$(site_api GET metrics)

@@ -22,6 +22,15 @@
       seconds apart, each after the previous answer.  Prints one line per
       request, "status=S bytes=B sha256=H", then "settings=yes|no" (the
       server's SETTINGS came, first).
+  h2_streams.py h2end HOST PORT SEQ PATH
+      One HTTP/2 request for PATH whose END_STREAM comes as SEQ says:
+      "empty" (HEADERS, then an empty DATA frame with END_STREAM),
+      "head-empty" (the same for HEAD), "trailers" (HEADERS, then trailers
+      with END_STREAM), "data" (HEADERS, then DATA "hello" with END_STREAM)
+      or "clen" (HEADERS with content-length: 5 and no END_STREAM, nothing
+      more).  Prints "status=S bytes=B" (B: DATA bytes of the answer),
+      "reset" when the stream is reset before an answer, or "none" when
+      nothing came for 5 s.
   h2_streams.py h1pipe HOST PORT SPEC...
       HTTP/1.1 over TLS (ALPN http/1.1).  Each SPEC is a request, "PATH",
       "PATH@FIRST-LAST" (a Range) or "HEAD:PATH"; the requests between two
@@ -100,6 +109,82 @@ def read_frames(sock, until, deadline):
             buf = buf[9 + length:]
             if until(ftype, flags, sid, payload):
                 return
+
+
+def literal_new(name, value):
+    # literal header field without indexing, new name (short strings only)
+    assert len(name) < 127 and len(value) < 127
+    return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+
+
+# HPACK Huffman codes of the digits (RFC 7541 Appendix B), for :status
+HUFF_DIGITS = {"00000": "0", "00001": "1", "00010": "2", "011001": "3", "011010": "4",
+               "011011": "5", "011100": "6", "011101": "7", "011110": "8", "011111": "9"}
+
+
+def response_status(block):
+    """The :status of a response header block (the server sends it first)."""
+    static = {8: "200", 9: "204", 10: "206", 11: "304", 12: "400", 13: "404", 14: "500"}
+    if block[0] & 0x80:
+        return static.get(block[0] & 0x7F, "?")
+    # a literal with :status's name (indexed 8..14), incremental or not
+    if block[0] & 0x40:
+        idx = block[0] & 0x3F
+    else:
+        idx = block[0] & 0x0F
+    if idx not in static:
+        return "?"
+    n, value = block[1] & 0x7F, block[2:2 + (block[1] & 0x7F)]
+    if not block[1] & 0x80:
+        return value.decode()
+    bits, out, cur = "".join("{:08b}".format(b) for b in value), "", ""
+    for bit in bits:
+        cur += bit
+        if cur in HUFF_DIGITS:
+            out += HUFF_DIGITS[cur]
+            cur = ""
+    return out
+
+
+def h2end(host, port, seq, path):
+    s = tls(host, port, ["h2"])
+    if s.selected_alpn_protocol() != "h2":
+        print("no h2")
+        return 1
+    block = request_block(path)
+    if seq == "head-empty":
+        block = b"\x42\x04HEAD" + block[1:]  # :method literal (name index 2)
+    if seq == "clen":
+        block += literal_new(b"content-length", b"5")
+    out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"")
+    out += frame(1, 0x4, 1, block)  # END_HEADERS, not END_STREAM
+    if seq in ("empty", "head-empty"):
+        out += frame(0, 0x1, 1, b"")
+    elif seq == "trailers":
+        out += frame(1, 0x5, 1, literal_new(b"x-trailer", b"1"))
+    elif seq == "data":
+        out += frame(0, 0x1, 1, b"hello")
+    s.sendall(out)
+    st = {"status": None, "bytes": 0, "reset": False}
+
+    def until(ftype, flags, sid, payload):
+        if sid != 1:
+            return False
+        if ftype == 1:
+            st["status"] = response_status(payload)
+        elif ftype == 0:
+            st["bytes"] += len(payload)
+        elif ftype == 3:
+            st["reset"] = True
+            return True
+        return bool(flags & 1)
+
+    read_frames(s, until, time.time() + 5)
+    if st["status"]:
+        print("status=%s bytes=%d" % (st["status"], st["bytes"]))
+    else:
+        print("reset" if st["reset"] else "none")
+    return 0
 
 
 def streams(host, port, n, path):
@@ -463,6 +548,8 @@ if __name__ == "__main__":
     if cmd == "h1flood":
         sys.exit(h1flood(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), sys.argv[6],
                          float(sys.argv[7])))
+    if cmd == "h2end":
+        sys.exit(h2end(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]))
     if cmd == "h1pipe":
         sys.exit(h1pipe(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
     sys.exit(2)
