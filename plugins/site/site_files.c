@@ -626,6 +626,8 @@ static void cache_touch(struct site_cache *c, struct site_centry *e)
 static void cache_insert(struct site_cache *c, struct site_centry *e)
 {
     size_t cost = e->size + e->path_len + sizeof(*e);
+    if (cost > c->max_bytes)
+        return; /* never fits: evicting everything else would not make room */
     if (e->missing) {
         if (c->nmissing >= CACHE_MISSING_MAX || c->missing_bytes + cost > c->max_bytes / 16)
             return; /* not remembered: the next request looks again */
@@ -634,8 +636,6 @@ static void cache_insert(struct site_cache *c, struct site_centry *e)
     }
     while (c->head && c->bytes + cost > c->max_bytes)
         cache_unlink(c, c->head);
-    if (cost > c->max_bytes)
-        return;
     e->hnext = c->buckets[e->hash % c->nbuckets];
     c->buckets[e->hash % c->nbuckets] = e;
     e->lprev = c->tail;
@@ -740,7 +740,9 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
         file_close(w->s, f);
         return -ENOENT;
     }
-    if ((size_t)st->st_size > c->max_file) {
+    /* Streamed from the file when the cache could never hold it (its share
+     * of site.cache_size is smaller): a copy would be read per request. */
+    if ((size_t)st->st_size > c->max_file || (size_t)st->st_size + n + sizeof(*e) > c->max_bytes) {
         *fd = f;
         return 0;
     }

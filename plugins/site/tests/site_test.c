@@ -235,6 +235,36 @@ static int on_challenge(void *arg, const char *method, const char *path,
     return 0;
 }
 
+/* The worker W serves a new directory @p dir (a mkdtemp template), with a
+ * cache of @p cache_bytes for files up to 64 KB; false if none was made. */
+static bool files_start(char *dir, size_t cache_bytes)
+{
+    if (!mkdtemp(dir)) {
+        ok(0, "mkdtemp");
+        return false;
+    }
+    S.host = &tlsbox_mock_host;
+    S.rootfd = open(dir, O_RDONLY | O_DIRECTORY);
+    S.fd_budget = 1000;
+    W.s = &S;
+    W.rootfd = S.rootfd;
+    W.cache = site_cache_new(cache_bytes, 1 << 16);
+    W.now_ms = 1000000;
+    return true;
+}
+
+static void files_end(const char *dir)
+{
+    site_cache_free(W.cache);
+    close(S.rootfd);
+    {
+        char cmd[600];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+            diag("cleanup of %s failed", dir);
+    }
+}
+
 static void test_files(void)
 {
     char dir[] = "/tmp/site-test.XXXXXX";
@@ -243,10 +273,8 @@ static void test_files(void)
     struct site_resp rs;
     long n;
 
-    if (!mkdtemp(dir)) {
-        ok(0, "mkdtemp");
+    if (!files_start(dir, 1 << 20))
         return;
-    }
     put_file(dir, "index.html", "<p>home</p>\n");
     put_file(dir, "data.txt", "0123456789");
     put_file(dir, "style.css", "body{}");
@@ -261,14 +289,7 @@ static void test_files(void)
     if (symlink("data.txt", path) < 0)
         diag("symlink: %s", strerror(errno));
 
-    S.host = &tlsbox_mock_host;
-    S.rootfd = open(dir, O_RDONLY | O_DIRECTORY);
-    S.fd_budget = 1000;
     S.cfg.https_port = 8443;
-    W.s = &S;
-    W.rootfd = S.rootfd;
-    W.cache = site_cache_new(1 << 20, 1 << 16);
-    W.now_ms = 1000000;
 
     rq = req("/");
     is_int(serve(&rq, &rs), 200, "/ serves index.html");
@@ -396,14 +417,42 @@ static void test_files(void)
     is_int(rs.status, 400, "bad Host: 400");
     site_resp_free(&rs);
 
-    site_cache_free(W.cache);
-    close(S.rootfd);
-    {
-        char cmd[600];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
-            diag("cleanup of %s failed", dir);
-    }
+    files_end(dir);
+}
+
+/*
+ * A file the worker's cache could never hold (over its share of
+ * site.cache_size, though under cache_max_file) is streamed from the file,
+ * and evicts nothing: what the cache held is still served from it (a change
+ * on disk shows only after the check interval).
+ */
+static void test_cache_oversize(void)
+{
+    char dir[] = "/tmp/site-test.XXXXXX", big[8193] = {0}, body[64];
+    struct site_req rq = req("/small.txt");
+    struct site_resp rs;
+    long n;
+
+    if (!files_start(dir, 4096)) /* 4 KB */
+        return;
+    put_file(dir, "small.txt", "old");
+    put_file(dir, "big.txt", memset(big, 'b', sizeof(big) - 1));
+    is_int(serve(&rq, &rs), 200, "small file served");
+    ok(rs.ce && rs.fd < 0, "small file from the cache");
+    site_resp_free(&rs);
+    rq = req("/big.txt");
+    is_int(serve(&rq, &rs), 200, "8 KB file served with a 4 KB cache");
+    ok(!rs.ce && rs.fd >= 0 && rs.len == 8192, "8 KB file streamed from the file, not copied");
+    site_resp_free(&rs);
+    put_file(dir, "small.txt", "new");
+    rq = req("/small.txt");
+    serve(&rq, &rs);
+    n = site_resp_read(&rs, body, sizeof(body));
+    body[n > 0 ? n : 0] = 0;
+    is_str(body, "old", "the small file is still cached after the big one");
+    site_resp_free(&rs);
+
+    files_end(dir);
 }
 
 /* nghttp2's allocator (site_h2_mem.c), with the block sizes nghttp2 1.52
@@ -600,6 +649,7 @@ int main(void)
     test_hosts();
     test_h1_parser();
     test_files();
+    test_cache_oversize();
     test_h2_mem();
     test_wait();
     tlsbox_mock_teardown();
