@@ -96,8 +96,8 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
 
     lim = len < (size_t)cfg->max_request_line + 2 ? len : (size_t)cfg->max_request_line + 2;
     eol = memchr(buf, '\n', lim);
-    if (!eol)
-        return len > (size_t)cfg->max_request_line ? -414 : 0;
+    if (!eol) /* a CR at the end may be the line's own, its LF still coming */
+        return len > (size_t)cfg->max_request_line + (buf[len - 1] == '\r') ? -414 : 0;
     linelen = (size_t)(eol - buf);
     if (linelen && buf[linelen - 1] == '\r')
         linelen--;

@@ -178,6 +178,14 @@ static void test_h1_parser(void)
     memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
     is_int(site_h1_parse(big, sizeof(big), &cfg, &rq), -431, "headers over the limit: 431");
     is_int(site_h1_parse(big, 500, &cfg, &rq), 0, "headers below the limit: need more");
+    /* A line of exactly max_request_line bytes, its CR and LF in two reads. */
+    memset(big, 'a', sizeof(big));
+    memcpy(big, "GET /", 5);
+    memcpy(big + 128 - 9, " HTTP/1.1\r\nHost: x\r\n\r\n", 22);
+    is_int(site_h1_parse(big, 129, &cfg, &rq), 0, "request line at the limit, then CR: need more");
+    is_int(site_h1_parse(big, 141, &cfg, &rq), 141, "then its LF: the request is accepted");
+    cfg.max_request_line = 127;
+    is_int(site_h1_parse(big, 129, &cfg, &rq), -414, "a line one over the limit, then CR: 414");
 }
 
 /* ---- files, with a real directory ------------------------------------------ */
