@@ -26,7 +26,7 @@ struct bench_pin {
     pid_t tids[BENCH_PIN_MAX_WORKERS];
     cpu_set_t saved[BENCH_PIN_MAX_WORKERS];
     char server_cpus[128]; /* "0" or "0-2": where the workers may run during the run */
-    char note[256]; /* room for the longest server_cpus and both numbers */
+    char note[256];        /* room for the longest server_cpus and both numbers */
 };
 
 /* Where the target runs, for placing the generator. */
