@@ -145,12 +145,14 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
                 return -505;
             return -400;
         }
-        if (v[7] == '1')
-            rq->http10 = false;
-        else if (v[7] == '0')
+        /* A later 1.x is read as 1.1, the highest we speak (RFC 9110 6.2);
+         * the version is DIGIT "." DIGIT, so anything else is malformed. */
+        if (v[7] == '0')
             rq->http10 = true;
+        else if (v[7] >= '1' && v[7] <= '9')
+            rq->http10 = false;
         else
-            return -505;
+            return -400;
     }
     for (i = 0; i < rq->target.n; i++)
         if ((unsigned char)rq->target.p[i] <= 0x20 || rq->target.p[i] == 0x7f)

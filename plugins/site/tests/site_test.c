@@ -153,6 +153,14 @@ static void test_h1_parser(void)
            -505, "HTTP/2.0 on h1: 505");
     is_int(site_h1_parse("GET / FOO\r\n\r\n", strlen("GET / FOO\r\n\r\n"), &cfg, &rq), -400,
            "garbage version");
+    r = site_h1_parse("GET / HTTP/1.2\r\nHost: a\r\n\r\n",
+                      strlen("GET / HTTP/1.2\r\nHost: a\r\n\r\n"), &cfg, &rq);
+    ok(r > 0 && !rq.http10 && rq.keep_alive, "HTTP/1.2 is read as HTTP/1.1 (RFC 9110 6.2)");
+    is_int(site_h1_parse("GET / HTTP/1.2\r\n\r\n", strlen("GET / HTTP/1.2\r\n\r\n"), &cfg, &rq),
+           -400, "and needs a Host like 1.1");
+    is_int(site_h1_parse("GET / HTTP/1.x\r\nHost: a\r\n\r\n",
+                         strlen("GET / HTTP/1.x\r\nHost: a\r\n\r\n"), &cfg, &rq),
+           -400, "HTTP/1.x: not a version, 400");
     is_int(site_h1_parse("GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n",
                          strlen("GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n"), &cfg, &rq),
            -400, "obsolete folding refused");
