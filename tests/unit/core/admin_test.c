@@ -138,7 +138,7 @@ static void test_throttle(void)
     throttle_end(q, 1, THROTTLE_ABORTED);
 
     /* A full table refuses a new key rather than forget a backoff. */
-    char names[300][8];
+    char names[300][16]; /* "f" and any int: gcc -O1 checks the whole range */
     const char *f[300];
     int rc = 0;
     for (n = 0; n < 300; n++) {
