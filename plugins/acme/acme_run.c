@@ -545,22 +545,18 @@ out:
 void acme_run_check(void *arg, struct tlsbox_job *job)
 {
     struct acme *a = arg;
+    /*
+     * The request is flagged before the lock is tried: a run that holds it
+     * looks at `again` after it unlocks, so a request that finds the lock
+     * taken is never lost (it would wait for the periodic check).
+     */
+    atomic_store(&a->again, true);
     do {
-        if (pthread_mutex_trylock(&a->run_lock) != 0) {
-            /* Busy: the running check goes round once more when it is done. */
-            atomic_store(&a->again, true);
-            return;
-        }
-        do {
-            atomic_store(&a->again, false);
+        if (pthread_mutex_trylock(&a->run_lock) != 0)
+            return; /* busy: the running check goes round once more */
+        while (atomic_exchange(&a->again, false) && !a->host->job_cancelled(job))
             run_once(a, job);
-        } while (atomic_load(&a->again) && !a->host->job_cancelled(job));
         pthread_mutex_unlock(&a->run_lock);
-        /*
-         * A request that found the lock taken after the last look at `again`
-         * but before the unlock relies on this run: look once more, or it waits
-         * for the periodic check.
-         */
     } while (atomic_load(&a->again) && !a->host->job_cancelled(job));
 }
 

@@ -371,19 +371,16 @@ void ocsp_run_job(void *arg, struct tlsbox_job *job)
 {
     struct ocsp *o = arg;
     (void)job;
+    /* Flagged before the lock is tried: a run that holds it looks at
+     * `again` after it unlocks, so no request is lost. */
+    atomic_store(&o->again, true);
     do {
-        if (pthread_mutex_trylock(&o->run_lock) != 0) {
-            atomic_store(&o->again, true);
+        if (pthread_mutex_trylock(&o->run_lock) != 0)
             return;
-        }
-        do {
-            atomic_store(&o->again, false);
-            /* Every request queued before this point is served by this run. */
+        /* Every request queued before this point is served by this run. */
+        while (atomic_exchange(&o->again, false) && !atomic_load(&o->stopping))
             run_once(o, (uint64_t)atomic_load(&o->runs_queued));
-        } while (atomic_load(&o->again) && !atomic_load(&o->stopping));
         pthread_mutex_unlock(&o->run_lock);
-        /* A request that found the lock taken after the last look at `again`
-         * but before the unlock relies on this run: look once more. */
     } while (atomic_load(&o->again) && !atomic_load(&o->stopping));
 }
 
