@@ -203,12 +203,16 @@ out:
 
 /*
  * The CA's Retry-After, kept apart from the local backoff in kv
- * "ca_retry_after:<name>" = {"until","directory"}: a person's retry, a forced
- * renewal or a settings change skips the backoff but never the CA's wait, and
- * no later event (a failed revoke records next_attempt 0) can erase it.
- * until 0 forgets it (after a success).
+ * "ca_retry_after:<name>" = {"until","directory","held"}: a person's retry, a
+ * forced renewal or a settings change skips the backoff but never the CA's
+ * wait, and no later event (a failed revoke records next_attempt 0) can erase
+ * it.  "held" keeps what a person asked for while the wait ran (HELD_*), for
+ * the first check after it.  until 0 forgets it (after a success).
  */
-static void run_ca_wait_put(sqlite3 *db, const char *name, const char *directory, time_t until)
+enum { HELD_RETRY = 1, HELD_FORCE = 2 };
+
+static void run_ca_wait_put(sqlite3 *db, const char *name, const char *directory, time_t until,
+                            unsigned held)
 {
     char key[300];
     snprintf(key, sizeof(key), "ca_retry_after:%s", name);
@@ -216,28 +220,45 @@ static void run_ca_wait_put(sqlite3 *db, const char *name, const char *directory
         acme_store_kv_put(db, key, NULL);
         return;
     }
-    json_t *j = json_pack("{s:I,s:s}", "until", (json_int_t)until, "directory", directory);
+    json_t *j = json_pack("{s:I,s:s,s:i}", "until", (json_int_t)until, "directory", directory,
+                          "held", (int)held);
     char *text = json_dumps(j, JSON_COMPACT);
     acme_store_kv_put(db, key, text);
     free(text);
     json_decref(j);
 }
 
-/* When the CA at @p directory allows the next order for @p name; 0: no wait ahead. */
-static time_t run_ca_wait(sqlite3 *db, const char *name, const char *directory, time_t now)
+/*
+ * When the CA at @p directory allows the next order for @p name; 0: no wait
+ * ahead.  With @p held: what a person asked for during the wait; once the
+ * wait is over that is handed out once (the row is forgotten).
+ */
+static time_t run_ca_wait(sqlite3 *db, const char *name, const char *directory, time_t now,
+                          unsigned *held)
 {
     char key[300], *val = NULL;
     snprintf(key, sizeof(key), "ca_retry_after:%s", name);
+    if (held)
+        *held = 0;
     if (acme_store_kv_get(db, key, &val) < 0)
         return 0;
     json_t *j = json_loads(val, 0, NULL);
     free(val);
     time_t until = (time_t)json_integer_value(json_object_get(j, "until"));
+    unsigned h = (unsigned)json_integer_value(json_object_get(j, "held"));
     /* Another CA's wait is not this one's (kept for a switch back). */
     const char *dir = json_string_value(json_object_get(j, "directory"));
-    if (!dir || strcmp(dir, directory) != 0 || until <= now)
+    if (!dir || strcmp(dir, directory) != 0) {
         until = 0;
+        h = 0;
+    } else if (until <= now) {
+        until = 0;
+        if (held && h)
+            run_ca_wait_put(db, name, NULL, 0, 0);
+    }
     json_decref(j);
+    if (held)
+        *held = h;
     return until;
 }
 
@@ -259,7 +280,7 @@ static void run_record_failure(struct acme *a, sqlite3 *db, const char *director
     if (e->retry_after > at)
         at = e->retry_after;
     if (e->retry_after > now)
-        run_ca_wait_put(db, rc->name, directory, e->retry_after);
+        run_ca_wait_put(db, rc->name, directory, e->retry_after, 0);
     rc->failures = n;
     rc->next_attempt = at;
     acme_store_event(db, rc->name, e->step[0] ? e->step : "attempt", false, e->type, e->detail, at);
@@ -407,7 +428,7 @@ static time_t run_status(struct acme *a, sqlite3 *db, const struct acme_conf *co
         unsigned f;
         time_t first, next;
         acme_store_failures(db, rc->name, &f, &first, &next);
-        time_t ca = run_ca_wait(db, rc->name, conf->directory, now);
+        time_t ca = run_ca_wait(db, rc->name, conf->directory, now, NULL);
         if (!f)
             next = 0;
         if (ca > next)
@@ -476,16 +497,27 @@ static void run_once(struct acme *a, struct tlsbox_job *job)
 
     for (size_t i = 0; i < n && !run_sleep(&ctx, 0); i++) {
         struct run_cert *rc = &certs[i];
-        if (!run_due(a, &c, db, &conf, rc, force, now))
+        unsigned held;
+        time_t ca = run_ca_wait(db, rc->name, conf.directory, now, &held);
+        if (ca) {
+            /* A person's retry or forced renewal during the CA's wait is held
+             * for the first check after it, not dropped. */
+            unsigned want = held | (force ? HELD_FORCE : 0) | (retry_now ? HELD_RETRY : 0);
+            if (want != held)
+                run_ca_wait_put(db, rc->name, conf.directory, ca, want);
+            held = want;
+        }
+        bool cert_force = force || (held & HELD_FORCE);
+        bool cert_retry = retry_now || cert_force || (held & HELD_RETRY);
+        if (!run_due(a, &c, db, &conf, rc, cert_force, now))
             continue;
         unsigned f;
         time_t first, next;
         acme_store_failures(db, rc->name, &f, &first, &next);
         rc->failures = f;
-        time_t ca = run_ca_wait(db, rc->name, conf.directory, now);
         if (ca) {
             /* The CA's Retry-After: not even a person's retry or a forced renewal goes first. */
-            rc->next_attempt = f && next > ca ? next : ca;
+            rc->next_attempt = f && next > ca && !cert_retry ? next : ca;
             run_wake_at(a, rc->next_attempt);
             if (retry_now) {
                 char when[32];
@@ -494,12 +526,12 @@ static void run_once(struct acme *a, struct tlsbox_job *job)
                 strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
                 a->host->log(a->self, TLSBOX_LOG_INFO,
                              "%s: due (%s), but the CA asked to wait until %s (Retry-After): "
-                             "no order before then",
+                             "held until then",
                              rc->name, rc->reason, when);
             }
             continue;
         }
-        if (f && next > now && !retry_now) {
+        if (f && next > now && !cert_retry) {
             /* Backing off: the wake timer (or a later check) comes back at `next`. */
             rc->next_attempt = next;
             run_wake_at(a, next);
@@ -511,7 +543,7 @@ static void run_once(struct acme *a, struct tlsbox_job *job)
         int ret = run_attempt(a, &c, db, &conf, rc, &e);
         if (ret == 0) {
             acme_store_event(db, rc->name, "done", true, NULL, rc->reason, 0);
-            run_ca_wait_put(db, rc->name, NULL, 0);
+            run_ca_wait_put(db, rc->name, NULL, 0, 0);
             a->host->log(a->self, TLSBOX_LOG_INFO, "%s: certificate issued and installed",
                          rc->name);
             if (a->m_ok)
@@ -620,7 +652,7 @@ record:;
     time_t first, next;
     acme_store_failures(db, rv->name, &f, &first, &next);
     if (e.retry_after > time(NULL))
-        run_ca_wait_put(db, rv->name, conf.directory, e.retry_after);
+        run_ca_wait_put(db, rv->name, conf.directory, e.retry_after, 0);
     acme_store_event(db, rv->name, e.step[0] ? e.step : "revoke", false, e.type, e.detail, next);
     a->host->log(a->self, TLSBOX_LOG_WARN, "%s: revoke failed: %s", rv->name,
                  e.detail ? e.detail : "?");
