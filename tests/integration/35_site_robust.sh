@@ -145,8 +145,10 @@ rss1=$(rss_kb)
 if grep -q libasan "/proc/$TB_PID/maps"; then
     diag "AddressSanitizer build: RSS not compared (LeakSanitizer reports at the stop)"
 else
-    [ $((rss1 - rss0)) -lt 256 ]
-    ok $? "RSS did not grow over 2,000 lingering TLS connections ($rss0 kB, then $rss1 kB)"
+    # The leak this guards against was 1.6 MB per 2,000; allocator arenas
+    # and the daemon's own work may move RSS by a few hundred kB.
+    [ $((rss1 - rss0)) -lt 1024 ]
+    ok $? "RSS grew by less than 1 MB over 2,000 lingering TLS connections ($rss0 kB, then $rss1 kB)"
 fi
 # The discarding is bounded, as nginx's lingering_time / lingering_timeout
 # (set live here to 2 s and 1 s): a client that keeps sending is cut off after
