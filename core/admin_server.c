@@ -298,12 +298,20 @@ static enum MHD_Result api_endpoint(struct MHD_Connection *conn, const char *url
  */
 static size_t body_limit(struct MHD_Connection *conn, const char *url)
 {
+    size_t small = admin_max_body < ADMIN_ANON_MAX_BODY ? admin_max_body : ADMIN_ANON_MAX_BODY;
+    /* Most requests (every GET) cannot send more than the small limit: no
+     * need to look the session up here as well as in api_endpoint. */
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) &&
+        (!cl || strtoull(cl, NULL, 10) <= small))
+        return small;
     struct admin_session s;
     const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, COOKIE);
     if (strncmp(url, API_PREFIX, strlen(API_PREFIX)) == 0 &&
         strncmp(url, SESSION_URL, strlen(SESSION_URL)) != 0 && admin_session_get(cookie, &s) == 0)
         return admin_max_body;
-    return admin_max_body < ADMIN_ANON_MAX_BODY ? admin_max_body : ADMIN_ANON_MAX_BODY;
+    return small;
 }
 
 static enum MHD_Result admin_access(void *cls, struct MHD_Connection *conn, const char *url,
