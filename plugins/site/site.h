@@ -97,6 +97,9 @@ struct site_waiter {
  * Returns as epoll_wait() does. */
 int site_wait(struct site_waiter *sw, int ep, struct epoll_event *evs, int max, int timeout_ms,
               int batch_us);
+/* Gives the calling thread (a worker) the small timer slack its batch sleeps
+ * need to last as long as asked.  Call once, on the worker thread. */
+void site_wait_thread_init(void);
 
 /* ---- the plugin state (site.c) ----------------------------------------- */
 

@@ -399,6 +399,7 @@ static void *worker_main(void *arg)
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     snprintf(name, sizeof(name), "site-w%d", w->id);
     pthread_setname_np(pthread_self(), name);
+    site_wait_thread_init();
     w->now_ms = site_now_ms();
     w->last_tick_ms = w->now_ms;
     site_worker_update_date(w, time(NULL));

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -647,6 +648,11 @@ static void test_wait(void)
         ok(0, "eventfd write: %s", strerror(errno));
     is_int(site_wait(&sw, ep, evs, 8, 0, 50), 2, "two events at once");
     ok(sw.batching, "start batching again");
+
+    /* A batch sleep of 30 us lasts about that, not until the end of the
+     * kernel's default 50 us slack (site_wait.c). */
+    site_wait_thread_init();
+    is_int(prctl(PR_GET_TIMERSLACK, 0L, 0L, 0L, 0L), 1000, "a worker's timer slack is 1 us");
     close(a);
     close(b);
     close(t);
