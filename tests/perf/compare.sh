@@ -24,7 +24,8 @@
 #   idle:   PSS and RSS with 1000 and 10,000 idle TLS 1.3 connections that
 #           offer ALPN h2, with and without the h2 preface (idle_conns.c);
 #   and the server's CPU time per operation: utime+stime of the server's
-#   process tree from /proc/PID/stat, read just before and after each run.
+#   process tree from /proc/PID/stat, read just before and after each run;
+#   and, as a noise indicator, the time a VM's host took of each core (steal).
 # All servers are started first; the runs are interleaved in rounds (every
 # server once per round) so noise from the rest of the machine spreads evenly;
 # each idle run gets freshly started servers.  Then it prints tlsbox/nginx and
@@ -33,7 +34,7 @@
 set -u
 
 usage() {
-    sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
     echo "Options:"
     echo "  --quick          1 round of each run instead of 3 (3 s keep-alive runs instead of 3 x 4 s)"
     echo "  --smoke          tiny counts (checks the script works; numbers mean nothing)"
@@ -407,9 +408,10 @@ parse_h2load() {
 # run_load NAME H2LOAD_ARGS...: one h2load run on the client core, bracketed by
 # CPU readings of the server tree.  Sets H_* and H_TICKS.
 run_load() {
-    local name=$1 out c0 c1 b0 b1 t0 t1
+    local name=$1 out c0 c1 b0 b1 t0 t1 s0 s1
     shift
     out="$TMP/$CUR_NAME.$name.h2load"
+    read -ra s0 <<<"$(core_steal)"
     b0=$(core_busy)
     t0=$(date +%s%N)
     c0=$(cpu_ticks "$CUR_PID")
@@ -417,8 +419,11 @@ run_load() {
         "https://127.0.0.1:$CUR_PORT${LOAD_PATH:-$URL_PATH}" >"$out" 2>&1
     c1=$(cpu_ticks "$CUR_PID")
     b1=$(core_busy)
+    read -ra s1 <<<"$(core_steal)"
     t1=$(date +%s%N)
     H_TICKS=$((c1 - c0))
+    H_STEAL_SRV=$((s1[0] - s0[0]))
+    H_STEAL_CLI=$((s1[1] - s0[1]))
     # Whatever else ran on the server's core meanwhile (other programs, and the
     # kernel's softirq work for loopback traffic): a noise indicator.
     H_OTHER=$((b1 - b0 - H_TICKS))
@@ -431,6 +436,15 @@ run_load() {
 # Busy clock ticks of the server's core (user nice system irq softirq steal).
 core_busy() {
     awk -v c="cpu$SERVER_CPU" '$1 == c { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
+}
+
+# Steal ticks of the server's and the client's core, "SERVER CLIENT": time the
+# hypervisor ran something else while the core wanted to run.  On the VM of
+# doc/performance.md it came and went, 0-40% of a run; the client core's
+# counts as much as the server's, since h2load is the limit in the keep-alive runs.
+core_steal() {
+    awk -v a="cpu$SERVER_CPU" -v b="cpu$CLIENT_CPU" '$1 == a { x = $9 } $1 == b { y = $9 }
+        END { print x + 0, y + 0 }' /proc/stat
 }
 
 us_per_op() { # ticks ops
@@ -463,9 +477,12 @@ account() {
     R[$s.${k}_us_list]="${R[$s.${k}_us_list]:-} $(us_per_op "$H_TICKS" "$H_OK")"
     add "$s" other_ticks "$H_OTHER"
     add "$s" elapsed_ticks "$H_ELAPSED"
+    add "$s" steal_cli_ticks "$H_STEAL_CLI"
     R[$s.tls]=$H_TLS
     note "$s $k: $H_OK ok, $H_BAD failed, $H_RPS req/s, server $H_TICKS ticks," \
-        "other work on core $SERVER_CPU $H_OTHER ticks ($H_TLS)"
+        "other work on core $SERVER_CPU $H_OTHER ticks," \
+        "stolen by the host: core $SERVER_CPU $H_STEAL_SRV, core $CLIENT_CPU $H_STEAL_CLI ticks" \
+        "of $H_ELAPSED ($H_TLS)"
 }
 
 # median DIGITS VALUES...: the median of the numbers among VALUES ("-" if none).
@@ -790,6 +807,8 @@ for s in $MEASURED; do
     R[$s.rss_after]=$(mem_kb "${PIDOF[$s]}" rss)
     R[$s.other]=$(awk -v o="${R[$s.other_ticks]:-0}" -v e="${R[$s.elapsed_ticks]:-0}" 'BEGIN {
         if (e > 0) printf "%.0f%%", 100 * o / e; else print "-" }')
+    R[$s.steal_cli]=$(awk -v o="${R[$s.steal_cli_ticks]:-0}" -v e="${R[$s.elapsed_ticks]:-0}" 'BEGIN {
+        if (e > 0) printf "%.0f%%", 100 * o / e; else print "-" }')
 done
 [ -n "${R[tlsbox.res_runs]:-}" ] &&
     R[tlsbox.res_check]="${R[tlsbox.res_full]:-0} full / ${R[tlsbox.res_resumed]:-0} resumed"
@@ -853,12 +872,16 @@ for n in $IDLE_COUNTS; do
 done
 row "RSS after the load runs, kB" rss_after
 row "server core busy with other work during the runs" other
+row "client core stolen by the host during the runs" steal_cli
 say ""
 for s in $MEASURED; do
     say "# negotiated with $s: $(val "$s" tls)"
     o=$(num "$(val "$s" other)")
     [ -n "$o" ] && [ "$o" -gt 15 ] &&
         say "# warning: core $SERVER_CPU was busy with other work ${o}% of the time while $s ran: its numbers are noisy; rerun on a quiet machine"
+    o=$(num "$(val "$s" steal_cli)")
+    [ -n "$o" ] && [ "$o" -gt 5 ] &&
+        say "# warning: the host took ${o}% of the client's core $CLIENT_CPU while $s ran (steal): h2load is the limit of the keep-alive runs, so their req/s is the host's; rerun when it is quiet"
 done
 
 ratio() { # a b
