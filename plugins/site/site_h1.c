@@ -435,6 +435,15 @@ static size_t process(struct site_conn *c, const char *p, size_t n)
     size_t used = 0;
     while (used < n && !c->h1_body && !c->want_close && c->out_len < SITE_OUT_HIGH) {
         struct site_req rq;
+        /* Empty lines before a request line are ignored (RFC 9112 2.2).  The
+         * parser skips them too, but consumed here a stray CRLF after a
+         * request is not kept as the start of the next one, which would put
+         * the connection on the header timer.  It buys no time: only a
+         * request or a response restarts the idle timer (update_timer). */
+        while (used < n && (p[used] == '\r' || p[used] == '\n'))
+            used++;
+        if (used == n)
+            break;
         long r = site_h1_parse(p + used, n - used, &c->w->s->cfg, &rq);
         if (r == 0)
             break;

@@ -18,6 +18,37 @@ like "$out" "^closed_after=" "slowloris (a header line every 0.5 s) is cut off"
 secs=$(echo "$out" | sed -n 's/^closed_after=//p')
 ok "$(echo "${secs:-99} >= 1.5 && ${secs:-99} <= 4.5" | bc -l | grep -q 1; echo $?)" \
     "by the 2 s header timeout, not by more bytes (${secs:-?} s)"
+# A stray CRLF after a keep-alive request (RFC 9112 2.2: ignored) leaves the
+# connection idle, on the 60 s idle timer, not on the 2 s header timer.
+out=$(python3 - "$P_HTTPS" "$CA" <<'PY'
+import socket, ssl, sys, time
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10),
+                    server_hostname="localhost")
+def get():
+    s.sendall(b"GET /sub/ HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = s.recv(65536)
+        if not d:
+            return "closed"
+        buf += d
+    head, _, body = buf.partition(b"\r\n\r\n")
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0])
+    while len(body) < n:
+        body += s.recv(65536)
+    return head.split(b"\r\n")[0].decode()
+first = get()
+s.sendall(b"\r\n")
+time.sleep(3.5)
+try:
+    second = get()
+except OSError as e:
+    second = "error " + type(e).__name__
+print(first, "|", second)
+PY
+)
+is "$out" "HTTP/1.1 200 OK | HTTP/1.1 200 OK" "a CRLF after a request, then 3.5 s: the next request is still served"
 # A connection that never finishes its handshake is cut too.
 start=$(date +%s.%N)
 python3 - "$P_HTTPS" <<'PY'
