@@ -861,7 +861,13 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
         site_resp_add_header(rs, "Allow", "GET, HEAD", 9);
         return;
     }
-    if (rq->target.n > sizeof(rel) - 16) {
+    /* Only the path names a file: a long query string (tracking parameters
+     * on a shared link) is no reason to refuse, as long as the request line
+     * fits site.max_request_line. */
+    size_t path_n = 0;
+    while (path_n < rq->target.n && rq->target.p[path_n] != '?' && rq->target.p[path_n] != '#')
+        path_n++;
+    if (path_n > sizeof(rel) - 16) {
         site_resp_error(rs, 414);
         return;
     }

@@ -213,6 +213,10 @@ ok $? "restarted with openat2 failing (ENOSYS)"
 is "$(curl -s --cacert "$CA" "$URL/sub/")" "sub page" "files are served through the fallback"
 is "$(code "$URL/$p${tail}ZZZZ")" 414 "a 4099-byte path: 414, not the file its first 4095 bytes name"
 is "$(curl -s --cacert "$CA" "$URL/$p$tail")" "not this one" "the 4095-byte path itself is served"
+q=$(head -c 3000 /dev/zero | tr '\0' q)
+is "$(curl -s --cacert "$CA" "$URL/$p$tail?utm=$q")" "not this one" \
+    "and with a 3,000-byte query string (a 7,150-byte target, under max_request_line)"
+is "$(curl -s --cacert "$CA" --http2 "$URL/$p$tail?utm=$q")" "not this one" "the same over HTTP/2"
 
 # ---- end -------------------------------------------------------------------------------------
 tb_stop_daemon
