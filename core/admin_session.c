@@ -72,6 +72,80 @@ static void login_failed(const char *name, const char *source, const char *akey,
     }
 }
 
+/*
+ * A known user's failures are also counted in the store (admin_users
+ * failed_logins and locked_until, wall-clock seconds), so that neither a
+ * restart nor a flood that pushes the user out of the in-memory throttle
+ * table (admin_throttle.c) starts the count again.  Unknown names have no
+ * row and stay in memory only: storing them would let anyone grow the
+ * store.  A success or a new password (admin_set_password) clears both.
+ */
+
+/* Seconds until the stored lock of @p name ends, or 0 (none, unknown name, or
+ * a store error: the in-memory throttle still applies). */
+static int stored_lock(sqlite3 *db, const char *name)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t until = 0, now = (int64_t)time(NULL);
+    if (sqlite3_prepare_v2(db, "SELECT locked_until FROM admin_users WHERE name = ?", -1, &st,
+                           NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (store_step_row(st) == 0)
+        until = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return until > now ? (int)(until - now) : 0;
+}
+
+/* Count a failure of @p name in the store; 1 when it locks the user.  A
+ * lock served starts a fresh count, as in memory.  One statement: parallel
+ * failures each count. */
+static int stored_fail(sqlite3 *db, const char *name)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t now = (int64_t)time(NULL), lockout = settings_get_int("admin.lockout_seconds", 900),
+            after = settings_get_int("admin.lockout_after", 10);
+    int locked = 0;
+    if (sqlite3_prepare_v2(
+            db,
+            "UPDATE admin_users SET "
+            "failed_logins = CASE WHEN locked_until > 0 AND locked_until <= ?1 THEN 1 "
+            "ELSE failed_logins + 1 END, "
+            "locked_until = CASE WHEN (CASE WHEN locked_until > 0 AND locked_until <= ?1 THEN 1 "
+            "ELSE failed_logins + 1 END) >= ?2 THEN ?1 + ?3 "
+            "WHEN locked_until <= ?1 THEN 0 ELSE locked_until END "
+            "WHERE name = ?4 RETURNING failed_logins, locked_until",
+            -1, &st, NULL) != SQLITE_OK) {
+        log_warn("admin: counting a failed login in the store: %s", sqlite3_errmsg(db));
+        return 0;
+    }
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)now);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)after);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)lockout);
+    sqlite3_bind_text(st, 4, name, -1, SQLITE_STATIC);
+    /* The failure that reaches the limit locks; one more in flight at the
+     * same time finds the lock already there and does not lock (or audit)
+     * it again. */
+    if (store_step_row(st) == 0)
+        locked = sqlite3_column_int64(st, 0) == after;
+    sqlite3_finalize(st);
+    return locked;
+}
+
+/* A success clears the stored count (written only when there is one). */
+static void stored_clear(sqlite3 *db, int64_t uid)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "UPDATE admin_users SET failed_logins = 0, locked_until = 0 "
+                           "WHERE id = ? AND (failed_logins != 0 OR locked_until != 0)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)uid);
+    (void)sqlite3_step(st);
+    sqlite3_finalize(st);
+}
+
 int admin_login(const char *name, const char *password, const char *source, struct admin_session *s,
                 int *retry_after)
 {
@@ -91,19 +165,30 @@ int admin_login(const char *name, const char *password, const char *source, stru
     }
     sqlite3 *db = store_connect();
     int64_t uid = 0;
-    rc = db ? admin_password_check(db, name, password, &uid) : -EIO;
+    int held = db ? stored_lock(db, name) : 0;
+    if (held > 0) {
+        /* Locked in the store, not (or no longer) in memory: not checked. */
+        *retry_after = held;
+        rc = -EPERM;
+        log_warn("admin: login for user \"%s\" from %s refused: locked out for %d s", name, source,
+                 held);
+    } else {
+        rc = db ? admin_password_check(db, name, password, &uid) : -EIO;
+    }
     if (rc == 0) {
+        stored_clear(db, uid);
         memset(s, 0, sizeof *s);
         snprintf(s->user, sizeof s->user, "%s", name);
         rc = session_create(db, uid, source, s);
     }
+    unsigned stored_locked = rc == -EACCES && stored_fail(db, name) ? 2u : 0u;
     store_disconnect(db);
     unsigned locked = throttle_end(keys, 2,
                                    rc == 0         ? THROTTLE_SUCCEEDED
                                    : rc == -EACCES ? THROTTLE_FAILED
                                                    : THROTTLE_ABORTED);
     if (rc == -EACCES)
-        login_failed(name, source, akey, ukey, locked);
+        login_failed(name, source, akey, ukey, locked | stored_locked);
     if (rc == 0) {
         log_info("admin: user \"%s\" logged in from %s", name, source);
         audit_event(name, source, "login", name, NULL);

@@ -5,14 +5,17 @@
 # table holds); parallel wrong passwords are checked no more often than one
 # after another would be (backoff and lockout apply to attempts in flight);
 # a long UTF-8 user name is cut at a character boundary in the lockout's
-# audit target.
+# audit target; a known user's failures and lock outlive a restart.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 
 LOCK_AFTER=4
-tb_start_daemon --set admin.lockout_after=$LOCK_AFTER --set admin.pbkdf2_iterations=10000 \
-    --set site.https_port="$(tb_free_port)" --set site.http_port="$(tb_free_port)" ||
-    bail "daemon did not start"
+SITE_PORTS=(--set site.https_port="$(tb_free_port)" --set site.http_port="$(tb_free_port)")
+start_daemon() {
+    tb_start_daemon --set admin.lockout_after=$LOCK_AFTER --set admin.pbkdf2_iterations=10000 \
+        "${SITE_PORTS[@]}"
+}
+start_daemon || bail "daemon did not start"
 B="https://127.0.0.1:$TB_ADMIN_PORT"
 
 # login FROM USER PASSWORD [OUT]: the HTTP status of a login from 127.0.0.0/8
@@ -37,6 +40,7 @@ login_waiting() {
 
 echo 'admins password is long' | tb_ctl admin passwd admin >/dev/null || bail "creating admin"
 echo 'daves password is long' | tb_ctl admin passwd dave >/dev/null || bail "creating dave"
+echo 'erins password is long' | tb_ctl admin passwd erin >/dev/null || bail "creating erin"
 # carol's password costs 1000000 PBKDF2 rounds (about 0.5 s): parallel
 # attempts are all in flight together, as a slow box would have them.
 tb_ctl set admin.pbkdf2_iterations 1000000 >/dev/null || bail "setting pbkdf2_iterations"
@@ -118,6 +122,33 @@ is "$(jq -r '[.entries[] | select(.action == "login.lockout") | .target] | sort 
     "$TB_TMP/audit")" \
     "addr:127.0.1.1, user:carol | user:$(printf 'a%.0s' $(seq 1 63)) | user:dave" \
     "the lockouts are audited; the long name's key ends before the 'é' it cannot hold whole"
+
+# ---- a known user's count outlives a restart (erin, dave) ----------------
+# Three wrong passwords for erin, from three addresses; then a restart, which
+# empties the in-memory table: the fourth locks her all the same.
+for i in 1 2 3; do
+    is "$(login 127.0.5.$i erin "wrong$i")" 401 "wrong password $i for erin"
+done
+tb_stop_daemon
+start_daemon || bail "daemon did not restart"
+is "$(login 127.0.5.10 dave 'daves password is long')" 429 \
+    "after a restart dave is still locked out (right password, fresh address)"
+like "$(jq -r .error "$TB_TMP/login")" "locked out" "the reply says locked out"
+like "$(jq -r .retry_after "$TB_TMP/login")" "^(8[0-9][0-9]|900)$" "for what is left of the 900 s"
+is "$(login 127.0.5.4 erin wrong4)" 401 "after the restart erin's fourth wrong password is checked"
+is "$(login 127.0.5.5 erin 'erins password is long')" 429 \
+    "and it locks her: four failures across the restart (right password, fresh address)"
+like "$(jq -r .error "$TB_TMP/login")" "locked out" "the reply says locked out"
+echo 'daves new password is long' | tb_ctl admin passwd dave >/dev/null
+is "$(login 127.0.5.11 dave 'daves new password is long')" 200 \
+    "a new password from the box (tlsboxctl admin passwd) lifts dave's lock"
+is "$(login 127.0.5.12 dave wrong5)" 401 "dave's count starts again: a wrong password is checked"
+is "$(curl -sk --max-time 30 -H "Content-Type: application/json" --interface 127.0.5.13 \
+    -c "$TB_TMP/cookies" -o "$TB_TMP/login" -w '%{http_code}' -X POST "$B/api/v1/session/login" \
+    -d '{"user":"admin","password":"admins password is long"}')" 200 "admin logs in"
+curl -sk --max-time 30 -b "$TB_TMP/cookies" "$B/api/v1/audit?limit=1000" >"$TB_TMP/audit"
+is "$(jq -r '[.entries[] | select(.action == "login.lockout" and .target == "user:erin")] | length' \
+    "$TB_TMP/audit")" 1 "erin's lockout is audited once"
 
 tb_stop_daemon
 ok $? "daemon stops cleanly"

@@ -65,6 +65,21 @@ static void test_first_run_and_passwords(void)
     store_disconnect(db);
 }
 
+/* admin_users.failed_logins of @p name, or -1. */
+static int stored_failures(const char *name)
+{
+    sqlite3 *db = store_connect();
+    sqlite3_stmt *st = NULL;
+    int n = -1;
+    sqlite3_prepare_v2(db, "SELECT failed_logins FROM admin_users WHERE name = ?", -1, &st, NULL);
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (store_step_row(st) == 0)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    store_disconnect(db);
+    return n;
+}
+
 static void test_sessions(void)
 {
     struct admin_session s, g;
@@ -86,6 +101,14 @@ static void test_sessions(void)
     is_int(admin_session_end(s.cookie), 0, "logout");
     is_int(admin_session_get(s.cookie, &g), -ENOENT, "the session is gone");
     is_int(admin_session_get("nonsense", &g), -ENOENT, "a malformed cookie finds nothing");
+    /* A known user's failures are counted in the store as well (they
+     * outlive a restart); a success clears them. */
+    is_int(admin_login("admin", "not the password", "192.0.2.8", &s, &retry), -EACCES,
+           "a wrong password");
+    is_int(stored_failures("admin"), 1, "is counted in admin_users");
+    is_int(admin_login("admin", "long enough pw", "192.0.2.9", &s, &retry), 0, "the right one");
+    is_int(stored_failures("admin"), 0, "clears the stored count");
+    is_int(admin_session_end(s.cookie), 0, "logout");
     ok(admin_token_equal("abc", "abc") && !admin_token_equal("abc", "abd") &&
            !admin_token_equal("abc", "ab") && !admin_token_equal("", ""),
        "token comparison");
