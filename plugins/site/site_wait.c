@@ -27,8 +27,8 @@
  * with nothing else to do it fires at the end: a 30 us nanosleep() took
  * 109 us on average on the 2-core VM of doc/performance.md, 55 us with a
  * 1 us slack.  With 10 connections the client then waited for the worker
- * that slept: h2load --h1 -c 10 was busy 84-88% of the time against tlsbox
- * and 96-99% against h2o.  A thread's slack also lets the kernel fire its
+ * that slept: h2load --h1 -c 10 was busy 84-89% of the time against tlsbox
+ * and 92-98% against h2o.  A thread's slack also lets the kernel fire its
  * timers together to save wake-ups; the worker's other timers are its
  * epoll_wait() timeouts, milliseconds to seconds apart, where that saves
  * next to nothing.
