@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -570,6 +571,9 @@ void site_cache_free(struct site_cache *c);
 /* Exposed for unit tests. */
 int site_range_parse(const char *p, size_t n, uint64_t size, uint64_t *start, uint64_t *len);
 bool site_etag_match(const char *inm, size_t n, const char *etag);
+/* The strong ETag of a file with stat @p st, quoted, into buf (48 bytes hold
+ * any); returns what snprintf returns. */
+int site_etag(const struct stat *st, char *buf, size_t cap);
 int site_http_date(time_t t, char *buf, size_t cap);
 bool site_http_date_parse(const char *p, size_t n, time_t *out);
 const char *site_mime_type(const char *path);

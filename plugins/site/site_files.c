@@ -37,7 +37,7 @@ struct site_centry {
     struct timespec mtim;
     uint64_t checked_ms;
     const char *ctype;
-    char etag[40];
+    char etag[48];
     char lastmod[32];
 };
 
@@ -463,6 +463,23 @@ bool site_http_date_parse(const char *p, size_t n, time_t *out)
 }
 
 /* If-None-Match: a list of entity tags or "*"; weak comparison (RFC 9110 13.1.2). */
+/*
+ * The ETag is a strong validator (If-Range compares it byte for byte), so it
+ * must change whenever the content can have.  Seconds and size alone do not:
+ * a deploy that rewrites a file twice within one second at the same size kept
+ * the first tag, and a client holding the first version got 304 or a range
+ * spliced from both.  The mtime's nanoseconds tell such writes apart.  A file
+ * system without them (nsec 0) keeps the short form.
+ */
+int site_etag(const struct stat *st, char *buf, size_t cap)
+{
+    if (st->st_mtim.tv_nsec)
+        return snprintf(buf, cap, "\"%llx.%lx-%llx\"", (unsigned long long)st->st_mtim.tv_sec,
+                        (unsigned long)st->st_mtim.tv_nsec, (unsigned long long)st->st_size);
+    return snprintf(buf, cap, "\"%llx-%llx\"", (unsigned long long)st->st_mtim.tv_sec,
+                    (unsigned long long)st->st_size);
+}
+
 bool site_etag_match(const char *p, size_t n, const char *etag)
 {
     size_t en = strlen(etag), i = 0;
@@ -656,8 +673,7 @@ static void fill_validators(struct site_centry *e, const struct stat *st)
     e->dev = st->st_dev;
     e->ino = st->st_ino;
     e->mtim = st->st_mtim;
-    snprintf(e->etag, sizeof(e->etag), "\"%llx-%llx\"", (unsigned long long)st->st_mtime,
-             (unsigned long long)st->st_size);
+    site_etag(st, e->etag, sizeof(e->etag));
     site_http_date(st->st_mtime, e->lastmod, sizeof(e->lastmod));
 }
 
@@ -944,8 +960,7 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
     } else {
         size = (uint64_t)st.st_size;
         mtime = st.st_mtime;
-        snprintf(etag_buf, sizeof(etag_buf), "\"%llx-%llx\"", (unsigned long long)st.st_mtime,
-                 (unsigned long long)st.st_size);
+        site_etag(&st, etag_buf, sizeof(etag_buf));
         etag = etag_buf;
         if (!use_gz)
             rs->ctype = site_mime_type(rel);

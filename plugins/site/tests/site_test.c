@@ -88,6 +88,22 @@ static void test_validators(void)
     ok(site_etag_match("*", 1, "\"abc\""), "star");
     ok(!site_etag_match("\"abd\"", 5, "\"abc\""), "etag differs");
     ok(!site_etag_match("\"ab", 3, "\"abc\""), "unterminated tag");
+    {
+        struct stat st = {.st_size = 0x3eff};
+        char t1[48], t2[48];
+        st.st_mtim = (struct timespec){0x6b11786e, 100};
+        site_etag(&st, t1, sizeof(t1));
+        st.st_mtim.tv_nsec = 200;
+        site_etag(&st, t2, sizeof(t2));
+        is_str(t1, "\"6b11786e.64-3eff\"", "ETag: seconds, nanoseconds and size");
+        ok(strcmp(t1, t2) != 0, "two writes within one second get two ETags");
+        st.st_mtim.tv_nsec = 0;
+        site_etag(&st, t1, sizeof(t1));
+        is_str(t1, "\"6b11786e-3eff\"", "no nanoseconds: the short form");
+        st = (struct stat){.st_size = -1};
+        st.st_mtim = (struct timespec){-1, 999999999};
+        ok(site_etag(&st, t1, sizeof(t1)) < (int)sizeof(t1), "the longest ETag fits 48 bytes");
+    }
     site_http_date(784111777, buf, sizeof(buf));
     is_str(buf, "Sun, 06 Nov 1994 08:49:37 GMT", "IMF-fixdate");
     ok(site_http_date_parse(buf, strlen(buf), &t) && t == 784111777, "date round trip");
