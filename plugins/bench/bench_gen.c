@@ -218,6 +218,11 @@ int bench_gen_run(const struct bench_opts *o, const struct bench_hooks *hooks,
         g.t0 = g.t_last_done = bench_now_us();
         g.t_issue_end = g.t0 + (int64_t)o->duration_ms * 1000;
         g.t_hard_end = g.t0 + (int64_t)o->max_ms * 1000;
+        /* A timed run as long as the limit still lets the requests in
+         * flight when it stops issuing finish within their timeout, as a
+         * shorter one does, instead of cutting them off as failed. */
+        if (o->requests == 0 && g.t_hard_end < g.t_issue_end + (int64_t)o->timeout_ms * 1000)
+            g.t_hard_end = g.t_issue_end + (int64_t)o->timeout_ms * 1000;
         gen_loop(&g);
         int64_t end = g.t_last_done > g.t0 ? g.t_last_done : bench_now_us();
         if (res->cancelled || res->time_limited)

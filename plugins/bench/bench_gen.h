@@ -28,7 +28,8 @@ struct bench_opts {
     int concurrency;   /* connections at once */
     long requests;     /* stop after this many requests; 0 = use duration_ms */
     long duration_ms;  /* with requests == 0: issue requests for this long */
-    long max_ms;       /* hard bound on the whole run (limit setting) */
+    long max_ms;       /* hard bound on the run (limit setting); a timed run's last
+                          requests may take their timeout_ms past it */
     long timeout_ms;   /* a connection idle this long fails its requests */
     long max_requests; /* hard bound on requests in duration mode (limit setting) */
     int streams;       /* h2: concurrent streams per connection */

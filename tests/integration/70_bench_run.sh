@@ -100,6 +100,14 @@ for i in $(seq 1 30); do
 done
 is "$(daemon_fds)" "$fds0" "no leaked connections: the daemon's fd count is back to $fds0"
 
+# A timed run as long as the limit: the requests in flight when it stops
+# issuing complete as in any timed run (h2 always has some in flight).
+tb_ctl set bench.max_duration 1 >/dev/null
+run=$(bench_ctl_run -s h2 -d 1 -c 2 -m 4 --path /f16k.txt)
+is "$(jq -r '.results[0].result | [.failed, .time_limited] | @tsv' <<<"$run")" "0	false" \
+    "a 1 s run at a 1 s limit: 0 failed, not stopped at the time limit"
+tb_ctl set bench.max_duration 300 >/dev/null
+
 # ---- limits and refused targets -----------------------------------------------
 n_runs=$(site_api GET bench/runs | jq length)
 tb_ctl set bench.max_requests 5000 >/dev/null
