@@ -274,7 +274,7 @@ static void conn_handshake(struct bench_conn *c)
         return;
     }
     int64_t now = bench_now_us();
-    bench_span_add(&c->g->st->handshake, (double)(now - c->t_last_io));
+    bench_span_add(&c->g->st->handshake, (double)(now - c->t_hs_start));
     c->t_last_io = now;
     conn_note_tls(c);
     conn_ready(c);
@@ -300,6 +300,7 @@ static void conn_connected(struct bench_conn *c)
         return;
     }
     c->state = CONN_HANDSHAKE;
+    c->t_hs_start = bench_now_us();
     conn_handshake(c);
 }
 

@@ -38,6 +38,8 @@ struct bench_conn {
     gnutls_session_t tls;
     gnutls_datum_t ticket; /* the slot's last session (https-resume), kept across connections */
     int64_t t_start, t_last_io;
+    int64_t t_hs_start; /* TLS handshake begun (t_last_io moves at each of its steps) */
+
     bool got_byte; /* first byte of an answer seen on this connection */
     bool answered; /* at least one request answered on this connection */
     bool want_out; /* the transport asked to wait for writability */
