@@ -66,6 +66,14 @@ static int get_choice(json_t *j, const char *key, const char *choices, char *dst
     return 0;
 }
 
+/* A path or url too long for its field in bench_opts: refused rather than
+ * cut, which would load another path than the one shown. */
+static int too_long(char **err, const char *what, const char *s, size_t cap)
+{
+    return refuse(err, "bench: %s \"%.60s...\" is %zu characters long: at most %zu", what, s,
+                  strlen(s), cap - 1);
+}
+
 static bool addr_is_near(const struct sockaddr_storage *ss)
 {
     if (ss->ss_family == AF_INET) {
@@ -149,6 +157,10 @@ static int parse_url(struct bench_opts *o, const char *url, const struct bench_l
     }
     if (*rest && *rest != '/')
         return refuse(err, "bench: url \"%s\": bad host or port", url);
+    if (strlen(url) >= sizeof(o->url))
+        return too_long(err, "url", url, sizeof(o->url));
+    if (strlen(rest) >= sizeof(o->path))
+        return too_long(err, "the path of url", rest, sizeof(o->path));
     bench_strlcpy(o->path, *rest ? rest : "/", sizeof(o->path));
     bench_strlcpy(o->host, host, sizeof(o->host));
     if (strpbrk(o->path, " \r\n\t"))
@@ -167,7 +179,9 @@ static int local_target(struct bench_opts *o, const char *path, const struct ben
                       "bench: the local site has no %s port (site plugin not running, or "
                       "site.%s_port is 0): give a url",
                       o->tls ? "HTTPS" : "plain HTTP", o->tls ? "https" : "http");
-    if (path[0] != '/' || strpbrk(path, " \r\n\t") || strlen(path) >= sizeof(o->path))
+    if (strlen(path) >= sizeof(o->path))
+        return too_long(err, "path", path, sizeof(o->path));
+    if (path[0] != '/' || strpbrk(path, " \r\n\t"))
         return refuse(err, "bench: path \"%s\" must start with / and have no white space", path);
     bench_strlcpy(o->host, "localhost", sizeof(o->host));
     bench_strlcpy(o->path, path, sizeof(o->path));

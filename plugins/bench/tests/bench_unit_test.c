@@ -1,6 +1,7 @@
 /* Unit tests of the bench plugin's pure parts: percentiles as ab computes
  * them, run options (limits, targets, TLS priority), CSV export. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +107,24 @@ static void test_opts(void)
     refused("{\"scenario\":\"http\",\"url\":\"https://127.0.0.1/\"}", "needs an http:// url");
     refused("{\"path\":\"no-slash\"}", "must start with /");
     refused("{\"requests\":\"10\"}", "\"requests\" must be an integer");
+
+    /* Paths that do not fit are refused, not cut to another path. */
+    char body[2200], a[1100];
+    memset(a, 'a', sizeof(a) - 1);
+    a[sizeof(a) - 1] = '\0';
+    snprintf(body, sizeof(body), "{\"url\":\"https://127.0.0.1:8443/%s\"}", a);
+    is_int(parse(body, &o, &err), -EINVAL, "a url with a path of 1100 characters is refused");
+    like(err ? err : "", "the path of url \"/aaa", "naming the path");
+    like(err ? err : "", "is 1100 characters long: at most 1023", "and the lengths");
+    free(err);
+    snprintf(body, sizeof(body), "{\"path\":\"/%s\"}", a);
+    is_int(parse(body, &o, &err), -EINVAL, "a path of 1100 characters is refused");
+    like(err ? err : "", "is 1100 characters long: at most 1023", "saying so: %s", err);
+    free(err);
+    a[1022] = '\0';
+    snprintf(body, sizeof(body), "{\"url\":\"https://127.0.0.1:8443/%s\"}", a);
+    is_int(parse(body, &o, &err), 0, "a path of 1023 characters accepted");
+    is_int((int)strlen(o.path), 1023, "and kept whole");
 }
 
 static void test_csv(void)
