@@ -77,6 +77,10 @@ void bench_job_set_phase(struct bench *b, const char *phase, int step, int steps
 
 /* bench_report.c: the seeds' questions in one job. */
 int bench_report_run(struct bench_order *ord, json_t *out);
+/* Refuse a report's parameters (-EINVAL, *err) that are not its options or
+ * that its steps would refuse. */
+int bench_report_check(json_t *params, const struct bench_limits *lim,
+                       const struct bench_local *local, char **err);
 /* bench_ceiling.c: the crypto ceiling of this machine (this thread's core). */
 json_t *bench_ceiling_measure(struct bench_order *ord, long ms_per_algorithm);
 /* Most full handshakes per second one core can do for a negotiated

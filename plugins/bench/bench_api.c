@@ -87,14 +87,8 @@ static void submit(struct bench *b, enum bench_kind kind, const struct tlsbox_ap
             r = -EINVAL;
         }
     }
-    if (r == 0 && kind == BENCH_KIND_REPORT) {
-        /* Check the shared load options once, with the first step's scenario. */
-        json_t *p = json_deep_copy(body);
-        json_object_set_new(p, "scenario", json_string("h1"));
-        struct bench_opts o;
-        r = bench_opts_parse(p, &ord->limits, &ord->local, &o, &err);
-        json_decref(p);
-    }
+    if (r == 0 && kind == BENCH_KIND_REPORT)
+        r = bench_report_check(body, &ord->limits, &ord->local, &err);
     int64_t id = 0;
     if (r == 0) {
         r = bench_job_submit(ord, &id, &err); /* takes ord, even when it refuses */

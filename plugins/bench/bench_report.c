@@ -44,12 +44,15 @@ static const struct {
     {"AES-128-GCM vs ChaCha20-Poly1305 (h1 keep-alive)", "h1 aes128gcm", "h1 chacha20"},
 };
 
+/* The options a report takes; every step runs with them. */
+static const char *const keys[] = {"requests", "concurrency", "path", "streams", "timeout"};
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
 /* The JSON options of step @p i from the report's parameters. */
 static json_t *step_params(json_t *params, int i)
 {
     json_t *p = json_object();
-    const char *keys[] = {"requests", "concurrency", "path", "streams", "timeout"};
-    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+    for (size_t k = 0; k < NKEYS; k++)
         if (json_object_get(params, keys[k]))
             json_object_set(p, keys[k], json_object_get(params, keys[k]));
     if (!json_object_get(p, "requests"))
@@ -60,6 +63,32 @@ static json_t *step_params(json_t *params, int i)
     if (steps[i].cipher)
         json_object_set_new(p, "cipher", json_string(steps[i].cipher));
     return p;
+}
+
+int bench_report_check(json_t *params, const struct bench_limits *lim,
+                       const struct bench_local *local, char **err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(params, key, v)
+    {
+        size_t k = 0;
+        while (k < NKEYS && strcmp(key, keys[k]) != 0)
+            k++;
+        if (k == NKEYS) {
+            *err = bench_xasprintf("bench report: \"%s\" is not an option of the report (it "
+                                   "takes requests, concurrency, path, streams, timeout)",
+                                   key);
+            return -EINVAL;
+        }
+    }
+    /* As the steps will run, with their defaults: the h1 step (steps[3]) needs
+     * only the HTTPS port; steps that cannot run here are marked, not refused. */
+    json_t *p = step_params(params, 3);
+    struct bench_opts o;
+    int r = bench_opts_parse(p, lim, local, &o, err);
+    json_decref(p);
+    return r;
 }
 
 static double step_rps(json_t *results, const char *name, const char **why)

@@ -67,6 +67,19 @@ like "$table" '\| plain HTTP vs HTTPS, new connection each request \| http \| [0
     "bench show prints the ratio table"
 printf '%s\n' "$table" | sed -n '/^| question/,$p' | sed 's/^/# /'
 
+# A report is checked as its steps will run it: refused, with nothing stored,
+# when its steps would all be refused, or when it is given an option it does
+# not take.
+n_runs=$(site_api GET bench/runs | jq length)
+tb_ctl set bench.max_requests 1000 >/dev/null
+out=$("${C[@]}" bench report -c 2 2>&1)
+is "$?" 1 "a report (2000 requests a step by default) is refused at bench.max_requests 1000"
+like "$out" "requests 2000 is out of range: 1\.\.1000" "saying why"
+tb_ctl set bench.max_requests 1000000 >/dev/null
+out=$(site_api POST bench/report '{"url":"https://127.0.0.1:1/","requests":10}')
+like "$(jq -r .error <<<"$out")" '"url" is not an option of the report' "a report given a url (it loads the local site) is refused"
+is "$(site_api GET bench/runs | jq length)" "$n_runs" "nothing refused was stored"
+
 # ---- policy A/B --------------------------------------------------------------------
 p0=$(site_api GET policy)
 v0=$(jq -r .id <<<"$p0")
