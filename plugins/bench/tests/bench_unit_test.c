@@ -99,6 +99,8 @@ static void test_opts(void)
     refused("{\"requests\":10,\"duration\":2}", "not both");
     refused("{\"scenario\":\"h3\"}", "scenario \"h3\" is not one of");
     refused("{\"cipher\":\"rc4\"}", "cipher \"rc4\" is not one of");
+    refused("{\"cipher\":\"aes256gcm|chacha20\"}", "cipher \"aes256gcm|chacha20\" is not one of");
+    refused("{\"tls\":\"any|1.2\"}", "tls \"any|1.2\" is not one of");
     refused("{\"url\":\"https://192.0.2.1/\"}", "public address");
     refused("{\"url\":\"https://example.org/\"}", "not an IP address");
     refused("{\"url\":\"ftp://127.0.0.1/\"}", "must start with http:// or https://");
