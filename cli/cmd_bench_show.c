@@ -173,7 +173,9 @@ static void show_result(json_t *r)
            num(r, "status", "3xx"), num(r, "status", "4xx"), num(r, "status", "5xx"),
            json_is_true(json_object_get(r, "cancelled"))      ? " CANCELLED"
            : json_is_true(json_object_get(r, "time_limited")) ? " (stopped at the time limit)"
-                                                              : "");
+           : json_is_true(json_object_get(r, "request_limited"))
+               ? " (stopped at the request limit, bench.max_requests)"
+               : "");
     printf("  %-14s %.1f   transfer %.1f KB/s   elapsed %.2f s\n", "req/s", num(r, "rps", NULL),
            num(r, "transfer_kbps", NULL), num(r, "elapsed_s", NULL));
     show_span("connect ms", json_object_get(r, "connect_ms"));

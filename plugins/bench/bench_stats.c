@@ -104,7 +104,7 @@ json_t *bench_stats_json(struct bench_stats *s)
                            (json_int_t)s->status[4], "5xx", (json_int_t)s->status[5], "other",
                            (json_int_t)s->status[0]);
     json_t *j = json_pack(
-        "{s:I,s:I,s:o,s:f,s:f,s:I,s:I,s:f,s:I,s:I,s:o,s:o,s:o,s:o,s:{s:I,s:I},s:o,s:f,s:b,s:b}",
+        "{s:I,s:I,s:o,s:f,s:f,s:I,s:I,s:f,s:I,s:I,s:o,s:o,s:o,s:o,s:{s:I,s:I},s:o,s:f,s:b,s:b,s:b}",
         "complete", (json_int_t)s->complete, "failed", (json_int_t)s->failed, "status", st, "rps",
         el > 0 ? s->complete / el : 0.0, "transfer_kbps", el > 0 ? s->bytes / 1024.0 / el : 0.0,
         "bytes", (json_int_t)s->bytes, "body_bytes", (json_int_t)s->body, "elapsed_s", el,
@@ -112,6 +112,7 @@ json_t *bench_stats_json(struct bench_stats *s)
         "connect_ms", span_json(&s->connect), "handshake_ms", span_json(&s->handshake), "ttfb_ms",
         span_json(&s->ttfb), "latency_ms", lat, "handshakes", "full", (json_int_t)s->hs_full,
         "resumed", (json_int_t)s->hs_resumed, "tls", tls_json(s), "client_cpu_s", s->client_cpu_s,
-        "cancelled", s->cancelled, "time_limited", s->time_limited);
+        "cancelled", s->cancelled, "time_limited", s->time_limited, "request_limited",
+        s->request_limited);
     return j;
 }

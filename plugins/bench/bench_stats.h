@@ -39,7 +39,8 @@ struct bench_stats {
     char protocol[16], cipher[32], group[24], alpn[16], sign[40];
     double client_cpu_s; /* the generator thread's CPU time */
     bool cancelled;
-    bool time_limited; /* stopped by the hard time limit, not the count */
+    bool time_limited;    /* stopped by the hard time limit, not the count */
+    bool request_limited; /* a timed run stopped by bench.max_requests, not the time */
 
     /* Latency of each complete request, microseconds (request sent -> answer
      * complete; for new-connection scenarios connect start -> answer). */
@@ -62,7 +63,7 @@ double bench_stats_percentile(struct bench_stats *s, int pct);
  * "transfer_kbps", "bytes", "elapsed_s", "connections", "connect_ms":
  * {"mean","min","max"}, "handshake_ms", "ttfb_ms", "latency_ms": {"50":..,
  * "100":..}, "handshakes": {"full","resumed"}, "tls": {"protocol",...},
- * "client_cpu_s", "cancelled"}.  New reference.
+ * "client_cpu_s", "cancelled", "time_limited", "request_limited"}.  New reference.
  */
 json_t *bench_stats_json(struct bench_stats *s);
 

@@ -171,6 +171,12 @@ like "$out" "scenario h2 needs an https:// url" "h2 over plain http refused"
 out=$(tb_ctl bench run -s h2 -n 10 --cipher rc4 2>&1)
 like "$out" 'cipher "rc4" is not one of' "an unknown cipher refused"
 is "$(site_api GET bench/runs | jq length)" "$n_runs" "nothing refused was stored"
+# A timed run that uses up bench.max_requests (5000 here) before its time says so.
+run=$(bench_ctl_run -s h2 -d 30 -c 2 -m 4 --path /f16k.txt)
+is "$(jq -r '.results[0].result | [.complete + .failed, .request_limited, .time_limited] | @tsv' <<<"$run")" \
+    "5000	true	false" "a 30 s run at bench.max_requests 5000 stops after 5000 requests and says so"
+like "$(tb_ctl bench show "$(jq -r .id <<<"$run")")" "[0-9]+ failed .*\(stopped at the request limit" \
+    "bench show says so too"
 
 # ---- stored runs: list, show, CSV, compare --------------------------------------
 a=$(bench_ctl_run -s h2 -n 1000 -c 2 --path /f16k.txt | jq -r .id)
