@@ -42,8 +42,8 @@ static int get_int(json_t *j, const char *key, long dflt, long lo, long hi, cons
         return refuse(err, "bench: \"%s\" must be an integer", key);
     long long x = json_integer_value(v);
     if (x < lo || x > hi)
-        return refuse(err, "bench: %s %lld is out of range: %ld..%ld%s%s", key, x, lo, hi,
-                      what ? " (limit " : "", what ? what : "");
+        return refuse(err, "bench: %s %lld is out of range: %ld..%ld%s%s%s", key, x, lo, hi,
+                      what ? " (limit " : "", what ? what : "", what ? ")" : "");
     *out = (long)x;
     return 0;
 }

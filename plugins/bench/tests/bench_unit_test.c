@@ -93,7 +93,7 @@ static void test_opts(void)
     ok(!o.loopback && !o.local, "but it is neither loopback nor local");
 
     refused("{\"requests\":5001}",
-            "requests 5001 is out of range: 1..5000 (limit bench.max_requests");
+            "requests 5001 is out of range: 1..5000 (limit bench.max_requests)");
     refused("{\"duration\":31}", "duration 31 is out of range: 1..30");
     refused("{\"concurrency\":51}", "concurrency 51 is out of range");
     refused("{\"requests\":10,\"duration\":2}", "not both");
