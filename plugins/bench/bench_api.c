@@ -72,10 +72,15 @@ static void submit(struct bench *b, enum bench_kind kind, const struct tlsbox_ap
         r = fd_room(&ord->opts, &err);
     if (r == 0 && kind == BENCH_KIND_AB) {
         json_t *c = json_object_get(body, "candidate");
-        const char *keep = json_string_value(json_object_get(body, "keep"));
+        json_t *kv = json_object_get(body, "keep");
+        const char *keep = json_string_value(kv);
         if (!json_is_object(c) || json_object_size(c) == 0) {
             err = tlsbox_xstrdup("bench ab: give \"candidate\": {\"preset\": NAME} or "
                                  "{\"priority\": STRING} or {\"fields\": {...}}");
+            r = -EINVAL;
+        } else if (kv && !keep) {
+            /* Not taken as the default "better": that may keep the candidate. */
+            err = tlsbox_xstrdup("bench ab: \"keep\" must be a string, one of better|always|never");
             r = -EINVAL;
         } else if (keep && strcmp(keep, "better") && strcmp(keep, "always") &&
                    strcmp(keep, "never")) {

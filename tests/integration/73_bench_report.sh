@@ -102,6 +102,13 @@ out=$("${C[@]}" bench ab -s h1 -n 10 --preset nosuch 2>&1)
 # A bad candidate is refused when applied (after A): the run fails, nothing kept.
 like "$out" "candidate policy was refused" "a bad candidate fails the A/B with the policy's message"
 is "$(site_api GET policy | jq -c .policy.ciphers)" '["CHACHA20-POLY1305"]' "and changes nothing"
+n_runs=$(site_api GET bench/runs | jq length)
+out=$(site_api POST bench/ab '{"scenario":"h1","requests":10,"candidate":{"preset":"modern"},"keep":false}')
+is "$(jq -r .error <<<"$out")" 'bench ab: "keep" must be a string, one of better|always|never' \
+    "keep false (not a string) is refused, not taken as better"
+bench_wait 60
+is "$(site_api GET bench/runs | jq length)" "$n_runs" "nothing was run or stored"
+is "$(site_api GET policy | jq -c .policy.ciphers)" '["CHACHA20-POLY1305"]' "and the policy is unchanged"
 
 tb_stop_daemon
 ok $? "tlsboxd stops cleanly"
