@@ -243,8 +243,16 @@ int bench_opts_parse(json_t *j, const struct bench_limits *lim, const struct ben
                    err) ||
         get_choice(j, "group", "any|x25519|p256|p384|ffdhe2048", o->group, sizeof(o->group), err))
         return -EINVAL;
-    const char *url = json_string_value(json_object_get(j, "url"));
-    const char *path = json_string_value(json_object_get(j, "path"));
+    /* Neither is ever dropped: a url that is not a string would load the
+     * local site, a path next to a url would not be loaded. */
+    json_t *uv = json_object_get(j, "url"), *pv = json_object_get(j, "path");
+    if ((uv && !json_is_string(uv)) || (pv && !json_is_string(pv)))
+        return refuse(err, "bench: \"%s\" must be a string",
+                      uv && !json_is_string(uv) ? "url" : "path");
+    if (uv && pv)
+        return refuse(err, "bench: give \"url\" (with its path) or \"path\" (on the local site), "
+                           "not both");
+    const char *url = json_string_value(uv), *path = json_string_value(pv);
     int r = url && *url ? parse_url(o, url, lim, err)
                         : local_target(o, path ? path : "/", local, lim, err);
     if (r < 0)

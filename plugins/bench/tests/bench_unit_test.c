@@ -109,6 +109,9 @@ static void test_opts(void)
     refused("{\"scenario\":\"http\",\"url\":\"https://127.0.0.1/\"}", "needs an http:// url");
     refused("{\"path\":\"no-slash\"}", "must start with /");
     refused("{\"requests\":\"10\"}", "\"requests\" must be an integer");
+    refused("{\"url\":5}", "\"url\" must be a string");
+    refused("{\"path\":[\"/x\"]}", "\"path\" must be a string");
+    refused("{\"url\":\"https://127.0.0.1/\",\"path\":\"/big\"}", "not both");
 
     /* Paths that do not fit are refused, not cut to another path. */
     char body[2200], a[1100];
