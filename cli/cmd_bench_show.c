@@ -3,6 +3,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +34,10 @@ static void usage(const char *what)
 static long long int_arg(const char *opt, const char *v)
 {
     char *end = NULL;
+    errno = 0;
     long long x = v ? strtoll(v, &end, 10) : -1;
-    if (!v || *end || x <= 0) {
+    /* ERANGE: strtoll's LLONG_MAX is not the number typed. */
+    if (!v || *end || x <= 0 || errno == ERANGE) {
         fprintf(stderr, "tlsboxctl: %s needs a positive integer, not '%s'\n", opt, v ? v : "");
         return -1;
     }

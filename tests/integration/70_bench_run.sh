@@ -159,6 +159,9 @@ is "$?" 1 "5001 requests refused (limit 5000)"
 like "$out" "requests 5001 is out of range: 1\.\.5000 \(limit bench\.max_requests" "message names the limit"
 out=$(tb_ctl bench run -s h2 -d 31 2>&1)
 like "$out" "duration 31 is out of range: 1\.\.30 \(limit bench\.max_duration" "31 s refused (limit 30)"
+out=$(tb_ctl bench run -s h2 -n 99999999999999999999 2>&1)
+is "$?" 2 "a request count too large for any integer is a usage error"
+like "$out" "-n needs a positive integer, not '99999999999999999999'" "naming what was typed"
 out=$(tb_ctl bench run -s h1 -c 51 -n 100 2>&1)
 like "$out" "concurrency 51 is out of range: 1\.\.50 \(limit bench\.max_concurrency" "51 connections refused"
 out=$(tb_ctl bench run -s h2 -n 10 --url https://192.0.2.10/ 2>&1)
