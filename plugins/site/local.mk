@@ -11,7 +11,7 @@ plugin_LTLIBRARIES += plugins/site/site.la
 plugins_site_site_la_SOURCES = $(site_sources)
 plugins_site_site_la_CFLAGS = $(PLUGIN_CFLAGS) $(NGHTTP2_CFLAGS)
 plugins_site_site_la_LDFLAGS = $(PLUGIN_LDFLAGS)
-plugins_site_site_la_LIBADD = $(GNUTLS_LIBS) $(NGHTTP2_LIBS)
+plugins_site_site_la_LIBADD = $(GNUTLS_LIBS) $(NGHTTP2_LIBS) $(IPSEC_MB_LIBS)
 
 # Unit tests: the plugin's sources linked with the kit's mock host.
 check_PROGRAMS += plugins/site/tests/site_test
@@ -19,7 +19,7 @@ TESTS += plugins/site/tests/site_test
 plugins_site_tests_site_test_SOURCES = plugins/site/tests/site_test.c $(site_sources)
 plugins_site_tests_site_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) \
 	$(SQLITE_CFLAGS) -I$(top_srcdir)/plugins/site
-plugins_site_tests_site_test_LDADD = $(MOCKHOST_LIBS) $(NGHTTP2_LIBS)
+plugins_site_tests_site_test_LDADD = $(MOCKHOST_LIBS) $(NGHTTP2_LIBS) $(IPSEC_MB_LIBS)
 
 # Records sealed by site_record.c, decrypted by a real GnuTLS client.
 check_PROGRAMS += plugins/site/tests/site_record_test
@@ -27,14 +27,14 @@ TESTS += plugins/site/tests/site_record_test
 plugins_site_tests_site_record_test_SOURCES = plugins/site/tests/site_record_test.c \
 	plugins/site/site_record.c plugins/site/site.h
 plugins_site_tests_site_record_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) -I$(top_srcdir)/plugins/site
-plugins_site_tests_site_record_test_LDADD = $(GNUTLS_LIBS)
+plugins_site_tests_site_record_test_LDADD = $(GNUTLS_LIBS) $(IPSEC_MB_LIBS)
 
 # A throwaway host that runs the plugin with a self-made bundle (manual
 # testing and benchmarks without the daemon): site_testhost CERT KEY KEY=VALUE...
 check_PROGRAMS += plugins/site/tests/site_testhost
 plugins_site_tests_site_testhost_SOURCES = plugins/site/tests/site_testhost.c $(site_sources)
 plugins_site_tests_site_testhost_CFLAGS = $(plugins_site_tests_site_test_CFLAGS)
-plugins_site_tests_site_testhost_LDADD = $(MOCKHOST_LIBS) $(NGHTTP2_LIBS)
+plugins_site_tests_site_testhost_LDADD = $(MOCKHOST_LIBS) $(NGHTTP2_LIBS) $(IPSEC_MB_LIBS)
 
 # Runs a program with openat2(2) failing with ENOSYS (36_site_attack).
 check_PROGRAMS += plugins/site/tests/no_openat2

@@ -407,8 +407,10 @@ static int site_start(void *state)
         int64_t id = s->host->event_subscribe(s->self, "settings.changed", on_settings_changed, s);
         s->sub_id = id > 0 ? id : 0;
     }
-    SITE_LOG(s, TLSBOX_LOG_INFO, "%d workers, https port %d, http port %d, root %s", s->nworkers,
-             atomic_load(&s->cfg.https_port), s->cfg.http_port, s->cfg.root);
+    SITE_LOG(s, TLSBOX_LOG_INFO,
+             "%d workers, https port %d, http port %d, root %s; AES-GCM records sealed by %s",
+             s->nworkers, atomic_load(&s->cfg.https_port), s->cfg.http_port, s->cfg.root,
+             site_rec_aes_impl());
     return 0;
 }
 

@@ -266,6 +266,11 @@ ssize_t site_rec_seal(struct site_rec *r, gnutls_session_t s, void *p, size_t n,
 void site_rec_free(struct site_rec *r);
 /* Tests: update the key after this many records (0: the default, 2^23). */
 void site_rec_set_rekey_after(uint64_t records);
+/* Which code seals AES-GCM records: "GnuTLS", or "intel-ipsec-mb (ARCH)"
+ * when the build has it and the CPU has AES-NI.  Any thread. */
+const char *site_rec_aes_impl(void);
+/* Tests: false seals every AES-GCM key made from now on with GnuTLS. */
+void site_rec_set_fast_aes(bool on);
 
 /* ---- connections (site_conn.c) ----------------------------------------- */
 

@@ -6,7 +6,7 @@ FUZZ_TARGETS = site_h1 settings tls_policy acme ocsp site_path
 
 fuzz_site_h1_sources = tests/fuzz/site_h1_fuzz.c $(site_sources)
 fuzz_site_h1_cflags = $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) $(SQLITE_CFLAGS) -I$(top_srcdir)/plugins/site
-fuzz_site_h1_libs = $(GNUTLS_LIBS) $(NGHTTP2_LIBS)
+fuzz_site_h1_libs = $(GNUTLS_LIBS) $(NGHTTP2_LIBS) $(IPSEC_MB_LIBS)
 
 fuzz_site_path_sources = tests/fuzz/site_path_fuzz.c $(site_sources)
 fuzz_site_path_cflags = $(fuzz_site_h1_cflags)

@@ -220,25 +220,26 @@ static struct keyseen write_key(gnutls_session_t s)
 
 #define PRIO13 "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:"
 
-static void test_ciphers(void)
+/* @p impl: which code seals AES-GCM, for the test names. */
+static void test_ciphers(const char *impl)
 {
     static const char *ciphers[] = {"+AES-128-GCM", "+AES-256-GCM", "+CHACHA20-POLY1305"};
     static const size_t sizes[] = {16384, 1, 100, 16383, 16384, 5000, 16384, 2, 16384, 777};
 
     for (size_t ci = 0; ci < 3; ci++) {
-        char prio[256];
+        char prio[256], name[128];
         struct pair p;
         snprintf(prio, sizeof(prio), PRIO13 "%s", ciphers[ci]);
-        if (!ok(pair_open(&p, prio, 0), "%s: handshake", ciphers[ci]))
+        snprintf(name, sizeof(name), "%s (%s)", ciphers[ci], ci < 2 ? impl : "GnuTLS");
+        if (!ok(pair_open(&p, prio, 0), "%s: handshake", name))
             continue;
-        ok(p.rec.own, "%s: TLS 1.3 records may be sealed here", ciphers[ci]);
+        ok(p.rec.own, "%s: TLS 1.3 records may be sealed here", name);
         int sealed = 0;
         long total = 0, r = 0;
         /* Before a full chunk went through GnuTLS the peer's limit is not
          * known: records go through GnuTLS. */
         r = send_one(&p, 500, 1, &sealed);
-        is_int(sealed, 0, "%s: a record before the limit is known goes through GnuTLS",
-               ciphers[ci]);
+        is_int(sealed, 0, "%s: a record before the limit is known goes through GnuTLS", name);
         for (int round = 0; round < 3 && r >= 0; round++) {
             for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && r >= 0; i++) {
                 r = send_one(&p, sizes[i], (unsigned)(round * 100 + i), &sealed);
@@ -254,9 +255,9 @@ static void test_ciphers(void)
                 r = g == 7 && memcmp(b, "between", 7) == 0 ? 0 : -1;
             }
         }
-        ok(r >= 0, "%s: the client decrypted every record intact (%ld bytes)", ciphers[ci], total);
-        is_int(sealed, 29, "%s: records sealed here after the first full chunk", ciphers[ci]);
-        is_int(p.rec.max, 16384, "%s: 16 KB records without a record_size_limit", ciphers[ci]);
+        ok(r >= 0, "%s: the client decrypted every record intact (%ld bytes)", name, total);
+        is_int(sealed, 29, "%s: records sealed here after the first full chunk", name);
+        is_int(p.rec.max, 16384, "%s: 16 KB records without a record_size_limit", name);
         pair_close(&p);
     }
 }
@@ -354,7 +355,24 @@ int main(void)
 {
     if (!ok(creds_make(), "a server certificate made in memory"))
         return done_testing();
-    test_ciphers();
+    /* Where the build has intel-ipsec-mb and the CPU AES-NI, it seals
+     * AES-GCM; the same records then again with GnuTLS's code. */
+    const char *impl = site_rec_aes_impl();
+#if defined(HAVE_IPSEC_MB) && defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("aes"))
+        ok(strncmp(impl, "intel-ipsec-mb (", 16) == 0, "the build and the CPU seal AES-GCM with %s",
+           impl);
+    else
+        is_str(impl, "GnuTLS", "no AES-NI: AES-GCM sealed by GnuTLS");
+#else
+    is_str(impl, "GnuTLS", "a build without intel-ipsec-mb: AES-GCM sealed by GnuTLS");
+#endif
+    test_ciphers(impl);
+    site_rec_set_fast_aes(false);
+    is_str(site_rec_aes_impl(), "GnuTLS", "GnuTLS's AES-GCM when asked");
+    test_ciphers("GnuTLS");
+    site_rec_set_fast_aes(true);
     test_record_size_limit();
     test_rekey();
     test_peer_key_update();
