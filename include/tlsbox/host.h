@@ -214,7 +214,9 @@ struct tlsbox_host {
     /**
      * Run @p fn(arg) on a maintenance thread.  @p free_arg (may be NULL) is
      * called with @p arg after the job ran or was cancelled before running.
-     * Returns a job id > 0 or a negative errno.  Any thread.
+     * Returns a job id > 0, or a negative errno (e.g. -ESHUTDOWN while the
+     * daemon stops): then free_arg is never called and the caller still owns
+     * @p arg.  Any thread.
      */
     int64_t (*job_submit)(struct tlsbox_plugin *self, const char *name, tlsbox_job_fn fn, void *arg,
                           void (*free_arg)(void *));

@@ -297,6 +297,11 @@ int bench_job_submit(struct bench_order *ord, int64_t *run_id, char **err)
         return -EBUSY;
     }
     b->busy = true;
+    /* Cleared here, with busy, not after the run is stored: a cancel that
+     * comes in between (it sees busy) must stop this run, not be lost. */
+    atomic_store(&b->cancel, false);
+    b->run_id = 0;
+    b->job_id = 0;
     pthread_mutex_unlock(&b->lock);
     int64_t id = 0;
     if (bench_store_run_create(b, ord->kind, ord->params, &id) < 0) {
@@ -314,7 +319,6 @@ int bench_job_submit(struct bench_order *ord, int64_t *run_id, char **err)
     b->kind = ord->kind;
     memset(&b->progress, 0, sizeof(b->progress));
     bench_strlcpy(b->progress.phase, "queued", sizeof(b->progress.phase));
-    atomic_store(&b->cancel, false);
     pthread_mutex_unlock(&b->lock);
     int64_t job = b->host->job_submit(b->self, "bench", job_main, ord, bench_job_free);
     pthread_mutex_lock(&b->lock);
@@ -323,6 +327,7 @@ int bench_job_submit(struct bench_order *ord, int64_t *run_id, char **err)
         pthread_mutex_unlock(&b->lock);
         bench_store_run_finish(b, id, "failed", NULL, "could not queue the job");
         *err = bench_xasprintf("bench: could not queue the job: %s", strerror((int)-job));
+        order_drop(ord); /* a refused job's arg stays ours: free_arg never runs */
         return (int)job;
     }
     /* job_main may have finished already (a tiny run): only record a live id. */
