@@ -23,7 +23,9 @@ int store_guard_attach(sqlite3 *db, const char *plugin);
 /* Remove the guard (the core's own statements follow). */
 void store_guard_detach(sqlite3 *db);
 
-/* True when @p name is "<plugin>_" followed by at least one character. */
+/* True when @p name is "<plugin>_" followed by at least one character and
+ * is not one of the core's own tables, indexes or triggers (admin_users,
+ * tls_dh, plugin_schema...: no plugin owns them, whatever its name). */
 int store_guard_owns(const char *plugin, const char *name);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/store.h"
+#include "core/store_guard.h"
 #include "core/xalloc.h"
 #include "tests/tap.h"
 
@@ -114,6 +115,60 @@ static void test_downgrade(sqlite3 *db)
     free(err);
 }
 
+/* A plugin whose name is the first word of a core table ("admin", "tls",
+ * "plugin") owns no core table by the "<plugin>_..." rule. */
+static void test_core_objects(sqlite3 *db)
+{
+    char *err = NULL;
+    static const struct tlsbox_migration admin[] = {
+        {.name = "0001_takeover", .sql = "UPDATE admin_users SET pw_hash = 'x';"},
+        TLSBOX_MIGRATIONS_END};
+    static const struct tlsbox_migration tls[] = {
+        {.name = "0001_drop", .sql = "DROP TABLE tls_dh;"}, TLSBOX_MIGRATIONS_END};
+    static const struct tlsbox_migration plugin[] = {
+        {.name = "0001_reset", .sql = "UPDATE plugin_schema SET version = 0;"},
+        TLSBOX_MIGRATIONS_END};
+    is_int(plugin_schema_migrate(db, "admin", admin, &err), -EIO,
+           "plugin \"admin\" may not write admin_users");
+    like(err, "migration 0001_takeover failed", "the message names the step");
+    like(err, "not authorized", "refused by the guard");
+    free(err);
+    err = NULL;
+    is_int(plugin_schema_migrate(db, "tls", tls, &err), -EIO, "plugin \"tls\" may not drop tls_dh");
+    is_int(query_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'tls_dh'"), 1,
+           "tls_dh is still there");
+    free(err);
+    err = NULL;
+    is_int(plugin_schema_migrate(db, "plugin", plugin, &err), -EIO,
+           "plugin \"plugin\" may not rewrite plugin_schema");
+    free(err);
+
+    /* Every object of a fresh core store, against every "<word>_" prefix of
+     * its name: a new core table must be added to store_guard.c's list. */
+    sqlite3_stmt *st = NULL;
+    int n = 0;
+    sqlite3_prepare_v2(db,
+                       "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite%' ORDER BY name",
+                       -1, &st, NULL);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        char *owner = NULL;
+        for (const char *u = strchr(name, '_'); u && !owner; u = strchr(u + 1, '_')) {
+            char *prefix = xasprintf("%.*s", (int)(u - name), name);
+            if (store_guard_owns(prefix, name))
+                owner = prefix;
+            else
+                free(prefix);
+        }
+        ok(owner == NULL, "core object %s is owned by no plugin%s%s", name,
+           owner ? ": not even " : "", owner ? owner : "");
+        free(owner);
+        n++;
+    }
+    sqlite3_finalize(st);
+    ok(n >= 13, "the core store has its objects (%d)", n);
+}
+
 int main(void)
 {
     char *err = NULL;
@@ -127,6 +182,7 @@ int main(void)
         return 1;
     }
     sqlite3 *db = store_main();
+    test_core_objects(db);
     test_apply_once(db);
     test_failing_step(db);
     test_downgrade(db);
