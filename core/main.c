@@ -167,22 +167,28 @@ static void notify_systemd(const char *msg)
     close(fd);
 }
 
+/* All --set pairs validated first, then stored in one transaction: a refused
+ * value stops the start with nothing of the others stored.  A key given twice
+ * takes its last value, as it did when each pair was stored on its own. */
 static int apply_sets(const struct options *o)
 {
+    if (o->nsets == 0)
+        return 0;
+    json_t *pairs = json_object();
     for (int i = 0; i < o->nsets; i++) {
-        char *key = xstrdup(o->sets[i]);
-        char *eq = strchr(key, '=');
-        *eq = '\0';
-        char *err = NULL;
-        int rc = settings_set(key, eq + 1, "tlsboxd --set", &err);
-        if (rc < 0)
-            log_err("--set %s: %s", key, err ? err : "refused");
-        free(err);
+        const char *eq = strchr(o->sets[i], '=');
+        char *key = xstrndup(o->sets[i], (size_t)(eq - o->sets[i]));
+        /* Bytes as given: the settings' validation judges them. */
+        json_object_set_new_nocheck(pairs, key, json_string_nocheck(eq + 1));
         free(key);
-        if (rc < 0)
-            return rc;
     }
-    return 0;
+    char *err = NULL;
+    int rc = settings_set_many(pairs, NULL, "tlsboxd --set", &err);
+    if (rc < 0)
+        log_err("--set refused, no setting stored: %s", err ? err : "refused");
+    free(err);
+    json_decref(pairs);
+    return rc;
 }
 
 /* Detach; the parent exits with the child's start-up status. */

@@ -20,6 +20,15 @@ is "$?" "2" "tlsboxd --generate-dh 1024 exits 2"
 like "$(cat "$TB_TMP/gen.err")" "'1024' is not a size in bits \(2048-8192\)" "saying why"
 is "$(stat -c %s "$TB_TMP/gen.pem")" "0" "and writes nothing"
 
+# One refused --set stops the start and stores none of the pairs: the good
+# value given beside it is not half-applied.
+tb_start_daemon --set dhparam.rotate_days=7 --set dhparam.bits=1024 >/dev/null
+is "$?" "1" "tlsboxd does not start with --set dhparam.bits=1024"
+like "$(cat "$TB_TMP/daemon.log")" 'dhparam.bits: "1024" is not one of 2048\|3072\|4096' \
+    "the log names the key and the rule"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM settings WHERE key LIKE 'dhparam.%'")" \
+    "0" "no dhparam setting was stored, not even rotate_days=7"
+
 # Generation at normal priority and 2048 bits: this test needs it quick.
 dh_start --set dhparam.bits=2048 --set dhparam.priority=normal
 ok $? "tlsboxd with an RSA certificate and a DHE policy (groups up to FFDHE3072)"
