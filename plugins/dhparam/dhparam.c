@@ -90,10 +90,14 @@ void dhparam_metrics_refresh(struct dhparam *d)
 
 void dhparam_apply(struct dhparam *d)
 {
-    char *mode = dhparam_mode(d), *err = NULL;
+    char *mode, *err = NULL;
     struct dhparam_row r = {0};
     int rc = 0;
     pthread_mutex_lock(&d->apply_lock);
+    /* The mode is read under the lock: read before it, a switch's apply
+     * could run in between and this one would then serve the old mode's
+     * parameters last. */
+    mode = dhparam_mode(d);
     if (strcmp(mode, "rfc7919") == 0) {
         rc = d->host->dh_set(d->self, NULL, NULL, 0, &err);
     } else {

@@ -2,15 +2,19 @@
  * refusals change nothing, an import is stored and served, a mode switch
  * goes back to RFC 7919, a generation (2048 bits, a real child process) is
  * recorded and served, the metrics follow.  Prints TAP. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <gnutls/gnutls.h>
 #include <jansson.h>
 #include <tlsbox/mock_host.h>
 
 #include "core/dh_generate.h"
+#include "plugins/dhparam/dhparam.h"
 #include "tests/tap.h"
 
 extern const struct tlsbox_plugin_desc tlsbox_plugin_descriptor;
@@ -133,6 +137,59 @@ static void generation(void)
     is_int(tlsbox_mock_metric("tlsbox_dh_served_bits"), 2048, "metric: 2048 bits served");
 }
 
+/* A mode switch that lands while another apply is under way: the apply
+ * that reads the mode first must not serve it after the later one. */
+static struct dhparam *race_d;
+static atomic_bool race_fired, race_b_done;
+
+static void *race_apply_b(void *unused)
+{
+    (void)unused;
+    dhparam_apply(race_d);
+    atomic_store(&race_b_done, true);
+    return NULL;
+}
+
+/* setting_get: the first read of "mode" is answered with the value of that
+ * moment, but before the answer arrives the mode becomes rfc7919 and a
+ * second apply (the one the switch starts) runs as far as it can. */
+static pthread_t race_b;
+static char *racing_get(struct tlsbox_plugin *self, const char *key)
+{
+    char *v = tlsbox_mock_host.setting_get(self, key);
+    if (strcmp(key, "mode") != 0 || atomic_exchange(&race_fired, true))
+        return v;
+    tlsbox_mock_set("dhparam.mode", "rfc7919");
+    pthread_create(&race_b, NULL, race_apply_b, NULL);
+    /* Bounded: with the fix the second apply waits for this one. */
+    for (int i = 0; i < 100 && !atomic_load(&race_b_done); i++)
+        usleep(10 * 1000);
+    return v;
+}
+
+static void mode_switch_race(void *state)
+{
+    struct dhparam *d = state;
+    struct tlsbox_host racing = tlsbox_mock_host;
+    racing.setting_get = racing_get;
+    const struct tlsbox_host *orig = d->host;
+    race_d = d;
+    d->host = &racing;
+    dhparam_apply(d); /* mode generated, as generation() left it */
+    pthread_join(race_b, NULL);
+    d->host = orig;
+    /* The second apply stands for the check job that the switch's
+     * settings.changed starts: its event is not delivered here, so no
+     * third apply puts things right afterwards. */
+    json_t *j = NULL;
+    is_int(api("GET", "dh/status", NULL, &j), 200, "status after two applies at once");
+    is_str(str(j, "mode", NULL), "rfc7919", "the mode is rfc7919");
+    is_str(str(j, "served", "source"), "rfc7919",
+           "and the RFC 7919 group is served, not the parameters of the earlier mode");
+    json_decref(j);
+    tlsbox_mock_events_run();
+}
+
 int main(int argc, char **argv)
 {
     /* The plugin's generator runs /proc/self/exe --generate-dh BITS: here
@@ -151,6 +208,7 @@ int main(int argc, char **argv)
     refusals();
     import_then_rfc7919();
     generation();
+    mode_switch_race(state);
     d->stop(state);
     d->fini(state);
     tlsbox_mock_teardown();
