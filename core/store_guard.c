@@ -199,6 +199,14 @@ static int on_authorize(void *arg, int action, const char *a1, const char *a2, c
     if (dbname && strcmp(dbname, "temp") == 0)
         return SQLITE_OK;
     action_objects(action, a1, a2, &obj, &on);
+    /* SQLite writes sqlite_sequence by itself without asking, but for the
+     * DELETE of a DROP TABLE and the name UPDATE of a RENAME.  A plugin's own
+     * INSERT, or UPDATE of a counter, would set the core's AUTOINCREMENT
+     * counters: at the largest rowid every later insert into audit or
+     * policy_versions fails with "database or disk is full". */
+    if (obj && strcmp(obj, "sqlite_sequence") == 0 &&
+        (action == SQLITE_INSERT || (action == SQLITE_UPDATE && a2 && strcmp(a2, "seq") == 0)))
+        return refuse_verb(plugin, action_name(action), "sqlite_sequence (AUTOINCREMENT counters)");
     if (is_internal(obj))
         return SQLITE_OK;
     if (on && !is_internal(on) && !store_guard_owns(plugin, on))

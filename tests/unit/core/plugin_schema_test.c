@@ -143,6 +143,38 @@ static void test_core_objects(sqlite3 *db)
            "plugin \"plugin\" may not rewrite plugin_schema");
     free(err);
 
+    /* The AUTOINCREMENT counters of the core's tables: at the largest rowid,
+     * every later insert into audit fails ("database or disk is full"). */
+    static const struct tlsbox_migration seq_insert[] = {
+        {.name = "0001_full",
+         .sql = "INSERT INTO sqlite_sequence (name, seq) VALUES ('audit', 9223372036854775807);"},
+        TLSBOX_MIGRATIONS_END};
+    static const struct tlsbox_migration seq_update[] = {
+        {.name = "0001_full", .sql = "UPDATE sqlite_sequence SET seq = 9223372036854775807;"},
+        TLSBOX_MIGRATIONS_END};
+    static const struct tlsbox_migration seq_own[] = {
+        {.name = "0001_t", .sql = "CREATE TABLE seqc_t (id INTEGER PRIMARY KEY AUTOINCREMENT);"},
+        {.name = "0002_row", .sql = "INSERT INTO seqc_t DEFAULT VALUES;"},
+        {.name = "0003_rename", .sql = "ALTER TABLE seqc_t RENAME TO seqc_u;"},
+        {.name = "0004_drop", .sql = "DROP TABLE seqc_u;"},
+        TLSBOX_MIGRATIONS_END};
+    long long seq_before = query_int(db, "SELECT total(seq) FROM sqlite_sequence");
+    err = NULL;
+    is_int(plugin_schema_migrate(db, "seqa", seq_insert, &err), -EIO,
+           "a plugin may not insert into sqlite_sequence");
+    free(err);
+    err = NULL;
+    is_int(plugin_schema_migrate(db, "seqb", seq_update, &err), -EIO, "nor set the counters in it");
+    free(err);
+    err = NULL;
+    is_int(query_int(db, "SELECT total(seq) FROM sqlite_sequence"), seq_before,
+           "the counters are as they were");
+    is_int(store_exec(db, "INSERT INTO audit (at, actor, action) VALUES (1, 't', 't')", NULL), 0,
+           "the core still inserts into audit");
+    is_int(plugin_schema_migrate(db, "seqc", seq_own, &err), 4,
+           "its own AUTOINCREMENT table: insert, rename and drop still work");
+    free(err);
+
     /* Every object of a fresh core store, against every "<word>_" prefix of
      * its name: a new core table must be added to store_guard.c's list. */
     sqlite3_stmt *st = NULL;
