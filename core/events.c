@@ -233,12 +233,13 @@ static void events_remove_locked(struct subscription *s)
     sub_unlink_free(s);
 }
 
-int events_unsubscribe(int64_t id)
+/* Subscription @p id, when @p any_owner or it is @p owner's. */
+static int unsubscribe(int64_t id, bool any_owner, const struct tlsbox_plugin *owner)
 {
     int rc = -ENOENT;
     pthread_mutex_lock(&ev_lock);
     for (struct subscription *s = ev_subs; s; s = s->next) {
-        if (s->id == id && !s->removed) {
+        if (s->id == id && !s->removed && (any_owner || s->owner == owner)) {
             events_remove_locked(s);
             rc = 0;
             break;
@@ -246,6 +247,16 @@ int events_unsubscribe(int64_t id)
     }
     pthread_mutex_unlock(&ev_lock);
     return rc;
+}
+
+int events_unsubscribe(int64_t id)
+{
+    return unsubscribe(id, true, NULL);
+}
+
+int events_unsubscribe_of(const struct tlsbox_plugin *owner, int64_t id)
+{
+    return unsubscribe(id, false, owner);
 }
 
 void events_unsubscribe_owner(struct tlsbox_plugin *owner)

@@ -15,6 +15,9 @@ int64_t events_subscribe(struct tlsbox_plugin *owner, const char *event, tlsbox_
                          void *arg);
 /* After return the callback is not running (unless called from itself) and never runs again. */
 int events_unsubscribe(int64_t id);
+/* events_unsubscribe for a plugin (host->event_unsubscribe): only its own
+ * subscriptions; another owner's id is -ENOENT. */
+int events_unsubscribe_of(const struct tlsbox_plugin *owner, int64_t id);
 void events_unsubscribe_owner(struct tlsbox_plugin *owner);
 /* Copy and queue.  Any thread.  Before events_start, events are queued. */
 int events_publish(const char *event, const char *data);

@@ -111,7 +111,7 @@ static int64_t host_event_subscribe(struct tlsbox_plugin *self, const char *even
 
 static int host_event_unsubscribe(struct tlsbox_plugin *self, int64_t id)
 {
-    return events_unsubscribe(id);
+    return events_unsubscribe_of(self, id); /* never another plugin's or the core's */
 }
 
 static int host_event_publish(struct tlsbox_plugin *self, const char *event, const char *data)
@@ -127,7 +127,7 @@ static int64_t host_job_submit(struct tlsbox_plugin *self, const char *name, tls
 
 static int host_job_cancel(struct tlsbox_plugin *self, int64_t id)
 {
-    return jobs_cancel(id);
+    return jobs_cancel_of(self, id);
 }
 
 static int64_t host_timer_add(struct tlsbox_plugin *self, const char *name, uint64_t first_ms,
@@ -138,7 +138,7 @@ static int64_t host_timer_add(struct tlsbox_plugin *self, const char *name, uint
 
 static int host_timer_cancel(struct tlsbox_plugin *self, int64_t id)
 {
-    return timers_cancel(id);
+    return timers_cancel_of(self, id);
 }
 
 static struct tlsbox_metric *host_metric_register(struct tlsbox_plugin *self, const char *name,

@@ -223,10 +223,18 @@ int64_t jobs_submit(struct tlsbox_plugin *owner, const char *name, tlsbox_job_fn
     return id;
 }
 
-static int jobs_cancel_locked(int64_t id, bool queued_only, struct job_list *dropped)
+/* Job @p id, when @p any_owner or it is @p owner's. */
+static bool job_matches(const struct tlsbox_job *j, int64_t id, bool any_owner,
+                        const struct tlsbox_plugin *owner)
+{
+    return j->id == id && (any_owner || j->owner == owner);
+}
+
+static int jobs_cancel_locked(int64_t id, bool queued_only, bool any_owner,
+                              const struct tlsbox_plugin *owner, struct job_list *dropped)
 {
     for (struct tlsbox_job *j = jobs_queue.head; j; j = j->next) {
-        if (j->id == id) {
+        if (job_matches(j, id, any_owner, owner)) {
             list_remove(&jobs_queue, j);
             list_push(dropped, j);
             return 0;
@@ -235,7 +243,7 @@ static int jobs_cancel_locked(int64_t id, bool queued_only, struct job_list *dro
     if (queued_only)
         return -ENOENT;
     for (struct tlsbox_job *j = jobs_running.head; j; j = j->next) {
-        if (j->id == id) {
+        if (job_matches(j, id, any_owner, owner)) {
             atomic_store(&j->cancelled, true);
             pthread_cond_broadcast(&jobs_sleep);
             return 0;
@@ -244,12 +252,13 @@ static int jobs_cancel_locked(int64_t id, bool queued_only, struct job_list *dro
     return -ENOENT;
 }
 
-static int jobs_cancel_common(int64_t id, bool queued_only)
+static int jobs_cancel_common(int64_t id, bool queued_only, bool any_owner,
+                              const struct tlsbox_plugin *owner)
 {
     pthread_once(&jobs_once, jobs_init_once);
     struct job_list dropped = {0};
     pthread_mutex_lock(&jobs_lock);
-    int rc = jobs_cancel_locked(id, queued_only, &dropped);
+    int rc = jobs_cancel_locked(id, queued_only, any_owner, owner, &dropped);
     pthread_mutex_unlock(&jobs_lock);
     jobs_drop(&dropped);
     return rc;
@@ -257,12 +266,17 @@ static int jobs_cancel_common(int64_t id, bool queued_only)
 
 int jobs_cancel(int64_t id)
 {
-    return jobs_cancel_common(id, false);
+    return jobs_cancel_common(id, false, true, NULL);
+}
+
+int jobs_cancel_of(const struct tlsbox_plugin *owner, int64_t id)
+{
+    return jobs_cancel_common(id, false, false, owner);
 }
 
 int jobs_cancel_queued(int64_t id)
 {
-    return jobs_cancel_common(id, true);
+    return jobs_cancel_common(id, true, true, NULL);
 }
 
 static int jobs_running_of(struct tlsbox_plugin *owner)

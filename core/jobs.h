@@ -15,6 +15,9 @@ void jobs_stop(void);
 int64_t jobs_submit(struct tlsbox_plugin *owner, const char *name, tlsbox_job_fn fn, void *arg,
                     void (*free_arg)(void *));
 int jobs_cancel(int64_t id);
+/* jobs_cancel for a plugin (host->job_cancel): only its own jobs; another
+ * owner's id is -ENOENT, as if there were no such job. */
+int jobs_cancel_of(const struct tlsbox_plugin *owner, int64_t id);
 /* Cancel @p id only while it is still queued (it never runs, free_arg is
  * called); a running job is left alone.  0, or -ENOENT. */
 int jobs_cancel_queued(int64_t id);
@@ -31,6 +34,8 @@ void timers_stop(void);
 int64_t timers_add(struct tlsbox_plugin *owner, const char *name, uint64_t first_ms,
                    uint64_t period_ms, uint64_t jitter_ms, tlsbox_job_fn fn, void *arg);
 int timers_cancel(int64_t id);
+/* timers_cancel for a plugin (host->timer_cancel): only its own timers. */
+int timers_cancel_of(const struct tlsbox_plugin *owner, int64_t id);
 void timers_cancel_owner(struct tlsbox_plugin *owner);
 
 #endif

@@ -210,16 +210,18 @@ out:
     return rc;
 }
 
-/* Mark timers cancelled (all, or @p owner's, or id @p id) and drop their
- * queued firings.  Returns how many matched. */
-static int timers_cancel_matching(bool all, struct tlsbox_plugin *owner, int64_t id)
+/* Mark timers cancelled (all, or @p owner's, or id @p id; @p owner's id @p id
+ * when @p by_owner) and drop their queued firings.  Returns how many matched. */
+static int timers_cancel_matching(bool all, const struct tlsbox_plugin *owner, int64_t id,
+                                  bool by_owner)
 {
     pthread_once(&timers_once, timers_init_once);
     int n = 0, njobs = 0, cap = 0;
     int64_t *jobs = NULL;
     pthread_mutex_lock(&timers_lock);
     for (struct timer *t = timers_list; t; t = t->next) {
-        if (t->cancelled || !(all || (id ? t->id == id : t->owner == owner)))
+        if (t->cancelled ||
+            !(all || (id ? t->id == id && (!by_owner || t->owner == owner) : t->owner == owner)))
             continue;
         t->cancelled = true;
         n++;
@@ -256,7 +258,7 @@ void timers_stop(void)
     timers_running = false;
     pthread_mutex_unlock(&timers_lock);
     /* Busy timers are freed by their firing's timer_done (or jobs_stop). */
-    timers_cancel_matching(true, NULL, 0);
+    timers_cancel_matching(true, NULL, 0, false);
 }
 
 int64_t timers_add(struct tlsbox_plugin *owner, const char *name, uint64_t first_ms,
@@ -295,10 +297,17 @@ int timers_cancel(int64_t id)
 {
     if (id <= 0)
         return -ENOENT;
-    return timers_cancel_matching(false, NULL, id) ? 0 : -ENOENT;
+    return timers_cancel_matching(false, NULL, id, false) ? 0 : -ENOENT;
+}
+
+int timers_cancel_of(const struct tlsbox_plugin *owner, int64_t id)
+{
+    if (id <= 0)
+        return -ENOENT;
+    return timers_cancel_matching(false, owner, id, true) ? 0 : -ENOENT;
 }
 
 void timers_cancel_owner(struct tlsbox_plugin *owner)
 {
-    timers_cancel_matching(false, owner, 0);
+    timers_cancel_matching(false, owner, 0, false);
 }

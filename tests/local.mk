@@ -34,7 +34,10 @@ tests_plugins_sig_blocker_la_CFLAGS = $(PLUGIN_CFLAGS)
 tests_plugins_sig_blocker_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 
 check_PROGRAMS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
-	tests/unit/core/plugin_schema_test tests/unit/core/admin_test
+	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test
+tests_unit_core_host_test_SOURCES = tests/unit/core/host_test.c
+tests_unit_core_host_test_CFLAGS = $(CORE_CFLAGS)
+tests_unit_core_host_test_LDADD = core/libtlsboxcore.la
 tests_unit_core_plugin_schema_test_SOURCES = tests/unit/core/plugin_schema_test.c
 tests_unit_core_plugin_schema_test_CFLAGS = $(CORE_CFLAGS)
 tests_unit_core_plugin_schema_test_LDADD = core/libtlsboxcore.la
@@ -49,7 +52,7 @@ tests_unit_core_api_test_CFLAGS = $(CORE_CFLAGS)
 tests_unit_core_api_test_LDADD = core/libtlsboxcore.la
 
 TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
-	tests/unit/core/plugin_schema_test tests/unit/core/admin_test \
+	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test \
 	tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh \
 	tests/integration/12_pdk_out_of_tree.sh \

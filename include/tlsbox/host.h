@@ -204,7 +204,11 @@ struct tlsbox_host {
      */
     int64_t (*event_subscribe)(struct tlsbox_plugin *self, const char *event, tlsbox_event_fn fn,
                                void *arg);
-    /** Remove a subscription; after return its callback is not running and never runs again. */
+    /**
+     * Remove one of the plugin's own subscriptions; after return its callback
+     * is not running and never runs again.  Another plugin's (or the core's)
+     * id is -ENOENT, as is an unknown one.
+     */
     int (*event_unsubscribe)(struct tlsbox_plugin *self, int64_t id);
     /** Queue an event (name and JSON data copied).  Any thread, never blocks. */
     int (*event_publish)(struct tlsbox_plugin *self, const char *event, const char *data);
@@ -221,8 +225,9 @@ struct tlsbox_host {
     int64_t (*job_submit)(struct tlsbox_plugin *self, const char *name, tlsbox_job_fn fn, void *arg,
                           void (*free_arg)(void *));
     /**
-     * Cancel a job: a queued job never runs; a running one sees
-     * job_cancelled() turn true and should return soon.  Does not wait.
+     * Cancel one of the plugin's own jobs: a queued job never runs; a
+     * running one sees job_cancelled() turn true and should return soon.
+     * Does not wait.  0, or -ENOENT (unknown, finished, or not this plugin's).
      */
     int (*job_cancel)(struct tlsbox_plugin *self, int64_t id);
     /** From inside a job: true once it was cancelled or the daemon is stopping. */
@@ -240,7 +245,10 @@ struct tlsbox_host {
      */
     int64_t (*timer_add)(struct tlsbox_plugin *self, const char *name, uint64_t first_ms,
                          uint64_t period_ms, uint64_t jitter_ms, tlsbox_job_fn fn, void *arg);
-    /** Cancel a timer; a running firing finishes, none starts after return. */
+    /**
+     * Cancel one of the plugin's own timers; a running firing finishes, none
+     * starts after return.  0, or -ENOENT (unknown, or not this plugin's).
+     */
     int (*timer_cancel)(struct tlsbox_plugin *self, int64_t id);
 
     /* ---- metrics -------------------------------------------------------- */
