@@ -89,9 +89,12 @@ static void dh_show_generate(struct ctl *c, json_t *j)
 {
     (void)c;
     const char *note = json_string_value(json_object_get(j, "note"));
-    printf("generating %lld-bit parameters at idle priority; see tlsboxctl dh status%s%s\n",
-           (long long)json_integer_value(json_object_get(j, "bits")), note ? "\nnote: " : "",
-           note ? note : "");
+    const char *prio = json_string_value(json_object_get(j, "priority"));
+    /* The setting dhparam.priority says idle or normal: print what the
+     * daemon reports, not a fixed "idle". */
+    printf("generating %lld-bit parameters%s%s%s; see tlsboxctl dh status%s%s\n",
+           (long long)json_integer_value(json_object_get(j, "bits")), prio ? " at " : "",
+           prio ? prio : "", prio ? " priority" : "", note ? "\nnote: " : "", note ? note : "");
 }
 
 static int cmd_dh_generate(struct ctl *c, int argc, char **argv)

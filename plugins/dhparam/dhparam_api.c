@@ -1,6 +1,6 @@
 /* The dhparam part of the JSON API (admin UI and tlsboxctl dh):
  *   GET  dh/status    mode, what is served, DHE on or off, the running generation
- *   POST dh/generate  {"bits": N} -> 202, a generation job
+ *   POST dh/generate  {"bits": N} -> 202, a generation job (run_id, bits, mode, priority)
  *   POST dh/import    {"pem": "..."} -> checked, stored, mode import
  *   PUT  dh/mode      {"mode": "rfc7919|generated|import"} */
 #include <errno.h>
@@ -122,9 +122,12 @@ static void api_generate(void *arg, const struct tlsbox_api_request *req,
         d->host->api_reply_error(reply, 500, "dh/generate: cannot start (%s)", strerror((int)-id));
         return;
     }
-    char *mode = dhparam_mode(d);
+    char *mode = dhparam_mode(d), *prio = d->host->setting_get(d->self, "priority");
+    /* The priority the job runs at (run_job reads the same setting). */
     json_t *j =
-        json_pack("{s:I, s:i, s:s}", "run_id", (json_int_t)id, "bits", (int)bits, "mode", mode);
+        json_pack("{s:I, s:i, s:s, s:s}", "run_id", (json_int_t)id, "bits", (int)bits, "mode", mode,
+                  "priority", prio && strcmp(prio, "normal") == 0 ? "normal" : "idle");
+    free(prio);
     if (strcmp(mode, "generated") != 0)
         json_object_set_new(j, "note",
                             json_string("the new parameters are kept, and served once "

@@ -37,7 +37,8 @@ timeout 60 "${H2[@]}" -r 2 --rate-period=500ms -c 60 -n 600 >"$TB_TMP/churn.txt"
 churn=$!
 sleep 3
 out=$(tb_ctl dh generate --bits 2048)
-like "$out" "^generating 2048-bit parameters" "tlsboxctl dh generate --bits 2048 under load"
+is "$out" "generating 2048-bit parameters at normal priority; see tlsboxctl dh status" \
+    "tlsboxctl dh generate --bits 2048 under load, at the priority set (normal)"
 swapped=1
 for i in $(seq 1 150); do
     fp=$(dh_status '["served"]["fingerprint"]')

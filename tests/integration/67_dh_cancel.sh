@@ -37,7 +37,8 @@ gen_pid() {
 }
 
 out=$(tb_ctl dh generate)
-like "$out" "^generating 4096-bit parameters" "tlsboxctl dh generate (4096 bits, the setting)"
+like "$out" "^generating 4096-bit parameters at idle priority" \
+    "tlsboxctl dh generate (4096 bits, the setting; idle, the default priority)"
 pid=$(gen_pid)
 ok $? "status shows the generating stage and the generator's pid ($pid)"
 kill -STOP "$pid"
