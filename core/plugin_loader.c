@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/plugin_schema.h"
 #include "core/store.h"
+#include "core/store_guard.h"
 #include "core/settings.h"
 #include "core/xalloc.h"
 
@@ -184,6 +185,7 @@ int plugins_load_file(const char *path)
     *tail = p;
     log_info("loaded plugin %s %s (ABI %u.%u) from %s", d->name, d->version ? d->version : "?",
              d->abi_major, d->abi_minor, path);
+    store_guard_set_plugins(plugins_first); /* a neighbour's tables are not this plugin's */
     plugin_apply_schema(p);
     return 0;
 out:

@@ -4,6 +4,16 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/plugin_loader.h"
+
+/* The loaded plugins (plugins_first), set by the loader; NULL where there is
+ * no loader (the kit's mock host): then only the calling plugin's name counts. */
+static struct tlsbox_plugin *(*guard_plugins)(void);
+
+void store_guard_set_plugins(struct tlsbox_plugin *(*first)(void))
+{
+    guard_plugins = first;
+}
 
 /* The core's schema objects whose names look like "<plugin>_...": a plugin
  * named "admin", "tls", "plugin", "policy"... must not own them by the name
@@ -23,11 +33,29 @@ static int is_core_object(const char *name)
     return 0;
 }
 
-int store_guard_owns(const char *plugin, const char *name)
+/* "<plugin>_" followed by at least one character. */
+static int named_for(const char *plugin, const char *name)
 {
     size_t n = strlen(plugin);
-    return name && strncmp(name, plugin, n) == 0 && name[n] == '_' && name[n + 1] != '\0' &&
-           !is_core_object(name);
+    return name && strncmp(name, plugin, n) == 0 && name[n] == '_' && name[n + 1] != '\0';
+}
+
+/* The loaded plugin with a longer name than @p plugin that @p name is named
+ * for, or NULL: plugin "site" must not own "site_stats_hits" when a plugin
+ * named "site_stats" is loaded (the longest loaded name that fits wins).
+ * The list changes only before plugins start and after they stopped. */
+static const struct tlsbox_plugin *longer_owner(const char *plugin, const char *name)
+{
+    size_t n = strlen(plugin);
+    for (const struct tlsbox_plugin *p = guard_plugins ? guard_plugins() : NULL; p; p = p->next)
+        if (strlen(p->name) > n && named_for(p->name, name))
+            return p;
+    return NULL;
+}
+
+int store_guard_owns(const char *plugin, const char *name)
+{
+    return named_for(plugin, name) && !is_core_object(name) && !longer_owner(plugin, name);
 }
 
 /* Pragmas that only report, even when given an argument (a table name). */
@@ -113,6 +141,13 @@ static int refuse_verb(const char *plugin, const char *verb, const char *object)
         log_err("plugin %s: store: refused to %s %s: it is the core's (a plugin writes only its "
                 "own tables; core data is changed through host calls)",
                 plugin, verb, object);
+        return SQLITE_DENY;
+    }
+    const struct tlsbox_plugin *other = longer_owner(plugin, object);
+    if (other) {
+        log_err("plugin %s: store: refused to %s %s: it is plugin %s's (a plugin writes only its "
+                "own tables)",
+                plugin, verb, object, other->name);
         return SQLITE_DENY;
     }
     log_err("plugin %s: store: refused to %s %s: a plugin writes only its own tables "

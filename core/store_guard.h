@@ -20,12 +20,19 @@
  * Returns 0 or -EIO.  The thread that owns @p db.
  */
 int store_guard_attach(sqlite3 *db, const char *plugin);
+/* Where the loaded plugins are (plugins_first), for the longer-name rule of
+ * store_guard_owns.  Main thread, before any plugin's schema is applied. */
+struct tlsbox_plugin;
+void store_guard_set_plugins(struct tlsbox_plugin *(*first)(void));
+
 /* Remove the guard (the core's own statements follow). */
 void store_guard_detach(sqlite3 *db);
 
-/* True when @p name is "<plugin>_" followed by at least one character and
- * is not one of the core's own tables, indexes or triggers (admin_users,
- * tls_dh, plugin_schema...: no plugin owns them, whatever its name). */
+/* True when @p name is "<plugin>_" followed by at least one character, is
+ * not one of the core's own tables, indexes or triggers (admin_users,
+ * tls_dh, plugin_schema...: no plugin owns them, whatever its name), and is
+ * not named for a loaded plugin with a longer name ("site_stats_x" is
+ * plugin site_stats's, not site's). */
 int store_guard_owns(const char *plugin, const char *name);
 
 #endif

@@ -39,14 +39,16 @@ ok $((ncerts < 1)) "the daemon made its certificate ($ncerts active)"
 is "$(try own | jq -c .)" '{"ok":true,"error":""}' "rogue writes its own table"
 is "$(sqlite3 "$db" "SELECT t FROM rogue_notes")" "mine" "the row is there"
 before=$(dump)
-for what in certificates acme_orders settings drop create index pragma attach keys; do
+# neighbour: a table named for the loaded plugin rogue_schema, whose name
+# starts with "rogue_" but is not rogue's.
+for what in certificates acme_orders settings drop create neighbour index pragma attach keys; do
     n0=$(wc -l <"$TB_TMP/daemon.log")
     want='{"ok":false,"error":"not authorized"}'
     [ "$what" = keys ] && want='{"ok":false,"error":"access to certificates.key_pem is prohibited"}'
     is "$(try "$what" | jq -c .)" "$want" "$what: refused"
     new=$(tail -n +$((n0 + 1)) "$TB_TMP/daemon.log" | grep 'refused to')
     is "$(printf '%s\n' "$new" | grep -c .)" 1 "$what: one log line"
-    like "$new" "plugin rogue: store: refused to (.* a plugin writes only its own tables \(named rogue_\.\.\.\)|read .*: it holds secrets of the core)" \
+    like "$new" "plugin rogue: store: refused to (.* a plugin writes only its own tables \(named rogue_\.\.\.\)|create table rogue_schema_mine: it is plugin rogue_schema's \(a plugin writes only its own tables\)|read .*: it holds secrets of the core)" \
         "$what: it names the plugin and the rule"
 done
 like "$(grep "refused to" "$TB_TMP/daemon.log" | grep -v rogue_schema | head -1)" "refused to update certificates" \

@@ -23,6 +23,7 @@ static const struct {
     {"settings", "INSERT INTO settings (key, value, updated_at) VALUES ('core.x', '1', 0)"},
     {"drop", "DROP TABLE audit"},
     {"create", "CREATE TABLE notmine (x)"},
+    {"neighbour", "CREATE TABLE rogue_schema_mine (x)"},
     {"index", "CREATE INDEX rogue_idx ON certificates (serial)"},
     {"trigger", "CREATE TRIGGER rogue_trg AFTER INSERT ON rogue_notes BEGIN "
                 "UPDATE certificates SET status = 'revoked'; END"},
