@@ -152,7 +152,11 @@ struct tlsbox_setting_def {
  * Tables, indexes, views and triggers a plugin creates must be named
  * "<plugin name>_..." (e.g. "acme_orders"): the core refuses, on the
  * connections it hands the plugin, any write to a table the plugin does not
- * own.  The SQL is borrowed for the plugin's whole life (static const data).
+ * own.  The core's own tables are no plugin's whatever its name (a plugin
+ * "admin" does not own admin_users), nor are those named for a loaded
+ * plugin with a longer name (with "site_stats" loaded, plugin "site" does
+ * not own "site_stats_hits").  The SQL is borrowed for the plugin's whole
+ * life (static const data).
  */
 struct tlsbox_migration {
     const char *name; /**< short name for logs, e.g. "0001_init" */
