@@ -44,6 +44,12 @@ static void __attribute__((noreturn)) gen_child(int fd, pid_t parent, char *cons
         _exit(3);
     /* Hold nothing of the daemon's: listening sockets, the store. */
     close_range(3, ~0U, 0);
+    /* Nor its signal mask: the daemon blocks SIGTERM, SIGINT and SIGHUP in
+     * every thread (it reads them from a signalfd), and execve keeps the
+     * mask, so the generator would ignore a kill or systemd's SIGTERM. */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     if (idle) {
         struct sched_param sp = {0};
         sched_setscheduler(0, SCHED_IDLE, &sp);

@@ -48,6 +48,10 @@ is "$(ps -o cls= -p "$pid" | tr -d ' ')" "IDL" "at idle priority: scheduling cla
 # ps shows no nice value outside SCHED_OTHER: field 19 of /proc/PID/stat.
 is "$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f17)" "19" "and nice 19"
 is "$(ls "/proc/$pid/task" | wc -l)" "1" "one thread: no site worker in it"
+# The daemon blocks SIGTERM, SIGINT and SIGHUP (it reads them from a
+# signalfd); the generator must not inherit that, or kill PID does nothing.
+is "$(sed -n 's/^SigBlk:\t*//p' "/proc/$pid/status")" "0000000000000000" \
+    "the generator blocks no signal (SIGTERM ends it)"
 st=$(tb_ctl dh status)
 like "$st" "generating: 4096 bits, stage generating, [0-9.]+ s elapsed \(request, attempt 1\)" \
     "tlsboxctl dh status shows the stage and the elapsed time"
