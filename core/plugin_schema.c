@@ -80,7 +80,7 @@ int plugin_schema_migrate(sqlite3 *db, const char *plugin, const struct tlsbox_m
     }
     /* The steps run under the plugin's guard, as its own connections do: a
      * step that touches a table the plugin does not own fails here. */
-    store_guard_attach(db, plugin);
+    store_guard_attach_migration(db, plugin);
     for (int i = cur; i < n; i++) {
         if (store_exec(db, steps[i].sql, &e) < 0) {
             store_guard_detach(db);

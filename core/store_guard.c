@@ -259,6 +259,30 @@ int store_guard_attach(sqlite3 *db, const char *plugin)
     return sqlite3_set_authorizer(db, on_authorize, (void *)plugin) == SQLITE_OK ? 0 : -EIO;
 }
 
+/* A migration step runs inside the core's transaction: a COMMIT in it would
+ * make the steps before it permanent without the version that records them
+ * (the next start runs them again and fails for good), a ROLLBACK would undo
+ * them behind the core's back. */
+static int on_authorize_migration(void *arg, int action, const char *a1, const char *a2,
+                                  const char *dbname, const char *trigger)
+{
+    if (action == SQLITE_TRANSACTION) {
+        log_err("plugin %s: store: refused %s in a migration step: the core applies all "
+                "pending steps in one transaction of its own",
+                (const char *)arg, a1 ? a1 : "a transaction statement");
+        return SQLITE_DENY;
+    }
+    return on_authorize(arg, action, a1, a2, dbname, trigger);
+}
+
+int store_guard_attach_migration(sqlite3 *db, const char *plugin)
+{
+    if (!db || !plugin)
+        return -EINVAL;
+    return sqlite3_set_authorizer(db, on_authorize_migration, (void *)plugin) == SQLITE_OK ? 0
+                                                                                           : -EIO;
+}
+
 void store_guard_detach(sqlite3 *db)
 {
     if (db)

@@ -20,6 +20,11 @@
  * Returns 0 or -EIO.  The thread that owns @p db.
  */
 int store_guard_attach(sqlite3 *db, const char *plugin);
+/* store_guard_attach for the connection that applies a plugin's migration
+ * steps: BEGIN, COMMIT and ROLLBACK are refused too (the core's transaction
+ * holds every pending step and the version). */
+int store_guard_attach_migration(sqlite3 *db, const char *plugin);
+
 /* Where the loaded plugins are (plugins_first), for the longer-name rule of
  * store_guard_owns.  Main thread, before any plugin's schema is applied. */
 struct tlsbox_plugin;

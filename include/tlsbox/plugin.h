@@ -143,7 +143,8 @@ struct tlsbox_setting_def {
  *
  * At load the core applies the steps the store has not seen yet, all in one
  * transaction together with the new version number: either every pending step
- * lands or none does.  A failing step leaves the store exactly as it was, and
+ * lands or none does (so a step holds no BEGIN, COMMIT or ROLLBACK: they are
+ * refused, and the step fails).  A failing step leaves the store exactly as it was, and
  * the plugin is marked failed (one log line names the plugin, the step and
  * SQLite's message); the daemon goes on without it.  A store that records a
  * newer version for the plugin than the plugin has steps (a downgrade) is

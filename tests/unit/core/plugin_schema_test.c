@@ -93,6 +93,32 @@ static void test_failing_step(sqlite3 *db)
     free(err);
 }
 
+/* A step that ends the core's transaction itself: refused, and nothing of
+ * the steps before it stays behind. */
+static void test_commit_in_step(sqlite3 *db)
+{
+    char *err = NULL;
+    size_t len0, len1;
+    static const struct tlsbox_migration commits[] = {
+        {.name = "0001_a", .sql = "CREATE TABLE demo3_a (x);"},
+        {.name = "0002_b", .sql = "CREATE TABLE demo3_b (x); COMMIT;"},
+        {.name = "0003_typo", .sql = "INSERT INTO demo3_nosuch VALUES (1);"},
+        TLSBOX_MIGRATIONS_END};
+    char *before = file_bytes(db, &len0);
+    is_int(plugin_schema_migrate(db, "demo3", commits, &err), -EIO, "a step with COMMIT fails");
+    like(err, "migration 0002_b failed", "the message names the step");
+    is_int(query_int(db, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'demo3_%'"), 0,
+           "neither its table nor the one of the step before it is in the store");
+    is_int(plugin_schema_version(db, "demo3"), 0, "no version recorded");
+    char *after = file_bytes(db, &len1);
+    ok(before && after && len0 == len1 && memcmp(before, after, len0) == 0,
+       "the store file is unchanged byte for byte");
+    ok(sqlite3_get_autocommit(db), "no transaction left open");
+    free(before);
+    free(after);
+    free(err);
+}
+
 static void test_downgrade(sqlite3 *db)
 {
     char *err = NULL;
@@ -217,6 +243,7 @@ int main(void)
     test_core_objects(db);
     test_apply_once(db);
     test_failing_step(db);
+    test_commit_in_step(db);
     test_downgrade(db);
     store_close();
     free(state);
