@@ -250,14 +250,17 @@ static void plugin_fail(struct tlsbox_plugin *p, const char *hook, int rc)
     log_err("plugin %s: %s; tlsboxd goes on without it", p->name, p->error);
 }
 
-/* Remove everything the plugin registered: it may not run after stop. */
+/* Remove everything the plugin registered: it may not run after stop.
+ * What can submit a job (event callbacks, routes, timers) goes first, the
+ * jobs last: a callback that submitted one after jobs_cancel_owner returned
+ * left a job that ran after fini, or after dlclose (a crash at stop). */
 static void plugin_unhook(struct tlsbox_plugin *p)
 {
-    timers_cancel_owner(p);
-    jobs_cancel_owner(p);
     events_unsubscribe_owner(p);
     api_routes_remove_owner(p);
     http_routes_remove_owner(p);
+    timers_cancel_owner(p);
+    jobs_cancel_owner(p);
 }
 
 int plugins_start_all(void)

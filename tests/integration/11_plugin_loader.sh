@@ -54,4 +54,17 @@ like "$out" "example .* running" "--plugin loads the listed plugin"
 unlike "$out" "fail_start" "and nothing else from the directory"
 tb_stop_daemon
 
+# A job that an event callback submits while its plugin stops (late_job:
+# the callback waits until the plugin's running job was cancelled) must not
+# run after the plugin's fini hook.
+mkdir -p "$TB_TMP/late"
+cp "$top_builddir/tests/plugins/.libs/late_job.so" "$TB_TMP/late/"
+tb_start_daemon --plugin "$TB_TMP/late/late_job.so"
+ok $? "tlsboxd starts with late_job"
+tb_stop_daemon
+ok $? "and stops"
+is "$TB_EXIT" 0 "with exit status 0"
+is "$(grep -c 'late job ran after fini' "$TB_TMP/daemon.log")" 0 \
+    "no job of a stopped plugin runs after its fini hook"
+
 done_testing
