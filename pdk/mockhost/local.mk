@@ -14,6 +14,8 @@ nodist_pdk_mockhost_libtlsbox_mockhost_a_SOURCES = core/migrations_embedded.c
 pdk_mockhost_libtlsbox_mockhost_a_CPPFLAGS = $(AM_CPPFLAGS) \
 	-Dlog_msg=tlsbox_mock_log_msg_ -Dstore_guard_attach=tlsbox_mock_guard_attach_ \
 	-Dstore_guard_detach=tlsbox_mock_guard_detach_ -Dstore_guard_owns=tlsbox_mock_guard_owns_ \
+	-Dstore_guard_attach_migration=tlsbox_mock_guard_attach_migration_ \
+	-Dstore_guard_set_plugins=tlsbox_mock_guard_set_plugins_ \
 	-Dstore_migrations=tlsbox_mock_core_migrations_ \
 	-Dstore_migrations_count=tlsbox_mock_core_migrations_count_
 pdk_mockhost_libtlsbox_mockhost_a_CFLAGS = $(AM_CFLAGS) -fPIC $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS)

@@ -52,7 +52,7 @@ static int migrate(sqlite3 *db, const struct tlsbox_plugin_desc *d)
             fprintf(stderr, "# mock host: core schema %s: %s\n", store_migrations[i].name, msg);
             goto out;
         }
-    store_guard_attach(db, d->name);
+    store_guard_attach_migration(db, d->name); /* no COMMIT in a step, as in the core */
     for (; m && m->name; m++)
         if (sqlite3_exec(db, m->sql, NULL, NULL, &msg) != SQLITE_OK) {
             fprintf(stderr, "# mock host: plugin %s: migration %s failed: %s\n", d->name, m->name,
