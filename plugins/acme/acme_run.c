@@ -675,5 +675,9 @@ int acme_run_revoke(struct acme *a, const char *name)
     rv->a = a;
     rv->name = tlsbox_xstrdup(name);
     int64_t id = a->host->job_submit(a->self, "acme-revoke", run_revoke_job, rv, run_revoke_free);
-    return id < 0 ? (int)id : 0;
+    if (id < 0) { /* refused (the daemon stops): free_arg never runs, rv is still ours */
+        run_revoke_free(rv);
+        return (int)id;
+    }
+    return 0;
 }
