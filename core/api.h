@@ -36,6 +36,8 @@ json_t *api_routes_json(void);
  * when another tlsboxd answers there); control_start() then serves it from
  * libmicrohttpd's thread.  control_stop() undoes either. */
 int control_listen(const char *path);
+/* 1 when a tlsboxd answers on @p path (logged as the reason to stop), else 0. */
+int control_in_use(const char *path);
 int control_start(void);
 void control_stop(void);
 

@@ -28,30 +28,53 @@ __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const ch
 
 static int control_fd = -1;
 
-int control_listen(const char *path)
+/* @p path as an AF_UNIX address; -ENAMETOOLONG (logged) when it does not fit. */
+static int control_addr(const char *path, struct sockaddr_un *sa)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof sa.sun_path) {
-        log_err("control socket path %s is too long (max %zu bytes)", path, sizeof sa.sun_path - 1);
+    *sa = (struct sockaddr_un){.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa->sun_path) {
+        log_err("control socket path %s is too long (max %zu bytes)", path,
+                sizeof sa->sun_path - 1);
         return -ENAMETOOLONG;
     }
-    strcpy(sa.sun_path, path);
+    strcpy(sa->sun_path, path);
+    return 0;
+}
+
+int control_in_use(const char *path)
+{
+    struct sockaddr_un sa;
+    if (control_addr(path, &sa) < 0)
+        return 0; /* control_listen says so */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int live = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    if (live)
+        log_err("another tlsboxd is already running on %s", path);
+    return live;
+}
+
+int control_listen(const char *path)
+{
+    struct sockaddr_un sa;
+    int rc = control_addr(path, &sa);
+    if (rc < 0)
+        return rc;
+    /* A stale socket from a crashed run would make bind fail; a live daemon
+     * would answer a connect, so only unlink when nobody does. */
+    if (control_in_use(path))
+        return -EADDRINUSE;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         int e = errno;
         log_err("control socket: %s", strerror(e));
         return -e;
     }
-    /* A stale socket from a crashed run would make bind fail; a live daemon
-     * would answer a connect, so only unlink when nobody does. */
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
-        log_err("another tlsboxd is already running on %s", path);
-        close(fd);
-        return -EADDRINUSE;
-    }
     unlink(path);
     mode_t old = umask(0177);
-    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
     umask(old);
     if (rc < 0 || listen(fd, 32) < 0) {
         int e = errno;

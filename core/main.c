@@ -260,11 +260,21 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 
-    char *err = NULL, *sock = NULL;
+    char *err = NULL;
+    char *sock =
+        o.control_socket ? xstrdup(o.control_socket) : xasprintf("%s/control.sock", o.state_dir);
     rc = 1;
+    /* Before the store is opened: a second tlsboxd on a running one's state
+     * must not migrate its store or write its --set values under it. */
+    if (control_in_use(sock)) {
+        free(sock);
+        report_ready(&ready_fd, 1);
+        return 1;
+    }
     if (store_init(o.state_dir, &err) < 0) {
         log_err("%s", err ? err : "cannot open the store");
         free(err);
+        free(sock);
         report_ready(&ready_fd, 1);
         return 1;
     }
@@ -289,7 +299,6 @@ int main(int argc, char **argv)
     }
 
     /* Bound as root (a root-only directory works), then handed over. */
-    sock = o.control_socket ? xstrdup(o.control_socket) : xasprintf("%s/control.sock", o.state_dir);
     if (control_listen(sock) < 0)
         goto out_threads;
     /* Leave root before the first thread starts: no thread ever serves as
@@ -375,13 +384,13 @@ out_tls:
     sysstat_stop();
 out_threads:
     control_stop();
-    free(sock);
     timers_stop();
     jobs_stop();
     events_stop();
     api_routes_free();
     http_routes_free();
 out_store:
+    free(sock);
     report_ready(&ready_fd, (char)rc);
     if (rc == 0)
         log_info("stopped");

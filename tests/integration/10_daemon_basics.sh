@@ -87,6 +87,20 @@ ok $([ ! -e "$TB_STATE/control.sock" ]; echo $?) "the control socket was removed
 # A second start reuses the store: the setting survived.
 tb_start_daemon --set site.https_port="$P1" --set site.http_port="$P2"
 is "$(tb_ctl get example.greeting)" "good morning" "settings survive a restart"
+
+# A second tlsboxd on the state of a running one stops before it opens the
+# store: its --set must not change the running daemon's settings under it.
+audit=$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM audit")
+"$TB_TLSBOXD" --state-dir "$TB_STATE" --plugin-dir "$TB_PLUGINS" --foreground \
+    --set example.greeting=intruder >"$TB_TMP/second.log" 2>&1
+is "$?" 1 "a second tlsboxd on the same state dir exits 1"
+like "$(cat "$TB_TMP/second.log")" "another tlsboxd is already running on $TB_STATE/control.sock" \
+    "and says another one runs there"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT value FROM settings WHERE key='example.greeting'")" \
+    "good morning" "its --set did not reach the store"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM audit")" "$audit" \
+    "and nothing was audited"
+is "$(tb_ctl get example.greeting)" "good morning" "the running daemon still serves its value"
 tb_stop_daemon
 
 # A store newer than this build is refused and left untouched.
