@@ -191,6 +191,30 @@ static int apply_sets(const struct options *o)
     return rc;
 }
 
+/* core.log_level, applied at start and whenever it changes (tlsboxctl set,
+ * the web UI, SIGHUP): it is not a restart setting.  --log-level fixes the
+ * level for the whole run instead. */
+static int log_level_fixed;
+
+static void apply_log_level(void)
+{
+    if (log_level_fixed)
+        return;
+    char *lvl = settings_get("core.log_level");
+    int l = log_level_parse(lvl);
+    if (l >= 0)
+        log_set_level((enum tlsbox_log_level)l);
+    free(lvl);
+}
+
+static void on_settings_changed(void *arg, const char *event, const char *data)
+{
+    (void)arg;
+    (void)event;
+    if (!data || strstr(data, "\"core.log_level\"") || strstr(data, "\"reload\""))
+        apply_log_level();
+}
+
 /* Detach; the parent exits with the child's start-up status. */
 static int daemonize(int *ready_fd)
 {
@@ -247,8 +271,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "tlsboxd: cannot detach: %s\n", strerror(errno));
         return 1;
     }
-    if (o.log_level >= 0)
+    if (o.log_level >= 0) {
         log_set_level((enum tlsbox_log_level)o.log_level);
+        log_level_fixed = 1;
+    }
 
     /* Signals are taken synchronously from a signalfd; threads inherit the mask. */
     sigset_t mask;
@@ -290,13 +316,7 @@ int main(int argc, char **argv)
         demo_apply(o.state_dir);
     if (apply_sets(&o) < 0)
         goto out_store;
-    if (o.log_level < 0) {
-        char *lvl = settings_get("core.log_level");
-        int l = log_level_parse(lvl);
-        if (l >= 0)
-            log_set_level((enum tlsbox_log_level)l);
-        free(lvl);
-    }
+    apply_log_level();
 
     /* Bound as root (a root-only directory works), then handed over. */
     if (control_listen(sock) < 0)
@@ -322,6 +342,7 @@ int main(int argc, char **argv)
         log_err("cannot start the core's threads");
         goto out_threads;
     }
+    events_subscribe(core_self(), "settings.changed", on_settings_changed, NULL);
     sysstat_start(2000, (int)settings_get_int("core.metrics_history_period", 60));
     api_core_register();
     if (tls_start() < 0) {

@@ -270,8 +270,11 @@ tb_start_daemon() {
     # still the daemon's pid.
     local pin=()
     [ -n "${TB_DAEMON_CPUS:-}" ] && pin=(taskset -c "$TB_DAEMON_CPUS")
+    # TB_LOG_LEVEL set but empty: no --log-level, the core.log_level setting rules.
+    local level=(--log-level "${TB_LOG_LEVEL:-info}")
+    [ -n "${TB_LOG_LEVEL-info}" ] || level=()
     "${pin[@]}" "$TB_TLSBOXD" --state-dir "$TB_STATE" --plugin-dir "$TB_PLUGINS" --foreground \
-        --log-level "${TB_LOG_LEVEL:-info}" --set admin.port="$TB_ADMIN_PORT" \
+        "${level[@]}" --set admin.port="$TB_ADMIN_PORT" \
         --set admin.bind=127.0.0.1 --data-dir "${TB_DATA_DIR:-$top_builddir/build-data}" \
         "$@" >>"$TB_TMP/daemon.log" 2>&1 &
     TB_PID=$!

@@ -1,0 +1,59 @@
+#!/bin/bash
+# The process around the daemon, as a user meets it: the core.log_level
+# setting takes effect when it is changed (tlsboxctl set, or the store edited
+# and SIGHUP), not only at the next start.
+. "$(dirname "$0")/lib.sh"
+tb_setup
+P1=$(tb_free_port)
+P2=$(tb_free_port)
+# No --log-level: the setting decides.
+export TB_LOG_LEVEL=
+
+# A plain-HTTP request to the admin port (HTTPS only) makes libmicrohttpd log
+# a debug line: a debug message on demand.
+plain_to_admin() {
+    (
+        exec 3<>"/dev/tcp/127.0.0.1/$TB_ADMIN_PORT" || exit 1
+        printf 'GET / HTTP/1.0\r\n\r\n' >&3
+        timeout 5 cat <&3 >/dev/null
+    ) 2>/dev/null
+}
+# Debug lines in the daemon log after line $1.
+debug_lines() { tail -n +"$(($1 + 1))" "$TB_TMP/daemon.log" | grep -c ' DEBUG '; }
+# Probe until a debug line shows up after line $1 (5 s at most).
+wait_debug() {
+    local i
+    for i in $(seq 1 50); do
+        [ -n "${2:-}" ] && kill -HUP "$TB_PID"
+        plain_to_admin
+        [ "$(debug_lines "$1")" -gt 0 ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+tb_start_daemon --set site.https_port="$P1" --set site.http_port="$P2" ||
+    bail "daemon did not start"
+plain_to_admin
+is "$(debug_lines 0)" 0 "at the default level (info) no debug line is logged"
+
+mark=$(wc -l <"$TB_TMP/daemon.log")
+out=$(tb_ctl --json set core.log_level debug)
+is "$?" 0 "tlsboxctl set core.log_level debug exits 0"
+like "$out" '"restart_needed": false' "and says no restart is needed"
+wait_debug "$mark"
+ok $? "so debug lines are logged from then on, without a restart"
+
+# Back to info, then the store edited by hand: SIGHUP reloads it.
+tb_stop_daemon
+sqlite3 "$TB_STATE/tlsbox.db" "UPDATE settings SET value='info' WHERE key='core.log_level'"
+tb_start_daemon --set site.https_port="$P1" --set site.http_port="$P2" ||
+    bail "daemon did not restart"
+sqlite3 "$TB_STATE/tlsbox.db" "UPDATE settings SET value='debug' WHERE key='core.log_level'"
+mark=$(wc -l <"$TB_TMP/daemon.log")
+wait_debug "$mark" hup
+ok $? "core.log_level debug written to the store is applied on SIGHUP"
+tb_stop_daemon
+ok $? "SIGTERM stops the daemon"
+
+done_testing
