@@ -2,7 +2,8 @@
  * root and none keeps a capability:
  *  1. privdrop_user(), before the first thread starts: started as root
  *     (by hand, an init script, a test), give the service user the state
- *     directory's files and become it, keeping CAP_NET_BIND_SERVICE alone;
+ *     directory and the store's files and become it, keeping
+ *     CAP_NET_BIND_SERVICE alone;
  *     started by systemd as User=tlsbox with that capability ambient, or as
  *     an ordinary user in demo mode, there is no user to change.
  *  2. privdrop_finish(), once every plugin has started (and bound its
@@ -30,6 +31,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/store.h"
 #include "core/xalloc.h"
 #include "tlsbox/plugin.h"
 
@@ -76,12 +78,26 @@ static int keep_bind_cap_only(void)
     return 0;
 }
 
-/* Root-owned files directly in the state directory (the store and its WAL
- * files, the control socket) go to the service user, which must write them
- * after the drop.  Subdirectories (a site root kept there) are left alone:
+/* @p name is the store file @p store or one SQLite keeps beside it. */
+static int is_store_file(const char *name, const char *store)
+{
+    size_t n = strlen(store);
+    if (strncmp(name, store, n) != 0)
+        return 0;
+    name += n;
+    return !*name || !strcmp(name, "-wal") || !strcmp(name, "-shm") || !strcmp(name, "-journal");
+}
+
+/* The state directory and the store's root-owned files in it (the database,
+ * its WAL, shm and journal) go to the service user, which must write them
+ * after the drop.  Nothing else there is given away: a state directory
+ * named by mistake (--state-dir . or /etc) must not hand the service user
+ * root's files.  Subdirectories (a site root kept there) are left alone:
  * their owner decides what the service may read. */
 static int give_state_files(const char *dir, uid_t uid, gid_t gid, char **err)
 {
+    const char *store = strrchr(store_path(), '/');
+    store = store ? store + 1 : store_path();
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (!d) {
@@ -94,8 +110,9 @@ static int give_state_files(const char *dir, uid_t uid, gid_t gid, char **err)
     struct dirent *e;
     while (rc == 0 && (e = readdir(d)) != NULL) {
         struct stat st;
-        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != 0 ||
-            !(S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)))
+        if (!is_store_file(e->d_name, store) ||
+            fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != 0 ||
+            !S_ISREG(st.st_mode))
             continue;
         rc = fchownat(dfd, e->d_name, uid, gid, AT_SYMLINK_NOFOLLOW);
     }

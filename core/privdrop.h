@@ -8,9 +8,9 @@
 void privdrop_early(void);
 
 /* Before the first thread starts (the store is open, the control socket
- * bound): started as root, give @user the state directory's own files and
- * @control_socket (may be NULL), then become @user (its uid and primary gid,
- * no supplementary groups) keeping only CAP_NET_BIND_SERVICE, for the ports
+ * bound): started as root, give @user the state directory, the store's
+ * files in it and @control_socket (may be NULL), then become @user (its uid
+ * and primary gid, no supplementary groups) keeping only CAP_NET_BIND_SERVICE, for the ports
  * plugins bind when they start; the bounding set keeps nothing else.
  * Started as anyone else, clear the ambient and inheritable sets and keep at
  * most CAP_NET_BIND_SERVICE.  Returns 0 or -1 with *err set (caller frees). */

@@ -96,6 +96,23 @@ is "$rc" 1 "started as root with a missing --user: exit 1 (never serves as root)
 like "$out" "user 'tlsbox-nobody-here'.*there is no such user.*adduser --system --group" \
     "the error names the user and how to create it"
 
+# A state directory that holds other files of root's (--state-dir . by
+# mistake): the service user gets the store, its WAL and shm and the socket,
+# not root's files.
+TB_STATE="$TB_TMP/shared"
+mkdir -m 0700 "$TB_STATE"
+echo "root's notes" >"$TB_STATE/notes.txt"
+chmod 0600 "$TB_STATE/notes.txt"
+P3=$(tb_free_port)
+tb_start_daemon --set site.https_port="$P3" --set site.http_port=0 --set site.bind=127.0.0.1
+ok $? "started as root on a state directory that holds a file of root's"
+is "$(stat -c %U:%a "$TB_STATE/notes.txt")" root:600 "that file stays root's, 0600"
+is "$(find "$TB_STATE" -maxdepth 1 \( -type f -o -type s \) -user tlsbox -printf '%f\n' | sort |
+    tr '\n' ' ')" "control.sock tlsbox.db tlsbox.db-shm tlsbox.db-wal " \
+    "tlsbox has the store, its WAL and shm and the socket, nothing else"
+tb_stop_daemon
+ok $? "and stops"
+
 # ---- as an ordinary user ----------------------------------------------------
 # The tlsbox user itself stands for "an ordinary user": setpriv starts the
 # daemon without root, as a shell of that user (or systemd's User=) would.
