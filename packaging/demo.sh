@@ -6,6 +6,9 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 state=${1:-$top/demo-state}
+# A relative STATE_DIR is where demo.sh was run from, not the build tree it
+# runs tlsboxd in (nor where the tlsboxctl line below would look).
+case $state in /*) ;; *) state=$PWD/$state ;; esac
 "$top/packaging/install-deps.sh" --build
 cd "$top"
 mkdir -p _build/default

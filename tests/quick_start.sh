@@ -32,14 +32,14 @@ trap qs_cleanup EXIT
 in_ns() { ip netns exec "$ns" "$@"; }
 log=$TB_TMP/daemon.log
 
-# demo_start: packaging/demo.sh on $TB_STATE, backgrounded; waits until it
+# demo_start [STATE]: packaging/demo.sh on $TB_STATE (or STATE), backgrounded; waits until it
 # is ready or gone, at most 5 minutes (a build from nothing on 2 cores).
 # TB_PID is the daemon's pid: ip execs demo.sh, which execs tlsboxd (not
 # through in_ns: a function in the background runs in a subshell).
 demo_start() {
     [ -z "$TB_PID" ] || return 1 # the last one never stopped
     : >"$log"
-    ip netns exec "$ns" "$top/packaging/demo.sh" "$TB_STATE" >>"$log" 2>&1 &
+    ip netns exec "$ns" "$top/packaging/demo.sh" "${1:-$TB_STATE}" >>"$log" 2>&1 &
     TB_PID=$!
     for _ in $(seq 1 1500); do
         grep -q 'tlsboxd .* ready' "$log" && return 0
@@ -101,5 +101,18 @@ got=$(in_ns curl -sS --cacert "$TB_TMP/root.pem" -o /dev/null -w '%{http_code}' 
 is "$got" "200" "the page verifies against the first root after the restart"
 demo_interrupt
 is "$stopped" "0" "Ctrl-C stops it again, exit status 0"
+
+# A relative STATE_DIR names a directory where demo.sh is run from.
+cd "$TB_TMP" || bail "cannot enter $TB_TMP"
+demo_start rel-state
+ok $? "started as packaging/demo.sh rel-state from $TB_TMP, it is ready"
+cd "$top" || bail "cannot enter $top"
+is "$(stat -c %a "$TB_TMP/rel-state/tlsbox.db" 2>&1)" 600 "its store is $TB_TMP/rel-state/tlsbox.db"
+like "$(head -c 4000 "$log")" "tlsboxctl --state-dir $TB_TMP/rel-state status" \
+    "the status line it prints names that directory"
+got=$("$TB_TLSBOXCTL" --state-dir "$TB_TMP/rel-state" status 2>&1)
+like "$got" "plugin site +running" "and tlsboxctl reaches the demo there"
+demo_interrupt
+is "$stopped" "0" "Ctrl-C stops it, exit status 0"
 
 done_testing
