@@ -11,6 +11,20 @@ static int usage_error(const char *what)
     return CTL_EXIT_USAGE;
 }
 
+/* A command that takes no arguments: an extra one is a mistake, often a
+ * global option put after the command ("status --json"), which would
+ * otherwise be ignored without a word. */
+static int no_args(const char *cmd, int argc, char **argv)
+{
+    if (argc == 0)
+        return CTL_EXIT_OK;
+    fprintf(stderr,
+            "tlsboxctl: %s takes no arguments, got '%s' (options such as --json go before the "
+            "command)\n",
+            cmd, argv[0]);
+    return CTL_EXIT_USAGE;
+}
+
 static const char *str(json_t *j, const char *key)
 {
     const char *s = json_string_value(json_object_get(j, key));
@@ -41,6 +55,9 @@ static void show_status(struct ctl *c, json_t *j)
 
 static int cmd_status(struct ctl *c, int argc, char **argv)
 {
+    int rc = no_args("status", argc, argv);
+    if (rc)
+        return rc;
     return ctl_show(c, "GET", "status", NULL, show_status);
 }
 
@@ -59,6 +76,9 @@ static void show_plugins(struct ctl *c, json_t *j)
 
 static int cmd_plugins(struct ctl *c, int argc, char **argv)
 {
+    int rc = no_args("plugins", argc, argv);
+    if (rc)
+        return rc;
     return ctl_show(c, "GET", "plugins", NULL, show_plugins);
 }
 
@@ -135,11 +155,17 @@ static void show_metrics(struct ctl *c, json_t *j)
 
 static int cmd_metrics(struct ctl *c, int argc, char **argv)
 {
+    int rc = no_args("metrics", argc, argv);
+    if (rc)
+        return rc;
     return ctl_show(c, "GET", "metrics", NULL, show_metrics);
 }
 
 static int cmd_version(struct ctl *c, int argc, char **argv)
 {
+    int rc = no_args("version", argc, argv);
+    if (rc)
+        return rc;
     printf("tlsboxctl %s\n", PACKAGE_VERSION);
     long status;
     json_t *j = NULL;

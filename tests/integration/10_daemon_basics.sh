@@ -36,6 +36,11 @@ ok $? "tlsboxctl status exits 0"
 like "$out" "^tlsboxd [0-9.]+ \(plugin ABI ${abi//./\\.}\)" "status shows version and the kit's ABI"
 like "$out" "plugin example +running" "status lists the example plugin as running"
 like "$out" "store: $TB_STATE/tlsbox.db" "status names the store"
+is "$(tb_ctl --json status | jq -r .pid)" "$TB_PID" "--json status gives the daemon's pid"
+out=$(tb_ctl status --json 2>&1)
+is "$?" 2 "--json after the command is a usage error (2), not ignored"
+like "$out" "status takes no arguments, got '--json' \(options such as --json go before the command\)" \
+    "and says where the option goes"
 
 out=$(tb_ctl plugins)
 like "$out" "example +1\.0 +${abi//./\\.} +running" "plugins lists example with the ABI it was built for"
