@@ -59,6 +59,13 @@ static char *read_file(const char *path, const char *what)
         len += n;
         buf[len] = 0;
     }
+    /* A read error (a directory, an I/O error) is not an empty file: the
+     * daemon would only say that no PEM block was found. */
+    if (buf && ferror(f)) {
+        fprintf(stderr, "tlsboxctl: %s %s: %s\n", what, path, strerror(errno));
+        wipe_free(buf);
+        buf = NULL;
+    }
     memset(tmp, 0, sizeof(tmp));
     fclose(f);
     return buf;
