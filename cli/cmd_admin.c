@@ -1,4 +1,5 @@
 /* tlsboxctl admin setup-url | passwd: first run and password reset of the web UI. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +28,34 @@ static int cmd_setup_url(struct ctl *c, int argc, char **argv)
     return rc;
 }
 
+/* The terminal's settings while echo is off, for the signal handler. */
+static struct termios tty_saved;
+static const int tty_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define N_TTY_SIGNALS (sizeof tty_signals / sizeof *tty_signals)
+
+/* Ctrl-C at the prompt: give the terminal its echo back, then die of the
+ * signal as before (a shell would otherwise be left typing blind). */
+static void restore_tty_and_die(int sig)
+{
+    tcsetattr(STDIN_FILENO, TCSAFLUSH, &tty_saved);
+    ssize_t w = write(STDERR_FILENO, "\n", 1);
+    (void)w;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 /* One line from stdin, without echo when it is a terminal.  Caller wipes. */
 static char *read_password(const char *prompt)
 {
-    struct termios old, noecho;
-    int tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &old) == 0;
+    struct termios noecho;
+    struct sigaction sa = {.sa_handler = restore_tty_and_die}, old_sa[N_TTY_SIGNALS];
+    int tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &tty_saved) == 0;
     if (tty) {
         fprintf(stderr, "%s", prompt);
-        noecho = old;
+        sigemptyset(&sa.sa_mask);
+        for (size_t i = 0; i < N_TTY_SIGNALS; i++)
+            sigaction(tty_signals[i], &sa, &old_sa[i]);
+        noecho = tty_saved;
         noecho.c_lflag &= ~(tcflag_t)ECHO;
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &noecho);
     }
@@ -42,7 +63,9 @@ static char *read_password(const char *prompt)
     size_t cap = 0;
     ssize_t n = getline(&line, &cap, stdin);
     if (tty) {
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &old);
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &tty_saved);
+        for (size_t i = 0; i < N_TTY_SIGNALS; i++)
+            sigaction(tty_signals[i], &old_sa[i], NULL);
         fprintf(stderr, "\n");
     }
     if (n <= 0) {

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The process around the daemon, as a user meets it: the core.log_level
 # setting takes effect when it is changed (tlsboxctl set, or the store edited
-# and SIGHUP), not only at the next start.
+# and SIGHUP), not only at the next start; Ctrl-C at tlsboxctl's password
+# prompt gives the terminal its echo back.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 P1=$(tb_free_port)
@@ -55,5 +56,32 @@ wait_debug "$mark" hup
 ok $? "core.log_level debug written to the store is applied on SIGHUP"
 tb_stop_daemon
 ok $? "SIGTERM stops the daemon"
+
+# tlsboxctl admin passwd on a terminal (a pty here): echo is off at the
+# prompt; Ctrl-C (SIGINT) there must leave the terminal echoing again.
+tty=$(python3 - "$TB_TLSBOXCTL" <<'PY'
+import os, select, signal, subprocess, sys, termios
+m, s = os.openpty()
+p = subprocess.Popen([sys.argv[1], "--socket", "/nonexistent/control.sock", "admin", "passwd"],
+                     stdin=s, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+got = b""
+while b"new password: " not in got and select.select([p.stderr], [], [], 10)[0]:
+    chunk = os.read(p.stderr.fileno(), 256)
+    if not chunk:
+        break
+    got += chunk
+echo = lambda: "on" if termios.tcgetattr(s)[3] & termios.ECHO else "off"
+for _ in range(100):  # the prompt is written just before echo goes off
+    if echo() == "off":
+        break
+    select.select([], [], [], 0.05)
+at_prompt = echo()
+p.send_signal(signal.SIGINT)
+p.wait(timeout=10)
+print("prompt" if b"new password: " in got else "no prompt", at_prompt, p.returncode, echo())
+PY
+)
+is "$tty" "prompt off -2 on" \
+    "at the password prompt echo is off; after Ctrl-C tlsboxctl dies of SIGINT and echo is on"
 
 done_testing
