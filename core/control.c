@@ -63,9 +63,18 @@ int control_listen(const char *path)
     if (rc < 0)
         return rc;
     /* A stale socket from a crashed run would make bind fail; a live daemon
-     * would answer a connect, so only unlink when nobody does. */
+     * would answer a connect, so only unlink when nobody does.  Anything
+     * but a socket there is a wrong path (--control-socket naming the store,
+     * say): never delete it. */
     if (control_in_use(path))
         return -EADDRINUSE;
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        log_err("control socket %s: something that is not a socket is there; left as it is "
+                "(remove it or name another path)",
+                path);
+        return -EEXIST;
+    }
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         int e = errno;

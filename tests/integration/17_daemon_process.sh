@@ -1,7 +1,8 @@
 #!/bin/bash
 # The process around the daemon, as a user meets it: the core.log_level
 # setting takes effect when it is changed (tlsboxctl set, or the store edited
-# and SIGHUP), not only at the next start; Ctrl-C at tlsboxctl's password
+# and SIGHUP), not only at the next start; a --control-socket path that
+# names a file is refused, not deleted; Ctrl-C at tlsboxctl's password
 # prompt gives the terminal its echo back.
 . "$(dirname "$0")/lib.sh"
 tb_setup
@@ -56,6 +57,18 @@ wait_debug "$mark" hup
 ok $? "core.log_level debug written to the store is applied on SIGHUP"
 tb_stop_daemon
 ok $? "SIGTERM stops the daemon"
+
+# --control-socket naming a file (here a copy of the store, holding its
+# keys): tlsboxd stops and the file stays.
+cp "$TB_STATE/tlsbox.db" "$TB_TMP/keys.db"
+sum=$(md5sum <"$TB_TMP/keys.db")
+# (timeout: should it start and serve on that path instead, stop it.)
+timeout 30 "$TB_TLSBOXD" --state-dir "$TB_STATE" --plugin-dir "$TB_PLUGINS" --foreground \
+    --control-socket "$TB_TMP/keys.db" >"$TB_TMP/sockfile.log" 2>&1
+is "$?" 1 "--control-socket naming a regular file: exit 1"
+like "$(cat "$TB_TMP/sockfile.log")" "control socket $TB_TMP/keys.db: something that is not a socket is there" \
+    "the error names the path"
+is "$(md5sum <"$TB_TMP/keys.db" 2>&1)" "$sum" "and the file is still there, unchanged"
 
 # tlsboxctl admin passwd on a terminal (a pty here): echo is off at the
 # prompt; Ctrl-C (SIGINT) there must leave the terminal echoing again.
