@@ -202,6 +202,14 @@ serve_checks "installed"
 
 out=$(in_ct tlsboxctl status 2>&1)
 ok $? "tlsboxctl status (root) exits 0"
+# The internal CA's leaf names the machine's addresses (the container shares
+# this network), so https://<LAN address>/ verifies once its root is trusted.
+lan=$(ip -4 -o addr show scope global | awk '{ split($4, a, "/"); print a[1]; exit }')
+if [ -n "$lan" ]; then
+    sans=$(in_ct tlsboxctl --json cert list |
+        jq -r '.certificates[] | select(.name == "internal") | .sans[]')
+    like "$sans" "^${lan//./\\.}\$" "the internal leaf names this machine's address $lan"
+fi
 like "$out" "^tlsboxd [0-9.]+ \(plugin ABI [0-9.]+\)" "and shows the daemon's version"
 out=$(in_ct setpriv --reuid nobody --regid nogroup --clear-groups tlsboxctl status 2>&1)
 rc=$?
