@@ -68,7 +68,9 @@ const struct tlsbox_setting_def core_settings[] = {
      .default_value = "1048576",
      .min = 1024,
      .max = 64 * 1024 * 1024,
-     .help = "Largest request body the admin API accepts, in bytes"},
+     .help = "Largest request body the admin API accepts, in bytes",
+     /* The control socket and the admin server take it when they start. */
+     .flags = TLSBOX_SETTING_RESTART},
     {.key = "user",
      .type = TLSBOX_SETTING_STRING,
      .default_value = "tlsbox",

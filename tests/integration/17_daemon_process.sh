@@ -1,7 +1,8 @@
 #!/bin/bash
 # The process around the daemon, as a user meets it: the core.log_level
 # setting takes effect when it is changed (tlsboxctl set, or the store edited
-# and SIGHUP), not only at the next start; a --control-socket path that
+# and SIGHUP), not only at the next start, while core.api_max_body says it
+# needs the restart it needs; a --control-socket path that
 # names a file is refused, not deleted; Ctrl-C at tlsboxctl's password
 # prompt gives the terminal its echo back.
 . "$(dirname "$0")/lib.sh"
@@ -45,6 +46,11 @@ is "$?" 0 "tlsboxctl set core.log_level debug exits 0"
 like "$out" '"restart_needed": false' "and says no restart is needed"
 wait_debug "$mark"
 ok $? "so debug lines are logged from then on, without a restart"
+
+# core.api_max_body is read when the API servers start: a change says so.
+is "$(tb_ctl set core.api_max_body 2048)" \
+    "core.api_max_body = 2048 (takes effect when tlsboxd restarts)" \
+    "tlsboxctl set core.api_max_body says it takes effect at the restart"
 
 # Back to info, then the store edited by hand: SIGHUP reloads it.
 tb_stop_daemon
