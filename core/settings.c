@@ -62,7 +62,9 @@ const struct tlsbox_setting_def core_settings[] = {
      .default_value = "60",
      .min = 60,
      .max = 86400,
-     .help = "Seconds between writes of metrics history to the store (SD cards: keep it high)"},
+     .help = "Seconds between writes of metrics history to the store (SD cards: keep it high)",
+     /* sysstat_start takes it once. */
+     .flags = TLSBOX_SETTING_RESTART},
     {.key = "api_max_body",
      .type = TLSBOX_SETTING_INT,
      .default_value = "1048576",

@@ -1,8 +1,8 @@
 #!/bin/bash
 # The process around the daemon, as a user meets it: the core.log_level
 # setting takes effect when it is changed (tlsboxctl set, or the store edited
-# and SIGHUP), not only at the next start, while core.api_max_body says it
-# needs the restart it needs; a --control-socket path that
+# and SIGHUP), not only at the next start, while core.api_max_body and
+# core.metrics_history_period say they need a restart; a --control-socket path that
 # names a file is refused, not deleted; Ctrl-C at tlsboxctl's password
 # prompt gives the terminal its echo back.
 . "$(dirname "$0")/lib.sh"
@@ -51,6 +51,9 @@ ok $? "so debug lines are logged from then on, without a restart"
 is "$(tb_ctl set core.api_max_body 2048)" \
     "core.api_max_body = 2048 (takes effect when tlsboxd restarts)" \
     "tlsboxctl set core.api_max_body says it takes effect at the restart"
+is "$(tb_ctl set core.metrics_history_period 120)" \
+    "core.metrics_history_period = 120 (takes effect when tlsboxd restarts)" \
+    "so does core.metrics_history_period"
 
 # Back to info, then the store edited by hand: SIGHUP reloads it.
 tb_stop_daemon
