@@ -168,10 +168,13 @@ static int cmd_cert_import(struct ctl *c, int argc, char **argv)
         !(keys = read_file(key, "key")))
         goto out;
     json_t *req = json_pack("{s:s, s:s}", "cert_pem", certs, "key_pem", keys);
-    if (chains)
-        json_object_set_new(req, "chain_pem", json_string(chains));
-    if (name)
-        json_object_set_new(req, "name", json_string(name));
+    /* A chain or name jansson refuses (not UTF-8) must not be left out
+     * silently: no body then, and ctl_request says why. */
+    if (req && ((chains && json_object_set_new(req, "chain_pem", json_string(chains)) < 0) ||
+                (name && json_object_set_new(req, "name", json_string(name)) < 0))) {
+        json_decref(req);
+        req = NULL;
+    }
     body = json_dumps(req, JSON_COMPACT);
     /* The JSON object held a copy of the key: wipe it before freeing. */
     char *kcopy = (char *)json_string_value(json_object_get(req, "key_pem"));

@@ -35,6 +35,16 @@ int ctl_request(struct ctl *c, const char *method, const char *path, const char 
     *status = 0;
     if (reply)
         *reply = NULL;
+    /* Every PUT and POST sends a JSON body: none means jansson would not
+     * make one, because an argument (or a file, or stdin) is not UTF-8
+     * text.  Sent without it, the daemon's answer would name no argument. */
+    if (!body && (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0)) {
+        fprintf(stderr,
+                "tlsboxctl: %s: a value given (argument, file or input) is not UTF-8 text, "
+                "which the API takes\n",
+                path);
+        return CTL_EXIT_USAGE;
+    }
     struct stat st;
     /* connect() needs write permission on the socket: check it first, or a
      * refusal would read as "nothing answers". */

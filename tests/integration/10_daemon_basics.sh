@@ -66,6 +66,11 @@ is "$(tb_ctl get example.greeting)" "good morning" "the old value is kept"
 after=$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM settings; SELECT count(*) FROM audit")
 is "$after" "$before" "nothing was written to the store"
 
+err=$(tb_ctl set example.greeting $'caf\xe9' 2>&1)
+is "$?" 2 "a value that is not UTF-8 (Latin-1 caf\\xe9) is a usage error (2)"
+like "$err" "settings/example.greeting: a value given .* is not UTF-8 text" "and says so"
+is "$(tb_ctl get example.greeting)" "good morning" "the old value is kept"
+
 err=$(tb_ctl set core.maintenance_threads 99 2>&1)
 ok $((! $?)) "an out-of-range int is refused"
 like "$err" "range" "and the error gives the range"
