@@ -41,18 +41,7 @@ mkdir -p "$HOME"
 ADMIN_URL="https://127.0.0.1:$TB_ADMIN_PORT" SITE_PORT="$SITE_PORT" TLSBOXCTL="$TB_TLSBOXCTL" \
     TB_STATE="$TB_STATE" UI_ARTIFACTS="$ART" OCSP_REVOKED=revoked.test \
     timeout 300 /usr/bin/python3 "$top_srcdir/tests/ui/admin_ui.py" >"$TB_TMP/ui.out" 2>"$TB_TMP/ui.err"
-rc=$?
-n=0
-while IFS= read -r line; do
-    case $line in
-    "PASS "*) ok 0 "${line#PASS }"; n=$((n + 1)) ;;
-    "FAIL "*) ok 1 "${line#FAIL }"; n=$((n + 1)) ;;
-    "# "*) echo "$line" ;;
-    esac
-done <"$TB_TMP/ui.out"
-ok $((n < 50)) "the browser run made its checks ($n)"
-is "$rc" 0 "the browser run ended cleanly"
-[ "$rc" = 0 ] || sed 's/^/# /' "$TB_TMP/ui.err" | tail -n 20
+tb_ui_results "$TB_TMP/ui.out" $? "$TB_TMP/ui.err" 50
 shots=$(ls "$ART"/*.png 2>/dev/null | wc -l)
 ok $((shots < 16)) "screenshots written ($shots in $ART)"
 tb_stop_daemon

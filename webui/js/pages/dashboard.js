@@ -179,7 +179,18 @@ export default async function render(root) {
     prev = cur;
   });
   es.addEventListener("error", () => {
-    live.textContent = "live data interrupted; retrying…";
+    if (es.readyState !== EventSource.CLOSED) {
+      live.textContent = "live data interrupted; retrying…";
+      return;
+    }
+    // The browser retries a broken stream by itself but gives up for good
+    // on an answer that is not a stream: the 401 once the session ended
+    // (expiry, logout elsewhere, a new password).  An API call finds out,
+    // and its 401 takes the frame to the login form.
+    live.textContent = "live data stopped";
+    get("status").then(() => {
+      live.textContent = "live data stopped: reload the page to try again";
+    }, () => {});
   });
   return () => {
     es.close();

@@ -1,0 +1,59 @@
+#!/usr/bin/python3
+"""The admin web UI's live view and session handling in headless Chromium,
+as a user meets them; helpers and output format as in admin_ui.py ("PASS",
+"FAIL", "# ..."), read by 64_admin_ui_live.sh.
+
+Environment: as admin_ui.py."""
+import subprocess
+import sys
+
+from selenium.common.exceptions import TimeoutException, WebDriverException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+
+import admin_ui as A
+
+
+def live_ticking(d):
+    """Wait until the dashboard shows a live sample."""
+    return A.wait(d, EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#main p[role=status]"), "live ·"))
+
+
+def session_ends_on_dashboard(d):
+    """The session ends while only the live stream talks to the box: the
+    page must say so (the login form), not keep old figures as if live."""
+    A.open_page(d, "dashboard", "#n-cpu")
+    live_ticking(d)
+    # A new password ends the user's sessions, as expiry would.
+    r = subprocess.run(A.CTL + ["admin", "passwd", "admin"], input=A.PASSWORD + "\n",
+                       capture_output=True, text=True, timeout=20)
+    A.check(r.returncode == 0, "tlsboxctl admin passwd ends the session", r.stderr)
+    try:
+        pw = A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#main input[name=password]")), 20)
+    except TimeoutException:
+        pw = None
+    A.check(pw is not None, "the dashboard shows the login form once the session ended",
+            d.find_element(By.ID, "main").text[:300])
+    if not pw:
+        return
+    pw.send_keys(A.PASSWORD + "\n")
+    A.wait(d, EC.text_to_be_present_in_element((By.ID, "page-title"), "Dashboard"))
+    A.check(bool(live_ticking(d)), "after logging in again the dashboard is live again")
+
+
+def main():
+    d = A.browser()
+    try:
+        A.first_run(d)
+        for step in (session_ends_on_dashboard,):
+            try:
+                step(d)
+            except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:
+                A.check(False, f"{step.__name__} finished", repr(e)[:600])
+    finally:
+        d.quit()
+    return 1 if A.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
