@@ -41,11 +41,46 @@ def session_ends_on_dashboard(d):
     A.check(bool(live_ticking(d)), "after logging in again the dashboard is live again")
 
 
+def hidden_dashboards(d):
+    """Dashboards left in minimized windows: a browser keeps six connections
+    per host over HTTP/1.1, and a live stream holds one for as long as it
+    is open, so hidden dashboards must let go of theirs or no other page of
+    the box loads."""
+    windows = []
+    for i in range(6):
+        if i:
+            d.switch_to.new_window("window")
+        windows.append(d.current_window_handle)
+        A.open_page(d, "dashboard", "#n-cpu")
+        live_ticking(d)
+        d.minimize_window()
+    status = lambda: d.find_element(By.CSS_SELECTOR, "#main p[role=status]").text
+    A.check(status() == "paused while the page is hidden",
+            "a minimized dashboard says its live data is paused", status())
+    d.switch_to.new_window("window")
+    try:
+        A.open_page(d, "audit", "#audit-rows tr")
+        loaded = True
+    except (TimeoutException, WebDriverException):
+        loaded = False
+    A.check(loaded, "with six dashboards in minimized windows, the audit page loads in another one")
+    d.close()
+    d.switch_to.window(windows[0])
+    d.set_window_size(1280, 900)
+    before = status()
+    ok = A.wait(d, lambda _: status().startswith("live ·") and status() != before)
+    A.check(bool(ok), "shown again, a dashboard is live again", status())
+    for w in windows[1:]:
+        d.switch_to.window(w)
+        d.close()
+    d.switch_to.window(windows[0])
+
+
 def main():
     d = A.browser()
     try:
         A.first_run(d)
-        for step in (session_ends_on_dashboard,):
+        for step in (session_ends_on_dashboard, hidden_dashboards):
             try:
                 step(d)
             except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:

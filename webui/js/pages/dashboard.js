@@ -163,8 +163,7 @@ export default async function render(root) {
   histSelect.addEventListener("change", () => showHistory(charts.history, Number(histSelect.value), histStatus));
 
   let prev = null;
-  const es = new EventSource("/api/v1/live");
-  es.addEventListener("metrics", (ev) => {
+  function onMetrics(ev) {
     const cur = JSON.parse(ev.data);
     live.textContent = `live · ${new Date(cur.t).toLocaleTimeString()}`;
     // The first sample shows the gauges at once; rates need two.
@@ -177,9 +176,9 @@ export default async function render(root) {
       el("div", {}, el("h3", { text: "Cipher" }), mixList(mix(cur.m, "tlsbox_site_handshakes_by_cipher_total"))),
       el("div", {}, el("h3", { text: "Group" }), mixList(mix(cur.m, "tlsbox_site_handshakes_by_group_total"))));
     prev = cur;
-  });
-  es.addEventListener("error", () => {
-    if (es.readyState !== EventSource.CLOSED) {
+  }
+  function onError(ev) {
+    if (ev.target.readyState !== EventSource.CLOSED) {
       live.textContent = "live data interrupted; retrying…";
       return;
     }
@@ -191,9 +190,30 @@ export default async function render(root) {
     get("status").then(() => {
       live.textContent = "live data stopped: reload the page to try again";
     }, () => {});
-  });
+  }
+  let es = null;
+  // No stream while the tab is hidden: each one holds a connection for as
+  // long as it is open, and a browser keeps six per host over HTTP/1.1, so
+  // a few dashboards left in other tabs or windows stalled every page of
+  // the box.  Shown again, the page starts a new stream (and new rates).
+  function follow() {
+    if (document.hidden) {
+      if (es) es.close();
+      es = null;
+      live.textContent = "paused while the page is hidden";
+    } else if (!es) {
+      prev = null;
+      live.textContent = "connecting…";
+      es = new EventSource("/api/v1/live");
+      es.addEventListener("metrics", onMetrics);
+      es.addEventListener("error", onError);
+    }
+  }
+  document.addEventListener("visibilitychange", follow);
+  follow();
   return () => {
-    es.close();
+    document.removeEventListener("visibilitychange", follow);
+    if (es) es.close();
     Object.values(charts).forEach((c) => c.destroy());
   };
 }
