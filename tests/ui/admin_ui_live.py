@@ -41,6 +41,34 @@ def session_ends_on_dashboard(d):
     A.check(bool(live_ticking(d)), "after logging in again the dashboard is live again")
 
 
+def session_ends_then_menu(d):
+    """The session ended while a page without a live stream was open; the
+    next click in the menu shows the login form, ready for the keyboard:
+    typing the password and Enter opens the page clicked."""
+    A.open_page(d, "audit", "#audit-rows tr")
+    subprocess.run(A.CTL + ["admin", "passwd", "admin"], input=A.PASSWORD + "\n",
+                   capture_output=True, text=True, timeout=20)
+    d.find_element(By.CSS_SELECTOR, "#menu a[data-page=plugins]").click()
+    A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#main input[name=password]")))
+    # The page's request failed after the form was shown: give its rest a moment.
+    title = lambda: d.execute_script("return document.title")
+    try:
+        A.wait(d, lambda _: title() == "Log in · tlsbox", 5)
+    except TimeoutException:
+        pass
+    A.check(title() == "Log in · tlsbox", "the window title says so", title())
+    focused = d.execute_script("const a = document.activeElement; return a.tagName + ' ' + (a.name || a.id)")
+    A.check(focused == "INPUT password", "the login form has the focus in its password field", focused)
+    d.switch_to.active_element.send_keys(A.PASSWORD + "\n")
+    try:
+        A.wait(d, EC.presence_of_element_located((By.ID, "settings-site")), 20)
+        shown = True
+    except TimeoutException:
+        shown = False
+    A.check(shown, "typing the password and Enter logs in and opens the page clicked",
+            d.find_element(By.ID, "main").text[:200])
+
+
 def hidden_dashboards(d):
     """Dashboards left in minimized windows: a browser keeps six connections
     per host over HTTP/1.1, and a live stream holds one for as long as it
@@ -80,7 +108,7 @@ def main():
     d = A.browser()
     try:
         A.first_run(d)
-        for step in (session_ends_on_dashboard, hidden_dashboards):
+        for step in (session_ends_on_dashboard, session_ends_then_menu, hidden_dashboards):
             try:
                 step(d)
             except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:

@@ -62,6 +62,7 @@ function showSetup() {
 }
 
 function showLogin() {
+  document.title = "Log in · tlsbox";
   setMain(credentialsForm("Log in", null, null, "Log in",
     (user, password) => post("session/login", { user, password })));
   main.querySelector("input[name=password]").focus();
@@ -110,7 +111,9 @@ async function route() {
   } catch (e) {
     root.append(el("p", { class: "status error", text: `This page failed to load: ${e.message}` }));
   }
-  main.focus();
+  // Left meanwhile (another page, or the login form after a 401 while it
+  // loaded): the focus belongs to what is shown now.
+  if (mine === shown && root.isConnected) main.focus();
 }
 
 async function start(s) {
