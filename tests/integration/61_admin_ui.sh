@@ -3,7 +3,8 @@
 # chromium-driver, python3-selenium; run with /usr/bin/python3, which can
 # import them): first run with the one-time token, the modern preset applied
 # then rolled back (checked with openssl s_client -tls1_2 against the site),
-# the dashboard's charts moving under h2load, a settings form refusing an
+# the dashboard's charts moving under h2load, admin.metrics_token set and set
+# empty again from its form (/metrics on, then off), a settings form refusing an
 # out-of-range value by the field, phone width and keyboard use; the ocsp and
 # dhparam plugins' pages checked against tlsboxctl ocsp/dh status (with a
 # revoked must-staple certificate from a real openssl ocsp responder), and the
