@@ -104,11 +104,37 @@ def hidden_dashboards(d):
     d.switch_to.window(windows[0])
 
 
+def relogin_in_other_window(d):
+    """Logged out and in again in another window: the browser's cookie is
+    then the new session, and a change made in the first window must still
+    go through (as the same user), not fail on the old CSRF token."""
+    A.open_page(d, "plugins", "#set-example-greeting")
+    first = d.current_window_handle
+    d.switch_to.new_window("window")
+    A.open_page(d, "audit", "#audit-rows tr")
+    d.find_element(By.ID, "logout").click()
+    A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#main input[name=password]"))).send_keys(
+        A.PASSWORD + "\n")
+    A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#audit-rows tr")))
+    d.close()
+    d.switch_to.window(first)
+    f = d.find_element(By.ID, "set-example-greeting")
+    f.clear()
+    f.send_keys("hello after a new login")
+    d.find_element(By.CSS_SELECTOR, "#settings-example button[type=submit]").click()
+    st = A.wait(d, EC.visibility_of_element_located((By.CSS_SELECTOR, "#settings-example .status")))
+    A.wait(d, lambda _: st.text != "")
+    A.check(st.text == "Saved: greeting.", "a change in the first window is saved", st.text)
+    A.check(A.ctl("get", "example.greeting").strip() == "hello after a new login",
+            "and tlsboxctl reads it back", A.ctl("get", "example.greeting"))
+
+
 def main():
     d = A.browser()
     try:
         A.first_run(d)
-        for step in (session_ends_on_dashboard, session_ends_then_menu, hidden_dashboards):
+        for step in (session_ends_on_dashboard, session_ends_then_menu, hidden_dashboards,
+                     relogin_in_other_window):
             try:
                 step(d)
             except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:

@@ -118,7 +118,7 @@ async function route() {
 
 async function start(s) {
   session = s;
-  setCsrf(s.csrf);
+  setCsrf(s.csrf, s.user);
   document.getElementById("who").textContent = s.user;
   document.getElementById("logout").hidden = false;
   document.body.classList.add("logged-in");
