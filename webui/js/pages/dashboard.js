@@ -168,7 +168,8 @@ export default async function render(root) {
     live.textContent = `live · ${new Date(cur.t).toLocaleTimeString()}`;
     // The first sample shows the gauges at once; rates need two.
     const base = prev || cur;
-    const f = figures(base.m, cur.m, Math.max(0.001, (cur.t - base.t) / 1000));
+    // Rates over the box's monotonic clock: its wall clock may step (NTP).
+    const f = figures(base.m, cur.m, Math.max(0.001, (cur.mono - base.mono) / 1000));
     showFigures(cells, f);
     if (prev) pushCharts(charts, new Date(cur.t).toLocaleTimeString(), f);
     mixes.replaceChildren(
