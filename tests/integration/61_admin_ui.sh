@@ -5,7 +5,8 @@
 # then rolled back (checked with openssl s_client -tls1_2 against the site),
 # the dashboard's charts moving under h2load, admin.metrics_token set and set
 # empty again from its form (/metrics on, then off), a settings form refusing an
-# out-of-range value by the field, phone width and keyboard use; the ocsp and
+# out-of-range value by the field, "Older entries" of the audit log double-clicked,
+# phone width and keyboard use; the ocsp and
 # dhparam plugins' pages checked against tlsboxctl ocsp/dh status (with a
 # revoked must-staple certificate from a real openssl ocsp responder), and the
 # bench plugin's page checked against tlsboxctl bench show/compare.  Full-page

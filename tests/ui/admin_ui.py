@@ -19,6 +19,7 @@ import urllib.request
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
@@ -279,6 +280,25 @@ def other_pages(d):
     check(g and ctl("get", "example.greeting").strip() == "hi there!",
           "the plugin page changes its setting through the API")
     shot(d, "08-plugin-example")
+
+
+def audit_older(d):
+    """A double click on "Older entries" shows the next page once."""
+    for i in range(110):  # more than two pages of 50
+        ctl("set", "example.greeting", "hi " + "".join("abcdefghij"[int(c)] for c in str(i)))
+    open_page(d, "audit", "#audit-rows tr")
+    btn = d.find_element(By.XPATH, "//button[text()='Older entries']")
+    ActionChains(d).double_click(btn).perform()
+    rows = lambda: d.execute_script("return [...document.querySelectorAll('#audit-rows tr')].map(r => r.innerText)")
+    wait(d, lambda _: len(rows()) >= 100)
+    # A second page fetched by the second click would land a moment later.
+    try:
+        wait(d, lambda _: len(rows()) > 100, 3)
+    except TimeoutException:
+        pass
+    r = rows()
+    check(len(r) == 100 and len(set(r)) == 100, "a double click on Older entries adds the next 50 entries once",
+          f"{len(r)} rows, {len(set(r))} different")
 
 
 def ctl_json(*args):
@@ -550,8 +570,8 @@ def main():
     d = browser()
     try:
         for step in (first_run, policy_modern_and_rollback, dashboard_under_load, settings_refused,
-                     secret_setting, other_pages, ocsp_page, dh_page, bench_page, phone_and_keyboard,
-                     page_weight):
+                     secret_setting, other_pages, audit_older, ocsp_page, dh_page, bench_page,
+                     phone_and_keyboard, page_weight):
             try:
                 step(d)
             except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:
