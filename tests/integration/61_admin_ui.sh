@@ -14,10 +14,8 @@
 # $top_builddir/tests/artifacts/admin-ui/.
 . "$(dirname "$0")/lib.sh"
 tb_setup
-for need in /usr/bin/chromium /usr/bin/chromedriver h2load; do
-    command -v "$need" >/dev/null || bail "$need missing: run packaging/install-deps.sh"
-done
-/usr/bin/python3 -c 'import selenium' 2>/dev/null || bail "python3-selenium missing: run packaging/install-deps.sh"
+tb_need_browser
+command -v h2load >/dev/null || bail "h2load missing: run packaging/install-deps.sh"
 
 # A must-staple certificate its responder (the real openssl ocsp) says is
 # revoked, for the OCSP page.

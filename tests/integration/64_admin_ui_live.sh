@@ -5,10 +5,7 @@
 # after logging in again in another window.
 . "$(dirname "$0")/lib.sh"
 tb_setup
-for need in /usr/bin/chromium /usr/bin/chromedriver; do
-    command -v "$need" >/dev/null || bail "$need missing: run packaging/install-deps.sh"
-done
-/usr/bin/python3 -c 'import selenium' 2>/dev/null || bail "python3-selenium missing: run packaging/install-deps.sh"
+tb_need_browser
 
 SITE_PORT=$(tb_free_port)
 tb_start_daemon --demo --set site.https_port="$SITE_PORT" --set site.http_port="$(tb_free_port)" \

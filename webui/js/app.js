@@ -85,6 +85,18 @@ async function buildMenu() {
 
 let known = pages;
 let shown = 0; // which route() call owns the page now
+let loadedFrom = null; // the run of tlsboxd this document's modules came from
+
+// "pid@start time" of the running tlsboxd, or null when it does not say.
+async function boxRun() {
+  try {
+    const s = await get("status");
+    return `${s.pid}@${s.started_at}`;
+  } catch (e) {
+    return null;
+  }
+}
+
 async function route() {
   if (!session) return;
   const mine = ++shown;
@@ -97,6 +109,16 @@ async function route() {
   const root = el("section", { class: "page", "aria-labelledby": "page-title" });
   setMain(root);
   try {
+    // tlsboxd restarted since this document loaded (an upgrade, say): a
+    // page module fetched now would meet the shared modules (api.js,
+    // ui.js) of the old version, kept for the document's life.  Reloaded,
+    // the document shows the page asked for, all of one version.
+    const run = await boxRun();
+    if (mine !== shown || !root.isConnected) return; // left meanwhile (a 401 shows the login form)
+    if (run && loadedFrom && run !== loadedFrom) {
+      location.reload();
+      return;
+    }
     const mod = await import(page.module);
     const title = el("h1", { id: "page-title", text: mod.title || page.title });
     root.append(title);
@@ -122,6 +144,7 @@ async function start(s) {
   document.getElementById("who").textContent = s.user;
   document.getElementById("logout").hidden = false;
   document.body.classList.add("logged-in");
+  if (!loadedFrom) loadedFrom = await boxRun();
   known = await buildMenu();
   if (!location.hash.startsWith("#/")) location.hash = "#/dashboard";
   else route();
