@@ -37,6 +37,9 @@ function push(chart, label, values) {
 }
 
 const ms = (v) => (v === null ? null : v * 1000);
+// A percentile past the histogram's last bound is only known to be longer.
+const latText = (v, max) => (v === Infinity ? `> ${fmt(ms(max), 0)}` : fmt(ms(v), 2));
+const latPoint = (v, max) => ms(v === Infinity ? max : v);
 
 function showFigures(cells, f) {
   cells.cpu.textContent = `${fmt(f.cpu)} %`;
@@ -46,7 +49,7 @@ function showFigures(cells, f) {
   cells.temp.textContent = f.temp === null ? "not measured" : `${fmt(f.temp)} °C`;
   cells.hs.textContent = fmt(f.hsFull + f.hsResumed);
   cells.resumption.textContent = f.resumption === null ? "–" : `${fmt(100 * f.resumption)} %`;
-  cells.lat.textContent = `${fmt(ms(f.p50), 2)} / ${fmt(ms(f.p99), 2)} ms`;
+  cells.lat.textContent = `${latText(f.p50, f.latMax)} / ${latText(f.p99, f.latMax)} ms`;
   cells.reqs.textContent = `${fmt(f.h1)} / ${fmt(f.h2)}`;
   cells.conns.textContent = String(f.conns);
 }
@@ -55,7 +58,7 @@ function pushCharts(charts, t, f) {
   push(charts.cpu, t, [f.cpu, f.procCpu]);
   push(charts.hs, t, [f.hsFull, f.hsResumed]);
   push(charts.req, t, [f.h1, f.h2]);
-  push(charts.lat, t, [ms(f.p50), ms(f.p99)]);
+  push(charts.lat, t, [latPoint(f.p50, f.latMax), latPoint(f.p99, f.latMax)]);
 }
 
 function chartBox(id, text) {
