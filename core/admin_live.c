@@ -2,7 +2,13 @@
  * with every metric (counters, gauges, histograms); the page derives rates,
  * ratios and percentiles.  The admin server runs a thread per connection,
  * so the reader may sleep; it wakes every 100 ms to notice a stop, and ends
- * the stream when the session ends (logout, expiry). */
+ * the stream when the session ends (logout, expiry).
+ *
+ * Ticks follow CLOCK_MONOTONIC, a period after the last event: a Raspberry
+ * Pi has no RTC and NTP steps its wall clock after boot, which on a
+ * wall-clock schedule stalled the stream (a step back) or sent an event for
+ * every second stepped over at once (a step forward).  Each event carries
+ * the wall clock "t" to show and the monotonic "mono" to take rates over. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,10 +34,10 @@ struct live {
     int64_t next_ms;
 };
 
-static int64_t now_ms(void)
+static int64_t now_ms(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(clock, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -48,7 +54,7 @@ static int wait_tick(struct live *l)
     for (;;) {
         if (atomic_load(&live_stopping))
             return -1;
-        int64_t left = l->next_ms - now_ms();
+        int64_t left = l->next_ms - now_ms(CLOCK_MONOTONIC);
         if (left <= 0)
             return 0;
         struct timespec ts = {0, (left < LIVE_POLL_MS ? left : LIVE_POLL_MS) * 1000000L};
@@ -65,13 +71,15 @@ static ssize_t live_read(void *cls, uint64_t pos, char *buf, size_t max)
         struct admin_session s;
         if (admin_session_get(l->cookie, &s) < 0)
             return MHD_CONTENT_READER_END_OF_STREAM;
-        l->next_ms += LIVE_PERIOD_MS;
+        int64_t mono = now_ms(CLOCK_MONOTONIC);
+        l->next_ms = mono + LIVE_PERIOD_MS;
         json_t *m = metrics_json();
         char *data = json_dumps(m, JSON_COMPACT);
         json_decref(m);
         free(l->pending);
-        l->pending = xasprintf("event: metrics\ndata: {\"t\":%lld,\"m\":%s}\n\n",
-                               (long long)now_ms(), data ? data : "{}");
+        l->pending =
+            xasprintf("event: metrics\ndata: {\"t\":%lld,\"mono\":%lld,\"m\":%s}\n\n",
+                      (long long)now_ms(CLOCK_REALTIME), (long long)mono, data ? data : "{}");
         free(data);
         l->len = strlen(l->pending);
         l->off = 0;
@@ -86,7 +94,7 @@ enum MHD_Result admin_live_serve(struct MHD_Connection *conn, const char *cookie
 {
     struct live *l = xcalloc(1, sizeof *l);
     snprintf(l->cookie, sizeof l->cookie, "%s", cookie);
-    l->next_ms = now_ms();
+    l->next_ms = now_ms(CLOCK_MONOTONIC);
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, live_read, l, live_free);
     if (!r) {

@@ -3,8 +3,10 @@
 # chromium-driver, python3-selenium; run with /usr/bin/python3, which can
 # import them): first run with the one-time token, the modern preset applied
 # then rolled back (checked with openssl s_client -tls1_2 against the site),
-# the dashboard's charts moving under h2load, a settings form refusing an
-# out-of-range value by the field, phone width and keyboard use; the ocsp and
+# the dashboard's charts moving under h2load, admin.metrics_token set and set
+# empty again from its form (/metrics on, then off), a settings form refusing an
+# out-of-range value by the field, "Older entries" of the audit log double-clicked,
+# phone width and keyboard use; the ocsp and
 # dhparam plugins' pages checked against tlsboxctl ocsp/dh status (with a
 # revoked must-staple certificate from a real openssl ocsp responder), and the
 # bench plugin's page checked against tlsboxctl bench show/compare.  Full-page
@@ -12,10 +14,8 @@
 # $top_builddir/tests/artifacts/admin-ui/.
 . "$(dirname "$0")/lib.sh"
 tb_setup
-for need in /usr/bin/chromium /usr/bin/chromedriver h2load; do
-    command -v "$need" >/dev/null || bail "$need missing: run packaging/install-deps.sh"
-done
-/usr/bin/python3 -c 'import selenium' 2>/dev/null || bail "python3-selenium missing: run packaging/install-deps.sh"
+tb_need_browser
+command -v h2load >/dev/null || bail "h2load missing: run packaging/install-deps.sh"
 
 # A must-staple certificate its responder (the real openssl ocsp) says is
 # revoked, for the OCSP page.
@@ -41,18 +41,7 @@ mkdir -p "$HOME"
 ADMIN_URL="https://127.0.0.1:$TB_ADMIN_PORT" SITE_PORT="$SITE_PORT" TLSBOXCTL="$TB_TLSBOXCTL" \
     TB_STATE="$TB_STATE" UI_ARTIFACTS="$ART" OCSP_REVOKED=revoked.test \
     timeout 300 /usr/bin/python3 "$top_srcdir/tests/ui/admin_ui.py" >"$TB_TMP/ui.out" 2>"$TB_TMP/ui.err"
-rc=$?
-n=0
-while IFS= read -r line; do
-    case $line in
-    "PASS "*) ok 0 "${line#PASS }"; n=$((n + 1)) ;;
-    "FAIL "*) ok 1 "${line#FAIL }"; n=$((n + 1)) ;;
-    "# "*) echo "$line" ;;
-    esac
-done <"$TB_TMP/ui.out"
-ok $((n < 50)) "the browser run made its checks ($n)"
-is "$rc" 0 "the browser run ended cleanly"
-[ "$rc" = 0 ] || sed 's/^/# /' "$TB_TMP/ui.err" | tail -n 20
+tb_ui_results "$TB_TMP/ui.out" $? "$TB_TMP/ui.err" 50
 shots=$(ls "$ART"/*.png 2>/dev/null | wc -l)
 ok $((shots < 16)) "screenshots written ($shots in $ART)"
 tb_stop_daemon

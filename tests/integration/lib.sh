@@ -11,6 +11,8 @@
 #   tb_as_daemon CMD...      CMD as the daemon's user (tlsbox when started as root)
 #   tb_stop_daemon [SIG [S]] SIGTERM (or SIG) and wait; returns 1 if it takes > 5 s (or S s)
 #   tb_bg CMD...             start a helper process, killed at exit; pid in $TB_BG_PID
+#   tb_ui_results OUT RC ERR MIN  a browser run's PASS/FAIL lines (tests/ui/*.py) as TAP
+#   tb_need_browser          bail unless headless Chromium can be driven (selenium)
 #   ok STATUS DESC | is GOT WANT DESC | like GOT ERE DESC | diag MSG | done_testing
 
 set -u
@@ -341,4 +343,32 @@ tb_wait_port() {
         sleep 0.1
     done
     return 1
+}
+
+# A browser run's output (tests/ui/*.py: "PASS what", "FAIL what", "# ...")
+# as TAP results, then two more: at least MIN checks made, and the run's
+# exit status RC 0 (else the last lines of ERRFILE as diagnostics).
+tb_ui_results() {
+    local out=$1 rc=$2 err=$3 min=$4 line n=0
+    while IFS= read -r line; do
+        case $line in
+        "PASS "*) ok 0 "${line#PASS }"; n=$((n + 1)) ;;
+        "FAIL "*) ok 1 "${line#FAIL }"; n=$((n + 1)) ;;
+        "# "*) echo "$line" ;;
+        esac
+    done <"$out"
+    ok $((n < min)) "the browser run made its checks ($n)"
+    is "$rc" 0 "the browser run ended cleanly"
+    [ "$rc" = 0 ] || sed 's/^/# /' "$err" | tail -n 20
+}
+
+# Bail out unless headless Chromium can be driven (Debian's chromium,
+# chromium-driver and python3-selenium, for /usr/bin/python3).
+tb_need_browser() {
+    local need
+    for need in /usr/bin/chromium /usr/bin/chromedriver; do
+        command -v "$need" >/dev/null || bail "$need missing: run packaging/install-deps.sh"
+    done
+    /usr/bin/python3 -c 'import selenium' 2>/dev/null ||
+        bail "python3-selenium missing: run packaging/install-deps.sh"
 }

@@ -9,13 +9,17 @@ screenshot of every page and page-weight.txt into $UI_ARTIFACTS.
 Environment: ADMIN_URL, SITE_PORT, TLSBOXCTL, TB_STATE, UI_ARTIFACTS."""
 import json
 import os
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
@@ -206,6 +210,42 @@ def settings_refused(d):
     shot(d, "05-plugins-refused")
 
 
+def metrics_status(token):
+    """The HTTP status of /metrics on the admin port with that bearer token."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    req = urllib.request.Request(BASE + "/metrics", headers={"Authorization": "Bearer " + token})
+    try:
+        return urllib.request.urlopen(req, context=ctx, timeout=10).status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def secret_setting(d):
+    """A secret setting (admin.metrics_token) is set from its form, then set
+    empty again, which its help says turns /metrics off."""
+    token = "ui-scrape-token-0123456789"
+    open_page(d, "plugins", "#set-admin-metrics_token")
+    d.find_element(By.CSS_SELECTOR, "#plugin-admin summary").click()  # the core's settings start folded
+    d.find_element(By.ID, "set-admin-metrics_token").send_keys(token)
+    d.find_element(By.CSS_SELECTOR, "#settings-admin button[type=submit]").click()
+    wait(d, EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#settings-admin .status"), "Saved"))
+    check(metrics_status(token) == 200, "a metrics token set on the page opens /metrics to it")
+    d.refresh()  # the form as a later visit shows it, the token no longer typed in
+    wait(d, EC.presence_of_element_located((By.ID, "set-admin-metrics_token")))
+    d.find_element(By.CSS_SELECTOR, "#plugin-admin summary").click()
+    box = d.find_elements(By.ID, "set-admin-metrics_token-clear")
+    check(bool(box) and d.find_element(By.CSS_SELECTOR, "label[for=set-admin-metrics_token-clear]").text
+          == "set it empty", "the secret's form offers to set it empty, labelled")
+    if box:
+        box[0].click()
+    d.find_element(By.CSS_SELECTOR, "#settings-admin button[type=submit]").click()
+    st = wait(d, EC.visibility_of_element_located((By.CSS_SELECTOR, "#settings-admin .status")))
+    check(st.text == "Saved: metrics_token.", "saving says the token changed", st.text)
+    check(metrics_status(token) == 404, "and /metrics is off again", metrics_status(token))
+
+
 def other_pages(d):
     open_page(d, "certs", "#cert-table tbody tr")
     check("internal" in d.find_element(By.ID, "cert-table").text, "certificates page lists the internal certificate")
@@ -240,6 +280,25 @@ def other_pages(d):
     check(g and ctl("get", "example.greeting").strip() == "hi there!",
           "the plugin page changes its setting through the API")
     shot(d, "08-plugin-example")
+
+
+def audit_older(d):
+    """A double click on "Older entries" shows the next page once."""
+    for i in range(110):  # more than two pages of 50
+        ctl("set", "example.greeting", "hi " + "".join("abcdefghij"[int(c)] for c in str(i)))
+    open_page(d, "audit", "#audit-rows tr")
+    btn = d.find_element(By.XPATH, "//button[text()='Older entries']")
+    ActionChains(d).double_click(btn).perform()
+    rows = lambda: d.execute_script("return [...document.querySelectorAll('#audit-rows tr')].map(r => r.innerText)")
+    wait(d, lambda _: len(rows()) >= 100)
+    # A second page fetched by the second click would land a moment later.
+    try:
+        wait(d, lambda _: len(rows()) > 100, 3)
+    except TimeoutException:
+        pass
+    r = rows()
+    check(len(r) == 100 and len(set(r)) == 100, "a double click on Older entries adds the next 50 entries once",
+          f"{len(r)} rows, {len(set(r))} different")
 
 
 def ctl_json(*args):
@@ -511,7 +570,8 @@ def main():
     d = browser()
     try:
         for step in (first_run, policy_modern_and_rollback, dashboard_under_load, settings_refused,
-                     other_pages, ocsp_page, dh_page, bench_page, phone_and_keyboard, page_weight):
+                     secret_setting, other_pages, audit_older, ocsp_page, dh_page, bench_page,
+                     phone_and_keyboard, page_weight):
             try:
                 step(d)
             except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:

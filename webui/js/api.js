@@ -1,9 +1,11 @@
 // The JSON API under /api/v1: one place that adds the CSRF token to changes
 // and turns error replies into exceptions carrying the server's message.
 let csrf = null;
+let user = null;
 
-export function setCsrf(token) {
+export function setCsrf(token, name) {
   csrf = token;
+  user = name || null;
 }
 
 export class ApiError extends Error {
@@ -14,6 +16,18 @@ export class ApiError extends Error {
   }
 }
 
+// The session's token when a change was refused with 403 and the browser's
+// cookie now is another session of the same user (logged in again in
+// another tab after a logout or expiry), else null.
+async function newerCsrf() {
+  try {
+    const s = await (await fetch("/api/v1/session", { credentials: "same-origin" })).json();
+    return s.state === "ok" && s.user === user && s.csrf !== csrf ? s.csrf : null;
+  } catch (e) {
+    return null;
+  }
+}
+
 export async function api(method, path, body) {
   const opt = { method, headers: {}, credentials: "same-origin" };
   if (body !== undefined) {
@@ -21,7 +35,16 @@ export async function api(method, path, body) {
     opt.body = JSON.stringify(body);
   }
   if (method !== "GET" && csrf) opt.headers["X-CSRF-Token"] = csrf;
-  const r = await fetch("/api/v1/" + path, opt);
+  let r = await fetch("/api/v1/" + path, opt);
+  // Refused for the old token before it ran: once more with the new one.
+  if (r.status === 403 && method !== "GET" && csrf) {
+    const fresh = await newerCsrf();
+    if (fresh) {
+      csrf = fresh;
+      opt.headers["X-CSRF-Token"] = csrf;
+      r = await fetch("/api/v1/" + path, opt);
+    }
+  }
   let data = null;
   try {
     data = await r.json();

@@ -62,6 +62,7 @@ function showSetup() {
 }
 
 function showLogin() {
+  document.title = "Log in · tlsbox";
   setMain(credentialsForm("Log in", null, null, "Log in",
     (user, password) => post("session/login", { user, password })));
   main.querySelector("input[name=password]").focus();
@@ -84,6 +85,18 @@ async function buildMenu() {
 
 let known = pages;
 let shown = 0; // which route() call owns the page now
+let loadedFrom = null; // the run of tlsboxd this document's modules came from
+
+// "pid@start time" of the running tlsboxd, or null when it does not say.
+async function boxRun() {
+  try {
+    const s = await get("status");
+    return `${s.pid}@${s.started_at}`;
+  } catch (e) {
+    return null;
+  }
+}
+
 async function route() {
   if (!session) return;
   const mine = ++shown;
@@ -96,6 +109,16 @@ async function route() {
   const root = el("section", { class: "page", "aria-labelledby": "page-title" });
   setMain(root);
   try {
+    // tlsboxd restarted since this document loaded (an upgrade, say): a
+    // page module fetched now would meet the shared modules (api.js,
+    // ui.js) of the old version, kept for the document's life.  Reloaded,
+    // the document shows the page asked for, all of one version.
+    const run = await boxRun();
+    if (mine !== shown || !root.isConnected) return; // left meanwhile (a 401 shows the login form)
+    if (run && loadedFrom && run !== loadedFrom) {
+      location.reload();
+      return;
+    }
     const mod = await import(page.module);
     const title = el("h1", { id: "page-title", text: mod.title || page.title });
     root.append(title);
@@ -110,15 +133,18 @@ async function route() {
   } catch (e) {
     root.append(el("p", { class: "status error", text: `This page failed to load: ${e.message}` }));
   }
-  main.focus();
+  // Left meanwhile (another page, or the login form after a 401 while it
+  // loaded): the focus belongs to what is shown now.
+  if (mine === shown && root.isConnected) main.focus();
 }
 
 async function start(s) {
   session = s;
-  setCsrf(s.csrf);
+  setCsrf(s.csrf, s.user);
   document.getElementById("who").textContent = s.user;
   document.getElementById("logout").hidden = false;
   document.body.classList.add("logged-in");
+  if (!loadedFrom) loadedFrom = await boxRun();
   known = await buildMenu();
   if (!location.hash.startsWith("#/")) location.hash = "#/dashboard";
   else route();

@@ -36,7 +36,8 @@ export function mix(m, family) {
 }
 
 // Quantile q of the observations between two cumulative histograms, as the
-// upper bound of the bucket that holds it (seconds), or null without any.
+// upper bound of the bucket that holds it (seconds), Infinity when it is
+// past the last bound (only "longer than that" is known), or null without any.
 export function quantile(prev, cur, q) {
   if (!cur || !prev) return null;
   const total = cur.count - prev.count;
@@ -45,7 +46,7 @@ export function quantile(prev, cur, q) {
     const d = cur.buckets[i][1] - (prev.buckets[i] ? prev.buckets[i][1] : 0);
     if (d >= q * total) return cur.buckets[i][0];
   }
-  return cur.buckets.length ? cur.buckets[cur.buckets.length - 1][0] : null;
+  return Infinity;
 }
 
 // The figures between two samples a (older) and b, dt seconds apart.
@@ -68,6 +69,8 @@ export function figures(a, b, dt) {
     resumption: full + resumed > 0 ? resumed / (full + resumed) : null,
     p50: quantile(a[M.hsSeconds], b[M.hsSeconds], 0.5),
     p99: quantile(a[M.hsSeconds], b[M.hsSeconds], 0.99),
+    latMax: b[M.hsSeconds] && b[M.hsSeconds].buckets.length
+      ? b[M.hsSeconds].buckets[b[M.hsSeconds].buckets.length - 1][0] : null,
     h1: reqs("h1"),
     h2: reqs("h2"),
     conns: num(b, M.connsOpen),

@@ -30,6 +30,9 @@ export default async function render(root) {
   let last = 0;
   async function load() {
     st.clear();
+    // Until this page is in: a second click (a double click) would fetch
+    // the same page again and show each of its entries twice.
+    more.disabled = true;
     try {
       const d = await get(`audit?limit=50${last ? `&before=${last}` : ""}`);
       d.entries.forEach((a) => body.append(row(a)));
@@ -39,6 +42,7 @@ export default async function render(root) {
     } catch (e) {
       st.fail(e.message);
     }
+    more.disabled = false;
   }
   more.addEventListener("click", load);
   root.append(el("div", { class: "table-wrap" }, el("table", { class: "audit" },

@@ -37,6 +37,9 @@ function push(chart, label, values) {
 }
 
 const ms = (v) => (v === null ? null : v * 1000);
+// A percentile past the histogram's last bound is only known to be longer.
+const latText = (v, max) => (v === Infinity ? `> ${fmt(ms(max), 0)}` : fmt(ms(v), 2));
+const latPoint = (v, max) => ms(v === Infinity ? max : v);
 
 function showFigures(cells, f) {
   cells.cpu.textContent = `${fmt(f.cpu)} %`;
@@ -46,7 +49,7 @@ function showFigures(cells, f) {
   cells.temp.textContent = f.temp === null ? "not measured" : `${fmt(f.temp)} °C`;
   cells.hs.textContent = fmt(f.hsFull + f.hsResumed);
   cells.resumption.textContent = f.resumption === null ? "–" : `${fmt(100 * f.resumption)} %`;
-  cells.lat.textContent = `${fmt(ms(f.p50), 2)} / ${fmt(ms(f.p99), 2)} ms`;
+  cells.lat.textContent = `${latText(f.p50, f.latMax)} / ${latText(f.p99, f.latMax)} ms`;
   cells.reqs.textContent = `${fmt(f.h1)} / ${fmt(f.h2)}`;
   cells.conns.textContent = String(f.conns);
 }
@@ -55,7 +58,7 @@ function pushCharts(charts, t, f) {
   push(charts.cpu, t, [f.cpu, f.procCpu]);
   push(charts.hs, t, [f.hsFull, f.hsResumed]);
   push(charts.req, t, [f.h1, f.h2]);
-  push(charts.lat, t, [ms(f.p50), ms(f.p99)]);
+  push(charts.lat, t, [latPoint(f.p50, f.latMax), latPoint(f.p99, f.latMax)]);
 }
 
 function chartBox(id, text) {
@@ -163,13 +166,13 @@ export default async function render(root) {
   histSelect.addEventListener("change", () => showHistory(charts.history, Number(histSelect.value), histStatus));
 
   let prev = null;
-  const es = new EventSource("/api/v1/live");
-  es.addEventListener("metrics", (ev) => {
+  function onMetrics(ev) {
     const cur = JSON.parse(ev.data);
     live.textContent = `live · ${new Date(cur.t).toLocaleTimeString()}`;
     // The first sample shows the gauges at once; rates need two.
     const base = prev || cur;
-    const f = figures(base.m, cur.m, Math.max(0.001, (cur.t - base.t) / 1000));
+    // Rates over the box's monotonic clock: its wall clock may step (NTP).
+    const f = figures(base.m, cur.m, Math.max(0.001, (cur.mono - base.mono) / 1000));
     showFigures(cells, f);
     if (prev) pushCharts(charts, new Date(cur.t).toLocaleTimeString(), f);
     mixes.replaceChildren(
@@ -177,12 +180,44 @@ export default async function render(root) {
       el("div", {}, el("h3", { text: "Cipher" }), mixList(mix(cur.m, "tlsbox_site_handshakes_by_cipher_total"))),
       el("div", {}, el("h3", { text: "Group" }), mixList(mix(cur.m, "tlsbox_site_handshakes_by_group_total"))));
     prev = cur;
-  });
-  es.addEventListener("error", () => {
-    live.textContent = "live data interrupted; retrying…";
-  });
+  }
+  function onError(ev) {
+    if (ev.target.readyState !== EventSource.CLOSED) {
+      live.textContent = "live data interrupted; retrying…";
+      return;
+    }
+    // The browser retries a broken stream by itself but gives up for good
+    // on an answer that is not a stream: the 401 once the session ended
+    // (expiry, logout elsewhere, a new password).  An API call finds out,
+    // and its 401 takes the frame to the login form.
+    live.textContent = "live data stopped";
+    get("status").then(() => {
+      live.textContent = "live data stopped: reload the page to try again";
+    }, () => {});
+  }
+  let es = null;
+  // No stream while the tab is hidden: each one holds a connection for as
+  // long as it is open, and a browser keeps six per host over HTTP/1.1, so
+  // a few dashboards left in other tabs or windows stalled every page of
+  // the box.  Shown again, the page starts a new stream (and new rates).
+  function follow() {
+    if (document.hidden) {
+      if (es) es.close();
+      es = null;
+      live.textContent = "paused while the page is hidden";
+    } else if (!es) {
+      prev = null;
+      live.textContent = "connecting…";
+      es = new EventSource("/api/v1/live");
+      es.addEventListener("metrics", onMetrics);
+      es.addEventListener("error", onError);
+    }
+  }
+  document.addEventListener("visibilitychange", follow);
+  follow();
   return () => {
-    es.close();
+    document.removeEventListener("visibilitychange", follow);
+    if (es) es.close();
     Object.values(charts).forEach((c) => c.destroy());
   };
 }

@@ -51,6 +51,7 @@ function limits(s) {
 
 function settingsForm(name, settings) {
   const inputs = {};
+  const clears = {};
   const st = status();
   const form = el("form", { class: "settings", id: `settings-${name}`, novalidate: true },
     settings.map((s) => {
@@ -58,7 +59,12 @@ function settingsForm(name, settings) {
       input.id = `set-${name}-${s.key}`;
       input.name = s.key;
       inputs[s.key] = input;
-      return field(s.key, input, limits(s));
+      if (!s.secret) return field(s.key, input, limits(s));
+      // A secret is never shown and an empty field keeps it, so setting it
+      // empty (admin.metrics_token: that turns /metrics off) needs a box.
+      clears[s.key] = el("input", { type: "checkbox", id: `${input.id}-clear` });
+      return [field(s.key, input, limits(s)),
+        el("p", {}, clears[s.key], " ", el("label", { for: clears[s.key].id, text: "set it empty" }))];
     }),
     el("button", { type: "submit", text: `Save ${name} settings` }), st);
   form.addEventListener("submit", async (ev) => {
@@ -68,7 +74,10 @@ function settingsForm(name, settings) {
     for (const s of settings) {
       fieldError(inputs[s.key], null);
       const v = valueOf(s, inputs[s.key]);
-      if (s.secret && v === "") continue;
+      if (s.secret && v === "") {
+        if (clears[s.key].checked && s.value !== "") changes[s.key] = "";
+        continue;
+      }
       if (v !== text(s.value)) changes[s.key] = v;
     }
     if (!Object.keys(changes).length) {

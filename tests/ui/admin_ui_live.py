@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""The admin web UI's live view and session handling in headless Chromium,
+as a user meets them; helpers and output format as in admin_ui.py ("PASS",
+"FAIL", "# ..."), read by 64_admin_ui_live.sh.
+
+Environment: as admin_ui.py."""
+import socket
+import ssl
+import subprocess
+import sys
+import time
+
+from selenium.common.exceptions import TimeoutException, WebDriverException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+
+import admin_ui as A
+
+
+def live_ticking(d):
+    """Wait until the dashboard shows a live sample."""
+    return A.wait(d, EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#main p[role=status]"), "live ·"))
+
+
+def session_ends_on_dashboard(d):
+    """The session ends while only the live stream talks to the box: the
+    page must say so (the login form), not keep old figures as if live."""
+    A.open_page(d, "dashboard", "#n-cpu")
+    live_ticking(d)
+    # A new password ends the user's sessions, as expiry would.
+    r = subprocess.run(A.CTL + ["admin", "passwd", "admin"], input=A.PASSWORD + "\n",
+                       capture_output=True, text=True, timeout=20)
+    A.check(r.returncode == 0, "tlsboxctl admin passwd ends the session", r.stderr)
+    try:
+        pw = A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#main input[name=password]")), 20)
+    except TimeoutException:
+        pw = None
+    A.check(pw is not None, "the dashboard shows the login form once the session ended",
+            d.find_element(By.ID, "main").text[:300])
+    if not pw:
+        return
+    pw.send_keys(A.PASSWORD + "\n")
+    A.wait(d, EC.text_to_be_present_in_element((By.ID, "page-title"), "Dashboard"))
+    A.check(bool(live_ticking(d)), "after logging in again the dashboard is live again")
+
+
+def session_ends_then_menu(d):
+    """The session ended while a page without a live stream was open; the
+    next click in the menu shows the login form, ready for the keyboard:
+    typing the password and Enter opens the page clicked."""
+    A.open_page(d, "audit", "#audit-rows tr")
+    subprocess.run(A.CTL + ["admin", "passwd", "admin"], input=A.PASSWORD + "\n",
+                   capture_output=True, text=True, timeout=20)
+    d.find_element(By.CSS_SELECTOR, "#menu a[data-page=plugins]").click()
+    A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#main input[name=password]")))
+    # The page's request failed after the form was shown: give its rest a moment.
+    title = lambda: d.execute_script("return document.title")
+    try:
+        A.wait(d, lambda _: title() == "Log in · tlsbox", 5)
+    except TimeoutException:
+        pass
+    A.check(title() == "Log in · tlsbox", "the window title says so", title())
+    focused = d.execute_script("const a = document.activeElement; return a.tagName + ' ' + (a.name || a.id)")
+    A.check(focused == "INPUT password", "the login form has the focus in its password field", focused)
+    d.switch_to.active_element.send_keys(A.PASSWORD + "\n")
+    try:
+        A.wait(d, EC.presence_of_element_located((By.ID, "settings-site")), 20)
+        shown = True
+    except TimeoutException:
+        shown = False
+    A.check(shown, "typing the password and Enter logs in and opens the page clicked",
+            d.find_element(By.ID, "main").text[:200])
+
+
+def hidden_dashboards(d):
+    """Dashboards left in minimized windows: a browser keeps six connections
+    per host over HTTP/1.1, and a live stream holds one for as long as it
+    is open, so hidden dashboards must let go of theirs or no other page of
+    the box loads."""
+    windows = []
+    for i in range(6):
+        if i:
+            d.switch_to.new_window("window")
+        windows.append(d.current_window_handle)
+        A.open_page(d, "dashboard", "#n-cpu")
+        live_ticking(d)
+        d.minimize_window()
+    status = lambda: d.find_element(By.CSS_SELECTOR, "#main p[role=status]").text
+    A.check(status() == "paused while the page is hidden",
+            "a minimized dashboard says its live data is paused", status())
+    d.switch_to.new_window("window")
+    try:
+        A.open_page(d, "audit", "#audit-rows tr")
+        loaded = True
+    except (TimeoutException, WebDriverException):
+        loaded = False
+    A.check(loaded, "with six dashboards in minimized windows, the audit page loads in another one")
+    d.close()
+    d.switch_to.window(windows[0])
+    d.set_window_size(1280, 900)
+    before = status()
+    ok = A.wait(d, lambda _: status().startswith("live ·") and status() != before)
+    A.check(bool(ok), "shown again, a dashboard is live again", status())
+    for w in windows[1:]:
+        d.switch_to.window(w)
+        d.close()
+    d.switch_to.window(windows[0])
+
+
+def relogin_in_other_window(d):
+    """Logged out and in again in another window: the browser's cookie is
+    then the new session, and a change made in the first window must still
+    go through (as the same user), not fail on the old CSRF token."""
+    A.open_page(d, "plugins", "#set-example-greeting")
+    first = d.current_window_handle
+    d.switch_to.new_window("window")
+    A.open_page(d, "audit", "#audit-rows tr")
+    d.find_element(By.ID, "logout").click()
+    A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#main input[name=password]"))).send_keys(
+        A.PASSWORD + "\n")
+    A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#audit-rows tr")))
+    d.close()
+    d.switch_to.window(first)
+    f = d.find_element(By.ID, "set-example-greeting")
+    f.clear()
+    f.send_keys("hello after a new login")
+    d.find_element(By.CSS_SELECTOR, "#settings-example button[type=submit]").click()
+    st = A.wait(d, EC.visibility_of_element_located((By.CSS_SELECTOR, "#settings-example .status")))
+    A.wait(d, lambda _: st.text != "")
+    A.check(st.text == "Saved: greeting.", "a change in the first window is saved", st.text)
+    A.check(A.ctl("get", "example.greeting").strip() == "hello after a new login",
+            "and tlsboxctl reads it back", A.ctl("get", "example.greeting"))
+
+
+def slow_handshake(pause):
+    """One TLS handshake with the site whose client waits pause seconds
+    before its Finished, so the site measures at least that long."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ctx.wrap_bio(inc, out, server_hostname="localhost")
+    host, port = A.SITE.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        for _ in range(20):
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                s.sendall(out.read())
+                inc.write(s.recv(65536))
+        time.sleep(pause)
+        s.sendall(out.read())  # the client's Finished
+        time.sleep(0.5)
+
+
+def slow_handshake_latency(d):
+    """A handshake longer than the histogram's last bound (2.5 s): the
+    dashboard must say "longer than", not show the bound as the time."""
+    A.open_page(d, "dashboard", "#n-lat")
+    live_ticking(d)
+    slow_handshake(3)
+    seen = set()
+    end = time.time() + 10
+    while time.time() < end and "> 2500 / > 2500 ms" not in seen:
+        seen.add(d.find_element(By.ID, "n-lat").text)
+        time.sleep(0.1)
+    A.check("> 2500 / > 2500 ms" in seen, "a 3 s handshake shows as > 2500 ms (p50 / p99)", seen)
+
+
+def main():
+    d = A.browser()
+    try:
+        A.first_run(d)
+        for step in (session_ends_on_dashboard, session_ends_then_menu, hidden_dashboards,
+                     relogin_in_other_window, slow_handshake_latency):
+            try:
+                step(d)
+            except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:
+                A.check(False, f"{step.__name__} finished", repr(e)[:600])
+    finally:
+        d.quit()
+    return 1 if A.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
