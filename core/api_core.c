@@ -1,4 +1,5 @@
 /* The core's own API handlers: status, plugins, settings, metrics. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -66,6 +67,14 @@ static char *plugin_from_path(const char *path)
     return xstrndup(rest, (size_t)(slash - rest));
 }
 
+/* A refused settings write: 400 for a value that is invalid (or, as before,
+ * a store failure), 409 for a valid value its plugin cannot apply now (a port
+ * in use): the request may succeed later, unchanged. */
+static int set_status(int rc)
+{
+    return rc == -EINVAL || rc == -EIO ? 400 : 409;
+}
+
 static void on_plugin_settings(void *arg, const struct tlsbox_api_request *req,
                                struct tlsbox_api_reply *reply)
 {
@@ -88,8 +97,9 @@ static void on_plugin_settings(void *arg, const struct tlsbox_api_request *req,
     if (!body)
         goto out;
     char *err = NULL;
-    if (settings_set_many(body, name, req->user, &err) < 0) {
-        api_reply_error(reply, 400, "%s", err ? err : "refused");
+    int rc = settings_set_many(body, name, req->user, &err);
+    if (rc < 0) {
+        api_reply_error(reply, set_status(rc), "%s", err ? err : "refused");
         free(err);
     } else {
         api_reply_json(reply, 200, settings_describe(name));
@@ -134,7 +144,7 @@ static void on_setting(void *arg, const struct tlsbox_api_request *req,
         int rc = settings_set(key, text, req->user, &err);
         free(text);
         if (rc < 0) {
-            api_reply_error(reply, 400, "%s", err ? err : "refused");
+            api_reply_error(reply, set_status(rc), "%s", err ? err : "refused");
             free(err);
             return;
         }

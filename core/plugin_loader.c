@@ -297,6 +297,10 @@ int plugins_start_all(void)
             continue;
         }
         p->pstate = PLUGIN_STARTED;
+        /* Only now: before start there is nothing running to apply a change to. */
+        if (TLSBOX_DESC_HAS(p->desc, apply_settings) && p->desc->apply_settings &&
+            p->desc->settings)
+            settings_set_applier(p->name, p->desc->apply_settings, p->state);
     }
     return ret;
 }
@@ -307,6 +311,8 @@ static void plugins_stop_rev(struct tlsbox_plugin *p)
         return;
     plugins_stop_rev(p->next);
     if (p->pstate == PLUGIN_STARTED || p->pstate == PLUGIN_INITED) {
+        /* Before stop: a change made meanwhile is stored, not applied. */
+        settings_set_applier(p->name, NULL, NULL);
         if (p->pstate == PLUGIN_STARTED && p->desc->stop)
             p->desc->stop(p->state);
         plugin_unhook(p);

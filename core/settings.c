@@ -8,6 +8,8 @@
  *                      its declarations;
  *   reg_lock  (rwlock) guards the owner list and the cached values; readers
  *                      (settings_get from any thread) take it shared.
+ * An owner's applier is set and called under set_lock only, with reg_lock not
+ * held: the plugin's hook may read settings.
  *
  * Writes use their own connection from store_connect(), opened per call:
  * settings change rarely, the API thread must not share the main thread's
@@ -85,9 +87,11 @@ struct owner {
     char *name;
     const struct tlsbox_setting_def *defs; /* borrowed */
     size_t n;
-    regex_t **re;    /* [n] compiled patterns (NULL: none) */
-    char **stored;   /* [n] stored canonical value, NULL = not stored */
-    char **override; /* [n] settings_override_default value, NULL = none */
+    regex_t **re;            /* [n] compiled patterns (NULL: none) */
+    char **stored;           /* [n] stored canonical value, NULL = not stored */
+    char **override;         /* [n] settings_override_default value, NULL = none */
+    settings_apply_fn apply; /* set_lock: the plugin's .apply_settings, or NULL */
+    void *apply_arg;
 };
 
 static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -342,6 +346,24 @@ void settings_unregister(const char *owner)
     owner_free(o);
 }
 
+int settings_set_applier(const char *owner, settings_apply_fn fn, void *arg)
+{
+    int rc = -ENOENT;
+
+    /* set_lock: a write in progress finishes with the old applier first. */
+    pthread_mutex_lock(&set_lock);
+    pthread_rwlock_rdlock(&reg_lock);
+    struct owner *o = owner ? find_owner_n(owner, strlen(owner)) : NULL;
+    pthread_rwlock_unlock(&reg_lock);
+    if (o) {
+        o->apply = fn;
+        o->apply_arg = arg;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&set_lock);
+    return rc;
+}
+
 int settings_override_default(const char *full_key, const char *value, char **err)
 {
     size_t i;
@@ -445,6 +467,8 @@ struct change {
     size_t i;
     char *full_key;
     char *value; /* canonical; NULL = back to the default (row deleted) */
+    char *now;   /* the value in effect before the change */
+    char *next;  /* the value in effect after it (@p value, or the default) */
     bool secret; /* copied: @p o may be gone when the change is freed */
 };
 
@@ -452,10 +476,13 @@ static void changes_free(struct change *c, size_t n)
 {
     for (size_t k = 0; k < n; k++) {
         free(c[k].full_key);
-        if (c[k].secret)
-            wipe_free_str(c[k].value);
-        else
-            free(c[k].value);
+        char *v[] = {c[k].value, c[k].now, c[k].next};
+        for (size_t j = 0; j < sizeof(v) / sizeof(v[0]); j++) {
+            if (c[k].secret)
+                wipe_free_str(v[j]);
+            else
+                free(v[j]);
+        }
     }
     free(c);
 }
@@ -470,9 +497,90 @@ static int prepare(struct change *c, const char *full_key, const char *value, ch
         return -EINVAL;
     }
     c->secret = settings_is_secret(&c->o->defs[c->i]);
-    if (!value)
-        return 0;
-    return settings_check(full_key, &c->o->defs[c->i], c->o->re[c->i], value, &c->value, err);
+    c->now = xstrdup(effective_value(c->o, c->i));
+    int rc =
+        value ? settings_check(full_key, &c->o->defs[c->i], c->o->re[c->i], value, &c->value, err)
+              : 0;
+    if (rc < 0)
+        return rc;
+    c->next = xstrdup(c->value ? c->value : effective_default(c->o, c->i));
+    return 0;
+}
+
+/* True when @p c[k] is the first change of its owner in @p c. */
+static bool first_of_owner(const struct change *c, size_t k)
+{
+    for (size_t j = 0; j < k; j++)
+        if (c[j].o == c[k].o)
+            return false;
+    return true;
+}
+
+/* Call the applier of c[k]'s owner with all of that owner's changes in @p c:
+ * the values after them, or with @p back the values before.  set_lock held. */
+static int call_applier(const struct change *c, size_t n, size_t k, bool back, char **err)
+{
+    const struct owner *o = c[k].o;
+    struct tlsbox_setting_value *v = xcalloc(n + 1, sizeof(*v));
+    size_t m = 0;
+
+    for (size_t j = k; j < n; j++) {
+        if (c[j].o != o)
+            continue;
+        v[m].key = o->defs[c[j].i].key;
+        v[m++].value = back ? c[j].now : c[j].next;
+    }
+    int rc = o->apply(o->apply_arg, v, err);
+    free(v);
+    return rc < 0 ? rc : 0;
+}
+
+/* Give the owners whose first change in @p c comes before index @p upto
+ * (all of whose changes were applied) their old values back: the store keeps
+ * them.  set_lock held. */
+static void unapply_changes(const struct change *c, size_t n, size_t upto)
+{
+    for (size_t k = 0; k < upto; k++) {
+        if (!c[k].o->apply || !first_of_owner(c, k))
+            continue;
+        char *why = NULL;
+        if (call_applier(c, n, k, true, &why) < 0)
+            log_err("settings: %s cannot go back to the stored values of its settings: %s",
+                    c[k].o->name, why ? why : "refused");
+        free(why);
+    }
+}
+
+/*
+ * Let the owners of @p c apply them before they are committed, owner by owner
+ * in the order of @p c.  On a refusal the owners already applied get their
+ * old values back and the refusal is returned, with the owner's message in
+ * *err.  set_lock held, reg_lock not: an applier may read settings.
+ */
+static int apply_changes(const struct change *c, size_t n, char **err)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (!c[k].o->apply || !first_of_owner(c, k))
+            continue;
+        char *why = NULL;
+        int rc = call_applier(c, n, k, false, &why);
+        if (rc == 0) {
+            free(why);
+            continue;
+        }
+        if (why && err) {
+            free(*err);
+            *err = why;
+        } else {
+            if (!why)
+                xset_err(err, "%s: %s refused the change: %s", c[k].full_key, c[k].o->name,
+                         strerror(-rc));
+            free(why);
+        }
+        unapply_changes(c, n, k);
+        return rc;
+    }
+    return 0;
 }
 
 /*
@@ -523,8 +631,16 @@ static int write_changes(struct change *c, size_t n, const char *actor, char **e
     sqlite3_finalize(up);
     sqlite3_finalize(rm);
     up = rm = NULL;
-    if (store_commit(db, err) < 0)
+    /* Inside the transaction: a change its owner cannot apply (a port in use)
+     * is refused to the caller and never stored, so what the store says is
+     * what runs. */
+    if ((rc = apply_changes(c, n, err)) < 0)
         goto out;
+    rc = -EIO;
+    if (store_commit(db, err) < 0) {
+        unapply_changes(c, n, n);
+        goto out;
+    }
 
     /* Committed: now the cache. */
     pthread_rwlock_wrlock(&reg_lock);

@@ -23,6 +23,16 @@ int settings_register(const char *owner, const struct tlsbox_setting_def *defs);
 /* Forget @p owner's declarations (plugin unloaded).  Main thread. */
 void settings_unregister(const char *owner);
 
+/*
+ * The function that applies a live change of @p owner's settings before it is
+ * stored (a plugin's .apply_settings, called with @p arg as its state; see
+ * <tlsbox/plugin.h> for its contract), or NULL for none.  Waits for a write in
+ * progress, so once it returns with NULL the old function is never called
+ * again.  Returns -ENOENT when @p owner has no settings registered.  Main thread.
+ */
+typedef int (*settings_apply_fn)(void *arg, const struct tlsbox_setting_value *changes, char **err);
+int settings_set_applier(const char *owner, settings_apply_fn fn, void *arg);
+
 /* Replace the declared default of "owner.key" for this run (demo mode: ports
  * 8443/8080, site root in the state dir).  Not stored.  Main thread, before
  * plugins start.  Returns -EINVAL when the key is unknown or the value invalid. */
@@ -43,8 +53,12 @@ int settings_parse_bool(const char *v);
 
 /*
  * Validate, write (own connection, one IMMEDIATE transaction, audit row),
- * update the cache and publish "settings.changed".  Unknown key or invalid
- * value: -EINVAL (-EIO: the store failed) with *err, nothing written.  Not from a site worker.
+ * let the owner's applier apply it (settings_set_applier), commit, update
+ * the cache and publish "settings.changed".  Unknown key or invalid value:
+ * -EINVAL (-EIO: the store failed) with *err, nothing written.  Refused by the
+ * applier: its negative errno and message (e.g. -EADDRINUSE, "site.https_port:
+ * cannot listen on ..."), nothing written.  Not from a site worker, nor from
+ * an applier.
  */
 int settings_set(const char *full_key, const char *value, const char *actor, char **err);
 /*

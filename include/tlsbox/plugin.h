@@ -37,6 +37,12 @@
  *                 Start hooks run as the service user, with only
  *                 CAP_NET_BIND_SERVICE, which every thread then drops on
  *                 TLSBOX_SIGNAL_CAPDROP (threads must not block it).
+ *   1.2  2026-12  Descriptor: .apply_settings (a running plugin applies a
+ *                 live change of its settings before the core stores it, and
+ *                 may refuse it with a message: the caller gets the message
+ *                 and the store keeps the old values).  Optional; a 1.0 or
+ *                 1.1 plugin loads and runs unchanged, its changes stored
+ *                 and announced by "settings.changed" as before.
  *
  * A plugin is one shared object exporting exactly one symbol, the constant
  * descriptor made by TLSBOX_PLUGIN().  Everything else in the plugin is static.
@@ -76,7 +82,7 @@ extern "C" {
 /** ABI major: a plugin built with another major is refused. */
 #define TLSBOX_ABI_MAJOR 1
 /** ABI minor: a plugin built with a newer minor than the core's is refused. */
-#define TLSBOX_ABI_MINOR 1
+#define TLSBOX_ABI_MINOR 2
 
 /** Name of the one symbol every plugin exports. */
 #define TLSBOX_PLUGIN_SYMBOL "tlsbox_plugin_descriptor"
@@ -177,6 +183,7 @@ struct tlsbox_migration {
  * own key ("https_port").  In @c value, "${state_dir}" is replaced by the
  * daemon's state directory and "${datadir}" by the installed data directory
  * (e.g. /usr/share/tlsbox).  Values stored by a person still win.
+ * Since ABI 1.2 also what .apply_settings receives: the changes to apply.
  */
 struct tlsbox_setting_value {
     const char *key;   /**< the plugin's own setting key */
@@ -239,6 +246,46 @@ struct tlsbox_plugin_desc {
      * TLSBOX_VALUES_END; NULL for none.  See struct tlsbox_setting_value.
      */
     const struct tlsbox_setting_value *demo_settings;
+
+    /* ---- ABI 1.2 -------------------------------------------------------- */
+
+    /**
+     * Apply a live change of this plugin's settings, or refuse it.  May be
+     * NULL: the change is then stored and announced as before.
+     *
+     * When: whenever a person or a plugin changes settings of this plugin
+     * (tlsboxctl set, the admin API and web UI, host->setting_set), while
+     * the plugin is started (after its start hook returned 0, never after
+     * its stop hook was called).  Not for values read at start (tlsboxd
+     * --set, the store as found) nor for a SIGHUP reload: those reach the
+     * plugin as before.  The core has validated every value against the
+     * settings table and holds the write transaction that stores them, so
+     * no other change to any setting runs meanwhile.
+     *
+     * @p changes lists the plugin's changed settings, ended by
+     * TLSBOX_VALUES_END: own key ("https_port") and the canonical value that
+     * takes effect (the default, for a setting reset); both borrowed for the
+     * call.  setting_get still returns the old values during the call.
+     *
+     * Return 0 once the change is applied (or needs nothing now): the core
+     * stores it and publishes "settings.changed" as for any change.  Refuse
+     * with a negative errno, having left the plugin as it was and set *err to
+     * a malloc'd message (the core frees it) that names the setting and why,
+     * e.g. "site.https_port: cannot listen on 127.0.0.1 port 8443: Address
+     * already in use": nothing is stored and the caller gets the message
+     * (tlsboxctl exits 1; the API answers 409, or 400 for -EINVAL).  The core
+     * calls the hook again with the old values when it cannot store an
+     * accepted change (a store failure, or another plugin in the same request
+     * refused).
+     *
+     * Threading: runs on the thread that made the change (the control socket
+     * or admin thread, a maintenance or event thread, the main thread), at
+     * most one call at a time for the whole daemon.  It must not change
+     * settings (host->setting_set would wait for itself) nor write the store,
+     * and should be quick (it holds up every other settings write): bind a
+     * socket, open a file, not a network round trip.
+     */
+    int (*apply_settings)(void *state, const struct tlsbox_setting_value *changes, char **err);
 };
 
 /**

@@ -23,6 +23,11 @@ is "$(sqlite3 "$db" "SELECT name FROM sqlite_master WHERE name LIKE 'example%'")
 out=$(tb_ctl plugins)
 like "$out" "abi10 +1 +1\.0 +running" "the 1.0 plugin runs, listed with ABI 1.0"
 is "$(tb_ctl get abi10.word)" "old" "its settings table is read"
+# Its descriptor ends before .apply_settings (kit 1.2): the core must not read it.
+tb_ctl set abi10.word new >/dev/null
+ok $? "a live change of its setting is accepted (no .apply_settings read past its end)"
+is "$(tb_ctl get abi10.word)" "new" "and stored"
+tb_ctl set abi10.word old >/dev/null
 tb_stop_daemon
 schema0=$(sqlite3 "$db" .schema)
 rows0=$(sqlite3 "$db" "SELECT plugin, version, applied_at FROM plugin_schema")

@@ -681,6 +681,120 @@ static void test_check_text(void)
     check_err(&addr, "host.example", "x.k: \"host.example\" is not an IPv4 or IPv6 address");
 }
 
+/* ---- appliers: a live change its owner cannot apply is refused ---------------- */
+
+static const struct tlsbox_setting_def ap_defs[] = {
+    {.key = "port", .type = TLSBOX_SETTING_INT, .default_value = "443", .min = 1, .max = 65535},
+    {.key = "name", .type = TLSBOX_SETTING_STRING, .default_value = "box"},
+    TLSBOX_SETTINGS_END};
+static const struct tlsbox_setting_def bp_defs[] = {
+    {.key = "level", .type = TLSBOX_SETTING_STRING, .default_value = "low"}, TLSBOX_SETTINGS_END};
+
+/* What each applier was given, "key=value ..." per call, ";" after each call,
+ * and what settings_get said of the owner's first key during the call. */
+struct applied {
+    const char *owner, *refuse_key, *refuse_value;
+    bool say_why;
+    char calls[512], seen[128];
+};
+
+static int t_apply(void *arg, const struct tlsbox_setting_value *ch, char **err)
+{
+    struct applied *a = arg;
+    size_t len = strlen(a->calls);
+    int rc = 0;
+    char *k0 = xasprintf("%s.%s", a->owner, ch[0].key);
+    char *now = settings_get(k0); /* an applier may read settings */
+
+    snprintf(a->seen + strlen(a->seen), sizeof(a->seen) - strlen(a->seen), "%s;", now);
+    for (size_t i = 0; ch[i].key; i++) {
+        len += (size_t)snprintf(a->calls + len, sizeof(a->calls) - len, "%s%s=%s", i ? " " : "",
+                                ch[i].key, ch[i].value);
+        if (strcmp(ch[i].key, a->refuse_key) == 0 && strcmp(ch[i].value, a->refuse_value) == 0) {
+            rc = -EADDRINUSE;
+            if (a->say_why)
+                *err = xasprintf("%s.%s: cannot listen on 127.0.0.1 port %s: %s", a->owner,
+                                 ch[i].key, ch[i].value, strerror(EADDRINUSE));
+        }
+    }
+    snprintf(a->calls + len, sizeof(a->calls) - len, ";");
+    free(now);
+    free(k0);
+    return rc;
+}
+
+static void test_applier(void)
+{
+    struct applied a = {
+        .owner = "ap", .refuse_key = "port", .refuse_value = "9999", .say_why = true};
+    struct applied b = {.owner = "bp", .refuse_key = "level", .refuse_value = "bad"};
+    char *err = NULL, *v;
+    json_t *p;
+
+    is_int(settings_register("ap", ap_defs), 0, "register ap");
+    is_int(settings_register("bp", bp_defs), 0, "register bp");
+    is_int(settings_set_applier("ap", t_apply, &a), 0, "ap has an applier");
+    is_int(settings_set_applier("bp", t_apply, &b), 0, "bp has an applier");
+    is_int(settings_set_applier("nosuch", t_apply, &a), -ENOENT, "an unknown owner: -ENOENT");
+
+    ev_reset();
+    is_int(settings_set("ap.port", "08443", "alice", &err), 0, "ap.port 8443: applied and stored");
+    is_str(a.calls, "port=8443;", "the applier got the canonical value, once");
+    is_str(a.seen, "443;", "settings_get gave the old value during the call");
+    is_int(settings_get_int("ap.port", 0), 8443, "the cache has it");
+    is_str(ev_log, "settings.changed {\"key\":\"ap.port\"}\n", "and it was announced");
+
+    long long audits = db_int("SELECT count(*) FROM audit");
+    a.calls[0] = a.seen[0] = '\0';
+    ev_reset();
+    is_int(settings_set("ap.port", "9999", "alice", &err), -EADDRINUSE,
+           "a port the owner cannot listen on: refused with the applier's errno");
+    is_str(err, "ap.port: cannot listen on 127.0.0.1 port 9999: Address already in use",
+           "and its message");
+    is_str(a.calls, "port=9999;", "the applier was asked once (nothing to take back)");
+    is_int(settings_get_int("ap.port", 0), 8443, "the cache keeps the old value");
+    v = db_value("ap.port");
+    is_str(v, "8443", "the store keeps the old value");
+    free(v);
+    is_int(db_int("SELECT count(*) FROM audit"), audits, "no audit row");
+    is_int(ev_count, 0, "no event");
+
+    /* bp applies first, ap refuses: bp gets its old value back. */
+    a.calls[0] = b.calls[0] = '\0';
+    p = json_pack("{s:s, s:s, s:s}", "bp.level", "high", "ap.name", "new", "ap.port", "9999");
+    is_int(settings_set_many(p, NULL, "alice", &err), -EADDRINUSE,
+           "set_many with one change refused by its owner: refused");
+    json_decref(p);
+    is_str(b.calls, "level=high;level=low;", "the owner that had applied went back to its value");
+    is_str(a.calls, "name=new port=9999;", "the refusing owner got all its changes in one call");
+    v = db_value("bp.level");
+    ok(v == NULL, "bp.level not stored");
+    free(v);
+    is_int(settings_get_int("ap.port", 0), 8443, "ap.port unchanged");
+    v = settings_get("bp.level");
+    is_str(v, "low", "bp.level unchanged in the cache");
+    free(v);
+
+    /* A refusal without a message still says what was refused. */
+    b.calls[0] = '\0';
+    is_int(settings_set("bp.level", "bad", "alice", &err), -EADDRINUSE, "bp refuses \"bad\"");
+    is_str(err, "bp.level: bp refused the change: Address already in use",
+           "a message naming the setting, made by the core");
+
+    /* A reset hands over the default; no applier: stored as before. */
+    a.calls[0] = '\0';
+    is_int(settings_reset("ap.port", "alice", &err), 0, "reset ap.port");
+    is_str(a.calls, "port=443;", "the applier got the default");
+    is_int(settings_set_applier("ap", NULL, NULL), 0, "applier removed");
+    a.calls[0] = '\0';
+    is_int(settings_set("ap.port", "9999", "alice", &err), 0, "without an applier: stored");
+    is_str(a.calls, "", "and the old applier not called");
+
+    settings_unregister("ap");
+    settings_unregister("bp");
+    free(err);
+}
+
 int main(void)
 {
     char *err = NULL;
@@ -707,6 +821,7 @@ int main(void)
     test_override();
     test_load();
     test_register_checks();
+    test_applier();
     test_timing();
     test_concurrent();
 
