@@ -239,60 +239,137 @@ static int root_set(struct site *s, const char *root)
     return fd < 0 ? -ENOENT : 0;
 }
 
+/* What workers and listeners should be: s->cfg's form of them. */
+struct site_ports {
+    int nworkers, https, http;
+    struct site_config bind; /* only bind and nbind are used */
+};
+
 /*
- * site.workers, the ports or site.bind changed: start a new generation of
- * workers on the new listeners (unchanged ports keep their sockets), then
- * let the old one drain.  When the new one cannot start (a port in use),
- * the old one keeps serving with the old values.
+ * Move to @p want (consumed): start a new generation of workers on the new
+ * listeners (unchanged ports keep their sockets), then let the old one drain.
+ * When the new one cannot start (a port in use), the old one keeps serving
+ * with the old values, and the error (logged) is returned, with the message
+ * in *why when @p why is not NULL.  gen_lock held, s->gen running.
  */
-static void workers_follow(struct site *s)
+static int workers_switch(struct site *s, struct site_ports *want, char **why)
 {
-    const struct tlsbox_host *h = s->host;
     struct site_config *cfg = &s->cfg;
     struct site_config old = *cfg;
-    int nw = count_workers((int)h->setting_get_int(s->self, "workers", 0)), onw = s->nworkers;
-    int https = (int)h->setting_get_int(s->self, "https_port", 443);
-    int http = (int)h->setting_get_int(s->self, "http_port", 80);
-    char *bind = h->setting_get(s->self, "bind");
-    struct site_config nb = {0};
+    int onw = s->nworkers;
     struct site_gen *g;
-    bool same_bind;
+    bool same_bind = want->bind.nbind == cfg->nbind;
     int err = 0;
 
-    split_list(&nb, bind ? bind : "0.0.0.0,::");
-    free(bind);
-    same_bind = nb.nbind == cfg->nbind;
-    for (size_t i = 0; same_bind && i < nb.nbind; i++)
-        same_bind = strcmp(nb.bind[i], cfg->bind[i]) == 0;
-    if (nw == s->nworkers && https == atomic_load(&cfg->https_port) && http == cfg->http_port &&
-        same_bind) {
-        free_bind(&nb);
-        return;
+    for (size_t i = 0; same_bind && i < cfg->nbind; i++)
+        same_bind = strcmp(want->bind.bind[i], cfg->bind[i]) == 0;
+    if (want->nworkers == s->nworkers && want->https == atomic_load(&cfg->https_port) &&
+        want->http == cfg->http_port && same_bind) {
+        free_bind(&want->bind);
+        return 0;
     }
-    s->nworkers = nw;
-    atomic_store(&cfg->https_port, https);
-    cfg->http_port = http;
-    cfg->bind = nb.bind;
-    cfg->nbind = nb.nbind;
-    g = nb.nbind ? site_gen_start(s, s->gen, &err) : NULL;
+    s->nworkers = want->nworkers;
+    atomic_store(&cfg->https_port, want->https);
+    cfg->http_port = want->http;
+    cfg->bind = want->bind.bind;
+    cfg->nbind = want->bind.nbind;
+    want->bind.bind = NULL;
+    want->bind.nbind = 0;
+    if (cfg->nbind == 0) {
+        err = -EINVAL;
+        SITE_LOG(s, TLSBOX_LOG_ERR, "site.bind: the list is empty");
+        if (why)
+            *why = site_xstrdup("site.bind: the list is empty");
+        g = NULL;
+    } else {
+        g = site_gen_start(s, s->gen, &err, why);
+    }
     if (!g) {
+        err = err ? err : -EINVAL;
         SITE_LOG(s, TLSBOX_LOG_ERR,
                  "site: cannot apply the new workers/ports (%s); still serving "
                  "with %d workers on https port %d, http port %d",
-                 strerror(err ? -err : EINVAL), onw, atomic_load(&old.https_port), old.http_port);
+                 strerror(-err), onw, atomic_load(&old.https_port), old.http_port);
+        if (why && !*why)
+            *why = tlsbox_xasprintf("site.workers: cannot start %d workers: %s", s->nworkers,
+                                    strerror(-err));
         free_bind(cfg);
         s->nworkers = onw;
         atomic_store(&cfg->https_port, atomic_load(&old.https_port));
         cfg->http_port = old.http_port;
         cfg->bind = old.bind;
         cfg->nbind = old.nbind;
-        return;
+        return err;
     }
     free_bind(&old);
     site_gen_retire(s, s->gen);
     s->gen = g;
-    SITE_LOG(s, TLSBOX_LOG_INFO, "%d workers, https port %d, http port %d (old workers drain)", nw,
-             https, http);
+    SITE_LOG(s, TLSBOX_LOG_INFO, "%d workers, https port %d, http port %d (old workers drain)",
+             s->nworkers, atomic_load(&cfg->https_port), cfg->http_port);
+    return 0;
+}
+
+/* The value of own key @p key: from @p changes when it is there, else the
+ * current setting (caller frees). */
+static char *value_of(struct site *s, const struct tlsbox_setting_value *changes, const char *key)
+{
+    for (size_t i = 0; changes && changes[i].key; i++)
+        if (strcmp(changes[i].key, key) == 0)
+            return site_xstrdup(changes[i].value);
+    return s->host->setting_get(s->self, key);
+}
+
+static int int_of(struct site *s, const struct tlsbox_setting_value *changes, const char *key,
+                  int dflt)
+{
+    char *v = value_of(s, changes, key), *end = NULL;
+    long n = v ? strtol(v, &end, 10) : dflt;
+    if (!v || end == v || *end)
+        n = dflt; /* the core validated it: not reached */
+    free(v);
+    return (int)n;
+}
+
+/* The workers and listeners the settings ask for, with @p changes over them. */
+static void ports_wanted(struct site *s, const struct tlsbox_setting_value *changes,
+                         struct site_ports *want)
+{
+    char *bind = value_of(s, changes, "bind");
+
+    memset(want, 0, sizeof(*want));
+    want->nworkers = count_workers(int_of(s, changes, "workers", 0));
+    want->https = int_of(s, changes, "https_port", 443);
+    want->http = int_of(s, changes, "http_port", 80);
+    split_list(&want->bind, bind ? bind : "0.0.0.0,::");
+    free(bind);
+}
+
+/*
+ * .apply_settings: a change of site.workers, the ports or site.bind is made
+ * here, before the core stores it, so a port that cannot be opened is
+ * refused to whoever asked (and the store keeps the port that is served).
+ * The rest follows through "settings.changed".
+ */
+static int site_apply_settings(void *state, const struct tlsbox_setting_value *changes, char **err)
+{
+    static const char *const keys[] = {"workers", "https_port", "http_port", "bind"};
+    struct site *s = state;
+    struct site_ports want;
+    bool ours = false;
+    int rc = 0;
+
+    for (size_t i = 0; changes[i].key; i++)
+        for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+            ours = ours || strcmp(changes[i].key, keys[k]) == 0;
+    if (!ours)
+        return 0;
+    pthread_mutex_lock(&s->gen_lock);
+    if (s->gen) {
+        ports_wanted(s, changes, &want);
+        rc = workers_switch(s, &want, err);
+    }
+    pthread_mutex_unlock(&s->gen_lock);
+    return rc;
 }
 
 static void on_settings_changed(void *arg, const char *event, const char *data)
@@ -309,7 +386,9 @@ static void on_settings_changed(void *arg, const char *event, const char *data)
         if (root && strcmp(root, s->cfg.root) != 0 && root_set(s, root) == 0)
             SITE_LOG(s, TLSBOX_LOG_INFO, "root %s", root);
         free(root);
-        workers_follow(s);
+        /* Workers, ports and bind were applied by site_apply_settings before
+         * the change was stored: following them here again could undo a newer
+         * change still being applied (its value not yet stored). */
     }
     pthread_mutex_unlock(&s->gen_lock);
 }
@@ -399,7 +478,7 @@ static int site_start(void *state)
     fd_limit_setup(s);
     site_metrics_register(s);
     pthread_mutex_lock(&s->gen_lock);
-    s->gen = site_gen_start(s, NULL, &r);
+    s->gen = site_gen_start(s, NULL, &r, NULL);
     pthread_mutex_unlock(&s->gen_lock);
     if (!s->gen)
         return r;
@@ -454,4 +533,4 @@ static const struct tlsbox_setting_value site_demo_settings[] = {
 TLSBOX_PLUGIN(.name = "site", .version = PACKAGE_VERSION,
               .description = "HTTPS and HTTP/2 static site server", .settings = site_settings,
               .init = site_init, .start = site_start, .stop = site_stop, .fini = site_fini,
-              .demo_settings = site_demo_settings);
+              .demo_settings = site_demo_settings, .apply_settings = site_apply_settings);

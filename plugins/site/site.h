@@ -442,8 +442,9 @@ struct site_worker {
 /* site_worker.c */
 /* Start a generation of s->nworkers workers on listeners opened from s->cfg
  * (reusing @p prev's sockets for unchanged ports); NULL on failure (logged),
- * *err set to a negative errno. */
-struct site_gen *site_gen_start(struct site *s, const struct site_gen *prev, int *err);
+ * *err set to a negative errno and, when @p why is not NULL and a port could
+ * not be opened, *why to the message logged (caller frees). */
+struct site_gen *site_gen_start(struct site *s, const struct site_gen *prev, int *err, char **why);
 /* Stop a generation: drain, join, free. */
 void site_gen_stop(struct site_gen *g);
 /* Retire a generation: drain and free it on a thread of its own. */
@@ -493,8 +494,11 @@ int site_conn_seal_cached(struct site_conn *c, const void *hd, size_t hdn, char 
 long site_conn_seal_body(struct site_conn *c, char *data, size_t n, bool *copy);
 
 /* site_listen.c */
+/* Open @p cfg's listeners into @p l.  Returns 0, or a negative errno after
+ * logging which setting, address and port failed; *why (when @p why is not
+ * NULL; caller frees) gets the same message. */
 int site_listeners_open(struct site *s, const struct site_config *cfg,
-                        const struct site_listeners *prev, struct site_listeners *l);
+                        const struct site_listeners *prev, struct site_listeners *l, char **why);
 void site_listeners_close(struct site_listeners *l);
 
 /* site_tls.c */

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +89,26 @@ static void inode_owner(unsigned long ino, char *out, size_t cap)
         closedir(proc);
 }
 
-static void explain_in_use(struct site *s, const char *key, const char *addr, int port)
+/* Log @p fmt as an error and hand it to *why too (when @p why is not NULL):
+ * a refused live change tells its caller what the log says. */
+static void listen_fail(struct site *s, char **why, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void listen_fail(struct site *s, char **why, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    SITE_LOG(s, TLSBOX_LOG_ERR, "%s", msg);
+    if (why) {
+        free(*why);
+        *why = site_xstrdup(msg);
+    }
+}
+
+static void explain_in_use(struct site *s, char **why, const char *key, const char *addr, int port)
 {
     char owner[128] = "";
     unsigned long ino = listen_inode("/proc/net/tcp", port);
@@ -96,13 +116,16 @@ static void explain_in_use(struct site *s, const char *key, const char *addr, in
         ino = listen_inode("/proc/net/tcp6", port);
     if (ino)
         inode_owner(ino, owner, sizeof(owner));
-    SITE_LOG(s, TLSBOX_LOG_ERR,
-             "site.%s: port %d on %s is in use by %s; is another tlsboxd running? "
-             "(a second instance does not share ports)",
-             key, port, addr, owner[0] ? owner : "another process");
+    listen_fail(s, why,
+                "site.%s: port %d on %s is in use by %s; is another tlsboxd running? "
+                "(a second instance does not share ports)",
+                key, port, addr, owner[0] ? owner : "another process");
 }
 
-static int make_listener(struct site *s, const char *addr, int port, bool tls)
+/* A listening socket, or a negative errno; *said is set when the error was
+ * logged here already. */
+static int make_listener(struct site *s, const char *addr, int port, bool tls, char **why,
+                         bool *said)
 {
     union {
         struct sockaddr sa;
@@ -130,7 +153,8 @@ static int make_listener(struct site *s, const char *addr, int port, bool tls)
         u.in6.sin6_port = htons((uint16_t)port);
         len = sizeof(u.in6);
     } else {
-        SITE_LOG(s, TLSBOX_LOG_ERR, "site.bind: '%s' is not an IPv4 or IPv6 address", addr);
+        listen_fail(s, why, "site.bind: '%s' is not an IPv4 or IPv6 address", addr);
+        *said = true;
         return -EINVAL;
     }
     fd = socket(u.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -175,7 +199,7 @@ static int reuse(const struct site_listeners *prev, const char *addr, int port, 
 }
 
 int site_listeners_open(struct site *s, const struct site_config *cfg,
-                        const struct site_listeners *prev, struct site_listeners *l)
+                        const struct site_listeners *prev, struct site_listeners *l, char **why)
 {
     int ports[2] = {atomic_load(&cfg->https_port), cfg->http_port};
     static const char *const keys[2] = {"https_port", "http_port"};
@@ -185,11 +209,12 @@ int site_listeners_open(struct site *s, const struct site_config *cfg,
     for (size_t i = 0; i < cfg->nbind; i++) {
         for (int p = 0; p < 2; p++) {
             int fd;
+            bool said = false;
             if (ports[p] <= 0)
                 continue;
             fd = reuse(prev, cfg->bind[i], ports[p], p == 0);
             if (fd < 0)
-                fd = make_listener(s, cfg->bind[i], ports[p], p == 0);
+                fd = make_listener(s, cfg->bind[i], ports[p], p == 0, why, &said);
             if (fd < 0) {
                 /* The default "::" on a host without IPv6 is not an error. */
                 if (strchr(cfg->bind[i], ':') && (fd == -EAFNOSUPPORT || fd == -EADDRNOTAVAIL)) {
@@ -198,16 +223,17 @@ int site_listeners_open(struct site *s, const struct site_config *cfg,
                     continue;
                 }
                 if (fd == -EADDRINUSE)
-                    explain_in_use(s, keys[p], cfg->bind[i], ports[p]);
+                    explain_in_use(s, why, keys[p], cfg->bind[i], ports[p]);
                 else if (fd == -EACCES && ports[p] < 1024)
                     /* tlsboxd binds privileged ports before it drops root. */
-                    SITE_LOG(s, TLSBOX_LOG_ERR,
-                             "site.%s: port %d on %s needs privileges tlsboxd gave up after "
-                             "starting: restart tlsboxd (systemctl restart tlsbox) to use it",
-                             keys[p], ports[p], cfg->bind[i]);
-                else
-                    SITE_LOG(s, TLSBOX_LOG_ERR, "site.bind: cannot listen on %s port %d: %s",
-                             cfg->bind[i], ports[p], strerror(-fd));
+                    listen_fail(s, why,
+                                "site.%s: port %d on %s needs privileges tlsboxd gave up after "
+                                "starting; a port below 1024 is taken at start only "
+                                "(tlsboxd --set site.%s=%d)",
+                                keys[p], ports[p], cfg->bind[i], keys[p], ports[p]);
+                else if (!said)
+                    listen_fail(s, why, "site.%s: cannot listen on %s port %d: %s", keys[p],
+                                cfg->bind[i], ports[p], strerror(-fd));
                 site_listeners_close(l);
                 return fd;
             }
@@ -219,7 +245,7 @@ int site_listeners_open(struct site *s, const struct site_config *cfg,
         }
     }
     if (l->n == 0) {
-        SITE_LOG(s, TLSBOX_LOG_ERR, "site.bind: no address could be bound");
+        listen_fail(s, why, "site.bind: no address could be bound");
         site_listeners_close(l);
         return -EADDRNOTAVAIL;
     }

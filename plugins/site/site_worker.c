@@ -515,7 +515,7 @@ static void gen_free(struct site_gen *g)
     free(g);
 }
 
-struct site_gen *site_gen_start(struct site *s, const struct site_gen *prev, int *err)
+struct site_gen *site_gen_start(struct site *s, const struct site_gen *prev, int *err, char **why)
 {
     static _Atomic int next_id;
     struct site_gen *g = site_xcalloc(1, sizeof(*g));
@@ -526,7 +526,7 @@ struct site_gen *site_gen_start(struct site *s, const struct site_gen *prev, int
     g->workers = site_xcalloc((size_t)g->nworkers, sizeof(*g->workers));
     for (int i = 0; i < g->nworkers; i++)
         g->workers[i].ep = g->workers[i].evfd = g->workers[i].rootfd = -1;
-    r = site_listeners_open(s, &s->cfg, prev ? &prev->lst : NULL, &g->lst);
+    r = site_listeners_open(s, &s->cfg, prev ? &prev->lst : NULL, &g->lst, why);
     for (int i = 0; r == 0 && i < g->nworkers; i++)
         r = worker_init(g, &g->workers[i], atomic_fetch_add(&next_id, 1));
     for (; r == 0 && started < g->nworkers; started++)

@@ -65,10 +65,13 @@ is "$(stat -c %a "$TB_STATE")" 700 "the state directory stays 0700"
 out=$(tb_ctl status 2>&1)
 ok $? "tlsboxctl (root) talks to it through the socket"
 low=$(tb_free_low_port)
-tb_ctl set site.https_port "$low" >/dev/null 2>&1
-sleep 0.5
-like "$(cat "$TB_TMP/daemon.log")" "site.https_port: port $low on 127.0.0.1 needs privileges.*restart tlsboxd" \
-    "a live change to privileged port $low is refused, naming the restart it needs"
+out=$(tb_ctl set site.https_port "$low" 2>&1)
+is "$?" 1 "a live change to privileged port $low: tlsboxctl set exits 1"
+like "$out" "^tlsboxctl: .*site\.https_port: port $low on 127\.0\.0\.1 needs privileges.*at start only \\(tlsboxd --set site\.https_port=$low\\)" \
+    "its message names the setting, the port and how to use it"
+like "$(cat "$TB_TMP/daemon.log")" "site.https_port: port $low on 127.0.0.1 needs privileges" \
+    "the log says it too"
+is "$(tb_ctl get site.https_port)" "$P_HTTPS" "the store keeps the port served"
 is "$("${C[@]}" -o /dev/null -w '%{http_code}' "$URL/f16k.txt")" 200 "and the site still serves on $P_HTTPS"
 tb_stop_daemon
 ok $? "stops on SIGTERM"

@@ -128,16 +128,42 @@ s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT, not a
 s.bind(("127.0.0.1", int(sys.argv[1])))
 s.listen()
 open(sys.argv[2], "w").close()
-time.sleep(6)' "$P_HTTPS" "$TB_TMP/busy/ready" &
+time.sleep(120)' "$P_HTTPS" "$TB_TMP/busy/ready" &
 busy=$!
 for i in $(seq 1 50); do [ -e "$TB_TMP/busy/ready" ] && break; sleep 0.1; done
-site_set site.https_port "$P_HTTPS"
+out=$(tb_ctl set site.https_port "$P_HTTPS" 2>&1)
+is "$?" 1 "tlsboxctl set site.https_port to a port in use exits 1"
+like "$out" "site\.https_port: port $P_HTTPS on 127\.0\.0\.1 is in use by pid $busy \\(python3\\)" \
+    "its message names the setting, the port, the address and the holder"
+is "$(tb_ctl get site.https_port)" "$new_https" "the store keeps the port that is served"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT value FROM settings WHERE key = 'site.https_port'")" \
+    "$new_https" "the store file too"
 is "$(curl -s --cacert "$CA" --max-time 5 "https://localhost:$new_https/who.txt")" "site B" \
     "a change to a port in use is refused; the current port keeps serving"
 like "$(cat "$TB_TMP/daemon.log")" "port $P_HTTPS on 127.0.0.1 is in use by pid $busy \\(python3\\)" \
     "and the log names the holder"
+# The API (the web UI's path) refuses it the same way: 409 and the message.
+put() { # put PATH JSON: print the status, the reply in $TB_TMP/put.json
+    curl -s --unix-socket "$TB_STATE/control.sock" -o "$TB_TMP/put.json" -w '%{http_code}' \
+        -X PUT -H 'Content-Type: application/json' -d "$2" "http://x/api/v1/$1"
+}
+is "$(put plugins/site/settings "{\"https_port\": $P_HTTPS, \"idle_timeout\": 61}")" 409 \
+    "PUT plugins/site/settings with the port in use: 409"
+like "$(jq -r .error "$TB_TMP/put.json")" "^site\.https_port: port $P_HTTPS on 127\.0\.0\.1 is in use" \
+    "with the message, which the web UI puts by the port's field"
+is "$(tb_ctl get site.https_port) $(tb_ctl get site.idle_timeout)" "$new_https 60" \
+    "nothing of that request is stored"
+is "$(put settings/site.https_port "{\"value\": $P_HTTPS}")" 409 "PUT settings/site.https_port: 409"
 kill $busy 2>/dev/null
 wait $busy 2>/dev/null
+is "$(curl -s --cacert "$CA" --max-time 5 "https://localhost:$new_https/who.txt")" "site B" \
+    "after all that the current port still serves"
+# Once the port is free the same change is applied, and stored.
+tb_ctl set site.https_port "$P_HTTPS" >/dev/null
+ok $? "the same change once the port is free: accepted"
+is "$(tb_ctl get site.https_port)" "$P_HTTPS" "and stored"
+is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site B" \
+    "served on the new port when tlsboxctl returns"
 
 # ---- tickets survive the master key change ---------------------------------------------------
 # A session ticket is taken (TLS 1.3 and 1.2); the master key is then made a
@@ -147,7 +173,7 @@ sess() { # sess VERSION-FLAG OUT|IN FILE: print "New" or "Reused"
     (sleep 1) | openssl s_client -connect "127.0.0.1:$tport" -servername localhost \
         -CAfile "$CA" "$1" "-sess_$2" "$3" 2>/dev/null | sed -n 's/^\(New\|Reused\), .*/\1/p'
 }
-tport=$new_https
+tport=$P_HTTPS
 is "$(sess -tls1_3 out "$TB_TMP/s13")" New "TLS 1.3: a full handshake, ticket saved"
 is "$(sess -tls1_2 out "$TB_TMP/s12")" New "TLS 1.2: a full handshake, ticket saved"
 is "$(sess -tls1_3 in "$TB_TMP/s13")" Reused "the TLS 1.3 ticket resumes"
