@@ -270,7 +270,8 @@ struct tlsbox_plugin_desc {
      * Return 0 once the change is applied (or needs nothing now): the core
      * stores it and publishes "settings.changed" as for any change.  Refuse
      * with a negative errno, having left the plugin as it was and set *err to
-     * a malloc'd message (the core frees it) that names the setting and why,
+     * a malloc'd message (the core frees it; it goes to the caller and may be
+     * logged, so never put a SECRET value in it) that names the setting and why,
      * e.g. "site.https_port: cannot listen on 127.0.0.1 port 8443: Address
      * already in use": nothing is stored and the caller gets the message
      * (tlsboxctl exits 1; the API answers 409, or 400 for -EINVAL).  The core
