@@ -119,7 +119,10 @@ static int cmd_get(struct ctl *c, int argc, char **argv)
 
 static void show_set(struct ctl *c, json_t *j)
 {
-    if (json_is_true(json_object_get(j, "restart_needed")))
+    const char *note = json_string_value(json_object_get(j, "note"));
+    if (note) /* the plugin's own words: which value serves until then */
+        printf("%s = %s (%s)\n", str(j, "key"), str(j, "value"), note);
+    else if (json_is_true(json_object_get(j, "restart_needed")))
         printf("%s = %s (takes effect when tlsboxd restarts)\n", str(j, "key"), str(j, "value"));
 }
 

@@ -75,6 +75,25 @@ static int set_status(int rc)
     return rc == -EINVAL || rc == -EIO ? 400 : 409;
 }
 
+/* A change stored but in effect only at the next start (settings_set_many
+ * returned 1): each changed setting in @p all, the description the reply
+ * carries, gets "restart_needed" and the applier's "note". */
+static void note_changed(json_t *all, json_t *body, const char *owner, const char *note)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(all, i, d)
+    {
+        const char *key = json_string_value(json_object_get(d, "key"));
+        char *full = key ? xasprintf("%s.%s", owner, key) : NULL;
+        if (key && (json_object_get(body, key) || json_object_get(body, full))) {
+            json_object_set_new(d, "restart_needed", json_true());
+            json_object_set_new(d, "note", json_string(note ? note : "takes effect at restart"));
+        }
+        free(full);
+    }
+}
+
 static void on_plugin_settings(void *arg, const struct tlsbox_api_request *req,
                                struct tlsbox_api_reply *reply)
 {
@@ -102,7 +121,11 @@ static void on_plugin_settings(void *arg, const struct tlsbox_api_request *req,
         api_reply_error(reply, set_status(rc), "%s", err ? err : "refused");
         free(err);
     } else {
-        api_reply_json(reply, 200, settings_describe(name));
+        json_t *all = settings_describe(name);
+        if (rc > 0)
+            note_changed(all, body, name, err);
+        free(err);
+        api_reply_json(reply, 200, all);
     }
     json_decref(body);
 out:
@@ -122,6 +145,8 @@ static void on_setting(void *arg, const struct tlsbox_api_request *req,
                         key);
         return;
     }
+    char *err = NULL;
+    int rc = 0;
     if (strcmp(req->method, "PUT") == 0) {
         json_t *body = api_body_object(req, reply);
         if (!body)
@@ -140,8 +165,7 @@ static void on_setting(void *arg, const struct tlsbox_api_request *req,
                             key);
             return;
         }
-        char *err = NULL;
-        int rc = settings_set(key, text, req->user, &err);
+        rc = settings_set(key, text, req->user, &err);
         free(text);
         if (rc < 0) {
             api_reply_error(reply, set_status(rc), "%s", err ? err : "refused");
@@ -151,10 +175,13 @@ static void on_setting(void *arg, const struct tlsbox_api_request *req,
     }
     char *value = settings_get(key);
     int secret = (def->flags & TLSBOX_SETTING_SECRET) != 0;
-    json_t *j =
-        json_pack("{s:s,s:s,s:b}", "key", key, "value", secret ? "********" : (value ? value : ""),
-                  "restart_needed",
-                  strcmp(req->method, "PUT") == 0 && (def->flags & TLSBOX_SETTING_RESTART) != 0);
+    json_t *j = json_pack("{s:s,s:s,s:b}", "key", key, "value",
+                          secret ? "********" : (value ? value : ""), "restart_needed",
+                          strcmp(req->method, "PUT") == 0 &&
+                              ((def->flags & TLSBOX_SETTING_RESTART) != 0 || rc > 0));
+    if (rc > 0) /* stored; the plugin says when it takes effect */
+        json_object_set_new(j, "note", json_string(err ? err : "takes effect at restart"));
+    free(err);
     free(value);
     api_reply_json(reply, 200, j);
 }

@@ -81,7 +81,18 @@ static int host_setting_set(struct tlsbox_plugin *self, const char *key, const c
     char *k = full_key(self, key);
     if (!k)
         return -EINVAL;
-    int rc = settings_set(k, value, who(self), err);
+    char *note = NULL;
+    int rc = settings_set(k, value, who(self), &note);
+    if (rc > 0) {
+        /* Stored; it takes effect at the next start: the host API's contract
+         * knows no notes, so the log carries it. */
+        log_info("plugin %s set %s: %s", who(self), k, note ? note : "takes effect at restart");
+        rc = 0;
+    } else if (rc < 0 && err) {
+        *err = note;
+        note = NULL;
+    }
+    free(note);
     free(k);
     return rc;
 }

@@ -186,9 +186,9 @@ static int apply_sets(const struct options *o)
     int rc = settings_set_many(pairs, NULL, "tlsboxd --set", &err);
     if (rc < 0)
         log_err("--set refused, no setting stored: %s", err ? err : "refused");
-    free(err);
+    free(err); /* a note (rc 1) needs no word: no plugin has started yet */
     json_decref(pairs);
-    return rc;
+    return rc < 0 ? rc : 0;
 }
 
 /* core.log_level, applied at start and whenever it changes (tlsboxctl set,

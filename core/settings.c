@@ -532,7 +532,7 @@ static int call_applier(const struct change *c, size_t n, size_t k, bool back, c
     }
     int rc = o->apply(o->apply_arg, v, err);
     free(v);
-    return rc < 0 ? rc : 0;
+    return rc < 0 ? rc : rc == TLSBOX_APPLY_AT_RESTART ? rc : 0;
 }
 
 /* Give the owners whose first change in @p c comes before index @p upto
@@ -551,19 +551,42 @@ static void unapply_changes(const struct change *c, size_t n, size_t upto)
     }
 }
 
+/* Add @p why (consumed) to the notes in *notes, "; " between them. */
+static void add_note(char **notes, char *why)
+{
+    if (!why)
+        return;
+    if (!*notes) {
+        *notes = why;
+        return;
+    }
+    char *both = xasprintf("%s; %s", *notes, why);
+    free(*notes);
+    free(why);
+    *notes = both;
+}
+
 /*
  * Let the owners of @p c apply them before they are committed, owner by owner
  * in the order of @p c.  On a refusal the owners already applied get their
  * old values back and the refusal is returned, with the owner's message in
- * *err.  set_lock held, reg_lock not: an applier may read settings.
+ * *err.  Owners that can apply theirs only at the next start leave a note in
+ * *notes (caller frees).  set_lock held, reg_lock not: an applier may read
+ * settings.
  */
-static int apply_changes(const struct change *c, size_t n, char **err)
+static int apply_changes(const struct change *c, size_t n, char **err, char **notes)
 {
     for (size_t k = 0; k < n; k++) {
         if (!c[k].o->apply || !first_of_owner(c, k))
             continue;
         char *why = NULL;
         int rc = call_applier(c, n, k, false, &why);
+        if (rc == TLSBOX_APPLY_AT_RESTART) {
+            add_note(notes,
+                     why ? why
+                         : xasprintf("%s: takes effect when tlsboxd restarts", c[k].full_key));
+            continue;
+        }
         if (rc == 0) {
             free(why);
             continue;
@@ -596,6 +619,7 @@ static int write_changes(struct change *c, size_t n, const char *actor, char **e
     static const char del[] = "DELETE FROM settings WHERE key = ?1";
     sqlite3 *db = store_connect();
     sqlite3_stmt *up = NULL, *rm = NULL;
+    char *notes = NULL;
     int rc = -EIO;
 
     if (!actor || !*actor)
@@ -634,7 +658,7 @@ static int write_changes(struct change *c, size_t n, const char *actor, char **e
     /* Inside the transaction: a change its owner cannot apply (a port in use)
      * is refused to the caller and never stored, so what the store says is
      * what runs. */
-    if ((rc = apply_changes(c, n, err)) < 0)
+    if ((rc = apply_changes(c, n, err, &notes)) < 0)
         goto out;
     rc = -EIO;
     if (store_commit(db, err) < 0) {
@@ -652,11 +676,21 @@ static int write_changes(struct change *c, size_t n, const char *actor, char **e
     }
     pthread_rwlock_unlock(&reg_lock);
     rc = 0;
+    if (notes) {
+        /* Stored, not all in effect yet: the caller says so. */
+        rc = 1;
+        if (err) {
+            free(*err);
+            *err = notes;
+            notes = NULL;
+        }
+    }
     goto out;
 
 sqlfail:
     xset_err(err, "%s: cannot write settings: %s", store_path(), sqlite3_errmsg(db));
 out:
+    free(notes);
     sqlite3_finalize(up);
     sqlite3_finalize(rm);
     store_rollback(db);
@@ -694,7 +728,7 @@ out:
     /* The news goes out with no lock held: a subscriber may read settings
      * (or write them) from the dispatcher thread.  Events carry only the key;
      * subscribers read the value, so order between writers does not matter. */
-    for (size_t k = 0; rc == 0 && k < n; k++) {
+    for (size_t k = 0; rc >= 0 && k < n; k++) {
         char *data = xasprintf("{\"key\":\"%s\"}", c[k].full_key); /* [a-z0-9_.]: no escaping */
         events_publish("settings.changed", data);
         free(data);

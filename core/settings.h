@@ -57,13 +57,16 @@ int settings_parse_bool(const char *v);
  * the cache and publish "settings.changed".  Unknown key or invalid value:
  * -EINVAL (-EIO: the store failed) with *err, nothing written.  Refused by the
  * applier: its negative errno and message (e.g. -EADDRINUSE, "site.https_port:
- * cannot listen on ..."), nothing written.  Not from a site worker, nor from
- * an applier.
+ * cannot listen on ..."), nothing written.  Stored, but an applier said it
+ * takes effect only at the next start (TLSBOX_APPLY_AT_RESTART): 1, with its
+ * note in *err (caller frees; freed here when @p err is NULL).  Not from a
+ * site worker, nor from an applier.
  */
 int settings_set(const char *full_key, const char *value, const char *actor, char **err);
 /*
  * Several "owner.key" -> value pairs at once (JSON object of strings, numbers
  * or booleans): all validated first, then written in one transaction, or none.
+ * Returns as settings_set.
  */
 int settings_set_many(json_t *pairs, const char *owner, const char *actor, char **err);
 /*

@@ -279,6 +279,15 @@ struct tlsbox_plugin_desc {
      * accepted change (a store failure, or another plugin in the same request
      * refused).
      *
+     * Or return TLSBOX_APPLY_AT_RESTART when the value is sound but can only
+     * take effect when tlsboxd starts again (a port below 1024, opened only
+     * before privileges are dropped), having left the plugin serving as it
+     * was and set *err to a malloc'd note saying so: the core stores the
+     * change and the caller gets the note (tlsboxctl prints it, the API
+     * answers 200 with restart_needed and "note").  The plugin keeps serving
+     * its old values until then, so a later call must take the settings it
+     * was not given from what it serves, not from setting_get.
+     *
      * Threading: runs on the thread that made the change (the control socket
      * or admin thread, a maintenance or event thread, the main thread), at
      * most one call at a time for the whole daemon.  It must not change
@@ -288,6 +297,9 @@ struct tlsbox_plugin_desc {
      */
     int (*apply_settings)(void *state, const struct tlsbox_setting_value *changes, char **err);
 };
+
+/** .apply_settings: stored, takes effect at the next start (see there). */
+#define TLSBOX_APPLY_AT_RESTART 1
 
 /**
  * True when descriptor @p d (built against any 1.x kit) has member @p field:

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "site.h"
@@ -309,39 +311,56 @@ static int workers_switch(struct site *s, struct site_ports *want, char **why)
     return 0;
 }
 
-/* The value of own key @p key: from @p changes when it is there, else the
- * current setting (caller frees). */
-static char *value_of(struct site *s, const struct tlsbox_setting_value *changes, const char *key)
+/* The new value of own key @p key in @p changes, or NULL when not changed. */
+static const char *change_of(const struct tlsbox_setting_value *changes, const char *key)
 {
     for (size_t i = 0; changes && changes[i].key; i++)
         if (strcmp(changes[i].key, key) == 0)
-            return site_xstrdup(changes[i].value);
-    return s->host->setting_get(s->self, key);
+            return changes[i].value;
+    return NULL;
 }
 
-static int int_of(struct site *s, const struct tlsbox_setting_value *changes, const char *key,
-                  int dflt)
+static int int_or(const char *v, int served)
 {
-    char *v = value_of(s, changes, key), *end = NULL;
-    long n = v ? strtol(v, &end, 10) : dflt;
-    if (!v || end == v || *end)
-        n = dflt; /* the core validated it: not reached */
-    free(v);
-    return (int)n;
+    char *end = NULL;
+    long n = v ? strtol(v, &end, 10) : served;
+    return v && (end == v || *end) ? served : (int)n; /* the core validated it */
 }
 
-/* The workers and listeners the settings ask for, with @p changes over them. */
+/*
+ * The workers and listeners @p changes ask for: each one not changed stays as
+ * served, not as stored, since a port stored to take effect at the next start
+ * (below 1024, site_apply_settings) is not served yet.  gen_lock held.
+ */
 static void ports_wanted(struct site *s, const struct tlsbox_setting_value *changes,
                          struct site_ports *want)
 {
-    char *bind = value_of(s, changes, "bind");
+    const char *workers = change_of(changes, "workers"), *bind = change_of(changes, "bind");
 
     memset(want, 0, sizeof(*want));
-    want->nworkers = count_workers(int_of(s, changes, "workers", 0));
-    want->https = int_of(s, changes, "https_port", 443);
-    want->http = int_of(s, changes, "http_port", 80);
-    split_list(&want->bind, bind ? bind : "0.0.0.0,::");
-    free(bind);
+    want->nworkers = workers ? count_workers(int_or(workers, 0)) : s->nworkers;
+    want->https = int_or(change_of(changes, "https_port"), atomic_load(&s->cfg.https_port));
+    want->http = int_or(change_of(changes, "http_port"), s->cfg.http_port);
+    if (bind) {
+        split_list(&want->bind, bind);
+        return;
+    }
+    for (size_t i = 0; i < s->cfg.nbind; i++) {
+        want->bind.bind = site_xrealloc(want->bind.bind, (i + 1) * sizeof(char *));
+        want->bind.bind[want->bind.nbind++] = site_xstrdup(s->cfg.bind[i]);
+    }
+}
+
+/* Whether this process may open ports below 1024 now (CAP_NET_BIND_SERVICE
+ * effective): tlsboxd started as root still has it while plugins start. */
+static bool may_bind_low_ports(void)
+{
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct data[2];
+
+    if (syscall(SYS_capget, &hdr, data) < 0)
+        return false;
+    return (data[0].effective & (1u << CAP_NET_BIND_SERVICE)) != 0;
 }
 
 /*
@@ -366,7 +385,23 @@ static int site_apply_settings(void *state, const struct tlsbox_setting_value *c
     pthread_mutex_lock(&s->gen_lock);
     if (s->gen) {
         ports_wanted(s, changes, &want);
+        int https = want.https, http = want.http;
         rc = workers_switch(s, &want, err);
+        /* A port below 1024 opens only before tlsboxd drops root's rights:
+         * when it started with them, a restart serves the stored port. */
+        if (rc == -EACCES && (https < 1024 || http < 1024)) {
+            const char *said = *err ? *err : "a port below 1024 opens only at start";
+            char *why =
+                s->low_ports_at_start
+                    ? tlsbox_xasprintf("%s; stored, it takes effect when tlsboxd restarts "
+                                       "(systemctl restart tlsbox); until then the site serves "
+                                       "https port %d, http port %d",
+                                       said, atomic_load(&s->cfg.https_port), s->cfg.http_port)
+                    : tlsbox_xasprintf("%s, and this one did not: refused", said);
+            free(*err);
+            *err = why;
+            rc = s->low_ports_at_start ? TLSBOX_APPLY_AT_RESTART : rc;
+        }
     }
     pthread_mutex_unlock(&s->gen_lock);
     return rc;
@@ -477,6 +512,7 @@ static int site_start(void *state)
     free(root);
     fd_limit_setup(s);
     site_metrics_register(s);
+    s->low_ports_at_start = may_bind_low_ports();
     pthread_mutex_lock(&s->gen_lock);
     s->gen = site_gen_start(s, NULL, &r, NULL);
     pthread_mutex_unlock(&s->gen_lock);

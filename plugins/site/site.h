@@ -148,6 +148,9 @@ struct site {
     struct site_gen *gen;
     struct site_gen *retired;
     int nworkers;
+    /* Could open ports below 1024 when it started (tlsboxd started as root):
+     * a live move to one is then stored for the next start. */
+    bool low_ports_at_start;
     _Atomic int nconns;
     /* Files the workers hold open, and what connections plus files may use
      * of the open file limit: the rest is kept for the store, the control

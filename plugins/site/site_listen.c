@@ -227,10 +227,9 @@ int site_listeners_open(struct site *s, const struct site_config *cfg,
                 else if (fd == -EACCES && ports[p] < 1024)
                     /* tlsboxd binds privileged ports before it drops root. */
                     listen_fail(s, why,
-                                "site.%s: port %d on %s needs privileges tlsboxd gave up after "
-                                "starting; a port below 1024 is taken at start only "
-                                "(tlsboxd --set site.%s=%d)",
-                                keys[p], ports[p], cfg->bind[i], keys[p], ports[p]);
+                                "site.%s: port %d on %s is below 1024: it opens only while "
+                                "tlsboxd starts as root",
+                                keys[p], ports[p], cfg->bind[i]);
                 else if (!said)
                     listen_fail(s, why, "site.%s: cannot listen on %s port %d: %s", keys[p],
                                 cfg->bind[i], ports[p], strerror(-fd));

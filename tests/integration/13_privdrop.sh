@@ -66,13 +66,35 @@ out=$(tb_ctl status 2>&1)
 ok $? "tlsboxctl (root) talks to it through the socket"
 low=$(tb_free_low_port)
 out=$(tb_ctl set site.https_port "$low" 2>&1)
-is "$?" 1 "a live change to privileged port $low: tlsboxctl set exits 1"
-like "$out" "^tlsboxctl: .*site\.https_port: port $low on 127\.0\.0\.1 needs privileges.*at start only \\(tlsboxd --set site\.https_port=$low\\)" \
-    "its message names the setting, the port and how to use it"
-like "$(cat "$TB_TMP/daemon.log")" "site.https_port: port $low on 127.0.0.1 needs privileges" \
+is "$?" 0 "a live change to privileged port $low: stored (tlsboxctl set exits 0)"
+like "$out" "^site\.https_port = $low \(site\.https_port: port $low on 127\.0\.0\.1 is below 1024: it opens only while tlsboxd starts as root; stored, it takes effect when tlsboxd restarts.*serves https port $P_HTTPS, http port $P_HTTP\)" \
+    "and it says the port opens at the next start, and which ports serve until then"
+like "$(cat "$TB_TMP/daemon.log")" "site.https_port: port $low on 127.0.0.1 is below 1024" \
     "the log says it too"
-is "$(tb_ctl get site.https_port)" "$P_HTTPS" "the store keeps the port served"
+is "$(tb_ctl get site.https_port)" "$low" "the store holds the new port"
+# The web UI's form: the reply marks the setting and carries the same note.
+low2=$(tb_free_low_port)
+got=$(site_api PUT plugins/site/settings "{\"https_port\": $low2}" |
+    jq -r '.[] | select(.key == "https_port") | "\(.value) \(.restart_needed) \(.note)"')
+like "$got" "^$low2 true site\.https_port: port $low2 on 127\.0\.0\.1 is below 1024.*takes effect when tlsboxd restarts" \
+    "PUT plugins/site/settings to port $low2: stored, restart_needed and the note"
+site_api PUT plugins/site/settings "{\"https_port\": $low}" >/dev/null
 is "$("${C[@]}" -o /dev/null -w '%{http_code}' "$URL/f16k.txt")" 200 "and the site still serves on $P_HTTPS"
+# Another live change of the site's listeners keeps the served port, not the
+# stored one it cannot open yet.
+out=$(tb_ctl set site.http_port 0 2>&1)
+is "$?" 0 "a later change of site.http_port is applied: exit 0 ($out)"
+is "$("${C[@]}" -o /dev/null -w '%{http_code}' "$URL/f16k.txt")" 200 "the site still serves on $P_HTTPS after it"
+(exec 3<>"/dev/tcp/127.0.0.1/$P_HTTP") 2>/dev/null
+ok $((!$?)) "and no longer listens on http port $P_HTTP"
+tb_stop_daemon
+ok $? "stops on SIGTERM"
+# Restarted as root without --set for the port: the stored one opens.
+tb_start_daemon --set site.root="$TB_TMP/www"
+tb_wait_port "$low"
+ok $? "restarted, tlsboxd serves on the stored privileged port $low"
+is "$("${C[@]}" -o /dev/null -w '%{http_code}' "https://localhost:$low/f16k.txt")" 200 \
+    "and the site answers there"
 tb_stop_daemon
 ok $? "stops on SIGTERM"
 
@@ -138,6 +160,14 @@ is "$(st "${pid:-0}" Uid)" "$U $U $U $U" "and runs as that user"
 is "$(st "${pid:-0}" CapEff)" 0000000000000000 "with no capability"
 got=$(curl -sk --max-time 10 "https://127.0.0.1:$P2/" | grep -c "<html" || true)
 ok $((got < 1)) "the demo site answers over HTTPS"
+# Never root, so never able to open a port below 1024: a live move there is
+# refused, not stored for a restart that could not open it either.
+low=$(tb_free_low_port)
+out=$(tb_ctl set site.https_port "$low" 2>&1)
+is "$?" 1 "a live change to privileged port $low of a daemon that never was root: exit 1"
+like "$out" "site\.https_port: port $low on 127\.0\.0\.1 is below 1024: it opens only while tlsboxd starts as root, and this one did not: refused" \
+    "saying why"
+is "$(tb_ctl get site.https_port)" "$P2" "the store keeps the port served"
 tb_stop_daemon
 ok $? "and stops"
 

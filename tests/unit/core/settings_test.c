@@ -694,6 +694,7 @@ static const struct tlsbox_setting_def bp_defs[] = {
  * and what settings_get said of the owner's first key during the call. */
 struct applied {
     const char *owner, *refuse_key, *refuse_value;
+    const char *later_value; /* this value of refuse_key: TLSBOX_APPLY_AT_RESTART */
     bool say_why;
     char calls[512], seen[128];
 };
@@ -716,6 +717,12 @@ static int t_apply(void *arg, const struct tlsbox_setting_value *ch, char **err)
                 *err = xasprintf("%s.%s: cannot listen on 127.0.0.1 port %s: %s", a->owner,
                                  ch[i].key, ch[i].value, strerror(EADDRINUSE));
         }
+        if (a->later_value && strcmp(ch[i].key, a->refuse_key) == 0 &&
+            strcmp(ch[i].value, a->later_value) == 0) {
+            rc = TLSBOX_APPLY_AT_RESTART;
+            *err = xasprintf("%s.%s: port %s opens at the next start", a->owner, ch[i].key,
+                             ch[i].value);
+        }
     }
     snprintf(a->calls + len, sizeof(a->calls) - len, ";");
     free(now);
@@ -725,8 +732,11 @@ static int t_apply(void *arg, const struct tlsbox_setting_value *ch, char **err)
 
 static void test_applier(void)
 {
-    struct applied a = {
-        .owner = "ap", .refuse_key = "port", .refuse_value = "9999", .say_why = true};
+    struct applied a = {.owner = "ap",
+                        .refuse_key = "port",
+                        .refuse_value = "9999",
+                        .later_value = "80",
+                        .say_why = true};
     struct applied b = {.owner = "bp", .refuse_key = "level", .refuse_value = "bad"};
     char *err = NULL, *v;
     json_t *p;
@@ -774,6 +784,22 @@ static void test_applier(void)
     v = settings_get("bp.level");
     is_str(v, "low", "bp.level unchanged in the cache");
     free(v);
+
+    /* Stored for the next start: rc 1, the applier's note, stored, announced. */
+    a.calls[0] = '\0';
+    audits = db_int("SELECT count(*) FROM audit");
+    ev_reset();
+    is_int(settings_set("ap.port", "80", "alice", &err), 1,
+           "ap.port 80: stored for the next start");
+    is_str(err, "ap.port: port 80 opens at the next start", "the caller gets the applier's note");
+    is_str(a.calls, "port=80;", "the applier was asked once");
+    is_int(settings_get_int("ap.port", 0), 80, "the cache has it");
+    v = db_value("ap.port");
+    is_str(v, "80", "the store has it");
+    free(v);
+    is_int(db_int("SELECT count(*) FROM audit"), audits + 1, "one audit row");
+    is_str(ev_log, "settings.changed {\"key\":\"ap.port\"}\n", "and it was announced");
+    is_int(settings_set("ap.port", "8443", "alice", NULL), 0, "back to 8443, no err pointer");
 
     /* A refusal without a message still says what was refused. */
     b.calls[0] = '\0';

@@ -87,7 +87,11 @@ function settingsForm(name, settings) {
     try {
       const fresh = await put(`plugins/${name}/settings`, changes);
       fresh.forEach((s) => { const i = settings.findIndex((x) => x.key === s.key); if (i >= 0) settings[i] = s; });
-      st.ok(`Saved: ${Object.keys(changes).join(", ")}.`);
+      // A value stored but in effect only at the next start (a port below
+      // 1024) carries the plugin's note: say it, or the form would claim
+      // the new value serves.
+      const notes = [...new Set(fresh.filter((s) => s.note && s.key in changes).map((s) => s.note))];
+      st.ok(`Saved: ${Object.keys(changes).join(", ")}.${notes.length ? ` ${notes.join(" ")}` : ""}`);
     } catch (e) {
       // "site.workers: 0 is out of range 1..64": the message goes by its field.
       const m = e.message.match(/^([a-z0-9_]+)\.([a-z0-9_]+):/);
