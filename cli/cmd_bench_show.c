@@ -179,6 +179,9 @@ static void show_result(json_t *r)
            : json_is_true(json_object_get(r, "request_limited"))
                ? " (stopped at the request limit, bench.max_requests)"
                : "");
+    if (num(r, "retried", NULL) > 0)
+        printf("  %-14s %.0f (h2 streams the server refused unprocessed: GOAWAY, REFUSED_STREAM)\n",
+               "retried", num(r, "retried", NULL));
     printf("  %-14s %.1f   transfer %.1f KB/s   elapsed %.2f s\n", "req/s", num(r, "rps", NULL),
            num(r, "transfer_kbps", NULL), num(r, "elapsed_s", NULL));
     show_span("connect ms", json_object_get(r, "connect_ms"));

@@ -24,6 +24,7 @@ enum bench_conn_state {
 /* One HTTP/2 stream in flight. */
 struct bench_h2_stream {
     int64_t start_us;
+    int32_t id; /* nghttp2's stream id, assigned when submitted */
     int status;
     bool used;
 };
@@ -64,6 +65,7 @@ struct bench_conn {
     nghttp2_session *h2;
     struct bench_h2_stream *streams;
     int h2_inflight;
+    long h2_retried; /* streams the server refused unprocessed on this connection */
 };
 
 struct bench_gen {
@@ -86,6 +88,9 @@ bool bench_gen_take(struct bench_gen *g);
 bool bench_gen_can_take(const struct bench_gen *g);
 void bench_gen_done(struct bench_conn *c, int status, int64_t start_us);
 void bench_gen_failed(struct bench_conn *c, long n);
+/* A taken request the server refused without processing it: given back to
+ * be taken again (by any connection), counted as retried, not failed. */
+void bench_gen_retry(struct bench_conn *c);
 
 /* ---- bench_conn.c: transport ---- */
 /* Start a connection on an idle slot: 0, or negative errno (slot left idle). */

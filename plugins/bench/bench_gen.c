@@ -72,6 +72,17 @@ void bench_gen_failed(struct bench_conn *c, long n)
     c->g->t_last_done = bench_now_us();
 }
 
+void bench_gen_retry(struct bench_conn *c)
+{
+    struct bench_gen *g = c->g;
+    /* Taking it again reaches bench.max_requests again: only then is a
+     * timed run limited by it. */
+    if (g->o->requests == 0 && g->issued == g->o->max_requests)
+        g->st->request_limited = false;
+    g->issued--;
+    g->st->retried++;
+}
+
 static int gen_setup(struct bench_gen *g, char **err)
 {
     const char *pos = NULL;

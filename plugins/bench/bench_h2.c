@@ -41,20 +41,47 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
     return 0;
 }
 
-static int on_close(nghttp2_session *s, int32_t id, uint32_t error_code, void *user)
+/* A stream ends: answered, failed, or refused unprocessed (@p refused). */
+static void stream_end(struct bench_conn *c, struct bench_h2_stream *st, bool ok, bool refused)
 {
-    struct bench_conn *c = user;
-    struct bench_h2_stream *st = nghttp2_session_get_stream_user_data(s, id);
-    if (!st || !st->used)
-        return 0;
+    if (!st->used)
+        return; /* already counted */
     st->used = false;
     c->h2_inflight--;
-    if (error_code == NGHTTP2_NO_ERROR && st->status > 0) {
+    if (ok) {
         c->answered = true;
         bench_gen_done(c, st->status, st->start_us);
+    } else if (refused) {
+        /* Never processed by the server (RFC 9113 8.7: REFUSED_STREAM, and
+         * nghttp2 closes so the streams above a GOAWAY's last stream id):
+         * safe to send again, on this or a new connection, as h2load does. */
+        c->h2_retried++;
+        bench_gen_retry(c);
     } else {
         bench_gen_failed(c, 1);
     }
+}
+
+static int on_close(nghttp2_session *s, int32_t id, uint32_t error_code, void *user)
+{
+    struct bench_h2_stream *st = nghttp2_session_get_stream_user_data(s, id);
+    if (st)
+        stream_end(user, st, error_code == NGHTTP2_NO_ERROR && st->status > 0,
+                   error_code == NGHTTP2_REFUSED_STREAM);
+    return 0;
+}
+
+/* A request nghttp2 dropped before sending it: after a GOAWAY no new stream
+ * may start, so it was never sent and is retried; otherwise it failed. */
+static int on_not_send(nghttp2_session *s, const nghttp2_frame *frame, int lib_error, void *user)
+{
+    (void)s;
+    struct bench_conn *c = user;
+    if (frame->hd.type != NGHTTP2_HEADERS)
+        return 0;
+    for (int i = 0; i < c->g->o->streams; i++)
+        if (c->streams[i].used && c->streams[i].id == frame->hd.stream_id)
+            stream_end(c, &c->streams[i], false, lib_error == NGHTTP2_ERR_START_STREAM_NOT_ALLOWED);
     return 0;
 }
 
@@ -69,7 +96,10 @@ static int h2_fill(struct bench_conn *c)
         {(uint8_t *)":path", (uint8_t *)o->path, 5, strlen(o->path), NGHTTP2_NV_FLAG_NONE},
         {(uint8_t *)"user-agent", (uint8_t *)"tlsbox-bench", 10, 12, NGHTTP2_NV_FLAG_NONE},
     };
-    while (c->h2_inflight < o->streams && bench_gen_can_take(c->g)) {
+    /* After a GOAWAY the server takes no new stream on this connection: the
+     * rest of the work goes to the next one. */
+    while (c->h2_inflight < o->streams && bench_gen_can_take(c->g) &&
+           nghttp2_session_check_request_allowed(c->h2)) {
         struct bench_h2_stream *st = NULL;
         for (int i = 0; i < o->streams; i++)
             if (!c->streams[i].used) {
@@ -81,7 +111,8 @@ static int h2_fill(struct bench_conn *c)
         st->used = true;
         st->status = 0;
         st->start_us = bench_now_us();
-        if (nghttp2_submit_request(c->h2, NULL, nva, sizeof(nva) / sizeof(nva[0]), NULL, st) < 0) {
+        st->id = nghttp2_submit_request(c->h2, NULL, nva, sizeof(nva) / sizeof(nva[0]), NULL, st);
+        if (st->id < 0) {
             st->used = false;
             bench_gen_failed(c, 1);
             return -EIO;
@@ -115,6 +146,7 @@ int bench_h2_begin(struct bench_conn *c)
     nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_close);
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(cb, on_not_send);
     int r = nghttp2_session_client_new(&c->h2, cb, c);
     nghttp2_session_callbacks_del(cb);
     if (r != 0)
@@ -122,6 +154,7 @@ int bench_h2_begin(struct bench_conn *c)
     if (!c->streams)
         c->streams = tlsbox_xcalloc((size_t)c->g->o->streams, sizeof(*c->streams));
     c->h2_inflight = 0;
+    c->h2_retried = 0;
     nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
                                    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, BENCH_H2_WINDOW}};
     if (nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 2) != 0 ||
@@ -134,6 +167,32 @@ int bench_h2_begin(struct bench_conn *c)
     return h2_send(c);
 }
 
+/*
+ * The server ended the connection (GOAWAY, or a close with nothing in
+ * flight): 1 to close it, -EIO when requests were still in flight.  One that
+ * answered nothing and only refused costs one request, as a connection that
+ * fails before its first answer does, so a server that refuses every stream
+ * ends a counted run instead of having it retried until the time limit.
+ */
+static int h2_ended(struct bench_conn *c)
+{
+    /* Requests nghttp2 still holds (over the server's stream limit) were
+     * never sent: after a GOAWAY, draining its queue refuses them to
+     * on_not_send.  The output goes nowhere: the server is done. */
+    const uint8_t *data;
+    while (!nghttp2_session_check_request_allowed(c->h2) &&
+           nghttp2_session_mem_send(c->h2, &data) > 0)
+        ;
+    if (c->h2_inflight)
+        return -EIO;
+    if (!c->answered && c->h2_retried > 0) {
+        c->g->st->conn_failed++;
+        if (bench_gen_take(c->g))
+            bench_gen_failed(c, 1);
+    }
+    return 1;
+}
+
 int bench_h2_on_read(struct bench_conn *c)
 {
     char buf[16384];
@@ -142,7 +201,7 @@ int bench_h2_on_read(struct bench_conn *c)
         if (n == -EAGAIN)
             break;
         if (n <= 0)
-            return c->h2_inflight ? -EIO : 1;
+            return h2_ended(c);
         if (nghttp2_session_mem_recv(c->h2, (const uint8_t *)buf, (size_t)n) < 0)
             return -EIO;
     }
@@ -151,7 +210,7 @@ int bench_h2_on_read(struct bench_conn *c)
     if (c->h2_inflight == 0 && !bench_gen_can_take(c->g))
         return 1; /* all done here */
     if (!nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2))
-        return c->h2_inflight ? -EIO : 1; /* GOAWAY */
+        return h2_ended(c); /* GOAWAY */
     return 0;
 }
 

@@ -114,5 +114,6 @@ json_t *bench_stats_json(struct bench_stats *s)
         "resumed", (json_int_t)s->hs_resumed, "tls", tls_json(s), "client_cpu_s", s->client_cpu_s,
         "cancelled", s->cancelled, "time_limited", s->time_limited, "request_limited",
         s->request_limited);
+    json_object_set_new(j, "retried", json_integer(s->retried));
     return j;
 }

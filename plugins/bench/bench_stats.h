@@ -26,6 +26,8 @@ struct bench_span {
 struct bench_stats {
     long complete;               /* requests answered (any status) */
     long failed;                 /* requests that got no complete answer */
+    long retried;                /* h2 requests sent again after the server refused them
+                                    unprocessed (GOAWAY, REFUSED_STREAM); not failed */
     long status[6];              /* complete by class: [0] other, [1] 1xx ... [5] 5xx */
     uint64_t bytes;              /* bytes received after TLS decryption: headers and bodies */
     uint64_t body;               /* body bytes received */
@@ -63,7 +65,7 @@ double bench_stats_percentile(struct bench_stats *s, int pct);
  * "transfer_kbps", "bytes", "elapsed_s", "connections", "connect_ms":
  * {"mean","min","max"}, "handshake_ms", "ttfb_ms", "latency_ms": {"50":..,
  * "100":..}, "handshakes": {"full","resumed"}, "tls": {"protocol",...},
- * "client_cpu_s", "cancelled", "time_limited", "request_limited"}.  New reference.
+ * "client_cpu_s", "cancelled", "time_limited", "request_limited", "retried"}.  New reference.
  */
 json_t *bench_stats_json(struct bench_stats *s);
 

@@ -2,9 +2,11 @@
 # bench against servers that are not tlsbox: nginx and h2o started here on
 # loopback (bench_itest.sh, as tests/perf/compare.sh configures them).
 # Values only, nothing timed: numbers come back (complete = requested, every
-# answer a 200, handshakes counted), h2o resumes sessions, and when nginx
-# is stopped mid-run the requests it answered are complete, the rest
-# failed: complete + failed = the count, complete = nginx's access log.
+# answer a 200, handshakes counted), h2 streams a server refuses unprocessed
+# (GOAWAY after nginx's keepalive_requests) are retried, not failed, h2o
+# resumes sessions, and when nginx is stopped mid-run the requests it
+# answered are complete, the rest failed: complete + failed = the count,
+# complete = nginx's access log.
 . "$(dirname "$0")/lib.sh"
 . "$top_srcdir/plugins/site/tests/site_itest.sh"
 . "$top_srcdir/plugins/bench/tests/bench_itest.sh"
@@ -45,6 +47,35 @@ peer_values "nginx h2" "https://127.0.0.1:$NGINX_PORT/f16k.txt" h2
 peer_values "nginx h1" "https://127.0.0.1:$NGINX_PORT/f16k.txt" h1
 peer_values "h2o h2" "https://127.0.0.1:$H2O_PORT/f16k.txt" h2
 peer_values "h2o h1" "https://127.0.0.1:$H2O_PORT/f16k.txt" h1
+
+# A server that ends each h2 connection with GOAWAY after 100 requests
+# (nginx's keepalive_requests, h2 too in 1.22) and takes 3 streams at once:
+# the streams bench had open above GOAWAY's last stream id, those it refused
+# with REFUSED_STREAM, and the requests bench still held back for its stream
+# limit were never processed (RFC 9113 6.8, 8.7), so they are retried on a
+# new connection, as h2load does, not counted as failed.
+d="$TB_TMP/nginx-kr"
+mkdir -p "$d"
+KR_PORT=$(tb_free_port)
+peer_nginx_conf "$d" "$KR_PORT" "$TB_TMP/peer.pem" "$TB_TMP/peer.key" "$TB_TMP/www" 4096 off |
+    sed 's/keepalive_requests 1000000;/keepalive_requests 100; http2_max_concurrent_streams 3;/' \
+        >"$d/nginx.conf"
+tb_bg nginx -e "$d/error.log" -c "$d/nginx.conf" -p "$d/" -g 'daemon off;'
+KR_PID=$TB_BG_PID
+tb_wait_port "$KR_PORT"
+ok $? "nginx with keepalive_requests 100 serves on port $KR_PORT"
+out=$(bench_ctl_run -s h2 -n 2000 -c 2 -m 8 --url "https://127.0.0.1:$KR_PORT/f16k.txt")
+r=$(jq -c '.results[0].result' <<<"$out")
+diag "$(jq -r '"complete \(.complete), failed \(.failed), retried \(.retried), connections \(.connections)"' <<<"$r")"
+is "$(jq -r '"\(.complete) \(.failed) \(.status."2xx")"' <<<"$r")" "2000 0 2000" \
+    "GOAWAY after 100 requests: 2000 asked, 2000 complete (all 200), 0 failed"
+ok "$(jq -e '.connections >= 20 and .retried > 0' <<<"$r" >/dev/null; echo $?)" \
+    "on new connections ($(jq -r .connections <<<"$r") for 2000 requests), the refused streams retried ($(jq -r .retried <<<"$r"))"
+show=$(tb_ctl bench show "$(jq -r .id <<<"$out")")
+like "$show" "requests +2000 complete, 0 failed " "bench show: 2000 complete, 0 failed"
+like "$show" "retried +$(jq -r .retried <<<"$r") \\(h2 streams the server refused" \
+    "bench show: and how many were retried"
+kill -TERM "$KR_PID"
 
 run=$(bench_ctl_run -s https-resume -n 100 -c 4 --url "https://127.0.0.1:$H2O_PORT/f16k.txt")
 is "$(jq -r '.results[0].result | "\(.complete) \(.failed) \(.handshakes.full + .handshakes.resumed)"' <<<"$run")" \
