@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <stdarg.h>
 #include <gnutls/gnutls.h>
 #include <netdb.h>
@@ -220,6 +221,52 @@ static int parse_load(json_t *j, const struct bench_limits *lim, struct bench_op
     return 0;
 }
 
+/* Is @p ss one of this host's own addresses (any interface's)? */
+static bool addr_is_own(const struct sockaddr_storage *ss)
+{
+    struct ifaddrs *ifs = NULL;
+    bool own = false;
+    if (getifaddrs(&ifs) < 0)
+        return false;
+    for (struct ifaddrs *i = ifs; i && !own; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != ss->ss_family)
+            continue;
+        if (ss->ss_family == AF_INET)
+            own = ((const struct sockaddr_in *)ss)->sin_addr.s_addr ==
+                  ((const struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr;
+        else
+            own =
+                IN6_ARE_ADDR_EQUAL(&((const struct sockaddr_in6 *)ss)->sin6_addr,
+                                   &((const struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr);
+    }
+    freeifaddrs(ifs);
+    return own;
+}
+
+/*
+ * The box's own site, by path or by a url to this host and a site port,
+ * takes at most site.max_connections_per_ip connections from one address and
+ * closes the rest at once: a run with more would count those as failed
+ * without saying why, so it is refused, as runs past bench's own limits are.
+ */
+static int site_ip_room(const struct bench_opts *o, const struct bench_local *local, char **err)
+{
+    if (local->max_conns_per_ip <= 0 || o->concurrency <= local->max_conns_per_ip)
+        return 0;
+    int port =
+        ntohs(o->addr.ss_family == AF_INET ? ((const struct sockaddr_in *)&o->addr)->sin_port
+                                           : ((const struct sockaddr_in6 *)&o->addr)->sin6_port);
+    bool site_port = port == (o->tls ? local->https_port : local->http_port);
+    if (!o->local && !(site_port && (o->loopback || addr_is_own(&o->addr))))
+        return 0;
+    return refuse(err,
+                  "bench: concurrency %d exceeds site.max_connections_per_ip %d: this box's "
+                  "site closes the connections past %d from one address, which would count as "
+                  "failed requests; lower the concurrency or raise the limit with: tlsboxctl "
+                  "set site.max_connections_per_ip %d",
+                  o->concurrency, local->max_conns_per_ip, local->max_conns_per_ip, o->concurrency);
+}
+
 int bench_opts_parse(json_t *j, const struct bench_limits *lim, const struct bench_local *local,
                      struct bench_opts *o, char **err)
 {
@@ -261,6 +308,8 @@ int bench_opts_parse(json_t *j, const struct bench_limits *lim, const struct ben
         return refuse(err, "bench: scenario http needs an http:// url");
     if (o->scenario != BENCH_SC_HTTP && o->scenario != BENCH_SC_H1 && !o->tls)
         return refuse(err, "bench: scenario %s needs an https:// url", sc);
+    if (site_ip_room(o, local, err) < 0)
+        return -EINVAL;
     return o->tls ? bench_opts_priority(o, err) : 0;
 }
 

@@ -1,6 +1,7 @@
 /* Run options from JSON (API body): checked against the limits, the target
  * resolved, the GnuTLS priority string built.  Nothing here does I/O beyond
- * reading settings and a numeric address lookup. */
+ * reading settings, a numeric address lookup and listing this host's
+ * addresses. */
 #ifndef TLSBOX_BENCH_OPTS_H
 #define TLSBOX_BENCH_OPTS_H
 
@@ -23,6 +24,7 @@ struct bench_limits {
 struct bench_local {
     int https_port, http_port; /* 0 = off / no site */
     char addr[64];             /* "127.0.0.1" or "::1" */
+    int max_conns_per_ip;      /* site.max_connections_per_ip; 0 = unknown */
 };
 
 /*

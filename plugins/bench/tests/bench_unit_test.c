@@ -1,6 +1,12 @@
 /* Unit tests of the bench plugin's pure parts: percentiles as ab computes
  * them, run options (limits, targets, TLS priority), CSV export. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,10 +152,87 @@ static void test_csv(void)
     json_decref(run);
 }
 
+/* @p json against a site taking 16 connections per address: 0 or -EINVAL
+ * with the message in @p err (caller frees). */
+static int parse_ip16(const char *json, char **err)
+{
+    static const struct bench_local local16 = {
+        .https_port = 8443, .http_port = 8080, .addr = "127.0.0.1", .max_conns_per_ip = 16};
+    /* Public targets allowed: this host's own address may be any. */
+    struct bench_limits lim_any = lim;
+    lim_any.allow_public = true;
+    struct bench_opts o;
+    json_t *j = json_loads(json, 0, NULL);
+    *err = NULL;
+    int r = bench_opts_parse(j, &lim_any, &local16, &o, err);
+    json_decref(j);
+    return r;
+}
+
+static void test_site_ip_room(void)
+{
+    char *err = NULL;
+    is_int(parse_ip16("{\"scenario\":\"h2\",\"concurrency\":17}", &err), -EINVAL,
+           "17 connections to the local site at site.max_connections_per_ip 16 refused");
+    is_str(err,
+           "bench: concurrency 17 exceeds site.max_connections_per_ip 16: this box's site closes "
+           "the connections past 16 from one address, which would count as failed requests; "
+           "lower the concurrency or raise the limit with: tlsboxctl set "
+           "site.max_connections_per_ip 17",
+           "the message names both numbers and the setting");
+    free(err);
+    is_int(parse_ip16("{\"scenario\":\"http\",\"concurrency\":20,\"url\":"
+                      "\"http://127.0.0.1:8080/\"}",
+                      &err),
+           -EINVAL, "a url to the site's plain port on loopback too");
+    free(err);
+    is_int(parse_ip16("{\"scenario\":\"h2\",\"concurrency\":16}", &err), 0,
+           "16 connections accepted");
+    free(err);
+    is_int(parse_ip16("{\"scenario\":\"h2\",\"concurrency\":40,\"requests\":10}", &err), 0,
+           "40 asked for 10 requests: 10 connections, accepted");
+    free(err);
+    is_int(parse_ip16("{\"scenario\":\"h2\",\"concurrency\":40,\"url\":"
+                      "\"https://127.0.0.1:9000/\"}",
+                      &err),
+           0, "another port on loopback is another server: accepted");
+    free(err);
+    is_int(parse_ip16("{\"scenario\":\"h2\",\"concurrency\":40,\"url\":"
+                      "\"https://10.1.2.3:8443/\"}",
+                      &err),
+           0, "the site's port on an address of another host: accepted");
+    free(err);
+
+    /* This host's own IPv4 address other than loopback, if it has one. */
+    struct ifaddrs *ifs = NULL, *i;
+    char own[INET_ADDRSTRLEN] = "";
+    if (getifaddrs(&ifs) == 0)
+        for (i = ifs; i && !own[0]; i = i->ifa_next)
+            if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET) {
+                const struct in_addr *a = &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
+                if ((ntohl(a->s_addr) >> 24) != 127)
+                    inet_ntop(AF_INET, a, own, sizeof(own));
+            }
+    freeifaddrs(ifs);
+    if (!own[0]) {
+        ok(1, "# SKIP no IPv4 address besides loopback here");
+        return;
+    }
+    char *json = NULL;
+    if (asprintf(&json, "{\"scenario\":\"h2\",\"concurrency\":17,\"url\":\"https://%s:8443/\"}",
+                 own) < 0)
+        abort();
+    is_int(parse_ip16(json, &err), -EINVAL,
+           "a url to this host's own address %s, site port: refused", own);
+    free(err);
+    free(json);
+}
+
 int main(void)
 {
     test_percentiles();
     test_opts();
+    test_site_ip_room();
     test_csv();
     return done_testing();
 }
