@@ -65,7 +65,8 @@ struct bench_conn {
     nghttp2_session *h2;
     struct bench_h2_stream *streams;
     int h2_inflight;
-    long h2_retried; /* streams the server refused unprocessed on this connection */
+    long h2_retried;     /* streams the server refused unprocessed on this connection */
+    long h2_refused_run; /* of those, refused since the last answer */
 };
 
 struct bench_gen {

@@ -50,11 +50,18 @@ static void stream_end(struct bench_conn *c, struct bench_h2_stream *st, bool ok
     c->h2_inflight--;
     if (ok) {
         c->answered = true;
+        c->h2_refused_run = 0;
         bench_gen_done(c, st->status, st->start_us);
-    } else if (refused) {
+    } else if (refused && c->h2_refused_run < 2L * c->g->o->streams) {
         /* Never processed by the server (RFC 9113 8.7: REFUSED_STREAM, and
          * nghttp2 closes so the streams above a GOAWAY's last stream id):
-         * safe to send again, on this or a new connection, as h2load does. */
+         * safe to send again, on this or a new connection, as h2load does.
+         * Its stream limit (before its SETTINGS arrive) and a GOAWAY each
+         * refuse at most the streams in flight, so at most twice that many
+         * come without an answer between them; a server refusing more
+         * refuses everything, and those fail rather than being sent again
+         * until the time limit. */
+        c->h2_refused_run++;
         c->h2_retried++;
         bench_gen_retry(c);
     } else {
@@ -154,7 +161,7 @@ int bench_h2_begin(struct bench_conn *c)
     if (!c->streams)
         c->streams = tlsbox_xcalloc((size_t)c->g->o->streams, sizeof(*c->streams));
     c->h2_inflight = 0;
-    c->h2_retried = 0;
+    c->h2_retried = c->h2_refused_run = 0;
     nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
                                    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, BENCH_H2_WINDOW}};
     if (nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 2) != 0 ||
