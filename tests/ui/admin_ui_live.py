@@ -4,11 +4,13 @@ as a user meets them; helpers and output format as in admin_ui.py ("PASS",
 "FAIL", "# ..."), read by 64_admin_ui_live.sh.
 
 Environment: as admin_ui.py."""
+import json
 import socket
 import ssl
 import subprocess
 import sys
 import time
+import urllib.request
 
 from selenium.common.exceptions import TimeoutException, WebDriverException
 from selenium.webdriver.common.by import By
@@ -132,6 +134,89 @@ def relogin_in_other_window(d):
             "and tlsboxctl reads it back", A.ctl("get", "example.greeting"))
 
 
+def log_out_elsewhere(d):
+    """End the browser's session on the box as a logout in another tab does
+    (POST session/logout with its cookie and token); the page is not told.
+    Returns the session state the box then reports for that cookie."""
+    cookie = "__Host-tlsbox=" + d.get_cookie("__Host-tlsbox")["value"]
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+
+    def call(method, path, headers=None, body=None):
+        rq = urllib.request.Request(f"{A.BASE}/api/v1/{path}", data=body, method=method,
+                                    headers={"Cookie": cookie, **(headers or {})})
+        with urllib.request.urlopen(rq, context=ctx, timeout=10) as r:
+            return json.load(r)
+
+    csrf = call("GET", "session")["csrf"]
+    call("POST", "session/logout", {"X-CSRF-Token": csrf, "Content-Type": "application/json"}, b"{}")
+    return call("GET", "session")["state"]
+
+
+def page_settled(d, title):
+    """Wait until the frame has shown the page titled so and handed it the
+    focus, the last thing it does once the page is rendered."""
+    A.wait(d, EC.text_to_be_present_in_element((By.ID, "page-title"), title), 20)
+    A.wait(d, lambda _: d.execute_script("return document.activeElement.id") == "main")
+
+
+def storage(d):
+    return d.execute_script("return JSON.stringify(Object.assign({}, sessionStorage))")
+
+
+def edits_survive_session_end(d):
+    """A setting typed while the session ended elsewhere, then Save: the
+    login form; after logging in again the page shows what was typed,
+    still unsaved (the store keeps the old value until Save is pressed
+    again), and a secret typed meanwhile was written nowhere.  Logging out
+    with the button keeps nothing."""
+    A.open_page(d, "plugins", "#set-example-greeting")
+    before = A.ctl("get", "example.greeting").strip()
+    typed = "typed while the session ended"
+    secret = "draft-secret-token-0123456789"
+    g = d.find_element(By.ID, "set-example-greeting")
+    g.clear()
+    g.send_keys(typed)
+    d.find_element(By.CSS_SELECTOR, "#plugin-admin summary").click()
+    d.find_element(By.ID, "set-admin-metrics_token").send_keys(secret)
+    A.check(log_out_elsewhere(d) == "login", "the session is logged out in another tab")
+    d.find_element(By.CSS_SELECTOR, "#settings-example button[type=submit]").click()
+    pw = A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#main input[name=password]")))
+    A.check(secret not in storage(d), "the secret setting typed is not in the tab's storage", storage(d))
+    A.check(A.ctl("get", "example.greeting").strip() == before, "Save with the session ended stored nothing",
+            A.ctl("get", "example.greeting"))
+    pw.send_keys(A.PASSWORD + "\n")
+    page_settled(d, "Plugins")
+    g = d.find_element(By.ID, "set-example-greeting")
+    A.check(g.get_attribute("value") == typed, "after logging in again the field holds what was typed",
+            g.get_attribute("value"))
+    note = d.find_elements(By.ID, "draft-restored")
+    A.check(bool(note) and "Nothing of it is saved yet" in note[0].text,
+            "the page says the field keeps what was typed, unsaved", note[0].text if note else "")
+    A.check(A.ctl("get", "example.greeting").strip() == before,
+            "and it is not saved yet: tlsboxctl still reads the old value", A.ctl("get", "example.greeting"))
+    token = d.find_element(By.ID, "set-admin-metrics_token").get_attribute("value")
+    A.check(token == "", "the secret field comes back empty", token)
+    d.find_element(By.CSS_SELECTOR, "#settings-example button[type=submit]").click()
+    st = d.find_element(By.CSS_SELECTOR, "#settings-example .status")
+    A.wait(d, lambda _: st.text != "")
+    A.check(st.text == "Saved: greeting.", "Save then saves it", st.text)
+    A.check(A.ctl("get", "example.greeting").strip() == typed, "and tlsboxctl reads it back",
+            A.ctl("get", "example.greeting"))
+    A.check(typed not in storage(d), "nothing of it is left in the tab's storage", storage(d))
+    # An explicit logout: an edit made before it is not brought back.
+    g.clear()
+    g.send_keys("typed before logging out")
+    d.find_element(By.ID, "logout").click()
+    A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#main input[name=password]"))).send_keys(
+        A.PASSWORD + "\n")
+    page_settled(d, "Plugins")
+    g = d.find_element(By.ID, "set-example-greeting")
+    A.check(g.get_attribute("value") == typed and not d.find_elements(By.ID, "draft-restored"),
+            "after logging out with the button the page shows the stored value", g.get_attribute("value"))
+
+
 def slow_handshake(pause):
     """One TLS handshake with the site whose client waits pause seconds
     before its Finished, so the site measures at least that long."""
@@ -173,7 +258,7 @@ def main():
     try:
         A.first_run(d)
         for step in (session_ends_on_dashboard, session_ends_then_menu, hidden_dashboards,
-                     relogin_in_other_window, slow_handshake_latency):
+                     relogin_in_other_window, edits_survive_session_end, slow_handshake_latency):
             try:
                 step(d)
             except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:

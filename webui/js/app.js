@@ -1,6 +1,7 @@
 // The frame: session state, first-run and login views, the menu and a hash
 // router that loads one page module at a time (plugins add their own).
 import { api, get, post, setCsrf } from "./api.js";
+import { drop, keep, restore, watch } from "./drafts.js";
 import { el, field, status } from "./ui.js";
 
 const pages = [
@@ -108,6 +109,7 @@ async function route() {
   }
   const root = el("section", { class: "page", "aria-labelledby": "page-title" });
   setMain(root);
+  watch(root, page.id);
   try {
     // tlsboxd restarted since this document loaded (an upgrade, say): a
     // page module fetched now would meet the shared modules (api.js,
@@ -129,6 +131,15 @@ async function route() {
     if (typeof done === "function") {
       if (mine === shown && root.isConnected) cleanup = done;
       else done();
+    }
+    // Edits the session's end interrupted (drafts.js) go back now, unsaved.
+    if (session && mine === shown && root.isConnected) {
+      const n = restore(root, session.user, page.id);
+      if (n) {
+        title.after(el("p", { class: "status warn", id: "draft-restored", role: "status",
+          text: `${n === 1 ? "1 field keeps" : `${n} fields keep`} what you typed before the session ended. ` +
+            "Nothing of it is saved yet: check it and press Save." }));
+      }
     }
   } catch (e) {
     root.append(el("p", { class: "status error", text: `This page failed to load: ${e.message}` }));
@@ -174,6 +185,8 @@ async function boot() {
 }
 
 document.getElementById("logout").addEventListener("click", async () => {
+  // Logging out on purpose leaves nothing behind in this tab.
+  drop();
   try {
     await post("session/logout");
   } finally {
@@ -187,6 +200,10 @@ document.getElementById("menu-toggle").addEventListener("click", (ev) => {
 });
 window.addEventListener("hashchange", route);
 window.addEventListener("tlsbox:logged-out", () => {
-  if (session) loggedOut();
+  if (!session) return;
+  // The session ended under the page (expiry, a logout elsewhere): what the
+  // user typed is kept for the next login, before the login form replaces it.
+  keep(session.user);
+  loggedOut();
 });
 boot();

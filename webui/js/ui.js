@@ -23,6 +23,9 @@ export function uid(prefix) {
 
 // A labelled field: input + help + an error slot tied with aria-describedby.
 export function field(label, input, help) {
+  // A made-up id differs between two renders of a page: marked, so that
+  // drafts.js does not put a kept value into another field.
+  if (!input.id) input.setAttribute("data-generated-id", "");
   const id = input.id || uid("f");
   input.id = id;
   const err = el("p", { class: "field-error", id: `${id}-err`, role: "alert", hidden: true });

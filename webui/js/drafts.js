@@ -1,0 +1,103 @@
+// Unsaved edits across an ended session.  A session can end under an open
+// form (idle expiry, a logout in another tab); the Save that meets it shows
+// the login form, which replaces the page.  What the user had typed is kept
+// here and put back into the same page after the next login, unsaved: the
+// user checks it and presses Save again, so no change (and no CSRF token) is
+// ever replayed on its own.
+//
+// sessionStorage, not a variable: the draft must outlive a reload of the
+// tab (a reload on the login form, or the frame's reload after an upgrade),
+// and it stays in this tab.  Secrets never go there (see keepable), and the
+// draft is removed when it is put back, on an explicit logout, and when
+// someone else logs in.
+const KEY = "tlsbox.draft";
+
+let watched = null; // { root, page, touched: Set of fields the user changed }
+
+function note(ev) {
+  if (watched && ev.target.id) watched.touched.add(ev.target);
+}
+
+// Fields that may be written to storage: those with an id a page gave them
+// (field() makes up ids that differ from one render to the next) and no
+// secret: password inputs (the login form, secret settings), file inputs
+// (a key file), and any text holding a private key.
+function keepable(e) {
+  if (!e.id || e.hasAttribute("data-generated-id")) return false;
+  if (e.type === "password" || e.type === "file" || e.type === "hidden") return false;
+  if (e.closest("[data-no-draft]")) return false;
+  return !/PRIVATE KEY/.test(e.value || "");
+}
+
+function read() {
+  try {
+    return JSON.parse(sessionStorage.getItem(KEY) || "null");
+  } catch (e) {
+    return null;
+  }
+}
+
+// Forget any draft: an explicit logout, another user, a draft put back.
+export function drop() {
+  try {
+    sessionStorage.removeItem(KEY);
+  } catch (e) {
+    /* storage off: nothing was kept either */
+  }
+}
+
+// The page now shown: note which of its fields the user changes (typing,
+// choosing, ticking), not the values the page itself filled in.
+export function watch(root, page) {
+  if (watched) {
+    watched.root.removeEventListener("input", note);
+    watched.root.removeEventListener("change", note);
+  }
+  watched = { root, page, touched: new Set() };
+  root.addEventListener("input", note);
+  root.addEventListener("change", note);
+}
+
+// The session of user ended under the page shown: keep the fields the user
+// changed, if any.
+export function keep(user) {
+  if (!watched || !watched.root.isConnected) return;
+  const fields = {};
+  for (const e of watched.touched) {
+    if (!e.isConnected || !keepable(e)) continue;
+    fields[e.id] = e.type === "checkbox" || e.type === "radio" ? { checked: e.checked } : { value: e.value };
+  }
+  if (!Object.keys(fields).length) return;
+  try {
+    sessionStorage.setItem(KEY, JSON.stringify({ user, page: watched.page, fields }));
+  } catch (e) {
+    /* storage off or full: the edits are lost, as without drafts */
+  }
+}
+
+// The page is rendered after a login: put back the draft kept for it and
+// this user, unsaved, and say how many fields came back (0: none).  A
+// draft of another page or user is dropped: it belonged to what was left.
+export function restore(root, user, page) {
+  const d = read();
+  if (!d) return 0;
+  drop();
+  if (d.user !== user || d.page !== page || !d.fields) return 0;
+  let n = 0;
+  for (const [id, v] of Object.entries(d.fields)) {
+    const e = document.getElementById(id);
+    if (!e || !root.contains(e) || !keepable(e)) continue;
+    if ("checked" in v) {
+      if (e.type !== "checkbox" && e.type !== "radio") continue;
+      e.checked = !!v.checked;
+    } else {
+      if (e.type === "checkbox" || e.type === "radio") continue;
+      if (e.tagName === "SELECT" && ![...e.options].some((o) => o.value === v.value)) continue;
+      e.value = String(v.value);
+    }
+    // Still unsaved: kept again if the session ends once more.
+    if (watched && watched.root === root) watched.touched.add(e);
+    n += 1;
+  }
+  return n;
+}
