@@ -191,6 +191,18 @@ static int apply_sets(const struct options *o)
     return rc < 0 ? rc : 0;
 }
 
+/* The service user as known before the store is read: --user, else the
+ * last --set core.user=NAME, else NULL (core.user in the store, or its
+ * default). */
+static const char *service_user(const struct options *o)
+{
+    const char *user = o->user;
+    for (int i = 0; !o->user && i < o->nsets; i++)
+        if (strncmp(o->sets[i], "core.user=", 10) == 0)
+            user = o->sets[i] + 10;
+    return user;
+}
+
 /* core.log_level, applied at start and whenever it changes (tlsboxctl set,
  * the web UI, SIGHUP): it is not a restart setting.  --log-level fixes the
  * level for the whole run instead. */
@@ -293,6 +305,15 @@ int main(int argc, char **argv)
     /* Before the store is opened: a second tlsboxd on a running one's state
      * must not migrate its store or write its --set values under it. */
     if (control_in_use(sock)) {
+        free(sock);
+        report_ready(&ready_fd, 1);
+        return 1;
+    }
+    /* Before the store is created in it: a directory that is not tlsboxd's
+     * to take (--state-dir /etc) is refused with nothing written there. */
+    if (privdrop_check_state_dir(o.state_dir, service_user(&o), &err) < 0) {
+        log_err("%s", err);
+        free(err);
         free(sock);
         report_ready(&ready_fd, 1);
         return 1;

@@ -122,6 +122,98 @@ static int give_state_files(const char *dir, uid_t uid, gid_t gid, char **err)
     return rc;
 }
 
+/* The state directory as tlsboxd found it, before the store was opened in
+ * it (privdrop_check_state_dir): what privdrop_user() may give away. */
+static struct {
+    int existed;     /* it was there before this start */
+    uid_t uid;       /* its owner then */
+    int store;       /* it held a store */
+    char other[256]; /* an entry in it tlsboxd does not make ("" if none) */
+} seen;
+
+/* Whether the entry @p name (stat @p st) of a state directory is one tlsboxd
+ * makes there itself: the store and SQLite's files beside it, the control
+ * socket, the demo's sample site (www/, counted only beside a store: see
+ * note_state_dir).  Sets *store for the store itself. */
+static int made_by_tlsboxd(const char *name, const struct stat *st, int *store)
+{
+    if (is_store_file(name, STORE_FILE) && S_ISREG(st->st_mode)) {
+        *store |= strcmp(name, STORE_FILE) == 0;
+        return 1;
+    }
+    return (strcmp(name, "control.sock") == 0 && S_ISSOCK(st->st_mode)) ||
+           (strcmp(name, "www") == 0 && S_ISDIR(st->st_mode));
+}
+
+/* Note in seen what @p dir holds; 0, or -1 if it cannot be read (store_init
+ * then says why). */
+static int note_state_dir(const char *dir)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    DIR *d = dfd >= 0 && fstat(dfd, &st) == 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        return -1;
+    }
+    seen.existed = 1;
+    seen.uid = st.st_uid;
+    int www = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        struct stat est;
+        if (fstatat(dfd, e->d_name, &est, AT_SYMLINK_NOFOLLOW) == 0 &&
+            made_by_tlsboxd(e->d_name, &est, &seen.store)) {
+            www |= strcmp(e->d_name, "www") == 0;
+            continue;
+        }
+        if (!seen.other[0])
+            snprintf(seen.other, sizeof seen.other, "%s", e->d_name);
+    }
+    closedir(d);
+    /* A www/ alone is a web server's site as likely as the demo's (/srv). */
+    if (www && !seen.store && !seen.other[0])
+        snprintf(seen.other, sizeof seen.other, "www");
+    return 0;
+}
+
+/* The refusal of refuse_takeover(), for the service user @p user (NULL: not
+ * known yet, core.user in the store there). */
+static int refuse_named(const char *dir, const char *user, char **err)
+{
+    char buf[4096], owner[64];
+    struct passwd opw, *o = NULL;
+    getpwuid_r(seen.uid, &opw, buf, sizeof buf, &o);
+    if (o)
+        snprintf(owner, sizeof owner, "%s", o->pw_name);
+    else
+        snprintf(owner, sizeof owner, "uid %u", (unsigned)seen.uid);
+    char *who = user ? xasprintf("'%s'", user) : xstrdup("(core.user in its store)");
+    xset_err(err,
+             "%s: refused as the state directory: it was there before, belongs to %s, not to "
+             "the service user %s, and holds '%s', which tlsboxd did not make; started as "
+             "root, tlsboxd gives its state directory to that user. Name a new or empty "
+             "directory with --state-dir, or chown %s: %s first if this one is meant for tlsboxd",
+             dir, owner, who, seen.other, user ? user : "USER", dir);
+    free(who);
+    return -1;
+}
+
+/* Started as root, privdrop_user() gives the state directory itself to the
+ * service user: a directory that was there already, holds anything besides
+ * what tlsboxd makes and is not that user's (--state-dir /etc by mistake)
+ * must not change hands.  One tlsboxd created, an empty one, or one that is
+ * the service user's already (/var/lib/tlsbox from the package) may. */
+static int refuse_takeover(const char *dir, const struct passwd *pw, char **err)
+{
+    if (!seen.existed || !seen.other[0] || seen.uid == pw->pw_uid)
+        return 0;
+    return refuse_named(dir, pw->pw_name, err);
+}
+
 static int lookup(const char *user, struct passwd *pw, char **buf, char **err)
 {
     struct passwd *found = NULL;
@@ -208,6 +300,27 @@ static int is_foreign(pid_t tid)
     return 0;
 }
 
+int privdrop_check_state_dir(const char *state_dir, const char *user, char **err)
+{
+    memset(&seen, 0, sizeof seen);
+    if (geteuid() != 0 || note_state_dir(state_dir) < 0 || !seen.other[0])
+        return 0;
+    /* The service user may be a core.user kept in that store: read once the
+     * store is open, by privdrop_user().  That user is never root (lookup),
+     * so a directory of root's is refused now, before the store is opened
+     * (and migrated).  Without a store there is no such setting: the user
+     * is known now. */
+    if (!user && seen.store)
+        return seen.uid == 0 ? refuse_named(state_dir, NULL, err) : 0;
+    struct passwd pw;
+    char *buf = NULL;
+    int rc = lookup(user ? user : "tlsbox", &pw, &buf, err);
+    if (rc == 0)
+        rc = refuse_takeover(state_dir, &pw, err);
+    free(buf);
+    return rc;
+}
+
 int privdrop_user(const char *user, const char *state_dir, const char *control_socket, char **err)
 {
     note_foreign_threads();
@@ -224,6 +337,8 @@ int privdrop_user(const char *user, const char *state_dir, const char *control_s
     struct passwd pw;
     char *buf = NULL;
     int rc = lookup(user, &pw, &buf, err);
+    if (rc == 0)
+        rc = refuse_takeover(state_dir, &pw, err);
     if (rc == 0)
         rc = give_state_files(state_dir, pw.pw_uid, pw.pw_gid, err);
     if (rc == 0 && control_socket && lchown(control_socket, pw.pw_uid, pw.pw_gid) < 0) {

@@ -13,7 +13,6 @@
 #include "core/log.h"
 #include "core/xalloc.h"
 
-#define STORE_FILE "tlsbox.db"
 #define STORE_BUSY_MS 5000
 
 static char *store_file;  /* "<state_dir>/tlsbox.db" */

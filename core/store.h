@@ -5,6 +5,9 @@
 
 #include <sqlite3.h>
 
+/* The store's file name in the state directory. */
+#define STORE_FILE "tlsbox.db"
+
 /* One embedded migration (generated from db/migrations/NNNN_name.sql). */
 struct store_migration {
     int version;      /* NNNN */

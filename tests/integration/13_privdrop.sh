@@ -2,7 +2,8 @@
 # Privilege drop, as a user would check it: tlsboxd started as root serves as
 # the tlsbox user with no capability and NoNewPrivs (every thread), does not
 # serve a file tlsbox may not read, keeps a port change for the restart it
-# names, refuses a state directory others can write and a missing user; run
+# names, refuses a state directory others can write, one it would take from
+# root (or anyone but tlsbox) with root's files in it, and a missing user; run
 # as an ordinary user (demo mode, or with systemd's ambient
 # CAP_NET_BIND_SERVICE) it serves as that user and keeps no capability.
 . "$(dirname "$0")/lib.sh"
@@ -62,6 +63,7 @@ ok $((!$?)) "and its content is not in the answer"
 is "$(stat -c %U "$TB_STATE/control.sock" "$TB_STATE/tlsbox.db" | sort -u)" tlsbox \
     "the control socket and the store belong to tlsbox"
 is "$(stat -c %a "$TB_STATE")" 700 "the state directory stays 0700"
+is "$(stat -c %U "$TB_STATE")" tlsbox "the state directory it created is tlsbox's"
 out=$(tb_ctl status 2>&1)
 ok $? "tlsboxctl (root) talks to it through the socket"
 low=$(tb_free_low_port)
@@ -121,22 +123,92 @@ is "$rc" 1 "started as root with a missing --user: exit 1 (never serves as root)
 like "$out" "user 'tlsbox-nobody-here'.*there is no such user.*adduser --system --group" \
     "the error names the user and how to create it"
 
-# A state directory that holds other files of root's (--state-dir . by
-# mistake): the service user gets the store, its WAL and shm and the socket,
-# not root's files.
-TB_STATE="$TB_TMP/shared"
-mkdir -m 0700 "$TB_STATE"
-echo "root's notes" >"$TB_STATE/notes.txt"
-chmod 0600 "$TB_STATE/notes.txt"
-P3=$(tb_free_port)
-tb_start_daemon --set site.https_port="$P3" --set site.http_port=0 --set site.bind=127.0.0.1
-ok $? "started as root on a state directory that holds a file of root's"
+# A state directory that was there, holds files tlsboxd does not make and
+# is not tlsbox's (--state-dir /etc or . by mistake): started as root,
+# tlsboxd would give the directory itself to tlsbox, so it refuses, before
+# it writes anything there.  Never the real /etc: a copy of the case.
+# refused_on DIR: tlsboxd as root on DIR; $out its output, $rc its exit
+# (124: it was still running after 20 s, so it took DIR).
+refused_on() {
+    out=$(timeout 20 "$TB_TLSBOXD" --state-dir "$1" --plugin-dir "$TB_PLUGINS" --foreground \
+        --set admin.port="$(tb_free_port)" --set admin.bind=127.0.0.1 \
+        --set site.https_port="$(tb_free_port)" --set site.http_port=0 --set site.bind=127.0.0.1 2>&1)
+    rc=$?
+}
+etc="$TB_TMP/etc"
+mkdir -m 0755 "$etc"
+echo "root's config" >"$etc/passwd.conf"
+chmod 0600 "$etc/passwd.conf"
+owner=$(stat -c %U "$etc")
+refused_on "$etc"
+is "$rc" 1 "a root-owned state directory holding a file of root's: exit 1"
+like "$out" "$etc: refused as the state directory: it was there before, belongs to root, not to the service user 'tlsbox', and holds 'passwd.conf'.*chown tlsbox: $etc first" \
+    "with an error naming the directory, its owner, the file and what to do"
+is "$owner $(stat -c %U "$etc")" "root root" "the directory's owner is unchanged (root before, root after)"
+is "$(ls -A "$etc" | tr '\n' ' ')" "passwd.conf " "nothing was created in it"
+is "$(stat -c %U:%a "$etc/passwd.conf")" root:600 "and root's file stays root's, 0600"
+# The same with a store in it (left by an earlier start that stopped before
+# the drop): which user would get it is known once the store is open.
+: >"$etc/tlsbox.db"
+chmod 0600 "$etc/tlsbox.db"
+refused_on "$etc"
+is "$rc" 1 "with a store beside root's file: exit 1"
+like "$out" "$etc: refused as the state directory: .*belongs to root, not to the service user \\(core.user in its store\\), and holds 'passwd.conf'" \
+    "with the same error (the service user is the store's core.user)"
+is "$(stat -c %U:%s "$etc" "$etc/tlsbox.db" | sort -u | tr '\n' ' ')" "root:0 root:4096 " \
+    "the directory and the store stay root's, the store as it was (empty)"
+# Someone else's (a user's directory): the store's core.user is read first.
+chown nobody "$etc" "$etc/tlsbox.db"
+refused_on "$etc"
+is "$rc" 1 "a directory of nobody's with a file of root's and a store: exit 1"
+like "$out" "$etc: refused as the state directory: .*belongs to nobody, not to the service user 'tlsbox', and holds 'passwd.conf'" \
+    "naming its owner"
+is "$(stat -c %U "$etc")" nobody "the directory stays nobody's"
+# A web server's directory (/srv) holding only its www/.
+srv="$TB_TMP/srv"
+mkdir -m 0755 "$srv" "$srv/www"
+refused_on "$srv"
+is "$rc $(stat -c %U "$srv")" "1 root" "a root-owned directory with only a www/ in it is refused too"
+
+# What may be taken: an empty directory (root's, made for it); one that is
+# tlsbox's already (/var/lib/tlsbox from the package) even with a file of
+# root's in it, which stays root's; one holding only what tlsboxd makes
+# (a demo start that stopped before the drop: store and www/).
+starts_on() {
+    TB_STATE=$1
+    shift
+    tb_start_daemon --set site.https_port="$(tb_free_port)" --set site.http_port=0 \
+        --set site.bind=127.0.0.1 "$@"
+}
+mkdir -m 0700 "$TB_TMP/empty"
+starts_on "$TB_TMP/empty"
+ok $? "started as root on an existing empty directory"
+is "$(stat -c %U "$TB_STATE")" tlsbox "which is now tlsbox's"
+tb_stop_daemon
+ok $? "and stops"
+mkdir -m 0700 "$TB_TMP/pkg"
+chown tlsbox:tlsbox "$TB_TMP/pkg"
+echo "root's notes" >"$TB_TMP/pkg/notes.txt"
+chmod 0600 "$TB_TMP/pkg/notes.txt"
+starts_on "$TB_TMP/pkg"
+ok $? "started as root on a directory of tlsbox's that holds a file of root's"
 is "$(stat -c %U:%a "$TB_STATE/notes.txt")" root:600 "that file stays root's, 0600"
 is "$(find "$TB_STATE" -maxdepth 1 \( -type f -o -type s \) -user tlsbox -printf '%f\n' | sort |
     tr '\n' ' ')" "control.sock tlsbox.db tlsbox.db-shm tlsbox.db-wal " \
     "tlsbox has the store, its WAL and shm and the socket, nothing else"
 tb_stop_daemon
 ok $? "and stops"
+mkdir -m 0700 "$TB_TMP/demo" "$TB_TMP/demo/www"
+: >"$TB_TMP/demo/tlsbox.db"
+chmod 0600 "$TB_TMP/demo/tlsbox.db"
+starts_on "$TB_TMP/demo" --demo
+ok $? "started as root in demo mode on a root-owned directory holding only a store and www/"
+is "$(stat -c %U "$TB_STATE" "$TB_STATE/tlsbox.db" | sort -u)" tlsbox "both are tlsbox's now"
+tb_stop_daemon
+ok $? "and stops"
+starts_on "$TB_TMP/demo" --demo
+ok $? "and starts again there"
+tb_stop_daemon
 
 # ---- as an ordinary user ----------------------------------------------------
 # The tlsbox user itself stands for "an ordinary user": setpriv starts the
