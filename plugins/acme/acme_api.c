@@ -44,6 +44,18 @@ static void api_renew(void *arg, const struct tlsbox_api_request *req,
     }
     bool force = json_is_true(f);
     json_decref(b);
+    /* With no domain the check would only find ACME off: say so rather than
+     * answer "queued" for a renewal that never comes. */
+    struct acme_conf conf;
+    acme_conf_load(a, &conf);
+    size_t ndomains = conf.ndomains;
+    acme_conf_free(&conf);
+    if (ndomains == 0) {
+        a->host->api_reply_error(reply, 409,
+                                 "acme/renew: ACME is off (acme.domains is empty); nothing was "
+                                 "renewed: set acme.domains to the site's names to turn it on");
+        return;
+    }
     acme_run_submit(a, force, true);
     reply->status = 202;
     reply->body = tlsbox_xasprintf("{\"queued\":true,\"force\":%s}", force ? "true" : "false");

@@ -123,6 +123,22 @@ is "$(jq -r '.actor + " " + .source' <<<"$a")" "admin 127.0.0.1" "audit: who and
 is "$(jq -r '(.before|fromjson|.policy.min_version) + " -> " + (.after|fromjson|.policy.min_version)' <<<"$a")" \
     "TLS1.2 -> TLS1.3" "audit: state before and after"
 
+# ---- ACME off: "Renew now" is refused, nothing queued ----------------------
+# No acme.domains here: ACME is off, and a renewal request must say so (the
+# UI shows the error) instead of "queued" for a renewal that never comes.
+acme_rows() {
+    sqlite3 "file:$TB_STATE/tlsbox.db?mode=ro" "SELECT (SELECT count(*) FROM acme_orders) || ' ' ||
+        (SELECT count(*) FROM acme_events) || ' ' || (SELECT count(*) FROM acme_accounts)"
+}
+acme_off="acme/renew: ACME is off (acme.domains is empty); nothing was renewed: set acme.domains to the site's names to turn it on"
+rows0=$(acme_rows)
+is "$("${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o "$TB_TMP/renew" -w '%{http_code}' -X POST \
+    "$B/api/v1/acme/renew" -d '{"force":true}')" 409 "Renew now with ACME off is refused (409)"
+is "$(jq -r .error "$TB_TMP/renew")" "$acme_off" "and the error says ACME is off and which setting turns it on"
+out=$(tb_ctl acme renew --force 2>&1)
+is "$? $out" "1 tlsboxctl: $acme_off" "tlsboxctl acme renew with ACME off exits 1 with that message"
+is "$(acme_rows)" "$rows0" "no ACME order, event or account row was made ($rows0)"
+
 # ---- private keys never come back ---------------------------------------
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$TB_TMP/k.pem" \
     -out "$TB_TMP/c.pem" -subj /CN=admin-test.example -days 30 \

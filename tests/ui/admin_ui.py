@@ -251,6 +251,16 @@ def other_pages(d):
     check("internal" in d.find_element(By.ID, "cert-table").text, "certificates page lists the internal certificate")
     wait(d, EC.text_to_be_present_in_element((By.ID, "acme-status"), "state"))
     check("object" not in d.find_element(By.ID, "acme-status").text, "the ACME section shows its status")
+    # No domain here, so ACME is off: "Renew now" must show the daemon's refusal, not "Renewal started".
+    d.find_element(By.ID, "renew-now").click()
+    renew_st = (By.CSS_SELECTOR, "#renew-now + .status")
+    try:
+        wait(d, EC.text_to_be_present_in_element(renew_st, "ACME is off"))
+    except TimeoutException:
+        pass
+    st = d.find_element(*renew_st)
+    check(st.text.startswith("acme/renew: ACME is off (acme.domains is empty)") and "error" in st.get_attribute("class"),
+          "Renew now with ACME off shows the refusal as an error", st.text)
     # Import a certificate and key from files: the key goes up and never comes back.
     tmp = os.environ["TB_TMP"]
     key, crt = os.path.join(tmp, "ui.key"), os.path.join(tmp, "ui.crt")
