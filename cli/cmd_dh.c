@@ -103,12 +103,14 @@ static int cmd_dh_generate(struct ctl *c, int argc, char **argv)
     if (argc == 2 && strcmp(argv[0], "--bits") == 0) {
         char *end;
         errno = 0;
-        long bits = strtol(argv[1], &end, 10);
+        /* long long: a 32-bit long (armhf) would call 4294969344 "not a number"
+         * instead of letting the daemon say which sizes are allowed. */
+        long long bits = strtoll(argv[1], &end, 10);
         if (errno || *end || end == argv[1]) {
             fprintf(stderr, "tlsboxctl: --bits: '%s' is not a number\n", argv[1]);
             return CTL_EXIT_USAGE;
         }
-        snprintf(body, sizeof body, "{\"bits\":%ld}", bits);
+        snprintf(body, sizeof body, "{\"bits\":%lld}", bits);
     } else if (argc != 0) {
         fprintf(stderr, "tlsboxctl: usage: tlsboxctl dh generate [--bits 2048|3072|4096]\n");
         return CTL_EXIT_USAGE;

@@ -62,7 +62,7 @@ static const struct tlsbox_migration dhparam_migrations[] = {
             " error TEXT)"},
     TLSBOX_MIGRATIONS_END};
 
-bool dhparam_bits_ok(long bits)
+bool dhparam_bits_ok(long long bits)
 {
     return bits == 2048 || bits == 3072 || bits == 4096;
 }

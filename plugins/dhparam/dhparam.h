@@ -45,8 +45,10 @@ struct dhparam {
     struct tlsbox_metric *m_bits, *m_rfc7919, *m_dhe, *m_running, *m_seconds, *m_ok, *m_failed;
 };
 
-/* Allowed generation sizes. */
-bool dhparam_bits_ok(long bits);
+/* Allowed generation sizes.  Long long, the width of json_int_t and of
+ * setting_get_int: a narrower type would wrap a value such as 2^32 + 2048
+ * (long is 32 bits on armhf) into an allowed size before the check. */
+bool dhparam_bits_ok(long long bits);
 
 /* ---- dhparam.c ---------------------------------------------------------- */
 

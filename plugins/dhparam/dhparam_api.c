@@ -104,11 +104,13 @@ static void api_generate(void *arg, const struct tlsbox_api_request *req,
         d->host->api_reply_error(reply, 400, "dh/generate: give {\"bits\": 2048|3072|4096}");
         return;
     }
-    long bits = jb ? (long)json_integer_value(jb) : d->host->setting_get_int(d->self, "bits", 3072);
+    /* Checked at full width; narrowed to int only once it is an allowed size. */
+    long long bits =
+        jb ? (long long)json_integer_value(jb) : d->host->setting_get_int(d->self, "bits", 3072);
     json_decref(b);
     if (!dhparam_bits_ok(bits)) {
         d->host->api_reply_error(reply, 400,
-                                 "dh/generate: bits must be 2048, 3072 or 4096, not %ld", bits);
+                                 "dh/generate: bits must be 2048, 3072 or 4096, not %lld", bits);
         return;
     }
     int64_t id = dhparam_run_start(d, (int)bits, "request", 0);

@@ -61,6 +61,12 @@ static void refusals(void)
     json_decref(j);
     is_int(api("POST", "dh/generate", "{\"bits\":\"big\"}", &j), 400, "bits not a number: 400");
     json_decref(j);
+    /* 2^32 + 2048: a 32-bit long (armhf) wrapped it to 2048 before the check. */
+    is_int(api("POST", "dh/generate", "{\"bits\":4294969344}", &j), 400,
+           "generate 4294969344 bits: 400");
+    like(str(j, "error", NULL), "bits must be 2048, 3072 or 4096, not 4294969344",
+         "and names the value as sent");
+    json_decref(j);
     is_int(api("POST", "dh/import", "{\"pem\":\"garbage\"}", &j), 400, "import garbage: 400");
     like(str(j, "error", NULL), "dh/import refused: mock host: not PKCS#3", "with the reason");
     json_decref(j);
