@@ -25,7 +25,8 @@ static const struct tlsbox_setting_def dhparam_settings[] = {
      .type = TLSBOX_SETTING_ENUM,
      .default_value = "3072",
      .choices = "2048|3072|4096",
-     .help = "Size of generated parameters in bits (4096 takes hours on a Raspberry Pi)"},
+     .help = "Size of generated parameters in bits; a change generates new ones now (4096 takes "
+             "hours on a Raspberry Pi)"},
     {.key = "rotate_days",
      .type = TLSBOX_SETTING_INT,
      .default_value = "30",
@@ -124,9 +125,12 @@ static void on_event(void *arg, const char *event, const char *data)
 {
     struct dhparam *d = arg;
     if (strcmp(event, "settings.changed") == 0) {
-        /* A new mode (or size) may need a switch or a first generation:
-         * SQLite work, so not on the event thread. */
-        if (data && strstr(data, "\"dhparam."))
+        /* A new mode may need a switch or a first generation, a new size
+         * new parameters now rather than at the next rotation: SQLite work,
+         * so not on the event thread. */
+        if (data && strstr(data, "\"dhparam.bits\""))
+            d->host->job_submit(d->self, "dhparam.resize", dhparam_run_resize, d, NULL);
+        else if (data && strstr(data, "\"dhparam."))
             d->host->job_submit(d->self, "dhparam.check", dhparam_run_check, d, NULL);
         return;
     }

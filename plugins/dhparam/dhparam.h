@@ -28,6 +28,7 @@ struct dhparam_current {
     const char *stage;  /* static: queued, generating, checking, storing */
     struct timespec t0; /* CLOCK_MONOTONIC at start */
     pid_t pid;          /* generating child, 0 when none */
+    int superseded_by;  /* dhparam.bits changed to this: stop, not a failure; 0 when not */
 };
 
 struct dhparam {
@@ -38,7 +39,8 @@ struct dhparam {
     struct dhparam_current cur;
     pthread_mutex_t apply_lock; /* one mode switch at a time */
     atomic_bool stopping;
-    atomic_bool resumed; /* the first check looked for an interrupted run */
+    atomic_bool resumed;        /* the first check looked for an interrupted run */
+    atomic_bool resize_pending; /* dhparam.bits changed during a requested run */
 
     int64_t timer;
     int64_t subs[3];
@@ -72,6 +74,17 @@ int64_t dhparam_run_start(struct dhparam *d, int bits, const char *reason, int64
 /* Periodic check (a timer job): resume an interrupted run once, apply the
  * mode, start a rotation when the generated parameters are due. */
 void dhparam_run_check(void *arg, struct tlsbox_job *job);
+/*
+ * dhparam.bits changed (a job): in generated mode, start parameters of the
+ * new size now (the ones served stay until they are ready) and stop a
+ * scheduled or earlier size-change run of another size; back at the size
+ * served, that stop is all.  A run someone asked for (dh/generate) is left
+ * to finish, then this runs again.  Other modes generate nothing.
+ */
+void dhparam_run_resize(void *arg, struct tlsbox_job *job);
+/* True when the running generation was superseded by a dhparam.bits change
+ * (the generator polls it with job_cancelled).  Any thread. */
+bool dhparam_run_superseded(struct dhparam *d);
 /* The running generation as JSON (new reference), or json null. */
 json_t *dhparam_run_current(struct dhparam *d, sqlite3 *db);
 /* Stop hook: cancel the running job (it kills its child, marks the run). */
@@ -85,7 +98,8 @@ void dhparam_run_cancel(struct dhparam *d);
  * (/proc/self/exe), and wait for it from @p job, polling for cancellation.
  * d->cur.pid is set while the child lives.  Returns 0 with *pem (PKCS#3,
  * caller frees), -ECANCELED when the job was cancelled (child killed and
- * reaped), or -EIO with *err (caller frees).
+ * reaped; also when dhparam_run_superseded turns true), or -EIO with *err
+ * (caller frees).
  */
 int dhparam_gen(struct dhparam *d, struct tlsbox_job *job, int bits, bool idle, char **pem,
                 char **err);

@@ -70,7 +70,7 @@ static void set_pid(struct dhparam *d, pid_t pid)
 static int gen_read(struct dhparam *d, struct tlsbox_job *job, int fd, char *buf, size_t *len)
 {
     for (;;) {
-        if (d->host->job_cancelled(job))
+        if (d->host->job_cancelled(job) || dhparam_run_superseded(d))
             return -ECANCELED;
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
         int r = poll(&pfd, 1, GEN_POLL_MS);

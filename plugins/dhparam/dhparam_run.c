@@ -35,6 +35,21 @@ static void finish(struct dhparam *d)
     d->host->metric_set(d->m_running, 0);
 }
 
+bool dhparam_run_superseded(struct dhparam *d)
+{
+    pthread_mutex_lock(&d->lock);
+    bool s = d->cur.superseded_by != 0;
+    pthread_mutex_unlock(&d->lock);
+    return s;
+}
+
+/* After a run: a size change that came while it ran is acted on now. */
+static void resize_if_pending(struct dhparam *d, struct tlsbox_job *job)
+{
+    if (atomic_exchange(&d->resize_pending, false))
+        dhparam_run_resize(d, job);
+}
+
 /* Generate, check with the core, store; then serve when the mode says so. */
 static void run_job(void *arg, struct tlsbox_job *job)
 {
@@ -55,8 +70,27 @@ static void run_job(void *arg, struct tlsbox_job *job)
     pthread_mutex_unlock(&d->lock);
 
     set_stage(d, db, "generating");
-    int rc = dhparam_gen(d, job, bits, idle, &pem, &err);
+    /* Superseded while queued: no child to start. */
+    int rc = dhparam_run_superseded(d) ? -ECANCELED : dhparam_gen(d, job, bits, idle, &pem, &err);
     double secs = elapsed(&t0);
+    pthread_mutex_lock(&d->lock);
+    int now_bits = d->cur.superseded_by;
+    pthread_mutex_unlock(&d->lock);
+    if (rc == -ECANCELED && now_bits) {
+        /* Not "interrupted": that would run the old size again at the next start. */
+        char why[64];
+        snprintf(why, sizeof(why), "cancelled: dhparam.bits is now %d", now_bits);
+        dhparam_store_run_end(db, id, "failed", why);
+        d->host->log(d->self, TLSBOX_LOG_INFO,
+                     "generation of %d-bit parameters cancelled after %.1f s: dhparam.bits is "
+                     "now %d",
+                     bits, secs, now_bits);
+        finish(d);
+        d->host->store_close(d->self, db);
+        atomic_store(&d->resize_pending, false);
+        dhparam_run_resize(d, job); /* the new size, unless it is the one served */
+        return;
+    }
     if (rc == -ECANCELED) {
         dhparam_store_run_end(db, id, "interrupted", NULL);
         d->host->log(d->self, TLSBOX_LOG_INFO,
@@ -88,12 +122,15 @@ static void run_job(void *arg, struct tlsbox_job *job)
     dhparam_apply(d); /* the previous parameters served until here */
     d->host->store_close(d->self, db);
     free(pem);
+    resize_if_pending(d, job);
     return;
 out:
     finish(d);
     d->host->store_close(d->self, db);
     free(pem);
     free(err);
+    if (rc != -ECANCELED) /* cancelled: the daemon stops */
+        resize_if_pending(d, job);
 }
 
 int64_t dhparam_run_start(struct dhparam *d, int bits, const char *reason, int64_t resume_id)
@@ -169,6 +206,49 @@ void dhparam_run_check(void *arg, struct tlsbox_job *job)
     }
     free(mode);
     d->host->store_close(d->self, db);
+}
+
+void dhparam_run_resize(void *arg, struct tlsbox_job *job)
+{
+    struct dhparam *d = arg;
+    char *mode = dhparam_mode(d);
+    bool generated = strcmp(mode, "generated") == 0;
+    free(mode);
+    if (!generated) /* rfc7919 and import use no generated parameters: nothing to make */
+        return;
+    int want = (int)d->host->setting_get_int(d->self, "bits", 3072);
+    pthread_mutex_lock(&d->lock);
+    bool running = d->cur.run_id != 0, stop = false;
+    int running_bits = d->cur.bits;
+    if (running && running_bits != want) {
+        /* Either way this runs again when that run ends (even if it ends
+         * done, a moment before it would have seen the stop). */
+        atomic_store(&d->resize_pending, true);
+        /* One someone asked for finishes first; a scheduled one, or one of
+         * an earlier size change, is of no use now. */
+        stop = strcmp(d->cur.reason, "request") != 0;
+        if (stop)
+            d->cur.superseded_by = want;
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (stop)
+        d->host->log(d->self, TLSBOX_LOG_INFO,
+                     "dhparam.bits is now %d: stopping the %d-bit generation", want, running_bits);
+    if (running)
+        return; /* of the size wanted, or stopping, or finishing first */
+    sqlite3 *db = d->host->store_open(d->self);
+    if (!db)
+        return;
+    struct dhparam_row r;
+    int have = dhparam_store_newest(db, "generated", &r);
+    d->host->store_close(d->self, db);
+    if (have == 0 && r.bits != want &&
+        dhparam_run_start(d, want, "bits", 0) == -EBUSY) /* one started since */
+        atomic_store(&d->resize_pending, true);
+    if (have == -ENOENT) /* none yet: the check starts the first run, at this size */
+        dhparam_run_check(d, job);
+    if (have == 0)
+        dhparam_row_clear(&r);
 }
 
 json_t *dhparam_run_current(struct dhparam *d, sqlite3 *db)

@@ -8,7 +8,9 @@
 # the few milliseconds between reading "generating" and the SIGSTOP are not
 # enough on their own: the daemon is pinned to one CPU that a busy loop keeps
 # busy, and the generator, at SCHED_IDLE, gets next to none of it (about 0.3%
-# against a nice-0 loop) until it is frozen.
+# against a nice-0 loop) until it is frozen.  Last, dhparam.bits changed in
+# generated mode: a generation of the new size at once, stopped when the
+# size is set back to the one served.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dh_lib.sh"
 tb_setup
@@ -87,4 +89,54 @@ is "$?" "1" "the second generator is gone too"
 is "$(db "SELECT state || ' ' || attempts FROM dhparam_runs")" "interrupted 2" \
     "one run, interrupted at attempt 2"
 is "$(db "SELECT count(*) FROM dhparam_params")" "0" "still no parameter row"
+
+# ---- dhparam.bits changed in generated mode: parameters of the new size are
+# made at once while the old ones are served; set back to the size served,
+# that generation stops (killed, recorded as cancelled, not resumed later).
+sqlite3 "$TB_STATE/tlsbox.db" "UPDATE dhparam_runs SET state = 'failed' WHERE state = 'interrupted'"
+tb_start_daemon --set site.https_port="$DH_PORT" --set site.http_port="$DH_HTTP" \
+    --set dhparam.mode=generated --set dhparam.bits=2048 --set dhparam.priority=normal
+ok $? "daemon restarts in mode generated, 2048 bits, normal priority"
+dh_groups X25519,SECP256R1
+ok $? "policy: no FFDHE group, so TLS 1.2 DHE uses the parameters"
+dh_wait_served source generated 120
+ok $? "the first generated parameters are served"
+is "$(dh_status '["served"]["bits"]')" "2048" "of 2048 bits"
+fp1=$(dh_status '["served"]["fingerprint"]')
+params0=$(db "SELECT count(*) FROM dhparam_params")
+tb_ctl set dhparam.priority idle >/dev/null && tb_ctl set dhparam.bits 3072 >/dev/null
+ok $? "dhparam.priority idle, then dhparam.bits 3072"
+pid3=$(gen_pid)
+ok $? "a generation starts at once, not at the next rotation ($pid3)"
+[ -n "$pid3" ] && kill -STOP "$pid3"
+is "$(dh_status '["generation"]["bits"]') $(dh_status '["generation"]["reason"]')" "3072 bits" \
+    "of 3072 bits, for the size change"
+is "$(ps -o cls= -p "$pid3" | tr -d ' ')" "IDL" "at idle priority"
+is "$(dh_status '["served"]["fingerprint"]')" "$fp1" "meanwhile the 2048-bit parameters are served"
+is "$(dh_tls12_bits)" "2048" "and a TLS 1.2 DHE handshake gets DH 2048 bits"
+
+tb_ctl set dhparam.bits 2048 >/dev/null
+ok $? "dhparam.bits set back to 2048, the size served"
+dh_wait_status '["generation"]' "" 10
+is "$(dh_status '["generation"]')" "" "the 3072-bit generation stops"
+kill -0 "$pid3" 2>/dev/null
+is "$?" "1" "its generator process is gone"
+is "$(db "SELECT bits || ' ' || reason || ' ' || state || ': ' || error FROM dhparam_runs
+    ORDER BY id DESC LIMIT 1")" "3072 bits failed: cancelled: dhparam.bits is now 2048" \
+    "the run is recorded as cancelled by the size change (not interrupted: no resume)"
+is "$(db "SELECT count(*) FROM dhparam_params")" "$params0" "no new parameter row"
+is "$(dh_status '["served"]["fingerprint"]')" "$fp1" "the 2048-bit parameters are still served"
+
+# The busy loop ends so that a generation at idle priority can finish.
+kill "$TB_BG_PID"
+tb_ctl set dhparam.bits 3072 >/dev/null
+ok $? "dhparam.bits 3072 again"
+dh_wait_served bits 3072 60
+is "$(dh_status '["served"]["bits"]')" "3072" "3072-bit parameters are served once generated"
+is "$(db "SELECT bits || ' ' || reason || ' ' || state FROM dhparam_runs ORDER BY id DESC LIMIT 1")" \
+    "3072 bits done" "made by a run for the size change"
+unlike "$(dh_status '["served"]["fingerprint"]')" "^$fp1\$" "they replace the 2048-bit ones"
+is "$(dh_tls12_bits)" "3072" "a new TLS 1.2 DHE handshake gets DH 3072 bits"
+tb_stop_daemon
+ok $? "daemon stops"
 done_testing

@@ -7,7 +7,8 @@
 #   dh_tls12_bits            N of "Server Temp Key: DH, N bits" (TLS 1.2 DHE-RSA)
 #   dh_tls13_bits GROUPS     the same with TLS 1.3 and a client offering only GROUPS
 #   dh_status FIELD          a field of tlsboxctl --json dh status (python path)
-#   dh_wait_served F V [S]   wait (max S s, default 30) until served.F is V
+#   dh_wait_status P V [S]   wait (max S s, default 30) until dh_status P prints V
+#   dh_wait_served F V [S]   the same for served.F
 #   dh_rows                  the DH rows of the store, for before/after comparisons
 
 dh_start() {
@@ -60,13 +61,17 @@ dh_status() {
     tb_ctl --json dh status | python3 -c "import json,sys; v=json.load(sys.stdin)$1; print('' if v is None else v)"
 }
 
-dh_wait_served() {
+dh_wait_status() {
     local i
     for i in $(seq 1 $((${3:-30} * 10))); do
-        [ "$(dh_status "[\"served\"][\"$1\"]")" = "$2" ] && return 0
+        [ "$(dh_status "$1")" = "$2" ] && return 0
         sleep 0.1
     done
     return 1
+}
+
+dh_wait_served() {
+    dh_wait_status "[\"served\"][\"$1\"]" "$2" "${3:-30}"
 }
 
 dh_rows() {

@@ -196,6 +196,39 @@ static void mode_switch_race(void *state)
     tlsbox_mock_events_run();
 }
 
+/* dhparam.bits changed: generated mode makes the new size at once; other
+ * modes make nothing.  (The mock runs a job inside job_submit: stopping a
+ * generation mid-way is for 67_dh_cancel.) */
+static void resize(void)
+{
+    json_t *j = NULL;
+    const char *runs = "SELECT count(*) FROM dhparam_runs";
+    int64_t n0 = tlsbox_mock_query_int(runs);
+    is_int(tlsbox_mock_set("dhparam.bits", "4096"), 0, "mode rfc7919: bits set to 4096");
+    tlsbox_mock_events_run();
+    is_int(tlsbox_mock_query_int(runs), n0, "and no generation starts: the mode uses none");
+    tlsbox_mock_set("dhparam.bits", "2048");
+    tlsbox_mock_set("dhparam.mode", "generated");
+    tlsbox_mock_events_run();
+    tlsbox_mock_events_run();
+    is_int(tlsbox_mock_metric("tlsbox_dh_served_bits"), 2048, "mode generated: 2048 bits served");
+    is_int(tlsbox_mock_query_int(runs), n0, "the size served: nothing to generate");
+    is_int(tlsbox_mock_set("dhparam.bits", "3072"), 0, "bits set to 3072");
+    tlsbox_mock_events_run(); /* settings.changed: the resize job runs the generation */
+    tlsbox_mock_events_run(); /* dh.changed */
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_runs WHERE state = 'done' AND "
+                                 "bits = 3072 AND reason = 'bits'"),
+           1, "a 3072-bit generation ran at once, recorded as a size change");
+    is_int(api("GET", "dh/status", NULL, &j), 200, "status");
+    is_str(str(j, "served", "source"), "generated", "generated parameters are served");
+    json_decref(j);
+    is_int(tlsbox_mock_metric("tlsbox_dh_served_bits"), 3072, "now of 3072 bits");
+    n0 = tlsbox_mock_query_int(runs);
+    tlsbox_mock_set("dhparam.bits", "3072");
+    tlsbox_mock_events_run();
+    is_int(tlsbox_mock_query_int(runs), n0, "bits set again to the size served: no generation");
+}
+
 int main(int argc, char **argv)
 {
     /* The plugin's generator runs /proc/self/exe --generate-dh BITS: here
@@ -215,6 +248,7 @@ int main(int argc, char **argv)
     import_then_rfc7919();
     generation();
     mode_switch_race(state);
+    resize();
     d->stop(state);
     d->fini(state);
     tlsbox_mock_teardown();
