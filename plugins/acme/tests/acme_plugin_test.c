@@ -61,10 +61,13 @@ static void test_api_and_http(struct acme *a)
     is_int(status, 400, "renew: force must be boolean");
     like(r, "force", "message names the field");
     free(r);
+    /* No domains: ACME is off, and a renewal is refused rather than queued. */
     int jobs = tlsbox_mock_jobs_run();
-    free(call("POST", "acme/renew", "{\"force\":true}", &status));
-    is_int(status, 202, "renew accepted");
-    is_int(tlsbox_mock_jobs_run(), jobs + 1, "and a check ran");
+    r = call("POST", "acme/renew", "{\"force\":true}", &status);
+    is_int(status, 409, "renew with ACME off refused");
+    like(r, "ACME is off (acme.domains is empty)", "and names the setting that turns it on");
+    is_int(tlsbox_mock_jobs_run(), jobs, "and no check was queued");
+    free(r);
     free(call("POST", "acme/revoke", "{}", &status));
     is_int(status, 400, "revoke without a name refused");
     is_int(tlsbox_mock_set("domains", "a.test,b.test"), 0, "acme.domains set");
