@@ -40,7 +40,7 @@ struct dhparam {
     pthread_mutex_t apply_lock; /* one mode switch at a time */
     atomic_bool stopping;
     atomic_bool resumed;        /* the first check looked for an interrupted run */
-    atomic_bool resize_pending; /* dhparam.bits changed during a requested run */
+    atomic_bool resize_pending; /* dhparam.bits changed while a run of another size went on */
 
     int64_t timer;
     int64_t subs[3];
