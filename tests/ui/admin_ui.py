@@ -242,6 +242,8 @@ def secret_setting(d):
         box[0].click()
     d.find_element(By.CSS_SELECTOR, "#settings-admin button[type=submit]").click()
     st = wait(d, EC.visibility_of_element_located((By.CSS_SELECTOR, "#settings-admin .status")))
+    # The empty status line is visible too (min-height): wait for the answer.
+    wait(d, lambda _: st.text != "")
     check(st.text == "Saved: metrics_token.", "saving says the token changed", st.text)
     check(metrics_status(token) == 404, "and /metrics is off again", metrics_status(token))
 
