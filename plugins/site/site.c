@@ -221,14 +221,20 @@ static int count_workers(int setting)
     return setting > 0 ? setting : (ncpu > 0 ? (int)ncpu : 1);
 }
 
-/* Open @p root as the new root: workers take it before their next request. */
-static int root_set(struct site *s, const char *root)
+/*
+ * Open @p root as the new root: workers take it before their next request.
+ * At start a root that cannot be opened is only a warning (every request gets
+ * 404 until it exists); with @p keep_old the root served stays instead.
+ */
+static int root_set(struct site *s, const char *root, bool keep_old)
 {
     int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
         int e = -errno;
-        SITE_LOG(s, TLSBOX_LOG_WARN, "site.root: %s: %s (every request gets 404)", root,
-                 strerror(-e));
+        SITE_LOG(s, TLSBOX_LOG_WARN, "site.root: %s: %s (%s)", root, strerror(-e),
+                 keep_old ? "still serving the old root" : "every request gets 404");
+        if (keep_old)
+            return e;
     }
     pthread_mutex_lock(&s->root_lock);
     if (s->rootfd >= 0)
@@ -239,6 +245,28 @@ static int root_set(struct site *s, const char *root)
     free(s->cfg.root);
     s->cfg.root = site_xstrdup(root);
     return fd < 0 ? -ENOENT : 0;
+}
+
+/*
+ * A live site.root must be a directory the site can open now: a typing error
+ * stored would answer every request with 404.  Checked here, applied by the
+ * settings event.  The root served already (a call giving the old values
+ * back) passes as it is.  gen_lock held.
+ */
+static int root_check(struct site *s, const char *root, char **err)
+{
+    if (strcmp(root, s->cfg.root) == 0)
+        return 0;
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    int e = -errno;
+    *err = tlsbox_xasprintf("site.root: cannot open %s as a directory: %s; create it first "
+                            "(the site still serves %s)",
+                            root, strerror(-e), s->cfg.root);
+    return e;
 }
 
 /* What workers and listeners should be: s->cfg's form of them. */
@@ -367,23 +395,28 @@ static bool may_bind_low_ports(void)
  * .apply_settings: a change of site.workers, the ports or site.bind is made
  * here, before the core stores it, so a port that cannot be opened is
  * refused to whoever asked (and the store keeps the port that is served).
- * The rest follows through "settings.changed".
+ * A site.root that cannot be opened is refused here too; the rest, and the
+ * new root, follow through "settings.changed".
  */
 static int site_apply_settings(void *state, const struct tlsbox_setting_value *changes, char **err)
 {
     static const char *const keys[] = {"workers", "https_port", "http_port", "bind"};
     struct site *s = state;
     struct site_ports want;
+    const char *root = change_of(changes, "root");
     bool ours = false;
     int rc = 0;
 
     for (size_t i = 0; changes[i].key; i++)
         for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
             ours = ours || strcmp(changes[i].key, keys[k]) == 0;
-    if (!ours)
+    if (!ours && !root)
         return 0;
     pthread_mutex_lock(&s->gen_lock);
-    if (s->gen) {
+    /* The root first: refused, it leaves the workers as they are. */
+    if (s->gen && root)
+        rc = root_check(s, root, err);
+    if (s->gen && ours && rc == 0) {
         ports_wanted(s, changes, &want);
         int https = want.https, http = want.http;
         rc = workers_switch(s, &want, err);
@@ -418,7 +451,7 @@ static void on_settings_changed(void *arg, const char *event, const char *data)
     pthread_mutex_lock(&s->gen_lock);
     if (s->gen) {
         root = s->host->setting_get(s->self, "root");
-        if (root && strcmp(root, s->cfg.root) != 0 && root_set(s, root) == 0)
+        if (root && strcmp(root, s->cfg.root) != 0 && root_set(s, root, true) == 0)
             SITE_LOG(s, TLSBOX_LOG_INFO, "root %s", root);
         free(root);
         /* Workers, ports and bind were applied by site_apply_settings before
@@ -508,7 +541,7 @@ static int site_start(void *state)
     int r;
 
     char *root = site_xstrdup(s->cfg.root);
-    root_set(s, root);
+    root_set(s, root, false);
     free(root);
     fd_limit_setup(s);
     site_metrics_register(s);

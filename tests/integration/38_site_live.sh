@@ -53,17 +53,37 @@ h2load_failed() { # after wait $lpid, in the test's own shell
     sed -n 's/^requests: .* \([0-9]*\) failed, \([0-9]*\) errored.*/failed=\1 errored=\2/p' "$TB_TMP/h2load.out"
 }
 
+# wait_who TEXT: until who.txt says TEXT (a root change reaches the site
+# through the settings event, a moment later), at most 5 s; prints it.
+wait_who() {
+    local i who
+    for i in $(seq 1 50); do
+        who=$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")
+        [ "$who" = "$1" ] && break
+        sleep 0.1
+    done
+    echo "$who"
+}
+
 h2load_bg "$URL/who.txt"
 tb_ctl set site.root "$TB_TMP/www2" >/dev/null
-# The change reaches the site through the settings event, a moment later.
-for i in $(seq 1 50); do
-    who=$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")
-    [ "$who" = "site B" ] && break
-    sleep 0.1
-done
-is "$who" "site B" "site.root changed live: served from the new root"
+is "$(wait_who "site B")" "site B" "site.root changed live: served from the new root"
 wait $lpid
 is "$(h2load_failed)" "failed=0 errored=0" "h2load meanwhile: no failed request"
+# A root that does not exist (a typing error) is refused, not stored to
+# answer every request with 404.
+out=$(tb_ctl set site.root "$TB_TMP/www3" 2>&1)
+is "$?" 1 "site.root set live to a missing directory: tlsboxctl set exits 1"
+is "$out" "tlsboxctl: site.root: cannot open $TB_TMP/www3 as a directory: No such file or directory; create it first (the site still serves $TB_TMP/www2)" \
+    "saying why and which root still serves"
+is "$(tb_ctl get site.root)" "$TB_TMP/www2" "the store keeps the root served"
+is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site B" "which still answers"
+mkdir "$TB_TMP/www3" && echo "site C" >"$TB_TMP/www3/who.txt"
+tb_ctl set site.root "$TB_TMP/www3" >/dev/null
+is "$?" 0 "once the directory exists the same change is accepted"
+is "$(wait_who "site C")" "site C" "and served"
+tb_ctl set site.root "$TB_TMP/www2" >/dev/null
+is "$(wait_who "site B")" "site B" "back to $TB_TMP/www2"
 
 h2load_bg "$URL/f16k.txt"
 tb_ctl set site.workers 3 >/dev/null && sleep 0.5 && tb_ctl set site.workers 1 >/dev/null
