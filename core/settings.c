@@ -386,6 +386,38 @@ out:
     return rc;
 }
 
+/*
+ * A reload (SIGHUP) found @p vals in the store for @p o: let its applier
+ * apply the values that differ from the ones in effect, as for a change
+ * made live, so that what runs follows the store.  The store is not the
+ * applier's to refuse: a refusal is logged, the value stays stored and the
+ * old one in effect.  set_lock held (o->stored cannot change), reg_lock not.
+ */
+static void reload_apply(const struct owner *o, char *const *vals)
+{
+    if (!o->apply)
+        return;
+    struct tlsbox_setting_value *v = xcalloc(o->n + 1, sizeof(*v));
+    size_t m = 0;
+    for (size_t i = 0; i < o->n; i++) {
+        const char *next = vals[i] ? vals[i] : effective_default(o, i);
+        if (strcmp(next, effective_value(o, i)) != 0) {
+            v[m].key = o->defs[i].key;
+            v[m++].value = next;
+        }
+    }
+    char *why = NULL;
+    int rc = m ? o->apply(o->apply_arg, v, &why) : 0;
+    if (rc < 0)
+        log_err("settings reload: %s refused the stored values: %s; the old ones stay in "
+                "effect until tlsboxd restarts (or tlsboxctl set them again)",
+                o->name, why ? why : strerror(-rc));
+    else if (rc == TLSBOX_APPLY_AT_RESTART)
+        log_info("settings reload: %s", why ? why : "takes effect when tlsboxd restarts");
+    free(why);
+    free(v);
+}
+
 int settings_load(void)
 {
     sqlite3 *db = store_main();
@@ -406,9 +438,12 @@ int settings_load(void)
     pthread_rwlock_unlock(&reg_lock);
 
     char ***vals = xcalloc(n ? n : 1, sizeof(*vals));
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (read_owner(db, snap[i], &vals[i]) < 0)
             rc = -EIO; /* that owner keeps its cached values */
+        else
+            reload_apply(snap[i], vals[i]);
+    }
 
     pthread_rwlock_wrlock(&reg_lock);
     for (size_t i = 0; i < n; i++)

@@ -39,7 +39,9 @@ int settings_set_applier(const char *owner, settings_apply_fn fn, void *arg);
 int settings_override_default(const char *full_key, const char *value, char **err);
 
 /* Load stored values (from store_main()).  Values that no longer validate are
- * ignored with a warning (the default serves).  Called at start and on SIGHUP. */
+ * ignored with a warning (the default serves).  Called at start and on SIGHUP;
+ * an owner with an applier (settings_set_applier) is first given the values
+ * that differ from those in effect, and its refusal is logged, not returned. */
 int settings_load(void);
 
 /* The declaration of "owner.key", or NULL.  The pointer lives as long as the owner. */

@@ -257,10 +257,16 @@ struct tlsbox_plugin_desc {
      * (tlsboxctl set, the admin API and web UI, host->setting_set), while
      * the plugin is started (after its start hook returned 0, never after
      * its stop hook was called).  Not for values read at start (tlsboxd
-     * --set, the store as found) nor for a SIGHUP reload: those reach the
-     * plugin as before.  The core has validated every value against the
-     * settings table and holds the write transaction that stores them, so
-     * no other change to any setting runs meanwhile.
+     * --set, the store as found).  The core has validated every value
+     * against the settings table and holds the write transaction that
+     * stores them, so no other change to any setting runs meanwhile.
+     *
+     * Also on a SIGHUP reload, on the main thread, with the settings whose
+     * stored value differs from the one in effect (the store changed behind
+     * the daemon's back: a restored backup): the values are stored already,
+     * so a refusal cannot undo them; the core logs it (the message, then
+     * "the old ones stay in effect") and the plugin keeps what it runs.
+     * "settings.changed" with {"reload":true} follows either way.
      *
      * @p changes lists the plugin's changed settings, ended by
      * TLSBOX_VALUES_END: own key ("https_port") and the canonical value that

@@ -445,7 +445,8 @@ static void on_settings_changed(void *arg, const char *event, const char *data)
     struct site *s = arg;
     char *root;
 
-    if (data && !strstr(data, "\"site."))
+    /* A reload (SIGHUP) may have changed any of them. */
+    if (data && !strstr(data, "\"site.") && !strstr(data, "\"reload\""))
         return;
     read_live(s);
     pthread_mutex_lock(&s->gen_lock);
@@ -455,7 +456,8 @@ static void on_settings_changed(void *arg, const char *event, const char *data)
             SITE_LOG(s, TLSBOX_LOG_INFO, "root %s", root);
         free(root);
         /* Workers, ports and bind were applied by site_apply_settings before
-         * the change was stored: following them here again could undo a newer
+         * the change was stored (for a reload, before the cache took the
+         * store's values): following them here again could undo a newer
          * change still being applied (its value not yet stored). */
     }
     pthread_mutex_unlock(&s->gen_lock);

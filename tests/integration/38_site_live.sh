@@ -185,6 +185,34 @@ is "$(tb_ctl get site.https_port)" "$P_HTTPS" "and stored"
 is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site B" \
     "served on the new port when tlsboxctl returns"
 
+# ---- SIGHUP: settings changed in the store take effect ---------------------------------------
+# The store changed behind the daemon's back (a restored backup, sqlite3):
+# SIGHUP moves the site to the stored port and root, as tlsboxctl set would.
+hup_https=$(tb_free_port)
+sqlite3 "$TB_STATE/tlsbox.db" "UPDATE settings SET value = '$hup_https' WHERE key = 'site.https_port';
+    UPDATE settings SET value = '$TB_TMP/www' WHERE key = 'site.root'"
+kill -HUP "$TB_PID"
+tb_wait_port "$hup_https"
+ok $? "after SIGHUP the site listens on the stored https port $hup_https"
+URL="https://localhost:$hup_https"
+is "$(wait_who "site A")" "site A" "and serves the stored root"
+port_closed "$P_HTTPS"
+curl -s --cacert "$CA" -o /dev/null --max-time 5 "https://localhost:$P_HTTPS/"
+is "$?" 7 "the old HTTPS port is closed"
+is "$(tb_ctl get site.https_port)" "$hup_https" "tlsboxctl get says the port that is served"
+# A stored root the site cannot open: the log says so, the old root serves.
+sqlite3 "$TB_STATE/tlsbox.db" "UPDATE settings SET value = '$TB_TMP/gone' WHERE key = 'site.root'"
+kill -HUP "$TB_PID"
+for i in $(seq 1 50); do
+    grep -q "settings reload: site refused" "$TB_TMP/daemon.log" && break
+    sleep 0.1
+done
+like "$(cat "$TB_TMP/daemon.log")" "settings reload: site refused the stored values: site\.root: cannot open $TB_TMP/gone as a directory.*the old ones stay in effect" \
+    "a reload to a root that does not exist: the log says it is not applied"
+is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site A" "and the old root still serves"
+tb_ctl set site.root "$TB_TMP/www2" >/dev/null
+is "$(wait_who "site B")" "site B" "tlsboxctl set moves it on from there"
+
 # ---- tickets survive the master key change ---------------------------------------------------
 # A session ticket is taken (TLS 1.3 and 1.2); the master key is then made a
 # week old and the daemon restarted, which replaces it.  Tickets under the
@@ -193,7 +221,7 @@ sess() { # sess VERSION-FLAG OUT|IN FILE: print "New" or "Reused"
     (sleep 1) | openssl s_client -connect "127.0.0.1:$tport" -servername localhost \
         -CAfile "$CA" "$1" "-sess_$2" "$3" 2>/dev/null | sed -n 's/^\(New\|Reused\), .*/\1/p'
 }
-tport=$P_HTTPS
+tport=$hup_https
 is "$(sess -tls1_3 out "$TB_TMP/s13")" New "TLS 1.3: a full handshake, ticket saved"
 is "$(sess -tls1_2 out "$TB_TMP/s12")" New "TLS 1.2: a full handshake, ticket saved"
 is "$(sess -tls1_3 in "$TB_TMP/s13")" Reused "the TLS 1.3 ticket resumes"

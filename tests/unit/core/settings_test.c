@@ -807,6 +807,25 @@ static void test_applier(void)
     is_str(err, "bp.level: bp refused the change: Address already in use",
            "a message naming the setting, made by the core");
 
+    /* A reload (SIGHUP) hands the applier what the store holds that differs
+     * from what is in effect; the store wins even when it refuses. */
+    static const char *const stored[] = {"9000", "9999"};
+    for (size_t k = 0; k < 2; k++) {
+        char *sql = xasprintf("UPDATE settings SET value = '%s' WHERE key = 'ap.port'", stored[k]);
+        char *want = xasprintf("port=%s;", stored[k]);
+        a.calls[0] = '\0';
+        sqlite3_exec(store_main(), sql, NULL, NULL, NULL);
+        is_int(settings_load(), 0, "reload");
+        is_str(a.calls, want, "the applier got the stored value that changed (9999: refused)");
+        is_int(settings_get_int("ap.port", 0), atoi(stored[k]),
+               "the store's value is in the cache");
+        free(sql);
+        free(want);
+    }
+    a.calls[0] = '\0';
+    is_int(settings_load(), 0, "reload, nothing changed");
+    is_str(a.calls, "", "the applier is not called");
+
     /* A reset hands over the default; no applier: stored as before. */
     a.calls[0] = '\0';
     is_int(settings_reset("ap.port", "alice", &err), 0, "reset ap.port");
