@@ -231,8 +231,11 @@ int site_listeners_open(struct site *s, const struct site_config *cfg,
                                 "tlsboxd starts as root",
                                 keys[p], ports[p], cfg->bind[i]);
                 else if (!said)
-                    listen_fail(s, why, "site.%s: cannot listen on %s port %d: %s", keys[p],
-                                cfg->bind[i], ports[p], strerror(-fd));
+                    /* An address not on this host is site.bind's fault, not the
+                     * port's: the web UI puts the message by the field named. */
+                    listen_fail(s, why, "site.%s: cannot listen on %s port %d: %s",
+                                fd == -EADDRNOTAVAIL ? "bind" : keys[p], cfg->bind[i], ports[p],
+                                strerror(-fd));
                 site_listeners_close(l);
                 return fd;
             }

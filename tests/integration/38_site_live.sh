@@ -185,6 +185,15 @@ is "$(tb_ctl get site.https_port)" "$P_HTTPS" "and stored"
 is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site B" \
     "served on the new port when tlsboxctl returns"
 
+# An address this host does not have: refused, and the message names site.bind
+# (the web UI shows it by that field), not a port.
+out=$(tb_ctl set site.bind 240.0.0.1 2>&1)
+is "$?" 1 "site.bind set live to an address not on this host: exit 1"
+is "$out" "tlsboxctl: site.bind: cannot listen on 240.0.0.1 port $P_HTTPS: Cannot assign requested address" \
+    "the message names site.bind and the address"
+is "$(tb_ctl get site.bind)" "127.0.0.1,::1" "the store keeps the addresses served"
+is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site B" "which still serve"
+
 # ---- SIGHUP: settings changed in the store take effect ---------------------------------------
 # The store changed behind the daemon's back (a restored backup, sqlite3):
 # SIGHUP moves the site to the stored port and root, as tlsboxctl set would.
