@@ -90,8 +90,10 @@ bool bench_gen_can_take(const struct bench_gen *g);
 void bench_gen_done(struct bench_conn *c, int status, int64_t start_us);
 void bench_gen_failed(struct bench_conn *c, long n);
 /* A taken request the server refused without processing it: given back to
- * be taken again (by any connection), counted as retried, not failed. */
-void bench_gen_retry(struct bench_conn *c);
+ * be taken again (by any connection), counted as retried, not failed; true.
+ * False, and nothing changed, when sending it again would take the run past
+ * bench.max_requests (the caller counts it as failed). */
+bool bench_gen_retry(struct bench_conn *c);
 
 /* ---- bench_conn.c: transport ---- */
 /* Start a connection on an idle slot: 0, or negative errno (slot left idle). */

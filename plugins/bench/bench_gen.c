@@ -38,13 +38,20 @@ static bool new_conn_scenario(const struct bench_opts *o)
            o->scenario == BENCH_SC_HTTPS_RESUME;
 }
 
+/* Requests sent so far, each retried one counted again: bench.max_requests
+ * bounds these, not only the requests counted as complete or failed. */
+static long gen_sent(const struct bench_gen *g)
+{
+    return g->issued + g->st->retried;
+}
+
 bool bench_gen_can_take(const struct bench_gen *g)
 {
     if (g->stop_issuing)
         return false;
     if (g->o->requests > 0)
         return g->issued < g->o->requests;
-    return g->issued < g->o->max_requests;
+    return gen_sent(g) < g->o->max_requests;
 }
 
 bool bench_gen_take(struct bench_gen *g)
@@ -54,7 +61,7 @@ bool bench_gen_take(struct bench_gen *g)
     g->issued++;
     /* A timed run that uses up bench.max_requests before its time: its
      * result covers less time than asked for, so it says so. */
-    if (g->o->requests == 0 && g->issued == g->o->max_requests)
+    if (g->o->requests == 0 && gen_sent(g) == g->o->max_requests)
         g->st->request_limited = true;
     return true;
 }
@@ -72,15 +79,18 @@ void bench_gen_failed(struct bench_conn *c, long n)
     c->g->t_last_done = bench_now_us();
 }
 
-void bench_gen_retry(struct bench_conn *c)
+bool bench_gen_retry(struct bench_conn *c)
 {
     struct bench_gen *g = c->g;
-    /* Taking it again reaches bench.max_requests again: only then is a
-     * timed run limited by it. */
-    if (g->o->requests == 0 && g->issued == g->o->max_requests)
-        g->st->request_limited = false;
+    /* Sending it again is one more request: a counted run still sends all
+     * it asked for after it, a timed one stops at the limit (its refused
+     * stream already counts as sent, so taking it again must fit too). */
+    long after = (g->o->requests > 0 ? g->o->requests : g->issued) + g->st->retried;
+    if (after >= g->o->max_requests)
+        return false;
     g->issued--;
     g->st->retried++;
+    return true;
 }
 
 static int gen_setup(struct bench_gen *g, char **err)

@@ -52,7 +52,7 @@ static void stream_end(struct bench_conn *c, struct bench_h2_stream *st, bool ok
         c->answered = true;
         c->h2_refused_run = 0;
         bench_gen_done(c, st->status, st->start_us);
-    } else if (refused && c->h2_refused_run < 2L * c->g->o->streams) {
+    } else if (refused && c->h2_refused_run < 2L * c->g->o->streams && bench_gen_retry(c)) {
         /* Never processed by the server (RFC 9113 8.7: REFUSED_STREAM, and
          * nghttp2 closes so the streams above a GOAWAY's last stream id):
          * safe to send again, on this or a new connection, as h2load does.
@@ -60,10 +60,10 @@ static void stream_end(struct bench_conn *c, struct bench_h2_stream *st, bool ok
          * refuse at most the streams in flight, so at most twice that many
          * come without an answer between them; a server refusing more
          * refuses everything, and those fail rather than being sent again
-         * until the time limit. */
+         * until the time limit.  Nor past bench.max_requests: a request
+         * sent again is a request made. */
         c->h2_refused_run++;
         c->h2_retried++;
-        bench_gen_retry(c);
     } else {
         bench_gen_failed(c, 1);
     }

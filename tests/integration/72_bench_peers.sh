@@ -75,6 +75,21 @@ show=$(tb_ctl bench show "$(jq -r .id <<<"$out")")
 like "$show" "requests +2000 complete, 0 failed " "bench show: 2000 complete, 0 failed"
 like "$show" "retried +$(jq -r .retried <<<"$r") \\(h2 streams the server refused" \
     "bench show: and how many were retried"
+# A request sent again is a request made: the retries stay within
+# bench.max_requests, the refused streams past it fail.  Each of the 20
+# connections refuses at least the 5 streams above nginx's limit of 3.
+tb_ctl set bench.max_requests 2050 >/dev/null
+r=$(bench_ctl_run -s h2 -n 2000 -c 2 -m 8 --url "https://127.0.0.1:$KR_PORT/f16k.txt" |
+    jq -c '.results[0].result')
+diag "$(jq -r '"at bench.max_requests 2050: complete \(.complete), failed \(.failed), retried \(.retried)"' <<<"$r")"
+is "$(jq -r '"\(.complete + .failed) \(.retried)"' <<<"$r")" "2000 50" \
+    "-n 2000 at bench.max_requests 2050: 2000 complete or failed, 50 retried, 2050 sent"
+r=$(bench_ctl_run -s h2 -d 30 -c 2 -m 8 --url "https://127.0.0.1:$KR_PORT/f16k.txt" |
+    jq -c '.results[0].result')
+diag "$(jq -r '"timed: complete \(.complete), failed \(.failed), retried \(.retried)"' <<<"$r")"
+is "$(jq -r '"\(.complete + .failed + .retried) \(.request_limited) \(.retried > 0)"' <<<"$r")" \
+    "2050 true true" "a timed run sends 2050 requests, retried ones included, and says it hit the limit"
+tb_ctl set bench.max_requests 1000000 >/dev/null
 kill -TERM "$KR_PID"
 
 run=$(bench_ctl_run -s https-resume -n 100 -c 4 --url "https://127.0.0.1:$H2O_PORT/f16k.txt")
