@@ -65,6 +65,7 @@ void bench_local_load(struct bench *b, struct bench_local *local)
     local->https_port = (int)h->setting_get_int(b->self, "site.https_port", 0);
     local->http_port = (int)h->setting_get_int(b->self, "site.http_port", 0);
     local->max_conns_per_ip = (int)h->setting_get_int(b->self, "site.max_connections_per_ip", 0);
+    local->max_conns = (int)h->setting_get_int(b->self, "site.max_connections", 0);
     /* The site listens on site.bind; loopback reaches it unless it is bound
      * to IPv6 loopback only. */
     char *bind = h->setting_get(b->self, "site.bind");

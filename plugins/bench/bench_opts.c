@@ -245,13 +245,16 @@ static bool addr_is_own(const struct sockaddr_storage *ss)
 
 /*
  * The box's own site, by path or by a url to this host and a site port,
- * takes at most site.max_connections_per_ip connections from one address and
- * closes the rest at once: a run with more would count those as failed
- * without saying why, so it is refused, as runs past bench's own limits are.
+ * takes at most site.max_connections_per_ip connections from one address,
+ * and site.max_connections in all, and closes the rest at once: a run with
+ * more would count those as failed without saying why, so it is refused, as
+ * runs past bench's own limits are.
  */
-static int site_ip_room(const struct bench_opts *o, const struct bench_local *local, char **err)
+static int site_room(const struct bench_opts *o, const struct bench_local *local, char **err)
 {
-    if (local->max_conns_per_ip <= 0 || o->concurrency <= local->max_conns_per_ip)
+    bool per_ip = local->max_conns_per_ip > 0 && o->concurrency > local->max_conns_per_ip;
+    bool all = local->max_conns > 0 && o->concurrency > local->max_conns;
+    if (!per_ip && !all)
         return 0;
     int port =
         ntohs(o->addr.ss_family == AF_INET ? ((const struct sockaddr_in *)&o->addr)->sin_port
@@ -259,12 +262,21 @@ static int site_ip_room(const struct bench_opts *o, const struct bench_local *lo
     bool site_port = port == (o->tls ? local->https_port : local->http_port);
     if (!o->local && !(site_port && (o->loopback || addr_is_own(&o->addr))))
         return 0;
+    if (per_ip)
+        return refuse(err,
+                      "bench: concurrency %d exceeds site.max_connections_per_ip %d: this box's "
+                      "site closes the connections past %d from one address, which would count "
+                      "as failed requests; lower the concurrency or raise the limit with: "
+                      "tlsboxctl set site.max_connections_per_ip %d",
+                      o->concurrency, local->max_conns_per_ip, local->max_conns_per_ip,
+                      o->concurrency);
+    /* The site reads site.max_connections at its start only. */
     return refuse(err,
-                  "bench: concurrency %d exceeds site.max_connections_per_ip %d: this box's "
-                  "site closes the connections past %d from one address, which would count as "
-                  "failed requests; lower the concurrency or raise the limit with: tlsboxctl "
-                  "set site.max_connections_per_ip %d",
-                  o->concurrency, local->max_conns_per_ip, local->max_conns_per_ip, o->concurrency);
+                  "bench: concurrency %d exceeds site.max_connections %d: this box's site closes "
+                  "the connections past %d at once, which would count as failed requests; lower "
+                  "the concurrency or raise the limit with: tlsboxctl set site.max_connections "
+                  "%d (it takes effect when tlsboxd restarts)",
+                  o->concurrency, local->max_conns, local->max_conns, o->concurrency);
 }
 
 int bench_opts_parse(json_t *j, const struct bench_limits *lim, const struct bench_local *local,
@@ -308,7 +320,7 @@ int bench_opts_parse(json_t *j, const struct bench_limits *lim, const struct ben
         return refuse(err, "bench: scenario http needs an http:// url");
     if (o->scenario != BENCH_SC_HTTP && o->scenario != BENCH_SC_H1 && !o->tls)
         return refuse(err, "bench: scenario %s needs an https:// url", sc);
-    if (site_ip_room(o, local, err) < 0)
+    if (site_room(o, local, err) < 0)
         return -EINVAL;
     return o->tls ? bench_opts_priority(o, err) : 0;
 }

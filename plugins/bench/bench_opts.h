@@ -25,6 +25,7 @@ struct bench_local {
     int https_port, http_port; /* 0 = off / no site */
     char addr[64];             /* "127.0.0.1" or "::1" */
     int max_conns_per_ip;      /* site.max_connections_per_ip; 0 = unknown */
+    int max_conns;             /* site.max_connections (stored value); 0 = unknown */
 };
 
 /*

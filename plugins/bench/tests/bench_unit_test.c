@@ -152,35 +152,87 @@ static void test_csv(void)
     json_decref(run);
 }
 
-/* @p json against a site taking 16 connections per address: 0 or -EINVAL
- * with the message in @p err (caller frees). */
-static int parse_ip16(const char *json, char **err)
+/* @p json against the site @p site: 0 or -EINVAL with the message in
+ * @p err (caller frees). */
+static int parse_site(const char *json, const struct bench_local *site, char **err)
 {
-    static const struct bench_local local16 = {
-        .https_port = 8443, .http_port = 8080, .addr = "127.0.0.1", .max_conns_per_ip = 16};
     /* Public targets allowed: this host's own address may be any. */
     struct bench_limits lim_any = lim;
     lim_any.allow_public = true;
     struct bench_opts o;
     json_t *j = json_loads(json, 0, NULL);
     *err = NULL;
-    int r = bench_opts_parse(j, &lim_any, &local16, &o, err);
+    int r = bench_opts_parse(j, &lim_any, site, &o, err);
     json_decref(j);
     return r;
+}
+
+/* @p r and @p err (freed here) are a refusal with the message @p msg. */
+static void is_refused(int r, char *err, const char *msg, const char *what)
+{
+    is_int(r, -EINVAL, "%s: refused", what);
+    is_str(err, msg, "%s: the message names both numbers and the setting", what);
+    free(err);
+}
+
+/* Against a site taking 16 connections per address. */
+static int parse_ip16(const char *json, char **err)
+{
+    static const struct bench_local local16 = {
+        .https_port = 8443, .http_port = 8080, .addr = "127.0.0.1", .max_conns_per_ip = 16};
+    return parse_site(json, &local16, err);
+}
+
+/* Against a site taking 12 connections in all, 256 per address. */
+static int parse_all12(const char *json, char **err)
+{
+    static const struct bench_local local12 = {.https_port = 8443,
+                                               .http_port = 8080,
+                                               .addr = "127.0.0.1",
+                                               .max_conns_per_ip = 256,
+                                               .max_conns = 12};
+    return parse_site(json, &local12, err);
+}
+
+static void test_site_room(void)
+{
+    char *err = NULL;
+    int r = parse_all12("{\"scenario\":\"h2\",\"concurrency\":13}", &err);
+    is_refused(r, err,
+               "bench: concurrency 13 exceeds site.max_connections 12: this box's site closes the "
+               "connections past 12 at once, which would count as failed requests; lower the "
+               "concurrency or raise the limit with: tlsboxctl set site.max_connections 13 (it "
+               "takes effect when tlsboxd restarts)",
+               "13 connections to the local site at site.max_connections 12");
+    static const struct {
+        const char *json;
+        int want;
+        const char *what;
+    } cases[] = {
+        {"{\"scenario\":\"h2\",\"concurrency\":12}", 0, "12 connections accepted"},
+        {"{\"scenario\":\"h1\",\"concurrency\":20,\"url\":\"https://[::1]:8443/\"}", -EINVAL,
+         "a url to the site's port on IPv6 loopback too"},
+        {"{\"scenario\":\"http\",\"concurrency\":20,\"url\":\"http://localhost:8080/\"}", -EINVAL,
+         "and to its plain port by the name localhost"},
+        {"{\"scenario\":\"h2\",\"concurrency\":40,\"url\":\"https://127.0.0.1:9000/\"}", 0,
+         "another port on loopback is another server: accepted"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        is_int(parse_all12(cases[i].json, &err), cases[i].want, "%s", cases[i].what);
+        free(err);
+    }
 }
 
 static void test_site_ip_room(void)
 {
     char *err = NULL;
-    is_int(parse_ip16("{\"scenario\":\"h2\",\"concurrency\":17}", &err), -EINVAL,
-           "17 connections to the local site at site.max_connections_per_ip 16 refused");
-    is_str(err,
-           "bench: concurrency 17 exceeds site.max_connections_per_ip 16: this box's site closes "
-           "the connections past 16 from one address, which would count as failed requests; "
-           "lower the concurrency or raise the limit with: tlsboxctl set "
-           "site.max_connections_per_ip 17",
-           "the message names both numbers and the setting");
-    free(err);
+    int r = parse_ip16("{\"scenario\":\"h2\",\"concurrency\":17}", &err);
+    is_refused(r, err,
+               "bench: concurrency 17 exceeds site.max_connections_per_ip 16: this box's site "
+               "closes the connections past 16 from one address, which would count as failed "
+               "requests; lower the concurrency or raise the limit with: tlsboxctl set "
+               "site.max_connections_per_ip 17",
+               "17 connections to the local site at site.max_connections_per_ip 16");
     is_int(parse_ip16("{\"scenario\":\"http\",\"concurrency\":20,\"url\":"
                       "\"http://127.0.0.1:8080/\"}",
                       &err),
@@ -233,6 +285,7 @@ int main(void)
     test_percentiles();
     test_opts();
     test_site_ip_room();
+    test_site_room();
     test_csv();
     return done_testing();
 }
