@@ -50,7 +50,7 @@ char *bench_export_csv(json_t *run)
     if (!f)
         abort();
     fputs("run,kind,state,started_at,seq,name,scenario,url,concurrency,requests,complete,failed,"
-          "rps,transfer_kbps,connect_ms,ttfb_ms",
+          "retried,rps,transfer_kbps,connect_ms,ttfb_ms",
           f);
     for (int i = 0; i < BENCH_NPCT; i++)
         fprintf(f, ",p%d_ms", bench_percentiles[i]);
@@ -70,8 +70,9 @@ char *bench_export_csv(json_t *run)
         csv_field(f, json_string_value(json_object_get(row, "name")), false);
         csv_field(f, str2(r, "options", "scenario"), false);
         csv_field(f, str2(r, "options", "url"), false);
-        fprintf(f, "%.0f,%.0f,%.0f,%.0f,%.2f,%.2f,%.3f,%.3f", num2(r, "options", "concurrency"),
-                num2(r, "options", "requests"), num2(r, "complete", NULL), num2(r, "failed", NULL),
+        fprintf(f, "%.0f,%.0f,%.0f,%.0f,%.0f,%.2f,%.2f,%.3f,%.3f",
+                num2(r, "options", "concurrency"), num2(r, "options", "requests"),
+                num2(r, "complete", NULL), num2(r, "failed", NULL), num2(r, "retried", NULL),
                 num2(r, "rps", NULL), num2(r, "transfer_kbps", NULL), num2(r, "connect_ms", "mean"),
                 num2(r, "ttfb_ms", "mean"));
         for (int k = 0; k < BENCH_NPCT; k++) {

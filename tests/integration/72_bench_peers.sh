@@ -75,6 +75,9 @@ show=$(tb_ctl bench show "$(jq -r .id <<<"$out")")
 like "$show" "requests +2000 complete, 0 failed " "bench show: 2000 complete, 0 failed"
 like "$show" "retried +$(jq -r .retried <<<"$r") \\(h2 streams the server refused" \
     "bench show: and how many were retried"
+csv=$(tb_ctl bench show "$(jq -r .id <<<"$out")" --csv)
+is "$(printf '%s\n' "$csv" | awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "retried") c = i } NR == 2 { print $c }')" \
+    "$(jq -r .retried <<<"$r")" "bench show --csv: the same retried"
 # A request sent again is a request made: the retries stay within
 # bench.max_requests, the refused streams past it fail.  Each of the 20
 # connections refuses at least the 5 streams above nginx's limit of 3.

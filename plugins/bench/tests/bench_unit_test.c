@@ -142,12 +142,13 @@ static void test_csv(void)
 {
     json_t *run = json_loads(
         "{\"id\":7,\"kind\":\"run\",\"state\":\"done\",\"started_at\":1,\"results\":[{\"seq\":1,"
-        "\"name\":\"a,b\",\"result\":{\"complete\":10,\"failed\":1,\"rps\":123.456,"
+        "\"name\":\"a,b\",\"result\":{\"complete\":10,\"failed\":1,\"retried\":3,\"rps\":123.456,"
         "\"options\":{\"scenario\":\"h2\",\"url\":\"https://x/\"},\"tls\":{\"cipher\":\"C\"}}}]}",
         0, NULL);
     char *csv = bench_export_csv(run);
     like(csv, "\n7,run,done,1,1,\"a,b\",h2,https://x/,", "CSV: a comma in a name is quoted");
-    like(csv, ",10,1,123.46,", "CSV: complete, failed, req/s");
+    like(csv, ",complete,failed,retried,rps,", "CSV: the header names the retried column");
+    like(csv, ",10,1,3,123.46,", "CSV: complete, failed, retried, req/s");
     free(csv);
     json_decref(run);
 }
