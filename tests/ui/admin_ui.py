@@ -464,9 +464,11 @@ def bench_page(d):
     run = ctl_json("bench", "show", str(ids[1]))
     x = run["results"][0]["result"]
     row = [td.text for td in d.find_elements(By.CSS_SELECTOR, "#bench-result-table tbody tr td")]
-    check(row[:4] == ["https-new", str(x["complete"]), str(x["failed"]), f"{x['rps']:.1f}"] and x["complete"] == 200,
-          f"a run from the page: its table shows what bench show {ids[1]} stored ({x['rps']:.1f} req/s)", row)
-    check(row[9] == f"{x['handshakes']['full']} / {x['handshakes']['resumed']}" and row[4 + 1 + 3] ==
+    check(row[:5] == ["https-new", str(x["complete"]), str(x["failed"]), str(x["retried"]), f"{x['rps']:.1f}"]
+          and x["complete"] == 200,
+          f"a run from the page: its table shows what bench show {ids[1]} stored ({x['rps']:.1f} req/s, "
+          f"{x['retried']} retried)", row)
+    check(row[10] == f"{x['handshakes']['full']} / {x['handshakes']['resumed']}" and row[5 + 1 + 3] ==
           f"{x['latency_ms']['100']:.2f}", "with its handshakes and latency percentiles", row)
     # The stored runs and the comparison of the two.
     wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, f"#bench-runs input[name=cmp-b][value='{ids[1]}']")))
