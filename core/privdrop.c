@@ -300,24 +300,75 @@ static int is_foreign(pid_t tid)
     return 0;
 }
 
+/* The core.user kept in the store of @p dir, read without writing there:
+ * 1 with *user set (NULL: not set, so the default), or 0 if it cannot be
+ * told now (privdrop_user() checks once the store is open).  The store is
+ * opened read-only and immutable: no lock, no -wal or -shm created, no
+ * migration.  Immutable ignores a -wal file, so a store with a non-empty
+ * one (its newest settings may be there only) is left for later. */
+static int stored_user(const char *dir, char **user)
+{
+    *user = NULL;
+    char *path = xasprintf("%s/%s", dir, STORE_FILE);
+    char *wal = xasprintf("%s-wal", path);
+    struct stat st, wst;
+    int known = lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+                (lstat(wal, &wst) < 0 ? errno == ENOENT : wst.st_size == 0);
+    free(wal);
+    if (!known || st.st_size == 0) { /* an empty file holds no setting */
+        free(path);
+        return known;
+    }
+    /* A URI, for immutable=1: '%', '?' and '#' in the path are escaped. */
+    size_t n = strlen(path);
+    char *uri = xmalloc(3 * n + 32), *u = uri + sprintf(uri, "file:");
+    for (const char *c = path; *c; c++)
+        u += strchr("%?#", *c) ? sprintf(u, "%%%02X", (unsigned char)*c) : sprintf(u, "%c", *c);
+    strcpy(u, "?immutable=1");
+    free(path);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    int rc = 0;
+    if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW,
+                        NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT value FROM settings WHERE key = 'core.user'", -1, &q,
+                           NULL) == SQLITE_OK) {
+        int step = sqlite3_step(q);
+        if (step == SQLITE_ROW && sqlite3_column_text(q, 0))
+            *user = xstrdup((const char *)sqlite3_column_text(q, 0));
+        rc = step == SQLITE_ROW || step == SQLITE_DONE;
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    free(uri);
+    return rc;
+}
+
 int privdrop_check_state_dir(const char *state_dir, const char *user, char **err)
 {
     memset(&seen, 0, sizeof seen);
     if (geteuid() != 0 || note_state_dir(state_dir) < 0 || !seen.other[0])
         return 0;
-    /* The service user may be a core.user kept in that store: read once the
-     * store is open, by privdrop_user().  That user is never root (lookup),
-     * so a directory of root's is refused now, before the store is opened
-     * (and migrated).  Without a store there is no such setting: the user
-     * is known now. */
-    if (!user && seen.store)
-        return seen.uid == 0 ? refuse_named(state_dir, NULL, err) : 0;
+    /* The service user may be a core.user kept in that store.  That user is
+     * never root (lookup), so a directory of root's is refused at once;
+     * otherwise the store is read without writing to it, so that another
+     * user's directory is refused before the store is opened (and
+     * migrated).  What cannot be read now privdrop_user() checks later. */
+    char *kept = NULL;
+    if (!user && seen.store) {
+        if (seen.uid == 0)
+            return refuse_named(state_dir, NULL, err);
+        if (!stored_user(state_dir, &kept))
+            return 0;
+        user = kept;
+    }
     struct passwd pw;
     char *buf = NULL;
     int rc = lookup(user ? user : "tlsbox", &pw, &buf, err);
     if (rc == 0)
         rc = refuse_takeover(state_dir, &pw, err);
     free(buf);
+    free(kept);
     return rc;
 }
 

@@ -12,8 +12,10 @@ void privdrop_early(void);
  * privdrop_user(), and refuse one that exists, holds entries tlsboxd does
  * not make there (the store, its -wal/-shm/-journal, control.sock, and www/
  * beside a store) and does not belong to the service user @user (--user or
- * --set core.user; NULL: not named, so the default "tlsbox" unless the
- * directory holds a store, whose core.user privdrop_user() then checks; a
+ * --set core.user; NULL: not named, so the store's core.user, read
+ * read-only and immutable (nothing written, no -wal or -shm made), else
+ * the default "tlsbox"; a store that cannot be read so, or whose -wal is
+ * not empty, is left to privdrop_user() to check once it is open; a
  * directory of root's is refused at once, no service user being root).
  * Started as anyone else, there is nothing to give: 0.  Returns 0 or -1
  * with *err set naming the directory and what to do (caller frees). */

@@ -164,6 +164,41 @@ is "$rc" 1 "a directory of nobody's with a file of root's and a store: exit 1"
 like "$out" "$etc: refused as the state directory: .*belongs to nobody, not to the service user 'tlsbox', and holds 'passwd.conf'" \
     "naming its owner"
 is "$(stat -c %U "$etc")" nobody "the directory stays nobody's"
+# Refused before the store is opened: not migrated, no -wal or -shm beside it.
+is "$(stat -c %s "$etc/tlsbox.db") $(ls -A "$etc" | tr '\n' ' ')" "0 passwd.conf tlsbox.db " \
+    "its store stays empty (0 bytes, not migrated) and nothing is added beside it"
+# A store a run left (schema, settings): its core.user is read without
+# writing to it, and the --set values of the refused start are not stored.
+held="$TB_TMP/held"
+mkdir -m 0700 "$held"
+# started_in DIR: tlsboxd as root on DIR, up (tlsboxctl status answers),
+# then stopped; 0 if it started.
+started_in() {
+    local keep=$TB_STATE r
+    TB_STATE=$1
+    tb_start_daemon --set site.https_port="$(tb_free_port)" --set site.http_port=0 \
+        --set site.bind=127.0.0.1
+    r=$?
+    tb_stop_daemon
+    TB_STATE=$keep
+    return $r
+}
+started_in "$held"
+ok $? "a store made by an earlier run in a directory of its own"
+rm -f "$held/control.sock"
+echo "nobody's notes" >"$held/notes.txt"
+chown -R nobody "$held"
+sum=$(md5sum <"$held/tlsbox.db")
+refused_on "$held"
+is "$rc" 1 "that directory given to nobody, with a file of nobody's in it: exit 1"
+like "$out" "$held: refused as the state directory: .*belongs to nobody, not to the service user 'tlsbox', and holds 'notes.txt'" \
+    "naming its owner, the service user its store names and the file"
+is "$(md5sum <"$held/tlsbox.db") $(ls -A "$held" | tr '\n' ' ')" "$sum notes.txt tlsbox.db " \
+    "the store is byte for byte as it was (no --set value written) and no -wal or -shm is left"
+# Its core.user is nobody: the directory is that user's, so it is taken.
+sqlite3 "$held/tlsbox.db" "INSERT INTO settings (key, value, updated_at) VALUES ('core.user', 'nobody', 0)"
+started_in "$held"
+ok $? "with core.user nobody in that store it starts there"
 # A web server's directory (/srv) holding only its www/.
 srv="$TB_TMP/srv"
 mkdir -m 0755 "$srv" "$srv/www"
