@@ -205,6 +205,32 @@ static sqlite3 *open_conn(const char *path, char **err)
 static int make_state_dir(const char *dir, char **err)
 {
     struct stat sb;
+    /* The store is opened with SQLITE_OPEN_NOFOLLOW, which refuses a path
+     * through any symbolic link: say so before anything is made there
+     * (tlsbox.db in the link's target, which privdrop_check_state_dir()
+     * did not look at). */
+    char *part = xstrdup(dir);
+    for (char *slash = part; slash;) {
+        slash = strchr(slash + 1, '/');
+        if (slash)
+            *slash = '\0';
+        char to[256];
+        ssize_t n = part[0] && lstat(part, &sb) == 0 && S_ISLNK(sb.st_mode)
+                        ? readlink(part, to, sizeof to - 1)
+                        : -1;
+        if (n >= 0) {
+            to[n] = '\0';
+            xset_err(err,
+                     "%s: %s is a symbolic link (to %s): the store is never opened through one; "
+                     "name the directory it leads to with --state-dir",
+                     dir, part, to);
+            free(part);
+            return -ELOOP;
+        }
+        if (slash)
+            *slash = '/';
+    }
+    free(part);
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
         int e = errno;
         xset_err(err, "%s: cannot create the state directory: %s", dir, strerror(e));

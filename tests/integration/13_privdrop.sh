@@ -204,6 +204,17 @@ srv="$TB_TMP/srv"
 mkdir -m 0755 "$srv" "$srv/www"
 refused_on "$srv"
 is "$rc $(stat -c %U "$srv")" "1 root" "a root-owned directory with only a www/ in it is refused too"
+# Reached through a symbolic link: refused by name, nothing made in the
+# target (before, the check did not look there and tlsbox.db was created).
+etc2="$TB_TMP/etc2"
+mkdir -m 0755 "$etc2"
+echo "root's config" >"$etc2/passwd.conf"
+ln -s "$etc2" "$TB_TMP/etc-link"
+refused_on "$TB_TMP/etc-link"
+is "$rc" 1 "a state directory given as a symbolic link (to $etc2): exit 1"
+like "$out" "$TB_TMP/etc-link: $TB_TMP/etc-link is a symbolic link \\(to $etc2\\): the store is never opened through one" \
+    "with an error naming the link and where it leads"
+is "$(ls -A "$etc2" | tr '\n' ' ')" "passwd.conf " "and nothing made in the directory it leads to"
 
 # What may be taken: an empty directory (root's, made for it); one that is
 # tlsbox's already (/var/lib/tlsbox from the package) even with a file of

@@ -285,6 +285,39 @@ static void test_refuse_newer(const char *state)
     free(db_path);
 }
 
+/* A state directory reached through a symbolic link (the directory itself,
+ * or one above it): refused, naming the link, before the store is created
+ * in the target (SQLite would refuse the path only after that). */
+static void test_symlinked_dir(void)
+{
+    char *err = NULL;
+    char *real = xasprintf("%s/real-state", tmp);
+    char *link = xasprintf("%s/link-state", tmp);
+    char *below = xasprintf("%s/sub", link);
+    char *made = xasprintf("%s/tlsbox.db", real);
+    char *made_below = xasprintf("%s/sub", real);
+    mkdir(real, 0700);
+    ok(symlink(real, link) == 0, "link-state is a symlink to a directory");
+    is_int(store_init(link, &err), -ELOOP, "store_init refuses a symlinked state directory");
+    char *want = xasprintf("%s: %s is a symbolic link (to %s): ", link, link, real);
+    like(err, want, "error names the link and its target");
+    free(want);
+    free(err);
+    err = NULL;
+    is_int(store_init(below, &err), -ELOOP, "and a state directory below a symlink");
+    want = xasprintf("%s: %s is a symbolic link (to %s): ", below, link, real);
+    like(err, want, "error names the directory, the link and its target");
+    free(want);
+    free(err);
+    is_int(access(made, F_OK) + access(made_below, F_OK), -2,
+           "no store and no directory created in the target");
+    free(real);
+    free(link);
+    free(below);
+    free(made);
+    free(made_below);
+}
+
 static void test_symlink(const char *state)
 {
     char *err = NULL;
@@ -312,6 +345,7 @@ int main(void)
     test_upgrade(s2);
     test_refuse_newer(s3);
     test_symlink(s4);
+    test_symlinked_dir();
     free(s1);
     free(s2);
     free(s3);
