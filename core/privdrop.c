@@ -159,14 +159,22 @@ static int note_state_dir(const char *dir)
     }
     seen.existed = 1;
     seen.uid = st.st_uid;
+    /* The root of a file system (a new disk mounted for the state): its
+     * lost+found is mkfs's, not a sign of someone's files.  It stays
+     * root's: give_state_files() leaves subdirectories alone. */
+    struct stat up;
+    int fs_root =
+        fstatat(dfd, "..", &up, 0) == 0 && (up.st_dev != st.st_dev || up.st_ino == st.st_ino);
     int www = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
         struct stat est;
-        if (fstatat(dfd, e->d_name, &est, AT_SYMLINK_NOFOLLOW) == 0 &&
-            made_by_tlsboxd(e->d_name, &est, &seen.store)) {
+        int got = fstatat(dfd, e->d_name, &est, AT_SYMLINK_NOFOLLOW) == 0;
+        if (got && fs_root && !strcmp(e->d_name, "lost+found") && S_ISDIR(est.st_mode))
+            continue;
+        if (got && made_by_tlsboxd(e->d_name, &est, &seen.store)) {
             www |= strcmp(e->d_name, "www") == 0;
             continue;
         }

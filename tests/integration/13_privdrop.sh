@@ -232,6 +232,25 @@ ok $? "started as root on an existing empty directory"
 is "$(stat -c %U "$TB_STATE")" tlsbox "which is now tlsbox's"
 tb_stop_daemon
 ok $? "and stops"
+# A new file system mounted for the state: empty but for mkfs's lost+found
+# (a tmpfs with one stands for it), root's mount point.
+mkdir -m 0700 "$TB_TMP/disk"
+if mount -t tmpfs -o mode=0755,size=64m tmpfs "$TB_TMP/disk" 2>/dev/null; then
+    mkdir -m 0700 "$TB_TMP/disk/lost+found"
+    starts_on "$TB_TMP/disk"
+    ok $? "started as root on a new file system's root holding only lost+found"
+    is "$(stat -c %U "$TB_STATE") $(stat -c %U:%a "$TB_STATE/lost+found")" "tlsbox root:700" \
+        "the directory is tlsbox's now, lost+found stays root's, 0700"
+    tb_stop_daemon
+    umount "$TB_TMP/disk"
+    mkdir -m 0700 "$TB_TMP/nodisk" "$TB_TMP/nodisk/lost+found"
+    refused_on "$TB_TMP/nodisk"
+    is "$rc" 1 "a lost+found in a directory that is no file system's root is refused"
+else
+    ok 0 "# SKIP no tmpfs mount here: lost+found of a new file system"
+    ok 0 "# SKIP no tmpfs mount here"
+    ok 0 "# SKIP no tmpfs mount here"
+fi
 mkdir -m 0700 "$TB_TMP/pkg"
 chown tlsbox:tlsbox "$TB_TMP/pkg"
 echo "root's notes" >"$TB_TMP/pkg/notes.txt"
