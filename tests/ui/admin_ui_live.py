@@ -205,6 +205,37 @@ def edits_survive_session_end(d):
     A.check(A.ctl("get", "example.greeting").strip() == typed, "and tlsboxctl reads it back",
             A.ctl("get", "example.greeting"))
     A.check(typed not in storage(d), "nothing of it is left in the tab's storage", storage(d))
+    # Saved, it is no longer an unsaved edit.  Changed elsewhere since, then
+    # another form's Save meets the session's end: after logging in again
+    # the field shows what is stored now, not what was saved before it.
+    elsewhere = "changed elsewhere after the save"
+    A.ctl("set", "example.greeting", elsewhere)
+    d.find_element(By.CSS_SELECTOR, "#plugin-admin summary").click()
+    lockout = d.find_element(By.ID, "set-admin-lockout_after")
+    lockout_typed = str(int(lockout.get_attribute("value")) + 1)
+    lockout.clear()
+    lockout.send_keys(lockout_typed)
+    A.check(log_out_elsewhere(d) == "login", "the session is logged out in another tab again")
+    d.find_element(By.CSS_SELECTOR, "#settings-admin button[type=submit]").click()
+    pw = A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#main input[name=password]")))
+    A.check(typed not in storage(d), "the greeting saved before is not kept as an edit", storage(d))
+    pw.send_keys(A.PASSWORD + "\n")
+    page_settled(d, "Plugins")
+    g = d.find_element(By.ID, "set-example-greeting")
+    A.check(g.get_attribute("value") == elsewhere,
+            "after logging in the greeting field shows the value stored elsewhere meanwhile", g.get_attribute("value"))
+    note = d.find_elements(By.ID, "draft-restored")
+    lockout = d.find_element(By.ID, "set-admin-lockout_after")
+    A.check(bool(note) and note[0].text.startswith("1 field keeps") and lockout.get_attribute("value") == lockout_typed,
+            "only the unsaved lockout_after edit comes back, and the page says 1 field",
+            f"{note[0].text if note else ''} / {lockout.get_attribute('value')}")
+    g.clear()
+    g.send_keys(typed)
+    d.find_element(By.CSS_SELECTOR, "#settings-example button[type=submit]").click()
+    st = d.find_element(By.CSS_SELECTOR, "#settings-example .status")
+    A.wait(d, lambda _: st.text != "")
+    A.check(A.ctl("get", "example.greeting").strip() == typed, "the greeting is typed and saved again",
+            A.ctl("get", "example.greeting"))
     # An explicit logout: an edit made before it is not brought back.
     g.clear()
     g.send_keys("typed before logging out")

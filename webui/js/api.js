@@ -54,6 +54,11 @@ export async function api(method, path, body) {
   if (r.status === 401 && !path.startsWith("session")) {
     window.dispatchEvent(new CustomEvent("tlsbox:logged-out"));
   }
+  // A change the box answered: a form it stored holds no unsaved edit now
+  // (drafts.js).
+  if (method !== "GET" && r.status !== 401) {
+    window.dispatchEvent(new CustomEvent("tlsbox:written", { detail: { ok: r.ok } }));
+  }
   if (!r.ok) {
     throw new ApiError((data && data.error) || `HTTP ${r.status}`, r.status, data);
   }

@@ -1,7 +1,7 @@
 // The frame: session state, first-run and login views, the menu and a hash
 // router that loads one page module at a time (plugins add their own).
 import { api, get, post, setCsrf } from "./api.js";
-import { drop, keep, restore, watch } from "./drafts.js";
+import { drop, keep, restore, watch, written } from "./drafts.js";
 import { el, field, status } from "./ui.js";
 
 const pages = [
@@ -199,6 +199,7 @@ document.getElementById("menu-toggle").addEventListener("click", (ev) => {
   document.getElementById("nav").classList.toggle("open", open);
 });
 window.addEventListener("hashchange", route);
+window.addEventListener("tlsbox:written", (ev) => written(ev.detail.ok));
 window.addEventListener("tlsbox:logged-out", () => {
   if (!session) return;
   // The session ended under the page (expiry, a logout elsewhere): what the

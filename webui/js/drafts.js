@@ -13,9 +13,25 @@
 const KEY = "tlsbox.draft";
 
 let watched = null; // { root, page, touched: Set of fields the user changed }
+let submitted = null; // the form whose Save was pressed last
 
 function note(ev) {
   if (watched && ev.target.id) watched.touched.add(ev.target);
+}
+
+function noteSubmit(ev) {
+  submitted = ev.target;
+}
+
+// The box answered a change (api.js): stored (ok), the fields of the form
+// whose Save was pressed are no longer unsaved edits, so a later session
+// end does not keep them and the next login does not put a value back
+// over one changed meanwhile elsewhere.  Refused, they still are.
+export function written(ok) {
+  if (ok && watched && submitted) {
+    for (const e of [...watched.touched]) if (submitted.contains(e)) watched.touched.delete(e);
+  }
+  submitted = null;
 }
 
 // Fields that may be written to storage: those with an id a page gave them
@@ -52,10 +68,14 @@ export function watch(root, page) {
   if (watched) {
     watched.root.removeEventListener("input", note);
     watched.root.removeEventListener("change", note);
+    watched.root.removeEventListener("submit", noteSubmit, true);
   }
   watched = { root, page, touched: new Set() };
+  submitted = null;
   root.addEventListener("input", note);
   root.addEventListener("change", note);
+  // Capture: before the page's own handler sends the change.
+  root.addEventListener("submit", noteSubmit, true);
 }
 
 // The session of user ended under the page shown: keep the fields the user
