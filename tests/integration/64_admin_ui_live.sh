@@ -19,7 +19,7 @@ mkdir -p "$HOME" "$TB_TMP/art"
 ADMIN_URL="https://127.0.0.1:$TB_ADMIN_PORT" SITE_PORT="$SITE_PORT" TLSBOXCTL="$TB_TLSBOXCTL" \
     TB_STATE="$TB_STATE" UI_ARTIFACTS="$TB_TMP/art" \
     timeout 240 /usr/bin/python3 "$top_srcdir/tests/ui/admin_ui_live.py" >"$TB_TMP/ui.out" 2>"$TB_TMP/ui.err"
-tb_ui_results "$TB_TMP/ui.out" $? "$TB_TMP/ui.err" 30
+tb_ui_results "$TB_TMP/ui.out" $? "$TB_TMP/ui.err" 36
 tb_stop_daemon
 ok $? "daemon stops cleanly"
 done_testing

@@ -248,6 +248,40 @@ def edits_survive_session_end(d):
             "after logging out with the button the page shows the stored value", g.get_attribute("value"))
 
 
+def session_ends_under(d):
+    """The session ends elsewhere and the page is told as a 401 tells it;
+    returns the login form's password field."""
+    A.check(log_out_elsewhere(d) == "login", "the session is logged out in another tab")
+    d.execute_script("window.dispatchEvent(new CustomEvent('tlsbox:logged-out'))")
+    return A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#main input[name=password]")))
+
+
+def pasted_key_never_kept(d):
+    """The certificate import's textarea when the session ends: a chain
+    alone is kept and comes back; with a private key pasted in it nothing
+    of it reaches the tab's storage."""
+    chain = "-----BEGIN CERTIFICATE-----\nMIIBdraftchainonly\n-----END CERTIFICATE-----"
+    body = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgDRAFTKEYBODY"
+    t = A.open_page(d, "certs", "#import-cert")
+    t.send_keys(chain)
+    pw = session_ends_under(d)
+    A.check("MIIBdraftchainonly" in storage(d), "a certificate chain typed is kept in the tab's storage",
+            storage(d))
+    pw.send_keys(A.PASSWORD + "\n")
+    page_settled(d, "Certificates")
+    t = d.find_element(By.ID, "import-cert")
+    A.check(t.get_attribute("value") == chain, "and comes back after the login", t.get_attribute("value"))
+    t.send_keys("\n-----BEGIN PRIVATE KEY-----\n" + body + "\n-----END PRIVATE KEY-----\n")
+    pw = session_ends_under(d)
+    A.check(body not in storage(d) and "PRIVATE KEY" not in storage(d) and "MIIBdraftchainonly" not in storage(d),
+            "with a private key pasted in, nothing of that field is in the tab's storage", storage(d))
+    pw.send_keys(A.PASSWORD + "\n")
+    page_settled(d, "Certificates")
+    t = d.find_element(By.ID, "import-cert")
+    A.check(t.get_attribute("value") == "" and not d.find_elements(By.ID, "draft-restored"),
+            "and after the login the field is empty, no draft restored", t.get_attribute("value"))
+
+
 def slow_handshake(pause):
     """One TLS handshake with the site whose client waits pause seconds
     before its Finished, so the site measures at least that long."""
@@ -289,7 +323,8 @@ def main():
     try:
         A.first_run(d)
         for step in (session_ends_on_dashboard, session_ends_then_menu, hidden_dashboards,
-                     relogin_in_other_window, edits_survive_session_end, slow_handshake_latency):
+                     relogin_in_other_window, edits_survive_session_end, pasted_key_never_kept,
+                     slow_handshake_latency):
             try:
                 step(d)
             except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:
