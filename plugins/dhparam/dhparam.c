@@ -125,11 +125,14 @@ static void on_event(void *arg, const char *event, const char *data)
 {
     struct dhparam *d = arg;
     if (strcmp(event, "settings.changed") == 0) {
-        /* A new mode may need a switch or a first generation, a new size
-         * new parameters now rather than at the next rotation: SQLite work,
-         * so not on the event thread. */
+        /* A new mode may need a switch or a first generation (and, into
+         * generated, parameters of dhparam.bits if the size changed in
+         * another mode), a new size new parameters now rather than at the
+         * next rotation: SQLite work, so not on the event thread. */
         if (data && strstr(data, "\"dhparam.bits\""))
             d->host->job_submit(d->self, "dhparam.resize", dhparam_run_resize, d, NULL);
+        else if (data && strstr(data, "\"dhparam.mode\""))
+            d->host->job_submit(d->self, "dhparam.mode", dhparam_run_mode, d, NULL);
         else if (data && strstr(data, "\"dhparam."))
             d->host->job_submit(d->self, "dhparam.check", dhparam_run_check, d, NULL);
         return;

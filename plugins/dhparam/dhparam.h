@@ -71,9 +71,16 @@ char *dhparam_mode(struct dhparam *d);
  * Any thread but a site worker.
  */
 int64_t dhparam_run_start(struct dhparam *d, int bits, const char *reason, int64_t resume_id);
-/* Periodic check (a timer job): resume an interrupted run once, apply the
- * mode, start a rotation when the generated parameters are due. */
+/* Periodic check (a timer job): resume an interrupted run once (not one of
+ * another size than dhparam.bits that no one asked for: that one is
+ * recorded as cancelled), apply the mode, start a rotation when the
+ * generated parameters are due.  The first check since the start also does
+ * what dhparam_run_resize does: dhparam.bits may have changed while the
+ * daemon was down. */
 void dhparam_run_check(void *arg, struct tlsbox_job *job);
+/* dhparam.mode changed (a job): the check, then, in generated mode, what
+ * dhparam_run_resize does (dhparam.bits may have changed in another mode). */
+void dhparam_run_mode(void *arg, struct tlsbox_job *job);
 /*
  * dhparam.bits changed (a job): in generated mode, start parameters of the
  * new size now (the ones served stay until they are ready) and stop a
@@ -134,6 +141,9 @@ int dhparam_store_run_done(sqlite3 *db, int64_t run_id, const char *pem, int bit
 /* The newest run left running or interrupted: its id, bits and reason; 0,
  * -ENOENT, -EIO.  @p reason has room for 16 bytes. */
 int dhparam_store_run_unfinished(sqlite3 *db, int64_t *id, int *bits, char *reason);
+/* True when parameter row @p params_id was made by a run someone asked for
+ * (dh/generate); false for other runs, imports and on errors. */
+bool dhparam_store_requested(sqlite3 *db, int64_t params_id);
 /* Seconds the last successful generation of @p bits took, or -1. */
 double dhparam_store_last_seconds(sqlite3 *db, int bits);
 /* Summary of the stored parameters and the last finished run (new reference). */

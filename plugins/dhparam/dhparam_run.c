@@ -1,7 +1,8 @@
 /* Generation runs: one at a time, recorded in dhparam_runs before they
  * start, the new parameters stored in one transaction with the run's end (a
  * stop mid-way leaves the run "interrupted" and no parameter row), resumed
- * at the next start, and started again when the rotation is due. */
+ * at the next start (unless dhparam.bits changed since), and started again
+ * when the rotation is due. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,18 @@ bool dhparam_run_superseded(struct dhparam *d)
     return s;
 }
 
+/* Record run @p id (of @p bits) as stopped by a change of dhparam.bits to
+ * @p now_bits: "failed" with that reason, so that no start resumes it. */
+static void end_cancelled(struct dhparam *d, sqlite3 *db, int64_t id, int bits, int now_bits)
+{
+    char why[64];
+    snprintf(why, sizeof(why), "cancelled: dhparam.bits is now %d", now_bits);
+    dhparam_store_run_end(db, id, "failed", why);
+    d->host->log(d->self, TLSBOX_LOG_INFO,
+                 "generation of %d-bit parameters cancelled: dhparam.bits is now %d", bits,
+                 now_bits);
+}
+
 /* After a run: a size change that came while it ran is acted on now. */
 static void resize_if_pending(struct dhparam *d, struct tlsbox_job *job)
 {
@@ -78,13 +91,7 @@ static void run_job(void *arg, struct tlsbox_job *job)
     pthread_mutex_unlock(&d->lock);
     if (rc == -ECANCELED && now_bits) {
         /* Not "interrupted": that would run the old size again at the next start. */
-        char why[64];
-        snprintf(why, sizeof(why), "cancelled: dhparam.bits is now %d", now_bits);
-        dhparam_store_run_end(db, id, "failed", why);
-        d->host->log(d->self, TLSBOX_LOG_INFO,
-                     "generation of %d-bit parameters cancelled after %.1f s: dhparam.bits is "
-                     "now %d",
-                     bits, secs, now_bits);
+        end_cancelled(d, db, id, bits, now_bits);
         finish(d);
         d->host->store_close(d->self, db);
         atomic_store(&d->resize_pending, false);
@@ -172,29 +179,90 @@ int64_t dhparam_run_start(struct dhparam *d, int bits, const char *reason, int64
     return job < 0 ? job : id;
 }
 
-/* Once per daemon start: a run a stop or crash interrupted starts again. */
-static void resume(struct dhparam *d, sqlite3 *db)
+/* Once per daemon start: a run a stop or crash interrupted starts again,
+ * unless it was of another size than dhparam.bits and no one asked for it
+ * (dh/generate): dhparam.bits changed while the daemon was down (--set at
+ * start, or in the store), and the old size is of no use now.  Returns
+ * true for the first call. */
+static bool resume(struct dhparam *d, sqlite3 *db)
 {
     int64_t id;
     int bits;
     char reason[16];
     if (atomic_exchange(&d->resumed, true))
-        return;
-    if (dhparam_store_run_unfinished(db, &id, &bits, reason) == 0)
+        return false;
+    if (dhparam_store_run_unfinished(db, &id, &bits, reason) < 0)
+        return true;
+    int want = (int)d->host->setting_get_int(d->self, "bits", 3072);
+    if (bits == want || strcmp(reason, "request") == 0) {
         dhparam_run_start(d, bits, reason, id);
+        return true;
+    }
+    end_cancelled(d, db, id, bits, want);
+    return true;
 }
 
-void dhparam_run_check(void *arg, struct tlsbox_job *job)
+/* In generated mode, see that the parameters are of dhparam.bits: start a
+ * generation of that size when the newest generated ones are of another,
+ * stop a scheduled or size-change run of another size (a requested one
+ * finishes first, then this runs again).  With @p keep_requested (at the
+ * start or a switch into generated mode, when it is not known that the
+ * size changed) parameters or a run someone asked for with dh/generate are
+ * left as they are: they were of that size on purpose.  Returns true when
+ * there are no generated parameters at all (the check starts the first). */
+static bool match_bits(struct dhparam *d, bool keep_requested)
 {
-    struct dhparam *d = arg;
-    (void)job;
+    int want = (int)d->host->setting_get_int(d->self, "bits", 3072);
+    pthread_mutex_lock(&d->lock);
+    bool running = d->cur.run_id != 0, stop = false;
+    int running_bits = d->cur.bits;
+    bool requested = strcmp(d->cur.reason, "request") == 0;
+    if (running && running_bits != want && !(requested && keep_requested)) {
+        /* Either way this runs again when that run ends (even if it ends
+         * done, a moment before it would have seen the stop). */
+        atomic_store(&d->resize_pending, true);
+        /* One someone asked for finishes first; a scheduled one, or one of
+         * an earlier size change, is of no use now. */
+        stop = !requested;
+        if (stop)
+            d->cur.superseded_by = want;
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (stop)
+        d->host->log(d->self, TLSBOX_LOG_INFO,
+                     "dhparam.bits is now %d: stopping the %d-bit generation", want, running_bits);
+    if (running)
+        return false; /* of the size wanted, or stopping, or finishing first */
+    sqlite3 *db = d->host->store_open(d->self);
+    if (!db)
+        return false;
+    struct dhparam_row r;
+    int have = dhparam_store_newest(db, "generated", &r);
+    bool keep = have == 0 && keep_requested && dhparam_store_requested(db, r.id);
+    d->host->store_close(d->self, db);
+    if (have == 0 && r.bits != want && !keep &&
+        dhparam_run_start(d, want, "bits", 0) == -EBUSY) /* one started since */
+        atomic_store(&d->resize_pending, true);
+    if (have == 0)
+        dhparam_row_clear(&r);
+    return have == -ENOENT;
+}
+
+/* The check; with @p sized (or at the first check since the start) also
+ * match_bits: the size may have changed while the mode was another or the
+ * daemon was down, when no resize ran. */
+static void check(struct dhparam *d, bool sized)
+{
     sqlite3 *db = d->host->store_open(d->self);
     if (!db)
         return;
-    resume(d, db);
+    if (resume(d, db))
+        sized = true;
     dhparam_apply(d);
     char *mode = dhparam_mode(d);
-    if (strcmp(mode, "generated") == 0) {
+    bool generated = strcmp(mode, "generated") == 0;
+    free(mode);
+    if (generated) {
         struct dhparam_row r;
         long long days = d->host->setting_get_int(d->self, "rotate_days", 30);
         int have = dhparam_store_newest(db, "generated", &r);
@@ -204,8 +272,21 @@ void dhparam_run_check(void *arg, struct tlsbox_job *job)
         if (have == 0)
             dhparam_row_clear(&r);
     }
-    free(mode);
     d->host->store_close(d->self, db);
+    if (generated && sized)
+        match_bits(d, true);
+}
+
+void dhparam_run_check(void *arg, struct tlsbox_job *job)
+{
+    (void)job;
+    check(arg, false);
+}
+
+void dhparam_run_mode(void *arg, struct tlsbox_job *job)
+{
+    (void)job;
+    check(arg, true);
 }
 
 void dhparam_run_resize(void *arg, struct tlsbox_job *job)
@@ -216,39 +297,8 @@ void dhparam_run_resize(void *arg, struct tlsbox_job *job)
     free(mode);
     if (!generated) /* rfc7919 and import use no generated parameters: nothing to make */
         return;
-    int want = (int)d->host->setting_get_int(d->self, "bits", 3072);
-    pthread_mutex_lock(&d->lock);
-    bool running = d->cur.run_id != 0, stop = false;
-    int running_bits = d->cur.bits;
-    if (running && running_bits != want) {
-        /* Either way this runs again when that run ends (even if it ends
-         * done, a moment before it would have seen the stop). */
-        atomic_store(&d->resize_pending, true);
-        /* One someone asked for finishes first; a scheduled one, or one of
-         * an earlier size change, is of no use now. */
-        stop = strcmp(d->cur.reason, "request") != 0;
-        if (stop)
-            d->cur.superseded_by = want;
-    }
-    pthread_mutex_unlock(&d->lock);
-    if (stop)
-        d->host->log(d->self, TLSBOX_LOG_INFO,
-                     "dhparam.bits is now %d: stopping the %d-bit generation", want, running_bits);
-    if (running)
-        return; /* of the size wanted, or stopping, or finishing first */
-    sqlite3 *db = d->host->store_open(d->self);
-    if (!db)
-        return;
-    struct dhparam_row r;
-    int have = dhparam_store_newest(db, "generated", &r);
-    d->host->store_close(d->self, db);
-    if (have == 0 && r.bits != want &&
-        dhparam_run_start(d, want, "bits", 0) == -EBUSY) /* one started since */
-        atomic_store(&d->resize_pending, true);
-    if (have == -ENOENT) /* none yet: the check starts the first run, at this size */
+    if (match_bits(d, false)) /* none yet: the check starts the first run, at this size */
         dhparam_run_check(d, job);
-    if (have == 0)
-        dhparam_row_clear(&r);
 }
 
 json_t *dhparam_run_current(struct dhparam *d, sqlite3 *db)

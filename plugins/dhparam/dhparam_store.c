@@ -207,6 +207,20 @@ double dhparam_store_last_seconds(sqlite3 *db, int bits)
     return s;
 }
 
+bool dhparam_store_requested(sqlite3 *db, int64_t params_id)
+{
+    sqlite3_stmt *st = NULL;
+    bool r = false;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT 1 FROM dhparam_runs WHERE params_id = ? AND reason = 'request'",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, params_id);
+        r = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    return r;
+}
+
 static json_t *params_json(sqlite3 *db, const char *source)
 {
     struct dhparam_row r;

@@ -10,7 +10,10 @@
 # busy, and the generator, at SCHED_IDLE, gets next to none of it (about 0.3%
 # against a nice-0 loop) until it is frozen.  Last, dhparam.bits changed in
 # generated mode: a generation of the new size at once, stopped when the
-# size is set back to the one served.
+# size is set back to the one served; changed in rfc7919 mode: made at the
+# switch back to generated; changed while the daemon is down (--set): made
+# at the start, and a run of the old size cut short by the stop is not
+# resumed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dh_lib.sh"
 tb_setup
@@ -137,6 +140,80 @@ is "$(db "SELECT bits || ' ' || reason || ' ' || state FROM dhparam_runs ORDER B
     "3072 bits done" "made by a run for the size change"
 unlike "$(dh_status '["served"]["fingerprint"]')" "^$fp1\$" "they replace the 2048-bit ones"
 is "$(dh_tls12_bits)" "3072" "a new TLS 1.2 DHE handshake gets DH 3072 bits"
+
+# ---- dhparam.bits changed while the mode is rfc7919: nothing is made then,
+# and the switch back into generated mode makes that size at once (not the
+# old generated parameters until the next rotation).  Source and size
+# together: ffdhe2048, served in mode rfc7919, is of 2048 bits too.
+served() {
+    tb_ctl --json dh status | python3 -c 'import json,sys; s=json.load(sys.stdin)["served"]
+print(s["source"], s["bits"])'
+}
+served_wait() { # "SOURCE BITS", for at most 60 s
+    local i
+    for i in $(seq 1 600); do
+        [ "$(served)" = "$1" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+tb_ctl set dhparam.priority normal >/dev/null && tb_ctl dh mode rfc7919 >/dev/null &&
+    dh_wait_served source rfc7919 10
+ok $? "mode rfc7919: the RFC 7919 group is served"
+runs0=$(db "SELECT count(*) FROM dhparam_runs")
+tb_ctl set dhparam.bits 2048 >/dev/null
+ok $? "dhparam.bits 2048 in mode rfc7919"
+tb_ctl dh mode generated >/dev/null
+ok $? "mode generated again"
+served_wait "generated 2048"
+is "$(served)" "generated 2048" \
+    "2048-bit generated parameters are served, not the 3072-bit ones made before"
+is "$(db "SELECT count(*) || ': ' || group_concat(bits || ' ' || reason || ' ' || state) FROM
+    dhparam_runs WHERE id > $runs0")" "1: 2048 bits done" "made by one run, for the size change"
+is "$(dh_tls12_bits)" "2048" "a TLS 1.2 DHE handshake gets DH 2048 bits"
+
+# ---- a stop during a size change's generation, then a start with another
+# dhparam.bits: the old size is not resumed (recorded as cancelled), the
+# generator is gone, and the start makes the size set.
+tb_bg taskset -c "$TB_DAEMON_CPUS" timeout 300 sh -c 'while :; do :; done'
+busy=$TB_BG_PID
+tb_ctl set dhparam.priority idle >/dev/null && tb_ctl set dhparam.bits 4096 >/dev/null
+ok $? "dhparam.priority idle, dhparam.bits 4096"
+pid4=$(gen_pid)
+ok $? "a 4096-bit generation starts ($pid4)"
+[ -n "$pid4" ] && kill -STOP "$pid4"
+is "$(ps -o ppid= -p "$pid4" | tr -d ' ')" "$TB_PID" "its generator is a child of tlsboxd"
+tb_stop_daemon
+ok $? "the daemon stops during it"
+is "$(ps -o pid= -p "$pid4" | tr -d ' ')" "" "the generator process is gone (no orphan)"
+run4=$(db "SELECT id FROM dhparam_runs WHERE bits = 4096 ORDER BY id DESC LIMIT 1")
+is "$(db "SELECT reason || ' ' || state || ' ' || attempts FROM dhparam_runs WHERE id = $run4")" \
+    "bits interrupted 1" "the 4096-bit run is recorded as interrupted"
+kill "$busy"
+tb_start_daemon --set site.https_port="$DH_PORT" --set site.http_port="$DH_HTTP" \
+    --set dhparam.bits=3072 --set dhparam.priority=normal
+ok $? "daemon starts with --set dhparam.bits=3072"
+served_wait "generated 3072"
+is "$(served)" "generated 3072" \
+    "3072-bit generated parameters are made at the start and served"
+is "$(db "SELECT state || ' ' || attempts || ': ' || error FROM dhparam_runs WHERE id = $run4")" \
+    "failed 1: cancelled: dhparam.bits is now 3072" \
+    "the 4096-bit run is not resumed: recorded as cancelled by the size change"
+is "$(db "SELECT count(*) || ': ' || group_concat(bits || ' ' || reason || ' ' || state) FROM
+    dhparam_runs WHERE id > $run4")" "1: 3072 bits done" "one run after it, of 3072 bits"
+is "$(dh_tls12_bits)" "3072" "a TLS 1.2 DHE handshake gets DH 3072 bits"
+
+# ---- dhparam.bits given at start with no run left over: the parameters
+# served are of another size, so that size is made at once.
+tb_stop_daemon
+ok $? "daemon stops"
+tb_start_daemon --set site.https_port="$DH_PORT" --set site.http_port="$DH_HTTP" \
+    --set dhparam.bits=2048
+ok $? "daemon starts with --set dhparam.bits=2048 (3072 served)"
+served_wait "generated 2048"
+is "$(served)" "generated 2048" "2048-bit generated parameters are made at the start and served"
+is "$(db "SELECT bits || ' ' || reason || ' ' || state FROM dhparam_runs ORDER BY id DESC LIMIT 1")" \
+    "2048 bits done" "by a run for the size change"
 tb_stop_daemon
 ok $? "daemon stops"
 done_testing

@@ -227,6 +227,23 @@ static void resize(void)
     tlsbox_mock_set("dhparam.bits", "3072");
     tlsbox_mock_events_run();
     is_int(tlsbox_mock_query_int(runs), n0, "bits set again to the size served: no generation");
+
+    /* The size changed while the mode was another: the switch into
+     * generated mode makes that size at once, not at the next rotation. */
+    tlsbox_mock_set("dhparam.mode", "rfc7919");
+    tlsbox_mock_events_run();
+    tlsbox_mock_events_run();
+    tlsbox_mock_set("dhparam.bits", "2048");
+    tlsbox_mock_events_run();
+    is_int(tlsbox_mock_query_int(runs), n0, "mode rfc7919, bits 2048: no generation yet");
+    tlsbox_mock_set("dhparam.mode", "generated");
+    tlsbox_mock_events_run(); /* settings.changed: the check, then the size */
+    tlsbox_mock_events_run(); /* dh.changed */
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_runs WHERE id > (SELECT max(id) - "
+                                 "1 FROM dhparam_runs) AND state = 'done' AND bits = 2048 AND "
+                                 "reason = 'bits'"),
+           1, "mode generated again: a 2048-bit generation ran at once, for the size change");
+    is_int(tlsbox_mock_metric("tlsbox_dh_served_bits"), 2048, "and 2048 bits are served");
 }
 
 int main(int argc, char **argv)
