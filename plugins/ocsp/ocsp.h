@@ -69,9 +69,12 @@ int ocsp_verify(const unsigned char *der, size_t len, gnutls_x509_crt_t leaf,
  * min(@p margin, a quarter of thisUpdate..nextUpdate). */
 time_t ocsp_serve_until(time_t this_update, time_t next_update, time_t margin);
 /* Refresh at half of thisUpdate..nextUpdate plus @p jitter_permille / 1000 of
- * a tenth of it, never after serve_until - 1 and never before @p now + 1. */
+ * a tenth of it, but not before @p now + @p min_gap: an answer already past
+ * its half-life (a responder or its cache handing out an old one) would
+ * otherwise be asked for again at once, and the same old answer would come
+ * back every second.  Never after serve_until - 1 and never before @p now + 1. */
 time_t ocsp_refresh_at(time_t this_update, time_t next_update, time_t serve_until, time_t now,
-                       unsigned jitter_permille);
+                       time_t min_gap, unsigned jitter_permille);
 /* Retry delay after @p failures failures in a row: min doubling to max. */
 time_t ocsp_backoff(unsigned failures, time_t min, time_t max);
 

@@ -78,10 +78,12 @@ time_t ocsp_serve_until(time_t this_update, time_t next_update, time_t margin)
 }
 
 time_t ocsp_refresh_at(time_t this_update, time_t next_update, time_t serve_until, time_t now,
-                       unsigned jitter_permille)
+                       time_t min_gap, unsigned jitter_permille)
 {
     time_t span = next_update - this_update;
     time_t at = this_update + span / 2 + (time_t)((span / 10) * (jitter_permille % 1001) / 1000);
+    if (at < now + min_gap)
+        at = now + min_gap;
     if (at > serve_until - 1)
         at = serve_until - 1;
     if (at < now + 1)

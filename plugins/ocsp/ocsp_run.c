@@ -136,7 +136,8 @@ static void run_good(struct ocsp *o, const struct ocsp_conf *conf, struct ocsp_r
     row->fetched_at = now;
     uint16_t rnd = 0;
     gnutls_rnd(GNUTLS_RND_NONCE, &rnd, sizeof(rnd));
-    row->next_refresh = ocsp_refresh_at(a->this_update, a->next_update, until, now, rnd % 1001);
+    row->next_refresh =
+        ocsp_refresh_at(a->this_update, a->next_update, until, now, conf->retry_min, rnd % 1001);
     o->host->log(o->self, TLSBOX_LOG_INFO,
                  "%s: OCSP good, stapled until %lld (nextUpdate %lld), refresh at %lld",
                  row->cert_name, (long long)until, (long long)a->next_update,

@@ -64,6 +64,26 @@ tb_ctl ocsp refresh ocsp.test >/dev/null
 is "$(oc_status ocsp.test failures)" 0 "a good answer resets the failures"
 ok "$([ "$(oc_status ocsp.test produced_at)" -gt "$produced" ] && echo 0 || echo 1)" \
     "and is the new staple"
+
+# A good answer already past its half-life (a responder's cache handing out
+# an old one: thisUpdate 2 h ago, nextUpdate in 1 h) is stapled, and the
+# next ask waits retry_min_seconds (60 s by default) instead of coming back
+# every second for the same old answer until it leaves the bundle.
+/usr/bin/python3 "$top_srcdir/tests/integration/ocsp_craft.py" "$OC/inter.pem" "$OC/inter.key" \
+    "$OC/ocsp.test.pem" -7200 3600 "$OC/old.der" >>"$OC/setup.log" 2>&1 || bail "old answer"
+cp "$OC/old.der" "$OC/override.der"
+tb_ctl ocsp refresh ocsp.test >/dev/null
+tu=$(oc_status ocsp.test this_update)
+fetched=$(oc_status ocsp.test fetched_at)
+is "$(oc_status ocsp.test next_update)" "$((tu + 10800))" "an answer past its half-life is taken"
+is "$(oc_status ocsp.test stapled)" true "and stapled"
+nr=$(oc_status ocsp.test next_refresh)
+ok "$([ "$nr" -ge $((fetched + 60)) ] && echo 0 || echo 1)" \
+    "its refresh waits retry_min_seconds (+$((nr - fetched)) s, want >= 60)"
+before=$(oc_requests)
+sleep 5
+is "$(oc_requests)" "$before" "the responder is not asked again meanwhile"
+rm -f "$OC/override.der"
 tb_stop_daemon
 ok $? "daemon stops"
 done_testing

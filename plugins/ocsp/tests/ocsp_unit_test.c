@@ -176,11 +176,18 @@ static void test_schedule(void)
     time_t t = 1000000, n = t + 4 * 86400;
     ok(ocsp_serve_until(t, n, 3600) == n - 3600, "served until an hour before nextUpdate");
     ok(ocsp_serve_until(t, t + 60, 3600) == t + 45, "60 s validity: a quarter margin");
-    ok(ocsp_refresh_at(t, n, n - 3600, t, 0) == t + 2 * 86400, "refresh at half, no jitter");
-    ok(ocsp_refresh_at(t, n, n - 3600, t, 1000) == t + 2 * 86400 + 4 * 8640,
+    ok(ocsp_refresh_at(t, n, n - 3600, t, 60, 0) == t + 2 * 86400, "refresh at half, no jitter");
+    ok(ocsp_refresh_at(t, n, n - 3600, t, 60, 1000) == t + 2 * 86400 + 4 * 8640,
        "full jitter adds a tenth of the validity");
-    ok(ocsp_refresh_at(t, t + 60, t + 45, t, 1000) == t + 36, "60 s validity: refresh at 30..36");
-    ok(ocsp_refresh_at(t, n, n - 3600, n, 0) == n + 1, "never in the past");
+    ok(ocsp_refresh_at(t, t + 60, t + 45, t, 1, 1000) == t + 36,
+       "60 s validity: refresh at 30..36");
+    ok(ocsp_refresh_at(t, n, n - 3600, n, 0, 0) == n + 1, "never in the past");
+    /* An answer fetched past its half-life (an old cached one): the next
+     * ask waits min_gap instead of coming back every second. */
+    ok(ocsp_refresh_at(t, n, n - 3600, t + 3 * 86400, 60, 0) == t + 3 * 86400 + 60,
+       "an answer past its half-life: refreshed min_gap later, not at once");
+    ok(ocsp_refresh_at(t, n, n - 3600, n - 3630, 60, 0) == n - 3601,
+       "but still before it leaves the bundle");
     ok(ocsp_backoff(1, 60, 3600) == 60 && ocsp_backoff(2, 60, 3600) == 120 &&
            ocsp_backoff(20, 60, 3600) == 3600,
        "backoff 60, 120, ... capped at 3600");
