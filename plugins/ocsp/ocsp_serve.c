@@ -2,8 +2,10 @@
  * The internal CA's OCSP URL (http://<host>/.well-known/tlsbox-ocsp, written
  * into its leaves by the core) answered on the site's plain HTTP port with
  * the current staple of the internal leaf, for clients that ask the
- * responder themselves (RFC 6960 GET form; the request in the path is not
- * needed: there is one internal leaf, and a client checks the CertID).
+ * responder themselves: the RFC 6960 GET form and the POST form (the one
+ * `openssl ocsp -url` and Firefox use).  The request, in the path or the
+ * body, is not needed: there is one internal leaf, and a client checks the
+ * CertID.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,7 +34,8 @@ static int serve_on_http(void *arg, const char *method, const char *path,
 {
     struct ocsp *o = arg;
     size_t pl = strlen(OCSP_INTERNAL_PATH);
-    if ((strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) ||
+    if ((strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
+         strcmp(method, "POST") != 0) ||
         strncmp(path, OCSP_INTERNAL_PATH, pl) != 0 || (path[pl] && path[pl] != '/'))
         return -ENOENT;
     unsigned char *body = NULL;

@@ -67,6 +67,11 @@ v=$(openssl ocsp -respin "$TB_TMP/resp.der" -issuer "$TB_TMP/root.pem" -cert "$T
     -CAfile "$TB_TMP/root.pem" 2>&1)
 like "$v" "Response verify OK" "openssl ocsp verifies that answer against the internal root"
 like "$v" "leaf.pem: good" "and it says good"
+# The POST form, as `openssl ocsp -url` (and Firefox) ask a responder.
+v=$(ip netns exec "$NS" timeout 10 openssl ocsp -url "http://127.0.0.1:$H/.well-known/tlsbox-ocsp" \
+    -issuer "$TB_TMP/root.pem" -cert "$TB_TMP/leaf.pem" -CAfile "$TB_TMP/root.pem" -no_nonce 2>&1)
+like "$v" "Response verify OK" "openssl ocsp -url (POST) gets an answer that verifies"
+like "$v" "leaf.pem: good" "and it says good"
 
 tb_stop_daemon
 ok $? "daemon stops"
