@@ -79,9 +79,15 @@ void ocsp_conf_free(struct ocsp_conf *conf)
 static void ocsp_on_cert(void *arg, const char *event, const char *data)
 {
     (void)event;
-    (void)data;
-    /* A new or replaced certificate: its row resets on the serial and is due. */
-    ocsp_run_submit(arg, NULL);
+    /* A new or replaced certificate: the core dropped its staple, even when
+     * the same certificate (same serial) was installed again. */
+    json_t *ev = data ? json_loads(data, 0, NULL) : NULL;
+    const char *name = json_string_value(json_object_get(ev, "name"));
+    if (name)
+        ocsp_run_installed(arg, name);
+    else
+        ocsp_run_submit(arg, NULL);
+    json_decref(ev);
 }
 
 static void ocsp_on_settings(void *arg, const char *event, const char *data)
@@ -165,6 +171,9 @@ static void ocsp_fini(void *state)
     for (size_t i = 0; i < o->nforce; i++)
         free(o->force[i]);
     free(o->force);
+    for (size_t i = 0; i < o->ninstalled; i++)
+        free(o->installed[i]);
+    free(o->installed);
     free(o->status_json);
     free(o->serve_der);
     pthread_mutex_destroy(&o->serve_lock);

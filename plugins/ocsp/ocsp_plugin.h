@@ -25,6 +25,10 @@ struct ocsp {
     pthread_mutex_t force_lock;
     char **force;
     size_t nforce;
+    /* Names (re)installed since the last run, from cert.changed: the core
+     * dropped their staple with the old install, same serial or not. */
+    char **installed;
+    size_t ninstalled;
     atomic_uint_fast64_t runs_queued; /* refresh requests so far; status "runs" catches up */
 
     int64_t timer;      /* periodic full check */
@@ -90,6 +94,9 @@ json_t *ocsp_rows_json(sqlite3 *db, time_t now);
 void ocsp_run_job(void *arg, struct tlsbox_job *job);
 /* Queue a run; @p name (or NULL for none, "*" for all) is refreshed even when not due. */
 void ocsp_run_submit(struct ocsp *o, const char *name);
+/* Queue a run after certificate @p name was installed (cert.changed): its
+ * staple is gone from the core, so it is fetched again at once. */
+void ocsp_run_installed(struct ocsp *o, const char *name);
 void ocsp_conf_load(struct ocsp *o, struct ocsp_conf *conf);
 void ocsp_conf_free(struct ocsp_conf *conf);
 

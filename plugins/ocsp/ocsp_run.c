@@ -47,6 +47,13 @@ static void set_str(char **dst, const char *v)
     *dst = v ? tlsbox_xstrdup(v) : NULL;
 }
 
+static void run_names_free(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
 /* Take the names queued for a forced refresh; true when @p name is one. */
 static bool run_forced(char **names, size_t n, const char *name)
 {
@@ -246,7 +253,7 @@ static void run_row(sqlite3 *db, struct run_cert *c, struct ocsp_row *row)
 }
 
 static void run_cert(struct ocsp *o, sqlite3 *db, const struct ocsp_conf *conf, json_t *e,
-                     bool forced, time_t now, time_t *wake)
+                     bool forced, bool installed, time_t now, time_t *wake)
 {
     struct run_cert c = {.name = json_string_value(json_object_get(e, "name")),
                          .serial = json_string_value(json_object_get(e, "serial")),
@@ -255,6 +262,11 @@ static void run_cert(struct ocsp *o, sqlite3 *db, const struct ocsp_conf *conf, 
     if (!c.name || !c.serial || !c.source)
         return;
     run_row(db, &c, &row);
+    if (installed && row.stapled) {
+        /* The core dropped the staple with the install: not stapled, due. */
+        row.stapled = false;
+        row.next_refresh = 0;
+    }
     if (run_load_chain(o, &c) < 0) {
         set_str(&row.last_error, "cannot read the stored chain");
         goto save;
@@ -323,14 +335,18 @@ static void run_status(struct ocsp *o, sqlite3 *db, time_t now, time_t wake, uin
 static void run_once(struct ocsp *o, uint64_t run)
 {
     struct ocsp_conf conf;
-    char **forced = NULL;
-    size_t nforced = 0;
+    char **forced = NULL, **installed = NULL;
+    size_t nforced = 0, ninstalled = 0;
     time_t now = time(NULL), wake = 0;
     pthread_mutex_lock(&o->force_lock);
     forced = o->force;
     nforced = o->nforce;
     o->force = NULL;
     o->nforce = 0;
+    installed = o->installed;
+    ninstalled = o->ninstalled;
+    o->installed = NULL;
+    o->ninstalled = 0;
     pthread_mutex_unlock(&o->force_lock);
 
     ocsp_conf_load(o, &conf);
@@ -351,7 +367,8 @@ static void run_once(struct ocsp *o, uint64_t run)
         if (!name || !status || strcmp(status, "active") != 0 || atomic_load(&o->stopping))
             continue;
         json_array_append_new(names, json_string(name));
-        run_cert(o, db, &conf, e, run_forced(forced, nforced, name), time(NULL), &wake);
+        run_cert(o, db, &conf, e, run_forced(forced, nforced, name),
+                 run_forced(installed, ninstalled, name), time(NULL), &wake);
     }
     ocsp_rows_prune(db, names);
     json_decref(names);
@@ -363,9 +380,8 @@ out:
         o->host->store_close(o->self, db);
     json_decref(certs);
     ocsp_conf_free(&conf);
-    for (size_t k = 0; k < nforced; k++)
-        free(forced[k]);
-    free(forced);
+    run_names_free(forced, nforced);
+    run_names_free(installed, ninstalled);
 }
 
 void ocsp_run_job(void *arg, struct tlsbox_job *job)
@@ -385,14 +401,24 @@ void ocsp_run_job(void *arg, struct tlsbox_job *job)
     } while (atomic_load(&o->again) && !atomic_load(&o->stopping));
 }
 
+static void run_queue(struct ocsp *o, char ***names, size_t *n, const char *name)
+{
+    pthread_mutex_lock(&o->force_lock);
+    *names = tlsbox_xrealloc(*names, (*n + 1) * sizeof(**names));
+    (*names)[(*n)++] = tlsbox_xstrdup(name);
+    pthread_mutex_unlock(&o->force_lock);
+}
+
+void ocsp_run_installed(struct ocsp *o, const char *name)
+{
+    run_queue(o, &o->installed, &o->ninstalled, name);
+    ocsp_run_submit(o, NULL);
+}
+
 void ocsp_run_submit(struct ocsp *o, const char *name)
 {
-    if (name) {
-        pthread_mutex_lock(&o->force_lock);
-        o->force = tlsbox_xrealloc(o->force, (o->nforce + 1) * sizeof(*o->force));
-        o->force[o->nforce++] = tlsbox_xstrdup(name);
-        pthread_mutex_unlock(&o->force_lock);
-    }
+    if (name)
+        run_queue(o, &o->force, &o->nforce, name);
     atomic_fetch_add(&o->runs_queued, 1);
     if (o->host->job_submit(o->self, "ocsp-refresh", ocsp_run_job, o, NULL) < 0)
         atomic_store(&o->again, true);

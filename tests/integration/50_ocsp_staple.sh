@@ -66,6 +66,28 @@ like "$m" "tlsbox_ocsp_fetches_total 2" "metrics: two fetches (ocsp.test, and th
 like "$m" "tlsbox_ocsp_failures_total 0" "metrics: no failure"
 like "$m" 'tlsbox_ocsp_staple_age_seconds\{cert="ocsp.test"\} [0-9]' "metrics: staple age"
 
+# The same certificate imported again (a deploy hook that copies it on every
+# run): the core drops the staple with the old install, so the plugin asks
+# again at once and the site staples again; the status never claims a
+# staple the site does not send.
+tb_ctl cert import --cert "$OC/ocsp.test.pem" --chain "$OC/inter.pem" --key "$OC/ocsp.test.key" \
+    --name ocsp.test >/dev/null
+ok $? "the same certificate imported again"
+for i in $(seq 1 50); do
+    [ "$(oc_requests)" -gt "$n_req" ] && break
+    sleep 0.2
+done
+is "$(oc_requests)" $((n_req + 1)) "one new request for the reinstalled certificate"
+n_req=$(oc_requests)
+for i in $(seq 1 50); do
+    out=$(oc_staple ocsp.test)
+    [[ "$out" == *"Cert Status: good"* ]] && break
+    sleep 0.2
+done
+like "$out" "Cert Status: good" "the reinstalled certificate is stapled again"
+oc_wait_status ocsp.test failures 0 10
+is "$(oc_status ocsp.test stapled)" true "and the status says stapled"
+
 # Restart with the responder gone: the staple comes from the store.
 tb_stop_daemon
 ok $? "daemon stops"
