@@ -986,9 +986,14 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
         rs->len = 0;
         return;
     }
+    /* A date later than our clock was never a Last-Modified of ours: it is
+     * ignored (RFC 7232 3.3 called it invalid; Apache and nginx answer 200).
+     * Taken as is, "If-Modified-Since: <2100>" hid every later change, and
+     * so did a copy fetched before the clock went back (a Pi without RTC
+     * booting with an old time) once the file was replaced. */
     if (!rq->inm.n && rq->ims.n) {
         time_t ims;
-        if (site_http_date_parse(rq->ims.p, rq->ims.n, &ims) && mtime <= ims) {
+        if (site_http_date_parse(rq->ims.p, rq->ims.n, &ims) && mtime <= ims && ims <= time(NULL)) {
             rs->status = 304;
             rs->len = 0;
             return;

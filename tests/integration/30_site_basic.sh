@@ -63,6 +63,13 @@ for proto in --http2 --http1.1; do
         304 "$proto: If-None-Match gives 304"
     is "$("${C[@]}" $proto -H "If-Modified-Since: $lm" -o /dev/null -w '%{http_code}' "$URL/f16k.txt")" \
         304 "$proto: If-Modified-Since gives 304"
+    # A date after the server's clock is ignored (RFC 7232 3.3): the file is
+    # sent, or a client with its clock ahead would never see a change.
+    is "$("${C[@]}" $proto -H "If-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT" \
+        -o "$TB_TMP/got" -w '%{http_code}' "$URL/f16k.txt")" \
+        200 "$proto: If-Modified-Since in 2100: 200"
+    cmp -s "$TB_TMP/got" "$W/f16k.txt"
+    ok $? "$proto: and the whole file"
     # A deploy that rewrites a file twice within one second at the same size
     # makes two versions: a client holding the first must not get 304 for it,
     # nor a range of the second spliced onto it.
