@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "site.h"
 
@@ -100,19 +101,36 @@ void site_redirect_serve(struct site_worker *w, const struct site_req *rq, struc
     size_t pn = 0;
     int ln;
     struct tlsbox_http_reply reply = {0};
+    struct site_str target = rq->target, hostv = rq->host;
 
     site_resp_init(rs);
-    if (rq->target.n > REDIRECT_TARGET_MAX) {
+    if (target.n > REDIRECT_TARGET_MAX) {
         site_resp_error(rs, 414);
         return;
     }
-    if (rq->target.n == 0 || rq->target.p[0] != '/') {
+    /* A server MUST accept the absolute-form and take the host from it, not
+     * from Host (RFC 9112 3.2.2): "http://example.org/x" is /x on example.org. */
+    {
+        size_t skip = target.n >= 7 && strncasecmp(target.p, "http://", 7) == 0    ? 7
+                      : target.n >= 8 && strncasecmp(target.p, "https://", 8) == 0 ? 8
+                                                                                   : 0;
+        if (skip) {
+            size_t a = skip;
+            while (a < target.n && target.p[a] != '/' && target.p[a] != '?')
+                a++;
+            hostv = (struct site_str){target.p + skip, a - skip};
+            target = (struct site_str){target.p + a, target.n - a};
+            if (target.n == 0)
+                target = (struct site_str){"/", 1}; /* an empty path is "/" */
+        }
+    }
+    if (target.n == 0 || target.p[0] != '/') {
         site_resp_error(rs, 400);
         return;
     }
-    while (pn < rq->target.n && rq->target.p[pn] != '?')
+    while (pn < target.n && target.p[pn] != '?')
         pn++;
-    memcpy(path, rq->target.p, pn);
+    memcpy(path, target.p, pn);
     path[pn] = 0;
     if (rq->method_s.n < sizeof(method)) {
         memcpy(method, rq->method_s.p, rq->method_s.n);
@@ -127,16 +145,15 @@ void site_redirect_serve(struct site_worker *w, const struct site_req *rq, struc
             return;
         }
     }
-    if (!site_host_valid(rq->host.p, rq->host.n, host, sizeof(host))) {
+    if (!site_host_valid(hostv.p, hostv.n, host, sizeof(host))) {
         site_resp_error(rs, 400);
         return;
     }
     int port = atomic_load_explicit(&s->cfg.https_port, memory_order_relaxed);
     if (port == 443)
-        ln = snprintf(loc, sizeof(loc), "https://%s%.*s", host, (int)rq->target.n, rq->target.p);
+        ln = snprintf(loc, sizeof(loc), "https://%s%.*s", host, (int)target.n, target.p);
     else
-        ln = snprintf(loc, sizeof(loc), "https://%s:%d%.*s", host, port, (int)rq->target.n,
-                      rq->target.p);
+        ln = snprintf(loc, sizeof(loc), "https://%s:%d%.*s", host, port, (int)target.n, target.p);
     site_resp_error(rs, 301);
     if (ln <= 0 || (size_t)ln >= sizeof(loc) ||
         site_resp_add_header(rs, "Location", loc, (size_t)ln) < 0) {

@@ -182,6 +182,17 @@ out=$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: evil.org/x' "http://127.0
 is "$out" 400 "plain port: invalid Host refused"
 out=$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: ' "http://127.0.0.1:$P_HTTP/")
 is "$out" 400 "plain port: empty Host refused"
+# The absolute-form must be accepted, its host used rather than Host's
+# (RFC 9112 3.2.2); its authority is checked as Host is.
+out=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' \
+    --request-target "http://example.org/a/b?c=d" "http://127.0.0.1:$P_HTTP/")
+is "$out" "301 https://example.org:$P_HTTPS/a/b?c=d" "plain port: absolute-form target: 301 to its host"
+out=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' \
+    --request-target "HTTP://Example.org" "http://127.0.0.1:$P_HTTP/")
+is "$out" "301 https://example.org:$P_HTTPS/" "plain port: absolute-form without a path: 301 to /"
+out=$(curl -s -o /dev/null -w '%{http_code}' \
+    --request-target "http://user@evil.org/x" "http://127.0.0.1:$P_HTTP/")
+is "$out" 400 "plain port: absolute-form with userinfo refused"
 
 # ---- IPv6 ---------------------------------------------------------------------
 if curl -s -g --max-time 5 -k -o /dev/null "https://[::1]:$P_HTTPS/" 2>/dev/null ||
