@@ -22,8 +22,13 @@ static const struct tlsbox_setting_def acme_settings[] = {
     {.key = "domains",
      .type = TLSBOX_SETTING_LIST,
      .default_value = "",
-     .pattern = "^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\.)+[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-     .help = "Names for one certificate (all as SANs; the first names it); empty = ACME off"},
+     /* The last label starts with a letter, as every top-level domain does:
+      * that refuses an IPv4 address (1.2.3.4), which no CA issues for by
+      * http-01 under this setting and which would otherwise fail only at the
+      * CA, long after the set. */
+     .pattern = "^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\.)+[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+     .help = "Host names (lowercase, no IP addresses) for one certificate (all as SANs; "
+             "the first names it); empty = ACME off"},
     {.key = "email",
      .type = TLSBOX_SETTING_STRING,
      .default_value = "",

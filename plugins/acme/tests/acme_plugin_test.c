@@ -144,6 +144,8 @@ int main(void)
     test_store_and_certs(a);
 
     struct acme_conf conf;
+    ok(tlsbox_mock_set("domains", "1.2.3.4") != 0, "an IP address is not a domain");
+    ok(tlsbox_mock_set("domains", "a.test,10.0.0.1") != 0, "nor is one among names");
     is_int(tlsbox_mock_set("domains", "a.test, b.test"), 0, "domains with a space after a comma");
     acme_conf_load(a, &conf);
     is_int(conf.ndomains, 2, "domains parsed");
