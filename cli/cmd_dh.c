@@ -40,6 +40,34 @@ static void dh_print_params(const char *label, json_t *p)
     printf("\n");
 }
 
+static void dh_print_time(time_t t, char *buf, size_t size)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, size, "%Y-%m-%d %H:%M UTC", &tm);
+}
+
+/* The last finished run; one stopped by a dhparam.bits change is shown as
+ * cancelled ("outcome"), not as the failure its stored state says. */
+static void dh_print_last_run(json_t *r)
+{
+    if (!json_is_object(r))
+        return;
+    const char *outcome = json_string_value(json_object_get(r, "outcome"));
+    const char *because = json_string_value(json_object_get(r, "cancelled_because"));
+    const char *err = json_string_value(json_object_get(r, "error"));
+    char buf[32];
+    dh_print_time((time_t)json_integer_value(json_object_get(r, "finished_at")), buf, sizeof buf);
+    if (!outcome)
+        outcome = json_string_value(json_object_get(r, "state"));
+    printf("last run:   %lld bits, ", (long long)json_integer_value(json_object_get(r, "bits")));
+    if (because)
+        printf("%s (%s)", outcome, because);
+    else
+        printf("%s%s%s", outcome ? outcome : "?", err ? ": " : "", err ? err : "");
+    printf(", %s (%s)\n", buf, json_string_value(json_object_get(r, "reason")));
+}
+
 static void dh_show_status(struct ctl *c, json_t *j)
 {
     (void)c;
@@ -65,14 +93,12 @@ static void dh_show_status(struct ctl *c, json_t *j)
     dh_print_params("imported:", json_object_get(p, "import"));
     json_t *next = json_object_get(j, "next_rotation");
     if (json_is_integer(next)) {
-        time_t t = (time_t)json_integer_value(next);
-        struct tm tm;
         char buf[32];
-        gmtime_r(&t, &tm);
-        strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+        dh_print_time((time_t)json_integer_value(next), buf, sizeof buf);
         printf("rotation:   %s (every %lld days)\n", buf,
                (long long)json_integer_value(json_object_get(j, "rotate_days")));
     }
+    dh_print_last_run(json_object_get(j, "last_run"));
 }
 
 static int cmd_dh_status(struct ctl *c, int argc, char **argv)

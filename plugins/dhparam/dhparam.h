@@ -47,6 +47,10 @@ struct dhparam {
     struct tlsbox_metric *m_bits, *m_rfc7919, *m_dhe, *m_running, *m_seconds, *m_ok, *m_failed;
 };
 
+/* Start of the error of a run stopped by a dhparam.bits change (stored as
+ * state 'failed' so that no start resumes it). */
+#define DHPARAM_CANCELLED_PREFIX "cancelled: "
+
 /* Allowed generation sizes.  Long long, the width of json_int_t and of
  * setting_get_int: a narrower type would wrap a value such as 2^32 + 2048
  * (long is 32 bits on armhf) into an allowed size before the check. */
@@ -146,7 +150,10 @@ int dhparam_store_run_unfinished(sqlite3 *db, int64_t *id, int *bits, char *reas
 bool dhparam_store_requested(sqlite3 *db, int64_t params_id);
 /* Seconds the last successful generation of @p bits took, or -1. */
 double dhparam_store_last_seconds(sqlite3 *db, int bits);
-/* Summary of the stored parameters and the last finished run (new reference). */
+/* Summary of the stored parameters and the last finished run (new reference).
+ * The run keeps "state" as stored; "outcome" tells a run stopped by a
+ * dhparam.bits change ("cancelled", with "cancelled_because") from a real
+ * failure, which the table's states cannot say without a migration. */
 json_t *dhparam_store_summary(sqlite3 *db);
 
 /* ---- dhparam_api.c ------------------------------------------------------ */

@@ -43,8 +43,12 @@ export default async function render(root, { api, el, field, status }) {
         `${g.attempts > 1 ? ` (attempt ${g.attempts})` : ""}.`;
     } else {
       progress.hidden = true;
-      progText.textContent = last ? `Last generation (run ${last.id}): ${last.bits} bits, ${last.state}` +
-        ` ${when(last.finished_at)}${last.error ? ": " + last.error : ""}.` : "No generation has run.";
+      // A run stopped by a dhparam.bits change is stored as failed: show the
+      // daemon's "outcome" (cancelled, and why), not a failure.
+      const what = !last ? "" : last.cancelled_because ? `cancelled (${last.cancelled_because})`
+        : `${last.outcome || last.state}${last.error ? ": " + last.error : ""}`;
+      progText.textContent = last ? `Last generation (run ${last.id}): ${last.bits} bits, ${what}` +
+        ` ${when(last.finished_at)}.` : "No generation has run.";
     }
     genBtn.disabled = !!g;
   }

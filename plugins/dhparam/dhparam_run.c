@@ -49,7 +49,7 @@ bool dhparam_run_superseded(struct dhparam *d)
 static void end_cancelled(struct dhparam *d, sqlite3 *db, int64_t id, int bits, int now_bits)
 {
     char why[64];
-    snprintf(why, sizeof(why), "cancelled: dhparam.bits is now %d", now_bits);
+    snprintf(why, sizeof(why), DHPARAM_CANCELLED_PREFIX "dhparam.bits is now %d", now_bits);
     dhparam_store_run_end(db, id, "failed", why);
     d->host->log(d->self, TLSBOX_LOG_INFO,
                  "generation of %d-bit parameters cancelled: dhparam.bits is now %d", bits,

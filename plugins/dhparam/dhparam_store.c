@@ -253,6 +253,16 @@ static json_t *last_run_json(sqlite3 *db)
                       (json_int_t)sqlite3_column_int64(st, 5), "finished_at",
                       (json_int_t)sqlite3_column_int64(st, 6), "error",
                       (const char *)sqlite3_column_text(st, 7));
+        /* A size change's stop is no failure: say so apart from "state". */
+        const char *state = (const char *)sqlite3_column_text(st, 3);
+        const char *err = (const char *)sqlite3_column_text(st, 7);
+        size_t n = strlen(DHPARAM_CANCELLED_PREFIX);
+        bool cancelled = j && state && strcmp(state, "failed") == 0 && err &&
+                         strncmp(err, DHPARAM_CANCELLED_PREFIX, n) == 0;
+        if (j)
+            json_object_set_new(j, "outcome", json_string(cancelled ? "cancelled" : state));
+        if (cancelled)
+            json_object_set_new(j, "cancelled_because", json_string(err + n));
     }
     sqlite3_finalize(st);
     return j ? j : json_null();

@@ -127,6 +127,15 @@ is "$?" "1" "its generator process is gone"
 is "$(db "SELECT bits || ' ' || reason || ' ' || state || ': ' || error FROM dhparam_runs
     ORDER BY id DESC LIMIT 1")" "3072 bits failed: cancelled: dhparam.bits is now 2048" \
     "the run is recorded as cancelled by the size change (not interrupted: no resume)"
+# Stored as failed (the table has no cancelled state), shown as cancelled.
+is "$(dh_status '["last_run"]["state"]') $(dh_status '["last_run"]["outcome"]')" "failed cancelled" \
+    "dh/status: state as stored (failed), outcome cancelled"
+is "$(dh_status '["last_run"]["cancelled_because"]')" "dhparam.bits is now 2048" \
+    "dh/status says why it was cancelled"
+like "$(tb_ctl dh status)" \
+    "^last run: +3072 bits, cancelled \(dhparam.bits is now 2048\), [0-9-]+ [0-9:]+ UTC \(bits\)" \
+    "tlsboxctl dh status shows the run as cancelled, with the reason"
+unlike "$(tb_ctl dh status)" "failed" "and does not call it failed"
 is "$(db "SELECT count(*) FROM dhparam_params")" "$params0" "no new parameter row"
 is "$(dh_status '["served"]["fingerprint"]')" "$fp1" "the 2048-bit parameters are still served"
 
