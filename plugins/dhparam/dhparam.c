@@ -121,19 +121,43 @@ void dhparam_apply(struct dhparam *d)
     dhparam_metrics_refresh(d);
 }
 
+/* Remember the current mode and size; tell which of them changed since the
+ * last call. */
+static void note_settings(struct dhparam *d, bool *mode_changed, bool *bits_changed)
+{
+    char *mode = dhparam_mode(d);
+    long long bits = d->host->setting_get_int(d->self, "bits", 3072);
+    pthread_mutex_lock(&d->lock);
+    *mode_changed = strcmp(mode, d->seen_mode) != 0;
+    *bits_changed = bits != d->seen_bits;
+    snprintf(d->seen_mode, sizeof(d->seen_mode), "%s", mode);
+    d->seen_bits = bits;
+    pthread_mutex_unlock(&d->lock);
+    free(mode);
+}
+
 static void on_event(void *arg, const char *event, const char *data)
 {
     struct dhparam *d = arg;
     if (strcmp(event, "settings.changed") == 0) {
+        /* A reload (SIGHUP) may have changed any setting (sqlite3, a
+         * restored backup) without naming it: act as on a live change of
+         * the mode or size that differs from the last seen.  The mode
+         * first: a switch into generated matches the size as well. */
+        bool mode_changed, bits_changed;
+        bool reload = data && strstr(data, "\"reload\"");
+        note_settings(d, &mode_changed, &bits_changed);
         /* A new mode may need a switch or a first generation (and, into
          * generated, parameters of dhparam.bits if the size changed in
          * another mode), a new size new parameters now rather than at the
          * next rotation: SQLite work, so not on the event thread. */
-        if (data && strstr(data, "\"dhparam.bits\""))
+        if (reload && mode_changed)
+            d->host->job_submit(d->self, "dhparam.mode", dhparam_run_mode, d, NULL);
+        else if ((reload && bits_changed) || (data && strstr(data, "\"dhparam.bits\"")))
             d->host->job_submit(d->self, "dhparam.resize", dhparam_run_resize, d, NULL);
         else if (data && strstr(data, "\"dhparam.mode\""))
             d->host->job_submit(d->self, "dhparam.mode", dhparam_run_mode, d, NULL);
-        else if (data && strstr(data, "\"dhparam."))
+        else if (reload || (data && strstr(data, "\"dhparam.")))
             d->host->job_submit(d->self, "dhparam.check", dhparam_run_check, d, NULL);
         return;
     }
@@ -187,8 +211,10 @@ static int dhparam_start(void *state)
     struct dhparam *d = state;
     static const char *const events[] = {"settings.changed", "dh.changed", "policy.changed"};
     int rc;
+    bool unused_mode, unused_bits;
     if ((rc = dhparam_metrics(d)) < 0 || (rc = dhparam_api_register(d)) < 0)
         return rc;
+    note_settings(d, &unused_mode, &unused_bits); /* what a reload compares with */
     for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++)
         if ((d->subs[i] = d->host->event_subscribe(d->self, events[i], on_event, d)) < 0)
             return (int)d->subs[i];

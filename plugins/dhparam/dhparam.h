@@ -35,8 +35,12 @@ struct dhparam {
     struct tlsbox_plugin *self;
     const struct tlsbox_host *host;
 
-    pthread_mutex_t lock; /* cur */
+    pthread_mutex_t lock; /* cur, seen_mode, seen_bits */
     struct dhparam_current cur;
+    /* Mode and size at the last settings.changed (or the start): a reload
+     * (SIGHUP) does not say which keys changed, so it compares with these. */
+    char seen_mode[16];
+    long long seen_bits;
     pthread_mutex_t apply_lock; /* one mode switch at a time */
     atomic_bool stopping;
     atomic_bool resumed;        /* the first check looked for an interrupted run */

@@ -115,6 +115,19 @@ dh_wait_served source rfc7919 10
 ok $? "mode rfc7919: the RFC 7919 group is served again"
 is "$(dh_tls12_bits)" "2048" "TLS 1.2 DHE uses ffdhe2048 (no FFDHE group in the policy)"
 is "$(dh_status '["served"]["group"]')" "ffdhe2048" "status: ffdhe2048"
+
+# ---- SIGHUP: dhparam.mode changed in the store behind the daemon (sqlite3,
+# a restored backup) is applied as tlsboxctl dh mode would, and back.
+sqlite3 "$TB_STATE/tlsbox.db" "UPDATE settings SET value = 'import' WHERE key = 'dhparam.mode'"
+kill -HUP "$TB_PID"
+dh_wait_served source import 10
+ok $? "after SIGHUP the imported parameters are served (mode import set with sqlite3)"
+is "$(dh_tls12_bits)" "4096" "a TLS 1.2 DHE handshake gets the imported 4096 bits"
+sqlite3 "$TB_STATE/tlsbox.db" "UPDATE settings SET value = 'rfc7919' WHERE key = 'dhparam.mode'"
+kill -HUP "$TB_PID"
+dh_wait_served source rfc7919 10
+ok $? "after another SIGHUP (mode rfc7919 in the store) the RFC 7919 group is served"
+is "$(dh_tls12_bits)" "2048" "a TLS 1.2 DHE handshake gets ffdhe2048 again"
 tb_ctl policy set kx ECDHE-ECDSA,ECDHE-RSA >/dev/null
 dh_wait_served dhe_tls12 False 10
 ok $? "policy without DHE-RSA: the bundle says TLS 1.2 DHE is off"

@@ -223,6 +223,17 @@ served_wait "generated 2048"
 is "$(served)" "generated 2048" "2048-bit generated parameters are made at the start and served"
 is "$(db "SELECT bits || ' ' || reason || ' ' || state FROM dhparam_runs ORDER BY id DESC LIMIT 1")" \
     "2048 bits done" "by a run for the size change"
+
+# ---- dhparam.bits changed in the store behind the daemon (sqlite3, a
+# restored backup), then SIGHUP: made at once, as tlsboxctl set would.
+runs0=$(db "SELECT count(*) FROM dhparam_runs")
+sqlite3 "$TB_STATE/tlsbox.db" "UPDATE settings SET value = '3072' WHERE key = 'dhparam.bits'"
+kill -HUP "$TB_PID"
+served_wait "generated 3072"
+is "$(served)" "generated 3072" "after SIGHUP 3072-bit parameters are made and served"
+is "$(db "SELECT count(*) || ': ' || group_concat(bits || ' ' || reason || ' ' || state) FROM
+    dhparam_runs WHERE id > $runs0")" "1: 3072 bits done" "by one run for the size change"
+is "$(dh_tls12_bits)" "3072" "a TLS 1.2 DHE handshake gets DH 3072 bits"
 tb_stop_daemon
 ok $? "daemon stops"
 done_testing
