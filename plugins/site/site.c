@@ -398,6 +398,26 @@ static bool may_bind_low_ports(void)
  * A site.root that cannot be opened is refused here too; the rest, and the
  * new root, follow through "settings.changed".
  */
+/*
+ * workers_switch() could not open a port below 1024 (-EACCES): such a port
+ * opens only before tlsboxd drops root's rights.  When it started with them,
+ * a restart serves the stored port: TLSBOX_APPLY_AT_RESTART with a note in
+ * *err; otherwise a refusal saying why.  gen_lock held.
+ */
+static int low_port_outcome(struct site *s, int rc, char **err)
+{
+    const char *said = *err ? *err : "a port below 1024 opens only at start";
+    char *why = s->low_ports_at_start
+                    ? tlsbox_xasprintf("%s; stored, it takes effect when tlsboxd restarts "
+                                       "(systemctl restart tlsbox); until then the site serves "
+                                       "https port %d, http port %d",
+                                       said, atomic_load(&s->cfg.https_port), s->cfg.http_port)
+                    : tlsbox_xasprintf("%s, and this one did not: refused", said);
+    free(*err);
+    *err = why;
+    return s->low_ports_at_start ? TLSBOX_APPLY_AT_RESTART : rc;
+}
+
 static int site_apply_settings(void *state, const struct tlsbox_setting_value *changes, char **err)
 {
     static const char *const keys[] = {"workers", "https_port", "http_port", "bind"};
@@ -407,9 +427,8 @@ static int site_apply_settings(void *state, const struct tlsbox_setting_value *c
     bool ours = false;
     int rc = 0;
 
-    for (size_t i = 0; changes[i].key; i++)
-        for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-            ours = ours || strcmp(changes[i].key, keys[k]) == 0;
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+        ours = ours || change_of(changes, keys[k]) != NULL;
     if (!ours && !root)
         return 0;
     pthread_mutex_lock(&s->gen_lock);
@@ -420,21 +439,8 @@ static int site_apply_settings(void *state, const struct tlsbox_setting_value *c
         ports_wanted(s, changes, &want);
         int https = want.https, http = want.http;
         rc = workers_switch(s, &want, err);
-        /* A port below 1024 opens only before tlsboxd drops root's rights:
-         * when it started with them, a restart serves the stored port. */
-        if (rc == -EACCES && (https < 1024 || http < 1024)) {
-            const char *said = *err ? *err : "a port below 1024 opens only at start";
-            char *why =
-                s->low_ports_at_start
-                    ? tlsbox_xasprintf("%s; stored, it takes effect when tlsboxd restarts "
-                                       "(systemctl restart tlsbox); until then the site serves "
-                                       "https port %d, http port %d",
-                                       said, atomic_load(&s->cfg.https_port), s->cfg.http_port)
-                    : tlsbox_xasprintf("%s, and this one did not: refused", said);
-            free(*err);
-            *err = why;
-            rc = s->low_ports_at_start ? TLSBOX_APPLY_AT_RESTART : rc;
-        }
+        if (rc == -EACCES && (https < 1024 || http < 1024))
+            rc = low_port_outcome(s, rc, err);
     }
     pthread_mutex_unlock(&s->gen_lock);
     return rc;
