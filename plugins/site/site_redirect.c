@@ -98,6 +98,7 @@ void site_redirect_serve(struct site_worker *w, const struct site_req *rq, struc
 {
     struct site *s = w->s;
     char path[REDIRECT_TARGET_MAX + 1], method[16], host[264], loc[1200];
+    char rooted[REDIRECT_TARGET_MAX + 2];
     size_t pn = 0;
     int ln;
     struct tlsbox_http_reply reply = {0};
@@ -120,8 +121,15 @@ void site_redirect_serve(struct site_worker *w, const struct site_req *rq, struc
                 a++;
             hostv = (struct site_str){target.p + skip, a - skip};
             target = (struct site_str){target.p + a, target.n - a};
-            if (target.n == 0)
+            if (target.n == 0) {
                 target = (struct site_str){"/", 1}; /* an empty path is "/" */
+            } else if (target.p[0] == '?') {
+                /* "http://h?q" has an empty path too: it is "/?q" (RFC 3986
+                 * 6.2.3), not a target without its leading slash. */
+                rooted[0] = '/';
+                memcpy(rooted + 1, target.p, target.n);
+                target = (struct site_str){rooted, target.n + 1};
+            }
         }
     }
     if (target.n == 0 || target.p[0] != '/') {

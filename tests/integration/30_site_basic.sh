@@ -190,6 +190,9 @@ is "$out" "301 https://example.org:$P_HTTPS/a/b?c=d" "plain port: absolute-form 
 out=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' \
     --request-target "HTTP://Example.org" "http://127.0.0.1:$P_HTTP/")
 is "$out" "301 https://example.org:$P_HTTPS/" "plain port: absolute-form without a path: 301 to /"
+out=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' \
+    --request-target "http://example.org?a=1" "http://127.0.0.1:$P_HTTP/")
+is "$out" "301 https://example.org:$P_HTTPS/?a=1" "plain port: absolute-form with a query but no path: 301 to /?query"
 out=$(curl -s -o /dev/null -w '%{http_code}' \
     --request-target "http://user@evil.org/x" "http://127.0.0.1:$P_HTTP/")
 is "$out" 400 "plain port: absolute-form with userinfo refused"
