@@ -925,6 +925,8 @@ static json_t *describe_one(const struct owner *o, size_t i)
     }
     if ((d->type == TLSBOX_SETTING_STRING || d->type == TLSBOX_SETTING_LIST) && d->pattern)
         json_object_set_new(j, "pattern", json_string(d->pattern));
+    if ((d->type == TLSBOX_SETTING_STRING || d->type == TLSBOX_SETTING_LIST) && d->max > 0)
+        json_object_set_new(j, "max_length", json_integer(d->max));
     json_object_set_new(j, "help", json_string(d->help ? d->help : ""));
     json_object_set_new(j, "secret", json_boolean(secret));
     json_object_set_new(j, "restart", json_boolean(d->flags & TLSBOX_SETTING_RESTART));

@@ -155,6 +155,25 @@ static bool is_address(const char *v)
     return inet_pton(AF_INET, v, buf) == 1 || inet_pton(AF_INET6, v, buf) == 1;
 }
 
+/*
+ * A STRING value or LIST item longer than the declared .max (bytes; 0 = no
+ * bound): a POSIX ERE can bound each part of a value but not the whole, so a
+ * DNS name's 253 characters cannot be a pattern.  True, with *err naming the
+ * setting, the value (@p what, "" or "item ") and the bound, when too long.
+ */
+static bool too_long(const char *full_key, const struct tlsbox_setting_def *def, const char *what,
+                     const char *v, char **err)
+{
+    size_t len = strlen(v);
+    if (def->max <= 0 || len <= (unsigned long long)def->max)
+        return false;
+    char *shown = show(def, v);
+    xset_err(err, "%s: %s%s is %zu bytes long, more than the %lld allowed", full_key, what, shown,
+             len, def->max);
+    free(shown);
+    return true;
+}
+
 /* LIST: split on ',', trim blanks, refuse empty items, check each item. */
 static int check_list(const char *full_key, const struct tlsbox_setting_def *def, const regex_t *re,
                       const char *value, char **canon, char **err)
@@ -188,6 +207,8 @@ static int check_list(const char *full_key, const struct tlsbox_setting_def *def
         }
         memcpy(item, s, (size_t)(e - s));
         item[e - s] = '\0';
+        if (too_long(full_key, def, "item ", item, err))
+            goto out;
         if (!matches(re, item)) {
             char *shown = show(def, item);
             xset_err(err, "%s: item %s does not match %s", full_key, shown, def->pattern);
@@ -281,6 +302,8 @@ int settings_check(const char *full_key, const struct tlsbox_setting_def *def, c
             xset_err(err, "%s: %s is not an IPv4 or IPv6 address", full_key, shown);
             goto out;
         }
+        if (too_long(full_key, def, "", value, err))
+            goto out;
         if (!matches(re, value)) {
             xset_err(err, "%s: %s does not match %s", full_key, shown, def->pattern);
             goto out;

@@ -43,6 +43,9 @@
  *                 and the store keeps the old values).  Optional; a 1.0 or
  *                 1.1 plugin loads and runs unchanged, its changes stored
  *                 and announced by "settings.changed" as before.
+ *                 Settings: .max of a STRING or LIST bounds the length of
+ *                 the value or of each item (an older core ignores it;
+ *                 the pattern still applies there).
  *
  * A plugin is one shared object exporting exactly one symbol, the constant
  * descriptor made by TLSBOX_PLUGIN().  Everything else in the plugin is static.
@@ -124,12 +127,15 @@ enum tlsbox_setting_flag {
  * One setting a plugin declares.  The core validates every value against it,
  * stores it as "<plugin>.<key>", and the admin UI draws a form field from it.
  * The table is borrowed for the plugin's whole life (it is static const data).
+ * For a STRING, .max (when above 0) bounds the value's length in bytes, for
+ * a LIST each item's; .min is unused there.  A pattern bounds each part of a
+ * value but not the whole: a DNS name's 253 characters need .max.
  */
 struct tlsbox_setting_def {
     const char *key;               /**< [a-z0-9_]+, unique within the plugin */
     enum tlsbox_setting_type type; /**< value type */
     const char *default_value;     /**< text form; must itself be valid */
-    long long min, max;            /**< INT: inclusive range (both 0 = any) */
+    long long min, max;            /**< INT: inclusive range (both 0 = any); see above */
     const char *pattern;           /**< STRING/LIST item: POSIX ERE, NULL = any */
     const char *choices;           /**< ENUM: "a|b|c" */
     const char *help;              /**< one sentence for humans */

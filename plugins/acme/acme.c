@@ -27,6 +27,9 @@ static const struct tlsbox_setting_def acme_settings[] = {
       * http-01 under this setting and which would otherwise fail only at the
       * CA, long after the set. */
      .pattern = "^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\.)+[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+     /* The pattern bounds each label (63); only .max can bound the name:
+      * a CA refuses every order holding a name over 253 characters. */
+     .max = 253,
      .help = "Host names (lowercase, no IP addresses) for one certificate (all as SANs; "
              "the first names it); empty = ACME off"},
     {.key = "email",

@@ -216,6 +216,20 @@ for v in 1.2.3.4.5 :::: ...; do
         "the message names admin.bind"
 done
 is "$(tb_ctl get admin.bind)" "$bind0" "admin.bind unchanged ($bind0)"
+# A DNS name holds at most 253 characters: the pattern bounds each label
+# (63), .max the name, so a CA never gets an order it must refuse.
+lbl=$(head -c 63 /dev/zero | tr '\0' a)
+long="$lbl.$lbl.$lbl.$lbl.test" # 4 * 64 + 4 = 260 characters
+is "$(put_setting acme.domains "ok.test,$long")" 400 "a 260-character name in acme.domains is refused"
+is "$(jq -r .error "$TB_TMP/out")" \
+    "acme.domains: item \"$lbl.\"... is 260 bytes long, more than the 253 allowed" \
+    "the message names acme.domains, the item and the limit"
+out=$(tb_ctl set acme.domains "$long" 2>&1)
+is "$?" 1 "tlsboxctl set refuses it too"
+like "$out" "acme\.domains: item \"a{63}\.\"\.\.\. is 260 bytes long, more than the 253 allowed" \
+    "and says why"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM settings WHERE key='acme.domains'")" 0 \
+    "nothing was stored: ACME stays off"
 
 # ---- bodies without a session are small -----------------------------------
 # core.api_max_body (1 MB) is for requests behind a session; before logging
@@ -302,4 +316,16 @@ is "$("${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=100" | jq '[.entries[] | selec
 
 tb_stop_daemon
 ok $? "daemon stops cleanly"
+
+# The same name at start: tlsboxd --set refuses it and does not start.  (The
+# timeout only ends a daemon that wrongly started; no result depends on it.)
+timeout 60 "$TB_TLSBOXD" --state-dir "$TB_STATE" --plugin-dir "$TB_PLUGINS" --foreground \
+    --set site.https_port="$(tb_free_port)" --set site.http_port="$(tb_free_port)" \
+    --set acme.domains="$long" >"$TB_TMP/long.log" 2>&1
+is "$?" 1 "tlsboxd --set acme.domains=<260 characters> exits 1"
+like "$(cat "$TB_TMP/long.log")" \
+    "--set refused, no setting stored: acme\.domains: item \"a{63}\.\"\.\.\. is 260 bytes long, more than the 253 allowed" \
+    "and says why"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM settings WHERE key='acme.domains'")" 0 \
+    "nothing was stored"
 done_testing

@@ -679,6 +679,27 @@ static void test_check_text(void)
     check_err(&addr, "::::", "x.k: \"::::\" is not an IPv4 or IPv6 address");
     check_err(&addr, "...", "x.k: \"...\" is not an IPv4 or IPv6 address");
     check_err(&addr, "host.example", "x.k: \"host.example\" is not an IPv4 or IPv6 address");
+
+    /* .max bounds a STRING's length and each LIST item's (a DNS name: 253). */
+    const struct tlsbox_setting_def str = {
+        .key = "k", .type = TLSBOX_SETTING_STRING, .default_value = "", .max = 5};
+    check_err(&str, "abcde", NULL);
+    check_err(&str, "abcdef", "x.k: \"abcdef\" is 6 bytes long, more than the 5 allowed");
+    const struct tlsbox_setting_def list = {.key = "k",
+                                            .type = TLSBOX_SETTING_LIST,
+                                            .default_value = "",
+                                            .pattern = "^[a-z.]+$",
+                                            .max = 253};
+    char names[300];
+    memset(names, 'a', 253);
+    names[253] = '\0';
+    check_err(&list, names, NULL);
+    memcpy(names, "ok.test,", 8);
+    memset(names + 8, 'a', 254);
+    names[262] = '\0';
+    snprintf(want, sizeof(want),
+             "x.k: item \"%.64s\"... is 254 bytes long, more than the 253 allowed", names + 8);
+    check_err(&list, names, want);
 }
 
 /* ---- appliers: a live change its owner cannot apply is refused ---------------- */
