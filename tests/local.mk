@@ -54,6 +54,13 @@ tests_unit_core_api_test_SOURCES = tests/unit/core/api_test.c
 tests_unit_core_api_test_CFLAGS = $(CORE_CFLAGS)
 tests_unit_core_api_test_LDADD = core/libtlsboxcore.la
 
+# The kit's mock host, as a plugin's unit test meets it.
+check_PROGRAMS += tests/unit/pdk/mock_apply_test
+TESTS += tests/unit/pdk/mock_apply_test
+tests_unit_pdk_mock_apply_test_SOURCES = tests/unit/pdk/mock_apply_test.c
+tests_unit_pdk_mock_apply_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS)
+tests_unit_pdk_mock_apply_test_LDADD = $(MOCKHOST_LIBS)
+
 TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test \
 	tests/integration/10_daemon_basics.sh \

@@ -1,5 +1,6 @@
 /*
- * tlsbox plugin kit: a mock host for a plugin's unit tests (ABI 1.1).
+ * tlsbox plugin kit: a mock host for a plugin's unit tests (ABI 1.1; 1.2: the
+ * .apply_settings hook, see tlsbox_mock_started).
  *
  * Link a test program with the plugin's sources and the static library
  * libtlsbox-mockhost.a:
@@ -21,7 +22,10 @@
  * What it does, call by call of struct tlsbox_host:
  *  - settings: the descriptor's table, values set by tlsbox_mock_set() or by
  *    the plugin (setting_set) validated as the core does for type, range,
- *    choices and pattern; "settings.changed" is queued like the core's;
+ *    choices, pattern and length; "settings.changed" is queued like the
+ *    core's; once the test says the plugin started (tlsbox_mock_started),
+ *    a change of the plugin's own setting goes first to its .apply_settings
+ *    as in the core (see there);
  *  - store: a temporary SQLite file (WAL, foreign keys on) with the
  *    descriptor's migrations applied at setup, in one transaction, under the
  *    same rule as the daemon (a plugin writes only tables named
@@ -86,9 +90,26 @@ struct tlsbox_plugin *tlsbox_mock_self(void);
  * Set a value: the plugin's own key ("port", or "<plugin>.port") is checked
  * against its declaration (-EINVAL and a message on stderr when refused);
  * another plugin's or the core's key ("core.hostname") is taken as given.
- * Queues "settings.changed" {"key":"<plugin>.<key>"}.
+ * Between tlsbox_mock_started() and tlsbox_mock_stopped() the plugin's
+ * .apply_settings (ABI 1.2, when it has one) then gets the change of its own
+ * key, as the core calls it for tlsboxctl set: a refusal returns its
+ * negative errno, its message on stderr, and leaves the value as it was;
+ * TLSBOX_APPLY_AT_RESTART stores the value, logs the note and returns
+ * TLSBOX_APPLY_AT_RESTART; 0 stores it.  setting_set from the plugin goes
+ * the same way (returning 0 for TLSBOX_APPLY_AT_RESTART, as the host call
+ * does, and -EDEADLK when called from .apply_settings, which the core
+ * forbids).  Queues "settings.changed" {"key":"<plugin>.<key>"} when stored.
  */
 int tlsbox_mock_set(const char *key, const char *value);
+/**
+ * The plugin's start hook returned 0 with @p state (what its init hook
+ * stored; borrowed): from now on a change goes to its .apply_settings with
+ * it, as in the core.  Not called: changes are only stored (as the core does
+ * for values read at start).
+ */
+void tlsbox_mock_started(void *state);
+/** Call before the plugin's stop hook: changes are only stored again. */
+void tlsbox_mock_stopped(void);
 
 /* ---- store ------------------------------------------------------------- */
 

@@ -24,6 +24,8 @@ extern struct tlsbox_mockp tlsbox_mockp;
 __attribute__((format(printf, 3, 0))) void tlsbox_mockp_vlog(struct tlsbox_plugin *self,
                                                              enum tlsbox_log_level level,
                                                              const char *fmt, va_list ap);
+__attribute__((format(printf, 3, 4))) void
+tlsbox_mockp_log(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt, ...);
 /* @p s as a JSON string literal with its quotes (caller frees). */
 char *tlsbox_mockp_json_string(const char *s);
 

@@ -39,7 +39,7 @@ void tlsbox_mockp_vlog(struct tlsbox_plugin *self, enum tlsbox_log_level level, 
     pthread_mutex_unlock(&tlsbox_mockp.lock);
 }
 
-__attribute__((format(printf, 3, 4))) static void
+__attribute__((format(printf, 3, 4))) void
 tlsbox_mockp_log(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt, ...)
 {
     va_list ap;

@@ -2,6 +2,8 @@
  * as the core validates them, "settings.changed" queued on every change. */
 #include <errno.h>
 #include <regex.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -13,6 +15,15 @@ static struct value {
     char *value;
 } * values;
 static size_t nvalues;
+
+/* The started plugin's state for its .apply_settings (tlsbox_mock_started),
+ * and set_lock: one change at a time, hook and store, as the core's set_lock
+ * makes it.  in_apply: this thread runs the hook (a setting_set from it
+ * would wait for itself in the core). */
+static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool started;
+static void *started_state;
+static _Thread_local bool in_apply;
 
 /* "key" or "<plugin>.key" -> "<plugin>.key"; another owner's key as it is. */
 static char *full_key(const char *key)
@@ -115,15 +126,21 @@ static int choice_of(const char *choices, const char *v)
     return 0;
 }
 
-/* Every comma-separated item of @p v matches @p pattern. */
-static int list_matches(const char *pattern, const char *v)
+/* Within .max bytes (STRING, LIST item; 0 = any), as the core checks. */
+static int short_enough(const struct tlsbox_setting_def *d, const char *v)
+{
+    return d->max <= 0 || strlen(v) <= (unsigned long long)d->max;
+}
+
+/* Every comma-separated item of @p v matches the pattern and the bound. */
+static int list_matches(const struct tlsbox_setting_def *d, const char *v)
 {
     char *copy = tlsbox_xstrdup(v), *save = NULL;
     int ok = 1;
     for (char *t = strtok_r(copy, ",", &save); t && ok; t = strtok_r(NULL, ",", &save)) {
         while (*t == ' ')
             t++;
-        ok = matches(pattern, t);
+        ok = short_enough(d, t) && matches(d->pattern, t);
     }
     free(copy);
     return ok;
@@ -145,17 +162,65 @@ static const char *check(const struct tlsbox_setting_def *d, const char *v)
     case TLSBOX_SETTING_ENUM:
         return choice_of(d->choices, v) ? NULL : "not one of the choices";
     case TLSBOX_SETTING_LIST:
-        return list_matches(d->pattern, v) ? NULL : "an item does not match the pattern";
+        return list_matches(d, v) ? NULL : "an item is too long or does not match the pattern";
     case TLSBOX_SETTING_STRING:
+        if (!short_enough(d, v))
+            return "longer than .max";
         return matches(d->pattern, v) ? NULL : "does not match the pattern";
     default:
         return "unknown type";
     }
 }
 
-/* Validate and store; the event is queued after the lock is dropped. */
+/*
+ * Let the started plugin's .apply_settings apply the change of its own
+ * setting @p d to @p value, as the core does before it stores one: 0 (apply
+ * it), TLSBOX_APPLY_AT_RESTART (store it; the note is logged, as the core's
+ * host call logs it), or the hook's refusal with its message in *err.
+ * set_lock held, tlsbox_mockp.lock not: the hook may read settings.
+ */
+static int apply(const struct tlsbox_setting_def *d, const char *full, const char *value,
+                 char **err)
+{
+    const struct tlsbox_plugin_desc *desc = tlsbox_mockp.desc;
+    if (!started || !d || !TLSBOX_DESC_HAS(desc, apply_settings) || !desc->apply_settings)
+        return 0;
+    const struct tlsbox_setting_value change[] = {{.key = d->key, .value = value},
+                                                  TLSBOX_VALUES_END};
+    char *why = NULL;
+    in_apply = true;
+    int rc = desc->apply_settings(started_state, change, &why);
+    in_apply = false;
+    if (rc == TLSBOX_APPLY_AT_RESTART) {
+        tlsbox_mockp_log(&tlsbox_mockp.self, TLSBOX_LOG_INFO, "%s",
+                         why ? why : "takes effect when tlsboxd restarts");
+        free(why);
+        return rc;
+    }
+    if (rc >= 0) {
+        free(why);
+        return 0;
+    }
+    if (!why)
+        why = tlsbox_xasprintf("%s: %s refused the change: %s", full, desc->name, strerror(-rc));
+    if (err)
+        *err = why;
+    else
+        free(why);
+    return rc;
+}
+
+/* Validate, apply and store; the event is queued after the locks are
+ * dropped.  0, TLSBOX_APPLY_AT_RESTART, or a negative errno with *err. */
 static int set_value(const char *key, const char *value, char **err)
 {
+    if (in_apply) {
+        if (err)
+            *err = tlsbox_xasprintf("%s: set from .apply_settings, which the core refuses "
+                                    "(it would wait for itself)",
+                                    key);
+        return -EDEADLK;
+    }
     char *full = full_key(key);
     const struct tlsbox_setting_def *d = own_def(full);
     size_t n = strlen(tlsbox_mockp.self.name);
@@ -173,6 +238,13 @@ static int set_value(const char *key, const char *value, char **err)
         free(full);
         return -EINVAL;
     }
+    pthread_mutex_lock(&set_lock);
+    int rc = apply(d, full, value, err);
+    if (rc < 0) {
+        pthread_mutex_unlock(&set_lock);
+        free(full);
+        return rc;
+    }
     pthread_mutex_lock(&tlsbox_mockp.lock);
     size_t i = 0;
     while (i < nvalues && strcmp(values[i].key, full) != 0)
@@ -185,13 +257,14 @@ static int set_value(const char *key, const char *value, char **err)
     }
     values[i].value = tlsbox_xstrdup(value);
     pthread_mutex_unlock(&tlsbox_mockp.lock);
+    pthread_mutex_unlock(&set_lock);
     char *q = tlsbox_mockp_json_string(full);
     char *data = tlsbox_xasprintf("{\"key\":%s}", q);
     tlsbox_mock_publish("settings.changed", data);
     free(data);
     free(q);
     free(full);
-    return 0;
+    return rc;
 }
 
 int tlsbox_mockp_setting_set(struct tlsbox_plugin *self, const char *key, const char *value,
@@ -200,7 +273,24 @@ int tlsbox_mockp_setting_set(struct tlsbox_plugin *self, const char *key, const 
     (void)self;
     if (!key || !value)
         return -EINVAL;
-    return set_value(key, value, err);
+    int rc = set_value(key, value, err);
+    return rc == TLSBOX_APPLY_AT_RESTART ? 0 : rc; /* as the host call answers it */
+}
+
+void tlsbox_mock_started(void *state)
+{
+    pthread_mutex_lock(&set_lock);
+    started = true;
+    started_state = state;
+    pthread_mutex_unlock(&set_lock);
+}
+
+void tlsbox_mock_stopped(void)
+{
+    pthread_mutex_lock(&set_lock);
+    started = false;
+    started_state = NULL;
+    pthread_mutex_unlock(&set_lock);
 }
 
 int tlsbox_mock_set(const char *key, const char *value)
@@ -215,6 +305,7 @@ int tlsbox_mock_set(const char *key, const char *value)
 
 void tlsbox_mockp_settings_reset(void)
 {
+    tlsbox_mock_stopped();
     for (size_t i = 0; i < nvalues; i++) {
         free(values[i].key);
         free(values[i].value);
