@@ -90,6 +90,7 @@ struct owner {
     regex_t **re;            /* [n] compiled patterns (NULL: none) */
     char **stored;           /* [n] stored canonical value, NULL = not stored */
     char **override;         /* [n] settings_override_default value, NULL = none */
+    char **served;           /* [n] set_lock: see set_served */
     settings_apply_fn apply; /* set_lock: the plugin's .apply_settings, or NULL */
     void *apply_arg;
 };
@@ -153,12 +154,34 @@ static void owner_free(struct owner *o)
         settings_check_free_regex(o->re[i]);
         free_value(&o->defs[i], o->stored[i]);
         free_value(&o->defs[i], o->override[i]);
+        free_value(&o->defs[i], o->served[i]);
     }
     free(o->re);
+    free(o->served);
     free(o->stored);
     free(o->override);
     free(o->name);
     free(o);
+}
+
+/* Record that @p o's applier serves @p value for setting @p i, or NULL: the
+ * stored value.  Not NULL after the applier took a stored value for the next
+ * start (TLSBOX_APPLY_AT_RESTART) and kept serving this one: a change taken
+ * back hands the applier what it serves, not the pending value.  set_lock
+ * held. */
+static void set_served(struct owner *o, size_t i, const char *value)
+{
+    if (o->served[i] == value)
+        return;
+    char *copy = value ? xstrdup(value) : NULL;
+    free_value(&o->defs[i], o->served[i]);
+    o->served[i] = copy;
+}
+
+/* What @p o's applier serves for setting @p i.  set_lock held. */
+static const char *served_value(const struct owner *o, size_t i)
+{
+    return o->served[i] ? o->served[i] : effective_value(o, i);
 }
 
 int settings_validate(const char *full_key, const struct tlsbox_setting_def *def, const char *value,
@@ -255,6 +278,7 @@ int settings_register(const char *owner, const struct tlsbox_setting_def *defs)
     o->re = xcalloc(o->n ? o->n : 1, sizeof(*o->re));
     o->stored = xcalloc(o->n ? o->n : 1, sizeof(*o->stored));
     o->override = xcalloc(o->n ? o->n : 1, sizeof(*o->override));
+    o->served = xcalloc(o->n ? o->n : 1, sizeof(*o->served));
 
     /* A plugin's table is checked once here, so a bad declaration fails the
      * plugin at load instead of at the first write. */
@@ -358,6 +382,9 @@ int settings_set_applier(const char *owner, settings_apply_fn fn, void *arg)
     if (o) {
         o->apply = fn;
         o->apply_arg = arg;
+        /* A new applier serves what it reads from the store. */
+        for (size_t i = 0; i < o->n; i++)
+            set_served(o, i, NULL);
         rc = 0;
     }
     pthread_mutex_unlock(&set_lock);
@@ -393,7 +420,7 @@ out:
  * applier's to refuse: a refusal is logged, the value stays stored and the
  * old one in effect.  set_lock held (o->stored cannot change), reg_lock not.
  */
-static void reload_apply(const struct owner *o, char *const *vals)
+static void reload_apply(struct owner *o, char *const *vals)
 {
     if (!o->apply)
         return;
@@ -408,6 +435,14 @@ static void reload_apply(const struct owner *o, char *const *vals)
     }
     char *why = NULL;
     int rc = m ? o->apply(o->apply_arg, v, &why) : 0;
+    for (size_t i = 0, j = 0; rc >= 0 && i < o->n && j < m; i++) {
+        if (v[j].key != o->defs[i].key)
+            continue;
+        /* Applied: served as stored.  For the next start: the old one
+         * still serves. */
+        set_served(o, i, rc == 0 ? NULL : served_value(o, i));
+        j++;
+    }
     if (rc < 0)
         log_err("settings reload: %s refused the stored values: %s; the old ones stay in "
                 "effect until tlsboxd restarts (or tlsboxctl set them again)",
@@ -502,9 +537,10 @@ struct change {
     size_t i;
     char *full_key;
     char *value; /* canonical; NULL = back to the default (row deleted) */
-    char *now;   /* the value in effect before the change */
+    char *now;   /* the value the owner served before the change */
     char *next;  /* the value in effect after it (@p value, or the default) */
     bool secret; /* copied: @p o may be gone when the change is freed */
+    bool later;  /* its owner took it for the next start: @p now still serves */
 };
 
 static void changes_free(struct change *c, size_t n)
@@ -532,7 +568,9 @@ static int prepare(struct change *c, const char *full_key, const char *value, ch
         return -EINVAL;
     }
     c->secret = settings_is_secret(&c->o->defs[c->i]);
-    c->now = xstrdup(effective_value(c->o, c->i));
+    /* Not the stored value: one stored for the next start is not served, and
+     * taking this change back must hand the owner what it serves. */
+    c->now = xstrdup(served_value(c->o, c->i));
     int rc =
         value ? settings_check(full_key, &c->o->defs[c->i], c->o->re[c->i], value, &c->value, err)
               : 0;
@@ -609,7 +647,7 @@ static void add_note(char **notes, char *why)
  * *notes (caller frees).  set_lock held, reg_lock not: an applier may read
  * settings.
  */
-static int apply_changes(const struct change *c, size_t n, char **err, char **notes)
+static int apply_changes(struct change *c, size_t n, char **err, char **notes)
 {
     for (size_t k = 0; k < n; k++) {
         if (!c[k].o->apply || !first_of_owner(c, k))
@@ -617,6 +655,8 @@ static int apply_changes(const struct change *c, size_t n, char **err, char **no
         char *why = NULL;
         int rc = call_applier(c, n, k, false, &why);
         if (rc == TLSBOX_APPLY_AT_RESTART) {
+            for (size_t j = k; j < n; j++)
+                c[j].later = c[j].later || c[j].o == c[k].o;
             add_note(notes,
                      why ? why
                          : xasprintf("%s: takes effect when tlsboxd restarts", c[k].full_key));
@@ -708,6 +748,7 @@ static int write_changes(struct change *c, size_t n, const char *actor, char **e
         free_value(&o->defs[c[k].i], o->stored[c[k].i]);
         o->stored[c[k].i] = c[k].value;
         c[k].value = NULL;
+        set_served(o, c[k].i, c[k].later ? c[k].now : NULL);
     }
     pthread_rwlock_unlock(&reg_lock);
     rc = 0;

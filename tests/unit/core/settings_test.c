@@ -820,6 +820,38 @@ static void test_applier(void)
     free(v);
     is_int(db_int("SELECT count(*) FROM audit"), audits + 1, "one audit row");
     is_str(ev_log, "settings.changed {\"key\":\"ap.port\"}\n", "and it was announced");
+
+    /* ap serves 8443 with 80 stored for the next start.  A change it applies
+     * that is then not stored must hand it back 8443 (what it serves), not
+     * the stored 80: first another owner refuses, then the commit fails. */
+    a.calls[0] = b.calls[0] = '\0';
+    p = json_pack("{s:s, s:s}", "ap.port", "9000", "bp.level", "bad");
+    is_int(settings_set_many(p, NULL, "alice", &err), -EADDRINUSE,
+           "ap.port 9000 with a refused bp.level: refused");
+    json_decref(p);
+    is_str(a.calls, "port=9000;port=8443;",
+           "ap went back to the port it serves, not the stored 80");
+    /* A deferred foreign key fails the COMMIT after every statement ran (the
+     * upsert of a stored key is an UPDATE). */
+    sqlite3_exec(store_main(),
+                 "CREATE TABLE t_parent (id INTEGER PRIMARY KEY);"
+                 "CREATE TABLE t_child (pid INTEGER REFERENCES t_parent(id) "
+                 "DEFERRABLE INITIALLY DEFERRED);"
+                 "CREATE TRIGGER t_fail AFTER UPDATE ON settings WHEN NEW.value = '9001' "
+                 "BEGIN INSERT INTO t_child VALUES (42); END;",
+                 NULL, NULL, NULL);
+    a.calls[0] = '\0';
+    is_int(settings_set("ap.port", "9001", "alice", &err), -EIO, "ap.port 9001: the commit fails");
+    is_str(a.calls, "port=9001;port=8443;",
+           "ap went back to the port it serves, not the stored 80");
+    v = db_value("ap.port");
+    is_str(v, "80", "the store keeps 80 for the next start");
+    free(v);
+    sqlite3_exec(store_main(), "DROP TRIGGER t_fail; DROP TABLE t_child; DROP TABLE t_parent;",
+                 NULL, NULL, NULL);
+    a.calls[0] = '\0';
+    is_int(settings_set("ap.port", "9002", "alice", &err), 0, "ap.port 9002: applied and stored");
+    is_int(settings_set("ap.port", "9999", "alice", &err), -EADDRINUSE, "then 9999 refused");
     is_int(settings_set("ap.port", "8443", "alice", NULL), 0, "back to 8443, no err pointer");
 
     /* A refusal without a message still says what was refused. */
