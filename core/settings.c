@@ -413,6 +413,85 @@ out:
     return rc;
 }
 
+/* Add @p why (consumed) to the notes in *notes, @p sep between them. */
+static void add_note(char **notes, char *why, const char *sep)
+{
+    if (!why)
+        return;
+    if (!*notes) {
+        *notes = why;
+        return;
+    }
+    char *both = xasprintf("%s%s%s", *notes, sep, why);
+    free(*notes);
+    free(why);
+    *notes = both;
+}
+
+/* A reload's values @p o refused, all of them, for reason @p why. */
+static void log_refused(const struct owner *o, const char *why)
+{
+    log_err("settings reload: %s refused the stored values: %s; the old ones stay in effect "
+            "until tlsboxd restarts (or tlsboxctl set them again)",
+            o->name, why);
+}
+
+/* Offer @p o's applier the @p m changes @p v (of its settings @p idx) and
+ * note what it serves after them.  Its return, its message in *why.
+ * set_lock held. */
+static int reload_offer(struct owner *o, const struct tlsbox_setting_value *v, const size_t *idx,
+                        size_t m, char **why)
+{
+    int rc = o->apply(o->apply_arg, v, why);
+    /* Applied: served as stored.  For the next start: the old one still
+     * serves. */
+    for (size_t j = 0; rc >= 0 && j < m; j++)
+        set_served(o, idx[j], rc == 0 ? NULL : served_value(o, idx[j]));
+    return rc;
+}
+
+/*
+ * @p o's applier refused the @p m > 1 stored values @p v together: offer
+ * them one at a time, so that those it can apply run (a new root with a
+ * port in use), and log which were applied, which wait for the next start
+ * and which were refused.  set_lock held.
+ */
+static void reload_one_by_one(struct owner *o, const struct tlsbox_setting_value *v,
+                              const size_t *idx, size_t m)
+{
+    char *applied = NULL, *later = NULL, *refused = NULL;
+
+    for (size_t j = 0; j < m; j++) {
+        const struct tlsbox_setting_value one[] = {v[j], TLSBOX_VALUES_END};
+        char *why = NULL, *full = xasprintf("%s.%s", o->name, v[j].key);
+        int rc = reload_offer(o, one, &idx[j], 1, &why);
+        if (rc == 0) {
+            free(why);
+            add_note(&applied, full, ", ");
+            continue;
+        }
+        if (rc == TLSBOX_APPLY_AT_RESTART)
+            add_note(&later, why ? why : xasprintf("%s: takes effect when tlsboxd restarts", full),
+                     "; ");
+        else
+            add_note(&refused, why ? why : xasprintf("%s: %s", full, strerror(-rc)), "; ");
+        free(full);
+    }
+    const char *took = applied ? applied : "none of the stored values";
+    const char *sep = later ? "; for the next start: " : "";
+    if (!applied && !later)
+        log_refused(o, refused);
+    else if (!refused) /* together refused, one at a time taken */
+        log_info("settings reload: %s applied %s%s%s", o->name, took, sep, later ? later : "");
+    else
+        log_err("settings reload: %s applied %s%s%s; it refused %s; the old values of those "
+                "refused stay in effect until tlsboxd restarts (or tlsboxctl set them again)",
+                o->name, took, sep, later ? later : "", refused);
+    free(applied);
+    free(later);
+    free(refused);
+}
+
 /*
  * A reload (SIGHUP) found @p vals in the store for @p o: let its applier
  * apply the values that differ from the ones in effect, as for a change
@@ -425,31 +504,26 @@ static void reload_apply(struct owner *o, char *const *vals)
     if (!o->apply)
         return;
     struct tlsbox_setting_value *v = xcalloc(o->n + 1, sizeof(*v));
+    size_t *idx = xcalloc(o->n + 1, sizeof(*idx));
     size_t m = 0;
     for (size_t i = 0; i < o->n; i++) {
         const char *next = vals[i] ? vals[i] : effective_default(o, i);
         if (strcmp(next, effective_value(o, i)) != 0) {
+            idx[m] = i;
             v[m].key = o->defs[i].key;
             v[m++].value = next;
         }
     }
     char *why = NULL;
-    int rc = m ? o->apply(o->apply_arg, v, &why) : 0;
-    for (size_t i = 0, j = 0; rc >= 0 && i < o->n && j < m; i++) {
-        if (v[j].key != o->defs[i].key)
-            continue;
-        /* Applied: served as stored.  For the next start: the old one
-         * still serves. */
-        set_served(o, i, rc == 0 ? NULL : served_value(o, i));
-        j++;
-    }
-    if (rc < 0)
-        log_err("settings reload: %s refused the stored values: %s; the old ones stay in "
-                "effect until tlsboxd restarts (or tlsboxctl set them again)",
-                o->name, why ? why : strerror(-rc));
+    int rc = m ? reload_offer(o, v, idx, m, &why) : 0;
+    if (rc < 0 && m > 1)
+        reload_one_by_one(o, v, idx, m);
+    else if (rc < 0)
+        log_refused(o, why ? why : strerror(-rc));
     else if (rc == TLSBOX_APPLY_AT_RESTART)
         log_info("settings reload: %s", why ? why : "takes effect when tlsboxd restarts");
     free(why);
+    free(idx);
     free(v);
 }
 
@@ -624,21 +698,6 @@ static void unapply_changes(const struct change *c, size_t n, size_t upto)
     }
 }
 
-/* Add @p why (consumed) to the notes in *notes, "; " between them. */
-static void add_note(char **notes, char *why)
-{
-    if (!why)
-        return;
-    if (!*notes) {
-        *notes = why;
-        return;
-    }
-    char *both = xasprintf("%s; %s", *notes, why);
-    free(*notes);
-    free(why);
-    *notes = both;
-}
-
 /*
  * Let the owners of @p c apply them before they are committed, owner by owner
  * in the order of @p c.  On a refusal the owners already applied get their
@@ -658,8 +717,8 @@ static int apply_changes(struct change *c, size_t n, char **err, char **notes)
             for (size_t j = k; j < n; j++)
                 c[j].later = c[j].later || c[j].o == c[k].o;
             add_note(notes,
-                     why ? why
-                         : xasprintf("%s: takes effect when tlsboxd restarts", c[k].full_key));
+                     why ? why : xasprintf("%s: takes effect when tlsboxd restarts", c[k].full_key),
+                     "; ");
             continue;
         }
         if (rc == 0) {

@@ -272,6 +272,9 @@ struct tlsbox_plugin_desc {
      * the daemon's back: a restored backup): the values are stored already,
      * so a refusal cannot undo them; the core logs it (the message, then
      * "the old ones stay in effect") and the plugin keeps what it runs.
+     * When it refuses several together the core then offers them one at a
+     * time, so that those it can apply are, and logs which it applied, which
+     * wait for the next start and which it refused.
      * "settings.changed" with {"reload":true} follows either way.
      *
      * @p changes lists the plugin's changed settings, ended by

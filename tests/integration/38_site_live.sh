@@ -221,6 +221,23 @@ like "$(cat "$TB_TMP/daemon.log")" "settings reload: site refused the stored val
 is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site A" "and the old root still serves"
 tb_ctl set site.root "$TB_TMP/www2" >/dev/null
 is "$(wait_who "site B")" "site B" "tlsboxctl set moves it on from there"
+# A stored port the site cannot open (the admin port: the daemon holds it)
+# with a root it can: the root is applied, the port refused, and the log
+# line says which is which.
+sqlite3 "$TB_STATE/tlsbox.db" "UPDATE settings SET value = '$TB_ADMIN_PORT' WHERE key = 'site.https_port';
+    UPDATE settings SET value = '$TB_TMP/www' WHERE key = 'site.root'"
+kill -HUP "$TB_PID"
+for i in $(seq 1 50); do
+    grep -q "settings reload: site applied" "$TB_TMP/daemon.log" && break
+    sleep 0.1
+done
+like "$(grep 'settings reload: site applied' "$TB_TMP/daemon.log")" \
+    "settings reload: site applied site\.root; it refused site\.https_port: port $TB_ADMIN_PORT on [^ ]+ is in use by pid $TB_PID \\(tlsboxd\\)[^;]*(; [^;]*)?; the old values of those refused stay in effect until tlsboxd restarts" \
+    "a reload with a new root and a port in use: the log says the root was applied and the port refused"
+is "$(wait_who "site A")" "site A" "the stored root serves"
+is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site A" "on the port that served before"
+tb_ctl set site.https_port "$hup_https" >/dev/null
+is "$(tb_ctl get site.https_port)" "$hup_https" "tlsboxctl set stores the served port again"
 
 # ---- tickets survive the master key change ---------------------------------------------------
 # A session ticket is taken (TLS 1.3 and 1.2); the master key is then made a
