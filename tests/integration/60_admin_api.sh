@@ -224,6 +224,13 @@ is "$(put_setting acme.domains "ok.test,$long")" 400 "a 260-character name in ac
 is "$(jq -r .error "$TB_TMP/out")" \
     "acme.domains: item \"$lbl.\"... is 260 bytes long, more than the 253 allowed" \
     "the message names acme.domains, the item and the limit"
+# The web UI's form saves through the plugin's route and puts a message
+# that starts with "acme.domains:" under that field.
+is "$("${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o "$TB_TMP/out" -w '%{http_code}' -X PUT \
+    "$B/api/v1/plugins/acme/settings" -d "$(jq -n --arg v "$long" '{domains: $v}')")" 400 \
+    "the web UI's save of acme.domains is refused"
+like "$(jq -r .error "$TB_TMP/out")" "^acme\.domains: item \"a{63}\.\"\.\.\. is 260 bytes long" \
+    "with a message the form shows under the acme.domains field"
 out=$(tb_ctl set acme.domains "$long" 2>&1)
 is "$?" 1 "tlsboxctl set refuses it too"
 like "$out" "acme\.domains: item \"a{63}\.\"\.\.\. is 260 bytes long, more than the 253 allowed" \
