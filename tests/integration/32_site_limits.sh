@@ -1,7 +1,8 @@
 #!/bin/bash
 # The site's limits: a slowloris client is cut by the header timeout, 200 h2
 # streams on one connection are capped at the advertised 100, an oversized
-# h2 header list is reset, 414/431 on HTTP/1, max_connections refuses past
+# h2 header list is reset, rapid-reset and CONTINUATION floods end early
+# with bounded memory and CPU, 414/431 on HTTP/1, max_connections refuses past
 # the limit, and a handshake that never comes is cut by its timeout.
 . "$(dirname "$0")/lib.sh"
 . "$top_srcdir/plugins/site/tests/site_itest.sh"
@@ -75,6 +76,51 @@ out=$(python3 "$PY" bigheader 127.0.0.1 "$P_HTTPS" 20000)
 is "$out" reset "an h2 header list over max_header_size is reset"
 out=$(python3 "$PY" bigheader 127.0.0.1 "$P_HTTPS" 1000)
 is "$out" status200 "a normal header list is served"
+
+# ---- h2: rapid reset and CONTINUATION floods --------------------------------------------------
+# Each flood goes over one connection while its answers are read.  The
+# server must end it early (GOAWAY, or closing the connection) without its
+# memory or CPU following the flood, and go on serving everyone else.
+# nghttp2 allows a burst of 1000 client resets, then 33 a second
+# (site_h2.c), and 8 CONTINUATION frames per header block.
+# flood KIND N: the flood's summary line (h2_streams.py flood).
+flood() { timeout 60 python3 "$PY" flood 127.0.0.1 "$P_HTTPS" "$TB_PID" "$1" "$2" 20; }
+# field LINE NAME: the value of NAME= in LINE.
+field() { echo "$1" | sed -n "s/.*\\b$2=\\([^ ]*\\).*/\\1/p"; }
+# below N MAX: N is a number under MAX.
+below() { [ "$1" -eq "$1" ] 2>/dev/null && [ "$1" -lt "$2" ]; }
+# rss_below KB WHAT: the RSS growth measured during WHAT is under 4 MiB
+# (not compared under AddressSanitizer, whose quarantine keeps freed memory).
+rss_below() {
+    if grep -q libasan "/proc/$TB_PID/maps"; then
+        diag "AddressSanitizer build: RSS growth during $2 not compared (${1:-?} KiB)"
+    else
+        ok "$(below "$1" 4096; echo $?)" "the daemon's RSS grew less than 4 MiB during $2 (${1:-?} KiB)"
+    fi
+}
+# served: a normal request on a new connection gets the whole page.
+served() {
+    curl -s --cacert "$CA" --http2 --max-time 10 "$URL/index.html" | cmp -s - "$TB_TMP/www/index.html"
+}
+out=$(flood rapidreset 20000)
+is "$(field "$out" closed) $(field "$out" goaway)" "yes 2" \
+    "rapid reset (20000 HEADERS + RST_STREAM): GOAWAY INTERNAL_ERROR, connection closed ($out)"
+n=$(field "$out" streams)
+ok "$(below "$n" 1501; echo $?)" "the server took in at most 1500 of the 20000 streams (${n:-?})"
+rss_below "$(field "$out" rss_kb)" "the rapid reset"
+n=$(field "$out" cpu_ms)
+ok "$(below "$n" 2000; echo $?)" "the daemon spent less than 2 s of CPU on it (${n:-?} ms)"
+ok "$(served; echo $?)" "a new client is served the whole page after the rapid reset"
+# 2000 frames of 16 KB (32 MB of header data), then 2,000,000 empty ones
+# (18 MB): far more than the socket buffers take in before a server that
+# stops reading closes, so only a server that reads them all shows sent=all.
+for kind in contgrow:2000 contempty:2000000; do
+    out=$(flood "${kind%:*}" "${kind#*:}")
+    is "$(field "$out" closed) $(field "$out" sent)" "yes part" \
+        "CONTINUATION flood (${kind%:*}, ${kind#*:} frames): closed before the end ($out)"
+    rss_below "$(field "$out" rss_kb)" "the ${kind%:*} flood"
+    ok "$(served; echo $?)" "a new client is served the whole page after it"
+done
 
 # ---- HTTP/1 limits ------------------------------------------------------------------------------
 C=(curl -s --cacert "$CA" --http1.1 -o /dev/null -w '%{http_code}')

