@@ -355,6 +355,9 @@ struct site_conn {
     uint64_t data_out;
     uint64_t mark_data;
     uint32_t mark_nreq;
+    /* Heap bytes held by the kept request headers of h2 streams not yet
+     * answered, against a budget of 4 x max_header_size (site_h2.c). */
+    uint32_t h2_kept;
     /* h2 streams holding an open file (at most SITE_CONN_FILES) */
     int files;
     int h2_waiting; /* h2 streams deferred for want of a file slot */

@@ -60,6 +60,19 @@ static void stream_drop_file(struct site_conn *c, struct h2_stream *st)
     }
 }
 
+/* The kept headers are read only by serve(): give their heap block back
+ * once the stream is answered or goes. */
+static void stream_drop_headers(struct site_conn *c, struct h2_stream *st)
+{
+    if (st->buf != st->inline_buf) {
+        c->h2_kept -= st->buf_cap;
+        free(st->buf);
+    }
+    st->buf = st->inline_buf;
+    st->buf_cap = sizeof(st->inline_buf);
+    st->buf_len = 0;
+}
+
 static void stream_free(struct site_conn *c, struct h2_stream *st)
 {
     stream_drop_file(c, st);
@@ -72,17 +85,27 @@ static void stream_free(struct site_conn *c, struct h2_stream *st)
     if (st->next)
         st->next->prev = st->prev;
     site_resp_free(&st->resp);
-    if (st->buf != st->inline_buf)
-        free(st->buf);
+    stream_drop_headers(c, st);
     free(st);
 }
 
-static void stream_keep(struct h2_stream *st, struct h2_str *dst, const uint8_t *v, size_t n)
+/*
+ * Keep a header's value for serve(); false when that would take the
+ * connection's kept headers past their budget.  max_header_size bounds one
+ * stream, but HPACK lets a client name a 4 KB table entry with one byte: 100
+ * streams waiting for their END_STREAM, each naming it a few times, held
+ * 2 MB of heap for 6 KB sent.  A legitimate request keeps little (its path
+ * and authority, in the inline buffer) and only until it is answered.
+ */
+static bool stream_keep(struct site_conn *c, struct h2_stream *st, struct h2_str *dst,
+                        const uint8_t *v, size_t n)
 {
     if (st->buf_len + n > st->buf_cap) {
-        size_t cap = st->buf_cap * 2;
+        size_t cap = st->buf_cap * 2, held = st->buf == st->inline_buf ? 0 : st->buf_cap;
         while (cap < st->buf_len + n)
             cap *= 2;
+        if (c->h2_kept - held + cap > 4 * (size_t)c->w->s->cfg.max_header_size)
+            return false;
         if (st->buf == st->inline_buf) {
             char *nb = site_xmalloc(cap);
             memcpy(nb, st->buf, st->buf_len);
@@ -90,12 +113,14 @@ static void stream_keep(struct h2_stream *st, struct h2_str *dst, const uint8_t 
         } else {
             st->buf = site_xrealloc(st->buf, cap);
         }
+        c->h2_kept = (uint32_t)(c->h2_kept - held + cap);
         st->buf_cap = (uint32_t)cap;
     }
     memcpy(st->buf + st->buf_len, v, n);
     dst->off = st->buf_len;
     dst->n = (uint32_t)n;
     st->buf_len += (uint32_t)n;
+    return true;
 }
 
 static struct site_str sstr(const struct h2_stream *st, struct h2_str s)
@@ -124,6 +149,7 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
 {
     struct site_conn *c = user;
     struct h2_stream *st;
+    struct h2_str *keep = NULL;
 
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
@@ -135,31 +161,32 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
     st->hdr_bytes += (uint32_t)(namelen + valuelen + 32);
     if (st->hdr_bytes > (uint32_t)c->w->s->cfg.max_header_size)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    if (name[0] == ':') {
-        if (NAME_IS(":method"))
-            stream_keep(st, &st->method, value, valuelen);
-        else if (NAME_IS(":path"))
-            stream_keep(st, &st->path, value, valuelen);
-        else if (NAME_IS(":authority"))
-            stream_keep(st, &st->authority, value, valuelen);
-        return 0;
-    }
     switch (namelen) {
     case 4:
         if (NAME_IS("host"))
-            stream_keep(st, &st->host, value, valuelen);
+            keep = &st->host;
         break;
     case 5:
         if (NAME_IS("range"))
-            stream_keep(st, &st->range, value, valuelen);
+            keep = &st->range;
+        else if (NAME_IS(":path"))
+            keep = &st->path;
+        break;
+    case 7:
+        if (NAME_IS(":method"))
+            keep = &st->method;
         break;
     case 8:
         if (NAME_IS("if-range"))
-            stream_keep(st, &st->if_range, value, valuelen);
+            keep = &st->if_range;
+        break;
+    case 10:
+        if (NAME_IS(":authority"))
+            keep = &st->authority;
         break;
     case 13:
         if (NAME_IS("if-none-match"))
-            stream_keep(st, &st->inm, value, valuelen);
+            keep = &st->inm;
         break;
     case 14:
         /* nghttp2 checked that it is a number (RFC 9113 8.1.1) */
@@ -173,9 +200,12 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
         break;
     case 17:
         if (NAME_IS("if-modified-since"))
-            stream_keep(st, &st->ims, value, valuelen);
+            keep = &st->ims;
         break;
     }
+    /* Past the connection's budget: the stream is reset, as past its own. */
+    if (keep && !stream_keep(c, st, keep, value, valuelen))
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     return 0;
 }
 
@@ -318,6 +348,7 @@ static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
     site_metrics_request(w, SITE_PROTO_H2, rs->status);
     site_access_log(c, &rq, rs->status, head || rs->status == 304 ? 0 : rs->len, "HTTP/2");
     c->nreq++;
+    stream_drop_headers(c, st); /* rq's strings are not read after this */
 
 #define NV(n, v, vl)                                                                               \
     nv[nnv++] = (nghttp2_nv){(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, (vl),                  \

@@ -55,6 +55,13 @@
       code, the streams it took in (from the GOAWAY's last stream id), the
       most server process PID's VmRSS grew during the flood and the CPU
       time it spent on it.
+  h2_streams.py halfopen HOST PORT PID CONNS REFS
+      Open CONNS HTTP/2 connections, each with 99 requests that never end
+      (HEADERS without END_STREAM) naming a 4,000-byte "range" header REFS
+      times: sent once into the HPACK table, then named by its index (one
+      byte each), and one GET for /index.html.  Prints "answered=A reset=R rss_kb=G":
+      the GETs answered 200, the streams the server reset, and how much
+      server process PID's VmRSS grew while the connections are open.
   h2_streams.py burst HOST PORT PID N PATH [CMD...]
       Open N HTTP/1.1 connections (handshake and one request each), run
       CMD if given (and wait a second), stop the server process PID
@@ -598,6 +605,38 @@ def flood(host, port, pid, kind, n, limit):
     return 0
 
 
+def halfopen(host, port, pid, conns, refs):
+    rss0 = proc_rss_kb(pid)
+    base = b"\x82\x87" + hpack_literal(4, "/") + hpack_literal(1, "localhost")
+    # literal with incremental indexing, new name "range", 4000 bytes (4000
+    # = 127 + 3873: 0x7f, then 0xa1 0x1e); it becomes dynamic entry 62 (0xbe)
+    first = base + b"\x40\x05range\x7f\xa1\x1e" + b"b" * 4000
+    socks = []
+    for _ in range(conns):
+        s = tls(host, port, ["h2"])
+        out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"")
+        out += frame(1, 0x4, 1, first)
+        for i in range(1, 99):
+            out += frame(1, 0x4, 1 + 2 * i, base + b"\xbe" * refs)
+        out += frame(1, 0x5, 199, request_block("/index.html"))
+        s.sendall(out)
+        socks.append(s)
+    st = {"answered": 0, "reset": 0}
+
+    def until(ftype, flags, sid, payload):
+        if ftype == 3:
+            st["reset"] += 1
+        if ftype == 1 and sid == 199:
+            st["answered"] += response_status(payload) == "200"
+            return True
+        return ftype == 7
+
+    for s in socks:
+        read_frames(s, until, time.time() + 5)
+    print("answered=%d reset=%d rss_kb=%d" % (st["answered"], st["reset"], proc_rss_kb(pid) - rss0))
+    return 0
+
+
 def burst(host, port, pid, n, path, cmd):
     req, _ = h1_request(path, False)
     conns = []
@@ -663,6 +702,9 @@ if __name__ == "__main__":
     if cmd == "flood":
         sys.exit(flood(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6]),
                        float(sys.argv[7])))
+    if cmd == "halfopen":
+        sys.exit(halfopen(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
+                          int(sys.argv[6])))
     if cmd == "h2end":
         sys.exit(h2end(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]))
     if cmd == "h1pipe":
