@@ -108,7 +108,8 @@ static const struct tlsbox_setting_def site_settings[] = {
      .default_value = "16384",
      .min = 1024,
      .max = 1048576,
-     .help = "Bytes of request headers accepted (431 past it)",
+     .help = "Bytes of request headers accepted (431 past it); an HTTP/2 connection keeps "
+             "at most 4 times as much for its requests not yet answered",
      .flags = TLSBOX_SETTING_RESTART},
     {.key = "max_request_line",
      .type = TLSBOX_SETTING_INT,
