@@ -40,6 +40,23 @@ static const struct tlsbox_setting_def dhparam_settings[] = {
      .help = "CPU priority of generation: idle (SCHED_IDLE, nice 19: spare CPU only) or normal"},
     TLSBOX_SETTINGS_END};
 
+/* The columns of dhparam_runs, the state CHECK allowing @p states.  Step
+ * 0001 creates the table with them and 0002 copies it into a new one, so
+ * both say them once here; the text 0001 shipped with is unchanged. */
+#define DHPARAM_RUNS_COLUMNS(states)                                                               \
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"                                                       \
+    " bits INTEGER NOT NULL,"                                                                      \
+    " reason TEXT NOT NULL,"                                                                       \
+    " state TEXT NOT NULL CHECK (state IN (" states ")),"                                          \
+    " stage TEXT NOT NULL,"                                                                        \
+    " attempts INTEGER NOT NULL,"                                                                  \
+    " requested_at INTEGER NOT NULL,"                                                              \
+    " started_at INTEGER NOT NULL,"                                                                \
+    " finished_at INTEGER,"                                                                        \
+    " params_id INTEGER REFERENCES dhparam_params(id),"                                            \
+    " error TEXT)"
+#define DHPARAM_RUNS_STATES_0002 "'running', 'interrupted', 'done', 'failed', 'cancelled'"
+
 static const struct tlsbox_migration dhparam_migrations[] = {
     {.name = "0001_params_runs",
      .sql = "CREATE TABLE dhparam_params ("
@@ -49,18 +66,32 @@ static const struct tlsbox_migration dhparam_migrations[] = {
             " source TEXT NOT NULL CHECK (source IN ('generated', 'import')),"
             " created_at INTEGER NOT NULL,"
             " gen_seconds REAL);"
-            "CREATE TABLE dhparam_runs ("
-            " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-            " bits INTEGER NOT NULL,"
-            " reason TEXT NOT NULL,"
-            " state TEXT NOT NULL CHECK (state IN ('running', 'interrupted', 'done', 'failed')),"
-            " stage TEXT NOT NULL,"
-            " attempts INTEGER NOT NULL,"
-            " requested_at INTEGER NOT NULL,"
-            " started_at INTEGER NOT NULL,"
-            " finished_at INTEGER,"
-            " params_id INTEGER REFERENCES dhparam_params(id),"
-            " error TEXT)"},
+            "CREATE TABLE dhparam_runs (" DHPARAM_RUNS_COLUMNS(
+                "'running', 'interrupted', 'done', 'failed'")},
+    /* A run stopped by a dhparam.bits change was stored as 'failed' (its
+     * error starting "cancelled: "), the only final state 0001 allows that
+     * no start resumes: the history could not tell it from a failure.
+     * SQLite cannot change a CHECK in place, so the table is copied into
+     * one that allows 'cancelled', with those runs (state and stage, which
+     * a finished run sets to its state) moved to it; ids are kept.  The
+     * prefix is spelt out, not DHPARAM_CANCELLED_PREFIX: it is what 0001's
+     * code wrote, whatever that macro says later. */
+    {.name = "0002_runs_cancelled",
+     .sql = "CREATE TABLE dhparam_runs_new (" DHPARAM_RUNS_COLUMNS(DHPARAM_RUNS_STATES_0002)
+     /* clang-format would wrap the rest of the string after the macro call */
+     /* clang-format off */
+            ";"
+            "INSERT INTO dhparam_runs_new (id, bits, reason, state, stage, attempts,"
+            " requested_at, started_at, finished_at, params_id, error)"
+            " SELECT id, bits, reason,"
+            " CASE WHEN was_cancelled THEN 'cancelled' ELSE state END,"
+            " CASE WHEN was_cancelled AND stage = 'failed' THEN 'cancelled' ELSE stage END,"
+            " attempts, requested_at, started_at, finished_at, params_id, error"
+            " FROM (SELECT *, state = 'failed' AND substr(error, 1, 11) = 'cancelled: '"
+            " AS was_cancelled FROM dhparam_runs) ORDER BY id;"
+            "DROP TABLE dhparam_runs;"
+            "ALTER TABLE dhparam_runs_new RENAME TO dhparam_runs"},
+    /* clang-format on */
     TLSBOX_MIGRATIONS_END};
 
 bool dhparam_bits_ok(long long bits)

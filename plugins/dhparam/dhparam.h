@@ -51,8 +51,9 @@ struct dhparam {
     struct tlsbox_metric *m_bits, *m_rfc7919, *m_dhe, *m_running, *m_seconds, *m_ok, *m_failed;
 };
 
-/* Start of the error of a run stopped by a dhparam.bits change (stored as
- * state 'failed' so that no start resumes it). */
+/* Start of the error of a run stopped by a dhparam.bits change (state
+ * 'cancelled', which no start resumes; before schema step 0002 such a run
+ * was stored as 'failed' with this error, which is how 0002 finds it). */
 #define DHPARAM_CANCELLED_PREFIX "cancelled: "
 
 /* Allowed generation sizes.  Long long, the width of json_int_t and of
@@ -142,7 +143,7 @@ int64_t dhparam_store_run_begin(sqlite3 *db, int bits, const char *reason, int64
                                 int *attempts);
 /* Set a run's stage (best effort). */
 void dhparam_store_run_stage(sqlite3 *db, int64_t run_id, const char *stage);
-/* Finish a run: state "interrupted" or "failed" (with @p error). */
+/* Finish a run: state "interrupted", "cancelled" or "failed" (with @p error). */
 void dhparam_store_run_end(sqlite3 *db, int64_t run_id, const char *state, const char *error);
 /* In one transaction: insert the generated parameters and mark the run done. */
 int dhparam_store_run_done(sqlite3 *db, int64_t run_id, const char *pem, int bits, double seconds);
@@ -155,9 +156,8 @@ bool dhparam_store_requested(sqlite3 *db, int64_t params_id);
 /* Seconds the last successful generation of @p bits took, or -1. */
 double dhparam_store_last_seconds(sqlite3 *db, int bits);
 /* Summary of the stored parameters and the last finished run (new reference).
- * The run keeps "state" as stored; "outcome" tells a run stopped by a
- * dhparam.bits change ("cancelled", with "cancelled_because") from a real
- * failure, which the table's states cannot say without a migration. */
+ * The run's "state" and "outcome" are its stored state; a run stopped by a
+ * dhparam.bits change ("cancelled") also has "cancelled_because". */
 json_t *dhparam_store_summary(sqlite3 *db);
 
 /* ---- dhparam_api.c ------------------------------------------------------ */

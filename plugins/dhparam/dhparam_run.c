@@ -45,12 +45,12 @@ bool dhparam_run_superseded(struct dhparam *d)
 }
 
 /* Record run @p id (of @p bits) as stopped by a change of dhparam.bits to
- * @p now_bits: "failed" with that reason, so that no start resumes it. */
+ * @p now_bits: "cancelled" (no start resumes it, and it is no failure). */
 static void end_cancelled(struct dhparam *d, sqlite3 *db, int64_t id, int bits, int now_bits)
 {
     char why[64];
     snprintf(why, sizeof(why), DHPARAM_CANCELLED_PREFIX "dhparam.bits is now %d", now_bits);
-    dhparam_store_run_end(db, id, "failed", why);
+    dhparam_store_run_end(db, id, "cancelled", why);
     d->host->log(d->self, TLSBOX_LOG_INFO,
                  "generation of %d-bit parameters cancelled: dhparam.bits is now %d", bits,
                  now_bits);

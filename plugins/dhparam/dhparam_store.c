@@ -241,7 +241,7 @@ static json_t *last_run_json(sqlite3 *db)
     json_t *j = json_null();
     if (sqlite3_prepare_v2(db,
                            "SELECT id, bits, reason, state, attempts, started_at, finished_at, "
-                           "error FROM dhparam_runs WHERE state IN ('done', 'failed') "
+                           "error FROM dhparam_runs WHERE state IN ('done', 'failed', 'cancelled') "
                            "ORDER BY id DESC LIMIT 1",
                            -1, &st, NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW) {
@@ -253,16 +253,19 @@ static json_t *last_run_json(sqlite3 *db)
                       (json_int_t)sqlite3_column_int64(st, 5), "finished_at",
                       (json_int_t)sqlite3_column_int64(st, 6), "error",
                       (const char *)sqlite3_column_text(st, 7));
-        /* A size change's stop is no failure: say so apart from "state". */
+        /* "outcome" was once how a cancelled run, then stored as failed, was
+         * told apart; clients still read it, with "cancelled_because". */
         const char *state = (const char *)sqlite3_column_text(st, 3);
-        const char *err = (const char *)sqlite3_column_text(st, 7);
+        const char *because = (const char *)sqlite3_column_text(st, 7);
         size_t n = strlen(DHPARAM_CANCELLED_PREFIX);
-        bool cancelled = j && state && strcmp(state, "failed") == 0 && err &&
-                         strncmp(err, DHPARAM_CANCELLED_PREFIX, n) == 0;
+        if (!because)
+            because = "";
+        else if (strncmp(because, DHPARAM_CANCELLED_PREFIX, n) == 0)
+            because += n;
         if (j)
-            json_object_set_new(j, "outcome", json_string(cancelled ? "cancelled" : state));
-        if (cancelled)
-            json_object_set_new(j, "cancelled_because", json_string(err + n));
+            json_object_set_new(j, "outcome", json_string(state));
+        if (j && state && strcmp(state, "cancelled") == 0)
+            json_object_set_new(j, "cancelled_because", json_string(because));
     }
     sqlite3_finalize(st);
     return j ? j : json_null();

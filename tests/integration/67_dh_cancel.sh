@@ -13,7 +13,8 @@
 # size is set back to the one served; changed in rfc7919 mode: made at the
 # switch back to generated; changed while the daemon is down (--set): made
 # at the start, and a run of the old size cut short by the stop is not
-# resumed.
+# resumed.  Last, a store from before dhparam schema step 0002 (no
+# 'cancelled' state) has its cancelled runs moved to it at the start.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dh_lib.sh"
 tb_setup
@@ -125,11 +126,15 @@ is "$(dh_status '["generation"]')" "" "the 3072-bit generation stops"
 kill -0 "$pid3" 2>/dev/null
 is "$?" "1" "its generator process is gone"
 is "$(db "SELECT bits || ' ' || reason || ' ' || state || ': ' || error FROM dhparam_runs
-    ORDER BY id DESC LIMIT 1")" "3072 bits failed: cancelled: dhparam.bits is now 2048" \
+    ORDER BY id DESC LIMIT 1")" "3072 bits cancelled: cancelled: dhparam.bits is now 2048" \
     "the run is recorded as cancelled by the size change (not interrupted: no resume)"
-# Stored as failed (the table has no cancelled state), shown as cancelled.
-is "$(dh_status '["last_run"]["state"]') $(dh_status '["last_run"]["outcome"]')" "failed cancelled" \
-    "dh/status: state as stored (failed), outcome cancelled"
+is "$(db "SELECT count(*) FROM dhparam_runs WHERE state = 'failed'")" "1" \
+    "no run is recorded as failed but the one marked so by hand above"
+is "$(dh_status '["last_run"]["state"]') $(dh_status '["last_run"]["outcome"]')" \
+    "cancelled cancelled" "dh/status: state and outcome cancelled"
+is "$(tb_ctl --json metrics | python3 -c 'import json,sys
+print(json.load(sys.stdin).get("tlsbox_dh_generations_total{result=\"failed\"}"))')" "0" \
+    "the failed-generations metric does not count it"
 is "$(dh_status '["last_run"]["cancelled_because"]')" "dhparam.bits is now 2048" \
     "dh/status says why it was cancelled"
 like "$(tb_ctl dh status)" \
@@ -206,7 +211,7 @@ served_wait "generated 3072"
 is "$(served)" "generated 3072" \
     "3072-bit generated parameters are made at the start and served"
 is "$(db "SELECT state || ' ' || attempts || ': ' || error FROM dhparam_runs WHERE id = $run4")" \
-    "failed 1: cancelled: dhparam.bits is now 3072" \
+    "cancelled 1: cancelled: dhparam.bits is now 3072" \
     "the 4096-bit run is not resumed: recorded as cancelled by the size change"
 is "$(db "SELECT count(*) || ': ' || group_concat(bits || ' ' || reason || ' ' || state) FROM
     dhparam_runs WHERE id > $run4")" "1: 3072 bits done" "one run after it, of 3072 bits"
@@ -234,6 +239,71 @@ is "$(served)" "generated 3072" "after SIGHUP 3072-bit parameters are made and s
 is "$(db "SELECT count(*) || ': ' || group_concat(bits || ' ' || reason || ' ' || state) FROM
     dhparam_runs WHERE id > $runs0")" "1: 3072 bits done" "by one run for the size change"
 is "$(dh_tls12_bits)" "3072" "a TLS 1.2 DHE handshake gets DH 3072 bits"
+tb_stop_daemon
+ok $? "daemon stops"
+
+# ---- a store written before dhparam's schema step 0002, whose table had
+# no 'cancelled' state: the runs above as that version stored them (a size
+# change's stop as 'failed', its error starting "cancelled: "), a real
+# failure, and a cancelled run last.  The start moves the cancelled ones to
+# 'cancelled' and keeps every other value; the failure stays a failure.
+sqlite3 "$TB_STATE/tlsbox.db" <<'SQL'
+BEGIN;
+CREATE TABLE dhparam_runs_old (
+ id INTEGER PRIMARY KEY AUTOINCREMENT,
+ bits INTEGER NOT NULL,
+ reason TEXT NOT NULL,
+ state TEXT NOT NULL CHECK (state IN ('running', 'interrupted', 'done', 'failed')),
+ stage TEXT NOT NULL,
+ attempts INTEGER NOT NULL,
+ requested_at INTEGER NOT NULL,
+ started_at INTEGER NOT NULL,
+ finished_at INTEGER,
+ params_id INTEGER REFERENCES dhparam_params(id),
+ error TEXT);
+INSERT INTO dhparam_runs_old SELECT id, bits, reason, replace(state, 'cancelled', 'failed'),
+    replace(stage, 'cancelled', 'failed'), attempts, requested_at, started_at, finished_at,
+    params_id, error FROM dhparam_runs;
+INSERT INTO dhparam_runs_old (bits, reason, state, stage, attempts, requested_at, started_at,
+    finished_at, error) VALUES
+    (4096, 'rotate', 'failed', 'failed', 1, 1700000000, 1700000000, 1700000100,
+     'the generator process failed (exit 1)'),
+    (4096, 'bits', 'failed', 'failed', 2, 1700000200, 1700000300, 1700000400,
+     'cancelled: dhparam.bits is now 2048');
+DROP TABLE dhparam_runs;
+ALTER TABLE dhparam_runs_old RENAME TO dhparam_runs;
+UPDATE plugin_schema SET version = 1 WHERE plugin = 'dhparam';
+COMMIT;
+SQL
+ok $? "the store is turned back into one at dhparam schema 1, with two more runs"
+old_runs() {
+    db "SELECT id, bits, reason, attempts, requested_at, started_at, finished_at, params_id, error
+        FROM dhparam_runs ORDER BY id" | sha256sum
+}
+runs_before=$(old_runs)
+nruns=$(db "SELECT count(*) FROM dhparam_runs")
+last=$(db "SELECT max(id) FROM dhparam_runs")
+is "$(db "SELECT count(*) FROM dhparam_runs WHERE state = 'failed'")" "5" \
+    "5 runs stored as failed: 3 stopped by a size change, 1 real failure, 1 marked by hand"
+tb_start_daemon --set site.https_port="$DH_PORT" --set site.http_port="$DH_HTTP"
+ok $? "the daemon starts on it"
+is "$(db "SELECT version FROM plugin_schema WHERE plugin = 'dhparam'")" "2" \
+    "dhparam's tables are at its schema version 2"
+is "$(db "SELECT group_concat(state || ' ' || stage || ': ' || coalesce(error, '-'), '; ') FROM
+    (SELECT * FROM dhparam_runs WHERE state NOT IN ('done', 'interrupted') ORDER BY id)")" \
+    "failed interrupted: -; cancelled cancelled: cancelled: dhparam.bits is now 2048; cancelled cancelled: cancelled: dhparam.bits is now 3072; failed failed: the generator process failed (exit 1); cancelled cancelled: cancelled: dhparam.bits is now 2048" \
+    "the runs stopped by a size change are cancelled, the others failed still failed"
+is "$(db "SELECT count(*) FROM dhparam_runs"; old_runs)" "$nruns
+$runs_before" "every run kept, each other value unchanged"
+is "$(db "SELECT seq FROM sqlite_sequence WHERE name = 'dhparam_runs'")" "$last" \
+    "the next run gets a new id"
+is "$(dh_status '["last_run"]["id"]') $(dh_status '["last_run"]["state"]') \
+$(dh_status '["last_run"]["outcome"]')" "$last cancelled cancelled" \
+    "dh/status: the last run is cancelled, outcome cancelled"
+is "$(dh_status '["last_run"]["cancelled_because"]')" "dhparam.bits is now 2048" \
+    "dh/status says why"
+like "$(tb_ctl dh status)" "^last run: +4096 bits, cancelled \(dhparam.bits is now 2048\), " \
+    "tlsboxctl dh status shows it as cancelled, with the reason"
 tb_stop_daemon
 ok $? "daemon stops"
 done_testing

@@ -442,7 +442,7 @@ def dh_page(d):
         check(last and last["id"] == run and prog.startswith(f"Last generation (run {run}): 2048 bits, {last['state']}"),
               "the page shows the generation, done before it looked", f"{prog} / {last}")
     shot(d, "13-plugin-dhparam-generating")
-    # A run stopped by a dhparam.bits change is stored as failed with the
+    # A run stopped by a dhparam.bits change is stored as cancelled with the
     # reason (67_dh_cancel makes one for real); the page calls it cancelled.
     # Recorded here with sqlite3 once no run is going, to keep this short.
     end = time.time() + 120
@@ -451,7 +451,7 @@ def dh_page(d):
     db = sqlite3.connect(os.path.join(os.environ["TB_STATE"], "tlsbox.db"), timeout=10)
     with db:
         cur = db.execute("INSERT INTO dhparam_runs (bits, reason, state, stage, attempts, requested_at,"
-                         " started_at, finished_at, error) VALUES (4096, 'bits', 'failed', 'failed', 1,"
+                         " started_at, finished_at, error) VALUES (4096, 'bits', 'cancelled', 'cancelled', 1,"
                          " strftime('%s'), strftime('%s'), strftime('%s'),"
                          " 'cancelled: dhparam.bits is now 2048')")
         cancelled = cur.lastrowid
