@@ -78,6 +78,9 @@ struct bench_gen {
     gnutls_certificate_credentials_t cred;
     gnutls_priority_t prio;
     long issued;
+    /* Refused unprocessed and given back, not yet taken again: each is
+     * counted as retried when taken, as not_sent if the run ends first. */
+    long given_back;
     int64_t t0, t_issue_end, t_hard_end, t_last_done;
     bool stop_issuing;
 };
@@ -90,10 +93,15 @@ bool bench_gen_can_take(const struct bench_gen *g);
 void bench_gen_done(struct bench_conn *c, int status, int64_t start_us);
 void bench_gen_failed(struct bench_conn *c, long n);
 /* A taken request the server refused without processing it: given back to
- * be taken again (by any connection), counted as retried, not failed; true.
+ * be taken again (by any connection), not failed; true.  It counts as
+ * retried when it is taken again, as not_sent if the run stops sending
+ * first (a timed run past its duration, bench.max_requests reached).
  * False, and nothing changed, when sending it again would take the run past
  * bench.max_requests (the caller counts it as failed). */
 bool bench_gen_retry(struct bench_conn *c);
+/* The run has ended: the requests given back and never taken again are
+ * counted as not_sent (they were neither answered nor sent again). */
+void bench_gen_end(struct bench_gen *g);
 
 /* ---- bench_conn.c: transport ---- */
 /* Start a connection on an idle slot: 0, or negative errno (slot left idle). */

@@ -38,11 +38,12 @@ static bool new_conn_scenario(const struct bench_opts *o)
            o->scenario == BENCH_SC_HTTPS_RESUME;
 }
 
-/* Requests sent so far, each retried one counted again: bench.max_requests
- * bounds these, not only the requests counted as complete or failed. */
+/* Requests sent so far, each retried one counted again and each given back
+ * counted as sent: bench.max_requests bounds these, not only the requests
+ * counted as complete or failed. */
 static long gen_sent(const struct bench_gen *g)
 {
-    return g->issued + g->st->retried;
+    return g->issued + g->st->retried + g->given_back;
 }
 
 bool bench_gen_can_take(const struct bench_gen *g)
@@ -59,6 +60,10 @@ bool bench_gen_take(struct bench_gen *g)
     if (!bench_gen_can_take(g))
         return false;
     g->issued++;
+    if (g->given_back > 0) { /* a refused request, sent again now */
+        g->given_back--;
+        g->st->retried++;
+    }
     /* A timed run that uses up bench.max_requests before its time: its
      * result covers less time than asked for, so it says so. */
     if (g->o->requests == 0 && gen_sent(g) == g->o->max_requests)
@@ -85,11 +90,11 @@ bool bench_gen_retry(struct bench_conn *c)
     /* Sending it again is one more request: a counted run still sends all
      * it asked for after it, a timed one stops at the limit (its refused
      * stream already counts as sent, so taking it again must fit too). */
-    long after = (g->o->requests > 0 ? g->o->requests : g->issued) + g->st->retried;
+    long after = (g->o->requests > 0 ? g->o->requests : g->issued) + g->st->retried + g->given_back;
     if (after >= g->o->max_requests)
         return false;
     g->issued--;
-    g->st->retried++;
+    g->given_back++;
     return true;
 }
 
@@ -226,6 +231,12 @@ static void gen_loop(struct bench_gen *g)
     }
 }
 
+void bench_gen_end(struct bench_gen *g)
+{
+    g->st->not_sent += g->given_back;
+    g->given_back = 0;
+}
+
 int bench_gen_run(const struct bench_opts *o, const struct bench_hooks *hooks,
                   struct bench_stats *res, char **err)
 {
@@ -249,6 +260,7 @@ int bench_gen_run(const struct bench_opts *o, const struct bench_hooks *hooks,
         if (o->requests == 0 && g.t_hard_end < g.t_issue_end + (int64_t)o->timeout_ms * 1000)
             g.t_hard_end = g.t_issue_end + (int64_t)o->timeout_ms * 1000;
         gen_loop(&g);
+        bench_gen_end(&g);
         int64_t end = g.t_last_done > g.t0 ? g.t_last_done : bench_now_us();
         if (res->cancelled || res->time_limited)
             end = bench_now_us();

@@ -115,5 +115,6 @@ json_t *bench_stats_json(struct bench_stats *s)
         "cancelled", s->cancelled, "time_limited", s->time_limited, "request_limited",
         s->request_limited);
     json_object_set_new(j, "retried", json_integer(s->retried));
+    json_object_set_new(j, "not_sent", json_integer(s->not_sent));
     return j;
 }

@@ -28,6 +28,10 @@ struct bench_stats {
     long failed;                 /* requests that got no complete answer */
     long retried;                /* h2 requests sent again after the server refused them
                                     unprocessed (GOAWAY, REFUSED_STREAM); not failed */
+    long not_sent;               /* of those refused, the ones the run had stopped sending
+                                    before it could send them again: neither complete,
+                                    failed nor retried.  Requests sent = complete + failed
+                                    + retried + not_sent */
     long status[6];              /* complete by class: [0] other, [1] 1xx ... [5] 5xx */
     uint64_t bytes;              /* bytes received after TLS decryption: headers and bodies */
     uint64_t body;               /* body bytes received */
@@ -65,7 +69,8 @@ double bench_stats_percentile(struct bench_stats *s, int pct);
  * "transfer_kbps", "bytes", "elapsed_s", "connections", "connect_ms":
  * {"mean","min","max"}, "handshake_ms", "ttfb_ms", "latency_ms": {"50":..,
  * "100":..}, "handshakes": {"full","resumed"}, "tls": {"protocol",...},
- * "client_cpu_s", "cancelled", "time_limited", "request_limited", "retried"}.  New reference.
+ * "client_cpu_s", "cancelled", "time_limited", "request_limited", "retried",
+ * "not_sent"}.  New reference.
  */
 json_t *bench_stats_json(struct bench_stats *s);
 

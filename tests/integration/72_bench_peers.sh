@@ -87,11 +87,18 @@ r=$(bench_ctl_run -s h2 -n 2000 -c 2 -m 8 --url "https://127.0.0.1:$KR_PORT/f16k
 diag "$(jq -r '"at bench.max_requests 2050: complete \(.complete), failed \(.failed), retried \(.retried)"' <<<"$r")"
 is "$(jq -r '"\(.complete + .failed) \(.retried)"' <<<"$r")" "2000 50" \
     "-n 2000 at bench.max_requests 2050: 2000 complete or failed, 50 retried, 2050 sent"
-r=$(bench_ctl_run -s h2 -d 30 -c 2 -m 8 --url "https://127.0.0.1:$KR_PORT/f16k.txt" |
-    jq -c '.results[0].result')
-diag "$(jq -r '"timed: complete \(.complete), failed \(.failed), retried \(.retried)"' <<<"$r")"
-is "$(jq -r '"\(.complete + .failed + .retried) \(.request_limited) \(.retried > 0)"' <<<"$r")" \
+out=$(bench_ctl_run -s h2 -d 30 -c 2 -m 8 --url "https://127.0.0.1:$KR_PORT/f16k.txt")
+r=$(jq -c '.results[0].result' <<<"$out")
+diag "$(jq -r '"timed: complete \(.complete), failed \(.failed), retried \(.retried), not sent \(.not_sent)"' <<<"$r")"
+# A stream refused once the run stopped sending is not sent again: not_sent,
+# not retried; each request sent is complete, failed, retried or not sent.
+is "$(jq -r '"\(.complete + .failed + .retried + .not_sent) \(.request_limited) \(.retried > 0)"' <<<"$r")" \
     "2050 true true" "a timed run sends 2050 requests, retried ones included, and says it hit the limit"
+csv=$(tb_ctl bench show "$(jq -r .id <<<"$out")" --csv)
+is "$(printf '%s\n' "$csv" | awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "complete" ||
+    $i == "failed" || $i == "retried" || $i == "not_sent") c[i] = 1 }
+    NR == 2 { for (i in c) t += $i; print t }')" "2050" \
+    "bench show --csv: complete + failed + retried + not_sent = 2050 too"
 tb_ctl set bench.max_requests 1000000 >/dev/null
 kill -TERM "$KR_PID"
 

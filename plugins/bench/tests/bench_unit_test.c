@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugins/bench/bench_conn.h"
 #include "plugins/bench/bench_export.h"
 #include "plugins/bench/bench_opts.h"
 #include "plugins/bench/bench_stats.h"
@@ -142,15 +143,49 @@ static void test_csv(void)
 {
     json_t *run = json_loads(
         "{\"id\":7,\"kind\":\"run\",\"state\":\"done\",\"started_at\":1,\"results\":[{\"seq\":1,"
-        "\"name\":\"a,b\",\"result\":{\"complete\":10,\"failed\":1,\"retried\":3,\"rps\":123.456,"
+        "\"name\":\"a,b\",\"result\":{\"complete\":10,\"failed\":1,\"retried\":3,\"not_sent\":2,"
+        "\"rps\":123.456,"
         "\"options\":{\"scenario\":\"h2\",\"url\":\"https://x/\"},\"tls\":{\"cipher\":\"C\"}}}]}",
         0, NULL);
     char *csv = bench_export_csv(run);
     like(csv, "\n7,run,done,1,1,\"a,b\",h2,https://x/,", "CSV: a comma in a name is quoted");
     like(csv, ",complete,failed,retried,rps,", "CSV: the header names the retried column");
     like(csv, ",10,1,3,123.46,", "CSV: complete, failed, retried, req/s");
+    like(csv, ",server_cpu_us_per_request,ceiling_ratio,not_sent\n", "CSV: not_sent, last");
+    like(csv, ",0.00,0.000,2\n", "CSV: the run's not_sent, last");
     free(csv);
     json_decref(run);
+}
+
+/* h2 requests the server refused unprocessed (GOAWAY, REFUSED_STREAM) are
+ * given back to be sent again: "retried" counts those sent again, and those
+ * a timed run had stopped sending before it could are "not_sent", not
+ * retried.  Every request taken ends complete, failed, retried or not sent. */
+static void test_refused(void)
+{
+    struct bench_opts o = {.requests = 0, .duration_ms = 1000, .max_requests = 100};
+    struct bench_stats st = {0};
+    struct bench_gen g = {.o = &o, .st = &st};
+    struct bench_conn c = {.g = &g};
+    long taken = 0;
+    for (int i = 0; i < 4; i++)
+        taken += bench_gen_take(&g);
+    ok(bench_gen_retry(&c), "a refused request is given back while the run sends");
+    taken += bench_gen_take(&g);
+    is_int(st.retried, 1, "sent again: retried 1");
+    g.stop_issuing = true; /* the run's duration is over */
+    ok(bench_gen_retry(&c) && bench_gen_retry(&c), "two more refused after it stopped sending");
+    ok(!bench_gen_can_take(&g), "the run takes no request any more");
+    bench_gen_failed(&c, 2); /* the two still in flight get no answer */
+    bench_gen_end(&g);
+    is_int(st.retried, 1, "the two never sent again are not counted as retried");
+    is_int(st.not_sent, 2, "they are counted as not sent");
+    is_int(st.complete + st.failed + st.retried + st.not_sent, taken,
+           "complete + failed + retried + not sent = the %ld requests taken", taken);
+    json_t *j = bench_stats_json(&st);
+    is_int(json_integer_value(json_object_get(j, "retried")), 1, "JSON: retried 1");
+    is_int(json_integer_value(json_object_get(j, "not_sent")), 2, "JSON: not_sent 2");
+    json_decref(j);
 }
 
 /* @p json against the site @p site: 0 or -EINVAL with the message in
@@ -288,5 +323,6 @@ int main(void)
     test_site_ip_room();
     test_site_room();
     test_csv();
+    test_refused();
     return done_testing();
 }
