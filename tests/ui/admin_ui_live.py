@@ -257,29 +257,26 @@ def session_ends_under(d):
 
 
 def pasted_key_never_kept(d):
-    """The certificate import's textarea when the session ends: a chain
-    alone is kept and comes back; with a private key pasted in it nothing
-    of it reaches the tab's storage."""
+    """The certificate import's textarea when the session ends: nothing
+    typed or pasted in it reaches the tab's storage, whatever it holds: a
+    chain, a private key's base64 lines without their PEM header, a whole
+    PEM key; after the login the field is empty, no draft restored."""
     chain = "-----BEGIN CERTIFICATE-----\nMIIBdraftchainonly\n-----END CERTIFICATE-----"
     body = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgDRAFTKEYBODY"
-    t = A.open_page(d, "certs", "#import-cert")
-    t.send_keys(chain)
-    pw = session_ends_under(d)
-    A.check("MIIBdraftchainonly" in storage(d), "a certificate chain typed is kept in the tab's storage",
-            storage(d))
-    pw.send_keys(A.PASSWORD + "\n")
-    page_settled(d, "Certificates")
-    t = d.find_element(By.ID, "import-cert")
-    A.check(t.get_attribute("value") == chain, "and comes back after the login", t.get_attribute("value"))
-    t.send_keys("\n-----BEGIN PRIVATE KEY-----\n" + body + "\n-----END PRIVATE KEY-----\n")
-    pw = session_ends_under(d)
-    A.check(body not in storage(d) and "PRIVATE KEY" not in storage(d) and "MIIBdraftchainonly" not in storage(d),
-            "with a private key pasted in, nothing of that field is in the tab's storage", storage(d))
-    pw.send_keys(A.PASSWORD + "\n")
-    page_settled(d, "Certificates")
-    t = d.find_element(By.ID, "import-cert")
-    A.check(t.get_attribute("value") == "" and not d.find_elements(By.ID, "draft-restored"),
-            "and after the login the field is empty, no draft restored", t.get_attribute("value"))
+    for what, text, secret in (
+            ("a certificate chain", chain, "MIIBdraftchainonly"),
+            ("a private key's base64 lines without their PEM header", body + "\n" + body[::-1], body),
+            ("a PEM private key", "-----BEGIN PRIVATE KEY-----\n" + body + "\n-----END PRIVATE KEY-----", body)):
+        t = A.open_page(d, "certs", "#import-cert")
+        t.send_keys(text)
+        pw = session_ends_under(d)
+        A.check(secret not in storage(d) and "import-cert" not in storage(d),
+                f"{what} pasted in the import field is not in the tab's storage", storage(d))
+        pw.send_keys(A.PASSWORD + "\n")
+        page_settled(d, "Certificates")
+        t = d.find_element(By.ID, "import-cert")
+        A.check(t.get_attribute("value") == "" and not d.find_elements(By.ID, "draft-restored"),
+                f"after the login ({what}) the field is empty, no draft restored", t.get_attribute("value"))
 
 
 def slow_handshake(pause):

@@ -37,7 +37,10 @@ export function written(ok) {
 // Fields that may be written to storage: those with an id a page gave them
 // (field() makes up ids that differ from one render to the next) and no
 // secret: password inputs (the login form, secret settings), file inputs
-// (a key file), and any text holding a private key.
+// (a key file), fields marked data-no-draft (the certificate import's text:
+// a key pasted there, even without its PEM header, is only base64 lines
+// that no test of the text can tell from a chain), and any text holding a
+// private key.
 function keepable(e) {
   if (!e.id || e.hasAttribute("data-generated-id")) return false;
   if (e.type === "password" || e.type === "file" || e.type === "hidden") return false;

@@ -24,8 +24,10 @@ async function certList(box) {
 
 function importForm(after) {
   const name = el("input", { id: "import-name", placeholder: "derived from the certificate" });
+  // data-no-draft: a key pasted here by mistake must never reach the tab's
+  // storage (drafts.js), whatever its text looks like.
   const cert = el("textarea", { id: "import-cert", rows: "4", class: "mono wide",
-    placeholder: "-----BEGIN CERTIFICATE-----" });
+    placeholder: "-----BEGIN CERTIFICATE-----", "data-no-draft": true });
   const certFile = el("input", { type: "file", id: "import-cert-file", accept: ".pem,.crt,.cer" });
   const key = el("input", { type: "file", id: "import-key-file", accept: ".pem,.key" });
   const st = status();
