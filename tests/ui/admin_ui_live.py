@@ -256,6 +256,37 @@ def session_ends_under(d):
     return A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#main input[name=password]")))
 
 
+def changed_meanwhile_named(d):
+    """Two settings typed, unsaved; one of them is saved with another value
+    elsewhere before the session ends: after the login both come back as
+    typed, and the restore line names the one saved meanwhile, only it."""
+    A.open_page(d, "plugins", "#set-example-greeting")
+    typed = "typed before someone else saved"
+    g = d.find_element(By.ID, "set-example-greeting")
+    g.clear()
+    g.send_keys(typed)
+    d.find_element(By.CSS_SELECTOR, "#plugin-admin summary").click()
+    lockout = d.find_element(By.ID, "set-admin-lockout_after")
+    lockout_typed = str(int(lockout.get_attribute("value")) + 1)
+    lockout.clear()
+    lockout.send_keys(lockout_typed)
+    A.ctl("set", "example.greeting", "saved by someone else")
+    pw = session_ends_under(d)
+    pw.send_keys(A.PASSWORD + "\n")
+    page_settled(d, "Plugins")
+    g = d.find_element(By.ID, "set-example-greeting")
+    lockout = d.find_element(By.ID, "set-admin-lockout_after")
+    A.check(g.get_attribute("value") == typed and lockout.get_attribute("value") == lockout_typed,
+            "both fields typed come back as typed",
+            f"{g.get_attribute('value')} / {lockout.get_attribute('value')}")
+    note = d.find_elements(By.ID, "draft-restored")
+    text = note[0].text if note else ""
+    A.check(text.startswith("2 fields keep") and text.endswith("Saved meanwhile with another value: greeting."),
+            "the restore line names the field saved meanwhile with another value, and only it", text)
+    A.check(A.ctl("get", "example.greeting").strip() == "saved by someone else",
+            "the value saved elsewhere is still what is stored", A.ctl("get", "example.greeting"))
+
+
 def pasted_key_never_kept(d):
     """The certificate import's textarea when the session ends: nothing
     typed or pasted in it reaches the tab's storage, whatever it holds: a
@@ -320,7 +351,8 @@ def main():
     try:
         A.first_run(d)
         for step in (session_ends_on_dashboard, session_ends_then_menu, hidden_dashboards,
-                     relogin_in_other_window, edits_survive_session_end, pasted_key_never_kept,
+                     relogin_in_other_window, edits_survive_session_end, changed_meanwhile_named,
+                     pasted_key_never_kept,
                      slow_handshake_latency):
             try:
                 step(d)

@@ -134,11 +134,12 @@ async function route() {
     }
     // Edits the session's end interrupted (drafts.js) go back now, unsaved.
     if (session && mine === shown && root.isConnected) {
-      const n = restore(root, session.user, page.id);
+      const { n, changed } = restore(root, session.user, page.id);
       if (n) {
         title.after(el("p", { class: "status warn", id: "draft-restored", role: "status",
           text: `${n === 1 ? "1 field keeps" : `${n} fields keep`} what you typed before the session ended. ` +
-            "Nothing of it is saved yet: check it and press Save." }));
+            "Nothing of it is saved yet: check it and press Save." +
+            (changed.length ? ` Saved meanwhile with another value: ${changed.join(", ")}.` : "") }));
       }
     }
   } catch (e) {

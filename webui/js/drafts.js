@@ -12,8 +12,25 @@
 // someone else logs in.
 const KEY = "tlsbox.draft";
 
-let watched = null; // { root, page, touched: Set of fields the user changed }
+// { root, page, touched: Set of fields the user changed, saved: Map of a
+// field to its value before the user first changed it (or last saved it) }
+let watched = null;
 let submitted = null; // the form whose Save was pressed last
+
+function valueOf(e) {
+  return e.type === "checkbox" || e.type === "radio" ? { checked: e.checked } : { value: e.value };
+}
+
+function same(a, b) {
+  return "checked" in a ? !!a.checked === !!b.checked : String(a.value) === String(b.value);
+}
+
+// Focus comes before any typing, choosing or ticking: the value then is the
+// saved one, which a restored draft compares with what is saved by then.
+function remember(ev) {
+  const e = ev.target;
+  if (watched && e.id && !watched.saved.has(e) && !watched.touched.has(e)) watched.saved.set(e, valueOf(e));
+}
 
 function note(ev) {
   if (watched && ev.target.id) watched.touched.add(ev.target);
@@ -29,7 +46,11 @@ function noteSubmit(ev) {
 // over one changed meanwhile elsewhere.  Refused, they still are.
 export function written(ok) {
   if (ok && watched && submitted) {
-    for (const e of [...watched.touched]) if (submitted.contains(e)) watched.touched.delete(e);
+    for (const e of [...watched.touched]) {
+      if (!submitted.contains(e)) continue;
+      watched.touched.delete(e);
+      watched.saved.set(e, valueOf(e)); // what is saved now
+    }
   }
   submitted = null;
 }
@@ -72,9 +93,11 @@ export function watch(root, page) {
     watched.root.removeEventListener("input", note);
     watched.root.removeEventListener("change", note);
     watched.root.removeEventListener("submit", noteSubmit, true);
+    watched.root.removeEventListener("focusin", remember);
   }
-  watched = { root, page, touched: new Set() };
+  watched = { root, page, touched: new Set(), saved: new Map() };
   submitted = null;
+  root.addEventListener("focusin", remember);
   root.addEventListener("input", note);
   root.addEventListener("change", note);
   // Capture: before the page's own handler sends the change.
@@ -88,7 +111,9 @@ export function keep(user) {
   const fields = {};
   for (const e of watched.touched) {
     if (!e.isConnected || !keepable(e)) continue;
-    fields[e.id] = e.type === "checkbox" || e.type === "radio" ? { checked: e.checked } : { value: e.value };
+    fields[e.id] = valueOf(e);
+    const saved = watched.saved.get(e);
+    if (saved) fields[e.id].saved = saved;
   }
   if (!Object.keys(fields).length) return;
   try {
@@ -98,18 +123,31 @@ export function keep(user) {
   }
 }
 
+// The name a page shows for field @p e: its label's text, else its id.
+function nameOf(e) {
+  const label = [...document.querySelectorAll("label")].find((l) => l.htmlFor === e.id);
+  return (label && label.textContent.trim()) || e.id;
+}
+
 // The page is rendered after a login: put back the draft kept for it and
-// this user, unsaved, and say how many fields came back (0: none).  A
-// draft of another page or user is dropped: it belonged to what was left.
+// this user, unsaved.  Returns how many fields came back (n, 0: none) and
+// the names of those whose saved value changed since the draft was taken
+// (changed): someone saved another value meanwhile, which the draft now
+// hides.  A draft of another page or user is dropped: it belonged to what
+// was left.
 export function restore(root, user, page) {
   const d = read();
-  if (!d) return 0;
+  const none = { n: 0, changed: [] };
+  if (!d) return none;
   drop();
-  if (d.user !== user || d.page !== page || !d.fields) return 0;
+  if (d.user !== user || d.page !== page || !d.fields) return none;
   let n = 0;
+  const changed = [];
   for (const [id, v] of Object.entries(d.fields)) {
     const e = document.getElementById(id);
     if (!e || !root.contains(e) || !keepable(e)) continue;
+    // The page shows what is saved now: compared before the draft hides it.
+    const now = valueOf(e);
     if ("checked" in v) {
       if (e.type !== "checkbox" && e.type !== "radio") continue;
       e.checked = !!v.checked;
@@ -118,9 +156,14 @@ export function restore(root, user, page) {
       if (e.tagName === "SELECT" && ![...e.options].some((o) => o.value === v.value)) continue;
       e.value = String(v.value);
     }
-    // Still unsaved: kept again if the session ends once more.
-    if (watched && watched.root === root) watched.touched.add(e);
+    if (v.saved && !same(v.saved, now)) changed.push(nameOf(e));
+    if (watched && watched.root === root) {
+      // Still unsaved: kept again if the session ends once more, against
+      // the value saved now.
+      watched.touched.add(e);
+      watched.saved.set(e, now);
+    }
     n += 1;
   }
-  return n;
+  return { n, changed };
 }
