@@ -162,13 +162,30 @@ static json_t *time_or_null(int64_t t)
     return t ? json_integer(t) : json_null();
 }
 
-/* One row for the API.  "stapled" is judged at @p now, not as stored. */
+void ocsp_status_judge(json_t *j, time_t now)
+{
+    json_t *su = json_object_get(j, "serve_until");
+    bool stapled = json_is_true(json_object_get(j, "stapled")) && json_is_integer(su) &&
+                   json_integer_value(su) > now;
+    json_object_set_new(j, "stapled", json_boolean(stapled));
+    json_t *tu = json_object_get(j, "this_update");
+    json_object_set_new(j, "staple_age",
+                        stapled && json_is_integer(tu) ? json_integer(now - json_integer_value(tu))
+                                                       : json_null());
+    if (json_is_true(json_object_get(j, "must_staple")) && !stapled)
+        json_object_set_new(j, "warning",
+                            json_string("must-staple certificate without a valid staple: "
+                                        "strict clients refuse it"));
+    else
+        json_object_del(j, "warning");
+}
+
+/* One row for the API: the stored facts, judged at @p now. */
 static json_t *row_json(const struct ocsp_row *r, time_t now)
 {
-    bool stapled = r->stapled && r->serve_until > now;
     json_t *j = json_pack("{s:s, s:s, s:s?, s:s?, s:b, s:b, s:i, s:s?}", "name", r->cert_name,
                           "status", r->state, "responder", r->responder, "reason", r->reason,
-                          "stapled", stapled, "must_staple", r->must_staple, "failures",
+                          "stapled", r->stapled, "must_staple", r->must_staple, "failures",
                           r->failures, "last_error", r->last_error);
     json_object_set_new(j, "produced_at", time_or_null(r->produced_at));
     json_object_set_new(j, "this_update", time_or_null(r->this_update));
@@ -177,12 +194,7 @@ static json_t *row_json(const struct ocsp_row *r, time_t now)
     json_object_set_new(j, "fetched_at", time_or_null(r->fetched_at));
     json_object_set_new(j, "next_refresh", time_or_null(r->next_refresh));
     json_object_set_new(j, "revoked_at", time_or_null(r->revoked_at));
-    json_object_set_new(j, "staple_age",
-                        stapled ? json_integer(now - r->this_update) : json_null());
-    if (r->must_staple && !stapled)
-        json_object_set_new(j, "warning",
-                            json_string("must-staple certificate without a valid staple: "
-                                        "strict clients refuse it"));
+    ocsp_status_judge(j, now);
     return j;
 }
 

@@ -3,6 +3,9 @@
 # the staple stays through failed refreshes (retried with backoff), leaves
 # the bundle before its nextUpdate (at nextUpdate - a quarter of its
 # validity), and no connection ever gets a staple past its nextUpdate.
+# Once a connection got no staple, the status asked right after it says so
+# ("stapled": false), also while a refresh is held up by a responder that
+# accepts and never answers.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 . "$(dirname "$0")/ocsp_lib.sh"
@@ -27,6 +30,20 @@ is "$((su - tu))" 45 "served until nextUpdate - 15 s (a quarter)"
 ok "$([ "$nr" -ge $((tu + 30)) ] && [ "$nr" -le $((tu + 36)) ] && echo 0 || echo 1)" \
     "refresh planned at half the validity plus jitter (+$((nr - tu)) s)"
 
+# After a connection that got no staple, the status (asked after it, so no
+# race: the core drops the staple at serve_until, never before) must say no
+# staple is sent.
+unstapled=0 wrong=0
+check_unstapled() {
+    printf '%s\n' "$1" | grep -q 'OCSP response: no response sent' || return 0
+    unstapled=$((unstapled + 1))
+    local st
+    st=$(oc_status ocsp.test stapled)
+    [ "$st" = false ] && return 0
+    wrong=$((wrong + 1))
+    diag "a connection got no staple at $(date +%s) (serve_until $su), the status then said: $st"
+}
+
 oc_stop_responder
 stale=0 kept=0 dropped=0 samples=0
 while [ "$(date +%s)" -le $((nu + 3)) ] && [ "$samples" -lt 120 ]; do
@@ -35,6 +52,7 @@ while [ "$(date +%s)" -le $((nu + 3)) ] && [ "$samples" -lt 120 ]; do
     now=$(date +%s)
     next=$(printf '%s\n' "$out" | sed -n 's/^ *Next Update: //p' | head -1)
     fails=$(oc_status ocsp.test failures)
+    check_unstapled "$out"
     if [ -n "$next" ]; then
         [ "$(date -d "$next" +%s)" -le "$now" ] && stale=$((stale + 1))
         [ "$fails" -ge 1 ] && kept=$((kept + 1))
@@ -50,6 +68,8 @@ ok "$([ "$dropped" -ge 3 ] && echo 0 || echo 1)" "and dropped before nextUpdate 
 f=$(oc_status ocsp.test failures)
 ok "$([ "$f" -ge 2 ] && echo 0 || echo 1)" "refresh retried with backoff ($f failures)"
 is "$(oc_status ocsp.test stapled)" false "status: not stapled"
+ok "$([ "$unstapled" -ge 3 ] && echo 0 || echo 1)" "connections without a staple were seen ($unstapled)"
+is "$wrong" 0 "after each, the status said not stapled"
 like "$(oc_status ocsp.test last_error)" "127.0.0.1:$OC_PORT" "last error names the responder"
 like "$(cat "$TB_TMP/daemon.log")" "ocsp.test: OCSP staple dropped" "log says the staple was dropped"
 
@@ -58,6 +78,26 @@ oc_start_responder -nmin 1 || bail "responder restart"
 tb_ctl ocsp refresh ocsp.test >/dev/null
 like "$(oc_staple ocsp.test)" "Cert Status: good" "stapled again once the responder answers"
 is "$(oc_status ocsp.test failures)" 0 "failures reset"
+
+# A responder that accepts and never answers: the refresh (planned from
+# this_update + 30 s) waits 30 s for it, past serve_until (+45 s); the core
+# drops the staple on time and the status must say so then, not when the
+# stalled refresh gives up.
+tb_ctl set ocsp.timeout_seconds 30 >/dev/null
+: >"$OC/hang"
+su=$(oc_status ocsp.test serve_until)
+unstapled=0 wrong=0
+while [ "$(date +%s)" -le $((su + 3)) ]; do
+    check_unstapled "$(oc_staple ocsp.test)"
+    sleep 0.5
+done
+ok "$([ "$unstapled" -ge 2 ] && echo 0 || echo 1)" \
+    "connections got no staple while the refresh was stalled ($unstapled)"
+is "$(oc_status ocsp.test failures)" 0 "the refresh was still stalled then"
+is "$wrong" 0 "after each, the status said not stapled"
+oc_wait_status ocsp.test failures 1 40
+ok $? "the stalled refresh gave up"
+rm -f "$OC/hang"
 tb_stop_daemon
 ok $? "daemon stops"
 done_testing

@@ -9,7 +9,9 @@ Listens on 127.0.0.1:LISTEN_PORT in the caller's namespace; each connection is
 relayed to 127.0.0.1:TARGET_PORT inside /run/netns/NETNS_NAME.  Each request
 appends a line to DIR/requests.log.  When DIR/override.der exists, the request
 is answered with that file instead (a crafted response) without asking the
-responder.  Exits on SIGTERM."""
+responder.  When DIR/hang exists, the request is read and never answered
+(a responder that accepts and then stalls): the client waits for its own
+timeout.  Exits on SIGTERM."""
 import ctypes
 import os
 import socket
@@ -69,10 +71,15 @@ def main():
         sys.exit("setns: errno %d" % ctypes.get_errno())
     os.close(fd)
     print("listening on 127.0.0.1:%d" % port, flush=True)
+    held = []
     while True:
         conn, _ = lst.accept()
         with open(os.path.join(d, "requests.log"), "a") as f:
             f.write("request\n")
+        if os.path.exists(os.path.join(d, "hang")):
+            read_request(conn)
+            held.append(conn)  # kept open, never answered
+            continue
         override = os.path.join(d, "override.der")
         if os.path.exists(override):
             read_request(conn)
