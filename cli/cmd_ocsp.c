@@ -20,6 +20,11 @@ static const char *ocsp_status_word(const char *s)
         return "not applicable";
     if (strcmp(s, "unknown") == 0)
         return "UNKNOWN";
+    /* The last answer was good, but clients get no staple now. */
+    if (strcmp(s, "expired") == 0)
+        return "EXPIRED - no staple is sent: no fresh answer came before the last one ended";
+    if (strcmp(s, "not_stapled") == 0)
+        return "not stapled - waiting for a fresh answer";
     return s;
 }
 

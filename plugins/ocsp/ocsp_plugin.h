@@ -89,11 +89,11 @@ void ocsp_row_clear(struct ocsp_row *row);
 int ocsp_rows_prune(sqlite3 *db, json_t *names);
 /* Every row as status JSON at @p now. */
 json_t *ocsp_rows_json(sqlite3 *db, time_t now);
-/* Set a status row's "stapled", "staple_age" and "warning" from its
- * stored facts ("serve_until", ...) at @p now.  The API calls it again at
- * each request: a run can be late (a responder that does not answer holds
- * it up to timeout_seconds per certificate) while the core drops the
- * staple at serve_until on time.  Idempotent as time goes on. */
+/* Set a status row's "stapled", "status", "staple_age" and "warning" from
+ * its stored facts ("answer", "serve_until", ...) at @p now.  The API calls
+ * it again at each request: a run can be late (a responder that does not
+ * answer holds it up to timeout_seconds per certificate) while the core
+ * drops the staple at serve_until on time.  Idempotent as time goes on. */
 void ocsp_status_judge(json_t *row, time_t now);
 
 /* ocsp_run.c */

@@ -165,9 +165,16 @@ static json_t *time_or_null(int64_t t)
 void ocsp_status_judge(json_t *j, time_t now)
 {
     json_t *su = json_object_get(j, "serve_until");
-    bool stapled = json_is_true(json_object_get(j, "stapled")) && json_is_integer(su) &&
-                   json_integer_value(su) > now;
+    bool ended = json_is_integer(su) && json_integer_value(su) <= now;
+    bool stapled = json_is_true(json_object_get(j, "stapled")) && json_is_integer(su) && !ended;
+    const char *answer = json_string_value(json_object_get(j, "answer"));
+    const char *status = answer ? answer : "pending";
+    /* A good answer that is no longer sent must not read "good": the
+     * clients get no staple, whatever the responder said last. */
+    if (strcmp(status, "good") == 0 && !stapled)
+        status = ended ? "expired" : "not_stapled";
     json_object_set_new(j, "stapled", json_boolean(stapled));
+    json_object_set_new(j, "status", json_string(status));
     json_t *tu = json_object_get(j, "this_update");
     json_object_set_new(j, "staple_age",
                         stapled && json_is_integer(tu) ? json_integer(now - json_integer_value(tu))
@@ -184,7 +191,7 @@ void ocsp_status_judge(json_t *j, time_t now)
 static json_t *row_json(const struct ocsp_row *r, time_t now)
 {
     json_t *j = json_pack("{s:s, s:s, s:s?, s:s?, s:b, s:b, s:i, s:s?}", "name", r->cert_name,
-                          "status", r->state, "responder", r->responder, "reason", r->reason,
+                          "answer", r->state, "responder", r->responder, "reason", r->reason,
                           "stapled", r->stapled, "must_staple", r->must_staple, "failures",
                           r->failures, "last_error", r->last_error);
     json_object_set_new(j, "produced_at", time_or_null(r->produced_at));

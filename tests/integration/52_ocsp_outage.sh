@@ -4,8 +4,8 @@
 # the bundle before its nextUpdate (at nextUpdate - a quarter of its
 # validity), and no connection ever gets a staple past its nextUpdate.
 # Once a connection got no staple, the status asked right after it says so
-# ("stapled": false), also while a refresh is held up by a responder that
-# accepts and never answers.
+# ("stapled": false, status "expired", not "good"), also while a refresh is
+# held up by a responder that accepts and never answers.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 . "$(dirname "$0")/ocsp_lib.sh"
@@ -32,14 +32,14 @@ ok "$([ "$nr" -ge $((tu + 30)) ] && [ "$nr" -le $((tu + 36)) ] && echo 0 || echo
 
 # After a connection that got no staple, the status (asked after it, so no
 # race: the core drops the staple at serve_until, never before) must say no
-# staple is sent.
+# staple is sent and why: "expired", not the last answer's "good".
 unstapled=0 wrong=0
 check_unstapled() {
     printf '%s\n' "$1" | grep -q 'OCSP response: no response sent' || return 0
     unstapled=$((unstapled + 1))
     local st
-    st=$(oc_status ocsp.test stapled)
-    [ "$st" = false ] && return 0
+    st="$(oc_status ocsp.test stapled) $(oc_status ocsp.test status)"
+    [ "$st" = "false expired" ] && return 0
     wrong=$((wrong + 1))
     diag "a connection got no staple at $(date +%s) (serve_until $su), the status then said: $st"
 }
@@ -69,7 +69,9 @@ f=$(oc_status ocsp.test failures)
 ok "$([ "$f" -ge 2 ] && echo 0 || echo 1)" "refresh retried with backoff ($f failures)"
 is "$(oc_status ocsp.test stapled)" false "status: not stapled"
 ok "$([ "$unstapled" -ge 3 ] && echo 0 || echo 1)" "connections without a staple were seen ($unstapled)"
-is "$wrong" 0 "after each, the status said not stapled"
+is "$wrong" 0 "after each, the status said not stapled, expired"
+is "$(oc_status ocsp.test answer)" good "the last answer is still shown as good"
+like "$(tb_ctl ocsp status ocsp.test)" "EXPIRED - no staple is sent" "tlsboxctl says the staple expired"
 like "$(oc_status ocsp.test last_error)" "127.0.0.1:$OC_PORT" "last error names the responder"
 like "$(cat "$TB_TMP/daemon.log")" "ocsp.test: OCSP staple dropped" "log says the staple was dropped"
 
@@ -78,6 +80,7 @@ oc_start_responder -nmin 1 || bail "responder restart"
 tb_ctl ocsp refresh ocsp.test >/dev/null
 like "$(oc_staple ocsp.test)" "Cert Status: good" "stapled again once the responder answers"
 is "$(oc_status ocsp.test failures)" 0 "failures reset"
+is "$(oc_status ocsp.test status)" good "status good again"
 
 # A responder that accepts and never answers: the refresh (planned from
 # this_update + 30 s) waits 30 s for it, past serve_until (+45 s); the core
@@ -94,9 +97,10 @@ done
 ok "$([ "$unstapled" -ge 2 ] && echo 0 || echo 1)" \
     "connections got no staple while the refresh was stalled ($unstapled)"
 is "$(oc_status ocsp.test failures)" 0 "the refresh was still stalled then"
-is "$wrong" 0 "after each, the status said not stapled"
+is "$wrong" 0 "after each, the status said not stapled, expired"
 oc_wait_status ocsp.test failures 1 40
 ok $? "the stalled refresh gave up"
+is "$(oc_status ocsp.test status)" expired "status still expired"
 rm -f "$OC/hang"
 tb_stop_daemon
 ok $? "daemon stops"
