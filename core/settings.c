@@ -166,9 +166,9 @@ static void owner_free(struct owner *o)
 
 /* Record that @p o's applier serves @p value for setting @p i, or NULL: the
  * stored value.  Not NULL after the applier took a stored value for the next
- * start (TLSBOX_APPLY_AT_RESTART) and kept serving this one: a change taken
- * back hands the applier what it serves, not the pending value.  set_lock
- * held. */
+ * start (TLSBOX_APPLY_AT_RESTART) or refused one a reload found, and kept
+ * serving this one: a change taken back hands the applier what it serves,
+ * not the stored value.  set_lock held. */
 static void set_served(struct owner *o, size_t i, const char *value)
 {
     if (o->served[i] == value)
@@ -443,9 +443,9 @@ static int reload_offer(struct owner *o, const struct tlsbox_setting_value *v, c
                         size_t m, char **why)
 {
     int rc = o->apply(o->apply_arg, v, why);
-    /* Applied: served as stored.  For the next start: the old one still
-     * serves. */
-    for (size_t j = 0; rc >= 0 && j < m; j++)
+    /* Applied: served as stored.  For the next start or refused: the old
+     * one still serves, though the store (swapped in after) says otherwise. */
+    for (size_t j = 0; j < m; j++)
         set_served(o, idx[j], rc == 0 ? NULL : served_value(o, idx[j]));
     return rc;
 }

@@ -751,6 +751,21 @@ static int t_apply(void *arg, const struct tlsbox_setting_value *ch, char **err)
     return rc;
 }
 
+/* Set ap.port to @p port with bp.level "bad", which bp refuses: the change
+ * is taken back, and ap's calls must be @p want. */
+static void taken_back(struct applied *a, struct applied *b, const char *port, const char *want,
+                       const char *what)
+{
+    char *err = NULL;
+    a->calls[0] = b->calls[0] = '\0';
+    json_t *p = json_pack("{s:s, s:s}", "ap.port", port, "bp.level", "bad");
+    is_int(settings_set_many(p, NULL, "alice", &err), -EADDRINUSE,
+           "ap.port with a refused bp.level: refused");
+    json_decref(p);
+    is_str(a->calls, want, "%s", what);
+    free(err);
+}
+
 static void test_applier(void)
 {
     struct applied a = {.owner = "ap",
@@ -824,13 +839,8 @@ static void test_applier(void)
     /* ap serves 8443 with 80 stored for the next start.  A change it applies
      * that is then not stored must hand it back 8443 (what it serves), not
      * the stored 80: first another owner refuses, then the commit fails. */
-    a.calls[0] = b.calls[0] = '\0';
-    p = json_pack("{s:s, s:s}", "ap.port", "9000", "bp.level", "bad");
-    is_int(settings_set_many(p, NULL, "alice", &err), -EADDRINUSE,
-           "ap.port 9000 with a refused bp.level: refused");
-    json_decref(p);
-    is_str(a.calls, "port=9000;port=8443;",
-           "ap went back to the port it serves, not the stored 80");
+    taken_back(&a, &b, "9000", "port=9000;port=8443;",
+               "ap went back to the port it serves, not the stored 80");
     /* A deferred foreign key fails the COMMIT after every statement ran (the
      * upsert of a stored key is an UPDATE). */
     sqlite3_exec(store_main(),
@@ -875,6 +885,10 @@ static void test_applier(void)
         free(sql);
         free(want);
     }
+    /* ap refused the reload's 9999 and serves 9000: a change it applies
+     * that is then taken back must hand it 9000, not the refused 9999. */
+    taken_back(&a, &b, "9003", "port=9003;port=9000;",
+               "ap went back to the port it serves, not the reload's refused 9999");
     a.calls[0] = '\0';
     is_int(settings_load(), 0, "reload, nothing changed");
     is_str(a.calls, "", "the applier is not called");
