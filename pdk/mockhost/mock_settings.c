@@ -132,15 +132,29 @@ static int short_enough(const struct tlsbox_setting_def *d, const char *v)
     return d->max <= 0 || strlen(v) <= (unsigned long long)d->max;
 }
 
-/* Every comma-separated item of @p v matches the pattern and the bound. */
+/* Every comma-separated item of @p v, blanks trimmed, is not empty and
+ * matches the pattern and the bound, as core/settings_check.c splits a LIST:
+ * "a.org ," is one item of 5 bytes and "a.org," has an empty one.  Blanks
+ * alone are the empty list. */
 static int list_matches(const struct tlsbox_setting_def *d, const char *v)
 {
-    char *copy = tlsbox_xstrdup(v), *save = NULL;
+    char *copy = tlsbox_xstrdup(v), *p = copy;
     int ok = 1;
-    for (char *t = strtok_r(copy, ",", &save); t && ok; t = strtok_r(NULL, ",", &save)) {
-        while (*t == ' ')
-            t++;
-        ok = short_enough(d, t) && matches(d->pattern, t);
+    while (*p == ' ' || *p == '\t')
+        p++;
+    while (*p && ok) {
+        char *comma = strchr(p, ','), *e = comma ? comma : p + strlen(p), *s = p;
+        while (s < e && (*s == ' ' || *s == '\t'))
+            s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        *e = '\0';
+        ok = s < e && short_enough(d, s) && matches(d->pattern, s);
+        if (!comma)
+            break;
+        p = comma + 1;
+        if (!*p)
+            ok = 0; /* a trailing comma: an empty last item */
     }
     free(copy);
     return ok;
@@ -162,7 +176,8 @@ static const char *check(const struct tlsbox_setting_def *d, const char *v)
     case TLSBOX_SETTING_ENUM:
         return choice_of(d->choices, v) ? NULL : "not one of the choices";
     case TLSBOX_SETTING_LIST:
-        return list_matches(d, v) ? NULL : "an item is too long or does not match the pattern";
+        return list_matches(d, v) ? NULL
+                                  : "an item is empty, too long or does not match the pattern";
     case TLSBOX_SETTING_STRING:
         if (!short_enough(d, v))
             return "longer than .max";

@@ -86,6 +86,7 @@ static int t_start(void *state)
 static const struct tlsbox_setting_def t_settings[] = {
     {.key = "port", .type = TLSBOX_SETTING_INT, .default_value = "8443", .min = 1, .max = 65535},
     {.key = "name", .type = TLSBOX_SETTING_STRING, .default_value = "box", .max = 8},
+    {.key = "names", .type = TLSBOX_SETTING_LIST, .default_value = "", .max = 8},
     TLSBOX_SETTINGS_END};
 
 static const struct tlsbox_plugin_desc desc = {.abi_major = TLSBOX_ABI_MAJOR,
@@ -120,6 +121,16 @@ int main(void)
     check_str(s->seen, "", "and .apply_settings is not called");
     check_int(tlsbox_mock_set("name", "ninechars"), -EINVAL,
               "a STRING longer than .max is refused");
+    /* A LIST is split as the core splits it: items trimmed of blanks, each
+     * bounded by .max, none empty. */
+    check_int(tlsbox_mock_set("names", "eightchr ,\tabc\t"), 0,
+              "LIST items of 8 bytes with blanks around them are accepted");
+    check_int(tlsbox_mock_set("names", "eightchr,ninechars"), -EINVAL,
+              "a LIST item longer than .max is refused");
+    check_int(tlsbox_mock_set("names", "abc,"), -EINVAL, "a LIST with a trailing comma is refused");
+    check_int(tlsbox_mock_set("names", "abc, ,de"), -EINVAL,
+              "a LIST with an empty item is refused");
+    check_int(tlsbox_mock_set("names", "  "), 0, "blanks alone are the empty LIST");
 
     desc.start(s);
     tlsbox_mock_started(s);
