@@ -45,7 +45,7 @@ function valueOf(s, input) {
 function limits(s) {
   const parts = [s.help];
   if (s.type === "int" && (s.min || s.max)) parts.push(`(${s.min}–${s.max})`);
-  if (s.max_length) parts.push(`(at most ${s.max_length} characters${s.type === "list" ? " each" : ""})`);
+  if (s.max_length) parts.push(`(at most ${s.max_length} bytes${s.type === "list" ? " each" : ""})`);
   if (s.restart) parts.push("· takes effect at the next start");
   return parts.filter(Boolean).join(" ");
 }
