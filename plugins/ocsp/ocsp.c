@@ -142,6 +142,10 @@ static int ocsp_start(void *state)
     o->timer = h->timer_add(o->self, "ocsp-check", period, period, period / 10, ocsp_run_job, o);
     if (o->timer < 0)
         return (int)o->timer;
+    /* Apart from the runs, which a stalled fetch holds up. */
+    o->gauge_timer = h->timer_add(o->self, "ocsp-gauges", 1000, 1000, 0, ocsp_gauges_job, o);
+    if (o->gauge_timer < 0)
+        return (int)o->gauge_timer;
     ocsp_run_submit(o, NULL);
     return 0;
 }
@@ -156,6 +160,8 @@ static void ocsp_stop(void *state)
         o->host->event_unsubscribe(o->self, o->sub_settings);
     if (o->timer > 0)
         o->host->timer_cancel(o->self, o->timer);
+    if (o->gauge_timer > 0)
+        o->host->timer_cancel(o->self, o->gauge_timer);
     pthread_mutex_lock(&o->wake_lock);
     if (o->wake_timer > 0)
         o->host->timer_cancel(o->self, o->wake_timer);

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "plugins/ocsp/ocsp_plugin.h"
 
@@ -11,17 +10,8 @@ static void api_status(void *arg, const struct tlsbox_api_request *req,
 {
     struct ocsp *o = arg;
     (void)req;
-    pthread_mutex_lock(&o->status_lock);
-    json_t *st = json_loads(o->status_json, 0, NULL);
-    pthread_mutex_unlock(&o->status_lock);
     /* Judged now, not when the last run wrote it: what clients get now. */
-    time_t now = time(NULL);
-    size_t i;
-    json_t *r;
-    json_array_foreach(json_object_get(st, "certificates"), i, r)
-    {
-        ocsp_status_judge(r, now);
-    }
+    json_t *st = ocsp_status_now(o);
     reply->body = st ? json_dumps(st, JSON_COMPACT) : NULL;
     json_decref(st);
     if (!reply->body) {

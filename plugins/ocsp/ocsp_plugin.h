@@ -31,8 +31,9 @@ struct ocsp {
     size_t ninstalled;
     atomic_uint_fast64_t runs_queued; /* refresh requests so far; status "runs" catches up */
 
-    int64_t timer;      /* periodic full check */
-    int64_t wake_timer; /* one-shot: the next refresh or drop */
+    int64_t timer;       /* periodic full check */
+    int64_t wake_timer;  /* one-shot: the next refresh or drop */
+    int64_t gauge_timer; /* the /metrics gauges, re-judged every second */
     pthread_mutex_t wake_lock;
     int64_t sub_cert;     /* cert.changed */
     int64_t sub_settings; /* settings.changed */
@@ -98,6 +99,13 @@ void ocsp_status_judge(json_t *row, time_t now);
 
 /* ocsp_run.c */
 void ocsp_run_job(void *arg, struct tlsbox_job *job);
+/* The last run's status (NULL if unreadable) with each row judged now
+ * (ocsp_status_judge); the caller owns it.  Any thread. */
+json_t *ocsp_status_now(struct ocsp *o);
+/* Set the /metrics gauges from the last status judged now: a run held up
+ * by a responder that does not answer must not leave them saying a staple
+ * is sent after the core dropped it at serve_until. */
+void ocsp_gauges_job(void *arg, struct tlsbox_job *job);
 /* Queue a run; @p name (or NULL for none, "*" for all) is refreshed even when not due. */
 void ocsp_run_submit(struct ocsp *o, const char *name);
 /* Queue a run after certificate @p name was installed (cert.changed): its

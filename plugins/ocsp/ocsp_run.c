@@ -304,14 +304,14 @@ save:
     run_cert_free(&c);
 }
 
-static void run_status(struct ocsp *o, sqlite3 *db, time_t now, time_t wake, uint64_t run)
+/* The per-certificate gauges on /metrics, from status rows judged at one
+ * moment, so they say what GET ocsp/status says then. */
+static void gauges_set(struct ocsp *o, json_t *rows)
 {
-    json_t *rows = ocsp_rows_json(db, now);
     size_t i;
     json_t *r;
     json_array_foreach(rows, i, r)
     {
-        /* Staple age per certificate, for /metrics. */
         json_t *age = json_object_get(r, "staple_age");
         char *m = tlsbox_xasprintf("tlsbox_ocsp_staple_age_seconds{cert=\"%s\"}",
                                    json_string_value(json_object_get(r, "name")));
@@ -321,6 +321,36 @@ static void run_status(struct ocsp *o, sqlite3 *db, time_t now, time_t wake, uin
         if (g)
             o->host->metric_set(g, json_is_integer(age) ? json_integer_value(age) : -1);
     }
+}
+
+json_t *ocsp_status_now(struct ocsp *o)
+{
+    pthread_mutex_lock(&o->status_lock);
+    json_t *st = json_loads(o->status_json, 0, NULL);
+    pthread_mutex_unlock(&o->status_lock);
+    time_t now = time(NULL);
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(st, "certificates"), i, r)
+    {
+        ocsp_status_judge(r, now);
+    }
+    return st;
+}
+
+void ocsp_gauges_job(void *arg, struct tlsbox_job *job)
+{
+    struct ocsp *o = arg;
+    (void)job;
+    json_t *st = ocsp_status_now(o);
+    gauges_set(o, json_object_get(st, "certificates"));
+    json_decref(st);
+}
+
+static void run_status(struct ocsp *o, sqlite3 *db, time_t now, time_t wake, uint64_t run)
+{
+    json_t *rows = ocsp_rows_json(db, now);
+    gauges_set(o, rows);
     json_t *st = json_pack("{s:o, s:I, s:I}", "certificates", rows, "runs", (json_int_t)run,
                            "updated_at", (json_int_t)now);
     json_object_set_new(st, "next_wake", wake ? json_integer(wake) : json_null());

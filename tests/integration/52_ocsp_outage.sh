@@ -5,7 +5,8 @@
 # validity), and no connection ever gets a staple past its nextUpdate.
 # Once a connection got no staple, the status asked right after it says so
 # ("stapled": false, status "expired", not "good"), also while a refresh is
-# held up by a responder that accepts and never answers.
+# held up by a responder that accepts and never answers.  The staple age
+# on /metrics says the same then (-1: no staple), not the last run's age.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 . "$(dirname "$0")/ocsp_lib.sh"
@@ -81,6 +82,14 @@ tb_ctl ocsp refresh ocsp.test >/dev/null
 like "$(oc_staple ocsp.test)" "Cert Status: good" "stapled again once the responder answers"
 is "$(oc_status ocsp.test failures)" 0 "failures reset"
 is "$(oc_status ocsp.test status)" good "status good again"
+# The gauge is judged at most a second before the status is asked.
+metric_age() {
+    tb_ctl metrics | sed -n 's/^tlsbox_ocsp_staple_age_seconds{cert="ocsp.test"}[ =:]*//p'
+}
+g=$(metric_age)
+a=$(oc_status ocsp.test staple_age)
+ok "$([ -n "$g" ] && [ "$g" -ge 0 ] && [ "$g" -le "$a" ] && [ "$a" -le $((g + 2)) ] && echo 0 || echo 1)" \
+    "metrics: staple age $g s, as the status says ($a s)"
 
 # A responder that accepts and never answers: the refresh (planned from
 # this_update + 30 s) waits 30 s for it, past serve_until (+45 s); the core
@@ -98,6 +107,8 @@ ok "$([ "$unstapled" -ge 2 ] && echo 0 || echo 1)" \
     "connections got no staple while the refresh was stalled ($unstapled)"
 is "$(oc_status ocsp.test failures)" 0 "the refresh was still stalled then"
 is "$wrong" 0 "after each, the status said not stapled, expired"
+is "$(oc_status ocsp.test status) $(metric_age)" "expired -1" \
+    "metrics: no staple age while the refresh is stalled (-1), as the status says"
 oc_wait_status ocsp.test failures 1 40
 ok $? "the stalled refresh gave up"
 is "$(oc_status ocsp.test status)" expired "status still expired"
