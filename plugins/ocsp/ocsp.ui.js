@@ -1,7 +1,8 @@
 // The OCSP plugin's page in the tlsbox web UI (served at /ui/plugins/ocsp.js
 // while the plugin runs): one row per certificate from GET ocsp/status, a
-// revoked certificate and a must-staple one without a staple shown first and
-// in red, and "refresh now" per certificate or for all (POST ocsp/refresh).
+// revoked certificate, a must-staple one without a staple and one whose good
+// answer is no longer sent shown first and in red, and "refresh now" per
+// certificate or for all (POST ocsp/refresh).
 // A refresh is queued (202): the page polls the status until that run has
 // gone by, then writes the outcome in the certificate's row.
 export const title = "OCSP stapling";
@@ -15,10 +16,18 @@ function age(s) {
   return `${(s / 3600).toFixed(1)} h`;
 }
 
-// Worst first: revoked, then must-staple without a staple, then errors.
+// A good answer that clients no longer get (ocsp/status says "expired" or
+// "not_stapled"): a warning with its reason, never a neutral word.
+const unsent = {
+  expired: ["EXPIRED - no staple is sent", "the last good answer ran out and no fresh one came"],
+  not_stapled: ["NOT STAPLED - no staple is sent", "the last good answer is not being served"],
+};
+
+// Worst first: revoked, then no staple sent (must-staple or a good answer
+// that lapsed), then errors.
 function rank(c) {
   if (c.status === "revoked") return 0;
-  if (c.warning) return 1;
+  if (c.warning || unsent[c.status]) return 1;
   if (c.last_error) return 2;
   return 3;
 }
@@ -41,6 +50,10 @@ export default async function render(root, { api, el, status }) {
     const td = el("td", {});
     if (c.status === "revoked") {
       td.append(el("strong", { class: "bad", text: `REVOKED${c.revoked_at ? " " + when(c.revoked_at) : ""}` }));
+    } else if (unsent[c.status]) {
+      const [what, why] = unsent[c.status];
+      td.append(el("strong", { class: "bad", text: what }), el("br"),
+        el("span", { class: "small bad", text: `${why}${c.serve_until ? " (served until " + when(c.serve_until) + ")" : ""}` }));
     } else {
       td.append(el("span", { class: c.stapled ? "ok" : "", text: c.status.replace("_", " ") }));
     }
@@ -71,10 +84,12 @@ export default async function render(root, { api, el, status }) {
     if (!certs.length) body.append(el("tr", {}, el("td", { colspan: "10", text: "No certificates yet." })));
     const revoked = certs.filter((c) => c.status === "revoked").length;
     const warned = certs.filter((c) => c.warning).length;
+    const lapsed = certs.filter((c) => !c.warning && unsent[c.status]).length;
     summary.textContent = `${certs.length} certificate(s), ${certs.filter((c) => c.stapled).length} stapled` +
       (revoked ? `, ${revoked} REVOKED` : "") + (warned ? `, ${warned} must-staple without a staple` : "") +
+      (lapsed ? `, ${lapsed} good answer(s) no longer sent` : "") +
       `. Run ${s.runs}, ${s.next_wake ? "next check " + when(s.next_wake) : "no check planned"}.`;
-    summary.className = revoked || warned ? "bad" : "muted";
+    summary.className = revoked || warned || lapsed ? "bad" : "muted";
     return s;
   }
 
@@ -98,6 +113,7 @@ export default async function render(root, { api, el, status }) {
         if (name && c.name !== name) continue;
         const l = lineFor(c.name);
         if (c.last_error) l.fail(c.last_error);
+        else if (unsent[c.status]) l.fail(unsent[c.status][0]);
         else l.ok(c.stapled ? `Fresh: produced ${when(c.produced_at)}` : c.status.replace("_", " "));
       }
       if (!name) top.ok(`Refreshed ${s.certificates.length} certificate(s).`);

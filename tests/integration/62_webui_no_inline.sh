@@ -40,4 +40,28 @@ is "$?" 0 "no inline script anywhere in webui/ or the plugins' pages"
 ext=$(grep -rnoE '(src|href)="(https?:)?//[^"]*"|(import|from)[[:space:]]*["'\''](https?:)?//|fetch\(["'\''`](https?:)?//' \
     "$W" "${PAGES[@]}")
 is "$ext" "" "no resource is loaded from outside the box"
+
+# Plugin pages rendered with a stub DOM and canned replies
+# (tests/webui/page_render.mjs), for states a live daemon reaches only after
+# minutes.  OCSP: a good answer that is no longer sent
+# ("expired": it ran out while the refresh failed or hung; "not_stapled")
+# must read as a warning with its reason, first and in red, not as a
+# neutral word next to a good one.
+if command -v node >/dev/null; then
+    R="$top_srcdir/tests/webui/page_render.mjs"
+    r=$(node "$R" ocsp "$top_srcdir/plugins/ocsp/ocsp.ui.js")
+    is "$(jq -r '[.rows[].name] | join(" ")' <<<"$r")" "b-expired c-not-stapled a-good" \
+        "OCSP page: certificates without a staple sent come first"
+    is "$(jq -r '[.rows[] | "\(.class)/\(.bold_red | join(","))"] | join(" ")' <<<"$r")" \
+        "bad/EXPIRED - no staple is sent bad/NOT STAPLED - no staple is sent /" \
+        "OCSP page: their rows are marked and say in bold red that no staple is sent"
+    like "$(jq -r '.rows[] | select(.name == "b-expired") | .status' <<<"$r")" \
+        "ran out and no fresh one came \(served until " \
+        "OCSP page: an expired staple says why, and until when it was served"
+    is "$(jq -r '.summary | "\(.class): \(.text)"' <<<"$r")" \
+        "bad: 3 certificate(s), 1 stapled, 2 good answer(s) no longer sent. Run 3, no check planned." \
+        "OCSP page: the summary counts them, in red"
+else
+    ok 0 "# SKIP no node to render the plugins' pages"
+fi
 done_testing
