@@ -52,11 +52,14 @@ export default async function render(root, { api, el, field, status }) {
     const parts = [el("h3", { text: `Run ${r.id}: ${r.kind}, ${r.state}${r.error ? ": " + r.error : ""}` })];
     const steps = (r.results || []).filter((s) => s.result && !s.result.error && s.name !== "ceiling");
     if (steps.length) {
-      parts.push(table("bench-result-table", ["Step", "Complete", "Failed", "Retried", "Req/s", "KB/s",
+      parts.push(table("bench-result-table", ["Step", "Complete", "Failed", "Retried", "Not sent", "Req/s", "KB/s",
         ...pcts.map((p) => `p${p} ms`), "Handshakes full/resumed", "TLS", "Achieved / ceiling"],
       steps.map((s) => {
         const x = s.result;
-        return [s.name, x.complete, x.failed, x.retried, num(x.rps), num(x.transfer_kbps),
+        // Not sent: refused streams given back after the run stopped sending, so
+        // that complete + failed + not sent is what was asked for ("–" for runs
+        // stored before it was counted).
+        return [s.name, x.complete, x.failed, x.retried, x.not_sent, num(x.rps), num(x.transfer_kbps),
           ...pcts.map((p) => num(x.latency_ms && x.latency_ms[p], 2)),
           `${x.handshakes.full} / ${x.handshakes.resumed}`,
           x.tls ? [x.tls.protocol, x.tls.cipher, x.tls.group].filter(Boolean).join(" ") : "–",

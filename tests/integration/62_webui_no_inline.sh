@@ -41,9 +41,9 @@ ext=$(grep -rnoE '(src|href)="(https?:)?//[^"]*"|(import|from)[[:space:]]*["'\''
     "$W" "${PAGES[@]}")
 is "$ext" "" "no resource is loaded from outside the box"
 
-# Plugin pages rendered with a stub DOM and canned replies
+# Two plugin pages rendered with a stub DOM and canned replies
 # (tests/webui/page_render.mjs), for states a live daemon reaches only after
-# minutes.  OCSP: a good answer that is no longer sent
+# minutes or by chance.  OCSP: a good answer that is no longer sent
 # ("expired": it ran out while the refresh failed or hung; "not_stapled")
 # must read as a warning with its reason, first and in red, not as a
 # neutral word next to a good one.
@@ -61,6 +61,14 @@ if command -v node >/dev/null; then
     is "$(jq -r '.summary | "\(.class): \(.text)"' <<<"$r")" \
         "bad: 3 certificate(s), 1 stapled, 2 good answer(s) no longer sent. Run 3, no check planned." \
         "OCSP page: the summary counts them, in red"
+    # Bench: a stored h2 run of 100 requests, 90 complete, 2 failed, 8 not
+    # sent (refused after the run stopped sending): the result table must
+    # show all three, so that its numbers add up to what was asked for.
+    r=$(node "$R" bench "$top_srcdir/plugins/bench/bench.ui.js")
+    is "$(jq -r '[.head[1:5][]] | join("/")' <<<"$r")" "Complete/Failed/Retried/Not sent" \
+        "bench page: the result table has a Not sent column after Retried"
+    is "$(jq -r '[.rows[0][0:6][]] | join(" ")' <<<"$r")" "h2 90 2 5 8 100.0" \
+        "bench page: it shows the run's not_sent (8): 90 + 2 + 8 = the 100 asked for"
 else
     ok 0 "# SKIP no node to render the plugins' pages"
 fi

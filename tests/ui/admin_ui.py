@@ -489,11 +489,12 @@ def bench_page(d):
     run = ctl_json("bench", "show", str(ids[1]))
     x = run["results"][0]["result"]
     row = [td.text for td in d.find_elements(By.CSS_SELECTOR, "#bench-result-table tbody tr td")]
-    check(row[:5] == ["https-new", str(x["complete"]), str(x["failed"]), str(x["retried"]), f"{x['rps']:.1f}"]
+    check(row[:6] == ["https-new", str(x["complete"]), str(x["failed"]), str(x["retried"]), str(x["not_sent"]),
+                      f"{x['rps']:.1f}"]
           and x["complete"] == 200,
           f"a run from the page: its table shows what bench show {ids[1]} stored ({x['rps']:.1f} req/s, "
-          f"{x['retried']} retried)", row)
-    check(row[10] == f"{x['handshakes']['full']} / {x['handshakes']['resumed']}" and row[5 + 1 + 3] ==
+          f"{x['retried']} retried, {x['not_sent']} not sent)", row)
+    check(row[11] == f"{x['handshakes']['full']} / {x['handshakes']['resumed']}" and row[6 + 1 + 3] ==
           f"{x['latency_ms']['100']:.2f}", "with its handshakes and latency percentiles", row)
     # The stored runs and the comparison of the two.
     wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, f"#bench-runs input[name=cmp-b][value='{ids[1]}']")))

@@ -1,7 +1,8 @@
 // Renders a plugin's page with a stub DOM and canned API replies, and
 // prints what a user sees as JSON: no browser or daemon needed for states
-// a live daemon reaches only after minutes (an OCSP staple that ran out).
-// Usage: node page_render.mjs ocsp PAGE.js
+// a live daemon reaches only after minutes (an OCSP staple that ran out) or
+// by chance (an h2 server refusing streams during a benchmark).
+// Usage: node page_render.mjs ocsp|bench PAGE.js
 const [kind, page] = process.argv.slice(2);
 
 // The pages tell elements from text with `instanceof Node`.
@@ -34,6 +35,15 @@ const replies = {
     ocspRow("b-expired", "expired", {}),
     ocspRow("c-not-stapled", "not_stapled", { serve_until: null }),
   ] } },
+  // 100 asked for over h2: 90 answered, 2 failed, 8 refused after the run
+  // stopped sending (not sent), 5 refused earlier and sent again (retried).
+  bench: {
+    "bench/status": { running: false },
+    "bench/runs": [{ id: 7, kind: "run", state: "done", started_at: 1700000000, results: [{ name: "h2", rps: 100 }] }],
+    "bench/runs/7": { id: 7, kind: "run", state: "done", results: [{ name: "h2", result: {
+      complete: 90, failed: 2, retried: 5, not_sent: 8, rps: 100, transfer_kbps: 10,
+      latency_ms: { 50: 1, 90: 2, 99: 3, 100: 4 }, handshakes: { full: 10, resumed: 0 } } }] },
+  },
 }[kind];
 const api = async (method, path) => {
   if (!(path in replies)) throw new Error(`no canned reply for ${method} ${path}`);
@@ -49,6 +59,10 @@ if (kind === "ocsp") {
   out = { summary: { text: summary.textContent, class: summary.className },
     rows: byId(root, "ocsp-rows").children.map((tr) => ({ name: tr.attrs["data-name"], class: tr.className,
       status: text(tr.children[2]), bold_red: bold(tr) })) };
+} else {
+  await find(root, (x) => x.attrs["data-run"] === "7").on.click();
+  const t = byId(root, "bench-result-table");
+  out = { head: cells(t.children[0].children[0]), rows: t.children[1].children.map(cells) };
 }
 stop();
 console.log(JSON.stringify(out));
