@@ -36,7 +36,8 @@ static const struct tlsbox_setting_def ocsp_settings[] = {
      .default_value = "10",
      .min = 1,
      .max = 120,
-     .help = "Time allowed for one request to a responder"},
+     .help = "Time allowed for one request to a responder; after a timeout a run asks that "
+             "responder URL nothing more (its other certificates are retried with backoff)"},
     {.key = "max_response_kib",
      .type = TLSBOX_SETTING_INT,
      .default_value = "64",

@@ -71,6 +71,13 @@ int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum
         snprintf(err, errlen, "%s: response larger than %zu bytes", url, conf->max_bytes);
         goto out;
     }
+    if (cr == CURLE_OPERATION_TIMEDOUT) {
+        /* Its own errno: the run skips the other certificates of this URL. */
+        snprintf(err, errlen, "%s: the responder did not answer within %ld s", url,
+                 conf->timeout_s);
+        rc = -ETIMEDOUT;
+        goto out;
+    }
     if (cr != CURLE_OK) {
         snprintf(err, errlen, "%s: %s", url, curl_easy_strerror(cr));
         goto out;

@@ -67,7 +67,8 @@ struct ocsp_body {
 };
 
 /* ocsp_fetch.c: POST @p req to @p url.  0 with @p out (free data), or a
- * negative errno with a reason in err. */
+ * negative errno with a reason in err: -ETIMEDOUT when the responder did
+ * not answer within conf->timeout_s. */
 int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum_t *req,
                struct ocsp_body *out, char *err, size_t errlen);
 
@@ -93,7 +94,7 @@ json_t *ocsp_rows_json(sqlite3 *db, time_t now);
 /* Set a status row's "stapled", "status", "staple_age" and "warning" from
  * its stored facts ("answer", "serve_until", ...) at @p now.  The API calls
  * it again at each request: a run can be late (a responder that does not
- * answer holds it up to timeout_seconds per certificate) while the core
+ * answer holds it up to timeout_seconds per responder URL) while the core
  * drops the staple at serve_until on time.  Idempotent as time goes on. */
 void ocsp_status_judge(json_t *row, time_t now);
 

@@ -183,15 +183,45 @@ static void run_revoked(struct ocsp *o, const struct ocsp_conf *conf, struct run
     json_decref(ev);
 }
 
+/* True when @p url timed out earlier in this run (@p hung: its URLs). */
+static bool run_hung(json_t *hung, const char *url)
+{
+    size_t i;
+    json_t *u;
+    json_array_foreach(hung, i, u)
+    {
+        if (strcmp(json_string_value(u), url) == 0)
+            return true;
+    }
+    return false;
+}
+
 static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run_cert *c,
-                        struct ocsp_row *row, time_t now)
+                        struct ocsp_row *row, json_t *hung, time_t now)
 {
     struct ocsp_body body = {NULL, 0};
     gnutls_x509_crt_t issuer = NULL;
     struct ocsp_answer a;
     char err[512] = "";
+    /* Certificates are refreshed one after another: a responder that
+     * accepts and never answers would hold the run for timeout_seconds per
+     * certificate it serves, and every other responder's certificate would
+     * wait behind them (their staples may leave the bundle meanwhile).
+     * After one timeout, the rest of that URL's certificates count as
+     * failed without asking and are retried with the usual backoff. */
+    if (!c->internal && run_hung(hung, c->url)) {
+        snprintf(err, sizeof(err),
+                 "%s: the responder did not answer within %ld s (for another certificate in "
+                 "this run; not asked again until the retry)",
+                 c->url, conf->timeout_s);
+        run_fail(o, conf, row, err, now);
+        return;
+    }
     o->host->metric_add(o->m_fetches, 1);
-    if (run_fetch(o, conf, c, &body, &issuer, err, sizeof(err)) < 0 ||
+    int r = run_fetch(o, conf, c, &body, &issuer, err, sizeof(err));
+    if (r == -ETIMEDOUT && !c->internal)
+        json_array_append_new(hung, json_string(c->url));
+    if (r < 0 ||
         ocsp_verify(body.data, body.len, c->crts[0], issuer, now, &a, err, sizeof(err)) < 0) {
         run_fail(o, conf, row, err, now);
     } else if (a.status == OCSP_STATUS_GOOD) {
@@ -253,7 +283,7 @@ static void run_row(sqlite3 *db, struct run_cert *c, struct ocsp_row *row)
 }
 
 static void run_cert(struct ocsp *o, sqlite3 *db, const struct ocsp_conf *conf, json_t *e,
-                     bool forced, bool installed, time_t now, time_t *wake)
+                     bool forced, bool installed, json_t *hung, time_t now, time_t *wake)
 {
     struct run_cert c = {.name = json_string_value(json_object_get(e, "name")),
                          .serial = json_string_value(json_object_get(e, "serial")),
@@ -288,7 +318,7 @@ static void run_cert(struct ocsp *o, sqlite3 *db, const struct ocsp_conf *conf, 
                      c.name);
     }
     if (forced || !row.next_refresh || now >= row.next_refresh)
-        run_refresh(o, conf, &c, &row, now);
+        run_refresh(o, conf, &c, &row, hung, now);
     /* Also after a restart, when the stored staple is still fresh. */
     if (c.internal)
         ocsp_serve_set(o, row.stapled ? row.response : NULL, row.response_len, row.serve_until);
@@ -388,7 +418,8 @@ static void run_once(struct ocsp *o, uint64_t run)
         o->host->log(o->self, TLSBOX_LOG_ERR, "cannot read the certificates or the store");
         goto out;
     }
-    json_t *names = json_array(), *e;
+    /* Responder URLs that timed out in this run. */
+    json_t *names = json_array(), *hung = json_array(), *e;
     size_t i;
     json_array_foreach(certs, i, e)
     {
@@ -398,10 +429,11 @@ static void run_once(struct ocsp *o, uint64_t run)
             continue;
         json_array_append_new(names, json_string(name));
         run_cert(o, db, &conf, e, run_forced(forced, nforced, name),
-                 run_forced(installed, ninstalled, name), time(NULL), &wake);
+                 run_forced(installed, ninstalled, name), hung, time(NULL), &wake);
     }
     ocsp_rows_prune(db, names);
     json_decref(names);
+    json_decref(hung);
     run_status(o, db, now, wake, run);
     if (wake)
         run_wake_at(o, wake);

@@ -13,6 +13,8 @@
 #   oc_start_responder [ARGS]      openssl ocsp in the namespace (ARGS e.g. -nmin 1;
 #                                  default -ndays 1), front on $OC_PORT
 #   oc_stop_responder              stop openssl ocsp (the front stays: connections drop)
+#   oc_start_front PORT DIR        one more front of the same responder on PORT, with its
+#                                  own DIR/requests.log and DIR/hang (a second responder URL)
 #   oc_requests                    requests the front has seen
 #   oc_staple SNI                  openssl s_client -status against $SITE_HTTPS
 #   oc_status NAME FIELD           one field of tlsboxctl --json ocsp status NAME
@@ -32,6 +34,8 @@ ip netns exec "$OC_NS" ip link set lo up
 _oc_cleanup() {
     oc_stop_responder
     [ -n "${OC_FWD_PID:-}" ] && kill "$OC_FWD_PID" 2>/dev/null
+    local p
+    for p in ${OC_MORE_PIDS:-}; do kill "$p" 2>/dev/null; done
     ip netns del "$OC_NS" 2>/dev/null
     return 0
 }
@@ -112,6 +116,21 @@ oc_start_responder() {
     done
     diag "openssl ocsp did not start:"
     sed 's/^/#   /' "$OC/responder.log" | tail -5
+    return 1
+}
+
+oc_start_front() {
+    local port=$1 dir=$2 i
+    mkdir -p "$dir"
+    : >"$dir/requests.log"
+    : >>"$dir/forward.log"
+    /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/ocsp_forward.py" "$port" "$OC_NS" \
+        "$OC_INNER" "$dir" >>"$dir/forward.log" 2>&1 &
+    OC_MORE_PIDS="${OC_MORE_PIDS:-} $!"
+    for i in $(seq 1 50); do
+        grep -q listening "$dir/forward.log" && return 0
+        sleep 0.1
+    done
     return 1
 }
 
