@@ -31,8 +31,13 @@ static const char *ocsp_status_word(const char *s)
 static void ocsp_print_cert(json_t *c)
 {
     const char *s = json_string_value(json_object_get(c, "status"));
+    /* Not sent for a reason no fresh answer cures (the TLS policy). */
+    const char *held = json_string_value(json_object_get(c, "not_stapled_because"));
     printf("certificate %s\n", json_string_value(json_object_get(c, "name")));
-    printf("  %-14s %s\n", "status", ocsp_status_word(s));
+    if (held && s && strcmp(s, "not_stapled") == 0)
+        printf("  %-14s not stapled - %s\n", "status", held);
+    else
+        printf("  %-14s %s\n", "status", ocsp_status_word(s));
     const char *reason = json_string_value(json_object_get(c, "reason"));
     if (reason) {
         printf("  %-14s %s\n", "why", reason);

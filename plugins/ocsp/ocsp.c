@@ -99,6 +99,16 @@ static void ocsp_on_settings(void *arg, const char *event, const char *data)
         ocsp_run_submit(arg, NULL);
 }
 
+/* The core's bundle staples only while the policy's ocsp_stapling is on:
+ * read it again off the event thread (api_call is for jobs and timers). */
+static void ocsp_on_policy(void *arg, const char *event, const char *data)
+{
+    struct ocsp *o = arg;
+    (void)event;
+    (void)data;
+    atomic_store(&o->policy_dirty, true);
+}
+
 static int ocsp_init(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state)
 {
     struct ocsp *o = tlsbox_xcalloc(1, sizeof(*o));
@@ -139,6 +149,8 @@ static int ocsp_start(void *state)
                                       "Certificates found revoked", NULL, 0);
     o->sub_cert = h->event_subscribe(o->self, "cert.changed", ocsp_on_cert, o);
     o->sub_settings = h->event_subscribe(o->self, "settings.changed", ocsp_on_settings, o);
+    atomic_store(&o->policy_dirty, true); /* read by the first run */
+    o->sub_policy = h->event_subscribe(o->self, "policy.changed", ocsp_on_policy, o);
     uint64_t period = (uint64_t)o->check_minutes * 60000;
     o->timer = h->timer_add(o->self, "ocsp-check", period, period, period / 10, ocsp_run_job, o);
     if (o->timer < 0)
@@ -159,6 +171,8 @@ static void ocsp_stop(void *state)
         o->host->event_unsubscribe(o->self, o->sub_cert);
     if (o->sub_settings > 0)
         o->host->event_unsubscribe(o->self, o->sub_settings);
+    if (o->sub_policy > 0)
+        o->host->event_unsubscribe(o->self, o->sub_policy);
     if (o->timer > 0)
         o->host->timer_cancel(o->self, o->timer);
     if (o->gauge_timer > 0)

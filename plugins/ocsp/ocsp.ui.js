@@ -51,7 +51,8 @@ export default async function render(root, { api, el, status }) {
     if (c.status === "revoked") {
       td.append(el("strong", { class: "bad", text: `REVOKED${c.revoked_at ? " " + when(c.revoked_at) : ""}` }));
     } else if (unsent[c.status]) {
-      const [what, why] = unsent[c.status];
+      const [what, usual] = unsent[c.status];
+      const why = c.not_stapled_because || usual;
       td.append(el("strong", { class: "bad", text: what }), el("br"),
         el("span", { class: "small bad", text: `${why}${c.serve_until ? " (served until " + when(c.serve_until) + ")" : ""}` }));
     } else {

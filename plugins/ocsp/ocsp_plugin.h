@@ -37,6 +37,13 @@ struct ocsp {
     pthread_mutex_t wake_lock;
     int64_t sub_cert;     /* cert.changed */
     int64_t sub_settings; /* settings.changed */
+    int64_t sub_policy;   /* policy.changed */
+    /* The TLS policy's ocsp_stapling is off: the core's bundle sends no
+     * staple at all, whatever the rows say.  Read through api_call, which
+     * only a job or timer thread may use: policy.changed sets
+     * policy_dirty and the next gauge timer firing (or run) reads it. */
+    atomic_bool policy_off;
+    atomic_bool policy_dirty;
 
     /* The status reply, rebuilt by each run (the API thread never touches SQLite). */
     pthread_mutex_t status_lock;
@@ -95,8 +102,12 @@ json_t *ocsp_rows_json(sqlite3 *db, time_t now);
  * its stored facts ("answer", "serve_until", ...) at @p now.  The API calls
  * it again at each request: a run can be late (a responder that does not
  * answer holds it up to timeout_seconds per responder URL) while the core
- * drops the staple at serve_until on time.  Idempotent as time goes on. */
-void ocsp_status_judge(json_t *row, time_t now);
+ * drops the staple at serve_until on time.  Idempotent as time goes on.
+ * @p unsent_because (NULL: none) is why the core sends no staple for any
+ * certificate now (the TLS policy); the row then says it in
+ * "not_stapled_because".  The stored rows are judged with NULL, so that
+ * turning stapling on again finds them as they were. */
+void ocsp_status_judge(json_t *row, time_t now, const char *unsent_because);
 
 /* ocsp_run.c */
 void ocsp_run_job(void *arg, struct tlsbox_job *job);
@@ -107,6 +118,9 @@ json_t *ocsp_status_now(struct ocsp *o);
  * by a responder that does not answer must not leave them saying a staple
  * is sent after the core dropped it at serve_until. */
 void ocsp_gauges_job(void *arg, struct tlsbox_job *job);
+/* Read the TLS policy's ocsp_stapling again if policy.changed said it may
+ * have changed.  Job or timer thread only (api_call). */
+void ocsp_policy_refresh(struct ocsp *o);
 /* Queue a run; @p name (or NULL for none, "*" for all) is refreshed even when not due. */
 void ocsp_run_submit(struct ocsp *o, const char *name);
 /* Queue a run after certificate @p name was installed (cert.changed): its

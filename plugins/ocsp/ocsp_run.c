@@ -361,17 +361,45 @@ json_t *ocsp_status_now(struct ocsp *o)
     time_t now = time(NULL);
     size_t i;
     json_t *r;
+    const char *unsent =
+        atomic_load(&o->policy_off) ? "the TLS policy has ocsp_stapling off" : NULL;
     json_array_foreach(json_object_get(st, "certificates"), i, r)
     {
-        ocsp_status_judge(r, now);
+        ocsp_status_judge(r, now, unsent);
     }
     return st;
+}
+
+void ocsp_policy_refresh(struct ocsp *o)
+{
+    if (!atomic_exchange(&o->policy_dirty, false) || !TLSBOX_HOST_HAS(o->host, api_call))
+        return;
+    int status = 0;
+    char *reply = NULL;
+    json_t *j = NULL;
+    if (o->host->api_call(o->self, "GET", "policy", NULL, &status, &reply) == 0 && status == 200)
+        j = json_loads(reply, 0, NULL);
+    json_t *on = json_object_get(json_object_get(j, "policy"), "ocsp_stapling");
+    if (json_is_boolean(on)) {
+        atomic_store(&o->policy_off, !json_is_true(on));
+    } else {
+        /* Not asked again each second (a log line each time): the next
+         * policy.changed does. */
+        o->host->log(o->self, TLSBOX_LOG_WARN,
+                     "cannot read the TLS policy's ocsp_stapling (HTTP %d): the status "
+                     "keeps the last known value",
+                     status);
+    }
+    json_decref(j);
+    free(reply);
 }
 
 void ocsp_gauges_job(void *arg, struct tlsbox_job *job)
 {
     struct ocsp *o = arg;
     (void)job;
+    ocsp_policy_refresh(o);
+    /* Judged as GET ocsp/status is (the policy too), not as stored. */
     json_t *st = ocsp_status_now(o);
     gauges_set(o, json_object_get(st, "certificates"));
     json_decref(st);
@@ -380,7 +408,6 @@ void ocsp_gauges_job(void *arg, struct tlsbox_job *job)
 static void run_status(struct ocsp *o, sqlite3 *db, time_t now, time_t wake, uint64_t run)
 {
     json_t *rows = ocsp_rows_json(db, now);
-    gauges_set(o, rows);
     json_t *st = json_pack("{s:o, s:I, s:I}", "certificates", rows, "runs", (json_int_t)run,
                            "updated_at", (json_int_t)now);
     json_object_set_new(st, "next_wake", wake ? json_integer(wake) : json_null());
@@ -390,6 +417,7 @@ static void run_status(struct ocsp *o, sqlite3 *db, time_t now, time_t wake, uin
     free(o->status_json);
     o->status_json = txt;
     pthread_mutex_unlock(&o->status_lock);
+    ocsp_gauges_job(o, NULL);
 }
 
 static void run_once(struct ocsp *o, uint64_t run)
@@ -410,6 +438,7 @@ static void run_once(struct ocsp *o, uint64_t run)
     pthread_mutex_unlock(&o->force_lock);
 
     ocsp_conf_load(o, &conf);
+    ocsp_policy_refresh(o);
     char *list = o->host->cert_list(o->self);
     json_t *certs = list ? json_loads(list, 0, NULL) : NULL;
     free(list);

@@ -162,17 +162,25 @@ static json_t *time_or_null(int64_t t)
     return t ? json_integer(t) : json_null();
 }
 
-void ocsp_status_judge(json_t *j, time_t now)
+void ocsp_status_judge(json_t *j, time_t now, const char *unsent_because)
 {
     json_t *su = json_object_get(j, "serve_until");
     bool ended = json_is_integer(su) && json_integer_value(su) <= now;
     bool stapled = json_is_true(json_object_get(j, "stapled")) && json_is_integer(su) && !ended;
+    /* Kept in the row, but the bundle leaves every staple out. */
+    bool held = stapled && unsent_because;
+    if (held)
+        stapled = false;
     const char *answer = json_string_value(json_object_get(j, "answer"));
     const char *status = answer ? answer : "pending";
     /* A good answer that is no longer sent must not read "good": the
      * clients get no staple, whatever the responder said last. */
     if (strcmp(status, "good") == 0 && !stapled)
         status = ended ? "expired" : "not_stapled";
+    if (held)
+        json_object_set_new(j, "not_stapled_because", json_string(unsent_because));
+    else
+        json_object_del(j, "not_stapled_because");
     json_object_set_new(j, "stapled", json_boolean(stapled));
     json_object_set_new(j, "status", json_string(status));
     json_t *tu = json_object_get(j, "this_update");
@@ -201,7 +209,7 @@ static json_t *row_json(const struct ocsp_row *r, time_t now)
     json_object_set_new(j, "fetched_at", time_or_null(r->fetched_at));
     json_object_set_new(j, "next_refresh", time_or_null(r->next_refresh));
     json_object_set_new(j, "revoked_at", time_or_null(r->revoked_at));
-    ocsp_status_judge(j, now);
+    ocsp_status_judge(j, now, NULL);
     return j;
 }
 

@@ -4,7 +4,9 @@
 # the first connection after the fetch and on the first one after a restart
 # (with the responder gone: it comes from the store), openssl and gnutls-cli
 # agree; a certificate without a responder URL and a short-lived one are
-# "not applicable" and cause no request; metrics count the fetch.
+# "not applicable" and cause no request; metrics count the fetch.  With
+# the policy's ocsp_stapling off the status, tlsboxctl and the staple age
+# gauge say no staple is sent, and why.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 . "$(dirname "$0")/ocsp_lib.sh"
@@ -79,14 +81,52 @@ for i in $(seq 1 50); do
 done
 is "$(oc_requests)" $((n_req + 1)) "one new request for the reinstalled certificate"
 n_req=$(oc_requests)
-for i in $(seq 1 50); do
-    out=$(oc_staple ocsp.test)
-    [[ "$out" == *"Cert Status: good"* ]] && break
-    sleep 0.2
-done
-like "$out" "Cert Status: good" "the reinstalled certificate is stapled again"
+# staple_shows TEXT: s_client -status output once it shows TEXT (10 s at most).
+staple_shows() {
+    for i in $(seq 1 50); do
+        out=$(oc_staple ocsp.test)
+        [[ "$out" == *"$1"* ]] && break
+        sleep 0.2
+    done
+    printf '%s\n' "$out"
+}
+like "$(staple_shows "Cert Status: good")" "Cert Status: good" \
+    "the reinstalled certificate is stapled again"
 oc_wait_status ocsp.test failures 0 10
 is "$(oc_status ocsp.test stapled)" true "and the status says stapled"
+
+# Stapling turned off in the TLS policy: the site sends no staple, so the
+# status, tlsboxctl and the staple age gauge must not say one is sent; on
+# again, the stored staple is sent and the status says so again.
+# stapling_to on|off TEXT STAPLED: set it, wait for s_client to show TEXT
+# and the status to say STAPLED (polled: the plugin reads the policy on
+# its next one-second timer firing).
+stapling_to() {
+    tb_ctl policy set ocsp_stapling "$([ "$1" = on ] && echo true || echo false)" >/dev/null
+    ok $? "policy: ocsp_stapling $1"
+    like "$(staple_shows "$2")" "$2" "stapling $1: s_client shows $2"
+    oc_wait_status ocsp.test stapled "$3" 5
+}
+stapling_to off "OCSP response: no response sent" false
+is "$(oc_status ocsp.test stapled)/$(oc_status ocsp.test status)/$(oc_status ocsp.test answer)" \
+    "false/not_stapled/good" "the status says not stapled, the last answer good"
+is "$(oc_status ocsp.test not_stapled_because)" "the TLS policy has ocsp_stapling off" \
+    "and says why"
+like "$(tb_ctl ocsp status ocsp.test)" \
+    "status +not stapled - the TLS policy has ocsp_stapling off" "tlsboxctl says why"
+# The gauge is set each second: poll for it rather than sleep.
+for i in $(seq 1 25); do
+    m=$(tb_ctl metrics)
+    [[ "$m" == *'tlsbox_ocsp_staple_age_seconds{cert="ocsp.test"} -1'* ]] && break
+    sleep 0.2
+done
+like "$m" 'tlsbox_ocsp_staple_age_seconds\{cert="ocsp.test"\} -1' \
+    "metrics: staple age -1 (none sent)"
+stapling_to on "Cert Status: good" true
+is "$(oc_status ocsp.test stapled)/$(oc_status ocsp.test status)" "true/good" \
+    "the status says stapled, good again"
+is "$(oc_status ocsp.test not_stapled_because)" null "and gives no reason not to"
+is "$(oc_requests)" "$n_req" "neither change asked the responder"
 
 # Restart with the responder gone: the staple comes from the store.
 tb_stop_daemon
