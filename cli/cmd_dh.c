@@ -48,7 +48,7 @@ static void dh_print_time(time_t t, char *buf, size_t size)
 }
 
 /* The last finished run; one stopped by a dhparam.bits change is shown as
- * cancelled ("outcome"), not as the failure its stored state says. */
+ * cancelled, with why ("outcome", "cancelled_because"). */
 static void dh_print_last_run(json_t *r)
 {
     if (!json_is_object(r))

@@ -43,8 +43,8 @@ export default async function render(root, { api, el, field, status }) {
         `${g.attempts > 1 ? ` (attempt ${g.attempts})` : ""}.`;
     } else {
       progress.hidden = true;
-      // A run stopped by a dhparam.bits change is stored as failed: show the
-      // daemon's "outcome" (cancelled, and why), not a failure.
+      // A run stopped by a dhparam.bits change is cancelled, not failed:
+      // show the daemon's "outcome" and why ("cancelled_because").
       const what = !last ? "" : last.cancelled_because ? `cancelled (${last.cancelled_because})`
         : `${last.outcome || last.state}${last.error ? ": " + last.error : ""}`;
       progText.textContent = last ? `Last generation (run ${last.id}): ${last.bits} bits, ${what}` +
