@@ -4,6 +4,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,21 @@ static int new_key(gnutls_x509_privkey_t *key)
         *key, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0, NULL, 0);
 }
 
+/*
+ * @p days after @p now.  Debian 12's armhf has a 32-bit time_t, which ends
+ * on 2038-01-19: past it the sum would wrap to a date in 1901 and the box
+ * would make an already expired certificate.  There the validity ends at
+ * the last second a time_t can name instead (GnuTLS reads any later date
+ * back as 2037-12-31 on such systems anyway).
+ */
+static time_t expiry_after(time_t now, unsigned days)
+{
+    int64_t t = (int64_t)now + (int64_t)days * 86400;
+    if (sizeof(time_t) < sizeof(int64_t) && t > INT32_MAX)
+        t = INT32_MAX;
+    return (time_t)t;
+}
+
 /* Common fields: version, random positive serial, validity, key, subject key id. */
 static int crt_base(gnutls_x509_crt_t crt, gnutls_x509_privkey_t key, time_t now, unsigned days)
 {
@@ -59,7 +75,7 @@ static int crt_base(gnutls_x509_crt_t crt, gnutls_x509_privkey_t key, time_t now
     if ((r = gnutls_x509_crt_set_version(crt, 3)) < 0 ||
         (r = gnutls_x509_crt_set_serial(crt, serial, sizeof(serial))) < 0 ||
         (r = gnutls_x509_crt_set_activation_time(crt, now - 3600)) < 0 ||
-        (r = gnutls_x509_crt_set_expiration_time(crt, now + (time_t)days * 86400)) < 0 ||
+        (r = gnutls_x509_crt_set_expiration_time(crt, expiry_after(now, days))) < 0 ||
         (r = gnutls_x509_crt_set_key(crt, key)) < 0)
         return r;
     if ((r = gnutls_x509_crt_get_key_id(crt, 0, kid, &kid_size)) < 0 ||

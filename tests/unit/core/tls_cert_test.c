@@ -1,9 +1,13 @@
 /* Certificate import checks (good and each kind of bad input, fixtures made
  * by certtool/openssl at test time) and the internal CA. */
 #include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 
 #include "core/tls_ca.h"
 #include "core/tls_cert.h"
@@ -221,6 +225,28 @@ int main(void)
     json_array_append_new(names, json_string("new.example"));
     tls_ca_ensure(cdb, "box.example", names, now, true, &issued, &err);
     ok(issued, "reissued when a name is new");
+    {
+        /* A validity past 2038 (100 years): never a wrapped, already past
+         * date, which a 32-bit time_t (armhf) would make of the sum. */
+        char *cpem = NULL, *kpem = NULL, *cerr = NULL;
+        is_int(tls_ca_make_root("box.example", now, 36500, &cpem, &kpem, &cerr), 0,
+               "root valid for 100 years");
+        gnutls_x509_crt_t crt;
+        gnutls_x509_crt_init(&crt);
+        gnutls_datum_t d = {(unsigned char *)cpem, cpem ? (unsigned)strlen(cpem) : 0};
+        is_int(gnutls_x509_crt_import(crt, &d, GNUTLS_X509_FMT_PEM), 0, "it parses");
+        time_t na = gnutls_x509_crt_get_expiration_time(crt);
+        if (sizeof(time_t) < 8)
+            ok(na > now, "32-bit time_t: it ends at the last date it can name, not in the past");
+        else
+            ok((int64_t)na == (int64_t)now + 36500LL * 86400, "it ends 100 years from now");
+        gnutls_x509_crt_deinit(crt);
+        free(cpem);
+        if (kpem)
+            gnutls_memset(kpem, 0, strlen(kpem));
+        free(kpem);
+        free(cerr);
+    }
     char *root = NULL, *lchain = NULL;
     is_int(tls_ca_root_pem(cdb, &root), 0, "root PEM");
     tls_cert_chain(cdb, TLS_CA_LEAF_NAME, &lchain);
