@@ -22,6 +22,10 @@ struct api_route {
 
 static pthread_rwlock_t routes_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct api_route *routes;
+/* Dispatches running on this thread: a handler calling the API in-process
+ * (host->api_call) already holds the read lock, and taking it again could
+ * wait behind a writer queued meanwhile, which waits for this handler. */
+static _Thread_local int dispatch_depth;
 
 int api_route_add(struct tlsbox_plugin *owner, const char *method, const char *pattern,
                   tlsbox_api_fn fn, void *arg)
@@ -100,7 +104,8 @@ void api_dispatch(const struct tlsbox_api_request *req, struct tlsbox_api_reply 
     /* Literal routes win over prefix routes; among prefixes the longest wins. */
     const struct api_route *best = NULL;
     int path_known = 0;
-    pthread_rwlock_rdlock(&routes_lock);
+    if (dispatch_depth++ == 0)
+        pthread_rwlock_rdlock(&routes_lock);
     for (const struct api_route *r = routes; r; r = r->next) {
         if (!route_matches(r, req->path))
             continue;
@@ -116,7 +121,8 @@ void api_dispatch(const struct tlsbox_api_request *req, struct tlsbox_api_reply 
      * plugin's stop hook, and the write lock then waits for running handlers. */
     if (fn)
         fn(arg, req, reply);
-    pthread_rwlock_unlock(&routes_lock);
+    if (--dispatch_depth == 0)
+        pthread_rwlock_unlock(&routes_lock);
 
     if (!fn) {
         if (path_known)

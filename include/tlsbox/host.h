@@ -452,11 +452,13 @@ struct tlsbox_host {
      * JSON reply (caller frees; never NULL on success).  Returns 0 when a
      * handler (or the 404/405 fallback) answered, -EINVAL on bad arguments.
      * Use it for what the kit has no dedicated call for yet, e.g. the bench
-     * plugin reads "metrics" and applies/rolls back "policy/...".  Only from
-     * a job or timer thread: never from inside an API handler (the route
-     * table is read-locked there) and never from a site worker (handlers
-     * may write SQLite).  The core serialises nothing: the handler's own
-     * rules apply (e.g. policy changes publish their usual events).
+     * plugin reads "metrics" and applies/rolls back "policy/...".  From a
+     * job or timer thread, or from inside an API handler (the call then
+     * runs under the route table's read lock the handler already holds,
+     * e.g. bench asks the site's "site/limits" while it checks a run);
+     * never from a site worker (handlers may write SQLite).  The core
+     * serialises nothing: the handler's own rules apply (e.g. policy changes
+     * publish their usual events).
      */
     int (*api_call)(struct tlsbox_plugin *self, const char *method, const char *path,
                     const char *body, int *status, char **reply);
