@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "site.h"
+#include "site_limits.h"
 
 static const struct tlsbox_setting_def site_settings[] = {
     {.key = "workers",
@@ -419,19 +420,36 @@ static int low_port_outcome(struct site *s, int rc, char **err)
     return s->low_ports_at_start ? TLSBOX_APPLY_AT_RESTART : rc;
 }
 
+/*
+ * site.max_connections_per_ip is enforced from here, when the change is
+ * made, rather than by "settings.changed" a moment after it is stored: what
+ * GET site/limits answers (and bench checks a run against) is then already
+ * in effect when tlsboxctl set returns.  A change taken back comes here again
+ * with the old value.
+ */
+static void per_ip_apply(struct site *s, const char *value)
+{
+    if (value)
+        atomic_store(&s->cfg.max_conns_per_ip,
+                     int_or(value, atomic_load(&s->cfg.max_conns_per_ip)));
+}
+
 static int site_apply_settings(void *state, const struct tlsbox_setting_value *changes, char **err)
 {
     static const char *const keys[] = {"workers", "https_port", "http_port", "bind"};
     struct site *s = state;
     struct site_ports want;
     const char *root = change_of(changes, "root");
+    const char *per_ip = change_of(changes, "max_connections_per_ip");
     bool ours = false;
     int rc = 0;
 
     for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
         ours = ours || change_of(changes, keys[k]) != NULL;
-    if (!ours && !root)
+    if (!ours && !root) {
+        per_ip_apply(s, per_ip);
         return 0;
+    }
     pthread_mutex_lock(&s->gen_lock);
     /* The root first: refused, it leaves the workers as they are. */
     if (s->gen && root)
@@ -444,6 +462,8 @@ static int site_apply_settings(void *state, const struct tlsbox_setting_value *c
             rc = low_port_outcome(s, rc, err);
     }
     pthread_mutex_unlock(&s->gen_lock);
+    if (rc >= 0)
+        per_ip_apply(s, per_ip);
     return rc;
 }
 
@@ -564,6 +584,10 @@ static int site_start(void *state)
         int64_t id = s->host->event_subscribe(s->self, "settings.changed", on_settings_changed, s);
         s->sub_id = id > 0 ? id : 0;
     }
+    /* Not fatal: bench then falls back to the stored settings. */
+    r = site_limits_register(s);
+    if (r < 0)
+        SITE_LOG(s, TLSBOX_LOG_WARN, "cannot serve GET site/limits: %s", strerror(-r));
     SITE_LOG(s, TLSBOX_LOG_INFO,
              "%d workers, https port %d, http port %d, root %s; AES-GCM records sealed by %s",
              s->nworkers, atomic_load(&s->cfg.https_port), s->cfg.http_port, s->cfg.root,
