@@ -58,22 +58,6 @@ void bench_limits_load(struct bench *b, struct bench_limits *lim)
     lim->allow_public = h->setting_get_bool(b->self, "allow_public_targets", false);
 }
 
-void bench_local_load(struct bench *b, struct bench_local *local)
-{
-    const struct tlsbox_host *h = b->host;
-    memset(local, 0, sizeof(*local));
-    local->https_port = (int)h->setting_get_int(b->self, "site.https_port", 0);
-    local->http_port = (int)h->setting_get_int(b->self, "site.http_port", 0);
-    local->max_conns_per_ip = (int)h->setting_get_int(b->self, "site.max_connections_per_ip", 0);
-    local->max_conns = (int)h->setting_get_int(b->self, "site.max_connections", 0);
-    /* The site listens on site.bind; loopback reaches it unless it is bound
-     * to IPv6 loopback only. */
-    char *bind = h->setting_get(b->self, "site.bind");
-    bool v6only = bind && strstr(bind, "::1") && !strstr(bind, "127.") && !strstr(bind, "0.0.0.0");
-    bench_strlcpy(local->addr, v6only ? "::1" : "127.0.0.1", sizeof(local->addr));
-    free(bind);
-}
-
 static int bench_init(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state)
 {
     struct bench *b = tlsbox_xcalloc(1, sizeof(*b));

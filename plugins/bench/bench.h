@@ -58,8 +58,10 @@ struct bench_order {
 
 const char *bench_kind_name(enum bench_kind k);
 
-/* bench.c: the limits and the local site from settings. */
+/* bench.c: the limits from settings. */
 void bench_limits_load(struct bench *b, struct bench_limits *lim);
+/* bench_local.c: the local site as the running site enforces it (or, when it
+ * cannot say, as stored, with a log line).  From an API handler or a job. */
 void bench_local_load(struct bench *b, struct bench_local *local);
 
 /* bench_job.c */

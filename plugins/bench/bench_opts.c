@@ -243,12 +243,47 @@ static bool addr_is_own(const struct sockaddr_storage *ss)
     return own;
 }
 
+/* What to do about a run of @p c connections past the site's limit in all. */
+static const char *room_remedy(const struct bench_local *l, int c, char *buf, size_t cap)
+{
+    if (l->in_effect && l->max_conns_files > 0 && l->max_conns_files < c)
+        return "lower the concurrency or raise tlsboxd's open file limit (LimitNOFILE) and "
+               "restart it";
+    if (l->in_effect && l->max_conns_stored >= c && l->max_conns_stored != l->max_conns_setting)
+        snprintf(buf, cap, "lower the concurrency or restart tlsboxd to apply the stored %d",
+                 l->max_conns_stored);
+    else
+        snprintf(buf, cap,
+                 "lower the concurrency or raise the limit with: tlsboxctl set "
+                 "site.max_connections %d (it takes effect when tlsboxd restarts)",
+                 c);
+    return buf;
+}
+
+/* Why the site's limit in all is not the stored site.max_connections. */
+static void room_why(const struct bench_local *l, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    if (!l->in_effect)
+        return;
+    if (l->max_conns < l->max_conns_setting)
+        n = (size_t)snprintf(buf, cap,
+                             " (tlsboxd's open file limit leaves room for %d; the site runs "
+                             "with site.max_connections %d)",
+                             l->max_conns, l->max_conns_setting);
+    if (l->max_conns_stored > 0 && l->max_conns_stored != l->max_conns_setting && n < cap)
+        snprintf(buf + n, cap - n, " (%d stored, applied when tlsboxd restarts)",
+                 l->max_conns_stored);
+}
+
 /*
  * The box's own site, by path or by a url to this host and a site port,
  * takes at most site.max_connections_per_ip connections from one address,
  * and site.max_connections in all, and closes the rest at once: a run with
  * more would count those as failed without saying why, so it is refused, as
- * runs past bench's own limits are.
+ * runs past bench's own limits are.  The limits are those the running site
+ * enforces, which the message names, with the stored value when it differs.
  */
 static int site_room(const struct bench_opts *o, const struct bench_local *local, char **err)
 {
@@ -262,21 +297,23 @@ static int site_room(const struct bench_opts *o, const struct bench_local *local
     bool site_port = port == (o->tls ? local->https_port : local->http_port);
     if (!o->local && !(site_port && (o->loopback || addr_is_own(&o->addr))))
         return 0;
+    const char *how = local->in_effect ? "in effect" : "as stored";
     if (per_ip)
         return refuse(err,
-                      "bench: concurrency %d exceeds site.max_connections_per_ip %d: this box's "
-                      "site closes the connections past %d from one address, which would count "
-                      "as failed requests; lower the concurrency or raise the limit with: "
+                      "bench: concurrency %d exceeds site.max_connections_per_ip %d %s: this "
+                      "box's site closes the connections past %d from one address, which would "
+                      "count as failed requests; lower the concurrency or raise the limit with: "
                       "tlsboxctl set site.max_connections_per_ip %d",
-                      o->concurrency, local->max_conns_per_ip, local->max_conns_per_ip,
+                      o->concurrency, local->max_conns_per_ip, how, local->max_conns_per_ip,
                       o->concurrency);
-    /* The site reads site.max_connections at its start only. */
+    char why[192], remedy[192];
+    room_why(local, why, sizeof(why));
     return refuse(err,
-                  "bench: concurrency %d exceeds site.max_connections %d: this box's site closes "
-                  "the connections past %d at once, which would count as failed requests; lower "
-                  "the concurrency or raise the limit with: tlsboxctl set site.max_connections "
-                  "%d (it takes effect when tlsboxd restarts)",
-                  o->concurrency, local->max_conns, local->max_conns, o->concurrency);
+                  "bench: concurrency %d exceeds site.max_connections %d %s%s: this box's site "
+                  "closes the connections past %d at once, which would count as failed "
+                  "requests; %s",
+                  o->concurrency, local->max_conns, how, why, local->max_conns,
+                  room_remedy(local, o->concurrency, remedy, sizeof(remedy)));
 }
 
 int bench_opts_parse(json_t *j, const struct bench_limits *lim, const struct bench_local *local,

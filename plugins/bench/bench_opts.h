@@ -20,12 +20,19 @@ struct bench_limits {
     bool allow_public; /* targets outside loopback and private networks */
 };
 
-/* Where the box's own site listens (from site.* settings). */
+/* Where the box's own site listens and what it takes: what the running site
+ * enforces (GET site/limits, bench_local.c), or the stored site.* settings
+ * when it cannot say. */
 struct bench_local {
-    int https_port, http_port; /* 0 = off / no site */
+    int https_port, http_port; /* as served; 0 = off / no site */
     char addr[64];             /* "127.0.0.1" or "::1" */
     int max_conns_per_ip;      /* site.max_connections_per_ip; 0 = unknown */
-    int max_conns;             /* site.max_connections (stored value); 0 = unknown */
+    int max_conns;             /* connections it takes in all; 0 = unknown */
+    bool in_effect;            /* the fields above are the running site's */
+    /* With in_effect: site.max_connections as the site started with it (it
+     * reads it at start only), as stored, and the connections the open file
+     * limit leaves room for; 0 = unknown. */
+    int max_conns_setting, max_conns_stored, max_conns_files;
 };
 
 /*

@@ -1,7 +1,7 @@
 # The bench plugin: load generator, crypto ceiling, report, policy A/B (bench.so).
 bench_sources = \
 	plugins/bench/bench.c plugins/bench/bench.h \
-	plugins/bench/bench_api.c plugins/bench/bench_job.c \
+	plugins/bench/bench_api.c plugins/bench/bench_job.c plugins/bench/bench_local.c \
 	plugins/bench/bench_report.c plugins/bench/bench_ab.c \
 	plugins/bench/bench_ceiling.c \
 	plugins/bench/bench_gen.c plugins/bench/bench_gen.h \
@@ -23,7 +23,8 @@ plugins_bench_bench_la_LIBADD = $(GNUTLS_LIBS) $(NGHTTP2_LIBS) $(JANSSON_LIBS) $
 
 # Integration tests: the real daemon, real peers (h2load, ab, nginx, h2o).
 bench_itests = tests/integration/70_bench_run.sh \
-	tests/integration/72_bench_peers.sh tests/integration/73_bench_report.sh
+	tests/integration/72_bench_peers.sh tests/integration/73_bench_report.sh \
+	tests/integration/74_bench_site_limits.sh
 TESTS += $(bench_itests)
 EXTRA_DIST += $(bench_itests) plugins/bench/tests/bench_itest.sh
 

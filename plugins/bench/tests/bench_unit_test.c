@@ -211,23 +211,81 @@ static void is_refused(int r, char *err, const char *msg, const char *what)
     free(err);
 }
 
-/* Against a site taking 16 connections per address. */
+/* Against a running site taking 16 connections per address. */
 static int parse_ip16(const char *json, char **err)
 {
-    static const struct bench_local local16 = {
-        .https_port = 8443, .http_port = 8080, .addr = "127.0.0.1", .max_conns_per_ip = 16};
+    static const struct bench_local local16 = {.https_port = 8443,
+                                               .http_port = 8080,
+                                               .addr = "127.0.0.1",
+                                               .max_conns_per_ip = 16,
+                                               .in_effect = true};
     return parse_site(json, &local16, err);
 }
 
-/* Against a site taking 12 connections in all, 256 per address. */
+/* Against a running site taking 12 connections in all, 256 per address,
+ * with 20 stored for its next start. */
 static int parse_all12(const char *json, char **err)
 {
     static const struct bench_local local12 = {.https_port = 8443,
                                                .http_port = 8080,
                                                .addr = "127.0.0.1",
                                                .max_conns_per_ip = 256,
-                                               .max_conns = 12};
+                                               .max_conns = 12,
+                                               .in_effect = true,
+                                               .max_conns_setting = 12,
+                                               .max_conns_stored = 20,
+                                               .max_conns_files = 1000};
     return parse_site(json, &local12, err);
+}
+
+/* The messages when the limit in effect is not the stored one, and when
+ * only the stored settings are known. */
+static void test_site_room_why(void)
+{
+    static const struct bench_local files = {.https_port = 8443,
+                                             .addr = "127.0.0.1",
+                                             .max_conns = 30,
+                                             .in_effect = true,
+                                             .max_conns_setting = 10000,
+                                             .max_conns_stored = 10000,
+                                             .max_conns_files = 30};
+    static const struct bench_local stored = {
+        .https_port = 8443, .addr = "127.0.0.1", .max_conns = 12};
+    static const struct bench_local lower = {.https_port = 8443,
+                                             .addr = "127.0.0.1",
+                                             .max_conns = 12,
+                                             .in_effect = true,
+                                             .max_conns_setting = 12,
+                                             .max_conns_stored = 4,
+                                             .max_conns_files = 1000};
+    char *err = NULL;
+    int r = parse_site("{\"scenario\":\"h2\",\"concurrency\":31}", &files, &err);
+    is_refused(r, err,
+               "bench: concurrency 31 exceeds site.max_connections 30 in effect (tlsboxd's "
+               "open file limit leaves room for 30; the site runs with site.max_connections "
+               "10000): this box's site closes the connections past 30 at once, which would "
+               "count as failed requests; lower the concurrency or raise tlsboxd's open file "
+               "limit (LimitNOFILE) and restart it",
+               "past the open file limit's room");
+    const char *c13 = "{\"scenario\":\"h2\",\"concurrency\":13}";
+    r = parse_site(c13, &stored, &err);
+    is_refused(r, err,
+               "bench: concurrency 13 exceeds site.max_connections 12 as stored: this box's site "
+               "closes the connections past 12 at once, which would count as failed requests; "
+               "lower the concurrency or raise the limit with: tlsboxctl set "
+               "site.max_connections 13 (it takes effect when tlsboxd restarts)",
+               "the running site unknown: the stored limit, said so");
+    r = parse_site(c13, &lower, &err);
+    is_refused(r, err,
+               "bench: concurrency 13 exceeds site.max_connections 12 in effect (4 stored, "
+               "applied when tlsboxd restarts): this box's site closes the connections past 12 "
+               "at once, which would count as failed requests; lower the concurrency or raise "
+               "the limit with: tlsboxctl set site.max_connections 13 (it takes effect when "
+               "tlsboxd restarts)",
+               "4 stored, 12 in effect: 13 refused, the stored 4 named");
+    is_int(parse_site("{\"scenario\":\"h2\",\"concurrency\":10}", &lower, &err), 0,
+           "4 stored, 12 in effect: 10 connections accepted");
+    free(err);
 }
 
 static void test_site_room(void)
@@ -235,11 +293,19 @@ static void test_site_room(void)
     char *err = NULL;
     int r = parse_all12("{\"scenario\":\"h2\",\"concurrency\":13}", &err);
     is_refused(r, err,
-               "bench: concurrency 13 exceeds site.max_connections 12: this box's site closes the "
-               "connections past 12 at once, which would count as failed requests; lower the "
-               "concurrency or raise the limit with: tlsboxctl set site.max_connections 13 (it "
-               "takes effect when tlsboxd restarts)",
-               "13 connections to the local site at site.max_connections 12");
+               "bench: concurrency 13 exceeds site.max_connections 12 in effect (20 stored, "
+               "applied when tlsboxd restarts): this box's site closes the connections past 12 "
+               "at once, which would count as failed requests; lower the concurrency or restart "
+               "tlsboxd to apply the stored 20",
+               "13 connections to the local site at site.max_connections 12 in effect");
+    r = parse_all12("{\"scenario\":\"h2\",\"concurrency\":21}", &err);
+    is_refused(r, err,
+               "bench: concurrency 21 exceeds site.max_connections 12 in effect (20 stored, "
+               "applied when tlsboxd restarts): this box's site closes the connections past 12 "
+               "at once, which would count as failed requests; lower the concurrency or raise "
+               "the limit with: tlsboxctl set site.max_connections 21 (it takes effect when "
+               "tlsboxd restarts)",
+               "21, past the stored 20 too: raise it");
     static const struct {
         const char *json;
         int want;
@@ -264,10 +330,10 @@ static void test_site_ip_room(void)
     char *err = NULL;
     int r = parse_ip16("{\"scenario\":\"h2\",\"concurrency\":17}", &err);
     is_refused(r, err,
-               "bench: concurrency 17 exceeds site.max_connections_per_ip 16: this box's site "
-               "closes the connections past 16 from one address, which would count as failed "
-               "requests; lower the concurrency or raise the limit with: tlsboxctl set "
-               "site.max_connections_per_ip 17",
+               "bench: concurrency 17 exceeds site.max_connections_per_ip 16 in effect: this "
+               "box's site closes the connections past 16 from one address, which would count "
+               "as failed requests; lower the concurrency or raise the limit with: tlsboxctl "
+               "set site.max_connections_per_ip 17",
                "17 connections to the local site at site.max_connections_per_ip 16");
     is_int(parse_ip16("{\"scenario\":\"http\",\"concurrency\":20,\"url\":"
                       "\"http://127.0.0.1:8080/\"}",
@@ -322,6 +388,7 @@ int main(void)
     test_opts();
     test_site_ip_room();
     test_site_room();
+    test_site_room_why();
     test_csv();
     test_refused();
     return done_testing();
