@@ -1,6 +1,6 @@
 # tlsboxctl: talks to the daemon's control socket.
 bin_PROGRAMS += cli/tlsboxctl
-cli_tlsboxctl_SOURCES = cli/tlsboxctl.c cli/ctl.h core/xalloc.c cli/ctl_http.c cli/ctl_time.c cli/cmd_core.c cli/cmd_tls.c cli/cmd_acme.c cli/cmd_admin.c cli/cmd_dh.c \
+cli_tlsboxctl_SOURCES = cli/tlsboxctl.c cli/ctl.h core/xalloc.c core/xalloc_json.c cli/ctl_http.c cli/ctl_time.c cli/cmd_core.c cli/cmd_tls.c cli/cmd_acme.c cli/cmd_admin.c cli/cmd_dh.c \
 	cli/cmd_ocsp.c \
 	$(cli_tls_sources) $(cli_acme_sources) $(cli_bench_sources)
 cli_tlsboxctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS)

@@ -9,8 +9,8 @@ CORE_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(GNUTLS_CFLAGS) $(MHD_CFLAGS) \
 CORE_LIBS = $(GNUTLS_LIBS) $(GMP_LIBS) $(MHD_LIBS) $(SQLITE_LIBS) $(JANSSON_LIBS) $(LIBS) -lm
 
 core_libtlsboxcore_la_SOURCES = \
-	core/xalloc.c core/xalloc.h core/utf8.c core/utf8.h core/log.c core/log.h \
-	core/plugin_loader.c core/plugin_loader.h core/host.c core/host.h \
+	core/xalloc.c core/xalloc.h core/xalloc_json.c core/utf8.c core/utf8.h \
+	core/log.c core/log.h core/plugin_loader.c core/plugin_loader.h core/host.c core/host.h \
 	core/plugin_schema.c core/plugin_schema.h core/store_guard.c core/store_guard.h \
 	core/demo.c core/demo.h \
 	core/api.c core/api.h core/api_core.c core/api_mhd.c core/api_mhd.h core/control.c \

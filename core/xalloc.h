@@ -61,7 +61,8 @@ void xset_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2,
 
 /* free() that first wipes the whole block (malloc_usable_size): given to
  * jansson with json_set_alloc_funcs, so JSON that carried a private key (an
- * import request) leaves no copy behind in freed memory. */
+ * import request) leaves no copy behind in freed memory.  This and
+ * xalloc_json_wiping live in core/xalloc_json.c (links jansson). */
 void wipe_free_usable(void *p);
 /* Install xmalloc/wipe_free_usable as jansson's allocator.  Once, before threads. */
 void xalloc_json_wiping(void);
