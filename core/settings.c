@@ -294,15 +294,7 @@ int settings_register(const char *owner, const struct tlsbox_setting_def *defs)
     }
     for (size_t i = 0; i < o->n; i++) {
         const struct tlsbox_setting_def *d = &defs[i];
-        char *full = xasprintf("%s.%s", owner, d->key);
-        int bad = settings_check_def(owner, d, &err) < 0 ||
-                  settings_check_compile(full, d, &o->re[i], &err) < 0;
-        if (!bad && settings_check(full, d, o->re[i], d->default_value, NULL, &err) < 0) {
-            char *e = err;
-            err = xasprintf("declared default is invalid: %s", e);
-            free(e);
-            bad = 1;
-        }
+        int bad = settings_check_decl(owner, defs, i, &o->re[i], &err) < 0;
         /* glibc expands a counted repeat into that many NFA nodes and keeps
          * their closures: "^[A-Za-z0-9_=+/-]{0,512}$" holds 4.5 MB for the
          * daemon's life.  Keep only the proof that it compiles; settings_check
@@ -311,13 +303,6 @@ int settings_register(const char *owner, const struct tlsbox_setting_def *defs)
             settings_check_free_regex(o->re[i]);
             o->re[i] = NULL;
         }
-        for (size_t j = 0; !bad && j < i; j++) {
-            if (strcmp(defs[j].key, d->key) == 0) {
-                xset_err(&err, "%s: declared twice", full);
-                bad = 1;
-            }
-        }
-        free(full);
         if (bad)
             goto fail;
     }

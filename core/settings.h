@@ -50,8 +50,7 @@ const struct tlsbox_setting_def *settings_def(const char *full_key);
 char *settings_get(const char *full_key);
 long long settings_get_int(const char *full_key, long long dflt);
 bool settings_get_bool(const char *full_key, bool dflt);
-/* Parse a BOOL text the way settings_validate accepts it: 1 true, 0 false, -EINVAL invalid. */
-int settings_parse_bool(const char *v);
+/* settings_parse_bool: see core/settings_check.h. */
 
 /*
  * Validate, write (own connection, one IMMEDIATE transaction, audit row),

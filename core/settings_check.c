@@ -10,7 +10,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/settings.h"
 #include "core/utf8.h"
 #include "core/xalloc.h"
 
@@ -388,4 +387,34 @@ int settings_check_def(const char *owner, const struct tlsbox_setting_def *def, 
         return -EINVAL;
     }
     return 0;
+}
+
+int settings_check_decl(const char *owner, const struct tlsbox_setting_def *defs, size_t i,
+                        regex_t **re, char **err)
+{
+    const struct tlsbox_setting_def *d = &defs[i];
+    char *full = xasprintf("%s.%s", owner, d->key);
+    int rc = -EINVAL;
+
+    *re = NULL;
+    if (settings_check_def(owner, d, err) < 0 || settings_check_compile(full, d, re, err) < 0)
+        goto out;
+    if (settings_check(full, d, *re, d->default_value, NULL, err) < 0) {
+        if (err) {
+            char *e = *err;
+            *err = xasprintf("declared default is invalid: %s", e);
+            free(e);
+        }
+        goto out;
+    }
+    for (size_t j = 0; j < i; j++) {
+        if (strcmp(defs[j].key, d->key) == 0) {
+            xset_err(err, "%s: declared twice", full);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(full);
+    return rc;
 }

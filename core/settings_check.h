@@ -1,10 +1,14 @@
 /* Validation of one setting value against its declaration (no state, no
- * locks): the part of settings.c that is pure and so tested on its own. */
+ * locks): the part of settings.c that is pure and so tested on its own.  It
+ * needs only libc, core/utf8.c and xset_err (core/xalloc.c): the plugin kit's
+ * mock host compiles it in (pdk/mockhost/local.mk), so a plugin's unit tests
+ * meet the daemon's rules and messages. */
 #ifndef TLSBOX_CORE_SETTINGS_CHECK_H
 #define TLSBOX_CORE_SETTINGS_CHECK_H
 
 #include <regex.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <tlsbox/plugin.h>
 
@@ -38,6 +42,9 @@ void settings_check_free_regex(regex_t *re);
 int settings_check(const char *full_key, const struct tlsbox_setting_def *def, const regex_t *re,
                    const char *value, char **canon, char **err);
 
+/* Parse a BOOL text the way settings_check accepts it: 1 true, 0 false, -EINVAL invalid. */
+int settings_parse_bool(const char *v);
+
 /* Strict decimal integer: optional '-', digits, nothing else.  0 or -EINVAL. */
 int settings_check_parse_int(const char *v, long long *out);
 
@@ -46,6 +53,15 @@ int settings_check_owner(const char *owner, char **err);
 
 /* Declaration sanity: key syntax, type, range, choices.  0 or -EINVAL with *err. */
 int settings_check_def(const char *owner, const struct tlsbox_setting_def *def, char **err);
+
+/*
+ * Declaration @p i of @p owner's table @p defs, as settings_register takes
+ * it: settings_check_def, its pattern compiled into *re (settings_check_compile),
+ * its default valid, its key not declared before @p i.  Returns 0, or -EINVAL
+ * with *err; *re may be set either way (caller frees it).
+ */
+int settings_check_decl(const char *owner, const struct tlsbox_setting_def *defs, size_t i,
+                        regex_t **re, char **err);
 
 /* Name of a type as shown by the API: "bool", "int", "string", "enum", "list". */
 const char *settings_check_type_name(enum tlsbox_setting_type t);
