@@ -20,12 +20,15 @@
  *     tlsbox_mock_teardown();
  *
  * What it does, call by call of struct tlsbox_host:
- *  - settings: the descriptor's table, values set by tlsbox_mock_set() or by
- *    the plugin (setting_set) validated as the core does for type, range,
- *    choices, pattern and length; "settings.changed" is queued like the
- *    core's; once the test says the plugin started (tlsbox_mock_started),
- *    a change of the plugin's own setting goes first to its .apply_settings
- *    as in the core (see there);
+ *  - settings: the descriptor's table, checked at setup as the daemon checks
+ *    it when it loads the plugin; values set by tlsbox_mock_set() or by the
+ *    plugin (setting_set) validated by the daemon's own code (compiled into
+ *    this library): same rules, same messages, and the canonical text the
+ *    daemon stores ("yes" is stored as "true", "007" as "7", " a , b " as
+ *    "a,b"); "settings.changed" is queued like the core's; once the test
+ *    says the plugin started (tlsbox_mock_started), a change of the
+ *    plugin's own setting goes first to its .apply_settings as in the core
+ *    (see there);
  *  - store: a temporary SQLite file (WAL, foreign keys on) with the
  *    descriptor's migrations applied at setup, in one transaction, under the
  *    same rule as the daemon (a plugin writes only tables named
@@ -75,8 +78,9 @@ extern const struct tlsbox_host tlsbox_mock_host;
 /**
  * Start the mock for the plugin @p desc (borrowed until teardown): its
  * settings, and a new temporary store with its migrations applied.  Returns
- * 0, or a negative errno with the reason on stderr (-EIO: a migration failed
- * or broke the naming rule).
+ * 0, or a negative errno with the reason on stderr (-EINVAL: a settings
+ * table the daemon would refuse to load; -EIO: a migration failed or broke
+ * the naming rule).
  */
 int tlsbox_mock_setup(const struct tlsbox_plugin_desc *desc);
 /** Forget everything and delete the temporary store. */
@@ -88,7 +92,8 @@ struct tlsbox_plugin *tlsbox_mock_self(void);
 
 /**
  * Set a value: the plugin's own key ("port", or "<plugin>.port") is checked
- * against its declaration (-EINVAL and a message on stderr when refused);
+ * against its declaration (-EINVAL and the daemon's message on stderr when
+ * refused) and stored as the daemon stores it (canonical);
  * another plugin's or the core's key ("core.hostname") is taken as given.
  * Between tlsbox_mock_started() and tlsbox_mock_stopped() the plugin's
  * .apply_settings (ABI 1.2, when it has one) then gets the change of its own

@@ -1,14 +1,18 @@
 # The plugin kit's mock host: a static library installed with the kit
 # (pkg-config --variable=mockhost_libs tlsbox-plugin) for plugins' unit
-# tests.  It compiles the core's table guard (core/store_guard.c) and the
-# core's schema (core/migrations_embedded.c), so a plugin's tests meet the
-# same store and the same store rule as in the daemon.  Every symbol it
-# defines is named tlsbox_mock_* (tlsbox_mockp_* for its own parts).
+# tests.  It compiles the core's table guard (core/store_guard.c), the
+# core's schema (core/migrations_embedded.c) and the core's settings checks
+# (core/settings_check.c, with core/utf8.c and xset_err from core/xalloc.c),
+# so a plugin's tests meet the same store, the same store rule and the same
+# settings rules and messages as in the daemon.  Every symbol it defines is
+# named tlsbox_mock_* (tlsbox_mockp_* for its own parts): the -D below rename
+# the core's, and tests/integration/12_pdk_out_of_tree.sh checks with nm.
 lib_LIBRARIES = pdk/mockhost/libtlsbox-mockhost.a
 pdk_mockhost_libtlsbox_mockhost_a_SOURCES = pdk/mockhost/mock.h pdk/mockhost/mock_host.c \
 	pdk/mockhost/mock_settings.c pdk/mockhost/mock_store.c pdk/mockhost/mock_events.c \
 	pdk/mockhost/mock_routes.c pdk/mockhost/mock_bundle.c pdk/mockhost/mock_dh.c \
-	core/store_guard.c core/store_guard.h
+	core/store_guard.c core/store_guard.h core/settings_check.c core/settings_check.h \
+	core/utf8.c core/utf8.h core/xalloc.c core/xalloc.h
 # The core's schema, so a plugin's migrations meet the store the daemon has.
 nodist_pdk_mockhost_libtlsbox_mockhost_a_SOURCES = core/migrations_embedded.c
 pdk_mockhost_libtlsbox_mockhost_a_CPPFLAGS = $(AM_CPPFLAGS) \
@@ -17,7 +21,18 @@ pdk_mockhost_libtlsbox_mockhost_a_CPPFLAGS = $(AM_CPPFLAGS) \
 	-Dstore_guard_attach_migration=tlsbox_mock_guard_attach_migration_ \
 	-Dstore_guard_set_plugins=tlsbox_mock_guard_set_plugins_ \
 	-Dstore_migrations=tlsbox_mock_core_migrations_ \
-	-Dstore_migrations_count=tlsbox_mock_core_migrations_count_
+	-Dstore_migrations_count=tlsbox_mock_core_migrations_count_ \
+	-Dsettings_check=tlsbox_mock_settings_check_ \
+	-Dsettings_check_compile=tlsbox_mock_settings_check_compile_ \
+	-Dsettings_check_free_regex=tlsbox_mock_settings_check_free_regex_ \
+	-Dsettings_check_parse_int=tlsbox_mock_settings_check_parse_int_ \
+	-Dsettings_check_owner=tlsbox_mock_settings_check_owner_ \
+	-Dsettings_check_def=tlsbox_mock_settings_check_def_ \
+	-Dsettings_check_decl=tlsbox_mock_settings_check_decl_ \
+	-Dsettings_check_type_name=tlsbox_mock_settings_check_type_name_ \
+	-Dsettings_parse_bool=tlsbox_mock_settings_parse_bool_ \
+	-Dutf8_clip=tlsbox_mock_utf8_clip_ -Dutf8_sanitize=tlsbox_mock_utf8_sanitize_ \
+	-Dxset_err=tlsbox_mock_xset_err_
 pdk_mockhost_libtlsbox_mockhost_a_CFLAGS = $(AM_CFLAGS) -fPIC $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS)
 tlsboxinclude_HEADERS += include/tlsbox/mock_host.h
 

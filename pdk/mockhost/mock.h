@@ -35,6 +35,9 @@ long long tlsbox_mockp_setting_get_int(struct tlsbox_plugin *self, const char *k
 bool tlsbox_mockp_setting_get_bool(struct tlsbox_plugin *self, const char *key, bool dflt);
 int tlsbox_mockp_setting_set(struct tlsbox_plugin *self, const char *key, const char *value,
                              char **err);
+/* The plugin's settings table as the daemon checks it when it loads the
+ * plugin: 0, or -EINVAL with the reason on stderr. */
+int tlsbox_mockp_settings_check(const struct tlsbox_plugin_desc *desc);
 void tlsbox_mockp_settings_reset(void);
 
 /* mock_store.c */

@@ -233,6 +233,8 @@ int tlsbox_mock_setup(const struct tlsbox_plugin_desc *desc)
     }
     if (tlsbox_mockp.desc)
         tlsbox_mock_teardown();
+    if (tlsbox_mockp_settings_check(desc) < 0)
+        return -EINVAL;
     tlsbox_mockp.desc = desc;
     tlsbox_mockp.self.name = desc->name;
     int rc = tlsbox_mockp_store_setup(desc);

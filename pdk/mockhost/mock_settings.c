@@ -1,20 +1,31 @@
-/* The mock host's settings: the plugin's declared table, values validated
- * as the core validates them, "settings.changed" queued on every change. */
+/* The mock host's settings: the plugin's declared table, checked and its
+ * values validated by the core's own code (core/settings_check.c, compiled
+ * into the kit under tlsbox_mock_* names), "settings.changed" queued on
+ * every change. */
 #include <errno.h>
-#include <regex.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "core/settings_check.h"
 #include "mock.h"
 
 static struct value {
-    char *key; /* "<plugin>.<key>" */
-    char *value;
+    char *key;   /* "<plugin>.<key>" */
+    char *value; /* canonical, as the core stores it (settings_check) */
+    bool secret; /* wiped when freed, as the core wipes a secret */
 } * values;
 static size_t nvalues;
+
+static void free_value(struct value *v)
+{
+    if (v->secret)
+        tlsbox_wipe_free_str(v->value);
+    else
+        free(v->value);
+    v->value = NULL;
+}
 
 /* The started plugin's state for its .apply_settings (tlsbox_mock_started),
  * and set_lock: one change at a time, hook and store, as the core's set_lock
@@ -71,120 +82,20 @@ char *tlsbox_mockp_setting_get(struct tlsbox_plugin *self, const char *key)
 
 long long tlsbox_mockp_setting_get_int(struct tlsbox_plugin *self, const char *key, long long dflt)
 {
-    char *v = tlsbox_mockp_setting_get(self, key), *end = NULL;
-    long long r = v && *v ? strtoll(v, &end, 10) : dflt;
-    if (end && *end)
-        r = dflt;
+    char *v = tlsbox_mockp_setting_get(self, key);
+    long long n;
+    if (!v || settings_check_parse_int(v, &n) < 0)
+        n = dflt;
     free(v);
-    return r;
-}
-
-/* 1 true, 0 false, -1 neither (the spellings the core accepts). */
-static int parse_bool(const char *v)
-{
-    static const char *const yes[] = {"true", "1", "yes", "on"}, *const no[] = {"false", "0", "no",
-                                                                                "off"};
-    for (size_t i = 0; i < 4; i++) {
-        if (strcasecmp(v, yes[i]) == 0)
-            return 1;
-        if (strcasecmp(v, no[i]) == 0)
-            return 0;
-    }
-    return -1;
+    return n;
 }
 
 bool tlsbox_mockp_setting_get_bool(struct tlsbox_plugin *self, const char *key, bool dflt)
 {
     char *v = tlsbox_mockp_setting_get(self, key);
-    int b = v ? parse_bool(v) : -1;
+    int b = settings_parse_bool(v);
     free(v);
     return b < 0 ? dflt : b == 1;
-}
-
-static int matches(const char *pattern, const char *v)
-{
-    regex_t re;
-    if (!pattern)
-        return 1;
-    if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
-        return 0;
-    int ok = regexec(&re, v, 0, NULL, 0) == 0;
-    regfree(&re);
-    return ok;
-}
-
-static int choice_of(const char *choices, const char *v)
-{
-    size_t n = strlen(v);
-    for (const char *c = choices; c && *c;) {
-        const char *bar = strchr(c, '|');
-        size_t len = bar ? (size_t)(bar - c) : strlen(c);
-        if (len == n && strncmp(c, v, n) == 0)
-            return 1;
-        c = bar ? bar + 1 : c + len;
-    }
-    return 0;
-}
-
-/* Within .max bytes (STRING, LIST item; 0 = any), as the core checks. */
-static int short_enough(const struct tlsbox_setting_def *d, const char *v)
-{
-    return d->max <= 0 || strlen(v) <= (unsigned long long)d->max;
-}
-
-/* Every comma-separated item of @p v, blanks trimmed, is not empty and
- * matches the pattern and the bound, as core/settings_check.c splits a LIST:
- * "a.org ," is one item of 5 bytes and "a.org," has an empty one.  Blanks
- * alone are the empty list. */
-static int list_matches(const struct tlsbox_setting_def *d, const char *v)
-{
-    char *copy = tlsbox_xstrdup(v), *p = copy;
-    int ok = 1;
-    while (*p == ' ' || *p == '\t')
-        p++;
-    while (*p && ok) {
-        char *comma = strchr(p, ','), *e = comma ? comma : p + strlen(p), *s = p;
-        while (s < e && (*s == ' ' || *s == '\t'))
-            s++;
-        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-            e--;
-        *e = '\0';
-        ok = s < e && short_enough(d, s) && matches(d->pattern, s);
-        if (!comma)
-            break;
-        p = comma + 1;
-        if (!*p)
-            ok = 0; /* a trailing comma: an empty last item */
-    }
-    free(copy);
-    return ok;
-}
-
-/* NULL when @p v is valid for @p d, else why not (static text). */
-static const char *check(const struct tlsbox_setting_def *d, const char *v)
-{
-    char *end = NULL;
-    long long n;
-    switch (d->type) {
-    case TLSBOX_SETTING_BOOL:
-        return parse_bool(v) < 0 ? "not a boolean (true/false)" : NULL;
-    case TLSBOX_SETTING_INT:
-        n = strtoll(v, &end, 10);
-        if (!*v || *end)
-            return "not an integer";
-        return (d->min || d->max) && (n < d->min || n > d->max) ? "out of range" : NULL;
-    case TLSBOX_SETTING_ENUM:
-        return choice_of(d->choices, v) ? NULL : "not one of the choices";
-    case TLSBOX_SETTING_LIST:
-        return list_matches(d, v) ? NULL
-                                  : "an item is empty, too long or does not match the pattern";
-    case TLSBOX_SETTING_STRING:
-        if (!short_enough(d, v))
-            return "longer than .max";
-        return matches(d->pattern, v) ? NULL : "does not match the pattern";
-    default:
-        return "unknown type";
-    }
 }
 
 /*
@@ -236,29 +147,31 @@ static int set_value(const char *key, const char *value, char **err)
                                     key);
         return -EDEADLK;
     }
-    char *full = full_key(key);
+    char *full = full_key(key), *canon = NULL;
     const struct tlsbox_setting_def *d = own_def(full);
     size_t n = strlen(tlsbox_mockp.self.name);
-    const char *why = NULL;
-    if (!d && strncmp(full, tlsbox_mockp.self.name, n) == 0 && full[n] == '.')
-        why = "no such setting";
-    else if (d)
-        why = check(d, value);
-    if (why) {
-        char *msg = tlsbox_xasprintf("%s: %s: %s", full, value, why);
+    bool secret = d && settings_is_secret(d);
+    int rc = -EINVAL;
+    if (!value) {
+        /* Before the key, as core/settings.c's settings_set asks. */
         if (err)
-            *err = msg;
-        else
-            free(msg);
-        free(full);
-        return -EINVAL;
+            *err = tlsbox_xasprintf("%s: no value given", full);
+        goto out;
+    }
+    /* The plugin's own keys go through the daemon's check (NULL def: "no
+     * such setting"), which also gives the canonical text the core stores
+     * and hands the hook; another owner's key is taken as given. */
+    if (d || (strncmp(full, tlsbox_mockp.self.name, n) == 0 && full[n] == '.')) {
+        if (settings_check(full, d, NULL, value, &canon, err) < 0)
+            goto out;
+    } else {
+        canon = tlsbox_xstrdup(value);
     }
     pthread_mutex_lock(&set_lock);
-    int rc = apply(d, full, value, err);
+    rc = apply(d, full, canon, err);
     if (rc < 0) {
         pthread_mutex_unlock(&set_lock);
-        free(full);
-        return rc;
+        goto out;
     }
     pthread_mutex_lock(&tlsbox_mockp.lock);
     size_t i = 0;
@@ -268,9 +181,11 @@ static int set_value(const char *key, const char *value, char **err)
         values = tlsbox_xrealloc(values, (nvalues + 1) * sizeof *values);
         values[nvalues++].key = tlsbox_xstrdup(full);
     } else {
-        free(values[i].value);
+        free_value(&values[i]);
     }
-    values[i].value = tlsbox_xstrdup(value);
+    values[i].value = canon;
+    values[i].secret = secret;
+    canon = NULL;
     pthread_mutex_unlock(&tlsbox_mockp.lock);
     pthread_mutex_unlock(&set_lock);
     char *q = tlsbox_mockp_json_string(full);
@@ -278,6 +193,11 @@ static int set_value(const char *key, const char *value, char **err)
     tlsbox_mock_publish("settings.changed", data);
     free(data);
     free(q);
+out:
+    if (secret)
+        tlsbox_wipe_free_str(canon);
+    else
+        free(canon);
     free(full);
     return rc;
 }
@@ -286,7 +206,7 @@ int tlsbox_mockp_setting_set(struct tlsbox_plugin *self, const char *key, const 
                              char **err)
 {
     (void)self;
-    if (!key || !value)
+    if (!key)
         return -EINVAL;
     int rc = set_value(key, value, err);
     return rc == TLSBOX_APPLY_AT_RESTART ? 0 : rc; /* as the host call answers it */
@@ -311,9 +231,31 @@ void tlsbox_mock_stopped(void)
 int tlsbox_mock_set(const char *key, const char *value)
 {
     char *err = NULL;
-    int rc = key && value ? set_value(key, value, &err) : -EINVAL;
+    int rc = key ? set_value(key, value, &err) : -EINVAL;
     if (err)
         fprintf(stderr, "# mock host: refused: %s\n", err);
+    free(err);
+    return rc;
+}
+
+int tlsbox_mockp_settings_check(const struct tlsbox_plugin_desc *desc)
+{
+    char *err = NULL;
+    int rc = 0;
+    /* As the plugin loader hands a table to settings_register, which
+     * refuses the plugin when one declaration is bad. */
+    if (desc->settings && settings_check_owner(desc->name, &err) < 0)
+        rc = -EINVAL;
+    for (size_t i = 0; rc == 0 && desc->settings && desc->settings[i].key; i++) {
+        regex_t *re = NULL;
+        rc = settings_check_decl(desc->name, desc->settings, i, &re, &err);
+        settings_check_free_regex(re);
+    }
+    if (rc < 0)
+        fprintf(stderr,
+                "# mock host: settings: %s\n# mock host: %s refused: its settings table "
+                "is invalid\n",
+                err, desc->name);
     free(err);
     return rc;
 }
@@ -323,7 +265,7 @@ void tlsbox_mockp_settings_reset(void)
     tlsbox_mock_stopped();
     for (size_t i = 0; i < nvalues; i++) {
         free(values[i].key);
-        free(values[i].value);
+        free_value(&values[i]);
     }
     free(values);
     values = NULL;

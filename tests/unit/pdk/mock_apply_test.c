@@ -122,9 +122,14 @@ int main(void)
     check_int(tlsbox_mock_set("name", "ninechars"), -EINVAL,
               "a STRING longer than .max is refused");
     /* A LIST is split as the core splits it: items trimmed of blanks, each
-     * bounded by .max, none empty. */
-    check_int(tlsbox_mock_set("names", "eightchr ,\tabc\t"), 0,
+     * bounded by .max, none empty.  A tab is a control character, which the
+     * daemon refuses anywhere in a value. */
+    check_int(tlsbox_mock_set("names", "eightchr , abc "), 0,
               "LIST items of 8 bytes with blanks around them are accepted");
+    check_str(val = get(s, "names"), "eightchr,abc", "and stored trimmed, as the core stores it");
+    free(val);
+    check_int(tlsbox_mock_set("names", "abc,\tde"), -EINVAL,
+              "a LIST with a tab in it is refused, as the daemon refuses it");
     check_int(tlsbox_mock_set("names", "eightchr,ninechars"), -EINVAL,
               "a LIST item longer than .max is refused");
     check_int(tlsbox_mock_set("names", "abc,"), -EINVAL, "a LIST with a trailing comma is refused");
@@ -164,6 +169,8 @@ int main(void)
 
     check_int(tlsbox_mock_set("port", "2"), 0, "a hook that calls setting_set is not hung");
     check_int(s->nested_rc, -EDEADLK, "its setting_set is refused, as the core forbids it");
+    check_int(tlsbox_mock_set("port", "09002"), 0, "port 09002 is taken");
+    check_str(s->served, "9002", "and reaches the hook as the core hands it on: canonical");
 
     tlsbox_mock_stopped();
     s->seen[0] = '\0';
