@@ -231,7 +231,7 @@ out:
     if (rc == 0 && canon)
         *canon = out;
     else if (settings_is_secret(def))
-        wipe_free_str(out);
+        wipe_free(out, len + 1); /* refused: out has items but no '\0' yet */
     else
         free(out);
     return rc;
