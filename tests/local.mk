@@ -60,6 +60,14 @@ TESTS += tests/unit/pdk/mock_apply_test
 tests_unit_pdk_mock_apply_test_SOURCES = tests/unit/pdk/mock_apply_test.c
 tests_unit_pdk_mock_apply_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS)
 tests_unit_pdk_mock_apply_test_LDADD = $(MOCKHOST_LIBS)
+# The mock's settings answers against the core's own settings_check, linked in
+# under its own names next to the mock's renamed copy.
+check_PROGRAMS += tests/unit/pdk/mock_settings_test
+TESTS += tests/unit/pdk/mock_settings_test
+tests_unit_pdk_mock_settings_test_SOURCES = tests/unit/pdk/mock_settings_test.c tests/tap.h \
+	core/settings_check.c core/utf8.c core/xalloc.c
+tests_unit_pdk_mock_settings_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS)
+tests_unit_pdk_mock_settings_test_LDADD = $(MOCKHOST_LIBS)
 
 TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test \
