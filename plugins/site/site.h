@@ -178,12 +178,22 @@ struct site_str {
     size_t n;
 };
 
+/* If-None-Match field lines of one request that are kept and compared: RFC
+ * 9110 5.3 reads several lines as one comma-joined list, so the tag that
+ * matches may be on any of them.  A request with more lines than this is
+ * sent the file (never a 304 for a line not looked at). */
+#define SITE_INM_LINES 8
+
 struct site_req {
     enum site_method method;
     struct site_str method_s;
     struct site_str target; /* path with query, as sent */
     struct site_str host;
-    struct site_str inm, ims, range, if_range;
+    struct site_str inm[SITE_INM_LINES]; /* If-None-Match, one per non-empty line */
+    uint8_t ninm;
+    bool inm_over;     /* more If-None-Match lines than SITE_INM_LINES */
+    bool ims_conflict; /* If-Modified-Since lines that differ: no date to compare */
+    struct site_str ims, range, if_range;
     bool accept_gzip;
     bool http10;     /* h1 only */
     bool keep_alive; /* h1 only: what the client asked for */
@@ -586,6 +596,8 @@ void site_cache_free(struct site_cache *c);
 /* Exposed for unit tests. */
 int site_range_parse(const char *p, size_t n, uint64_t size, uint64_t *start, uint64_t *len);
 bool site_etag_match(const char *inm, size_t n, const char *etag);
+/* Whether @p rq's If-None-Match lines, read as one list, name @p etag. */
+bool site_inm_match(const struct site_req *rq, const char *etag);
 /* The strong ETag of a file with stat @p st, quoted, into buf (48 bytes hold
  * any); returns what snprintf returns. */
 int site_etag(const struct stat *st, char *buf, size_t cap);

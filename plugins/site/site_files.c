@@ -509,6 +509,18 @@ bool site_etag_match(const char *p, size_t n, const char *etag)
     return false;
 }
 
+bool site_inm_match(const struct site_req *rq, const char *etag)
+{
+    /* Lines past SITE_INM_LINES were not kept: the tag may be on one of
+     * them, or not, and the file (200) is right either way. */
+    if (rq->inm_over)
+        return false;
+    for (uint8_t i = 0; i < rq->ninm && i < SITE_INM_LINES; i++)
+        if (site_etag_match(rq->inm[i].p, rq->inm[i].n, etag))
+            return true;
+    return false;
+}
+
 /* Range: one "bytes=" range.  0 ok (start/len set), -1 ignore the header
  * (unparsable or several ranges: a full 200 is a valid answer), -416. */
 int site_range_parse(const char *p, size_t n, uint64_t size, uint64_t *start, uint64_t *len)
@@ -981,7 +993,9 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
     rs->off = 0;
     rs->len = size;
 
-    if (rq->inm.n ? site_etag_match(rq->inm.p, rq->inm.n, rs->etag) : false) {
+    /* If-None-Match, when sent, decides alone (RFC 9110 13.2.2). */
+    bool has_inm = rq->ninm > 0 || rq->inm_over;
+    if (has_inm && site_inm_match(rq, rs->etag)) {
         rs->status = 304;
         rs->len = 0;
         return;
@@ -991,7 +1005,7 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
      * Taken as is, "If-Modified-Since: <2100>" hid every later change, and
      * so did a copy fetched before the clock went back (a Pi without RTC
      * booting with an old time) once the file was replaced. */
-    if (!rq->inm.n && rq->ims.n) {
+    if (!has_inm && rq->ims.n && !rq->ims_conflict) {
         time_t ims;
         if (site_http_date_parse(rq->ims.p, rq->ims.n, &ims) && mtime <= ims && ims <= time(NULL)) {
             rs->status = 304;

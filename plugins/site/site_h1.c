@@ -218,8 +218,14 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
             }
             break;
         case 13:
-            if (name_is(name.p, name.n, "if-none-match", 13))
-                rq->inm = val;
+            /* Each line is kept where it lies: no copy, no allocation.  An
+             * empty line adds no element (RFC 9110 5.6.1). */
+            if (name_is(name.p, name.n, "if-none-match", 13) && val.n) {
+                if (rq->ninm < SITE_INM_LINES)
+                    rq->inm[rq->ninm++] = val;
+                else
+                    rq->inm_over = true;
+            }
             break;
         case 14:
             if (name_is(name.p, name.n, "content-length", 14)) {
@@ -238,9 +244,16 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
                 rq->accept_gzip = site_accepts_gzip(val.p, val.n);
             break;
         case 17:
-            if (name_is(name.p, name.n, "if-modified-since", 17))
+            if (name_is(name.p, name.n, "if-modified-since", 17)) {
+                /* A singleton field (RFC 9110 13.1.3): two lines with
+                 * different dates leave none to compare, and picking one
+                 * could answer 304 for a copy the client does not hold.
+                 * The condition is ignored: the file is always a right
+                 * answer.  The same date twice is the same condition. */
+                if (rq->ims.n && (rq->ims.n != val.n || memcmp(rq->ims.p, val.p, val.n) != 0))
+                    rq->ims_conflict = true;
                 rq->ims = val;
-            else if (name_is(name.p, name.n, "transfer-encoding", 17))
+            } else if (name_is(name.p, name.n, "transfer-encoding", 17))
                 rq->has_body = true;
             break;
         }

@@ -21,10 +21,13 @@ struct h2_stream {
     int32_t id;
     uint32_t hdr_bytes;
     bool accept_gzip, responded, refused;
-    bool has_file;  /* holds one of the connection's SITE_CONN_FILES */
-    bool waiting;   /* deferred until a file slot frees */
-    bool clen_body; /* a content-length above 0: a body is coming */
-    struct h2_str method, path, authority, host, inm, ims, range, if_range;
+    bool has_file;               /* holds one of the connection's SITE_CONN_FILES */
+    bool waiting;                /* deferred until a file slot frees */
+    bool clen_body;              /* a content-length above 0: a body is coming */
+    bool inm_over, ims_conflict; /* as in struct site_req */
+    uint8_t ninm;
+    struct h2_str method, path, authority, host, ims, range, if_range;
+    struct h2_str inm[SITE_INM_LINES]; /* one per non-empty if-none-match field */
     char *buf;
     uint32_t buf_len, buf_cap;
     char inline_buf[256];
@@ -185,8 +188,14 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
             keep = &st->authority;
         break;
     case 13:
-        if (NAME_IS("if-none-match"))
-            keep = &st->inm;
+        /* Several fields are one list (RFC 9110 5.3): each is kept, in
+         * st->buf like the others, so within the connection's budget. */
+        if (NAME_IS("if-none-match") && valuelen) {
+            if (st->ninm < SITE_INM_LINES)
+                keep = &st->inm[st->ninm++];
+            else
+                st->inm_over = true;
+        }
         break;
     case 14:
         /* nghttp2 checked that it is a number (RFC 9113 8.1.1) */
@@ -199,8 +208,14 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
             st->accept_gzip = site_accepts_gzip((const char *)value, valuelen);
         break;
     case 17:
-        if (NAME_IS("if-modified-since"))
-            keep = &st->ims;
+        /* A singleton: two different dates are no condition (see
+         * site_h1.c); the same date again needs no second copy. */
+        if (NAME_IS("if-modified-since")) {
+            if (!st->ims.n)
+                keep = &st->ims;
+            else if (st->ims.n != valuelen || memcmp(st->buf + st->ims.off, value, valuelen) != 0)
+                st->ims_conflict = true;
+        }
         break;
     }
     /* Past the connection's budget: the stream is reset, as past its own. */
@@ -327,8 +342,12 @@ static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
         rq.method = SITE_M_OTHER;
     rq.target = sstr(st, st->path);
     rq.host = st->authority.n ? sstr(st, st->authority) : sstr(st, st->host);
-    rq.inm = sstr(st, st->inm);
+    for (uint8_t i = 0; i < st->ninm; i++)
+        rq.inm[i] = sstr(st, st->inm[i]);
+    rq.ninm = st->ninm;
+    rq.inm_over = st->inm_over;
     rq.ims = sstr(st, st->ims);
+    rq.ims_conflict = st->ims_conflict;
     rq.range = sstr(st, st->range);
     rq.if_range = sstr(st, st->if_range);
     rq.accept_gzip = st->accept_gzip;

@@ -27,13 +27,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (r < 0 && r != -400 && r != -414 && r != -431 && r != -505)
         abort(); /* a refusal without a documented status */
     if (r > 0) {
-        const struct site_str *f[] = {&rq.method_s, &rq.target, &rq.host,    &rq.inm,
+        const struct site_str *f[] = {&rq.method_s, &rq.target, &rq.host,
                                       &rq.ims,      &rq.range,  &rq.if_range};
-        if ((size_t)r > size || rq.method_s.n == 0 || rq.target.n == 0)
+        if ((size_t)r > size || rq.method_s.n == 0 || rq.target.n == 0 || rq.ninm > SITE_INM_LINES)
             abort();
         for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
             if (f[i]->p && (f[i]->p < buf || f[i]->p + f[i]->n > buf + r))
                 abort(); /* a field outside the request it came from */
+        for (size_t i = 0; i < rq.ninm; i++)
+            if (rq.inm[i].p < buf || rq.inm[i].p + rq.inm[i].n > buf + r)
+                abort();
     }
     if (r > 0) {
         char path[256];
@@ -44,8 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (void)site_range_parse(rq.range.p, rq.range.n, 1000, &start, &len);
             (void)site_range_parse(rq.range.p, rq.range.n, 0, &start, &len);
         }
-        if (rq.inm.p)
-            (void)site_etag_match(rq.inm.p, rq.inm.n, "\"5f-1234abcd\"");
+        (void)site_inm_match(&rq, "\"5f-1234abcd\"");
         if (rq.ims.p)
             (void)site_http_date_parse(rq.ims.p, rq.ims.n, &t);
         if (rq.if_range.p)

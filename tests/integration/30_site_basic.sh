@@ -70,6 +70,30 @@ for proto in --http2 --http1.1; do
         200 "$proto: If-Modified-Since in 2100: 200"
     cmp -s "$TB_TMP/got" "$W/f16k.txt"
     ok $? "$proto: and the whole file"
+    # RFC 9110 5.3: If-None-Match sent as two field lines is one list, so
+    # the current tag counts on whichever line it is (a proxy may add one).
+    # curl sends each -H as a line of its own, over h2 as a header field
+    # of its own (checked below from its trace).
+    inm2() { "${C[@]}" $proto -H "If-None-Match: $1" -H "If-None-Match: $2" "${@:3}" "$URL/f16k.txt"; }
+    if [ $proto = --http2 ]; then
+        n=$(inm2 '"x"' "$etag" -v -o /dev/null 2>&1 | grep -ci '^\* .*\[if-none-match: ')
+        is "$n" 2 "$proto: curl sends the two If-None-Match lines as two h2 header fields"
+    fi
+    is "$(inm2 '"x"' "$etag" -o /dev/null -w '%{http_code}')" 304 \
+        "$proto: If-None-Match \"x\", then the current tag on a second line: 304"
+    is "$(inm2 "$etag" '"x"' -o /dev/null -w '%{http_code}')" 304 \
+        "$proto: the current tag on the first of two If-None-Match lines: 304"
+    is "$(inm2 '"x"' '"y"' -o "$TB_TMP/got" -w '%{http_code}')" 200 \
+        "$proto: two If-None-Match lines, neither the current tag: 200"
+    cmp -s "$TB_TMP/got" "$W/f16k.txt"
+    ok $? "$proto: and the whole file"
+    # If-Modified-Since is a singleton: two different dates are no condition.
+    is "$("${C[@]}" $proto -H "If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT" \
+        -H "If-Modified-Since: $lm" -o /dev/null -w '%{http_code}' "$URL/f16k.txt")" 200 \
+        "$proto: two different If-Modified-Since lines are ignored: 200"
+    is "$("${C[@]}" $proto -H "If-Modified-Since: $lm" -H "If-Modified-Since: $lm" \
+        -o /dev/null -w '%{http_code}' "$URL/f16k.txt")" 304 \
+        "$proto: the same If-Modified-Since on two lines: 304"
     # A deploy that rewrites a file twice within one second at the same size
     # makes two versions: a client holding the first must not get 304 for it,
     # nor a range of the second spliced onto it.

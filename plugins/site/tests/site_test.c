@@ -195,7 +195,38 @@ static void test_h1_parser(void)
                   strlen("GET / HTTP/1.1\r\nHost: a\r\nRange: bytes=1-2\r\nIf-None-Match: \"x\"\r\n"
                          "Accept-Encoding: gzip\r\n\r\n"),
                   &cfg, &rq);
-    ok(rq.range.n == 9 && rq.inm.n == 3 && rq.accept_gzip, "Range, If-None-Match, gzip seen");
+    ok(rq.range.n == 9 && rq.ninm == 1 && rq.inm[0].n == 3 && rq.accept_gzip,
+       "Range, If-None-Match, gzip seen");
+    {
+        /* RFC 9110 5.3: several lines are one list; each is kept. */
+        const char *inm_lines = "GET / HTTP/1.1\r\nHost: a\r\nIf-None-Match: \"x\"\r\n"
+                                "If-None-Match:\r\nIf-None-Match: \"y\", \"z\"\r\n\r\n";
+        site_h1_parse(inm_lines, strlen(inm_lines), &cfg, &rq);
+        ok(rq.ninm == 2 && rq.inm[0].n == 3 && !memcmp(rq.inm[0].p, "\"x\"", 3) &&
+               rq.inm[1].n == 8 && !memcmp(rq.inm[1].p, "\"y\", \"z\"", 8) && !rq.inm_over,
+           "two If-None-Match lines are both kept (the empty one adds nothing)");
+        ok(site_inm_match(&rq, "\"x\"") && site_inm_match(&rq, "\"z\"") &&
+               !site_inm_match(&rq, "\"w\""),
+           "a tag on either line matches");
+        char many[1024];
+        size_t mn = (size_t)snprintf(many, sizeof(many), "GET / HTTP/1.1\r\nHost: a\r\n");
+        for (int i = 0; i <= SITE_INM_LINES; i++)
+            mn += (size_t)snprintf(many + mn, sizeof(many) - mn, "If-None-Match: \"t%d\"\r\n", i);
+        mn += (size_t)snprintf(many + mn, sizeof(many) - mn, "\r\n");
+        ok(site_h1_parse(many, mn, &cfg, &rq) > 0 && rq.ninm == SITE_INM_LINES && rq.inm_over &&
+               !site_inm_match(&rq, "\"t0\""),
+           "past SITE_INM_LINES lines: no 304 for any of them");
+        const char *ims2 = "GET / HTTP/1.1\r\nHost: a\r\n"
+                           "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+                           "If-Modified-Since: Mon, 07 Nov 1994 08:49:37 GMT\r\n\r\n";
+        site_h1_parse(ims2, strlen(ims2), &cfg, &rq);
+        ok(rq.ims_conflict, "two different If-Modified-Since lines: a conflict");
+        const char *ims1 = "GET / HTTP/1.1\r\nHost: a\r\n"
+                           "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+                           "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n";
+        site_h1_parse(ims1, strlen(ims1), &cfg, &rq);
+        ok(!rq.ims_conflict && rq.ims.n == 29, "the same If-Modified-Since twice: one condition");
+    }
 
     memset(big, 'a', sizeof(big));
     memcpy(big, "GET /", 5);
@@ -341,17 +372,29 @@ static void test_files(void)
         strcpy(lm, rs.lastmod);
         site_resp_free(&rs);
         rq = req("/data.txt");
-        rq.inm = (struct site_str){etag, strlen(etag)};
+        rq.inm[0] = (struct site_str){etag, strlen(etag)};
+        rq.ninm = 1;
         is_int(serve(&rq, &rs), 304, "If-None-Match match: 304");
         is_int(rs.len, 0, "304 has no body");
         site_resp_free(&rs);
-        rq.inm = (struct site_str){"\"other\"", 7};
+        rq.inm[0] = (struct site_str){"\"other\"", 7};
         is_int(serve(&rq, &rs), 200, "If-None-Match other: 200");
+        site_resp_free(&rs);
+        rq.inm[1] = (struct site_str){etag, strlen(etag)};
+        rq.ninm = 2;
+        is_int(serve(&rq, &rs), 304, "If-None-Match, the tag on the second line: 304");
+        site_resp_free(&rs);
+        rq.inm_over = true;
+        is_int(serve(&rq, &rs), 200, "more If-None-Match lines than kept: 200");
         site_resp_free(&rs);
         rq = req("/data.txt");
         rq.ims = (struct site_str){lm, strlen(lm)};
         is_int(serve(&rq, &rs), 304, "If-Modified-Since = Last-Modified: 304");
         site_resp_free(&rs);
+        rq.ims_conflict = true;
+        is_int(serve(&rq, &rs), 200, "If-Modified-Since lines in conflict: 200");
+        site_resp_free(&rs);
+        rq.ims_conflict = false;
         rq.ims = (struct site_str){"Sun, 06 Nov 1994 08:49:37 GMT", 29};
         is_int(serve(&rq, &rs), 200, "older If-Modified-Since: 200");
         site_resp_free(&rs);
