@@ -1000,14 +1000,19 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
         rs->len = 0;
         return;
     }
-    /* A date later than our clock was never a Last-Modified of ours: it is
-     * ignored (RFC 7232 3.3 called it invalid; Apache and nginx answer 200).
-     * Taken as is, "If-Modified-Since: <2100>" hid every later change, and
-     * so did a copy fetched before the clock went back (a Pi without RTC
-     * booting with an old time) once the file was replaced. */
+    /*
+     * Only the exact Last-Modified (seconds) is a 304, as nginx's default
+     * (if_modified_since exact); browsers send back the date they were
+     * given.  "Not modified since" (mtime <= date) failed a file put back
+     * to an older version (a backup restored, cp -p, an old checkout): a
+     * client holding the newer copy sent its later date and kept that copy
+     * for ever.  It failed a date ahead of our clock too (a client's clock,
+     * or a copy fetched before a Pi without RTC set its clock back), which
+     * an exact match never equals unless the file has that very mtime.
+     */
     if (!has_inm && rq->ims.n && !rq->ims_conflict) {
         time_t ims;
-        if (site_http_date_parse(rq->ims.p, rq->ims.n, &ims) && mtime <= ims && ims <= time(NULL)) {
+        if (site_http_date_parse(rq->ims.p, rq->ims.n, &ims) && ims == mtime) {
             rs->status = 304;
             rs->len = 0;
             return;

@@ -12,6 +12,25 @@ ok $? "tlsboxd serves the site on ports $P_HTTPS and $P_HTTP"
 W="$TB_TMP/www"
 C=(curl -s --cacert "$CA" --max-time 20)
 
+# put_served NAME TEXT MTIME: write TEXT (a line) to $W/NAME dated MTIME
+# (seconds since the epoch), then wait until the site serves it over $proto
+# (a worker looks at a cached file again after 1 s).
+put_served() {
+    printf '%s\n' "$2" >"$W/$1"
+    touch -d "@$3" "$W/$1"
+    for _ in $(seq 50); do
+        [ "$("${C[@]}" $proto "$URL/$1")" = "$2" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# served_header NAME FIELD: the value of the response header FIELD (lower
+# case) for GET $URL/NAME over $proto.
+served_header() {
+    "${C[@]}" $proto -D - -o /dev/null "$URL/$1" | tr -d '\r' |
+        sed -n "s/^$2: //Ip"
+}
+
 # ---- protocols and bodies -------------------------------------------------
 for proto in --http2 --http1.1; do
     want_v=$([ $proto = --http2 ] && echo 2 || echo 1.1)
@@ -97,23 +116,30 @@ for proto in --http2 --http1.1; do
     # A deploy that rewrites a file twice within one second at the same size
     # makes two versions: a client holding the first must not get 304 for it,
     # nor a range of the second spliced onto it.
-    tw="$W/twice$proto.txt"
-    printf 'version one\n' >"$tw"
-    touch -d @1700000000.100000000 "$tw"
-    e1=$("${C[@]}" $proto -D - -o /dev/null "$URL/twice$proto.txt" | tr -d '\r' |
-        sed -n 's/^[Ee][Tt]ag: //p')
-    printf 'version two\n' >"$tw"
-    touch -d @1700000000.200000000 "$tw"
-    for _ in $(seq 50); do # the worker looks at a cached file again after 1 s
-        [ "$("${C[@]}" $proto "$URL/twice$proto.txt")" = "version two" ] && break
-        sleep 0.1
-    done
+    put_served "twice$proto.txt" "version one" 1700000000.100000000
+    e1=$(served_header "twice$proto.txt" etag)
+    put_served "twice$proto.txt" "version two" 1700000000.200000000
     is "$("${C[@]}" $proto -H "If-None-Match: $e1" -w ' %{http_code}' "$URL/twice$proto.txt")" \
         "version two
  200" "$proto: the first version's ETag no longer matches after a same-second, same-size rewrite"
     is "$("${C[@]}" $proto -H "If-Range: $e1" -r 8- -w ' %{http_code}' "$URL/twice$proto.txt")" \
         "version two
  200" "$proto: nor does If-Range with it: the whole new file, not a spliced range"
+    # A file put back to an older version (a backup restored, cp -p, an old
+    # checkout): a client holding the newer copy sends that copy's date,
+    # later than the file's.  Only the exact Last-Modified is a 304 (as
+    # nginx's default), or the client would keep the newer copy for ever.
+    put_served "roll$proto.txt" "new version" 1700000100
+    lm_new=$(served_header "roll$proto.txt" last-modified)
+    is "$lm_new" "$(LC_ALL=C date -u -d @1700000100 '+%a, %d %b %Y %H:%M:%S GMT')" \
+        "$proto: Last-Modified is the newer file's mtime"
+    put_served "roll$proto.txt" "old version" 1700000000
+    is "$("${C[@]}" $proto -H "If-Modified-Since: $lm_new" -w ' %{http_code}' "$URL/roll$proto.txt")" \
+        "old version
+ 200" "$proto: after a rollback, If-Modified-Since of the newer copy gets the older file"
+    lm_old=$(LC_ALL=C date -u -d @1700000000 '+%a, %d %b %Y %H:%M:%S GMT')
+    is "$("${C[@]}" $proto -H "If-Modified-Since: $lm_old" -o /dev/null -w '%{http_code}' \
+        "$URL/roll$proto.txt")" 304 "$proto: and its own Last-Modified still gets 304"
     out=$("${C[@]}" $proto -r 1000-1999 -o "$TB_TMP/got" -w '%{http_code}' "$URL/big.bin")
     is "$out" 206 "$proto: Range gives 206"
     cmp -s "$TB_TMP/got" <(tail -c +1001 "$W/big.bin" | head -c 1000)

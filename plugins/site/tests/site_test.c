@@ -418,6 +418,24 @@ static void test_files(void)
         is_str(header(&rs, "Content-Range"), "bytes */10", "416 Content-Range");
         site_resp_free(&rs);
     }
+    {
+        /* A file put back to an older version: the date of the newer copy
+         * a client holds is later than the file's, and gets the file. */
+        char path2[600], d_new[32], d_old[32];
+        struct timespec ts[2] = {{1700000000, 0}, {1700000000, 0}};
+        put_file(dir, "rollback.txt", "old");
+        snprintf(path2, sizeof(path2), "%s/rollback.txt", dir);
+        ok(utimensat(AT_FDCWD, path2, ts, 0) == 0, "rollback.txt dated 1700000000");
+        site_http_date(1700000100, d_new, sizeof(d_new));
+        site_http_date(1700000000, d_old, sizeof(d_old));
+        rq = req("/rollback.txt");
+        rq.ims = (struct site_str){d_new, strlen(d_new)};
+        is_int(serve(&rq, &rs), 200, "If-Modified-Since after the file's mtime (a rollback): 200");
+        site_resp_free(&rs);
+        rq.ims = (struct site_str){d_old, strlen(d_old)};
+        is_int(serve(&rq, &rs), 304, "If-Modified-Since = the file's mtime: 304");
+        site_resp_free(&rs);
+    }
 
     rq = req("/style.css");
     rq.accept_gzip = true;
