@@ -518,6 +518,8 @@ static void conn_linger(struct site_conn *c)
 {
     struct site_worker *w = c->w;
 
+    if (c->h2)
+        site_h2_free(c); /* nothing is read or written as h2 any more */
     if (c->session) {
         gnutls_bye(c->session, GNUTLS_SHUT_WR); /* close_notify into c->enc */
         site_rec_free(&c->rec);                 /* site_conn_close frees it only with the session */
@@ -709,7 +711,12 @@ int site_conn_flush(struct site_conn *c)
         return -1;
     }
     if (c->state == SITE_CS_H2 && site_h2_finished(c)) {
-        site_conn_close(c); /* nghttp2 wants neither to read nor to write */
+        /* nghttp2 wants neither to read nor to write.  After a GOAWAY for
+         * a flood the client may still be sending (site_h2_on_data). */
+        if (c->linger && !w->draining)
+            conn_linger(c);
+        else
+            site_conn_close(c);
         return -1;
     }
     update_timer(c);

@@ -552,9 +552,30 @@ int site_h2_start(struct site_conn *c)
 
 int site_h2_on_data(struct site_conn *c, const char *data, size_t n)
 {
+    if (c->linger)
+        return 0; /* the session was ended (below): the rest is discarded */
     if (!c->h2 && site_h2_start(c) < 0)
         return -1;
     ssize_t r = nghttp2_session_mem_recv(c->h2, (const uint8_t *)data, n);
+#ifdef HAVE_NGHTTP2_OPTION_SET_MAX_CONTINUATIONS /* the error came with the option */
+    if (r == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS) {
+        /*
+         * More than 8 CONTINUATION frames in one header block (the limit
+         * set in h2_global_init; a block past max_header_size has its
+         * stream reset and its frames still count).  nghttp2 only returns
+         * this error, and closing on it would drop the connection without
+         * a word.  The session is intact (only the frame being read is
+         * given up), so it still tells the client why: a GOAWAY
+         * ENHANCE_YOUR_CALM, after which nghttp2 wants neither to read nor
+         * to write and site_conn_flush closes, lingering (c->linger) since
+         * the client is likely still sending: closed at once, the socket
+         * would answer with a reset that can destroy the GOAWAY unread.
+         */
+        nghttp2_session_terminate_session(c->h2, NGHTTP2_ENHANCE_YOUR_CALM);
+        c->linger = true;
+        return 0;
+    }
+#endif
     return r < 0 ? -1 : 0;
 }
 

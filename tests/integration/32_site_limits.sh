@@ -114,13 +114,22 @@ ok "$(served; echo $?)" "a new client is served the whole page after the rapid r
 # 2000 frames of 16 KB (32 MB of header data), then 2,000,000 empty ones
 # (18 MB): far more than the socket buffers take in before a server that
 # stops reading closes, so only a server that reads them all shows sent=all.
+# The server says why before it closes: GOAWAY ENHANCE_YOUR_CALM (11).
 for kind in contgrow:2000 contempty:2000000; do
     out=$(flood "${kind%:*}" "${kind#*:}")
-    is "$(field "$out" closed) $(field "$out" sent)" "yes part" \
-        "CONTINUATION flood (${kind%:*}, ${kind#*:} frames): closed before the end ($out)"
+    is "$(field "$out" closed) $(field "$out" sent) $(field "$out" goaway)" "yes part 11" \
+        "CONTINUATION flood (${kind%:*}, ${kind#*:} frames): GOAWAY 0xb, closed before the end ($out)"
     rss_below "$(field "$out" rss_kb)" "the ${kind%:*} flood"
     ok "$(served; echo $?)" "a new client is served the whole page after it"
 done
+# A header block in HEADERS and 2, 3 or 8 CONTINUATION frames is a request
+# like any other; the 9th CONTINUATION of one block gets the GOAWAY.
+for n in 2 3 8; do
+    is "$(python3 "$PY" contsplit 127.0.0.1 "$P_HTTPS" $n)" "status=200 bytes=$(stat -c %s "$TB_TMP/www/index.html")" \
+        "a request in HEADERS and $n CONTINUATION frames is served"
+done
+is "$(python3 "$PY" contsplit 127.0.0.1 "$P_HTTPS" 9)" "goaway=11 closed=yes" \
+    "9 CONTINUATION frames: GOAWAY ENHANCE_YOUR_CALM (0xb), then the connection closes"
 
 # ---- HTTP/1 limits ------------------------------------------------------------------------------
 C=(curl -s --cacert "$CA" --http1.1 -o /dev/null -w '%{http_code}')

@@ -31,6 +31,12 @@
       more).  Prints "status=S bytes=B" (B: DATA bytes of the answer),
       "reset" when the stream is reset before an answer, or "none" when
       nothing came for 5 s.
+  h2_streams.py contsplit HOST PORT N
+      One HTTP/2 request for /index.html whose header block is split into a
+      HEADERS frame and N CONTINUATION frames (the last with END_HEADERS).
+      Prints "status=S bytes=B" for an answer, or "goaway=CODE closed=C"
+      when the server sends a GOAWAY (C: yes when it then closed the
+      connection within 5 s, else no), or "none".
   h2_streams.py h1pipe HOST PORT SPEC...
       HTTP/1.1 over TLS (ALPN http/1.1).  Each SPEC is a request, "PATH",
       "PATH@FIRST-LAST" (a Range) or "HEAD:PATH"; the requests between two
@@ -166,6 +172,31 @@ def response_status(block):
     return out
 
 
+def read_answer(s):
+    """Stream 1's answer, read for 5 s at most: its :status, DATA bytes,
+    whether it was reset, and the error code of a GOAWAY (reading stops at
+    a reset or a GOAWAY)."""
+    st = {"status": None, "bytes": 0, "reset": False, "goaway": None}
+
+    def until(ftype, flags, sid, payload):
+        if ftype == 7:
+            st["goaway"] = struct.unpack(">I", payload[4:8])[0]
+            return True
+        if sid != 1:
+            return False
+        if ftype == 1:
+            st["status"] = response_status(payload)
+        elif ftype == 0:
+            st["bytes"] += len(payload)
+        elif ftype == 3:
+            st["reset"] = True
+            return True
+        return bool(flags & 1)
+
+    read_frames(s, until, time.time() + 5)
+    return st
+
+
 def h2end(host, port, seq, path):
     s = tls(host, port, ["h2"])
     if s.selected_alpn_protocol() != "h2":
@@ -185,25 +216,48 @@ def h2end(host, port, seq, path):
     elif seq == "data":
         out += frame(0, 0x1, 1, b"hello")
     s.sendall(out)
-    st = {"status": None, "bytes": 0, "reset": False}
-
-    def until(ftype, flags, sid, payload):
-        if sid != 1:
-            return False
-        if ftype == 1:
-            st["status"] = response_status(payload)
-        elif ftype == 0:
-            st["bytes"] += len(payload)
-        elif ftype == 3:
-            st["reset"] = True
-            return True
-        return bool(flags & 1)
-
-    read_frames(s, until, time.time() + 5)
+    st = read_answer(s)
     if st["status"]:
         print("status=%s bytes=%d" % (st["status"], st["bytes"]))
     else:
         print("reset" if st["reset"] else "none")
+    return 0
+
+
+def contsplit(host, port, n):
+    s = tls(host, port, ["h2"])
+    if s.selected_alpn_protocol() != "h2":
+        print("no h2")
+        return 1
+    block = request_block("/index.html")
+    cut = [len(block) * i // (n + 1) for i in range(n + 2)]
+    parts = [block[cut[i]:cut[i + 1]] for i in range(n + 1)]
+    out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"")
+    out += frame(1, 0x1 | (0x4 if n == 0 else 0), 1, parts[0])  # END_STREAM
+    for i, part in enumerate(parts[1:]):
+        out += frame(9, 0x4 if i == n - 1 else 0, 1, part)
+    s.sendall(out)
+    st = read_answer(s)
+    if st["goaway"] is not None:
+        # the server should close after its GOAWAY: EOF (or a reset) within 5 s
+        closed = "no"
+        s.settimeout(0.5)
+        end = time.time() + 5
+        while time.time() < end:
+            try:
+                if not s.recv(65536):
+                    closed = "yes"
+                    break
+            except socket.timeout:
+                continue
+            except (ssl.SSLError, OSError):
+                closed = "yes"
+                break
+        print("goaway=%d closed=%s" % (st["goaway"], closed))
+    elif st["status"]:
+        print("status=%s bytes=%d" % (st["status"], st["bytes"]))
+    else:
+        print("none")
     return 0
 
 
@@ -707,6 +761,8 @@ if __name__ == "__main__":
                           int(sys.argv[6])))
     if cmd == "h2end":
         sys.exit(h2end(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]))
+    if cmd == "contsplit":
+        sys.exit(contsplit(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
     if cmd == "h1pipe":
         sys.exit(h1pipe(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
     sys.exit(2)
