@@ -149,7 +149,7 @@ static void stored_clear(sqlite3 *db, int64_t uid)
 int admin_login(const char *name, const char *password, const char *source, struct admin_session *s,
                 int *retry_after)
 {
-    char *akey = xasprintf("addr:%s", source),
+    char *akey = throttle_addr_key(source),
          *ukey = xasprintf("user:%.*s", (int)utf8_clip(name, strlen(name), 64), name);
     const char *keys[2] = {akey, ukey};
     /* Reserved before the password is checked (a PBKDF2 run): parallel

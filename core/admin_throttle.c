@@ -7,7 +7,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include "core/settings.h"
+#include "core/xalloc.h"
 
 #define SLOTS 256
 #define FREE_FAILURES 3
@@ -46,6 +50,17 @@ static int backoff_s(int failures)
         return 0;
     int shift = failures - FREE_FAILURES + 1;
     return shift > 5 ? MAX_BACKOFF_S : 1 << shift;
+}
+
+char *throttle_addr_key(const char *source)
+{
+    struct in6_addr a;
+    char net[INET6_ADDRSTRLEN];
+    if (inet_pton(AF_INET6, source, &a) != 1)
+        return xasprintf("addr:%s", source);
+    memset(a.s6_addr + 8, 0, 8);
+    inet_ntop(AF_INET6, &a, net, sizeof net);
+    return xasprintf("addr:%s/64", net);
 }
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;

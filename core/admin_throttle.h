@@ -13,6 +13,12 @@ enum throttle_outcome {
     THROTTLE_SUCCEEDED, /* logged in: forget the keys' failures */
 };
 
+/* The throttle key of client address @p source (text, as peer_address
+ * gives it): "addr:192.0.2.7", but an IPv6 address counts by its /64
+ * ("addr:2001:db8:1:2::/64"), the block one host or one LAN gets, so that
+ * rotating through it gives no more attempts.  Caller frees. */
+char *throttle_addr_key(const char *source);
+
 /* Reserve one attempt for each of the @p n keys, all or none.  0 when they
  * may try now; else *retry_after seconds and -EPERM (a key is locked),
  * -EAGAIN (a key backs off, or attempts in flight would make it back off

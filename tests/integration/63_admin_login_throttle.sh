@@ -18,25 +18,10 @@ start_daemon() {
 start_daemon || bail "daemon did not start"
 B="https://127.0.0.1:$TB_ADMIN_PORT"
 
-# login FROM USER PASSWORD [OUT]: the HTTP status of a login from 127.0.0.0/8
-# address FROM; the reply body in OUT ($TB_TMP/login).
-login() {
-    curl -sk --max-time 30 -H "Content-Type: application/json" --interface "$1" \
-        -o "${4:-$TB_TMP/login}" -w '%{http_code}' -X POST "$B/api/v1/session/login" \
-        -d "{\"user\":\"$2\",\"password\":\"$3\"}"
-}
-# login_waiting FROM USER PASSWORD: login, and once more after retry_after
-# when it was told to back off; sleeping the whole retry_after (rounded up
-# to seconds) outlasts the backoff.
-login_waiting() {
-    local code
-    code=$(login "$@")
-    if [ "$code" = 429 ] && jq -e '.error | test("wait")' "$TB_TMP/login" >/dev/null; then
-        sleep "$(jq -r .retry_after "$TB_TMP/login")"
-        code=$(login "$@")
-    fi
-    echo "$code"
-}
+# login FROM USER PASSWORD [OUT], login_waiting FROM USER PASSWORD: from a
+# 127.0.0.0/8 address (lib.sh).
+login() { tb_admin_login "$@"; }
+login_waiting() { tb_admin_login_waiting "$@"; }
 
 echo 'admins password is long' | tb_ctl admin passwd admin >/dev/null || bail "creating admin"
 echo 'daves password is long' | tb_ctl admin passwd dave >/dev/null || bail "creating dave"
@@ -103,7 +88,7 @@ like "$(jq -r .error "$TB_TMP/login")" "locked out" "the reply says locked out"
 flood() { # N: one failure from 127.0.(10 + N/250).(1 + N%250); one write per line
     echo "$(login "127.0.$((10 + $1 / 250)).$((1 + $1 % 250))" "junk$1" wrong "$TB_TMP/flood.$1")"
 }
-export -f flood login
+export -f flood login tb_admin_login
 export B TB_TMP
 seq 1 300 | xargs -P 8 -I{} bash -c 'flood {}' >"$TB_TMP/flood.codes"
 is "$(sort "$TB_TMP/flood.codes" | uniq -c | awk '{ printf "%s x %s; ", $2, $1 }')" "401 x 300; " \

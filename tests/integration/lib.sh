@@ -364,6 +364,27 @@ tb_ui_results() {
 
 # Bail out unless headless Chromium can be driven (Debian's chromium,
 # chromium-driver and python3-selenium, for /usr/bin/python3).
+# tb_admin_login FROM USER PASSWORD [OUT]: the HTTP status of a login to the
+# admin at $B (the tests' base URL) from local address FROM; the reply body
+# in OUT ($TB_TMP/login).
+tb_admin_login() {
+    curl -sk --max-time 30 -H "Content-Type: application/json" --interface "$1" \
+        -o "${4:-$TB_TMP/login}" -w '%{http_code}' -X POST "$B/api/v1/session/login" \
+        -d "{\"user\":\"$2\",\"password\":\"$3\"}"
+}
+# tb_admin_login_waiting FROM USER PASSWORD: tb_admin_login, and once more
+# after retry_after when it was told to back off; sleeping the whole
+# retry_after (rounded up to seconds) outlasts the backoff.
+tb_admin_login_waiting() {
+    local code
+    code=$(tb_admin_login "$@")
+    if [ "$code" = 429 ] && jq -e '.error | test("wait")' "$TB_TMP/login" >/dev/null; then
+        sleep "$(jq -r .retry_after "$TB_TMP/login")"
+        code=$(tb_admin_login "$@")
+    fi
+    echo "$code"
+}
+
 tb_need_browser() {
     local need
     for need in /usr/bin/chromium /usr/bin/chromedriver; do
