@@ -87,7 +87,9 @@ static void on_setup_token(void *arg, const struct tlsbox_api_request *req,
 }
 
 /* PUT admin/password {"user": U, "password": P}: from the socket for anyone
- * (reset), from the web for the logged-in user only. */
+ * (reset), from the web for the logged-in user only and with the current
+ * password in "current_password": a session left open in a browser must
+ * not be enough to take the account over for good. */
 static void on_password(void *arg, const struct tlsbox_api_request *req,
                         struct tlsbox_api_reply *reply)
 {
@@ -96,15 +98,31 @@ static void on_password(void *arg, const struct tlsbox_api_request *req,
         return;
     const char *user = json_string_value(json_object_get(body, "user"));
     const char *pw = json_string_value(json_object_get(body, "password"));
+    const char *current = json_string_value(json_object_get(body, "current_password"));
+    int rc = 0, retry = 0;
     if (!user && !from_control(req))
         user = req->user;
     if (!user || !pw) {
         api_reply_error(reply, 400, "admin/password needs {\"user\": ..., \"password\": ...}");
     } else if (!from_control(req) && strcmp(user, req->user) != 0) {
         api_reply_error(reply, 403, "you can only change your own password here");
+    } else if (!from_control(req) && !current) {
+        api_reply_error(reply, 403,
+                        "admin/password from the web needs the current password "
+                        "(\"current_password\")");
+    } else if (!from_control(req) && (rc = admin_password_recheck(user, current, &retry)) < 0) {
+        if (rc == -EACCES)
+            api_reply_error(reply, 403, "current_password is wrong");
+        else if (rc == -EIO)
+            api_reply_error(reply, 500, "cannot check the current password");
+        else
+            api_reply_json(reply, 429,
+                           json_pack("{s:s,s:i}", "error",
+                                     "too many wrong passwords for this user: wait and retry",
+                                     "retry_after", retry));
     } else {
         char *err = NULL;
-        int rc = admin_set_password(user, pw, &err);
+        rc = admin_set_password(user, pw, &err);
         if (rc < 0)
             api_reply_error(reply, rc == -EINVAL ? 400 : 500, "%s",
                             err ? err : "cannot store the password");

@@ -44,6 +44,11 @@ int admin_setup(const char *token, const char *name, const char *password, char 
  */
 int admin_login(const char *name, const char *password, const char *source, struct admin_session *s,
                 int *retry_after);
+/* Re-check the password of logged-in user @p name before a change that
+ * needs it (a new password): throttled, counted and audited as a failed
+ * login of the name (not of an address: the caller holds a session).  0,
+ * -EACCES wrong password, -EAGAIN/-EPERM/-EBUSY with *retry_after, -EIO. */
+int admin_password_recheck(const char *name, const char *password, int *retry_after);
 /* The session of cookie value @p cookie: 0 with *s filled (cookie left
  * empty), -ENOENT unknown or expired (idle or absolute). */
 int admin_session_get(const char *cookie, struct admin_session *s);

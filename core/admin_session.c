@@ -146,6 +146,18 @@ static void stored_clear(sqlite3 *db, int64_t uid)
     sqlite3_finalize(st);
 }
 
+/* End the attempt throttle_begin reserved on @p keys (the user's key
+ * last) with the outcome of check @p rc, counting a wrong password of a
+ * known user in the store as well: the keys it locked, bit i for keys[i]. */
+static unsigned attempt_end(sqlite3 *db, const char *name, const char *const keys[], int n, int rc)
+{
+    unsigned stored_locked = rc == -EACCES && db && stored_fail(db, name) ? 1u << (n - 1) : 0u;
+    return stored_locked | throttle_end(keys, n,
+                                        rc == 0         ? THROTTLE_SUCCEEDED
+                                        : rc == -EACCES ? THROTTLE_FAILED
+                                                        : THROTTLE_ABORTED);
+}
+
 int admin_login(const char *name, const char *password, const char *source, struct admin_session *s,
                 int *retry_after)
 {
@@ -181,20 +193,35 @@ int admin_login(const char *name, const char *password, const char *source, stru
         snprintf(s->user, sizeof s->user, "%s", name);
         rc = session_create(db, uid, source, s);
     }
-    unsigned stored_locked = rc == -EACCES && stored_fail(db, name) ? 2u : 0u;
+    unsigned locked = attempt_end(db, name, keys, 2, rc);
     store_disconnect(db);
-    unsigned locked = throttle_end(keys, 2,
-                                   rc == 0         ? THROTTLE_SUCCEEDED
-                                   : rc == -EACCES ? THROTTLE_FAILED
-                                                   : THROTTLE_ABORTED);
     if (rc == -EACCES)
-        login_failed(name, source, akey, ukey, locked | stored_locked);
+        login_failed(name, source, akey, ukey, locked);
     if (rc == 0) {
         log_info("admin: user \"%s\" logged in from %s", name, source);
         audit_event(name, source, "login", name, NULL);
     }
 out:
     free(akey);
+    free(ukey);
+    return rc;
+}
+
+int admin_password_recheck(const char *name, const char *password, int *retry_after)
+{
+    char *ukey = xasprintf("user:%.*s", (int)utf8_clip(name, strlen(name), 64), name);
+    const char *keys[1] = {ukey};
+    int rc = throttle_begin(keys, 1, retry_after);
+    if (rc < 0)
+        goto out;
+    sqlite3 *db = store_connect();
+    int64_t uid = 0;
+    rc = db ? admin_password_check(db, name, password, &uid) : -EIO;
+    unsigned locked = attempt_end(db, name, keys, 1, rc);
+    store_disconnect(db);
+    if (rc == -EACCES)
+        login_failed(name, "a web session", "", ukey, locked ? 2u : 0u);
+out:
     free(ukey);
     return rc;
 }

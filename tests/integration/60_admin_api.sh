@@ -322,6 +322,36 @@ csrf=$(jq -r .csrf "$TB_TMP/login")
 is "$("${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=100" | jq '[.entries[] | select(.action=="login.lockout")] | length')" \
     1 "the lockout is in the audit log"
 
+# ---- a new password from the web needs the current one ------------------
+# A session left open in a browser must not be enough to lock its owner out.
+passwd() { # BODY: PUT admin/password with the session; prints the status
+    "${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o "$TB_TMP/out" -w '%{http_code}' -X PUT \
+        "$B/api/v1/admin/password" -d "$1"
+}
+is "$(passwd '{"password":"a stolen session password"}')" 403 \
+    "a new password without the current one is refused"
+is "$(jq -r .error "$TB_TMP/out")" \
+    'admin/password from the web needs the current password ("current_password")' "and says why"
+is "$(passwd '{"password":"a stolen session password","current_password":"not the password"}')" \
+    403 "a new password with a wrong current one is refused"
+is "$(jq -r .error "$TB_TMP/out")" "current_password is wrong" "and says why"
+like "$(cat "$TB_TMP/daemon.log")" 'failed login for user "admin" from a web session' \
+    "the wrong current password is logged as a failed login"
+is "$(login admin 'a stolen session password' --interface 127.0.0.4)" 401 \
+    "the refused new password does not log in"
+is "$(login admin 'correct horse battery')" 200 "the old one still does"
+csrf=$(jq -r .csrf "$TB_TMP/login")
+cp "$J" "$TB_TMP/old-session"
+is "$(passwd '{"password":"a brand new password","current_password":"correct horse battery"}')" \
+    200 "with the current password the new one is set"
+is "$("${CURL[@]}" -b "$TB_TMP/old-session" -o /dev/null -w '%{http_code}' "$B/api/v1/status")" \
+    401 "the new password ended the session"
+is "$(login admin 'a brand new password')" 200 "the new password logs in"
+is "$("${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=20" |
+    jq -r '[.entries[] | select(.action=="PUT admin/password")][0].detail | fromjson |
+        .password + " " + .current_password')" "******** ********" \
+    "the audit log masks both passwords"
+
 tb_stop_daemon
 ok $? "daemon stops cleanly"
 
