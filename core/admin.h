@@ -36,6 +36,17 @@ enum MHD_Result admin_live_serve(struct MHD_Connection *conn, const char *cookie
 /* Make every live stream end within 100 ms (before MHD_stop_daemon). */
 void admin_live_stop(void);
 
+/* Connections one client may hold open on the admin port: an IPv4
+ * address, or an IPv6 /64 (admin_connlimit.c).  Enough for a browser's
+ * tabs and live streams, not for one client to hold every connection. */
+#define ADMIN_CONN_PER_CLIENT 16
+/* libmicrohttpd's accept policy: refuse a client at its limit.  Listening
+ * thread. */
+enum MHD_Result admin_connlimit_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
+/* MHD_OPTION_NOTIFY_CONNECTION: count a client's connections.  Any thread. */
+void admin_connlimit_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                            enum MHD_ConnectionNotificationCode code);
+
 /* The admin server's own certificate source (admin_cert.c): the TLS
  * bundle's first certificate, re-read when the bundle's generation changes. */
 int admin_cert_callback(gnutls_session_t session, const struct gnutls_cert_retr_st *info,

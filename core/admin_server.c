@@ -395,12 +395,14 @@ int admin_start(void)
     admin_daemon = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS |
             MHD_USE_ERROR_LOG | MHD_USE_POLL,
-        0, NULL, NULL, admin_access, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_HTTPS_CERT_CALLBACK2, admin_cert_callback,
+        0, admin_connlimit_accept, NULL, admin_access, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+        NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_HTTPS_CERT_CALLBACK2, admin_cert_callback,
         MHD_OPTION_HTTPS_PRIORITIES, "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2",
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, api_mhd_completed,
-        NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned)16, MHD_OPTION_END);
+        NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+        /* Per client, an IPv6 /64 counted as one (MHD's per-IP limit is per
+         * address): admin_connlimit.c. */
+        MHD_OPTION_NOTIFY_CONNECTION, admin_connlimit_notify, NULL, MHD_OPTION_END);
     if (!admin_daemon) {
         log_err("admin: libmicrohttpd did not start on port %d", port);
         close(fd);
