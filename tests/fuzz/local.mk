@@ -2,11 +2,17 @@
 # `make check` each target is linked with replay.c and run over its committed
 # corpus (tests/fuzz/corpus/NAME); `make fuzz` builds real libFuzzer binaries
 # with clang and runs each for FUZZ_TIME seconds.
-FUZZ_TARGETS = site_h1 settings tls_policy acme ocsp site_path
+FUZZ_TARGETS = site_h1 site_h2 settings tls_policy acme ocsp site_path
 
 fuzz_site_h1_sources = tests/fuzz/site_h1_fuzz.c $(site_sources)
 fuzz_site_h1_cflags = $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) $(SQLITE_CFLAGS) -I$(top_srcdir)/plugins/site
 fuzz_site_h1_libs = $(GNUTLS_LIBS) $(NGHTTP2_LIBS) $(IPSEC_MB_LIBS)
+
+# site_h2: a client's bytes after TLS (preface, frames) through site_h2.c's
+# nghttp2 callbacks and serve(), output drained and checked as frames.
+fuzz_site_h2_sources = tests/fuzz/site_h2_fuzz.c $(site_sources)
+fuzz_site_h2_cflags = $(fuzz_site_h1_cflags)
+fuzz_site_h2_libs = $(fuzz_site_h1_libs)
 
 fuzz_site_path_sources = tests/fuzz/site_path_fuzz.c $(site_sources)
 fuzz_site_path_cflags = $(fuzz_site_h1_cflags)
@@ -39,13 +45,18 @@ tests_fuzz_ocsp_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_ocsp_cflags)
 tests_fuzz_ocsp_replay_LDADD = $(fuzz_ocsp_libs)
 
 check_PROGRAMS += tests/fuzz/site_h1_replay tests/fuzz/settings_replay \
-	tests/fuzz/tls_policy_replay tests/fuzz/acme_replay tests/fuzz/site_path_replay
+	tests/fuzz/tls_policy_replay tests/fuzz/acme_replay tests/fuzz/site_path_replay \
+	tests/fuzz/site_h2_replay
 TESTS += tests/fuzz/site_h1_replay tests/fuzz/settings_replay \
-	tests/fuzz/tls_policy_replay tests/fuzz/acme_replay tests/fuzz/site_path_replay
+	tests/fuzz/tls_policy_replay tests/fuzz/acme_replay tests/fuzz/site_path_replay \
+	tests/fuzz/site_h2_replay
 
 tests_fuzz_site_h1_replay_SOURCES = tests/fuzz/replay.c $(fuzz_site_h1_sources)
 tests_fuzz_site_h1_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_site_h1_cflags)
 tests_fuzz_site_h1_replay_LDADD = $(fuzz_site_h1_libs)
+tests_fuzz_site_h2_replay_SOURCES = tests/fuzz/replay.c $(fuzz_site_h2_sources)
+tests_fuzz_site_h2_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_site_h2_cflags)
+tests_fuzz_site_h2_replay_LDADD = $(fuzz_site_h2_libs)
 tests_fuzz_site_path_replay_SOURCES = tests/fuzz/replay.c $(fuzz_site_path_sources)
 tests_fuzz_site_path_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_site_path_cflags)
 tests_fuzz_site_path_replay_LDADD = $(fuzz_site_path_libs)
