@@ -12,7 +12,8 @@
  * - the output is well-formed frames: 9-byte headers, a SETTINGS first,
  *   lengths within the frame size and as each type needs, no partial frame
  *   left when the session ends;
- * - a CONTINUATION flood ends with a GOAWAY ENHANCE_YOUR_CALM (0xb);
+ * - a CONTINUATION flood ends with a GOAWAY ENHANCE_YOUR_CALM (0xb), a
+ *   drain (the daemon stopping, after the input) with a GOAWAY NO_ERROR;
  * - after the session ends nothing is left: no kept header bytes, no file
  *   open (c->files, s->nfiles), no stream waiting; a stream not freed is a
  *   leak LeakSanitizer reports at the end of the input. */
@@ -305,6 +306,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             len = rest;
         open = feed(&c, &o, data + off, len - 1) && feed(&c, &o, data + off + len - 1, 1);
         off += len;
+    }
+    /* The daemon stops with the connection still open (site_conn_drain):
+     * a GOAWAY, then what the open streams still have to send. */
+    if (open && c.h2) {
+        site_h2_goaway(&c);
+        (void)flush(&c, &o);
+        if (o.goaway != 0 && !c.linger)
+            fail("a drain sent no GOAWAY NO_ERROR (last GOAWAY code %ld)",
+                 o.goaway == UINT32_MAX ? -1L : (long)o.goaway);
     }
     /* Past a CONTINUATION flood the client read why (site_h2_on_data). */
     if (c.linger && o.goaway != 11)
