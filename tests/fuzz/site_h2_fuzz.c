@@ -1,14 +1,15 @@
 /* libFuzzer target: the site plugin's HTTP/2 server side (site_h2.c) with
  * its real nghttp2 callbacks and serve() answering from a small document
  * root.  The input is what a client sends after TLS: the preface, then
- * frames.  It is fed as site_conn.c's conn_read does (site_h2_on_data), and
- * the output is drained as site_conn_flush's plaintext path does
- * (site_h2_produce until nothing comes), without TLS and without epoll: the
- * connection is plain (c->tls false), so site_conn_seal_cached copies.
- * Invariants, not only "no crash":
+ * frames.  It is fed as site_conn.c's conn_read does (site_h2_on_data) to
+ * two connections, in reads as large as a fast client's and frame by frame
+ * (see run), and the output is drained as site_conn_flush's plaintext path
+ * does (site_h2_produce until nothing comes), without TLS and without
+ * epoll: the connection is plain (c->tls false), so site_conn_seal_cached
+ * copies.  Invariants, not only "no crash":
  * - the heap kept for headers (c->h2_kept) never exceeds the connection's
  *   budget, 4 x max_header_size (site_h2.c stream_keep), checked after
- *   every frame and before each frame's last byte (before serve() drops it);
+ *   every read, so also before each frame's last byte;
  * - the output is well-formed frames: 9-byte headers, a SETTINGS first,
  *   lengths within the frame size and as each type needs, no partial frame
  *   left when the session ends;
@@ -125,7 +126,6 @@ static void setup(void)
     W.rootfd = open(root, O_RDONLY | O_DIRECTORY);
     if (W.rootfd < 0)
         fail("setup: %s: %s", root, strerror(errno));
-    W.cache = site_cache_new(1 << 16, 1024);
     W.now_ms = 1000000;
     site_worker_update_date(&W, MTIME + 3600);
     atexit(cleanup);
@@ -271,29 +271,35 @@ static bool feed(struct site_conn *c, struct out_check *o, const uint8_t *p, siz
     return flush(c, o);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* One connection reading @p data: in reads of up to SITE_INBUF bytes as a
+ * fast client's arrive (several streams' HEADERS in one read, answered
+ * together), or, with @p per_frame, the preface and then each frame as two
+ * reads: all but its last byte, then that byte, so that the kept headers
+ * are seen before the frame's end answers the stream and gives them back. */
+static void run(const uint8_t *data, size_t size, bool per_frame)
 {
-    static bool ready;
     struct site_conn c;
     struct out_check o = {.goaway = UINT32_MAX};
     size_t off = 0;
     bool open = true;
 
-    if (!ready) {
-        setup();
-        ready = true;
-    }
     memset(&c, 0, sizeof(c));
     c.w = &W;
     c.fd = -1;
     c.state = SITE_CS_H2;
     c.ip_bucket = -1;
     kept_peak = 0;
+    /* A fresh cache: an input behaves the same whatever ran before it. */
+    site_cache_free(W.cache);
+    W.cache = site_cache_new(1 << 16, 1024);
 
-    /* The preface, then each frame as two reads: all but its last byte,
-     * then that byte, so that the kept headers are seen before the frame's
-     * end answers the stream and gives them back. */
-    if (size) {
+    if (!per_frame) {
+        while (open && off < size) {
+            size_t n = size - off < SITE_INBUF ? size - off : SITE_INBUF;
+            open = feed(&c, &o, data + off, n);
+            off += n;
+        }
+    } else if (size) {
         size_t n = size < 24 ? size : 24;
         open = feed(&c, &o, data, n);
         off = n;
@@ -337,5 +343,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
              atomic_load(&S.nfiles));
     c.out_off = c.out_len;
     site_out_release_if_empty(&c);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static bool ready;
+
+    if (!ready) {
+        setup();
+        ready = true;
+    }
+    run(data, size, false);
+    run(data, size, true);
     return 0;
 }
