@@ -56,7 +56,10 @@ char *throttle_addr_key(const char *source)
 {
     struct in6_addr a;
     char net[INET6_ADDRSTRLEN];
-    if (inet_pton(AF_INET6, source, &a) != 1)
+    /* IPv4, and an IPv4 address in IPv6 form, is one client per address:
+     * cut to its "/64", a mapped address would share one key with every
+     * IPv4 client. */
+    if (inet_pton(AF_INET6, source, &a) != 1 || IN6_IS_ADDR_V4MAPPED(&a))
         return xasprintf("addr:%s", source);
     memset(a.s6_addr + 8, 0, 8);
     inet_ntop(AF_INET6, &a, net, sizeof net);

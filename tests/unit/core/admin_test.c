@@ -131,6 +131,20 @@ static void test_throttle(void)
     is_int(throttle_begin(other, 1, &r), 0, "other keys are not affected");
     throttle_end(other, 1, THROTTLE_SUCCEEDED);
 
+    /* The address key: an IPv6 client by its /64, IPv4 by its address. */
+    const char *const addr_cases[][2] = {
+        {"192.0.2.7", "addr:192.0.2.7"},
+        {"2001:db8:1:2:3:4:5:6", "addr:2001:db8:1:2::/64"},
+        {"2001:db8:1:2::ffff", "addr:2001:db8:1:2::/64"},
+        {"::ffff:192.0.2.7", "addr:::ffff:192.0.2.7"},
+        {"::ffff:192.0.2.8", "addr:::ffff:192.0.2.8"},
+    };
+    for (size_t i = 0; i < sizeof(addr_cases) / sizeof(addr_cases[0]); i++) {
+        char *key = throttle_addr_key(addr_cases[i][0]);
+        is_str(key, addr_cases[i][1], "throttle key of %s", addr_cases[i][0]);
+        free(key);
+    }
+
     /* Attempts in flight count as the failures they may become. */
     const char *p[] = {"addr:p", "user:p"};
     is_int(throttle_begin(p, 2, &r), 0, "parallel attempts: the first");
