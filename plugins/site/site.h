@@ -496,7 +496,9 @@ int site_conn_flush(struct site_conn *c);
  * frame header; h1: none) and the @p n bytes at @p data of a cached file
  * (with SITE_CE_ROOM borrowable bytes before @p data and one after its end),
  * sealed into c->enc; c->out's bytes go first as records of their own when
- * they do not fit in front.  1 done (c->out emptied), 0 not here (copy: GnuTLS
+ * they do not fit in front.  A record too long by less than c->out's bytes
+ * is cut full, and the file's last bytes are left in c->out instead.  1 done
+ * (c->out holds at most those bytes), 0 not here (copy: GnuTLS
  * seals this connection's records, or the record would be too large), 2
  * c->enc is full (offer it again after a send), or a negative GnuTLS error
  * (close).  On the connection's worker. */
