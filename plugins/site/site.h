@@ -204,7 +204,12 @@ struct site_req {
 struct site_resp {
     int status;
     const char *ctype;
-    char extra[1280]; /* extra header lines "Name: value\r\n" (h1 form) */
+    /* Extra header lines "Name: value\r\n" (h1 form): Location, Allow,
+     * Retry-After, Content-Range.  Owned, allocated by the first
+     * site_resp_add_header (most answers have none) and freed once the head
+     * is written (site_resp_drop_extra): an h2 stream or an h1 download in
+     * progress no longer carries SITE_RESP_EXTRA_MAX bytes for it. */
+    char *extra;
     size_t extra_len;
     /* file metadata for ETag/Last-Modified; valid when has_validators */
     bool has_validators;
@@ -229,6 +234,9 @@ struct site_resp {
     char *owned;       /* freed with the response */
     uint64_t off, len; /* window of the source still to send */
 };
+
+/* The most bytes of extra header lines one answer holds. */
+#define SITE_RESP_EXTRA_MAX 1280
 
 /* A cached file's data has this many writable bytes before it and one
  * after it: room the worker owning the cache borrows, and restores, to seal
@@ -590,6 +598,9 @@ int site_resp_unpark(struct site_worker *w, struct site_resp *rs);
 /* Add "name: value" to the response's extra headers: 0, or -ENOSPC (not added)
  * when they do not fit. */
 int site_resp_add_header(struct site_resp *rs, const char *name, const char *v, size_t vn);
+/* Free the extra header lines (the head has been written); site_resp_free
+ * does it too. */
+void site_resp_drop_extra(struct site_resp *rs);
 /* Copy up to n bytes of the body window into dst; returns bytes copied, or -1. */
 long site_resp_read(struct site_resp *rs, char *dst, size_t n);
 const char *site_status_text(int status);

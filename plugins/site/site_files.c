@@ -135,6 +135,7 @@ void site_resp_init(struct site_resp *rs)
 {
     rs->status = 0;
     rs->ctype = NULL;
+    rs->extra = NULL;
     rs->extra_len = 0;
     rs->mtime = 0;
     rs->etag[0] = rs->lastmod[0] = 0;
@@ -162,8 +163,10 @@ void site_resp_error(struct site_resp *rs, int status)
 int site_resp_add_header(struct site_resp *rs, const char *name, const char *v, size_t vn)
 {
     size_t nn = strlen(name);
-    if (rs->extra_len + nn + 2 + vn + 2 >= sizeof(rs->extra))
+    if (rs->extra_len + nn + 2 + vn + 2 >= SITE_RESP_EXTRA_MAX)
         return -ENOSPC;
+    if (!rs->extra)
+        rs->extra = site_xmalloc(SITE_RESP_EXTRA_MAX);
     memcpy(rs->extra + rs->extra_len, name, nn);
     rs->extra_len += nn;
     memcpy(rs->extra + rs->extra_len, ": ", 2);
@@ -195,6 +198,13 @@ void site_resp_park(struct site_resp *rs)
     rs->parked = true;
 }
 
+void site_resp_drop_extra(struct site_resp *rs)
+{
+    free(rs->extra);
+    rs->extra = NULL;
+    rs->extra_len = 0;
+}
+
 void site_resp_free(struct site_resp *rs)
 {
     if (rs->ce)
@@ -206,6 +216,7 @@ void site_resp_free(struct site_resp *rs)
     }
     free(rs->owned);
     free(rs->file);
+    site_resp_drop_extra(rs);
     rs->ce = NULL;
     rs->fd = -1;
     rs->nfiles = NULL;

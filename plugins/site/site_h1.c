@@ -325,7 +325,8 @@ size_t site_h1_head(char *dst, size_t cap, const struct site_conn *c, const stru
         PUTL(&b, "Content-Encoding: gzip\r\n");
     if (rs->vary)
         PUTL(&b, "Vary: Accept-Encoding\r\n");
-    put(&b, rs->extra, rs->extra_len);
+    if (rs->extra_len)
+        put(&b, rs->extra, rs->extra_len);
     if (c->tls) {
         if (c->hsts_len) {
             PUTL(&b, "Strict-Transport-Security: ");
@@ -373,6 +374,7 @@ static void respond(struct site_conn *c, const struct site_req *rq, struct site_
 
     hn = site_h1_head(dst, need, c, rs, keep, rq ? rq->http10 : false);
     c->out_len += (uint32_t)hn;
+    site_resp_drop_extra(rs);
     if (rq)
         site_access_log(c, rq, rs->status, body, c->tls ? "HTTP/1.1" : "HTTP/1.1 plain");
     c->nreq++;

@@ -328,7 +328,7 @@ static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
     struct site_resp *rs = &st->resp;
     nghttp2_nv nv[20];
     size_t nnv = 0;
-    char status[4], clen[24], *extra_vals = NULL;
+    char status[4], clen[24];
     nghttp2_data_provider prd = {.source.ptr = st, .read_callback = on_read};
     bool head;
 
@@ -403,12 +403,12 @@ static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
     if (rs->vary)
         NV("vary", "accept-encoding", 15);
     if (rs->extra_len) {
-        /* "Name: value\r\n" lines: lower-case names, values in place. */
-        extra_vals = site_xmalloc(rs->extra_len);
-        memcpy(extra_vals, rs->extra, rs->extra_len);
-        for (char *p = extra_vals; p < extra_vals + rs->extra_len && nnv < 16;) {
-            char *colon = memchr(p, ':', (size_t)(extra_vals + rs->extra_len - p));
-            char *eol = memchr(p, '\r', (size_t)(extra_vals + rs->extra_len - p));
+        /* "Name: value\r\n" lines: lower-case names, values in place
+         * (nghttp2_submit_response copies them; they are freed after). */
+        char *end = rs->extra + rs->extra_len;
+        for (char *p = rs->extra; p < end && nnv < 16;) {
+            char *colon = memchr(p, ':', (size_t)(end - p));
+            char *eol = memchr(p, '\r', (size_t)(end - p));
             if (!colon || !eol)
                 break;
             for (char *q = p; q < colon; q++)
@@ -425,8 +425,8 @@ static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
     NV("referrer-policy", "strict-origin-when-cross-origin", 31);
 #undef NV
     if (head || rs->status == 304 || rs->len == 0) {
-        site_resp_free(rs);
         nghttp2_submit_response(c->h2, st->id, nv, nnv, NULL);
+        site_resp_free(rs);
     } else {
         /* Keep the file open only when the stream can send now and the
          * connection has a slot: a client that never opens its window
@@ -442,8 +442,8 @@ static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
             }
         }
         nghttp2_submit_response(c->h2, st->id, nv, nnv, &prd);
+        site_resp_drop_extra(rs);
     }
-    free(extra_vals);
 }
 
 static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *user)

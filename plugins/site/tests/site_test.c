@@ -279,12 +279,16 @@ static int serve(struct site_req *rq, struct site_resp *rs)
 static const char *header(const struct site_resp *rs, const char *name)
 {
     static char v[512];
-    const char *p = strstr(rs->extra, name);
-    const char *e;
-    if (!p || (size_t)(p - rs->extra) >= rs->extra_len)
+    const char *p, *e;
+    if (!rs->extra_len)
+        return NULL;
+    p = memmem(rs->extra, rs->extra_len, name, strlen(name));
+    if (!p)
         return NULL;
     p += strlen(name) + 2;
-    e = strstr(p, "\r\n");
+    e = memmem(p, (size_t)(rs->extra + rs->extra_len - p), "\r\n", 2);
+    if (!e)
+        return NULL;
     snprintf(v, sizeof(v), "%.*s", (int)(e - p), p);
     return v;
 }
