@@ -23,6 +23,9 @@
 #   large:  1 MB and 100 MB downloads over h1 and h2: CPU per MB, growth of the peak RSS;
 #   idle:   PSS and RSS with 1000 and 10,000 idle TLS 1.3 connections that
 #           offer ALPN h2, with and without the h2 preface (idle_conns.c);
+#   streams: memory of 20 h2 connections that each hold 100 requests open
+#           (h2load -m 100 -w 0: the client grants no window, so every
+#           answer waits after its HEADERS): what a stream in flight costs;
 #   and the server's CPU time per operation: utime+stime of the server's
 #   process tree from /proc/PID/stat, read just before and after each run;
 #   and, as a noise indicator, the time a VM's host took of each core (steal).
@@ -56,7 +59,7 @@ SRC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$SRC_DIR/peer_conf.sh"
 BUILD=${TLSBOX_BUILD:-${top_builddir:-$(cd "$SRC_DIR/../.." && pwd)}}
 SERVERS="tlsbox nginx h2o"
-RUNS="hs h2hs resume ka sizes large idle"
+RUNS="hs h2hs resume ka sizes large idle streams"
 IDLE_COUNTS="1000 10000"
 QUICK=0
 SMOKE=0
@@ -126,6 +129,9 @@ SIZES="1024 4096 65536 262144" # file sizes of the "sizes" run, bytes
 SIZES_CONNS=10       # connections of the "sizes" run
 LARGE_MB="1 100"     # large file sizes, MB
 LARGE_TOTAL_MB=200   # MB downloaded per large-file run (at least one file)
+STREAMS_CONNS=20     # connections of the "streams" run
+STREAMS_PER_CONN=100 # requests each holds open (nginx's and h2o's default limits: 128, 100)
+STREAMS_HOLD=3       # seconds the streams are held before the reading
 if [ "$QUICK" = 1 ]; then
     HS_ROUNDS=1
     KA_ROUNDS=1
@@ -601,6 +607,39 @@ idle_run() {
     [ -s "$out.err" ] && note "idle_conns: $(head -3 "$out.err" | tr '\n' ' ')"
 }
 
+# streams_run SERVER: anonymous memory while STREAMS_CONNS h2 connections each
+# hold STREAMS_PER_CONN requests for the benchmark's file open: h2load -w 0
+# grants a stream window of 0, so each answer stops after its HEADERS.  Sets
+# R[SERVER.{kbc,held}_streams]: kB per connection with its streams, over the
+# memory before the run (after a warm-up that caches the file).
+streams_run() {
+    local s=$1 out a0 a1 hp n=$((STREAMS_CONNS * STREAMS_PER_CONN))
+    use "$s"
+    out="$TMP/$s.streams"
+    timeout 60 taskset -c "$CLIENT_CPU" h2load "${TLS_OPTS[@]}" -n 200 -c 10 -m 10 \
+        "https://127.0.0.1:$CUR_PORT$URL_PATH" >"$out.warm" 2>&1
+    sleep 1
+    a0=$(mem_kb "$CUR_PID" anon)
+    timeout -s INT $((STREAMS_HOLD + 30)) taskset -c "$CLIENT_CPU" h2load "${TLS_OPTS[@]}" \
+        -c "$STREAMS_CONNS" -m "$STREAMS_PER_CONN" -w 0 -n "$n" -v \
+        "https://127.0.0.1:$CUR_PORT$URL_PATH" >"$out.h2load" 2>&1 &
+    hp=$!
+    STARTED_PIDS="$STARTED_PIDS $hp"
+    sleep "$STREAMS_HOLD"
+    a1=$(mem_kb "$CUR_PID" anon)
+    # The answers' HEADERS the client saw (-v prints each; h2load stopped
+    # by SIGINT prints no summary): every stream was opened and answered as
+    # far as the window lets it.
+    kill -INT "$hp" 2>/dev/null
+    wait "$hp"
+    R[$s.held_streams]="$(grep -c '^\[stream_id=[0-9]*\] :status: ' "$out.h2load")/$n"
+    R[$s.kbc_streams]=$(awk -v a="$a1" -v b="$a0" -v n="$STREAMS_CONNS" \
+        'BEGIN { printf "%.1f", (a - b) / n }')
+    note "$s streams: $STREAMS_CONNS connections x $STREAMS_PER_CONN requests held," \
+        "${R[$s.held_streams]} answered with HEADERS; anonymous $a0 -> $a1 kB:" \
+        "${R[$s.kbc_streams]} kB per connection"
+}
+
 # tlsbox's handshake counters (full, resumed) from its metrics.
 tlsbox_hs_counts() {
     "$BUILD/cli/tlsboxctl" --state-dir "$TMP/tlsbox$INST/state" metrics 2>/dev/null | awk '
@@ -704,9 +743,19 @@ if has_run idle; then
         done
     done
 fi
+if has_run streams; then
+    say ""
+    say "## streams held open: $STREAMS_CONNS x $STREAMS_PER_CONN (servers of their own)"
+    INST=".streams"
+    start_all
+    for s in $MEASURED; do
+        streams_run "$s"
+    done
+    stop_all
+fi
 INST=""
 MEASURED=""
-if [ -n "$(echo " $RUNS " | sed 's/ idle / /g' | tr -d ' ')" ]; then
+if [ -n "$(echo " $RUNS " | sed 's/ idle / /g; s/ streams / /g' | tr -d ' ')" ]; then
     say ""
     say "## load runs (servers of their own)"
     start_all
@@ -874,6 +923,8 @@ for n in $IDLE_COUNTS; do
         row "idle connections still open / opened ($what, $n)" "alive_${mode}_$n"
     done
 done
+row "per h2 connection with $STREAMS_PER_CONN requests held open, kB (anonymous memory)" kbc_streams
+row "requests held open that got their HEADERS / asked" held_streams
 row "RSS after the load runs, kB" rss_after
 row "server core busy with other work during the runs" other
 row "client core stolen by the host during the runs" steal_cli
@@ -962,6 +1013,7 @@ for n in $IDLE_COUNTS; do
     ratio_row "per idle connection, no preface, $n" "kbc_h2-nopreface_$n"
     ratio_row "per idle connection, h2 preface, $n" "kbc_h2_$n"
 done
+ratio_row "per h2 connection with $STREAMS_PER_CONN requests held open (not a target)" kbc_streams
 
 # target LABEL VALUE LIMIT: holds when VALUE <= LIMIT
 target() {
