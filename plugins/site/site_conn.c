@@ -353,7 +353,7 @@ int site_conn_seal_cached(struct site_conn *c, const void *hd, size_t hdn, char 
     c->enc_len += (uint32_t)(total + SITE_REC_OVERHEAD);
     c->out_off = c->out_len = 0;
     w->wm.bytes_out += total;
-    if (take < n) /* fewer than c->out's bytes were: they fit */
+    if (take < n) /* the file's last bytes, fewer than c->out held */
         site_out_append(c, data + take, n - take);
     return 1;
 }
