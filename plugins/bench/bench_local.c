@@ -44,9 +44,10 @@ static int from_site(struct bench *b, struct bench_local *local, char **why)
     int *dst[] = {&local->https_port,       &local->http_port,       &local->max_conns,
                   &local->max_conns_per_ip, &local->max_conns_files, &local->max_conns_setting};
     int rc = 0;
-    if (status == 404)
+    if (status == 404) {
         *why = tlsbox_xstrdup("GET site/limits: no such route (the site plugin is not loaded)");
-    else if (!j)
+        local->no_site = true;
+    } else if (!j)
         *why = bench_xasprintf("GET site/limits answered %d: %.200s", status,
                                reply ? reply : "(nothing)");
     for (size_t i = 0; j && i < sizeof(keys) / sizeof(keys[0]); i++)
@@ -73,7 +74,9 @@ void bench_local_load(struct bench *b, struct bench_local *local)
         h->log(b->self, TLSBOX_LOG_WARN,
                "%s: checking runs on the local site against the stored site.* settings", why);
         free(why);
+        bool no_site = local->no_site;
         memset(local, 0, sizeof(*local));
+        local->no_site = no_site;
         local->https_port = (int)h->setting_get_int(b->self, "site.https_port", 0);
         local->http_port = (int)h->setting_get_int(b->self, "site.http_port", 0);
         local->max_conns_per_ip =

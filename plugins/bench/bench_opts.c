@@ -175,6 +175,11 @@ static int parse_url(struct bench_opts *o, const char *url, const struct bench_l
 static int local_target(struct bench_opts *o, const char *path, const struct bench_local *local,
                         const struct bench_limits *lim, char **err)
 {
+    /* With no site plugin the stored site.* ports are served by nothing: a
+     * run there would only collect connection errors, so refuse it up front. */
+    if (local->no_site)
+        return refuse(err, "bench: the local site is not served: the site plugin is not loaded "
+                           "(GET site/limits has no route); give a url to bench another server");
     int port = o->tls ? local->https_port : local->http_port;
     if (port <= 0)
         return refuse(err,

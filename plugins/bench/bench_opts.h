@@ -29,6 +29,9 @@ struct bench_local {
     int max_conns_per_ip;      /* site.max_connections_per_ip; 0 = unknown */
     int max_conns;             /* connections it takes in all; 0 = unknown */
     bool in_effect;            /* the fields above are the running site's */
+    /* No site plugin answers (GET site/limits has no route): nothing of the
+     * box serves the local site, whatever site.* stores. */
+    bool no_site;
     /* With in_effect: site.max_connections as the site started with it (it
      * reads it at start only), as stored, and the connections the open file
      * limit leaves room for; 0 = unknown. */
