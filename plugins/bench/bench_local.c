@@ -71,8 +71,10 @@ void bench_local_load(struct bench *b, struct bench_local *local)
     if (from_site(b, local, &why) == 0) {
         local->in_effect = true;
     } else {
-        h->log(b->self, TLSBOX_LOG_WARN,
-               "%s: checking runs on the local site against the stored site.* settings", why);
+        h->log(b->self, TLSBOX_LOG_WARN, "%s: %s", why,
+               local->no_site ? "runs on the local site are refused, runs by url go ahead"
+                              : "checking runs on the local site against the stored site.* "
+                                "settings");
         free(why);
         bool no_site = local->no_site;
         memset(local, 0, sizeof(*local));
