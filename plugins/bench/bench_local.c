@@ -26,7 +26,8 @@ static bool int_field(json_t *j, const char *key, int *out)
     return true;
 }
 
-/* Fill @p local from the running site; 0, or -1 with *why (caller frees). */
+/* Fill @p local from the running site; 0, or with *why (caller frees) 1 when
+ * no site plugin answers (no such route), -1 for any other failure. */
 static int from_site(struct bench *b, struct bench_local *local, char **why)
 {
     const struct tlsbox_host *h = b->host;
@@ -44,10 +45,9 @@ static int from_site(struct bench *b, struct bench_local *local, char **why)
     int *dst[] = {&local->https_port,       &local->http_port,       &local->max_conns,
                   &local->max_conns_per_ip, &local->max_conns_files, &local->max_conns_setting};
     int rc = 0;
-    if (status == 404) {
+    if (status == 404)
         *why = tlsbox_xstrdup("GET site/limits: no such route (the site plugin is not loaded)");
-        local->no_site = true;
-    } else if (!j)
+    else if (!j)
         *why = bench_xasprintf("GET site/limits answered %d: %.200s", status,
                                reply ? reply : "(nothing)");
     for (size_t i = 0; j && i < sizeof(keys) / sizeof(keys[0]); i++)
@@ -56,7 +56,7 @@ static int from_site(struct bench *b, struct bench_local *local, char **why)
                                    reply);
             break;
         }
-    rc = *why ? -1 : 0;
+    rc = status == 404 ? 1 : *why ? -1 : 0;
     json_decref(j);
     free(reply);
     return rc;
@@ -68,17 +68,16 @@ void bench_local_load(struct bench *b, struct bench_local *local)
     char *why = NULL;
     memset(local, 0, sizeof(*local));
     local->max_conns_stored = (int)h->setting_get_int(b->self, "site.max_connections", 0);
-    if (from_site(b, local, &why) == 0) {
+    int r = from_site(b, local, &why);
+    if (r == 0) {
         local->in_effect = true;
     } else {
         h->log(b->self, TLSBOX_LOG_WARN, "%s: %s", why,
-               local->no_site ? "runs on the local site are refused, runs by url go ahead"
-                              : "checking runs on the local site against the stored site.* "
-                                "settings");
+               r == 1 ? "runs on the local site are refused, runs by url go ahead"
+                      : "checking runs on the local site against the stored site.* settings");
         free(why);
-        bool no_site = local->no_site;
         memset(local, 0, sizeof(*local));
-        local->no_site = no_site;
+        local->no_site = r == 1;
         local->https_port = (int)h->setting_get_int(b->self, "site.https_port", 0);
         local->http_port = (int)h->setting_get_int(b->self, "site.http_port", 0);
         local->max_conns_per_ip =

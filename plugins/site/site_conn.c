@@ -315,11 +315,11 @@ int site_conn_seal_cached(struct site_conn *c, const void *hd, size_t hdn, char 
      * frames into full records too: under h2load -m 10 a batch of ten
      * responses was eleven records (the HEADERS frames one of their own),
      * now ten, and the client reads two fewer times per batch. */
+    bool small = pend + hdn <= SITE_CE_ROOM;
     size_t take = n;
-    if (pend + hdn <= SITE_CE_ROOM && pend + hdn + n > c->rec.max &&
-        c->rec.max > pend + hdn + SITE_CE_ROOM)
+    if (small && pend + hdn + n > c->rec.max && c->rec.max > pend + hdn + SITE_CE_ROOM)
         take = c->rec.max - pend - hdn;
-    bool front = pend + hdn <= SITE_CE_ROOM && pend + hdn + take <= c->rec.max;
+    bool front = small && pend + hdn + take <= c->rec.max;
     size_t need = hdn + take + SITE_REC_OVERHEAD + pend +
                   (front ? 0 : (pend + TLS_CHUNK - 1) / TLS_CHUNK * SITE_TLS_RECORD_MAX);
     if (queued && queued + need > (c->send_batch ? c->send_batch : SITE_ENC_HIGH))
