@@ -188,12 +188,69 @@ int admin_setup(const char *token, const char *name, const char *password, char 
 
 /* ---- checking a password ----------------------------------------------- */
 
+unsigned admin_unknown_user_iterations(sqlite3 *db)
+{
+    /* The count most stored hashes use (the larger on a tie): a name that
+     * does not exist then costs what most existing names cost, also after
+     * admin.pbkdf2_iterations changed and before their users logged in. */
+    unsigned iter = (unsigned)settings_get_int("admin.pbkdf2_iterations", 200000);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT pw_iterations FROM admin_users GROUP BY pw_iterations "
+                           "ORDER BY count(*) DESC, pw_iterations DESC LIMIT 1",
+                           -1, &st, NULL) == SQLITE_OK &&
+        store_step_row(st) == 0 && sqlite3_column_int64(st, 0) > 0)
+        iter = (unsigned)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return iter;
+}
+
+/* After a successful check: a hash made with other iterations than the
+ * setting's is made again with the setting's, so raising
+ * admin.pbkdf2_iterations protects every user from their next login on, and
+ * all stored hashes come to cost the same.  The old hash is in the WHERE, so
+ * a password changed meanwhile is not overwritten.  Failure only logs: the
+ * login itself succeeded. */
+static void rehash_if_needed(sqlite3 *db, int64_t uid, const char *name, const char *password,
+                             unsigned had, const unsigned char old_hash[HASH_LEN])
+{
+    unsigned want = (unsigned)settings_get_int("admin.pbkdf2_iterations", 200000);
+    if (had == want)
+        return;
+    unsigned char salt[SALT_LEN], hash[HASH_LEN];
+    sqlite3_stmt *st = NULL;
+    int done = -1;
+    if (gnutls_rnd(GNUTLS_RND_KEY, salt, sizeof salt) == 0 &&
+        pbkdf2(password, salt, want, hash) == 0 &&
+        sqlite3_prepare_v2(db,
+                           "UPDATE admin_users SET pw_salt = ?1, pw_hash = ?2, pw_iterations = ?3 "
+                           "WHERE id = ?4 AND pw_hash = ?5",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_blob(st, 1, salt, SALT_LEN, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 2, hash, HASH_LEN, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, want);
+        sqlite3_bind_int64(st, 4, uid);
+        sqlite3_bind_blob(st, 5, old_hash, HASH_LEN, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_DONE)
+            done = sqlite3_changes(db);
+    }
+    sqlite3_finalize(st);
+    if (done > 0)
+        log_info("admin: password hash of user \"%s\" remade with %u PBKDF2 iterations (was %u)",
+                 name, want, had);
+    else if (done < 0)
+        log_warn("admin: could not remake the password hash of user \"%s\" with %u PBKDF2 "
+                 "iterations: %s",
+                 name, want, sqlite3_errmsg(db));
+}
+
 int admin_password_check(sqlite3 *db, const char *name, const char *password, int64_t *user_id)
 {
     sqlite3_stmt *st = NULL;
     unsigned char salt[SALT_LEN] = {0}, stored[HASH_LEN] = {0}, got[HASH_LEN];
-    unsigned iter = (unsigned)settings_get_int("admin.pbkdf2_iterations", 200000);
+    unsigned iter = 0;
     int found = 0;
+    int64_t uid = 0;
     if (sqlite3_prepare_v2(db,
                            "SELECT id, pw_salt, pw_hash, pw_iterations FROM admin_users "
                            "WHERE name = ?",
@@ -201,19 +258,25 @@ int admin_password_check(sqlite3 *db, const char *name, const char *password, in
         return -EIO;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     if (store_step_row(st) == 0 && sqlite3_column_bytes(st, 1) == SALT_LEN &&
-        sqlite3_column_bytes(st, 2) == HASH_LEN) {
+        sqlite3_column_bytes(st, 2) == HASH_LEN && sqlite3_column_int64(st, 3) > 0) {
         found = 1;
-        *user_id = sqlite3_column_int64(st, 0);
+        uid = sqlite3_column_int64(st, 0);
         memcpy(salt, sqlite3_column_blob(st, 1), SALT_LEN);
         memcpy(stored, sqlite3_column_blob(st, 2), HASH_LEN);
         iter = (unsigned)sqlite3_column_int64(st, 3);
     }
     sqlite3_finalize(st);
     /* An unknown user costs the same hash: timing does not tell names. */
+    if (!found)
+        iter = admin_unknown_user_iterations(db);
     if (pbkdf2(password, salt, iter, got) < 0)
         return -EIO;
     unsigned char d = 0;
     for (int i = 0; i < HASH_LEN; i++)
         d |= (unsigned char)(got[i] ^ stored[i]);
-    return found && d == 0 ? 0 : -EACCES;
+    if (!found || d != 0)
+        return -EACCES;
+    *user_id = uid;
+    rehash_if_needed(db, uid, name, password, iter, stored);
+    return 0;
 }

@@ -58,8 +58,15 @@ int admin_session_end(const char *cookie);
 /* 64 hex digits from 32 random bytes (GNUTLS_RND_KEY).  0 or -EIO. */
 int admin_random_hex(char out[ADMIN_TOKEN_HEX]);
 /* 0 with *user_id when @p password is @p name's; -EACCES otherwise (an
- * unknown name costs the same PBKDF2 run); -EIO on a store error. */
+ * unknown name costs the same PBKDF2 run); -EIO on a store error.  A right
+ * password whose stored hash used other iterations than
+ * admin.pbkdf2_iterations is hashed again with the setting's (a write to
+ * admin_users; a failure there is logged and the check still succeeds). */
 int admin_password_check(sqlite3 *db, const char *name, const char *password, int64_t *user_id);
+
+/* The PBKDF2 iterations an unknown name is hashed with: the count most
+ * stored users' hashes use, else admin.pbkdf2_iterations. */
+unsigned admin_unknown_user_iterations(sqlite3 *db);
 
 /* Constant-time comparison of two NUL-terminated strings. */
 int admin_token_equal(const char *a, const char *b);

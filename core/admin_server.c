@@ -84,8 +84,9 @@ const struct tlsbox_setting_def admin_settings[] = {
      .default_value = "200000",
      .min = 10000,
      .max = 10000000,
-     .help = "PBKDF2-SHA256 iterations for new passwords (200000: 0.09 s on a 2-core x86 "
-             "VM, a few times longer on a Raspberry Pi)"},
+     .help = "PBKDF2-SHA256 iterations of password hashes (200000: 0.09 s on a 2-core x86 "
+             "VM, a few times longer on a Raspberry Pi); a stored hash made with another "
+             "count is made again at its user's next login"},
     {.key = "setup_token_ttl",
      .type = TLSBOX_SETTING_INT,
      .default_value = "1800",

@@ -275,6 +275,19 @@ login() { # USER PASSWORD [curl args]: prints the status
     "${CURL[@]}" -c "$J" -o "$TB_TMP/login" -w '%{http_code}' "$@" -X POST "$B/api/v1/session/login" \
         -d "{\"user\":\"$u\",\"password\":\"$p\"}"
 }
+# ---- admin.pbkdf2_iterations raised: the next login remakes the hash -------
+pw_iter() { sqlite3 "file:$TB_STATE/tlsbox.db?mode=ro" "SELECT pw_iterations FROM admin_users WHERE name='admin'"; }
+is "$(pw_iter)" 10000 "admin's stored hash has 10000 iterations"
+tb_ctl set admin.pbkdf2_iterations 12000 >/dev/null
+is "$(pw_iter)" 10000 "raising admin.pbkdf2_iterations to 12000 remakes no hash by itself"
+is "$(login admin 'correct horse battery')" 200 "log in with the setting at 12000"
+is "$(pw_iter)" 12000 "the login remade admin's hash with 12000 iterations"
+is "$(grep -c 'password hash of user "admin" remade with 12000 PBKDF2 iterations (was 10000)' \
+    "$TB_TMP/daemon.log")" 1 "and logged it once"
+is "$(login admin 'correct horse battery')" 200 "the password checks against the new hash"
+is "$(grep -c 'password hash of user "admin" remade' "$TB_TMP/daemon.log")" 1 \
+    "a second login remakes nothing"
+tb_ctl set admin.pbkdf2_iterations 10000 >/dev/null
 is "$(login admin 'correct horse battery')" 200 "log in again"
 csrf=$(jq -r .csrf "$TB_TMP/login")
 is "$("${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/session/logout")" \

@@ -65,6 +65,65 @@ static void test_first_run_and_passwords(void)
     store_disconnect(db);
 }
 
+/* admin_users.pw_iterations of @p name (-1 when missing), its hash in @p hash. */
+static int stored_iterations(sqlite3 *db, const char *name, unsigned char hash[32])
+{
+    sqlite3_stmt *st = NULL;
+    int n = -1;
+    memset(hash, 0, 32);
+    if (sqlite3_prepare_v2(db, "SELECT pw_iterations, pw_hash FROM admin_users WHERE name = ?", -1,
+                           &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        if (store_step_row(st) == 0 && sqlite3_column_bytes(st, 1) == 32) {
+            n = sqlite3_column_int(st, 0);
+            memcpy(hash, sqlite3_column_blob(st, 1), 32);
+        }
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+/* admin.pbkdf2_iterations raised: an unknown name keeps costing what the
+ * stored user costs until that user logs in; the login remakes the hash
+ * with the new count, a wrong password does not. */
+static void test_iterations_change(void)
+{
+    char *err = NULL;
+    sqlite3 *db = store_connect();
+    int64_t uid = 0;
+    unsigned char h0[32], h1[32];
+    is_int((int)admin_unknown_user_iterations(db), 10000,
+           "an unknown name is hashed with the stored user's 10000 iterations");
+    is_int(settings_set("admin.pbkdf2_iterations", "20000", "test", &err), 0,
+           "admin.pbkdf2_iterations raised to 20000");
+    is_int((int)admin_unknown_user_iterations(db), 10000,
+           "an unknown name still costs 10000 iterations: admin's hash has 10000");
+    is_int(stored_iterations(db, "admin", h0), 10000, "admin's stored hash has 10000");
+    is_int(admin_password_check(db, "admin", "long enough pX", &uid), -EACCES,
+           "a wrong password fails");
+    is_int(stored_iterations(db, "admin", h1), 10000, "and remakes nothing");
+    ok(memcmp(h0, h1, 32) == 0, "the hash is the same");
+    is_int(admin_password_check(db, "nobody", "long enough pw", &uid), -EACCES,
+           "an unknown name fails");
+    is_int(admin_password_check(db, "admin", "long enough pw", &uid), 0,
+           "the right password checks");
+    is_int(stored_iterations(db, "admin", h1), 20000, "and remakes the hash with 20000 iterations");
+    ok(memcmp(h0, h1, 32) != 0, "a new hash is stored");
+    is_int((int)admin_unknown_user_iterations(db), 20000, "an unknown name now costs 20000");
+    is_int(admin_password_check(db, "admin", "long enough pw", &uid), 0,
+           "the password checks against the new hash");
+    is_int(admin_password_check(db, "admin", "long enough pX", &uid), -EACCES,
+           "a wrong one still fails");
+    is_int(stored_iterations(db, "admin", h0), 20000, "a second login remakes nothing");
+    ok(memcmp(h0, h1, 32) == 0, "the hash stays");
+    is_int(settings_set("admin.pbkdf2_iterations", "10000", "test", &err), 0,
+           "admin.pbkdf2_iterations back to 10000");
+    is_int(admin_password_check(db, "admin", "long enough pw", &uid), 0, "the password checks");
+    is_int(stored_iterations(db, "admin", h0), 10000, "and the hash follows the setting down too");
+    free(err);
+    store_disconnect(db);
+}
+
 /* admin_users.failed_logins of @p name, or -1. */
 static int stored_failures(const char *name)
 {
@@ -267,6 +326,7 @@ int main(void)
     settings_register("admin", admin_settings);
     settings_set("admin.pbkdf2_iterations", "10000", "test", &err);
     test_first_run_and_passwords();
+    test_iterations_change();
     test_sessions();
     test_throttle();
     test_masking();
