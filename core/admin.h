@@ -5,6 +5,8 @@
 #define TLSBOX_CORE_ADMIN_H
 
 #include <gnutls/abstract.h>
+#include <stdbool.h>
+
 #include <microhttpd.h>
 #include <tlsbox/plugin.h>
 
@@ -40,12 +42,26 @@ void admin_live_stop(void);
  * address, or an IPv6 /64 (admin_connlimit.c).  Enough for a browser's
  * tabs and live streams, not for one client to hold every connection. */
 #define ADMIN_CONN_PER_CLIENT 16
-/* libmicrohttpd's accept policy: refuse a client at its limit.  Listening
- * thread. */
+/* Connections the admin port holds in all.  At this count a new connection
+ * closes the one that has waited longest without being answered (idle, in
+ * its handshake, or sending its request): clients that open many
+ * connections and send nothing cannot keep the admin UI from others. */
+#define ADMIN_CONN_MAX 64
+/* Room above ADMIN_CONN_MAX in libmicrohttpd's own limit for connections
+ * closed that way whose thread has not ended yet. */
+#define ADMIN_CONN_CLOSING 16
+/* libmicrohttpd's accept policy: refuse a client at its limit; at
+ * ADMIN_CONN_MAX close the longest waiting connection, or refuse when all
+ * are being answered.  Listening thread. */
 enum MHD_Result admin_connlimit_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
-/* MHD_OPTION_NOTIFY_CONNECTION: count a client's connections.  Any thread. */
+/* MHD_OPTION_NOTIFY_CONNECTION: count a client's connections; sets
+ * *socket_context for a counted one.  Any thread. */
 void admin_connlimit_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
                             enum MHD_ConnectionNotificationCode code);
+/* @p conn's request has its head read and will be answered (@p answering
+ * false: still reading its body, or its answer is done).  Either way its
+ * wait starts again now.  The connection's own thread. */
+void admin_connlimit_mark(struct MHD_Connection *conn, bool answering);
 
 /* The admin server's own certificate source (admin_cert.c): the TLS
  * bundle's first certificate, re-read when the bundle's generation changes. */

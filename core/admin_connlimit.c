@@ -1,27 +1,72 @@
-/* Connections to the admin port per client (see admin.h).  libmicrohttpd's
- * own per-IP limit counts each IPv6 address on its own, and a host gets a
- * whole /64: one client could hold every connection (64) and keep the
- * admin UI from everyone.  Counted from libmicrohttpd's connection
- * notifications, checked by its accept policy (both in the listening
- * thread for a new connection; closes come from connection threads). */
+/* Connections to the admin port (see admin.h).
+ *
+ * Per client: libmicrohttpd's own per-IP limit counts each IPv6 address on
+ * its own, and a host gets a whole /64, so one client could hold every
+ * connection.  Here a client is an IPv4 address or an IPv6 /64, and holds
+ * at most ADMIN_CONN_PER_CLIENT.
+ *
+ * In all: libmicrohttpd gives each connection a thread and refuses new ones
+ * at its limit, so four clients that open their 16 connections each and
+ * send nothing (or a byte of a request head now and then, under the 60 s
+ * timeout) kept the admin UI from everyone else.  When ADMIN_CONN_MAX are
+ * held, a new connection now closes the one that has waited longest without
+ * being answered: idle between requests, in its TLS handshake, or still
+ * sending its request head or body.  nginx treats its idle keep-alive
+ * connections the same way when it runs out.  A connection whose request is
+ * being answered (a live metrics stream, a download) is never closed here.
+ *
+ * Counted from libmicrohttpd's connection notifications and checked by its
+ * accept policy (both in the listening thread for a new connection; closes,
+ * request starts and ends come from connection threads).  The socket is
+ * shut down under the lock, and libmicrohttpd notifies a close before it
+ * closes the socket, so the descriptor is still this connection's. */
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
+
+#include <arpa/inet.h>
 
 #include "core/admin.h"
+#include "core/log.h"
 
-/* Room for every connection the server takes (its limit is 64), and a few
- * whose close is still being notified. */
-#define SLOTS 96
+/* Room for every connection libmicrohttpd takes (ADMIN_CONN_MAX and those
+ * closed here whose close is still under way) and a few more. */
+#define SLOTS (ADMIN_CONN_MAX + ADMIN_CONN_CLOSING + 16)
 
 struct client {
     unsigned char key[17]; /* family, then the IPv4 address or the /64 */
-    unsigned n;            /* 0: a free slot */
+    unsigned n;            /* connections counted; 0: a free slot */
+};
+
+struct held {
+    struct MHD_Connection *conn; /* NULL: a free slot */
+    struct client *client;
+    int fd;
+    uint64_t since_ms; /* accepted, or its last request head read or answered */
+    bool answering;    /* a request is being answered: never closed here */
+    bool closing;      /* shut down here; no longer counted */
+    char addr[INET6_ADDRSTRLEN];
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct client clients[SLOTS];
+static struct held helds[SLOTS];
+static unsigned counted; /* helds neither free nor closing */
+/* Closes for new connections since the last log line, and its time. */
+static unsigned closed_unlogged;
+static uint64_t last_log_ms;
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 /* The client of @p sa: 0 and @p key filled, or -1 (not IP: not limited). */
 static int client_key(const struct sockaddr *sa, unsigned char key[17])
@@ -45,6 +90,15 @@ static int client_key(const struct sockaddr *sa, unsigned char key[17])
     return 0;
 }
 
+static void addr_text(const struct sockaddr *sa, char out[INET6_ADDRSTRLEN])
+{
+    out[0] = '\0';
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, INET6_ADDRSTRLEN);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, INET6_ADDRSTRLEN);
+}
+
 /* The slot of @p key, or (create) a free one; NULL when none.  Under lock. */
 static struct client *find(const unsigned char key[17], int create)
 {
@@ -60,14 +114,57 @@ static struct client *find(const unsigned char key[17], int create)
     return create ? free_slot : NULL;
 }
 
+/* Shut down the counted connection that has waited longest unanswered;
+ * false when every one is being answered.  Under lock. */
+static bool close_longest_waiting(const char *for_addr)
+{
+    struct held *pick = NULL;
+    for (int i = 0; i < SLOTS; i++) {
+        struct held *h = &helds[i];
+        if (h->conn && !h->closing && !h->answering && (!pick || h->since_ms < pick->since_ms))
+            pick = h;
+    }
+    if (!pick)
+        return false;
+    shutdown(pick->fd, SHUT_RDWR);
+    pick->closing = true;
+    counted--;
+    if (pick->client)
+        pick->client->n--;
+    uint64_t now = now_ms();
+    closed_unlogged++;
+    /* One line per 10 s at most: a client that keeps connecting must not
+     * flood the log. */
+    if (last_log_ms == 0 || now - last_log_ms >= 10000) {
+        log_warn("admin: all %d admin connections held: closed the one from %s, waiting %llu s "
+                 "unanswered, for a new one from %s (%u closed so since the previous such line)",
+                 ADMIN_CONN_MAX, pick->addr, (unsigned long long)(now - pick->since_ms) / 1000,
+                 for_addr, closed_unlogged);
+        closed_unlogged = 0;
+        last_log_ms = now;
+    }
+    return true;
+}
+
 enum MHD_Result admin_connlimit_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
+    (void)cls;
+    (void)addrlen;
     unsigned char key[17];
     if (client_key(addr, key) < 0)
         return MHD_YES;
+    char text[INET6_ADDRSTRLEN];
+    addr_text(addr, text);
     pthread_mutex_lock(&lock);
     const struct client *c = find(key, 0);
-    int ok = !c || c->n < ADMIN_CONN_PER_CLIENT;
+    bool ok = !c || c->n < ADMIN_CONN_PER_CLIENT;
+    if (ok && counted >= ADMIN_CONN_MAX) {
+        ok = close_longest_waiting(text);
+        if (!ok)
+            log_warn("admin: all %d admin connections are answering requests: a new one from %s "
+                     "refused",
+                     ADMIN_CONN_MAX, text);
+    }
     pthread_mutex_unlock(&lock);
     return ok ? MHD_YES : MHD_NO;
 }
@@ -75,23 +172,54 @@ enum MHD_Result admin_connlimit_accept(void *cls, const struct sockaddr *addr, s
 void admin_connlimit_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
                             enum MHD_ConnectionNotificationCode code)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    unsigned char key[17];
-    if (!ci || client_key(ci->client_addr, key) < 0)
-        return;
+    (void)cls;
     pthread_mutex_lock(&lock);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        struct client *c = find(key, 1);
-        /* Marks the connection as counted: its close must uncount it. */
-        *socket_context = c;
-        if (c)
-            c->n++;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const union MHD_ConnectionInfo *fi =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        unsigned char key[17];
+        struct held *h = NULL;
+        for (int i = 0; i < SLOTS && !h; i++)
+            if (!helds[i].conn)
+                h = &helds[i];
+        /* Not IP, or (never: libmicrohttpd's limit is below SLOTS) no
+         * room: not counted, and *socket_context stays NULL. */
+        if (h && fi && ci && client_key(ci->client_addr, key) == 0) {
+            memset(h, 0, sizeof *h);
+            h->conn = conn;
+            h->fd = fi->connect_fd;
+            h->since_ms = now_ms();
+            addr_text(ci->client_addr, h->addr);
+            h->client = find(key, 1);
+            if (h->client)
+                h->client->n++;
+            counted++;
+            *socket_context = h;
+        }
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
-        struct client *c = find(key, 0);
-        if (c)
-            c->n--;
+        struct held *h = *socket_context;
+        if (!h->closing) {
+            counted--;
+            if (h->client)
+                h->client->n--;
+        }
+        memset(h, 0, sizeof *h);
         *socket_context = NULL;
     }
+    pthread_mutex_unlock(&lock);
+}
+
+void admin_connlimit_mark(struct MHD_Connection *conn, bool answering)
+{
+    const union MHD_ConnectionInfo *si =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (!si || !si->socket_context)
+        return;
+    pthread_mutex_lock(&lock);
+    struct held *h = si->socket_context;
+    h->answering = answering;
+    h->since_ms = now_ms();
     pthread_mutex_unlock(&lock);
 }

@@ -320,9 +320,14 @@ static enum MHD_Result admin_access(void *cls, struct MHD_Connection *conn, cons
                                     const char *upload_data, size_t *upload_data_size,
                                     void **con_cls)
 {
+    bool head_only = *con_cls == NULL;
     if (api_mhd_collect(*con_cls ? 0 : body_limit(conn, url), conn, upload_data, upload_data_size,
-                        con_cls))
+                        con_cls)) {
+        if (head_only) /* a body may follow: still waiting on the client */
+            admin_connlimit_mark(conn, false);
         return MHD_YES;
+    }
+    admin_connlimit_mark(conn, true);
     const struct api_mhd_request *rq = *con_cls;
     if (rq->too_large)
         return api_mhd_error(conn, 413, "request body too large");
@@ -340,6 +345,15 @@ static enum MHD_Result admin_access(void *cls, struct MHD_Connection *conn, cons
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return api_mhd_error(conn, 405, "static files: GET only");
     return admin_static_serve(conn, url);
+}
+
+/* A request ended (answered, or its connection closed): the connection
+ * waits for its next request from now on. */
+static void admin_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                            enum MHD_RequestTerminationCode toe)
+{
+    admin_connlimit_mark(conn, false);
+    api_mhd_completed(cls, conn, con_cls, toe);
 }
 
 /* A listening TCP socket on @p bind (empty: every address, IPv6 and IPv4). */
@@ -399,10 +413,10 @@ int admin_start(void)
         0, admin_connlimit_accept, NULL, admin_access, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
         NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_HTTPS_CERT_CALLBACK2, admin_cert_callback,
         MHD_OPTION_HTTPS_PRIORITIES, "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2",
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, api_mhd_completed,
-        NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, admin_completed,
+        NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned)(ADMIN_CONN_MAX + ADMIN_CONN_CLOSING),
         /* Per client, an IPv6 /64 counted as one (MHD's per-IP limit is per
-         * address): admin_connlimit.c. */
+         * address), and ADMIN_CONN_MAX in all: admin_connlimit.c. */
         MHD_OPTION_NOTIFY_CONNECTION, admin_connlimit_notify, NULL, MHD_OPTION_END);
     if (!admin_daemon) {
         log_err("admin: libmicrohttpd did not start on port %d", port);

@@ -82,7 +82,7 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/17_daemon_process.sh \
 	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
 	tests/integration/62_webui_no_inline.sh tests/integration/63_admin_login_throttle.sh \
-	tests/integration/63_admin_ipv6_client.sh \
+	tests/integration/63_admin_ipv6_client.sh tests/integration/63_admin_conn_hold.sh \
 	tests/integration/64_admin_ui_live.sh tests/integration/64_admin_live_clock.sh \
 	tests/integration/64_admin_ui_upgrade.sh
 EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_basics.sh \
@@ -92,7 +92,7 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/16_core_names_no_plugin.sh \
 	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
 	tests/integration/62_webui_no_inline.sh tests/integration/63_admin_login_throttle.sh \
-	tests/integration/63_admin_ipv6_client.sh \
+	tests/integration/63_admin_ipv6_client.sh tests/integration/63_admin_conn_hold.sh \
 	tests/webui/check-no-inline.sh tests/webui/page_render.mjs tests/ui/admin_ui.py \
 	tests/integration/64_admin_ui_live.sh tests/ui/admin_ui_live.py \
 	tests/integration/64_admin_live_clock.sh tests/integration/clock_shift.c \

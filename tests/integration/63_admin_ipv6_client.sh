@@ -72,10 +72,7 @@ time.sleep(600)
 PY
 tb_bg python3 "$TB_TMP/hold.py" "$NET::1" "$TB_ADMIN_PORT" "$TB_TMP/held" "${HOLD[@]}"
 holder=$TB_BG_PID
-for _ in $(seq 1 300); do
-    [ -s "$TB_TMP/held" ] || ! kill -0 "$holder" 2>/dev/null && break
-    sleep 0.1
-done
+tb_wait_file "$TB_TMP/held" "$holder"
 is "$(cat "$TB_TMP/held" 2>/dev/null)" 16 "16 connections from 16 addresses of the /64 are open"
 status() { # FROM: the status of GET /api/v1/session from address FROM
     curl -sk --max-time 10 --interface "$1" -o /dev/null -w '%{http_code}' "$B/api/v1/session"

@@ -262,6 +262,15 @@ tb_bg() {
     _tb_pids="$_tb_pids $TB_BG_PID"
 }
 
+# tb_wait_file FILE PID: wait (<= 30 s) until FILE has content, or until
+# process PID (the one that writes it) has ended.
+tb_wait_file() {
+    for _ in $(seq 1 300); do
+        [ -s "$1" ] || ! kill -0 "$2" 2>/dev/null && return 0
+        sleep 0.1
+    done
+}
+
 tb_start_daemon() {
     : >>"$TB_TMP/daemon.log"
     # The admin web UI on a free loopback port (kept across restarts), so
