@@ -26,9 +26,18 @@ plugins_site_tests_site_test_LDADD = $(MOCKHOST_LIBS) $(NGHTTP2_LIBS) $(IPSEC_MB
 check_PROGRAMS += plugins/site/tests/site_record_test
 TESTS += plugins/site/tests/site_record_test
 plugins_site_tests_site_record_test_SOURCES = plugins/site/tests/site_record_test.c \
-	plugins/site/site_record.c plugins/site/site.h
+	plugins/site/tests/tls_pair.h plugins/site/site_record.c plugins/site/site.h
 plugins_site_tests_site_record_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) -I$(top_srcdir)/plugins/site
 plugins_site_tests_site_record_test_LDADD = $(GNUTLS_LIBS) $(IPSEC_MB_LIBS)
+
+# Cached bodies sealed in place with queued bytes in front (site_conn.c),
+# read by a real GnuTLS client.
+check_PROGRAMS += plugins/site/tests/site_pack_test
+TESTS += plugins/site/tests/site_pack_test
+plugins_site_tests_site_pack_test_SOURCES = plugins/site/tests/site_pack_test.c \
+	plugins/site/tests/tls_pair.h $(site_sources)
+plugins_site_tests_site_pack_test_CFLAGS = $(plugins_site_tests_site_test_CFLAGS)
+plugins_site_tests_site_pack_test_LDADD = $(plugins_site_tests_site_test_LDADD)
 
 # A throwaway host that runs the plugin with a self-made bundle (manual
 # testing and benchmarks without the daemon): site_testhost CERT KEY KEY=VALUE...
