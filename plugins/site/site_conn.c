@@ -343,7 +343,8 @@ int site_conn_seal_cached(struct site_conn *c, const void *hd, size_t hdn, char 
     uint8_t *dst = (uint8_t *)buf_reserve(&w->encpool, SITE_ENCBUF, &c->enc, &c->enc_off,
                                           &c->enc_len, &c->enc_cap, total + SITE_REC_OVERHEAD);
     memcpy(saved, start, pend + hdn);
-    memcpy(start, c->out + c->out_off, pend);
+    if (pend) /* c->out may be NULL (released while empty) */
+        memcpy(start, c->out + c->out_off, pend);
     if (hdn)
         memcpy(start + pend, hd, hdn);
     ssize_t r = site_rec_seal(&c->rec, c->session, start, total, true, dst);
