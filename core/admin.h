@@ -38,6 +38,10 @@ enum MHD_Result admin_live_serve(struct MHD_Connection *conn, const char *cookie
 /* Make every live stream end within 100 ms (before MHD_stop_daemon). */
 void admin_live_stop(void);
 
+/* @p sa as text in @p out (room @p n): "127.0.0.1", "::1"; an IPv4-mapped
+ * IPv6 address as IPv4; "unknown" for NULL or another family.  Any thread. */
+void admin_sockaddr_text(const struct sockaddr *sa, char *out, size_t n);
+
 /* Connections one client may hold open on the admin port: an IPv4
  * address, or an IPv6 /64 (admin_connlimit.c).  Enough for a browser's
  * tabs and live streams, not for one client to hold every connection. */

@@ -24,12 +24,9 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
-
-#include <arpa/inet.h>
 
 #include "core/admin.h"
 #include "core/log.h"
@@ -56,7 +53,6 @@ struct held {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct client clients[SLOTS];
 static struct held helds[SLOTS];
-static unsigned counted; /* helds neither free nor closing */
 /* Closes for new connections since the last log line, and its time. */
 static unsigned closed_unlogged;
 static uint64_t last_log_ms;
@@ -90,15 +86,6 @@ static int client_key(const struct sockaddr *sa, unsigned char key[17])
     return 0;
 }
 
-static void addr_text(const struct sockaddr *sa, char out[INET6_ADDRSTRLEN])
-{
-    out[0] = '\0';
-    if (sa->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, INET6_ADDRSTRLEN);
-    else if (sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, INET6_ADDRSTRLEN);
-}
-
 /* The slot of @p key, or (create) a free one; NULL when none.  Under lock. */
 static struct client *find(const unsigned char key[17], int create)
 {
@@ -114,9 +101,19 @@ static struct client *find(const unsigned char key[17], int create)
     return create ? free_slot : NULL;
 }
 
-/* Shut down the counted connection that has waited longest unanswered;
- * false when every one is being answered.  Under lock. */
-static bool close_longest_waiting(const char *for_addr)
+/* Connections counted: neither free slots nor shut down here.  Under lock. */
+static unsigned counted(void)
+{
+    unsigned n = 0;
+    for (int i = 0; i < SLOTS; i++)
+        n += helds[i].conn && !helds[i].closing;
+    return n;
+}
+
+/* Shut down the counted connection that has waited longest unanswered, for
+ * a new one from @p for_addr; false when every one is being answered.
+ * Under lock. */
+static bool close_longest_waiting(const struct sockaddr *for_addr)
 {
     struct held *pick = NULL;
     for (int i = 0; i < SLOTS; i++) {
@@ -128,7 +125,6 @@ static bool close_longest_waiting(const char *for_addr)
         return false;
     shutdown(pick->fd, SHUT_RDWR);
     pick->closing = true;
-    counted--;
     if (pick->client)
         pick->client->n--;
     uint64_t now = now_ms();
@@ -136,10 +132,12 @@ static bool close_longest_waiting(const char *for_addr)
     /* One line per 10 s at most: a client that keeps connecting must not
      * flood the log. */
     if (last_log_ms == 0 || now - last_log_ms >= 10000) {
+        char text[INET6_ADDRSTRLEN];
+        admin_sockaddr_text(for_addr, text, sizeof text);
         log_warn("admin: all %d admin connections held: closed the one from %s, waiting %llu s "
                  "unanswered, for a new one from %s (%u closed so since the previous such line)",
                  ADMIN_CONN_MAX, pick->addr, (unsigned long long)(now - pick->since_ms) / 1000,
-                 for_addr, closed_unlogged);
+                 text, closed_unlogged);
         closed_unlogged = 0;
         last_log_ms = now;
     }
@@ -153,17 +151,18 @@ enum MHD_Result admin_connlimit_accept(void *cls, const struct sockaddr *addr, s
     unsigned char key[17];
     if (client_key(addr, key) < 0)
         return MHD_YES;
-    char text[INET6_ADDRSTRLEN];
-    addr_text(addr, text);
     pthread_mutex_lock(&lock);
     const struct client *c = find(key, 0);
     bool ok = !c || c->n < ADMIN_CONN_PER_CLIENT;
-    if (ok && counted >= ADMIN_CONN_MAX) {
-        ok = close_longest_waiting(text);
-        if (!ok)
+    if (ok && counted() >= ADMIN_CONN_MAX) {
+        ok = close_longest_waiting(addr);
+        if (!ok) {
+            char text[INET6_ADDRSTRLEN];
+            admin_sockaddr_text(addr, text, sizeof text);
             log_warn("admin: all %d admin connections are answering requests: a new one from %s "
                      "refused",
                      ADMIN_CONN_MAX, text);
+        }
     }
     pthread_mutex_unlock(&lock);
     return ok ? MHD_YES : MHD_NO;
@@ -191,20 +190,16 @@ void admin_connlimit_notify(void *cls, struct MHD_Connection *conn, void **socke
             h->conn = conn;
             h->fd = fi->connect_fd;
             h->since_ms = now_ms();
-            addr_text(ci->client_addr, h->addr);
+            admin_sockaddr_text(ci->client_addr, h->addr, sizeof h->addr);
             h->client = find(key, 1);
             if (h->client)
                 h->client->n++;
-            counted++;
             *socket_context = h;
         }
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
         struct held *h = *socket_context;
-        if (!h->closing) {
-            counted--;
-            if (h->client)
-                h->client->n--;
-        }
+        if (!h->closing && h->client)
+            h->client->n--;
         memset(h, 0, sizeof *h);
         *socket_context = NULL;
     }

@@ -103,15 +103,11 @@ __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const ch
     log_vmsg("admin", TLSBOX_LOG_DEBUG, fmt, ap);
 }
 
-/* The peer's address as text ("127.0.0.1", "::1"). */
-static void peer_address(struct MHD_Connection *conn, char *out, size_t n)
+void admin_sockaddr_text(const struct sockaddr *sa, char *out, size_t n)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     snprintf(out, n, "unknown");
-    if (!ci || !ci->client_addr)
+    if (!sa)
         return;
-    const struct sockaddr *sa = ci->client_addr;
     if (sa->sa_family == AF_INET)
         inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)n);
     else if (sa->sa_family == AF_INET6) {
@@ -121,6 +117,14 @@ static void peer_address(struct MHD_Connection *conn, char *out, size_t n)
         else
             inet_ntop(AF_INET6, a, out, (socklen_t)n);
     }
+}
+
+/* The peer's address as text ("127.0.0.1", "::1"). */
+static void peer_address(struct MHD_Connection *conn, char *out, size_t n)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    admin_sockaddr_text(ci ? ci->client_addr : NULL, out, n);
 }
 
 static enum MHD_Result respond_json(struct MHD_Connection *conn, int status, json_t *j,
