@@ -25,20 +25,21 @@ enum bench_scenario {
 /* One run's parameters, checked by bench_opts_parse. */
 struct bench_opts {
     enum bench_scenario scenario;
-    int concurrency;   /* connections at once */
-    long requests;     /* stop after this many requests; 0 = use duration_ms */
-    long duration_ms;  /* with requests == 0: issue requests for this long */
-    long max_ms;       /* hard bound on the run (limit setting); a timed run's last
-                          requests may take their timeout_ms past it */
-    long timeout_ms;   /* a connection idle this long fails its requests */
-    long max_requests; /* hard bound on requests in duration mode (limit setting) */
-    int streams;       /* h2: concurrent streams per connection */
-    bool tls;          /* https target */
-    bool local;        /* the box's own site */
-    bool loopback;     /* the target address is a loopback one */
-    char host[256];    /* Host header / SNI (SNI only when not an address) */
-    char path[1024];   /* request target */
-    char url[1400];    /* as shown to people */
+    int concurrency;     /* connections at once */
+    long requests;       /* stop after this many requests; 0 = use duration_ms */
+    long duration_ms;    /* with requests == 0: issue requests for this long */
+    long max_ms;         /* hard bound on the run (limit setting); a timed run's last
+                            requests may take their timeout_ms past it */
+    long timeout_ms;     /* a connection idle this long fails its requests */
+    long max_requests;   /* hard bound on requests in duration mode (limit setting) */
+    int streams;         /* h2: concurrent streams per connection */
+    bool tls;            /* https target */
+    bool local;          /* the box's own site */
+    bool loopback;       /* the target address is a loopback one */
+    char host[256];      /* SNI (only when not an address) and connect target */
+    char authority[272]; /* Host / :authority: host, [IPv6], and the url's port if given */
+    char path[1024];     /* request target */
+    char url[1400];      /* as shown to people */
     struct sockaddr_storage addr;
     socklen_t addrlen;
     char tls_version[8]; /* "any", "1.2", "1.3" */

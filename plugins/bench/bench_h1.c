@@ -28,7 +28,7 @@ static int h1_send_request(struct bench_conn *c)
     int n = snprintf(req, sizeof(req),
                      "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: tlsbox-bench\r\n"
                      "Accept: */*\r\n%s\r\n",
-                     o->path, o->host, h1_keepalive(c) ? "" : "Connection: close\r\n");
+                     o->path, o->authority, h1_keepalive(c) ? "" : "Connection: close\r\n");
     c->h1_busy = true;
     c->reserved = false;
     c->requests++;

@@ -99,7 +99,8 @@ static int h2_fill(struct bench_conn *c)
     nghttp2_nv nva[] = {
         {(uint8_t *)":method", (uint8_t *)"GET", 7, 3, NGHTTP2_NV_FLAG_NONE},
         {(uint8_t *)":scheme", (uint8_t *)"https", 7, 5, NGHTTP2_NV_FLAG_NONE},
-        {(uint8_t *)":authority", (uint8_t *)o->host, 10, strlen(o->host), NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)":authority", (uint8_t *)o->authority, 10, strlen(o->authority),
+         NGHTTP2_NV_FLAG_NONE},
         {(uint8_t *)":path", (uint8_t *)o->path, 5, strlen(o->path), NGHTTP2_NV_FLAG_NONE},
         {(uint8_t *)"user-agent", (uint8_t *)"tlsbox-bench", 10, 12, NGHTTP2_NV_FLAG_NONE},
     };

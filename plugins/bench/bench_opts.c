@@ -149,6 +149,9 @@ static int parse_url(struct bench_opts *o, const char *url, const struct bench_l
         rest = p + hl;
     }
     host[hl] = '\0';
+    if (memchr(host, '@', hl))
+        return refuse(err, "bench: url \"%s\": user info (\"name@\") is not supported", url);
+    bool v6 = *p == '[', has_port = *rest == ':';
     if (*rest == ':') {
         char *end;
         long v = strtol(rest + 1, &end, 10);
@@ -165,6 +168,12 @@ static int parse_url(struct bench_opts *o, const char *url, const struct bench_l
         return too_long(err, "the path of url", rest, sizeof(o->path));
     bench_strlcpy(o->path, *rest ? rest : "/", sizeof(o->path));
     bench_strlcpy(o->host, host, sizeof(o->host));
+    /* The Host a browser would send for this url (RFC 9110 7.2): an IPv6
+     * address in brackets, the port when the url names one. */
+    int an =
+        snprintf(o->authority, sizeof(o->authority), "%s%s%s", v6 ? "[" : "", host, v6 ? "]" : "");
+    if (has_port) /* an <= 257: the host is at most 255 bytes */
+        snprintf(o->authority + an, sizeof(o->authority) - (size_t)an, ":%d", port);
     if (strpbrk(o->path, " \r\n\t"))
         return refuse(err, "bench: url \"%s\": the path has white space", url);
     bench_strlcpy(o->url, url, sizeof(o->url));
@@ -191,6 +200,7 @@ static int local_target(struct bench_opts *o, const char *path, const struct ben
     if (path[0] != '/' || strpbrk(path, " \r\n\t"))
         return refuse(err, "bench: path \"%s\" must start with / and have no white space", path);
     bench_strlcpy(o->host, "localhost", sizeof(o->host));
+    bench_strlcpy(o->authority, "localhost", sizeof(o->authority));
     bench_strlcpy(o->path, path, sizeof(o->path));
     bool v6 = strchr(local->addr, ':') != NULL;
     snprintf(o->url, sizeof(o->url), "%s://%s%s%s:%d%s", o->tls ? "https" : "http", v6 ? "[" : "",

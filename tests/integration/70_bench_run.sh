@@ -36,6 +36,14 @@ run=$(bench_ctl_run -s h1 -n 1000 -c 3 --path /f16k.txt)
 is "$(jq -r '.results[0].result | [.complete, .failed, .connections, .tls.alpn] | @tsv' <<<"$run")" \
     "1000	0	3	http/1.1" "h1 keep-alive: 1000 requests on 3 connections"
 
+# By url to an IPv6 address: the Host / :authority sent is "[::1]:port" (a bare
+# "::1" is not a host, and the site answers such a request 400).
+for s in h1 h2; do
+    run=$(bench_ctl_run -s $s -n 100 -c 2 --url "https://[::1]:$P_HTTPS/f16k.txt")
+    is "$(jq -r '.results[0].result | [.complete, .failed, .status."2xx"] | @tsv' <<<"$run")" \
+        "100	0	100" "$s by url https://[::1]:$P_HTTPS/: 100 complete, all 200"
+done
+
 run=$(bench_ctl_run -s http -n 300 -c 3 --path /f16k.txt)
 is "$(jq -r '.results[0].result | [.complete, .failed, .status."3xx", .connections] | @tsv' <<<"$run")" \
     "300	0	300	300" "http: 300 requests on 300 new connections, answered by the plain port's 301"

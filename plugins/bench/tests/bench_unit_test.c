@@ -89,6 +89,7 @@ static void test_opts(void)
                  &o, &err),
            0, "a URL with IPv6 and TLS options accepted");
     is_str(o.host, "::1", "host ::1");
+    is_str(o.authority, "[::1]:9443", "Host / :authority [::1]:9443 (brackets and port)");
     is_str(o.path, "/x?y", "path with query kept");
     ok(o.requests == 0 && o.duration_ms == 5000, "by time: 5 s");
     like(o.priority, "+VERS-TLS1.2", "priority: TLS 1.2");
@@ -98,6 +99,9 @@ static void test_opts(void)
     is_int(parse("{\"scenario\":\"h2\",\"requests\":10,\"url\":\"https://10.1.2.3/\"}", &o, &err),
            0, "a private address is allowed");
     ok(!o.loopback && !o.local, "but it is neither loopback nor local");
+    is_str(o.authority, "10.1.2.3", "no port in the url: none in the Host");
+    is_int(parse("{\"scenario\":\"h1\",\"path\":\"/f\"}", &o, &err), 0, "local h1 run");
+    is_str(o.authority, "localhost", "the local site is asked for as localhost");
 
     refused("{\"requests\":5001}",
             "requests 5001 is out of range: 1..5000 (limit bench.max_requests)");
@@ -112,6 +116,7 @@ static void test_opts(void)
     refused("{\"url\":\"https://example.org/\"}", "not an IP address");
     refused("{\"url\":\"ftp://127.0.0.1/\"}", "must start with http:// or https://");
     refused("{\"url\":\"https://127.0.0.1:99999/\"}", "bad port");
+    refused("{\"url\":\"https://me@127.0.0.1/\"}", "user info (\"name@\") is not supported");
     refused("{\"scenario\":\"h2\",\"url\":\"http://127.0.0.1/\"}", "needs an https:// url");
     refused("{\"scenario\":\"http\",\"url\":\"https://127.0.0.1/\"}", "needs an http:// url");
     refused("{\"path\":\"no-slash\"}", "must start with /");
