@@ -261,6 +261,15 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
     }
     if (!have_host && !rq->http10)
         return -400;
+    /* Host = uri-host [ ":" port ] (RFC 9110 7.2): no userinfo ("a@b"), no
+     * path, not empty, and a server MUST refuse an invalid one (RFC 9112
+     * 3.2).  The same rule as the plain port's redirect, so both ports
+     * agree on what a host is. */
+    if (have_host) {
+        char hbuf[264];
+        if (!site_host_valid(rq->host.p, rq->host.n, hbuf, sizeof(hbuf)))
+            return -400;
+    }
     return (long)(start + (size_t)(hend - buf) + 1);
 }
 

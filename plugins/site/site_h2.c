@@ -321,6 +321,22 @@ static int on_send_data(nghttp2_session *h2, nghttp2_frame *frame, const uint8_t
     return 0;
 }
 
+/* The request's host: :authority and a host header, when present, are each
+ * host[:port] with no userinfo (RFC 9113 8.3.1, RFC 9110 7.2), and when both
+ * are sent they name the same host (RFC 9113 8.3.1: a host header naming
+ * another entity makes the request malformed; ports are not compared, so
+ * "a" and "a:443" agree).  A request that breaks this is answered 400, as
+ * HTTP/1.1 answers a bad Host. */
+static bool host_ok(struct site_str authority, struct site_str host)
+{
+    char a[264], h[264];
+    if (authority.n && !site_host_valid(authority.p, authority.n, a, sizeof(a)))
+        return false;
+    if (host.n && !site_host_valid(host.p, host.n, h, sizeof(h)))
+        return false;
+    return !authority.n || !host.n || strcmp(a, h) == 0;
+}
+
 static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
 {
     struct site_worker *w = c->w;
@@ -357,7 +373,7 @@ static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
     if (has_body && rq.method != SITE_M_OTHER) {
         site_resp_init(rs);
         site_resp_error(rs, 413);
-    } else if (!rq.target.n) {
+    } else if (!rq.target.n || !host_ok(sstr(st, st->authority), sstr(st, st->host))) {
         site_resp_init(rs);
         site_resp_error(rs, 400);
     } else {

@@ -90,6 +90,18 @@ is "$(raw 'G\033[31mET / HTTP/1.1\r\nHost: localhost\r\n\r\n')" 400 "control byt
 is "$(raw 'GET / HTTP/1.1\r\nHost: localhost\r\nX-A: a\tb\r\n\r\n')" 200 "a tab inside a value is fine: 200"
 is "$(raw 'GET /\377probe\033 HTTP/1.1\r\nHost: localhost\r\n\r\n')" 400 "an ESC in the target: 400"
 is "$(raw 'GET /\377probe\"x HTTP/1.1\r\nHost: localhost\r\n\r\n')" 404 "a 0xff byte in the target: 404"
+# A Host is uri-host [":" port] (RFC 9110 7.2; RFC 9112 3.2: a bad one is a 400):
+# no user info, not empty.  Over h2 the same holds for :authority and host,
+# and the two must name the same host (RFC 9113 8.3.1).
+is "$(raw 'GET / HTTP/1.1\r\nHost: me@localhost\r\n\r\n')" 400 "Host with user info: 400"
+is "$(raw 'GET / HTTP/1.1\r\nHost: a@b@localhost:443\r\n\r\n')" 400 "Host a@b@localhost:443: 400"
+is "$(raw 'GET / HTTP/1.1\r\nHost:\r\n\r\n')" 400 "an empty Host: 400"
+is "$(raw 'GET / HTTP/1.1\r\nHost: LocalHost:443\r\n\r\n')" 200 "Host LocalHost:443: 200"
+is "$(raw 'GET / HTTP/1.0\r\n\r\n')" 200 "HTTP/1.0 without a Host: 200"
+is "$(code --http2 -H 'Host: me@localhost' "$URL/")" 400 "h2 :authority with user info: 400"
+h2st() { nghttp -n "$@" "https://127.0.0.1:$P_HTTPS/" 2>&1 | sed -n 's/.*:status: //p'; }
+is "$(h2st -v -H 'host: elsewhere.example')" 400 "h2 host naming another host than :authority: 400"
+is "$(h2st -v -H 'host: 127.0.0.1')" 200 "h2 host naming the same host (no port): 200"
 log="$TB_TMP/daemon.log"
 like "$(grep -a 'probe' "$log")" 'GET /\\xffprobe\\x22x HTTP/1.1 404' "the access log escapes it: /\\xffprobe\\x22x"
 ok "$(LC_ALL=C grep -c $'[\x01-\x08\x0b-\x1f\x7f-\xff]' "$log" | grep -qx 0; echo $?)" \

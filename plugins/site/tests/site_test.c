@@ -187,6 +187,34 @@ static void test_h1_parser(void)
     is_int(site_h1_parse("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
                          strlen("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"), &cfg, &rq),
            -400, "two Host headers refused");
+    {
+        /* RFC 9110 7.2 / 9112 3.2: a Host value is uri-host [":" port]. */
+        static const struct {
+            const char *host;
+            long want; /* 0: accepted (the length consumed), else the error */
+        } hosts[] = {
+            {"user@localhost", -400},
+            {"user:pw@localhost:443", -400},
+            {"", -400},
+            {"localhost/x", -400},
+            {"localhost:", -400},
+            {"local host", -400},
+            {"LocalHost:8443", 0},
+            {"[::1]:443", 0},
+            {"127.0.0.1", 0},
+            {"example.org.", 0},
+        };
+        for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+            char req[128], name[96];
+            int n = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", hosts[i].host);
+            snprintf(name, sizeof(name), "Host: \"%s\" -> %ld", hosts[i].host,
+                     hosts[i].want ? hosts[i].want : (long)n);
+            is_int(site_h1_parse(req, (size_t)n, &cfg, &rq), hosts[i].want ? hosts[i].want : n,
+                   name);
+        }
+        r = site_h1_parse("GET / HTTP/1.0\r\n\r\n", strlen("GET / HTTP/1.0\r\n\r\n"), &cfg, &rq);
+        ok(r > 0 && rq.host.n == 0, "HTTP/1.0 without a Host still served");
+    }
     site_h1_parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n",
                   strlen("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n"), &cfg, &rq);
     ok(rq.method == SITE_M_OTHER && rq.has_body, "POST with a body");
