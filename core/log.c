@@ -74,18 +74,35 @@ void log_vmsg(const char *who, enum tlsbox_log_level level, const char *fmt, va_
     if (n < 0)
         return;
     size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
-    int m = vsnprintf(line + len, sizeof line - len, fmt, ap);
+    char msg[sizeof line];
+    int m = vsnprintf(msg, sizeof msg, fmt, ap);
     if (m > 0)
-        len += (size_t)m < sizeof line - len ? (size_t)m : sizeof line - len - 1;
-    /* One line per record: fold embedded newlines so journald keeps it whole. */
-    for (size_t i = 0; i < len; i++)
-        if (line[i] == '\n' || line[i] == '\r')
-            line[i] = ' ';
-    if (len >= sizeof line - 1)
-        len = sizeof line - 2;
+        len = log_fold_controls(line, len, sizeof line - 1, msg,
+                                (size_t)m < sizeof msg ? (size_t)m : sizeof msg - 1);
     line[len++] = '\n';
     ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
+}
+
+size_t log_fold_controls(char *dst, size_t len, size_t cap, const char *src, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n && len < cap; i++) {
+        unsigned char ch = (unsigned char)src[i];
+        if (ch == '\n' || ch == '\r') {
+            dst[len++] = ' '; /* one line per record, kept whole by journald */
+        } else if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
+            if (cap - len < 4)
+                break; /* no half escape at the end */
+            dst[len++] = '\\';
+            dst[len++] = 'x';
+            dst[len++] = hex[ch >> 4];
+            dst[len++] = hex[ch & 15];
+        } else {
+            dst[len++] = (char)ch;
+        }
+    }
+    return len;
 }
 
 void log_msg(const char *who, enum tlsbox_log_level level, const char *fmt, ...)

@@ -35,3 +35,10 @@ tests_unit_core_sysstat_test_SOURCES = tests/unit/core/sysstat_test.c core/metri
 	core/jobs.c core/timers.c $(runtime_test_common)
 tests_unit_core_sysstat_test_CFLAGS = $(CORE_CFLAGS)
 tests_unit_core_sysstat_test_LDADD = $(CORE_LIBS) -lm
+
+# The logger alone: control bytes from clients folded or escaped.
+check_PROGRAMS += tests/unit/core/log_test
+TESTS += tests/unit/core/log_test
+tests_unit_core_log_test_SOURCES = tests/unit/core/log_test.c core/log.c
+tests_unit_core_log_test_CFLAGS = $(CORE_CFLAGS)
+tests_unit_core_log_test_LDADD = $(CORE_LIBS)

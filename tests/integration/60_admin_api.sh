@@ -331,6 +331,12 @@ like "$(jq -r .retry_after "$TB_TMP/login")" "^(89[0-9]|900)$" "for admin.lockou
 is "$(login admin 'correct horse battery')" 200 "another user from another address still logs in"
 like "$(cat "$TB_TMP/daemon.log")" "failed login for user \"bob\" from 127\.0\.0\.2" "failures are logged"
 like "$(cat "$TB_TMP/daemon.log")" "login locked out for 900 s: addr:127\.0\.0\.2, user:bob" "the lockout is logged"
+# A name with terminal escapes (JSON \u001b) is logged as \x1b, never raw.
+is "$("${CURL[@]}" --interface 127.0.0.4 -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/session/login" \
+    -d '{"user":"\u001b[2J\u001b[31mroot\u0007","password":"x"}')" 401 "a name with ESC and BEL: 401"
+like "$(cat "$TB_TMP/daemon.log")" 'failed login for user "\\x1b\[2J\\x1b\[31mroot\\x07" from 127\.0\.0\.4' \
+    "and logged with \\x1b and \\x07 for its control bytes"
+is "$(LC_ALL=C grep -c $'[\x01-\x08\x0b-\x1f\x7f]' "$TB_TMP/daemon.log")" 0 "no raw control byte in the daemon log"
 csrf=$(jq -r .csrf "$TB_TMP/login")
 is "$("${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=100" | jq '[.entries[] | select(.action=="login.lockout")] | length')" \
     1 "the lockout is in the audit log"
