@@ -205,12 +205,11 @@ static void test_h1_parser(void)
             {"example.org.", 0},
         };
         for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
-            char req[128], name[96];
+            char req[128];
             int n = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", hosts[i].host);
-            snprintf(name, sizeof(name), "Host: \"%s\" -> %ld", hosts[i].host,
-                     hosts[i].want ? hosts[i].want : (long)n);
-            is_int(site_h1_parse(req, (size_t)n, &cfg, &rq), hosts[i].want ? hosts[i].want : n,
-                   name);
+            long want = hosts[i].want ? hosts[i].want : (long)n;
+            is_int(site_h1_parse(req, (size_t)n, &cfg, &rq), want, "Host: \"%s\" -> %ld",
+                   hosts[i].host, want);
         }
         r = site_h1_parse("GET / HTTP/1.0\r\n\r\n", strlen("GET / HTTP/1.0\r\n\r\n"), &cfg, &rq);
         ok(r > 0 && rq.host.n == 0, "HTTP/1.0 without a Host still served");
