@@ -412,7 +412,9 @@ struct site_bufpool {
  * the kernel's 64 KB less headers (see send_batch in site_conn.c). */
 #define SITE_SEND_BUDGET (65536 - 1024)
 /* Open files one HTTP/2 connection may hold at once; its other streams wait
- * for one of them to finish (zero-window clients hold nothing). */
+ * for one of them to finish.  A stream whose flow-control window is spent
+ * holds none (closed after its DATA frame, reopened by a WINDOW_UPDATE), so
+ * neither a zero-window client nor one granting a byte at a time keeps them. */
 #define SITE_CONN_FILES 8
 /* Descriptors of the open file limit the site leaves to the rest of tlsboxd. */
 #define SITE_FD_RESERVE 128

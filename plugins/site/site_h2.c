@@ -487,12 +487,35 @@ static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *
     return 0;
 }
 
+/* A DATA frame spent the window it was sent under: close the files of the
+ * streams that can send no more (reopened by on_read when a WINDOW_UPDATE
+ * lets them), so that a client granting a byte at a time cannot keep
+ * SITE_CONN_FILES descriptors per connection open for as long as it likes.
+ * nghttp2 calls this after it has taken the frame's length off both
+ * windows, and no other stream has a frame half sent at that point. */
+static void park_stalled_files(nghttp2_session *h2, struct site_conn *c, int32_t id)
+{
+    if (nghttp2_session_get_remote_window_size(h2) <= 0) { /* no stream can send */
+        for (struct h2_stream *st = c->h2_streams; st; st = st->next)
+            if (st->has_file && st->resp.len)
+                stream_drop_file(c, st);
+        return;
+    }
+    struct h2_stream *st = nghttp2_session_get_stream_user_data(h2, id);
+    if (st && st->has_file && st->resp.len &&
+        nghttp2_session_get_stream_remote_window_size(h2, id) <= 0)
+        stream_drop_file(c, st);
+}
+
 static int on_frame_send(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
 {
     struct site_conn *c = user;
     /* Streams past the limit are refused before they exist: count the frame. */
     if (frame->hd.type == NGHTTP2_RST_STREAM && c->w->s->m.h2_refused_streams)
         c->w->s->host->metric_add(c->w->s->m.h2_refused_streams, 1);
+    else if (frame->hd.type == NGHTTP2_DATA && c->files &&
+             !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        park_stalled_files(h2, c, frame->hd.stream_id);
     return 0;
 }
 

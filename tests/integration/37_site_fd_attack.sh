@@ -2,7 +2,8 @@
 # File descriptors under attack.  HTTP/2 clients that never open their
 # window (SETTINGS_INITIAL_WINDOW_SIZE=0) ask for files above the cache size:
 # the site must not hold a descriptor per stalled stream (it held 12,138 in
-# one worker), a PING must not keep a stalled or idle connection alive, and
+# one worker), nor per stream of a client that opens its window one byte at a
+# time (8 per connection, for as long as it trickled), a PING must not keep a stalled or idle connection alive, and
 # running out of descriptors answers 503 + Retry-After (never 404) while the
 # control socket and the store keep working.
 . "$(dirname "$0")/lib.sh"
@@ -17,6 +18,25 @@ site_start --set site.workers=1
 ok $? "tlsboxd serves the site"
 H2S="$top_srcdir/plugins/site/tests/h2_streams.py"
 nfds() { ls /proc/"$TB_PID"/fd 2>/dev/null | wc -l; }
+# wait_conns N: wait (bounded, 8 s) until the site holds N connections; prints how many it holds.
+wait_conns() {
+    local i
+    for i in $(seq 1 80); do
+        [ "$(site_metric tlsbox_site_connections_open)" -ge "$1" ] && break
+        sleep 0.1
+    done
+    site_metric tlsbox_site_connections_open
+}
+# max_fds: the most descriptors the daemon held in 6 samples over 3 s.
+max_fds() {
+    local i n max=0
+    for i in 1 2 3 4 5 6; do
+        n=$(nfds)
+        [ "$n" -gt "$max" ] && max=$n
+        sleep 0.5
+    done
+    echo "$max"
+}
 
 # ---- zero-window flood: h2load -c 120 -m 100 -w 0 -W 0 on a 400 KB file ------------------------
 conns=120
@@ -25,18 +45,8 @@ timeout -s INT 20 h2load -c $conns -m 100 -w 0 -W 0 -n 12000 "$URL/f400k.bin" \
     >"$TB_TMP/h2load.out" 2>&1 &
 h2pid=$!
 # Wait (bounded) until every connection is in, then sample the descriptors.
-for i in $(seq 1 80); do
-    [ "$(site_metric tlsbox_site_connections_open)" -ge $conns ] && break
-    sleep 0.1
-done
-open=$(site_metric tlsbox_site_connections_open)
-is "$open" $conns "the attack holds $conns connections"
-max=0
-for i in 1 2 3 4 5 6; do
-    n=$(nfds)
-    [ "$n" -gt "$max" ] && max=$n
-    sleep 0.5
-done
+is "$(wait_conns $conns)" $conns "the attack holds $conns connections"
+max=$(max_fds)
 limit=$((base + conns + conns * 8))
 diag "descriptors: $base before, at most $max under the attack (budget 8 x $conns conns + sockets + base = $limit)"
 ok "$([ "$max" -lt "$limit" ]; echo $?)" "descriptors stay below budget x connections ($max < $limit)"
@@ -50,6 +60,28 @@ tb_ctl status >/dev/null
 ok $? "the control socket answers meanwhile"
 tb_ctl set site.access_log off >/dev/null && v=$(tb_ctl get site.access_log)
 is "$v" "off" "the store takes a setting meanwhile"
+kill -INT $h2pid 2>/dev/null
+wait $h2pid 2>/dev/null
+
+# ---- one-byte windows: h2load -w 1 (2^1 - 1 bytes per stream) ----------------------------------
+# Each stream's window opens one byte at a time (h2load grants a byte back
+# as it takes one), so no stream ever sits at a zero window when it is
+# answered.  Files used to stay open from the answer to the end of the body:
+# 8 per connection, for as long as the client kept trickling.  Now a stream
+# whose window is spent closes its file until the next WINDOW_UPDATE.
+conns=20
+base=$(nfds)
+timeout -s INT 15 h2load -c $conns -m 8 -w 1 -W 30 -n $((conns * 8)) "$URL/f400k.bin" \
+    >"$TB_TMP/h2load1.out" 2>&1 &
+h2pid=$!
+is "$(wait_conns $conns)" $conns "the trickle holds $conns connections"
+sleep 1
+max=$(max_fds)
+diag "descriptors: $base before, at most $max with $conns x 8 one-byte-window streams"
+ok "$([ "$max" -lt $((base + conns + 20)) ]; echo $?)" \
+    "one-byte-window streams hold no file between bytes ($max < $base + $conns sockets + 20)"
+got=$(curl -s --cacert "$CA" --http2 --max-time 10 "$URL/f400k.bin" | sha256sum)
+is "$got" "$sum" "a new HTTP/2 client gets the whole file meanwhile"
 kill -INT $h2pid 2>/dev/null
 wait $h2pid 2>/dev/null
 
