@@ -81,7 +81,10 @@ time_t ocsp_refresh_at(time_t this_update, time_t next_update, time_t serve_unti
                        time_t min_gap, unsigned jitter_permille)
 {
     time_t span = next_update - this_update;
-    time_t at = this_update + span / 2 + (time_t)((span / 10) * (jitter_permille % 1001) / 1000);
+    /* In 64 bits: with a 32-bit time_t (armhf) span / 10 times 1000 wraps
+     * once an answer is valid for more than about 497 days. */
+    time_t at = this_update + span / 2 +
+                (time_t)((int64_t)(span / 10) * (int64_t)(jitter_permille % 1001) / 1000);
     if (at < now + min_gap)
         at = now + min_gap;
     if (at > serve_until - 1)

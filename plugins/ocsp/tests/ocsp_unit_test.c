@@ -182,6 +182,12 @@ static void test_schedule(void)
     ok(ocsp_refresh_at(t, t + 60, t + 45, t, 1, 1000) == t + 36,
        "60 s validity: refresh at 30..36");
     ok(ocsp_refresh_at(t, n, n - 3600, n, 0, 0) == n + 1, "never in the past");
+    /* A private CA's answer valid for 600 days: a tenth of it times 1000
+     * is past 2^32, which wrapped with a 32-bit time_t (armhf: refresh at
+     * day 310 instead of 360). */
+    time_t n600 = t + 600 * 86400;
+    is_int((long long)ocsp_refresh_at(t, n600, n600 - 3600, t, 60, 1000),
+           (long long)t + 360 * 86400, "600 days of validity, full jitter: refresh at day 360");
     /* An answer fetched past its half-life (an old cached one): the next
      * ask waits min_gap instead of coming back every second. */
     ok(ocsp_refresh_at(t, n, n - 3600, t + 3 * 86400, 60, 0) == t + 3 * 86400 + 60,
