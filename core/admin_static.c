@@ -79,7 +79,7 @@ static enum MHD_Result send_file(struct MHD_Connection *conn, const char *path)
             close(fd);
         return api_mhd_error(conn, 404, "not found");
     }
-    struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
+    struct MHD_Response *r = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
     if (!r) {
         close(fd);
         return MHD_NO;
