@@ -298,10 +298,14 @@ int main(void)
                0, "RSA leaf made with certtool");
         char *rc = tt_slurp("rsa.pem"), *rk = tt_slurp("rsa.key");
         struct tls_cert_info info;
-        is_int(tls_cert_check(rc, rk, time(NULL), &info, &err), 0, "RSA leaf checks");
-        is_int(tls_cert_store(db, "localhost-rsa", &info, rk, "import", NULL, NULL, "t", &err), 0,
-               "RSA leaf stored");
-        tls_cert_info_clear(&info);
+        /* Without certtool's files the checks after this fail, not crash. */
+        int checked = rc && rk ? tls_cert_check(rc, rk, time(NULL), &info, &err) : -ENOENT;
+        is_int(checked, 0, "RSA leaf checks");
+        if (checked == 0) {
+            is_int(tls_cert_store(db, "localhost-rsa", &info, rk, "import", NULL, NULL, "t", &err),
+                   0, "RSA leaf stored");
+            tls_cert_info_clear(&info);
+        }
         free(rc);
         wipe_free_str(rk);
     }
