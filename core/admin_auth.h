@@ -13,10 +13,16 @@
 /* Hex lengths (+1 for the NUL) of the session cookie value and CSRF token. */
 #define ADMIN_TOKEN_HEX 65
 
+/* A device cookie's value: "<issued>.<64 hex>" and its NUL. */
+#define ADMIN_DEVICE_LEN 96
+/* How long a device cookie is honoured after the login that issued it. */
+#define ADMIN_DEVICE_MAX_AGE (180 * 86400)
+
 struct admin_session {
     char user[64];
     char csrf[ADMIN_TOKEN_HEX];
-    char cookie[ADMIN_TOKEN_HEX]; /* only filled by admin_login */
+    char cookie[ADMIN_TOKEN_HEX];  /* only filled by admin_login */
+    char device[ADMIN_DEVICE_LEN]; /* only filled by admin_login: the device cookie to set */
 };
 
 /* Number of admin users, or a negative errno. */
@@ -41,9 +47,17 @@ int admin_setup(const char *token, const char *name, const char *password, char 
  * -EBUSY no room to track the attempt (see throttle_begin), each with
  * *retry_after seconds; the attempt is then not even checked.
  * Failures, throttling and lockouts are logged and audited.
+ *
+ * @p device (NULL: none) is the device cookie the browser sent.  One that
+ * this box issued to a browser that logged in as @p name, under the user's
+ * current password and within ADMIN_DEVICE_MAX_AGE, counts the attempt
+ * under that device instead of the name: someone failing on purpose from
+ * elsewhere locks the name, not the owner's browser (OWASP's "device
+ * cookies").  Its own failures lock only that device.  A success fills
+ * s->device with a fresh one.  Any thread.
  */
-int admin_login(const char *name, const char *password, const char *source, struct admin_session *s,
-                int *retry_after);
+int admin_login(const char *name, const char *password, const char *source, const char *device,
+                struct admin_session *s, int *retry_after);
 /* Re-check the password of logged-in user @p name before a change that
  * needs it (a new password): throttled, counted and audited as a failed
  * login of the name (not of an address: the caller holds a session).  0,

@@ -24,6 +24,8 @@
 #include "core/xalloc.h"
 
 #define COOKIE "__Host-tlsbox"
+/* Kept across sessions and logouts: see admin_login. */
+#define DEVICE_COOKIE "__Host-tlsbox-device"
 #define SESSION_URL API_PREFIX "session"
 /* Request bodies without a session: log-in and setup only. */
 #define ADMIN_ANON_MAX_BODY (16 * 1024)
@@ -127,8 +129,9 @@ static void peer_address(struct MHD_Connection *conn, char *out, size_t n)
     admin_sockaddr_text(ci ? ci->client_addr : NULL, out, n);
 }
 
-static enum MHD_Result respond_json(struct MHD_Connection *conn, int status, json_t *j,
-                                    const char *cookie_header)
+/* respond_json with up to two Set-Cookie headers (NULL: none). */
+static enum MHD_Result respond_json2(struct MHD_Connection *conn, int status, json_t *j,
+                                     const char *cookie_header, const char *cookie2)
 {
     char *body = json_dumps(j, JSON_COMPACT);
     json_decref(j);
@@ -142,21 +145,32 @@ static enum MHD_Result respond_json(struct MHD_Connection *conn, int status, jso
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (cookie_header)
         MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, cookie_header);
+    if (cookie2)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, cookie2);
     api_mhd_security_headers(r);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, r);
     MHD_destroy_response(r);
     return ret;
 }
 
+static enum MHD_Result respond_json(struct MHD_Connection *conn, int status, json_t *j,
+                                    const char *cookie_header)
+{
+    return respond_json2(conn, status, j, cookie_header, NULL);
+}
+
 static enum MHD_Result set_session_cookie(struct MHD_Connection *conn,
                                           const struct admin_session *s)
 {
-    char cookie[256];
+    char cookie[256], device[256];
     snprintf(cookie, sizeof cookie, COOKIE "=%s; Path=/; Secure; HttpOnly; SameSite=Strict",
              s->cookie);
-    return respond_json(conn, 200,
-                        json_pack("{s:s,s:s,s:s}", "state", "ok", "user", s->user, "csrf", s->csrf),
-                        cookie);
+    snprintf(device, sizeof device,
+             DEVICE_COOKIE "=%s; Path=/; Max-Age=%d; Secure; HttpOnly; SameSite=Strict", s->device,
+             ADMIN_DEVICE_MAX_AGE);
+    return respond_json2(
+        conn, 200, json_pack("{s:s,s:s,s:s}", "state", "ok", "user", s->user, "csrf", s->csrf),
+        cookie, s->device[0] ? device : NULL);
 }
 
 /* Body member @p key as a string, or "". */
@@ -170,7 +184,9 @@ static enum MHD_Result on_login(struct MHD_Connection *conn, json_t *body, const
 {
     struct admin_session s;
     int retry = 0;
-    int rc = admin_login(member(body, "user"), member(body, "password"), source, &s, &retry);
+    const char *device = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, DEVICE_COOKIE);
+    int rc =
+        admin_login(member(body, "user"), member(body, "password"), source, device, &s, &retry);
     if (rc == 0)
         return set_session_cookie(conn, &s);
     if (rc == -EAGAIN || rc == -EPERM || rc == -EBUSY)

@@ -146,9 +146,76 @@ static void stored_clear(sqlite3 *db, int64_t uid)
     sqlite3_finalize(st);
 }
 
+/* ---- device cookies ------------------------------------------------------
+ * "<issued>.<tag>": tag is HMAC-SHA256, keyed by the user's stored password
+ * hash, over the issue time and the name.  Nothing is stored: a new
+ * password (or a re-hash of the same one) ends every device cookie of the
+ * user, and a copy of the cookie is worth only its owner's own attempts. */
+
+/* The tag of @p name's device cookie issued at @p issued, as hex.  0, or
+ * -ENOENT (no such user) / -EIO. */
+static int device_tag(sqlite3 *db, const char *name, int64_t issued, char hex[ADMIN_TOKEN_HEX])
+{
+    sqlite3_stmt *st = NULL;
+    int rc = -EIO;
+    if (sqlite3_prepare_v2(db, "SELECT pw_hash FROM admin_users WHERE name = ?", -1, &st, NULL) !=
+        SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (store_step_row(st) != 0) {
+        rc = -ENOENT;
+    } else {
+        const void *key = sqlite3_column_blob(st, 0);
+        int klen = sqlite3_column_bytes(st, 0);
+        char head[48];
+        int hn = snprintf(head, sizeof head, "tlsbox-device\n%lld\n", (long long)issued);
+        unsigned char mac[32];
+        gnutls_hmac_hd_t h;
+        if (key && klen > 0 && gnutls_hmac_init(&h, GNUTLS_MAC_SHA256, key, (size_t)klen) == 0) {
+            gnutls_hmac(h, head, (size_t)hn);
+            gnutls_hmac(h, name, strlen(name));
+            gnutls_hmac_deinit(h, mac);
+            for (int i = 0; i < 32; i++)
+                snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+            rc = 0;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The issue time of @p cookie when it is a valid device cookie of @p name
+ * now, else 0. */
+static int64_t device_valid(sqlite3 *db, const char *name, const char *cookie)
+{
+    char *end = NULL, want[ADMIN_TOKEN_HEX];
+    int64_t now = (int64_t)time(NULL);
+    if (!cookie || *cookie < '1' || *cookie > '9')
+        return 0;
+    long long issued = strtoll(cookie, &end, 10);
+    if (*end != '.' || strlen(end + 1) != ADMIN_TOKEN_HEX - 1 || issued > now ||
+        now - issued > ADMIN_DEVICE_MAX_AGE || device_tag(db, name, issued, want) != 0)
+        return 0;
+    unsigned char diff = 0; /* constant time over the tag */
+    for (int i = 0; i < ADMIN_TOKEN_HEX - 1; i++)
+        diff |= (unsigned char)(end[1 + i] ^ want[i]);
+    return diff == 0 ? (int64_t)issued : 0;
+}
+
+/* A fresh device cookie for @p name into @p out (left empty on failure). */
+static void device_issue(sqlite3 *db, const char *name, char out[ADMIN_DEVICE_LEN])
+{
+    char tag[ADMIN_TOKEN_HEX];
+    int64_t now = (int64_t)time(NULL);
+    out[0] = '\0';
+    if (device_tag(db, name, now, tag) == 0)
+        snprintf(out, ADMIN_DEVICE_LEN, "%lld.%s", (long long)now, tag);
+}
+
 /* End the attempt throttle_begin reserved on @p keys (the user's key
  * last) with the outcome of check @p rc, counting a wrong password of a
- * known user in the store as well: the keys it locked, bit i for keys[i]. */
+ * known user in the store as well (not with @p db NULL: a known device's
+ * attempt): the keys it locked, bit i for keys[i]. */
 static unsigned attempt_end(sqlite3 *db, const char *name, const char *const keys[], int n, int rc)
 {
     unsigned stored_locked = rc == -EACCES && db && stored_fail(db, name) ? 1u << (n - 1) : 0u;
@@ -158,11 +225,17 @@ static unsigned attempt_end(sqlite3 *db, const char *name, const char *const key
                                                         : THROTTLE_ABORTED);
 }
 
-int admin_login(const char *name, const char *password, const char *source, struct admin_session *s,
-                int *retry_after)
+int admin_login(const char *name, const char *password, const char *source, const char *device,
+                struct admin_session *s, int *retry_after)
 {
+    sqlite3 *db = store_connect();
+    /* A known device's attempts are its own: not the name's (in memory or
+     * in the store), which someone else may have locked on purpose. */
+    int64_t dev = db ? device_valid(db, name, device) : 0;
+    int clip = (int)utf8_clip(name, strlen(name), 64);
     char *akey = throttle_addr_key(source),
-         *ukey = xasprintf("user:%.*s", (int)utf8_clip(name, strlen(name), 64), name);
+         *ukey = dev ? xasprintf("device:%.*s/%lld", clip, name, (long long)dev)
+                     : xasprintf("user:%.*s", clip, name);
     const char *keys[2] = {akey, ukey};
     /* Reserved before the password is checked (a PBKDF2 run): parallel
      * attempts count as the failures they may become. */
@@ -175,9 +248,8 @@ int admin_login(const char *name, const char *password, const char *source, stru
                  *retry_after);
         goto out;
     }
-    sqlite3 *db = store_connect();
     int64_t uid = 0;
-    int held = db ? stored_lock(db, name) : 0;
+    int held = db && !dev ? stored_lock(db, name) : 0;
     if (held > 0) {
         /* Locked in the store, not (or no longer) in memory: not checked. */
         *retry_after = held;
@@ -188,20 +260,25 @@ int admin_login(const char *name, const char *password, const char *source, stru
         rc = db ? admin_password_check(db, name, password, &uid) : -EIO;
     }
     if (rc == 0) {
-        stored_clear(db, uid);
+        if (!dev) /* the name's count is not the device's to clear */
+            stored_clear(db, uid);
         memset(s, 0, sizeof *s);
         snprintf(s->user, sizeof s->user, "%s", name);
         rc = session_create(db, uid, source, s);
+        /* After the check: a re-hash of the password has changed the key. */
+        if (rc == 0)
+            device_issue(db, name, s->device);
     }
-    unsigned locked = attempt_end(db, name, keys, 2, rc);
-    store_disconnect(db);
+    unsigned locked = attempt_end(dev ? NULL : db, name, keys, 2, rc);
     if (rc == -EACCES)
         login_failed(name, source, akey, ukey, locked);
     if (rc == 0) {
-        log_info("admin: user \"%s\" logged in from %s", name, source);
+        log_info("admin: user \"%s\" logged in from %s%s", name, source,
+                 dev ? " (a known device)" : "");
         audit_event(name, source, "login", name, NULL);
     }
 out:
+    store_disconnect(db);
     free(akey);
     free(ukey);
     return rc;

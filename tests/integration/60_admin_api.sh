@@ -312,6 +312,15 @@ retry_after_within() {
     ok "$([ "$wait_s" -ge "$lo" ] && [ "$wait_s" -le "$backoff" ]; echo $?)" \
         "$msg ($wait_s s, between $lo and $backoff)"
 }
+# Bob's own browser (127.0.0.3) logged in once before: it holds a device cookie.
+DJ="$TB_TMP/bob-device"
+devlogin() { # [curl args]: bob's right password from 127.0.0.3; prints the status
+    "${CURL[@]}" --interface 127.0.0.3 -o /dev/null -w '%{http_code}' "$@" -X POST \
+        "$B/api/v1/session/login" -d '{"user":"bob","password":"bobs password is long"}'
+}
+is "$(devlogin -c "$DJ")" 200 "bob logs in from his browser"
+like "$(grep -F __Host-tlsbox-device "$DJ" | awk '{print $5 " " $7}')" '^[0-9]+ [0-9]+\.[0-9a-f]{64}$' \
+    "and his browser keeps a device cookie (with an expiry: Max-Age)"
 is "$(login bob wrong1 "${from[@]}") $(login bob wrong2 "${from[@]}")" "401 401" \
     "two wrong passwords are refused"
 t0=$(date +%s%3N)
@@ -329,6 +338,14 @@ is "$(login bob 'bobs password is long' "${from[@]}")" 429 "locked out after adm
 like "$(jq -r .error "$TB_TMP/login")" "locked out" "the reply says locked out"
 like "$(jq -r .retry_after "$TB_TMP/login")" "^(89[0-9]|900)$" "for admin.lockout_seconds"
 is "$(login admin 'correct horse battery')" 200 "another user from another address still logs in"
+# The lock is on the name; the browser that logged in as bob before is exempt
+# (device cookie), one without the cookie is not, and a forged one is none.
+is "$(devlogin)" 429 "bob's name is locked for a browser without his device cookie"
+is "$(devlogin -b "$DJ")" 200 "his own browser, with its device cookie, still logs in"
+sed 's/\(__Host-tlsbox-device\t[0-9]*\.\)[0-9a-f]/\1x/' "$DJ" >"$DJ.forged"
+is "$(devlogin -b "$DJ.forged")" 429 "a forged device cookie is no cookie"
+like "$(cat "$TB_TMP/daemon.log")" 'user "bob" logged in from 127\.0\.0\.3 \(a known device\)' \
+    "the log says the login came from a known device"
 like "$(cat "$TB_TMP/daemon.log")" "failed login for user \"bob\" from 127\.0\.0\.2" "failures are logged"
 like "$(cat "$TB_TMP/daemon.log")" "login locked out for 900 s: addr:127\.0\.0\.2, user:bob" "the lockout is logged"
 # A name with terminal escapes (JSON \u001b) is logged as \x1b, never raw.

@@ -143,7 +143,7 @@ static void test_sessions(void)
 {
     struct admin_session s, g;
     int retry = 0;
-    is_int(admin_login("admin", "long enough pw", "192.0.2.7", &s, &retry), 0, "login");
+    is_int(admin_login("admin", "long enough pw", "192.0.2.7", NULL, &s, &retry), 0, "login");
     is_int((int)strlen(s.cookie) * 100 + (int)strlen(s.csrf), 6464, "cookie and CSRF token");
     is_int(admin_session_get(s.cookie, &g), 0, "the session is found by its cookie");
     is_str(g.user, "admin", "for its user");
@@ -162,15 +162,84 @@ static void test_sessions(void)
     is_int(admin_session_get("nonsense", &g), -ENOENT, "a malformed cookie finds nothing");
     /* A known user's failures are counted in the store as well (they
      * outlive a restart); a success clears them. */
-    is_int(admin_login("admin", "not the password", "192.0.2.8", &s, &retry), -EACCES,
+    is_int(admin_login("admin", "not the password", "192.0.2.8", NULL, &s, &retry), -EACCES,
            "a wrong password");
     is_int(stored_failures("admin"), 1, "is counted in admin_users");
-    is_int(admin_login("admin", "long enough pw", "192.0.2.9", &s, &retry), 0, "the right one");
+    is_int(admin_login("admin", "long enough pw", "192.0.2.9", NULL, &s, &retry), 0,
+           "the right one");
     is_int(stored_failures("admin"), 0, "clears the stored count");
     is_int(admin_session_end(s.cookie), 0, "logout");
     ok(admin_token_equal("abc", "abc") && !admin_token_equal("abc", "abd") &&
            !admin_token_equal("abc", "ab") && !admin_token_equal("", ""),
        "token comparison");
+}
+
+/* Lock @p name in the store for 900 s, as failures from elsewhere would. */
+static void lock_in_store(const char *name)
+{
+    sqlite3 *db = store_connect();
+    sqlite3_stmt *st = NULL;
+    sqlite3_prepare_v2(db,
+                       "UPDATE admin_users SET failed_logins = 10, "
+                       "locked_until = strftime('%s','now') + 900 WHERE name = ?",
+                       -1, &st, NULL);
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    (void)sqlite3_step(st);
+    sqlite3_finalize(st);
+    store_disconnect(db);
+}
+
+/* Device cookies: a browser that has logged in is not locked out with its
+ * user's name (someone failing on purpose from elsewhere). */
+static void test_devices(void)
+{
+    struct admin_session s;
+    int retry = 0;
+    char dev[ADMIN_DEVICE_LEN], bad[ADMIN_DEVICE_LEN], *err = NULL;
+    is_int(admin_login("admin", "long enough pw", "192.0.2.20", NULL, &s, &retry), 0, "login");
+    const char *dot = strchr(s.device, '.');
+    ok(dot && dot > s.device && strlen(dot + 1) == 64 &&
+           strspn(dot + 1, "0123456789abcdef") == 64 &&
+           strspn(s.device, "0123456789") == (size_t)(dot - s.device),
+       "a device cookie \"<issued>.<64 hex>\" comes with it (%s)", s.device);
+    snprintf(dev, sizeof dev, "%s", s.device);
+    admin_session_end(s.cookie);
+
+    lock_in_store("admin");
+    is_int(admin_login("admin", "long enough pw", "192.0.2.21", NULL, &s, &retry), -EPERM,
+           "the name locked: a browser without the cookie is refused");
+    snprintf(bad, sizeof bad, "%s", dev);
+    bad[strlen(bad) - 1] = bad[strlen(bad) - 1] == '0' ? '1' : '0';
+    is_int(admin_login("admin", "long enough pw", "192.0.2.21", bad, &s, &retry), -EPERM,
+           "and so is one with a forged cookie");
+    is_int(admin_login("admin", "long enough pw", "192.0.2.21", "0.abc", &s, &retry), -EPERM,
+           "or a malformed one");
+    is_int(admin_login("nobody", "long enough pw", "192.0.2.21", dev, &s, &retry), -EACCES,
+           "admin's cookie is nothing to another name");
+    is_int(admin_login("admin", "long enough pw", "192.0.2.21", dev, &s, &retry), 0,
+           "the browser with its device cookie logs in");
+    ok(s.device[0] != '\0', "and gets a device cookie again");
+    snprintf(dev, sizeof dev, "%s", s.device);
+    admin_session_end(s.cookie);
+    is_int(stored_failures("admin"), 10, "its success leaves the name's stored count alone");
+
+    /* A wrong password with the cookie is the device's failure, not the
+     * name's: the store does not count it. */
+    is_int(admin_login("admin", "wrong", "192.0.2.22", dev, &s, &retry), -EACCES,
+           "a wrong password with the cookie: 401");
+    is_int(stored_failures("admin"), 10, "not counted against the name in the store");
+    is_int(admin_login("admin", "long enough pw", "192.0.2.24", NULL, &s, &retry), -EPERM,
+           "and the name stays locked for the others");
+
+    /* A new password ends every device cookie issued before it. */
+    is_int(admin_set_password("admin", "another long pw", &err), 0, "a new password");
+    lock_in_store("admin");
+    is_int(admin_login("admin", "another long pw", "192.0.2.23", dev, &s, &retry), -EPERM,
+           "the old device cookie no longer passes the lock");
+    free(err);
+    err = NULL;
+    is_int(admin_set_password("admin", "long enough pw", &err), 0, "the password back");
+    free(err);
 }
 
 static void test_throttle(void)
@@ -328,6 +397,7 @@ int main(void)
     test_first_run_and_passwords();
     test_iterations_change();
     test_sessions();
+    test_devices();
     test_throttle();
     test_masking();
     test_audit_list_bad_utf8();
