@@ -27,13 +27,18 @@ static time_t setup_expires;
 
 /* ---- helpers ----------------------------------------------------------- */
 
+void admin_hex32(const unsigned char raw[32], char out[ADMIN_TOKEN_HEX])
+{
+    for (size_t i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+}
+
 int admin_random_hex(char out[ADMIN_TOKEN_HEX])
 {
     unsigned char raw[32];
     if (gnutls_rnd(GNUTLS_RND_KEY, raw, sizeof raw) < 0)
         return -EIO;
-    for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    admin_hex32(raw, out);
     return 0;
 }
 

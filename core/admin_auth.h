@@ -71,6 +71,8 @@ int admin_session_end(const char *cookie);
 
 /* 64 hex digits from 32 random bytes (GNUTLS_RND_KEY).  0 or -EIO. */
 int admin_random_hex(char out[ADMIN_TOKEN_HEX]);
+/* @p raw (32 bytes, a digest or random) as 64 lower-case hex digits.  Pure. */
+void admin_hex32(const unsigned char raw[32], char out[ADMIN_TOKEN_HEX]);
 /* 0 with *user_id when @p password is @p name's; -EACCES otherwise (an
  * unknown name costs the same PBKDF2 run); -EIO on a store error.  A right
  * password whose stored hash used other iterations than

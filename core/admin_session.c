@@ -175,8 +175,7 @@ static int device_tag(sqlite3 *db, const char *name, int64_t issued, char hex[AD
             gnutls_hmac(h, head, (size_t)hn);
             gnutls_hmac(h, name, strlen(name));
             gnutls_hmac_deinit(h, mac);
-            for (int i = 0; i < 32; i++)
-                snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+            admin_hex32(mac, hex);
             rc = 0;
         }
     }
@@ -193,13 +192,10 @@ static int64_t device_valid(sqlite3 *db, const char *name, const char *cookie)
     if (!cookie || *cookie < '1' || *cookie > '9')
         return 0;
     long long issued = strtoll(cookie, &end, 10);
-    if (*end != '.' || strlen(end + 1) != ADMIN_TOKEN_HEX - 1 || issued > now ||
-        now - issued > ADMIN_DEVICE_MAX_AGE || device_tag(db, name, issued, want) != 0)
+    if (*end != '.' || issued > now || now - issued > ADMIN_DEVICE_MAX_AGE ||
+        device_tag(db, name, issued, want) != 0)
         return 0;
-    unsigned char diff = 0; /* constant time over the tag */
-    for (int i = 0; i < ADMIN_TOKEN_HEX - 1; i++)
-        diff |= (unsigned char)(end[1 + i] ^ want[i]);
-    return diff == 0 ? (int64_t)issued : 0;
+    return admin_token_equal(end + 1, want) ? (int64_t)issued : 0;
 }
 
 /* A fresh device cookie for @p name into @p out (left empty on failure). */
