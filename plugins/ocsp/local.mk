@@ -13,9 +13,11 @@ plugins_ocsp_ocsp_la_LIBADD = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) $(SQLI
 # Unit test of the building blocks: leaf reading, verification, schedule.
 check_PROGRAMS += plugins/ocsp/tests/ocsp_unit_test
 TESTS += plugins/ocsp/tests/ocsp_unit_test
-plugins_ocsp_tests_ocsp_unit_test_SOURCES = plugins/ocsp/tests/ocsp_unit_test.c $(ocsp_core_sources)
-plugins_ocsp_tests_ocsp_unit_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS)
-plugins_ocsp_tests_ocsp_unit_test_LDADD = $(GNUTLS_LIBS)
+plugins_ocsp_tests_ocsp_unit_test_SOURCES = plugins/ocsp/tests/ocsp_unit_test.c $(ocsp_core_sources) \
+	plugins/ocsp/ocsp_plugin.h plugins/ocsp/ocsp_fetch.c
+plugins_ocsp_tests_ocsp_unit_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(CURL_CFLAGS) \
+	$(JANSSON_CFLAGS)
+plugins_ocsp_tests_ocsp_unit_test_LDADD = $(GNUTLS_LIBS) $(CURL_LIBS)
 
 EXTRA_DIST += tests/integration/ocsp_lib.sh tests/integration/ocsp_forward.py \
 	tests/integration/ocsp_craft.py

@@ -69,6 +69,7 @@ void ocsp_conf_load(struct ocsp *o, struct ocsp_conf *conf)
     conf->timeout_s = (long)h->setting_get_int(o->self, "timeout_seconds", 10);
     conf->max_bytes = (size_t)h->setting_get_int(o->self, "max_response_kib", 64) * 1024;
     conf->ca_file = h->setting_get(o->self, "ca_file");
+    conf->cancel = &o->stopping;
 }
 
 void ocsp_conf_free(struct ocsp_conf *conf)

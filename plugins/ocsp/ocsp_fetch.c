@@ -33,6 +33,18 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
     return len;
 }
 
+/* curl calls this about once a second while it waits, and more often while
+ * bytes move: a stop never waits for a responder that does not answer. */
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    const atomic_bool *cancel = arg;
+    (void)dt;
+    (void)dn;
+    (void)ut;
+    (void)un;
+    return cancel && atomic_load(cancel) ? 1 : 0;
+}
+
 int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum_t *req,
                struct ocsp_body *out, char *err, size_t errlen)
 {
@@ -64,11 +76,19 @@ int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum
     curl_easy_setopt(c, CURLOPT_USERAGENT, "tlsbox-ocsp/" PACKAGE_VERSION);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)conf->cancel);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     if (conf->ca_file && *conf->ca_file)
         curl_easy_setopt(c, CURLOPT_CAINFO, conf->ca_file);
     CURLcode cr = curl_easy_perform(c);
     if (s.too_big) {
         snprintf(err, errlen, "%s: response larger than %zu bytes", url, conf->max_bytes);
+        goto out;
+    }
+    if (cr == CURLE_ABORTED_BY_CALLBACK) {
+        snprintf(err, errlen, "%s: cancelled (stopping)", url);
+        rc = -ECANCELED;
         goto out;
     }
     if (cr == CURLE_OPERATION_TIMEDOUT) {

@@ -65,6 +65,10 @@ struct ocsp_conf {
     long timeout_s;
     size_t max_bytes;
     char *ca_file;
+    /* Set when the plugin stops: a fetch in flight gives up within about a
+     * second (-ECANCELED) instead of holding the daemon's exit for up to
+     * timeout_s.  NULL = never cancelled. */
+    const atomic_bool *cancel;
 };
 
 /* A fetch result. */
@@ -75,7 +79,8 @@ struct ocsp_body {
 
 /* ocsp_fetch.c: POST @p req to @p url.  0 with @p out (free data), or a
  * negative errno with a reason in err: -ETIMEDOUT when the responder did
- * not answer within conf->timeout_s. */
+ * not answer within conf->timeout_s, -ECANCELED when conf->cancel was set
+ * meanwhile. */
 int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum_t *req,
                struct ocsp_body *out, char *err, size_t errlen);
 

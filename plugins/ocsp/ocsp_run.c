@@ -209,6 +209,7 @@ static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run
      * wait behind them (their staples may leave the bundle meanwhile).
      * After one timeout, the rest of that URL's certificates count as
      * failed without asking and are retried with the usual backoff. */
+    now = time(NULL); /* earlier certificates of this run may have waited */
     if (!c->internal && run_hung(hung, c->url)) {
         snprintf(err, sizeof(err),
                  "%s: the responder did not answer within %ld s (for another certificate in "
@@ -219,6 +220,15 @@ static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run
     }
     o->host->metric_add(o->m_fetches, 1);
     int r = run_fetch(o, conf, c, &body, &issuer, err, sizeof(err));
+    if (r == -ECANCELED) {
+        /* Stopping: not the responder's failure.  The row stays as it was,
+         * and the next start asks again. */
+        o->host->log(o->self, TLSBOX_LOG_INFO, "%s: %s", c->name, err);
+        goto out;
+    }
+    /* The fetch may have waited timeout_seconds: the retry's backoff and
+     * fetched_at count from its end, not from the start of the run. */
+    now = time(NULL);
     if (r == -ETIMEDOUT && !c->internal)
         json_array_append_new(hung, json_string(c->url));
     if (r < 0 ||
@@ -232,6 +242,7 @@ static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run
         run_fail(o, conf, row, "the responder does not know this certificate (status unknown)",
                  now);
     }
+out:
     if (issuer)
         gnutls_x509_crt_deinit(issuer);
     free(body.data);

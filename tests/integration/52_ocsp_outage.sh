@@ -98,6 +98,7 @@ ok "$([ -n "$g" ] && [ "$g" -ge 0 ] && [ "$g" -le "$a" ] && [ "$a" -le $((g + 2)
 tb_ctl set ocsp.timeout_seconds 30 >/dev/null
 : >"$OC/hang"
 su=$(oc_status ocsp.test serve_until)
+nr0=$(oc_status ocsp.test next_refresh)
 unstapled=0 wrong=0
 while [ "$(date +%s)" -le $((su + 3)) ]; do
     check_unstapled "$(oc_staple ocsp.test)"
@@ -112,7 +113,28 @@ is "$(oc_status ocsp.test status) $(metric_age)" "expired -1" \
 oc_wait_status ocsp.test failures 1 40
 ok $? "the stalled refresh gave up"
 is "$(oc_status ocsp.test status)" expired "status still expired"
+# The refresh began at nr0 at the earliest and failed 30 s later; the
+# 4 s backoff counts from then, not from the start of the run.
+nr1=$(oc_status ocsp.test next_refresh)
+ok "$([ "$nr1" -ge $((nr0 + 33)) ] && echo 0 || echo 1)" \
+    "the retry is planned from the failure (+$((nr1 - nr0)) s after the refresh was due)"
+
+# The retry meets the same silent responder.  A stop must not wait the
+# 30 s timeout for it, and is not the responder's failure.
+n=$(oc_requests)
+held=1
+for _ in $(seq 1 150); do
+    [ "$(oc_requests)" -gt "$n" ] && held=0 && break
+    sleep 0.1
+done
+ok $held "the retry went out and is held by the responder"
+sleep 0.5
+is "$(oc_status ocsp.test failures)" 1 "the held retry has not failed yet"
+tb_stop_daemon TERM 5
+ok $? "daemon stops within 5 s while a refresh waits on a silent responder"
+like "$(cat "$TB_TMP/daemon.log")" "ocsp.test: http://127.0.0.1:$OC_PORT[^ ]*: cancelled \(stopping\)" \
+    "the log says the refresh was cancelled by the stop"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT failures FROM ocsp_certs WHERE cert_name='ocsp.test'")" 1 \
+    "the cancelled refresh is not counted as a failure"
 rm -f "$OC/hang"
-tb_stop_daemon
-ok $? "daemon stops"
 done_testing

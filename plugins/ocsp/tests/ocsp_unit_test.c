@@ -1,10 +1,16 @@
 /* The ocsp plugin's building blocks against responses made by the real
  * `openssl ocsp` (fixtures made at test time in a temp dir; no key is
- * committed): verification, leaf reading, schedule arithmetic. */
+ * committed): verification, leaf reading, schedule arithmetic; and the
+ * fetch against a loopback listener that never answers (cancel, timeout). */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -12,6 +18,7 @@
 #include <gnutls/gnutls.h>
 
 #include "plugins/ocsp/ocsp.h"
+#include "plugins/ocsp/ocsp_plugin.h"
 #include "tests/tap.h"
 
 static char dir[] = "/tmp/tlsbox-ocsp-test-XXXXXX";
@@ -199,6 +206,53 @@ static void test_schedule(void)
        "backoff 60, 120, ... capped at 3600");
 }
 
+static void *cancel_later(void *arg)
+{
+    usleep(300 * 1000);
+    atomic_store((atomic_bool *)arg, true);
+    return NULL;
+}
+
+/* A listener whose backlog takes the connection and never answers: the
+ * silent responder of an outage. */
+static void test_fetch(void)
+{
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(l, 8) != 0 ||
+        getsockname(l, (struct sockaddr *)&sa, &sl) != 0) {
+        ok(0, "loopback listener");
+        return;
+    }
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/", (unsigned)ntohs(sa.sin_port));
+    unsigned char der[] = {0x30, 0x00};
+    gnutls_datum_t req = {der, sizeof(der)};
+    atomic_bool cancel = false;
+    struct ocsp_conf conf = {.timeout_s = 60, .max_bytes = 65536, .cancel = &cancel};
+    struct ocsp_body body;
+    char err[256] = "";
+
+    pthread_t t;
+    pthread_create(&t, NULL, cancel_later, &cancel);
+    int r = ocsp_fetch(&conf, url, &req, &body, err, sizeof(err));
+    pthread_join(t, NULL);
+    is_int(r, -ECANCELED, "a stop cancels a fetch that waits on a silent responder");
+    ok(strstr(err, "cancelled (stopping)") && strstr(err, url), "the error says so: %s", err);
+    ok(body.data == NULL && body.len == 0, "and leaves no body");
+
+    r = ocsp_fetch(&conf, url, &req, &body, err, sizeof(err));
+    is_int(r, -ECANCELED, "a fetch started while stopping gives up at once too");
+
+    conf.cancel = NULL;
+    conf.timeout_s = 1;
+    r = ocsp_fetch(&conf, url, &req, &body, err, sizeof(err));
+    is_int(r, -ETIMEDOUT, "without a stop, the silent responder times out");
+    ok(strstr(err, "did not answer within 1 s") != NULL, "the error says so: %s", err);
+    close(l);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -219,6 +273,7 @@ int main(void)
     test_verify();
     test_leaf();
     test_schedule();
+    test_fetch();
     gnutls_x509_crt_deinit(leaf);
     gnutls_x509_crt_deinit(inter);
     return done_testing();
