@@ -40,6 +40,8 @@ static void show_status(struct ctl *c, json_t *j)
 {
     printf("tlsboxd %s (plugin ABI %s), pid %lld, up %llds\n", str(j, "version"), str(j, "abi"),
            num(j, "pid"), num(j, "uptime_s"));
+    if (json_is_false(json_object_get(j, "ready")))
+        printf("starting: the plugins are not all started yet\n");
     printf("store: %s\n", str(j, "store"));
     if (json_is_integer(json_object_get(j, "tls_bundle_generation")))
         printf("tls bundle: generation %lld\n", num(j, "tls_bundle_generation"));

@@ -24,6 +24,11 @@ void api_reply_json(struct tlsbox_api_reply *reply, int status, json_t *j);
 json_t *api_body_object(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply);
 /* Register the core's routes: status, plugins, plugins/{name}/settings, metrics. */
 void api_core_register(void);
+/* Main thread, once every plugin has started (just before "ready" is
+ * logged and told to systemd): status says "ready": true from then on.
+ * The control socket answers earlier, while plugins still start, so a
+ * client that needs their routes, states or ports waits for this. */
+void api_core_ready(void);
 void api_routes_free(void);
 /* 1 when a route answers @p method on @p path (the same match as api_dispatch). */
 int api_route_exists(const char *method, const char *path);

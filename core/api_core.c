@@ -1,5 +1,6 @@
 /* The core's own API handlers: status, plugins, settings, metrics. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,6 +16,7 @@
 #include "core/xalloc.h"
 
 static time_t started_at;
+static atomic_bool ready;
 
 static json_t *plugin_json(const struct tlsbox_plugin *p)
 {
@@ -39,6 +41,7 @@ static void on_status(void *arg, const struct tlsbox_api_request *req,
                   "uptime_s", (json_int_t)(time(NULL) - started_at), "plugins", plugins, "store",
                   store_path() ? store_path() : "", "jobs_pending", jobs_pending());
     json_object_set_new(j, "abi", json_sprintf("%d.%d", TLSBOX_ABI_MAJOR, TLSBOX_ABI_MINOR));
+    json_object_set_new(j, "ready", json_boolean(atomic_load(&ready)));
     struct tlsbox_bundle *b = tls_bundle_acquire();
     json_object_set_new(j, "tls_bundle_generation",
                         b ? json_integer((json_int_t)tls_bundle_generation(b)) : json_null());
@@ -190,6 +193,11 @@ static void on_metrics(void *arg, const struct tlsbox_api_request *req,
                        struct tlsbox_api_reply *reply)
 {
     api_reply_json(reply, 200, metrics_json());
+}
+
+void api_core_ready(void)
+{
+    atomic_store(&ready, true);
 }
 
 void api_core_register(void)

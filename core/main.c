@@ -391,6 +391,7 @@ int main(int argc, char **argv)
     /* Startup leaves holes in the heap (settings patterns compiled and freed:
      * several MB for counted repeats); give those pages back before serving. */
     malloc_trim(0);
+    api_core_ready();
     log_info("tlsboxd %s ready (state %s)", PACKAGE_VERSION, o.state_dir);
     notify_systemd("READY=1");
     report_ready(&ready_fd, 0);

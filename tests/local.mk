@@ -4,7 +4,8 @@ check_LTLIBRARIES += tests/plugins/bad_major.la tests/plugins/newer_minor.la \
 	tests/plugins/no_symbol.la tests/plugins/fail_start.la \
 	tests/plugins/abi10.la tests/plugins/bad_schema.la \
 	tests/plugins/rogue.la tests/plugins/rogue_schema.la \
-	tests/plugins/sig_blocker.la tests/plugins/late_job.la
+	tests/plugins/sig_blocker.la tests/plugins/late_job.la \
+	tests/plugins/slow_start.la
 tests_plugins_bad_major_la_SOURCES = tests/plugins/bad_major.c
 tests_plugins_bad_major_la_CFLAGS = $(PLUGIN_CFLAGS)
 tests_plugins_bad_major_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
@@ -35,6 +36,9 @@ tests_plugins_sig_blocker_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 tests_plugins_late_job_la_SOURCES = tests/plugins/late_job.c
 tests_plugins_late_job_la_CFLAGS = $(PLUGIN_CFLAGS)
 tests_plugins_late_job_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_slow_start_la_SOURCES = tests/plugins/slow_start.c
+tests_plugins_slow_start_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_plugins_slow_start_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 
 check_PROGRAMS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test

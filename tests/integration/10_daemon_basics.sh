@@ -37,6 +37,8 @@ like "$out" "^tlsboxd [0-9.]+ \(plugin ABI ${abi//./\\.}\)" "status shows versio
 like "$out" "plugin example +running" "status lists the example plugin as running"
 like "$out" "store: $TB_STATE/tlsbox.db" "status names the store"
 is "$(tb_ctl --json status | jq -r .pid)" "$TB_PID" "--json status gives the daemon's pid"
+is "$(tb_ctl --json status | jq -r .ready)" true "and says it is ready (every plugin started)"
+unlike "$(tb_ctl status)" "starting" "so tlsboxctl status does not say it is starting"
 out=$(tb_ctl status --json 2>&1)
 is "$?" 2 "--json after the command is a usage error (2), not ignored"
 like "$out" "status takes no arguments, got '--json' \(options such as --json go before the command\)" \

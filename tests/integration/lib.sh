@@ -290,9 +290,15 @@ tb_start_daemon() {
         "$@" >>"$TB_TMP/daemon.log" 2>&1 &
     TB_PID=$!
     local i
+    # The control socket answers before the plugins have started (their
+    # routes, states and ports): wait for "ready", as systemd does.
+    # TB_START_ANSWERS=1: only until the control socket answers.
+    local want='"ready": ?true'
+    [ -n "${TB_START_ANSWERS:-}" ] && want='"ready"'
     for i in $(seq 1 100); do
         if [ -S "$TB_STATE/control.sock" ] &&
-            "$TB_TLSBOXCTL" --state-dir "$TB_STATE" status >/dev/null 2>&1; then
+            "$TB_TLSBOXCTL" --state-dir "$TB_STATE" --json status 2>/dev/null |
+            grep -Eq "$want"; then
             return 0
         fi
         kill -0 "$TB_PID" 2>/dev/null || break
