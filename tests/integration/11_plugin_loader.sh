@@ -61,10 +61,35 @@ mkdir -p "$TB_TMP/late"
 cp "$top_builddir/tests/plugins/.libs/late_job.so" "$TB_TMP/late/"
 tb_start_daemon --plugin "$TB_TMP/late/late_job.so"
 ok $? "tlsboxd starts with late_job"
-tb_stop_daemon
-ok $? "and stops"
+# The plugin's stop takes about 2 s by design (its callback waits for the
+# cancel), and a sanitizer build's exit adds its leak scan.
+tb_stop_daemon TERM 10
+ok $? "and stops (within 10 s)"
 is "$TB_EXIT" 0 "with exit status 0"
 is "$(grep -c 'late job ran after fini' "$TB_TMP/daemon.log")" 0 \
     "no job of a stopped plugin runs after its fini hook"
+
+# The control socket answers while plugins still start: status says so,
+# and says ready once the last start hook has returned.
+mkdir -p "$TB_TMP/slow"
+cp "$top_builddir/tests/plugins/.libs/slow_start.so" "$TB_TMP/slow/"
+rm -f "$TB_TMP/slow/go"
+TLSBOX_TEST_SLOW_START="$TB_TMP/slow/go" TB_START_ANSWERS=1 \
+    tb_start_daemon --plugin "$TB_TMP/slow/slow_start.so"
+ok $? "tlsboxd answers while slow_start's start hook waits"
+is "$(tb_ctl --json status | jq -r .ready)" false "status: not ready yet"
+like "$(tb_ctl status)" "starting: the plugins are not all started yet" \
+    "tlsboxctl status says it is still starting"
+: >"$TB_TMP/slow/go"
+r=false
+for _ in $(seq 1 100); do
+    r=$(tb_ctl --json status | jq -r .ready)
+    [ "$r" = true ] && break
+    sleep 0.1
+done
+is "$r" true "ready once the start hook returned"
+unlike "$(tb_ctl status)" "starting" "and tlsboxctl status no longer says starting"
+tb_stop_daemon
+ok $? "and stops"
 
 done_testing
