@@ -420,18 +420,38 @@ static int low_port_outcome(struct site *s, int rc, char **err)
     return s->low_ports_at_start ? TLSBOX_APPLY_AT_RESTART : rc;
 }
 
-/*
- * site.max_connections_per_ip is enforced from here, when the change is
- * made, rather than by "settings.changed" a moment after it is stored: what
- * GET site/limits answers (and bench checks a run against) is then already
- * in effect when tlsboxctl set returns.  A change taken back comes here again
- * with the old value.
- */
-static void per_ip_apply(struct site *s, const char *value)
+/* One live number of @p changes, stored as @p scale times its value. */
+static void live_int(_Atomic int *dst, const char *value, int scale)
 {
     if (value)
-        atomic_store(&s->cfg.max_conns_per_ip,
-                     int_or(value, atomic_load(&s->cfg.max_conns_per_ip)));
+        atomic_store(dst, int_or(value, atomic_load(dst) / scale) * scale);
+}
+
+/*
+ * The live settings (timeouts, per-address limit, access log, dotfiles,
+ * batching) take effect from here, when the change is made, rather than by
+ * "settings.changed" a moment after it is stored: what GET site/limits
+ * answers (and bench checks a run against), and what the next connection
+ * meets, is then already in effect when tlsboxctl set returns.  A change
+ * taken back comes here again with the old value; read_live reads the same
+ * values from the store afterwards.
+ */
+static void live_apply(struct site *s, const struct tlsbox_setting_value *changes)
+{
+    struct site_config *c = &s->cfg;
+    const char *v;
+    live_int(&c->handshake_timeout_ms, change_of(changes, "handshake_timeout"), 1000);
+    live_int(&c->header_timeout_ms, change_of(changes, "header_timeout"), 1000);
+    live_int(&c->idle_timeout_ms, change_of(changes, "idle_timeout"), 1000);
+    live_int(&c->send_timeout_ms, change_of(changes, "send_timeout"), 1000);
+    live_int(&c->lingering_time_ms, change_of(changes, "lingering_time"), 1000);
+    live_int(&c->lingering_timeout_ms, change_of(changes, "lingering_timeout"), 1000);
+    live_int(&c->max_conns_per_ip, change_of(changes, "max_connections_per_ip"), 1);
+    live_int(&c->batch_wait_us, change_of(changes, "batch_wait_us"), 1);
+    if ((v = change_of(changes, "access_log")))
+        atomic_store(&c->access_log, strcmp(v, "stderr") == 0);
+    if ((v = change_of(changes, "dotfiles")))
+        atomic_store(&c->dotfiles_allow, strcmp(v, "allow") == 0);
 }
 
 static int site_apply_settings(void *state, const struct tlsbox_setting_value *changes, char **err)
@@ -440,14 +460,13 @@ static int site_apply_settings(void *state, const struct tlsbox_setting_value *c
     struct site *s = state;
     struct site_ports want;
     const char *root = change_of(changes, "root");
-    const char *per_ip = change_of(changes, "max_connections_per_ip");
     bool ours = false;
     int rc = 0;
 
     for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
         ours = ours || change_of(changes, keys[k]) != NULL;
     if (!ours && !root) {
-        per_ip_apply(s, per_ip);
+        live_apply(s, changes);
         return 0;
     }
     pthread_mutex_lock(&s->gen_lock);
@@ -463,7 +482,7 @@ static int site_apply_settings(void *state, const struct tlsbox_setting_value *c
     }
     pthread_mutex_unlock(&s->gen_lock);
     if (rc >= 0)
-        per_ip_apply(s, per_ip);
+        live_apply(s, changes);
     return rc;
 }
 

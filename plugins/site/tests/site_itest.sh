@@ -60,9 +60,8 @@ site_metric() {
     echo "${v:-0}"
 }
 
-# Change a setting live: tlsboxctl set, then a moment for the settings.changed
-# event (delivered on the core's events thread) to reach the site.
+# Change a setting live: in effect when tlsboxctl set returns (the site
+# applies it before the core stores it), no wait for "settings.changed".
 site_set() {
-    tb_ctl set "$1" "$2" >/dev/null || return 1
-    sleep 0.5
+    tb_ctl set "$1" "$2" >/dev/null
 }
