@@ -561,6 +561,9 @@ void site_h2_goaway(struct site_conn *c);
 bool site_h2_idle(const struct site_conn *c);
 /* nghttp2 wants neither to read nor to write: the connection is done. */
 bool site_h2_finished(const struct site_conn *c);
+/* Nothing more is read as h2 (a GOAWAY for a flood or an error is queued):
+ * stop decrypting input, send the GOAWAY, then linger or close. */
+bool site_h2_read_done(const struct site_conn *c);
 
 /* site_h2_mem.c: nghttp2's allocator (user data: the connection whose session
  * it is; any thread, but a session's blocks on its worker only). */

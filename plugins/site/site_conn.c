@@ -814,6 +814,13 @@ static void conn_read(struct site_conn *c)
                 c->want_close = true;
                 break;
             }
+            /* A flood ended the session: decrypting the rest only to drop
+             * it would hold the GOAWAY back until the client stops sending
+             * (a fast one sends all it has, and this worker serves no one
+             * else meanwhile).  Send it now; the linger discards the rest
+             * unread, what is buffered included. */
+            if (site_h2_read_done(c))
+                break;
         } else {
             site_h1_on_data(c, w->inbuf, (size_t)n);
         }

@@ -648,6 +648,11 @@ bool site_h2_finished(const struct site_conn *c)
     return c->h2 && !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2);
 }
 
+bool site_h2_read_done(const struct site_conn *c)
+{
+    return c->linger || (c->h2 && !nghttp2_session_want_read(c->h2));
+}
+
 void site_h2_goaway(struct site_conn *c)
 {
     if (c->h2_goaway || !c->h2)
