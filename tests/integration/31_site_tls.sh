@@ -34,7 +34,11 @@ for v in tls1_3 tls1_2; do
     printf 'GET /sub/ HTTP/1.1\r\nHost: localhost\r\n\r\n' | "${S[@]}" -$v -sess_out "$TB_TMP/sess" \
         -ign_eof >/dev/null 2>&1 &
     sc=$!
-    sleep 1.5
+    # s_client writes the session when the server's ticket arrives.
+    for _ in $(seq 1 100); do
+        [ -s "$TB_TMP/sess" ] && break
+        sleep 0.1
+    done
     kill $sc 2>/dev/null
     wait $sc 2>/dev/null
     out=$(echo | "${S[@]}" -$v -sess_in "$TB_TMP/sess" 2>&1)

@@ -244,7 +244,12 @@ is "$(tb_ctl get site.https_port)" "$hup_https" "tlsboxctl set stores the served
 # week old and the daemon restarted, which replaces it.  Tickets under the
 # previous master still resume.
 sess() { # sess VERSION-FLAG OUT|IN FILE: print "New" or "Reused"
-    (sleep 1) | openssl s_client -connect "127.0.0.1:$tport" -servername localhost \
+    # stdin stays open until the ticket is saved (out), or 1 s (in).
+    [ "$2" = out ] && rm -f "$3"
+    (for i in $(seq 1 100); do
+        if [ "$2" = out ]; then [ -s "$3" ] && break; else [ "$i" -gt 10 ] && break; fi
+        sleep 0.1
+    done) | openssl s_client -connect "127.0.0.1:$tport" -servername localhost \
         -CAfile "$CA" "$1" "-sess_$2" "$3" 2>/dev/null | sed -n 's/^\(New\|Reused\), .*/\1/p'
 }
 tport=$hup_https
