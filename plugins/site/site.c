@@ -69,7 +69,8 @@ static const struct tlsbox_setting_def site_settings[] = {
      .default_value = "30",
      .min = 1,
      .max = 3600,
-     .help = "Seconds without progress sending a response before closing"},
+     .help = "Seconds a response may take to move 4 KB to the client before the connection "
+             "is closed (a stalled or byte-at-a-time reader)"},
     {.key = "lingering_time",
      .type = TLSBOX_SETTING_INT,
      .default_value = "30",

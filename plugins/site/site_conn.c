@@ -596,27 +596,35 @@ void site_conn_drain(struct site_conn *c, bool gentle)
  * (c->nreq) for the idle timeout.  A PING or SETTINGS ACK sends bytes but is
  * no progress, so a stalled stream (zero window) or an idle connection kept
  * busy with PINGs still times out (nginx's send_timeout idea).
+ *
+ * Nor is a trickle: body bytes count once SITE_SEND_PROGRESS of them have
+ * gone out since the deadline was last set.  Otherwise a client that opens
+ * its HTTP/2 window one byte per send_timeout holds its connection (and a
+ * slot of max_connections) for ever, which nginx allows too.  4 KB per 30 s
+ * (the default send_timeout) is 137 bytes/s, below the 240 bytes/s that
+ * IIS and Kestrel ask of a response; a real client's window (64 KB and
+ * more) moves it at once.
  */
+#define SITE_SEND_PROGRESS 4096
+
 static void update_timer(struct site_conn *c)
 {
-    bool progress = c->data_out != c->mark_data || c->nreq != c->mark_nreq;
+    enum site_timer_kind k;
 
     if (c->state == SITE_CS_CLOSED || c->state == SITE_CS_HANDSHAKE)
         return;
+    if (out_pending(c) || c->h1_body || (c->state == SITE_CS_H2 && !site_h2_idle(c)))
+        k = SITE_T_SEND;
+    else if (c->state == SITE_CS_H1 && c->in_len)
+        k = SITE_T_HEADER; /* not reset by more bytes: slowloris */
+    else
+        k = SITE_T_IDLE;
+    bool progress = c->nreq != c->mark_nreq || c->data_out - c->mark_data >= SITE_SEND_PROGRESS;
+    if (c->tkind == k && (k == SITE_T_HEADER || !progress))
+        return;
+    site_timer_set(c, k);
     c->mark_data = c->data_out;
     c->mark_nreq = c->nreq;
-    if (out_pending(c) || c->h1_body) {
-        if (c->tkind != SITE_T_SEND || progress)
-            site_timer_set(c, SITE_T_SEND);
-    } else if (c->state == SITE_CS_H1 && c->in_len) {
-        if (c->tkind != SITE_T_HEADER)
-            site_timer_set(c, SITE_T_HEADER); /* not reset by more bytes: slowloris */
-    } else if (c->state == SITE_CS_H2 && !site_h2_idle(c)) {
-        if (c->tkind != SITE_T_SEND || progress)
-            site_timer_set(c, SITE_T_SEND);
-    } else if (c->tkind != SITE_T_IDLE || progress) {
-        site_timer_set(c, SITE_T_IDLE);
-    }
 }
 
 /* Refill the plaintext buffer from the protocol; -1 after closing on error. */

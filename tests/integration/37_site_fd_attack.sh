@@ -3,7 +3,8 @@
 # window (SETTINGS_INITIAL_WINDOW_SIZE=0) ask for files above the cache size:
 # the site must not hold a descriptor per stalled stream (it held 12,138 in
 # one worker), nor per stream of a client that opens its window one byte at a
-# time (8 per connection, for as long as it trickled), a PING must not keep a stalled or idle connection alive, and
+# time (8 per connection, for as long as it trickled), a PING or a window
+# opened a byte at a time must not keep a stalled or idle connection alive, and
 # running out of descriptors answers 503 + Retry-After (never 404) while the
 # control socket and the store keep working.
 . "$(dirname "$0")/lib.sh"
@@ -94,6 +95,14 @@ out=$(python3 "$H2S" pinger 127.0.0.1 "$P_HTTPS" /f400k.bin 0.5 12)
 like "$out" "^closed_after=[2-5]\." "a zero-window stream kept busy with PINGs is closed ($out)"
 out=$(python3 "$H2S" pinger 127.0.0.1 "$P_HTTPS" - 0.5 12)
 like "$out" "^closed_after=[2-5]\." "an idle connection kept busy with PINGs is closed ($out)"
+# Nor is a trickle: a response must move 4 KB per send_timeout.  A client
+# that opened its window one byte per 0.5 s kept its connection for ever.
+out=$(python3 "$H2S" trickle 127.0.0.1 "$P_HTTPS" /f400k.bin 1 0.5 12)
+like "$out" "^closed_after=[2-5]\.[0-9] bytes=[0-9]{1,3}$" \
+    "a stream whose window opens a byte every 0.5 s is closed ($out)"
+out=$(python3 "$H2S" trickle 127.0.0.1 "$P_HTTPS" /f400k.bin 16384 0.25 30)
+like "$out" "^done_after=[0-9.]+ bytes=409600$" \
+    "a client that opens 16 KB every 0.25 s gets the whole 400 KB file past the 2 s timeout ($out)"
 tb_ctl set site.send_timeout 30 >/dev/null && tb_ctl set site.idle_timeout 60 >/dev/null
 
 # ---- one client cannot take every slot -------------------------------------------------------

@@ -16,6 +16,13 @@
       PATH (none when PATH is "-": an idle connection), then send a PING
       every INTERVAL seconds; print "closed_after=S" when the server hangs up
       (or "open" after MAX s).  A stalled or idle client that only pings.
+  h2_streams.py trickle HOST PORT PATH STEP INTERVAL MAX
+      Open an HTTP/2 connection with SETTINGS_INITIAL_WINDOW_SIZE=0, ask for
+      PATH, then open the stream's (and the connection's) window by STEP
+      bytes every INTERVAL seconds: a client that takes its answer STEP bytes
+      at a time.  Prints "closed_after=S bytes=B" when the server hangs up,
+      "done_after=S bytes=B" when the answer ends (END_STREAM), or
+      "open bytes=B" after MAX s; B counts the answer's DATA bytes.
   h2_streams.py late HOST PORT PATH WAIT N GAP
       Complete the handshake (ALPN h2), send nothing for WAIT seconds, then
       the preface and N requests for PATH on the same connection, GAP
@@ -113,6 +120,20 @@ def request_block(path, extra=b""):
     return b"\x82\x87" + hpack_literal(4, path) + hpack_literal(1, "localhost") + extra
 
 
+def split_frames(buf):
+    """The whole frames at the start of buf, as (type, flags, stream id,
+    payload), and the bytes after them."""
+    frames = []
+    while len(buf) >= 9:
+        length = struct.unpack(">I", b"\0" + buf[:3])[0]
+        if len(buf) < 9 + length:
+            break
+        sid = struct.unpack(">I", buf[5:9])[0] & 0x7FFFFFFF
+        frames.append((buf[3], buf[4], sid, buf[9:9 + length]))
+        buf = buf[9 + length:]
+    return frames, buf
+
+
 def read_frames(sock, until, deadline):
     buf = b""
     while time.time() < deadline:
@@ -124,16 +145,9 @@ def read_frames(sock, until, deadline):
             return
         if not data:
             return
-        buf += data
-        while len(buf) >= 9:
-            length = struct.unpack(">I", b"\0" + buf[:3])[0]
-            if len(buf) < 9 + length:
-                break
-            ftype, flags = buf[3], buf[4]
-            sid = struct.unpack(">I", buf[5:9])[0] & 0x7FFFFFFF
-            payload = buf[9:9 + length]
-            buf = buf[9 + length:]
-            if until(ftype, flags, sid, payload):
+        frames, buf = split_frames(buf + data)
+        for f in frames:
+            if until(*f):
                 return
 
 
@@ -402,6 +416,49 @@ def pinger(host, port, path, interval, maximum):
     return 0
 
 
+def trickle(host, port, path, step, interval, maximum):
+    s = tls(host, port, ["h2"])
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, struct.pack(">HI", 4, 0)) +
+              frame(1, 0x5, 1, request_block(path)))
+    s.settimeout(0.1)
+    st = {"bytes": 0, "end": False, "closed": False}
+    buf = b""
+    start = time.time()
+    nxt = 0.0
+    while time.time() - start < maximum and not st["end"]:
+        if time.time() - start >= nxt:
+            nxt += interval
+            inc = struct.pack(">I", step)
+            try:
+                s.sendall(frame(8, 0, 1, inc) + frame(8, 0, 0, inc))
+            except (OSError, ssl.SSLError):
+                st["closed"] = True
+                break
+        try:
+            data = s.recv(65536)
+        except socket.timeout:
+            continue
+        except (OSError, ssl.SSLError):
+            data = b""
+        if not data:
+            st["closed"] = True
+            break
+        frames, buf = split_frames(buf + data)
+        for ftype, flags, sid, payload in frames:
+            if sid == 1 and ftype == 0:
+                st["bytes"] += len(payload)
+            if sid == 1 and ftype in (0, 1) and flags & 1:
+                st["end"] = True
+    took = time.time() - start
+    if st["end"]:
+        print("done_after=%.1f bytes=%d" % (took, st["bytes"]))
+    elif st["closed"]:
+        print("closed_after=%.1f bytes=%d" % (took, st["bytes"]))
+    else:
+        print("open bytes=%d" % st["bytes"])
+    return 0
+
+
 def late(host, port, path, wait, n, gap):
     s = tls(host, port, ["h2"])
     if s.selected_alpn_protocol() != "h2":
@@ -611,15 +668,10 @@ def flood(host, port, pid, kind, n, limit):
             if not data:
                 st["closed"] = True
                 return
-            buf = st["buf"] + data
-            while len(buf) >= 9:
-                length = struct.unpack(">I", b"\0" + buf[:3])[0]
-                if len(buf) < 9 + length:
-                    break
-                if buf[3] == 7 and st["goaway"] is None:
-                    st["goaway"] = struct.unpack(">II", buf[9:17])
-                buf = buf[9 + length:]
-            st["buf"] = buf
+            frames, st["buf"] = split_frames(st["buf"] + data)
+            for ftype, _, _, payload in frames:
+                if ftype == 7 and st["goaway"] is None:
+                    st["goaway"] = struct.unpack(">II", payload[:8])
 
     start = time.time()
     frames = flood_frames(kind, n)
@@ -744,6 +796,9 @@ if __name__ == "__main__":
     if cmd == "pinger":
         sys.exit(pinger(sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]),
                         float(sys.argv[6])))
+    if cmd == "trickle":
+        sys.exit(trickle(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]),
+                         float(sys.argv[7])))
     if cmd == "late":
         sys.exit(late(sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]),
                       int(sys.argv[6]), float(sys.argv[7])))
