@@ -47,8 +47,9 @@ static unsigned long listen_inode(const char *table, int port)
     return ino;
 }
 
-/* "pid N (comm)" of the process holding socket inode @p ino, when visible. */
-static void inode_owner(unsigned long ino, char *out, size_t cap)
+/* "pid N (comm)" of the process holding socket inode @p ino, when visible,
+ * and its pid in *pid (0 when not found). */
+static void inode_owner(unsigned long ino, char *out, size_t cap, long *pid)
 {
     char want[64], path[600], link[64];
     DIR *proc = opendir("/proc");
@@ -56,6 +57,7 @@ static void inode_owner(unsigned long ino, char *out, size_t cap)
 
     snprintf(want, sizeof(want), "socket:[%lu]", ino);
     out[0] = 0;
+    *pid = 0;
     while (proc && !out[0] && (de = readdir(proc))) {
         DIR *fds;
         struct dirent *fe;
@@ -81,6 +83,7 @@ static void inode_owner(unsigned long ino, char *out, size_t cap)
                     fclose(f);
                 }
                 snprintf(out, cap, "pid %.20s (%.40s)", de->d_name, comm);
+                *pid = strtol(de->d_name, NULL, 10);
             }
         }
         closedir(fds);
@@ -108,14 +111,38 @@ static void listen_fail(struct site *s, char **why, const char *fmt, ...)
     }
 }
 
-static void explain_in_use(struct site *s, char **why, const char *key, const char *addr, int port)
+/* The settings of the site's two ports, HTTPS first, as listeners index them. */
+static const char *const port_keys[2] = {"https_port", "http_port"};
+
+static void explain_in_use(struct site *s, char **why, const struct site_listeners *prev, int which,
+                           const char *addr, int port)
 {
+    const char *key = port_keys[which];
     char owner[128] = "";
+    long pid = 0;
+
+    /* The site's own other port: a swap of the two in one change. */
+    for (size_t i = 0; prev && i < prev->n; i++) {
+        if (prev->v[i].port == port && prev->v[i].tls != (which == 0)) {
+            listen_fail(s, why,
+                        "site.%s: port %d is site.%s's until that changes: change site.%s "
+                        "first (to swap the two, by way of a free port)",
+                        key, port, port_keys[!which], port_keys[!which]);
+            return;
+        }
+    }
     unsigned long ino = listen_inode("/proc/net/tcp", port);
     if (!ino)
         ino = listen_inode("/proc/net/tcp6", port);
     if (ino)
-        inode_owner(ino, owner, sizeof(owner));
+        inode_owner(ino, owner, sizeof(owner), &pid);
+    if (pid == (long)getpid()) {
+        listen_fail(s, why,
+                    "site.%s: port %d on %s is taken by this tlsboxd already (the admin UI's "
+                    "admin.port, or another plugin's port): choose a free port",
+                    key, port, addr);
+        return;
+    }
     listen_fail(s, why,
                 "site.%s: port %d on %s is in use by %s; is another tlsboxd running? "
                 "(a second instance does not share ports)",
@@ -202,10 +229,18 @@ int site_listeners_open(struct site *s, const struct site_config *cfg,
                         const struct site_listeners *prev, struct site_listeners *l, char **why)
 {
     int ports[2] = {atomic_load(&cfg->https_port), cfg->http_port};
-    static const char *const keys[2] = {"https_port", "http_port"};
 
-    l->v = site_xcalloc(cfg->nbind * 2, sizeof(*l->v));
+    l->v = NULL;
     l->n = 0;
+    if (ports[0] == ports[1]) {
+        /* Else the second bind fails and names this very process. */
+        listen_fail(s, why,
+                    "site.https_port and site.http_port are both %d: HTTPS and plain HTTP "
+                    "need a port each (to swap the two, move one to a free port first)",
+                    ports[0]);
+        return -EINVAL;
+    }
+    l->v = site_xcalloc(cfg->nbind * 2, sizeof(*l->v));
     for (size_t i = 0; i < cfg->nbind; i++) {
         for (int p = 0; p < 2; p++) {
             int fd;
@@ -223,19 +258,19 @@ int site_listeners_open(struct site *s, const struct site_config *cfg,
                     continue;
                 }
                 if (fd == -EADDRINUSE)
-                    explain_in_use(s, why, keys[p], cfg->bind[i], ports[p]);
+                    explain_in_use(s, why, prev, p, cfg->bind[i], ports[p]);
                 else if (fd == -EACCES && ports[p] < 1024)
                     /* tlsboxd binds privileged ports before it drops root. */
                     listen_fail(s, why,
                                 "site.%s: port %d on %s is below 1024: it opens only while "
                                 "tlsboxd starts as root",
-                                keys[p], ports[p], cfg->bind[i]);
+                                port_keys[p], ports[p], cfg->bind[i]);
                 else if (!said)
                     /* An address not on this host is site.bind's fault, not the
                      * port's: the web UI puts the message by the field named. */
                     listen_fail(s, why, "site.%s: cannot listen on %s port %d: %s",
-                                fd == -EADDRNOTAVAIL ? "bind" : keys[p], cfg->bind[i], ports[p],
-                                strerror(-fd));
+                                fd == -EADDRNOTAVAIL ? "bind" : port_keys[p], cfg->bind[i],
+                                ports[p], strerror(-fd));
                 site_listeners_close(l);
                 return fd;
             }

@@ -2,7 +2,8 @@
 # One daemon owns its ports: a second tlsboxd on the same ports refuses to
 # start and names the holder (no silent SO_REUSEPORT sharing).  site.root,
 # site.workers and the ports change live: the new root serves the next
-# request, new workers and ports start while the old ones drain, and h2load
+# request, new workers and ports start while the old ones drain, the two
+# ports swap by way of a free port (not in one change, which says so), and h2load
 # running meanwhile sees no failed request.
 . "$(dirname "$0")/lib.sh"
 . "$top_srcdir/plugins/site/tests/site_itest.sh"
@@ -185,6 +186,36 @@ is "$(tb_ctl get site.https_port)" "$P_HTTPS" "and stored"
 is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site B" \
     "served on the new port when tlsboxctl returns"
 
+# The two ports are the site's own: one change cannot give both the same port,
+# nor swap them (each is still held by the other until the change is made);
+# the messages say so, and that a free port in between does it.
+out=$(tb_ctl set site.https_port "$new_http" 2>&1)
+is "$?" 1 "site.https_port set to site.http_port's port: exit 1"
+is "$out" "tlsboxctl: site.https_port and site.http_port are both $new_http: HTTPS and plain HTTP need a port each (to swap the two, move one to a free port first)" \
+    "the message names both settings, not this process as a stranger holding the port"
+is "$(put plugins/site/settings "{\"https_port\": $new_http, \"http_port\": $P_HTTPS}")" 409 \
+    "PUT plugins/site/settings swapping the two ports in one change: 409"
+is "$(jq -r .error "$TB_TMP/put.json")" "site.https_port: port $new_http is site.http_port's until that changes: change site.http_port first (to swap the two, by way of a free port)" \
+    "the message says how to swap them"
+is "$(tb_ctl get site.https_port) $(tb_ctl get site.http_port)" "$P_HTTPS $new_http" \
+    "the store keeps both ports"
+swap_ports() { # swap_ports HTTPS HTTP: move the site from HTTP/HTTPS to these, by way of a free port
+    tb_ctl set site.http_port "$(tb_free_port)" >/dev/null &&
+        tb_ctl set site.https_port "$1" >/dev/null && tb_ctl set site.http_port "$2" >/dev/null
+}
+swap_ports "$new_http" "$P_HTTPS"
+ok $? "the two ports swapped by way of a free port (three changes)"
+tb_wait_port "$new_http"
+is "$(curl -s --cacert "$CA" --max-time 5 "https://localhost:$new_http/who.txt")" "site B" \
+    "HTTPS serves on the former plain port"
+tb_wait_port "$P_HTTPS"
+loc=$(curl -s -o /dev/null -w '%header{location}' --max-time 5 "http://127.0.0.1:$P_HTTPS/x")
+is "$loc" "https://127.0.0.1:$new_http/x" "and plain HTTP on the former HTTPS port redirects to it"
+swap_ports "$P_HTTPS" "$new_http"
+ok $? "and swapped back"
+tb_wait_port "$P_HTTPS"
+is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site B" "HTTPS serves on its first port again"
+
 # An address this host does not have: refused, and the message names site.bind
 # (the web UI shows it by that field), not a port.
 out=$(tb_ctl set site.bind 240.0.0.1 2>&1)
@@ -232,7 +263,7 @@ for i in $(seq 1 50); do
     sleep 0.1
 done
 like "$(grep 'settings reload: site applied' "$TB_TMP/daemon.log")" \
-    "settings reload: site applied site\.root; it refused site\.https_port: port $TB_ADMIN_PORT on [^ ]+ is in use by pid $TB_PID \\(tlsboxd\\)[^;]*(; [^;]*)?; the old values of those refused stay in effect until tlsboxd restarts" \
+    "settings reload: site applied site\.root; it refused site\.https_port: port $TB_ADMIN_PORT on [^ ]+ is taken by this tlsboxd already \\(the admin UI's admin\.port, or another plugin's port\\): choose a free port; the old values of those refused stay in effect until tlsboxd restarts" \
     "a reload with a new root and a port in use: the log says the root was applied and the port refused"
 is "$(wait_who "site A")" "site A" "the stored root serves"
 is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site A" "on the port that served before"
