@@ -4,6 +4,7 @@
 #include "core/host.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,15 @@ static const char *who(struct tlsbox_plugin *self)
 __attribute__((format(printf, 3, 0))) static void
 host_vlog(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt, va_list ap)
 {
+    if (level == TLSBOX_LOG_ERR && self) {
+        /* Kept while its hooks run: why a failing one failed. */
+        char msg[512];
+        va_list copy;
+        va_copy(copy, ap);
+        vsnprintf(msg, sizeof(msg), fmt, copy);
+        va_end(copy);
+        plugin_note_error(self, msg);
+    }
     log_vmsg(who(self), level, fmt, ap);
 }
 
@@ -37,7 +47,7 @@ host_log(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fm
 {
     va_list ap;
     va_start(ap, fmt);
-    log_vmsg(who(self), level, fmt, ap);
+    host_vlog(self, level, fmt, ap);
     va_end(ap);
 }
 

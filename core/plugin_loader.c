@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -242,10 +243,43 @@ static int plugin_disabled_by_setting(const char *name)
     return found;
 }
 
+/* A hook's errno says little ("Invalid argument"); the ERROR line the plugin
+ * logged before it returned says what was wrong, and it goes into the status
+ * that tlsboxctl plugins and the web UI show.  Threads the start hook began
+ * may log too, hence the lock. */
+static pthread_mutex_t hook_err_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void plugin_note_error(struct tlsbox_plugin *p, const char *msg)
+{
+    pthread_mutex_lock(&hook_err_lock);
+    if (p->in_hooks) {
+        free(p->hook_err);
+        p->hook_err = xstrdup(msg);
+    }
+    pthread_mutex_unlock(&hook_err_lock);
+}
+
+/* Begin (@p on) or end the hooks of @p p; ending returns what it logged last
+ * (caller frees), or NULL. */
+static char *hooks_running(struct tlsbox_plugin *p, bool on)
+{
+    pthread_mutex_lock(&hook_err_lock);
+    char *said = p->hook_err;
+    p->hook_err = NULL;
+    p->in_hooks = on;
+    pthread_mutex_unlock(&hook_err_lock);
+    if (on)
+        free(said);
+    return on ? NULL : said;
+}
+
 static void plugin_fail(struct tlsbox_plugin *p, const char *hook, int rc)
 {
+    char *said = hooks_running(p, false);
     free(p->error);
-    p->error = xasprintf("%s hook failed: %s", hook, strerror(rc < 0 ? -rc : rc));
+    p->error = said ? xasprintf("%s hook failed: %s", hook, said)
+                    : xasprintf("%s hook failed: %s", hook, strerror(rc < 0 ? -rc : rc));
+    free(said);
     p->pstate = PLUGIN_FAILED;
     log_err("plugin %s: %s; tlsboxd goes on without it", p->name, p->error);
 }
@@ -274,6 +308,7 @@ int plugins_start_all(void)
             log_info("plugin %s disabled by core.plugins_disabled", p->name);
             continue;
         }
+        hooks_running(p, true);
         int rc = p->desc->init ? p->desc->init(p, host_table(), &p->state) : 0;
         if (rc != 0) {
             plugin_fail(p, "init", rc);
@@ -296,6 +331,7 @@ int plugins_start_all(void)
             p->state = NULL;
             continue;
         }
+        free(hooks_running(p, false));
         p->pstate = PLUGIN_STARTED;
         /* Only now: before start there is nothing running to apply a change to. */
         if (TLSBOX_DESC_HAS(p->desc, apply_settings) && p->desc->apply_settings &&
@@ -340,6 +376,7 @@ void plugins_stop_all(void)
         free(p->name);
         free(p->path);
         free(p->error);
+        free(p->hook_err);
         free(p);
         p = next;
     }

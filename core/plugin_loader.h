@@ -24,6 +24,10 @@ struct tlsbox_plugin {
     void *state;
     enum plugin_state pstate;
     char *error; /* why it failed, or NULL */
+    /* While its init and start hooks run: the last ERROR line it logged, so
+     * that a failed hook says why (plugin_note_error; under the loader's lock). */
+    bool in_hooks;
+    char *hook_err;
     struct tlsbox_plugin *next;
 };
 
@@ -34,6 +38,10 @@ struct tlsbox_plugin *core_self(void);
  * newer minor) or -EINVAL (a short descriptor) with *err set (caller frees)
  * to "<path>: plugin ABI <maj>.<min>, core ABI <maj>.<min>: ..." */
 int plugin_check_abi(const char *path, const struct tlsbox_plugin_desc *d, char **err);
+
+/* An ERROR line @p p logged (any thread): kept while its init or start hook
+ * runs, as the reason a failing hook gives in its status. */
+void plugin_note_error(struct tlsbox_plugin *p, const char *msg);
 
 /* Load every *.so in @p dir (sorted by name).  Refused files are logged and skipped. */
 int plugins_load_dir(const char *dir);

@@ -142,7 +142,10 @@ struct tlsbox_host {
 
     /* ---- logging ------------------------------------------------------ */
 
-    /** Log one line, prefixed with the plugin's name.  Any thread. */
+    /** Log one line, prefixed with the plugin's name.  Any thread.  The last
+     *  TLSBOX_LOG_ERR line logged while the plugin's init or start hook runs
+     *  (by any of its threads) is the reason its status gives if that hook
+     *  fails. */
     void (*log)(struct tlsbox_plugin *self, enum tlsbox_log_level level, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
     /** va_list form of log. */

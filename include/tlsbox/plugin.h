@@ -228,7 +228,8 @@ struct tlsbox_plugin_desc {
      * daemon already runs as its service user, holding CAP_NET_BIND_SERVICE
      * until every start hook has returned; threads must leave
      * TLSBOX_SIGNAL_CAPDROP unblocked).  Return 0 or a negative errno (the
-     * plugin is then stopped and unloaded, the daemon goes on).
+     * plugin is then stopped and unloaded, the daemon goes on; its status
+     * gives the last TLSBOX_LOG_ERR line it logged meanwhile as the reason).
      */
     int (*start)(void *state);
     /**

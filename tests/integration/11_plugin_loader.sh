@@ -30,7 +30,14 @@ like "$log" "plugin fail_start: start hook failed" "a failing start hook is repo
 
 out=$(tb_ctl plugins)
 like "$out" "example .* running" "example runs"
-like "$out" "fail_start .* failed .*start hook failed" "fail_start is listed as failed, with why"
+like "$out" "fail_start .* failed .*start hook failed: fail_start\.path: cannot open /nonexistent: No such file or directory" \
+    "fail_start is listed as failed, with the last error it logged as the reason"
+is "$(curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/plugins |
+    jq -r '.[] | select(.name == "fail_start") | .error')" \
+    "start hook failed: fail_start.path: cannot open /nonexistent: No such file or directory" \
+    "the API (the web UI's plugin list) gives the same reason"
+like "$log" "plugin fail_start: start hook failed: fail_start\.path: cannot open /nonexistent" \
+    "and so does the log line saying tlsboxd goes on without it"
 unlike "$out" "bad_major|newer_minor|no_symbol" "refused plugins are not listed"
 curl -sf --unix-socket "$TB_STATE/control.sock" http://x/api/v1/example/hello >/dev/null
 ok $? "the good plugin serves its API route"
