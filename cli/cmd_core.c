@@ -51,7 +51,8 @@ static void show_status(struct ctl *c, json_t *j)
     json_t *p;
     json_array_foreach(json_object_get(j, "plugins"), i, p)
     {
-        printf("plugin %-10s %s\n", str(p, "name"), str(p, "state"));
+        const char *err = str(p, "error");
+        printf("plugin %-10s %s%s%s\n", str(p, "name"), str(p, "state"), *err ? ": " : "", err);
     }
 }
 

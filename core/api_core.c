@@ -33,8 +33,8 @@ static void on_status(void *arg, const struct tlsbox_api_request *req,
 {
     json_t *plugins = json_array();
     for (struct tlsbox_plugin *p = plugins_first(); p; p = p->next)
-        json_array_append_new(plugins, json_pack("{s:s,s:s}", "name", p->name, "state",
-                                                 plugin_state_name(p->pstate)));
+        json_array_append_new(plugins, json_pack("{s:s,s:s,s:s*}", "name", p->name, "state",
+                                                 plugin_state_name(p->pstate), "error", p->error));
     json_t *j =
         json_pack("{s:s,s:s,s:i,s:I,s:I,s:o,s:s,s:i}", "name", "tlsboxd", "version",
                   PACKAGE_VERSION, "pid", (int)getpid(), "started_at", (json_int_t)started_at,

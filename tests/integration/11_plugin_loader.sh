@@ -38,6 +38,8 @@ is "$(curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/plugins |
     "the API (the web UI's plugin list) gives the same reason"
 like "$log" "plugin fail_start: start hook failed: fail_start\.path: cannot open /nonexistent" \
     "and so does the log line saying tlsboxd goes on without it"
+like "$(tb_ctl status)" "plugin fail_start +failed: start hook failed: fail_start\.path: cannot open /nonexistent" \
+    "and tlsboxctl status"
 unlike "$out" "bad_major|newer_minor|no_symbol" "refused plugins are not listed"
 curl -sf --unix-socket "$TB_STATE/control.sock" http://x/api/v1/example/hello >/dev/null
 ok $? "the good plugin serves its API route"
