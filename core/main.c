@@ -26,6 +26,7 @@
 #include "core/plugin_loader.h"
 #include "core/privdrop.h"
 #include "core/settings.h"
+#include "core/startup_sets.h"
 #include "core/store.h"
 #include "core/tls.h"
 #include "core/xalloc.h"
@@ -165,30 +166,6 @@ static void notify_systemd(const char *msg)
                        (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len));
     (void)w;
     close(fd);
-}
-
-/* All --set pairs validated first, then stored in one transaction: a refused
- * value stops the start with nothing of the others stored.  A key given twice
- * takes its last value, as it did when each pair was stored on its own. */
-static int apply_sets(const struct options *o)
-{
-    if (o->nsets == 0)
-        return 0;
-    json_t *pairs = json_object();
-    for (int i = 0; i < o->nsets; i++) {
-        const char *eq = strchr(o->sets[i], '=');
-        char *key = xstrndup(o->sets[i], (size_t)(eq - o->sets[i]));
-        /* Bytes as given: the settings' validation judges them. */
-        json_object_set_new_nocheck(pairs, key, json_string_nocheck(eq + 1));
-        free(key);
-    }
-    char *err = NULL;
-    int rc = settings_set_many(pairs, NULL, "tlsboxd --set", &err);
-    if (rc < 0)
-        log_err("--set refused, no setting stored: %s", err ? err : "refused");
-    free(err); /* a note (rc 1) needs no word: no plugin has started yet */
-    json_decref(pairs);
-    return rc < 0 ? rc : 0;
 }
 
 /* The service user as known before the store is read: --user, else the
@@ -335,7 +312,7 @@ int main(int argc, char **argv)
     settings_load();
     if (o.demo)
         demo_apply(o.state_dir);
-    if (apply_sets(&o) < 0)
+    if (startup_sets_apply(o.sets, o.nsets) < 0)
         goto out_store;
     apply_log_level();
 
@@ -375,8 +352,14 @@ int main(int argc, char **argv)
      * even when its port is taken. */
     if (admin_start() < 0)
         log_err("admin: web UI not served; fix admin.port / admin.bind and restart");
-    if (plugins_start_all() == -EADDRINUSE) {
+    /* A plugin that failed with values from --set gets those undone: once
+     * more with the values stored before, unless tlsboxd is not starting. */
+    int started = plugins_start_all();
+    if (started != -EADDRINUSE)
+        started = plugins_retry_failed(startup_sets_undo, NULL);
+    if (started == -EADDRINUSE) {
         log_err("a port this tlsboxd needs is held by another process (see above): not starting");
+        plugins_retry_failed(startup_sets_undo_only, NULL);
         goto out_plugins;
     }
     /* The plugins have bound their ports; nothing binds a port below 1024
@@ -437,6 +420,7 @@ out_store:
     report_ready(&ready_fd, (char)rc);
     if (rc == 0)
         log_info("stopped");
+    startup_sets_free();
     store_close();
     metrics_free_all();
     free(o.sets);

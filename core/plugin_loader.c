@@ -297,6 +297,44 @@ static void plugin_unhook(struct tlsbox_plugin *p)
     jobs_cancel_owner(p);
 }
 
+/* Init then start @p p; 0 once started, else the failing hook's errno (its
+ * state freed, the failure noted in p->error and logged). */
+static int plugin_start_one(struct tlsbox_plugin *p)
+{
+    hooks_running(p, true);
+    int rc = p->desc->init ? p->desc->init(p, host_table(), &p->state) : 0;
+    if (rc != 0) {
+        plugin_fail(p, "init", rc);
+        if (p->desc->fini)
+            p->desc->fini(p->state);
+        p->state = NULL;
+        p->start_failed = true;
+        return rc;
+    }
+    p->pstate = PLUGIN_INITED;
+    rc = p->desc->start ? p->desc->start(p->state) : 0;
+    if (rc != 0) {
+        plugin_fail(p, "start", rc);
+        if (p->desc->stop)
+            p->desc->stop(p->state);
+        plugin_unhook(p);
+        if (p->desc->fini)
+            p->desc->fini(p->state);
+        p->state = NULL;
+        p->start_failed = true;
+        return rc;
+    }
+    free(hooks_running(p, false));
+    p->pstate = PLUGIN_STARTED;
+    p->start_failed = false;
+    free(p->error);
+    p->error = NULL;
+    /* Only now: before start there is nothing running to apply a change to. */
+    if (TLSBOX_DESC_HAS(p->desc, apply_settings) && p->desc->apply_settings && p->desc->settings)
+        settings_set_applier(p->name, p->desc->apply_settings, p->state);
+    return 0;
+}
+
 int plugins_start_all(void)
 {
     int ret = 0;
@@ -308,35 +346,23 @@ int plugins_start_all(void)
             log_info("plugin %s disabled by core.plugins_disabled", p->name);
             continue;
         }
-        hooks_running(p, true);
-        int rc = p->desc->init ? p->desc->init(p, host_table(), &p->state) : 0;
-        if (rc != 0) {
-            plugin_fail(p, "init", rc);
-            if (p->desc->fini)
-                p->desc->fini(p->state);
-            p->state = NULL;
+        if (plugin_start_one(p) == -EADDRINUSE)
+            ret = -EADDRINUSE;
+    }
+    return ret;
+}
+
+int plugins_retry_failed(bool (*prepare)(const char *name, void *arg), void *arg)
+{
+    int ret = 0;
+    for (struct tlsbox_plugin *p = plugins_head; p; p = p->next) {
+        if (p->pstate != PLUGIN_FAILED || !p->start_failed || !prepare(p->name, arg))
             continue;
-        }
-        p->pstate = PLUGIN_INITED;
-        rc = p->desc->start ? p->desc->start(p->state) : 0;
-        if (rc != 0) {
-            plugin_fail(p, "start", rc);
-            if (rc == -EADDRINUSE)
-                ret = rc;
-            if (p->desc->stop)
-                p->desc->stop(p->state);
-            plugin_unhook(p);
-            if (p->desc->fini)
-                p->desc->fini(p->state);
-            p->state = NULL;
-            continue;
-        }
-        free(hooks_running(p, false));
-        p->pstate = PLUGIN_STARTED;
-        /* Only now: before start there is nothing running to apply a change to. */
-        if (TLSBOX_DESC_HAS(p->desc, apply_settings) && p->desc->apply_settings &&
-            p->desc->settings)
-            settings_set_applier(p->name, p->desc->apply_settings, p->state);
+        log_info("plugin %s: starting again", p->name);
+        if (plugin_start_one(p) == -EADDRINUSE)
+            ret = -EADDRINUSE;
+        else if (p->pstate == PLUGIN_STARTED)
+            log_info("plugin %s started", p->name);
     }
     return ret;
 }

@@ -28,6 +28,7 @@ struct tlsbox_plugin {
      * that a failed hook says why (plugin_note_error; under the loader's lock). */
     bool in_hooks;
     char *hook_err;
+    bool start_failed; /* its init or start hook failed (not its schema) */
     struct tlsbox_plugin *next;
 };
 
@@ -51,6 +52,12 @@ int plugins_load_file(const char *path);
  * Returns 0, or -EADDRINUSE when a plugin could not start because another
  * process holds its port: a second instance must not run half-started. */
 int plugins_start_all(void);
+/* After plugins_start_all: for each plugin whose init or start hook failed,
+ * ask @p prepare(name, @p arg) (it may change the plugin's settings, e.g.
+ * undo the ones tlsboxd --set gave it); when it returns true, run init then
+ * start once more.  Returns as plugins_start_all, for the plugins started
+ * again.  Main thread, before privileges are dropped for good. */
+int plugins_retry_failed(bool (*prepare)(const char *name, void *arg), void *arg);
 /* Stop then fini every plugin, in reverse order; unload them. */
 void plugins_stop_all(void);
 /* First plugin (load order), or NULL; the list is stable after plugins_start_all. */

@@ -572,6 +572,18 @@ char *settings_get(const char *full_key)
     return v;
 }
 
+char *settings_get_stored(const char *full_key)
+{
+    size_t i;
+    char *v = NULL;
+    pthread_rwlock_rdlock(&reg_lock);
+    struct owner *o = find_key(full_key, &i);
+    if (o && o->stored[i])
+        v = xstrdup(o->stored[i]);
+    pthread_rwlock_unlock(&reg_lock);
+    return v;
+}
+
 long long settings_get_int(const char *full_key, long long dflt)
 {
     char *v = settings_get(full_key);

@@ -48,6 +48,9 @@ int settings_load(void);
 const struct tlsbox_setting_def *settings_def(const char *full_key);
 /* Current value (stored or default), caller frees; NULL for an unknown key. */
 char *settings_get(const char *full_key);
+/* The stored value of "owner.key" (caller frees; wipe a secret's), or NULL
+ * when none is stored (the default serves) or the key is unknown. */
+char *settings_get_stored(const char *full_key);
 long long settings_get_int(const char *full_key, long long dflt);
 bool settings_get_bool(const char *full_key, bool dflt);
 /* settings_parse_bool: see core/settings_check.h. */

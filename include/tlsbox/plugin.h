@@ -221,6 +221,10 @@ struct tlsbox_plugin_desc {
      * anything.  @p self and @p host stay valid until after fini returns.
      * Store the state in *state (owned by the plugin).  Return 0, or a
      * negative errno: the plugin is then not started (its fini is called).
+     * After a failed init or start (and fini), the core calls init again, in
+     * the same process, when it has changed the plugin's settings meanwhile:
+     * once, when tlsboxd --set values the plugin could not start with are
+     * undone.  Keep nothing between the two outside *state.
      */
     int (*init)(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state);
     /**

@@ -4,7 +4,8 @@
 # site.workers and the ports change live: the new root serves the next
 # request, new workers and ports start while the old ones drain, the two
 # ports swap by way of a free port (not in one change, which says so), and h2load
-# running meanwhile sees no failed request.
+# running meanwhile sees no failed request.  tlsboxd --set values the site
+# cannot start with are undone, in a second instance and across a restart.
 . "$(dirname "$0")/lib.sh"
 . "$top_srcdir/plugins/site/tests/site_itest.sh"
 tb_setup
@@ -34,6 +35,10 @@ is "$rc2" 1 "a second tlsboxd on the same ports exits with status 1"
 like "$(cat "$TB_TMP/second.log")" "site.https_port: port $P_HTTPS on 127.0.0.1 is in use by pid $TB_PID \\(tlsboxd\\)" \
     "its error names the port and the process holding it"
 like "$(cat "$TB_TMP/second.log")" "held by another process.*not starting" "and says it does not start"
+is "$(sqlite3 "$TB_TMP/state2/tlsbox.db" "SELECT count(*) FROM settings WHERE key LIKE 'site.%'")" 0 \
+    "and keeps none of the site's --set values (a later start does not fail the same way)"
+like "$(cat "$TB_TMP/second.log")" "tlsboxd --set: plugin site could not start with the values given to site.https_port, site.http_port, site.root, site.bind \\(see above\\): undone" \
+    "its log says they were undone"
 n=0
 for i in 1 2 3 4 5 6; do
     [ "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" = "site A" ] && n=$((n + 1))
@@ -297,6 +302,30 @@ like "$(cat "$TB_TMP/daemon.log")" "new session ticket master key" "the master k
 is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM ticket_keys")" 2 "the previous one is kept"
 is "$(sess -tls1_3 in "$TB_TMP/s13")" Reused "a TLS 1.3 ticket under the previous master resumes"
 is "$(sess -tls1_2 in "$TB_TMP/s12")" Reused "a TLS 1.2 ticket under the previous master resumes"
+
+# --set values the site cannot start with (both its ports the same) are
+# undone: the site starts with the values stored before, and says why.
+tb_stop_daemon
+: >"$TB_TMP/daemon.log"
+same=$(tb_free_port)
+tb_start_daemon --set site.https_port="$same" --set site.http_port="$same" --set site.workers=2
+ok $? "tlsboxd --set with both site ports $same: tlsboxd starts"
+log=$(cat "$TB_TMP/daemon.log")
+like "$log" "plugin site: start hook failed: site.https_port and site.http_port are both $same:" \
+    "the site's start fails, and the log says why"
+like "$log" "tlsboxd --set: plugin site could not start with the values given to site.https_port, site.http_port, site.workers \\(see above\\): undone, the values stored before are back" \
+    "the log names the --set keys undone"
+is "$(tb_ctl get site.https_port) $(tb_ctl get site.http_port) $(tb_ctl get site.workers)" \
+    "$P_HTTPS $P_HTTP 1" "the store keeps the ports and workers it had"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT actor, target, detail FROM audit ORDER BY id DESC LIMIT 3" | sort)" \
+    "tlsboxd --set undone|site.http_port|$P_HTTP
+tlsboxd --set undone|site.https_port|$P_HTTPS
+tlsboxd --set undone|site.workers|1" "the audit log records the three undone"
+is "$(curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/plugins |
+    jq -r '.[] | select(.name == "site") | "\(.state) \(.error)"')" "running null" \
+    "the site runs, with no error left"
+tb_wait_port "$P_HTTPS"
+is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site A" "HTTPS serves on the port stored before"
 
 tb_stop_daemon
 ok $? "tlsboxd stops"
