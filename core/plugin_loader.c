@@ -273,6 +273,28 @@ static char *hooks_running(struct tlsbox_plugin *p, bool on)
     return on ? NULL : said;
 }
 
+/*
+ * The applier of a plugin that does not run (its start failed, or
+ * core.plugins_disabled names it): a change of its settings is stored for
+ * the next start, and whoever made it is told so (tlsboxctl prints the note,
+ * the API answers restart_needed), not left to wonder why nothing changed.
+ * Registered on the main thread once p->pstate and p->error are final.
+ */
+static int not_running_apply(void *arg, const struct tlsbox_setting_value *changes, char **err)
+{
+    const struct tlsbox_plugin *p = arg;
+    (void)changes;
+    if (err)
+        *err = p->pstate == PLUGIN_DISABLED
+                   ? xasprintf("plugin %s is disabled (core.plugins_disabled): stored, it takes "
+                               "effect once the plugin is enabled and tlsboxd restarts",
+                               p->name)
+                   : xasprintf("plugin %s is not running (%s): stored, it starts with this "
+                               "when tlsboxd restarts",
+                               p->name, p->error ? p->error : "it failed");
+    return TLSBOX_APPLY_AT_RESTART;
+}
+
 static void plugin_fail(struct tlsbox_plugin *p, const char *hook, int rc)
 {
     char *said = hooks_running(p, false);
@@ -282,6 +304,8 @@ static void plugin_fail(struct tlsbox_plugin *p, const char *hook, int rc)
     free(said);
     p->pstate = PLUGIN_FAILED;
     log_err("plugin %s: %s; tlsboxd goes on without it", p->name, p->error);
+    if (p->desc->settings)
+        settings_set_applier(p->name, not_running_apply, p);
 }
 
 /* Remove everything the plugin registered: it may not run after stop.
@@ -339,11 +363,16 @@ int plugins_start_all(void)
 {
     int ret = 0;
     for (struct tlsbox_plugin *p = plugins_head; p; p = p->next) {
-        if (p->pstate == PLUGIN_FAILED) /* its schema could not be applied */
+        if (p->pstate == PLUGIN_FAILED) { /* its schema could not be applied */
+            if (p->desc->settings)
+                settings_set_applier(p->name, not_running_apply, p);
             continue;
+        }
         if (plugin_disabled_by_setting(p->name)) {
             p->pstate = PLUGIN_DISABLED;
             log_info("plugin %s disabled by core.plugins_disabled", p->name);
+            if (p->desc->settings)
+                settings_set_applier(p->name, not_running_apply, p);
             continue;
         }
         if (plugin_start_one(p) == -EADDRINUSE)
@@ -356,8 +385,16 @@ int plugins_retry_failed(bool (*prepare)(const char *name, void *arg), void *arg
 {
     int ret = 0;
     for (struct tlsbox_plugin *p = plugins_head; p; p = p->next) {
-        if (p->pstate != PLUGIN_FAILED || !p->start_failed || !prepare(p->name, arg))
+        if (p->pstate != PLUGIN_FAILED || !p->start_failed)
             continue;
+        /* Before prepare changes its settings: nothing runs to be told. */
+        if (p->desc->settings)
+            settings_set_applier(p->name, NULL, NULL);
+        if (!prepare(p->name, arg)) {
+            if (p->desc->settings)
+                settings_set_applier(p->name, not_running_apply, p);
+            continue;
+        }
         log_info("plugin %s: starting again", p->name);
         if (plugin_start_one(p) == -EADDRINUSE)
             ret = -EADDRINUSE;

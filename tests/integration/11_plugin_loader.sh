@@ -40,6 +40,18 @@ like "$log" "plugin fail_start: start hook failed: fail_start\.path: cannot open
     "and so does the log line saying tlsboxd goes on without it"
 like "$(tb_ctl status)" "plugin fail_start +failed: start hook failed: fail_start\.path: cannot open /nonexistent" \
     "and tlsboxctl status"
+# A change to a plugin that does not run is stored for its next start, and
+# the caller is told so (not left to wonder why nothing changed).
+out=$(tb_ctl set fail_start.path /elsewhere 2>&1)
+is "$?" 0 "tlsboxctl set of the failed plugin's setting: exit 0"
+is "$out" "fail_start.path = /elsewhere (plugin fail_start is not running (start hook failed: fail_start.path: cannot open /nonexistent: No such file or directory): stored, it starts with this when tlsboxd restarts)" \
+    "and it says the value waits for the next start, and why"
+is "$(tb_ctl get fail_start.path)" /elsewhere "the value is stored"
+like "$(curl -s --unix-socket "$TB_STATE/control.sock" -X PUT -d '{"path": "/again"}' \
+    http://x/api/v1/plugins/fail_start/settings |
+    jq -r '.[] | select(.key == "path") | "\(.value) \(.restart_needed) \(.note)"')" \
+    "^/again true plugin fail_start is not running \\(start hook failed: .*\\): stored, it starts with this when tlsboxd restarts$" \
+    "PUT plugins/fail_start/settings (the web UI's form): stored, restart_needed and the note it shows"
 unlike "$out" "bad_major|newer_minor|no_symbol" "refused plugins are not listed"
 curl -sf --unix-socket "$TB_STATE/control.sock" http://x/api/v1/example/hello >/dev/null
 ok $? "the good plugin serves its API route"
@@ -50,6 +62,9 @@ like "$(tb_ctl plugins)" "example .* disabled" "core.plugins_disabled disables a
 code=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$TB_STATE/control.sock" \
     http://x/api/v1/example/hello)
 is "$code" 404 "a disabled plugin registers no routes"
+is "$(tb_ctl set example.greeting 'hi there' 2>&1)" \
+    "example.greeting = hi there (plugin example is disabled (core.plugins_disabled): stored, it takes effect once the plugin is enabled and tlsboxd restarts)" \
+    "a change to a disabled plugin's setting says when it takes effect"
 err=$(tb_ctl set core.plugins_disabled 'Bad Name' 2>&1)
 ok $((! $?)) "an invalid plugin name in the list is refused"
 like "$err" "core.plugins_disabled" "naming the key"
