@@ -295,10 +295,22 @@ static int not_running_apply(void *arg, const struct tlsbox_setting_value *chang
     return TLSBOX_APPLY_AT_RESTART;
 }
 
+/* Put p->error aside, not free it: the control and admin threads read it
+ * without a lock (GET plugins, GET status) while the main thread starts a
+ * plugin a second time.  Freed when the plugin is unloaded. */
+static void plugin_retire_error(struct tlsbox_plugin *p)
+{
+    if (!p->error)
+        return;
+    free(p->error_before); /* a third start never happens: this is NULL */
+    p->error_before = p->error;
+    p->error = NULL;
+}
+
 static void plugin_fail(struct tlsbox_plugin *p, const char *hook, int rc)
 {
     char *said = hooks_running(p, false);
-    free(p->error);
+    plugin_retire_error(p);
     p->error = said ? xasprintf("%s hook failed: %s", hook, said)
                     : xasprintf("%s hook failed: %s", hook, strerror(rc < 0 ? -rc : rc));
     free(said);
@@ -351,8 +363,7 @@ static int plugin_start_one(struct tlsbox_plugin *p)
     free(hooks_running(p, false));
     p->pstate = PLUGIN_STARTED;
     p->start_failed = false;
-    free(p->error);
-    p->error = NULL;
+    plugin_retire_error(p);
     /* Only now: before start there is nothing running to apply a change to. */
     if (TLSBOX_DESC_HAS(p->desc, apply_settings) && p->desc->apply_settings && p->desc->settings)
         settings_set_applier(p->name, p->desc->apply_settings, p->state);
@@ -439,6 +450,7 @@ void plugins_stop_all(void)
         free(p->name);
         free(p->path);
         free(p->error);
+        free(p->error_before);
         free(p->hook_err);
         free(p);
         p = next;

@@ -23,7 +23,8 @@ struct tlsbox_plugin {
     const struct tlsbox_plugin_desc *desc;
     void *state;
     enum plugin_state pstate;
-    char *error; /* why it failed, or NULL */
+    char *error;        /* why it failed, or NULL */
+    char *error_before; /* the first failure's, after a second start (see plugin_retire_error) */
     /* While its init and start hooks run: the last ERROR line it logged, so
      * that a failed hook says why (plugin_note_error; under the loader's lock). */
     bool in_hooks;
