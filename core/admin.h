@@ -17,6 +17,9 @@ extern const struct tlsbox_setting_def admin_settings[];
  * API routes and, when admin.enabled, listen on admin.bind:admin.port.
  * 0, or -1 (logged) when the port cannot be opened. */
 int admin_start(void);
+/* Main thread: after admin_start failed, listen once more (admin.port and
+ * admin.bind read again); returns as admin_start. */
+int admin_listen(void);
 /* Main thread: stop serving (ends live streams first). */
 void admin_stop(void);
 

@@ -413,6 +413,11 @@ int admin_start(void)
 {
     admin_api_register();
     admin_static_init();
+    return admin_listen();
+}
+
+int admin_listen(void)
+{
     if (!settings_get_bool("admin.enabled", true)) {
         log_info("admin: web UI off (admin.enabled)");
         return 0;

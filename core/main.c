@@ -349,8 +349,9 @@ int main(int argc, char **argv)
     if (control_start() < 0)
         goto out_tls;
     /* The web UI is a convenience: the site and the control socket serve
-     * even when its port is taken. */
-    if (admin_start() < 0)
+     * even when its port is taken.  Values from --set it cannot listen with
+     * are undone, as a plugin's are, and it tries the ones stored before. */
+    if (admin_start() < 0 && !(startup_sets_undo("admin", NULL) && admin_listen() == 0))
         log_err("admin: web UI not served; fix admin.port / admin.bind and restart");
     /* A plugin that failed with values from --set gets those undone: once
      * more with the values stored before, unless tlsboxd is not starting. */

@@ -5,7 +5,8 @@
  * root that is a file).  Given live (tlsboxctl set) such a change is refused
  * and nothing is stored; given to tlsboxd --set it used to stay stored, so
  * every later start failed the same way until someone changed it back.  Now
- * the store is left as it was before this start, as for a refused change. */
+ * the store is left as it was before this start, as for a refused change.
+ * The admin web UI (owner "admin", part of the core) is treated the same. */
 #include "config.h"
 
 #include <string.h>
@@ -90,11 +91,11 @@ static bool undo(const char *plugin)
     if (keys) {
         char *err = NULL;
         if (settings_set_many(mine, NULL, "tlsboxd --set undone", &err) < 0) {
-            log_err("tlsboxd --set: plugin %s could not start with the values given to %s, and "
-                    "they cannot be undone: %s",
+            log_err("tlsboxd --set: %s could not start with the values given to %s, and they "
+                    "cannot be undone: %s",
                     plugin, keys, err ? err : "refused");
         } else {
-            log_err("tlsboxd --set: plugin %s could not start with the values given to %s (see "
+            log_err("tlsboxd --set: %s could not start with the values given to %s (see "
                     "above): undone, the values stored before are back",
                     plugin, keys);
             undone = true;

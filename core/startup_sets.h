@@ -16,12 +16,13 @@
 int startup_sets_apply(char *const *sets, int n);
 
 /*
- * Plugin @p plugin could not start: put back the values its settings had in
- * the store before startup_sets_apply changed them (one transaction, audited
- * as "tlsboxd --set undone"), and log which keys (never their values: one may
- * be a secret).  Returns true when there were any to undo and they are undone,
- * so that a start with the values stored before is worth a try.  Signature of
- * plugins_retry_failed's prepare (@p arg unused).  Main thread.
+ * Plugin @p plugin (or the admin web UI, "admin") could not start: put back
+ * the values its settings had in the store before startup_sets_apply changed
+ * them (one transaction, audited as "tlsboxd --set undone"), and log which
+ * keys (never their values: one may be a secret).  Returns true when there
+ * were any to undo and they are undone, so that a start with the values
+ * stored before is worth a try.  Signature of plugins_retry_failed's prepare
+ * (@p arg unused).  Main thread.
  */
 bool startup_sets_undo(const char *plugin, void *arg);
 /* As startup_sets_undo, but false always: tlsboxd is not starting, the store

@@ -37,7 +37,7 @@ like "$(cat "$TB_TMP/second.log")" "site.https_port: port $P_HTTPS on 127.0.0.1 
 like "$(cat "$TB_TMP/second.log")" "held by another process.*not starting" "and says it does not start"
 is "$(sqlite3 "$TB_TMP/state2/tlsbox.db" "SELECT count(*) FROM settings WHERE key LIKE 'site.%'")" 0 \
     "and keeps none of the site's --set values (a later start does not fail the same way)"
-like "$(cat "$TB_TMP/second.log")" "tlsboxd --set: plugin site could not start with the values given to site.https_port, site.http_port, site.root, site.bind \\(see above\\): undone" \
+like "$(cat "$TB_TMP/second.log")" "tlsboxd --set: site could not start with the values given to site.https_port, site.http_port, site.root, site.bind \\(see above\\): undone" \
     "its log says they were undone"
 n=0
 for i in 1 2 3 4 5 6; do
@@ -313,7 +313,7 @@ ok $? "tlsboxd --set with both site ports $same: tlsboxd starts"
 log=$(cat "$TB_TMP/daemon.log")
 like "$log" "plugin site: start hook failed: site.https_port and site.http_port are both $same:" \
     "the site's start fails, and the log says why"
-like "$log" "tlsboxd --set: plugin site could not start with the values given to site.https_port, site.http_port, site.workers \\(see above\\): undone, the values stored before are back" \
+like "$log" "tlsboxd --set: site could not start with the values given to site.https_port, site.http_port, site.workers \\(see above\\): undone, the values stored before are back" \
     "the log names the --set keys undone"
 is "$(tb_ctl get site.https_port) $(tb_ctl get site.http_port) $(tb_ctl get site.workers)" \
     "$P_HTTPS $P_HTTP 1" "the store keeps the ports and workers it had"

@@ -391,6 +391,33 @@ is "$("${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=20" |
 tb_stop_daemon
 ok $? "daemon stops cleanly"
 
+# --set admin.port to a port another process holds: the web UI cannot listen
+# there, so the value is undone and the UI serves on the port stored before.
+busy=$(tb_free_port)
+tb_bg python3 -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(1)
+print("listening", flush=True)
+time.sleep(300)' "$busy" >"$TB_TMP/holder.out"
+holder=$TB_BG_PID
+tb_wait_file "$TB_TMP/holder.out" "$holder"
+is "$(cat "$TB_TMP/holder.out")" listening "another process holds port $busy"
+: >"$TB_TMP/daemon.log"
+tb_start_daemon --set admin.port="$busy"
+ok $? "tlsboxd --set admin.port=$busy: tlsboxd starts"
+log=$(cat "$TB_TMP/daemon.log")
+like "$log" "admin: cannot listen on \\[127\\.0\\.0\\.1\\]:$busy: Address already in use" \
+    "the log says the web UI cannot listen on it"
+like "$log" "tlsboxd --set: admin could not start with the values given to admin\\.port \\(see above\\): undone, the values stored before are back" \
+    "and that the --set value is undone"
+unlike "$log" "web UI not served" "the web UI is not left off"
+is "$(tb_ctl get admin.port)" "$TB_ADMIN_PORT" "the store keeps the port it had"
+is "$(curl -sk --max-time 10 -o /dev/null -w '%{http_code}' "$B/")" 200 "the web UI serves on it"
+tb_stop_daemon
+ok $? "daemon stops cleanly"
+kill "$holder"
+
 # The same name at start: tlsboxd --set refuses it and does not start.  (The
 # timeout only ends a daemon that wrongly started; no result depends on it.)
 timeout 60 "$TB_TLSBOXD" --state-dir "$TB_STATE" --plugin-dir "$TB_PLUGINS" --foreground \
