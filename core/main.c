@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,12 +197,19 @@ static void apply_log_level(void)
     free(lvl);
 }
 
+/* The thread that reads the signalfd (SIGUSR2: plugins_start_again). */
+static pthread_t main_thread;
+
 static void on_settings_changed(void *arg, const char *event, const char *data)
 {
     (void)arg;
     (void)event;
     if (!data || strstr(data, "\"core.log_level\"") || strstr(data, "\"reload\""))
         apply_log_level();
+    /* Stored now: a plugin that failed to start tries again with it, on the
+     * main thread (plugins start there; this is the event thread). */
+    if (plugins_start_again_wanted())
+        pthread_kill(main_thread, SIGUSR2); /* to it alone: every thread blocks it */
 }
 
 /* Detach; the parent exits with the child's start-up status. */
@@ -271,6 +279,8 @@ int main(int argc, char **argv)
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGUSR2);
+    main_thread = pthread_self();
     pthread_sigmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
@@ -388,6 +398,10 @@ int main(int argc, char **argv)
                 continue;
             log_err("signalfd: %s", strerror(errno));
             break;
+        }
+        if (si.ssi_signo == SIGUSR2) {
+            plugins_start_again();
+            continue;
         }
         if (si.ssi_signo == SIGHUP) {
             log_info("SIGHUP: reloading settings");

@@ -273,37 +273,57 @@ static char *hooks_running(struct tlsbox_plugin *p, bool on)
     return on ? NULL : said;
 }
 
+/* Set with a plugin's start_again: the main thread has plugins to start. */
+static atomic_bool again_wanted;
+
 /*
- * The applier of a plugin that does not run (its start failed, or
- * core.plugins_disabled names it): a change of its settings is stored for
- * the next start, and whoever made it is told so (tlsboxctl prints the note,
- * the API answers restart_needed), not left to wonder why nothing changed.
- * Registered on the main thread once p->pstate and p->error are final.
+ * The applier of a plugin that does not run: a change of its settings is
+ * stored, and whoever made it is told what follows (tlsboxctl prints the
+ * note, the API answers restart_needed with it), not left to wonder why
+ * nothing changed.  A plugin whose init or start failed is started again
+ * with the change once it is stored (plugins_start_again: a setting that
+ * kept it from starting can be mended from the web UI); one disabled, or
+ * whose schema failed, waits for the next start.  Registered on the main
+ * thread once p->pstate and p->error are final; called under the settings
+ * write lock, on the thread making the change.
  */
 static int not_running_apply(void *arg, const struct tlsbox_setting_value *changes, char **err)
 {
-    const struct tlsbox_plugin *p = arg;
+    struct tlsbox_plugin *p = arg;
     (void)changes;
+    char *note;
+    if (p->pstate == PLUGIN_DISABLED) {
+        note = xasprintf("plugin %s is disabled (core.plugins_disabled): stored, it takes "
+                         "effect once the plugin is enabled and tlsboxd restarts",
+                         p->name);
+    } else if (p->start_failed) {
+        atomic_store(&p->start_again, true);
+        atomic_store(&again_wanted, true);
+        note = xasprintf("plugin %s is not running (%s): stored, tlsboxd starts it again with "
+                         "this now (tlsboxctl plugins says how that went)",
+                         p->name, p->error ? p->error : "it failed");
+    } else {
+        note = xasprintf("plugin %s is not running (%s): stored, it starts with this when "
+                         "tlsboxd restarts",
+                         p->name, p->error ? p->error : "it failed");
+    }
     if (err)
-        *err = p->pstate == PLUGIN_DISABLED
-                   ? xasprintf("plugin %s is disabled (core.plugins_disabled): stored, it takes "
-                               "effect once the plugin is enabled and tlsboxd restarts",
-                               p->name)
-                   : xasprintf("plugin %s is not running (%s): stored, it starts with this "
-                               "when tlsboxd restarts",
-                               p->name, p->error ? p->error : "it failed");
+        *err = note;
+    else
+        free(note);
     return TLSBOX_APPLY_AT_RESTART;
 }
 
 /* Put p->error aside, not free it: the control and admin threads read it
  * without a lock (GET plugins, GET status) while the main thread starts a
- * plugin a second time.  Freed when the plugin is unloaded. */
+ * plugin again.  Freed when the plugin is unloaded. */
 static void plugin_retire_error(struct tlsbox_plugin *p)
 {
     if (!p->error)
         return;
-    free(p->error_before); /* a third start never happens: this is NULL */
-    p->error_before = p->error;
+    p->errors_before =
+        xrealloc(p->errors_before, (p->n_errors_before + 1) * sizeof(*p->errors_before));
+    p->errors_before[p->n_errors_before++] = p->error;
     p->error = NULL;
 }
 
@@ -364,9 +384,12 @@ static int plugin_start_one(struct tlsbox_plugin *p)
     p->pstate = PLUGIN_STARTED;
     p->start_failed = false;
     plugin_retire_error(p);
-    /* Only now: before start there is nothing running to apply a change to. */
+    /* Only now: before start there is nothing running to apply a change to.
+     * A plugin started again replaces not_running_apply (or has none). */
     if (TLSBOX_DESC_HAS(p->desc, apply_settings) && p->desc->apply_settings && p->desc->settings)
         settings_set_applier(p->name, p->desc->apply_settings, p->state);
+    else if (p->desc->settings)
+        settings_set_applier(p->name, NULL, NULL);
     return 0;
 }
 
@@ -415,6 +438,35 @@ int plugins_retry_failed(bool (*prepare)(const char *name, void *arg), void *arg
     return ret;
 }
 
+bool plugins_start_again_wanted(void)
+{
+    return atomic_load(&again_wanted);
+}
+
+void plugins_start_again(void)
+{
+    bool changed = atomic_exchange(&again_wanted, false);
+    for (struct tlsbox_plugin *p = plugins_head; p; p = p->next) {
+        if (p->pstate != PLUGIN_FAILED || !p->start_failed)
+            continue;
+        bool mine = atomic_exchange(&p->start_again, false);
+        if (changed && !mine)
+            continue;
+        /* not_running_apply stays while it starts: a change stored meanwhile
+         * (which the hooks may have read too late) asks for one more try. */
+        for (int n = 0; n < 3; n++) {
+            log_info("plugin %s: starting again (%s)", p->name,
+                     mine ? "its settings changed" : "SIGUSR2");
+            if (plugin_start_one(p) == 0) {
+                log_info("plugin %s started", p->name);
+                break;
+            }
+            if (!atomic_exchange(&p->start_again, false))
+                break;
+        }
+    }
+}
+
 static void plugins_stop_rev(struct tlsbox_plugin *p)
 {
     if (!p)
@@ -450,7 +502,9 @@ void plugins_stop_all(void)
         free(p->name);
         free(p->path);
         free(p->error);
-        free(p->error_before);
+        for (size_t i = 0; i < p->n_errors_before; i++)
+            free(p->errors_before[i]);
+        free(p->errors_before);
         free(p->hook_err);
         free(p);
         p = next;

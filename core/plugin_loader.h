@@ -2,6 +2,7 @@
 #ifndef TLSBOX_CORE_PLUGIN_LOADER_H
 #define TLSBOX_CORE_PLUGIN_LOADER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include <tlsbox/plugin.h>
@@ -23,13 +24,18 @@ struct tlsbox_plugin {
     const struct tlsbox_plugin_desc *desc;
     void *state;
     enum plugin_state pstate;
-    char *error;        /* why it failed, or NULL */
-    char *error_before; /* the first failure's, after a second start (see plugin_retire_error) */
+    char *error; /* why it failed, or NULL */
+    /* Earlier failures' texts, kept until unload (see plugin_retire_error). */
+    char **errors_before;
+    size_t n_errors_before;
     /* While its init and start hooks run: the last ERROR line it logged, so
      * that a failed hook says why (plugin_note_error; under the loader's lock). */
     bool in_hooks;
     char *hook_err;
     bool start_failed; /* its init or start hook failed (not its schema) */
+    /* A change of its settings was stored while it had failed: the main
+     * thread starts it again (plugins_start_again). */
+    atomic_bool start_again;
     struct tlsbox_plugin *next;
 };
 
@@ -59,6 +65,14 @@ int plugins_start_all(void);
  * start once more.  Returns as plugins_start_all, for the plugins started
  * again.  Main thread, before privileges are dropped for good. */
 int plugins_retry_failed(bool (*prepare)(const char *name, void *arg), void *arg);
+/* True once a change of a failed plugin's settings is stored (any thread):
+ * the caller then wakes the main thread (SIGUSR2) for plugins_start_again. */
+bool plugins_start_again_wanted(void);
+/* Main thread, while serving (SIGUSR2): run init then start once more on
+ * each plugin whose settings changed since its init or start hook failed;
+ * when none did (the signal came from outside), on every such plugin.
+ * Without CAP_NET_BIND_SERVICE by now: a port below 1024 fails. */
+void plugins_start_again(void);
 /* Stop then fini every plugin, in reverse order; unload them. */
 void plugins_stop_all(void);
 /* First plugin (load order), or NULL; the list is stable after plugins_start_all. */

@@ -221,10 +221,12 @@ struct tlsbox_plugin_desc {
      * anything.  @p self and @p host stay valid until after fini returns.
      * Store the state in *state (owned by the plugin).  Return 0, or a
      * negative errno: the plugin is then not started (its fini is called).
-     * After a failed init or start (and fini), the core calls init again, in
-     * the same process, when it has changed the plugin's settings meanwhile:
-     * once, when tlsboxd --set values the plugin could not start with are
-     * undone.  Keep nothing between the two outside *state.
+     * After a failed init or start (and fini), the core may call init (then
+     * start) again in the same process, on the main thread: when tlsboxd
+     * --set values the plugin could not start with are undone, when a change
+     * of its settings is stored while it is not running, and on SIGUSR2;
+     * privileges are dropped by then (no port below 1024).  Keep nothing
+     * between the calls outside *state.
      */
     int (*init)(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state);
     /**

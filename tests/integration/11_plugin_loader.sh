@@ -40,18 +40,45 @@ like "$log" "plugin fail_start: start hook failed: fail_start\.path: cannot open
     "and so does the log line saying tlsboxd goes on without it"
 like "$(tb_ctl status)" "plugin fail_start +failed: start hook failed: fail_start\.path: cannot open /nonexistent" \
     "and tlsboxctl status"
-# A change to a plugin that does not run is stored for its next start, and
-# the caller is told so (not left to wonder why nothing changed).
-out=$(tb_ctl set fail_start.path /elsewhere 2>&1)
+# A change to a plugin whose start failed is stored, the caller is told so,
+# and the core starts the plugin again with it: a setting that kept it from
+# starting is mended without a restart (from the web UI as well).
+reason() { # the state and error GET plugins gives fail_start
+    curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/plugins |
+        jq -r '.[] | select(.name == "fail_start") | "\(.state) \(.error)"'
+}
+wait_reason() { # wait_reason TEXT: until reason says TEXT, at most 10 s; prints it
+    local r i
+    for i in $(seq 1 100); do
+        r=$(reason)
+        [ "$r" = "$1" ] && break
+        sleep 0.1
+    done
+    echo "$r"
+}
+said=$(tb_ctl set fail_start.path "$TB_TMP/probe" 2>&1)
 is "$?" 0 "tlsboxctl set of the failed plugin's setting: exit 0"
-is "$out" "fail_start.path = /elsewhere (plugin fail_start is not running (start hook failed: fail_start.path: cannot open /nonexistent: No such file or directory): stored, it starts with this when tlsboxd restarts)" \
-    "and it says the value waits for the next start, and why"
-is "$(tb_ctl get fail_start.path)" /elsewhere "the value is stored"
-like "$(curl -s --unix-socket "$TB_STATE/control.sock" -X PUT -d '{"path": "/again"}' \
-    http://x/api/v1/plugins/fail_start/settings |
-    jq -r '.[] | select(.key == "path") | "\(.value) \(.restart_needed) \(.note)"')" \
-    "^/again true plugin fail_start is not running \\(start hook failed: .*\\): stored, it starts with this when tlsboxd restarts$" \
-    "PUT plugins/fail_start/settings (the web UI's form): stored, restart_needed and the note it shows"
+is "$said" "fail_start.path = $TB_TMP/probe (plugin fail_start is not running (start hook failed: fail_start.path: cannot open /nonexistent: No such file or directory): stored, tlsboxd starts it again with this now (tlsboxctl plugins says how that went))" \
+    "and it says why the plugin is not running, and that it starts again with the value"
+is "$(tb_ctl get fail_start.path)" "$TB_TMP/probe" "the value is stored"
+want="failed start hook failed: fail_start.path: cannot open $TB_TMP/probe: No such file or directory"
+is "$(wait_reason "$want")" "$want" "it was started again with the value, and failed again: the reason names it"
+touch "$TB_TMP/probe"
+kill -USR2 "$TB_PID"
+is "$(wait_reason "running null")" "running null" "once the file is there, SIGUSR2 starts it: it runs"
+is "$(grep -o 'plugin fail_start: starting again ([^)]*)\|plugin fail_start started' "$TB_TMP/daemon.log" |
+    tr '\n' ';')" "plugin fail_start: starting again (its settings changed);plugin fail_start: starting again (SIGUSR2);plugin fail_start started;" \
+    "the log says when and why it was started again, and that it started"
+# The store changed behind its back (a restored backup) and reloaded: a
+# failed plugin whose settings changed starts again with them.
+tb_stop_daemon
+sqlite3 "$TB_STATE/tlsbox.db" "UPDATE settings SET value = '$TB_TMP/gone' WHERE key = 'fail_start.path'"
+tb_start_daemon
+want="failed start hook failed: fail_start.path: cannot open $TB_TMP/gone: No such file or directory"
+is "$(reason)" "$want" "started with a path that is not there: failed"
+sqlite3 "$TB_STATE/tlsbox.db" "UPDATE settings SET value = '$TB_TMP/probe' WHERE key = 'fail_start.path'"
+kill -HUP "$TB_PID"
+is "$(wait_reason "running null")" "running null" "the path changed in the store and SIGHUP: it runs"
 unlike "$out" "bad_major|newer_minor|no_symbol" "refused plugins are not listed"
 curl -sf --unix-socket "$TB_STATE/control.sock" http://x/api/v1/example/hello >/dev/null
 ok $? "the good plugin serves its API route"

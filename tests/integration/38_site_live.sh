@@ -5,7 +5,8 @@
 # request, new workers and ports start while the old ones drain, the two
 # ports swap by way of a free port (not in one change, which says so), and h2load
 # running meanwhile sees no failed request.  tlsboxd --set values the site
-# cannot start with are undone, in a second instance and across a restart.
+# cannot start with are undone, in a second instance and across a restart;
+# a site that failed to start starts once its settings are mended.
 . "$(dirname "$0")/lib.sh"
 . "$top_srcdir/plugins/site/tests/site_itest.sh"
 tb_setup
@@ -326,6 +327,29 @@ is "$(curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/plugins |
     "the site runs, with no error left"
 tb_wait_port "$P_HTTPS"
 is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site A" "HTTPS serves on the port stored before"
+
+# A site that cannot start (site.bind names an address this machine does not
+# have, as after an address change) is mended from the web UI's form: the
+# change is stored and the site starts with it, without a restart.
+tb_stop_daemon
+sqlite3 "$TB_STATE/tlsbox.db" "UPDATE settings SET value = '192.0.2.1' WHERE key = 'site.bind'"
+: >"$TB_TMP/daemon.log"
+tb_start_daemon
+ok $? "tlsboxd starts with site.bind 192.0.2.1 stored"
+site_state() {
+    curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/plugins |
+        jq -r '.[] | select(.name == "site") | "\(.state) \(.error)"'
+}
+is "$(site_state)" "failed start hook failed: site.bind: cannot listen on 192.0.2.1 port $P_HTTPS: Cannot assign requested address" \
+    "the site failed, and says why"
+is "$(put plugins/site/settings '{"bind": "127.0.0.1,::1"}')" 200 "PUT plugins/site/settings with a bind address it has: 200"
+like "$(jq -r '.[] | select(.key == "bind") | "\(.value) \(.note)"' "$TB_TMP/put.json")" \
+    "^127\\.0\\.0\\.1,::1 plugin site is not running \\(start hook failed: site\\.bind: cannot listen on 192\\.0\\.2\\.1 .*\\): stored, tlsboxd starts it again with this now" \
+    "the reply's note (which the form shows) says the site starts again with it"
+tb_wait_port "$P_HTTPS"
+is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site A" "the site serves, no restart needed"
+is "$(site_state)" "running null" "and runs, with no error left"
+is "$(tb_ctl get site.bind)" "127.0.0.1,::1" "the new value is stored"
 
 tb_stop_daemon
 ok $? "tlsboxd stops"

@@ -50,7 +50,28 @@ function limits(s) {
   return parts.filter(Boolean).join(" ");
 }
 
-function settingsForm(name, settings) {
+// A plugin whose start failed is started again once a change of its
+// settings is stored: wait (10 s at most) until its state or reason moves,
+// then show it on the card and say how it went.
+async function watchRestart(p, show, st, saved) {
+  for (let i = 0; i < 40; i++) {
+    await new Promise((r) => setTimeout(r, 250));
+    let now;
+    try {
+      now = (await get("plugins")).find((x) => x.name === p.name);
+    } catch (e) {
+      return;
+    }
+    if (!now || (now.state === p.state && now.error === p.error)) continue;
+    Object.assign(p, now);
+    show(now);
+    if (now.state === "running") st.ok(`${saved} ${p.name} runs now.`);
+    else st.fail(`${saved} ${p.name} still does not start: ${now.error || now.state}`);
+    return;
+  }
+}
+
+function settingsForm(name, settings, afterSave) {
   const inputs = {};
   const clears = {};
   const st = status();
@@ -92,7 +113,9 @@ function settingsForm(name, settings) {
       // 1024) carries the plugin's note: say it, or the form would claim
       // the new value serves.
       const notes = [...new Set(fresh.filter((s) => s.note && s.key in changes).map((s) => s.note))];
-      st.ok(`Saved: ${Object.keys(changes).join(", ")}.${notes.length ? ` ${notes.join(" ")}` : ""}`);
+      const saved = `Saved: ${Object.keys(changes).join(", ")}.`;
+      st.ok(`${saved}${notes.length ? ` ${notes.join(" ")}` : ""}`);
+      if (afterSave) afterSave(st, saved);
     } catch (e) {
       // "site.workers: 0 is out of range 1..64": the message goes by its field.
       const m = e.message.match(/^([a-z0-9_]+)\.([a-z0-9_]+):/);
@@ -116,9 +139,18 @@ export default async function render(root) {
   const disabled = new Set((disabledSetting.value || "").split(",").map((s) => s.trim()).filter(Boolean));
   for (const p of plugins) {
     const card = el("section", { class: "card plugin", id: `plugin-${p.name}` });
-    const head = el("h2", {}, `${p.name} `, el("span", { class: `badge ${p.state}`, text: p.state }));
+    const badge = el("span", { class: `badge ${p.state}`, text: p.state });
+    const head = el("h2", {}, `${p.name} `, badge);
     card.append(head, el("p", { text: `${p.description} · version ${p.version} · ABI ${p.abi}` }));
-    if (p.error) card.append(el("p", { class: "status error", text: p.error }));
+    const why = el("p", { class: "status error", id: `error-${p.name}`, text: p.error || "" });
+    why.hidden = !p.error;
+    card.append(why);
+    const show = (now) => {
+      badge.className = `badge ${now.state}`;
+      badge.textContent = now.state;
+      why.textContent = now.error || "";
+      why.hidden = !now.error;
+    };
     if (p.name !== "core" && p.name !== "admin") {
       const toggleStatus = status();
       const t = el("button", { type: "button", class: "small", id: `toggle-${p.name}`,
@@ -141,7 +173,8 @@ export default async function render(root) {
       const settings = await get(`plugins/${p.name}/settings`);
       if (settings.length) {
         const details = el("details", { open: p.name !== "core" && p.name !== "admin" ? true : null },
-          el("summary", { text: `Settings (${settings.length})` }), settingsForm(p.name, settings));
+          el("summary", { text: `Settings (${settings.length})` }),
+          settingsForm(p.name, settings, p.state === "failed" ? (st, saved) => watchRestart(p, show, st, saved) : null));
         card.append(details);
       }
     } catch (e) {

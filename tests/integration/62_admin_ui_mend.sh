@@ -1,0 +1,31 @@
+#!/bin/bash
+# A site that could not start (site.bind names an address this machine does
+# not have, as after an address change) is mended from the web UI in
+# headless Chromium (tests/ui/admin_ui_mend.py): the Plugins page says why it
+# failed, and saving a bind address it has starts it without a restart.
+. "$(dirname "$0")/lib.sh"
+tb_setup
+tb_need_browser
+
+SITE_PORT=$(tb_free_port)
+tb_start_daemon --demo --set site.https_port="$SITE_PORT" --set site.http_port="$(tb_free_port)" \
+    --set admin.pbkdf2_iterations=10000 || bail "daemon did not start"
+tb_stop_daemon
+sqlite3 "$TB_STATE/tlsbox.db" \
+    "INSERT INTO settings (key, value, updated_at) VALUES ('site.bind', '192.0.2.1', 0)"
+tb_start_daemon --demo || bail "daemon did not start again"
+is "$(curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/plugins |
+    jq -r '.[] | select(.name == "site") | .state')" failed "the site failed to start, as set up"
+# Chromium keeps its profile under HOME: a private one per run.
+export HOME="$TB_TMP/home"
+mkdir -p "$HOME" "$TB_TMP/art"
+
+ADMIN_URL="https://127.0.0.1:$TB_ADMIN_PORT" SITE_PORT="$SITE_PORT" TLSBOXCTL="$TB_TLSBOXCTL" \
+    TB_STATE="$TB_STATE" UI_ARTIFACTS="$TB_TMP/art" \
+    timeout 180 /usr/bin/python3 "$top_srcdir/tests/ui/admin_ui_mend.py" >"$TB_TMP/ui.out" 2>"$TB_TMP/ui.err"
+tb_ui_results "$TB_TMP/ui.out" $? "$TB_TMP/ui.err" 10
+like "$(cat "$TB_TMP/daemon.log")" "plugin site: starting again \\(its settings changed\\)" \
+    "the log says the site was started again"
+tb_stop_daemon
+ok $? "daemon stops cleanly"
+done_testing
