@@ -197,8 +197,11 @@ static void apply_log_level(void)
     free(lvl);
 }
 
-/* The thread that reads the signalfd (SIGUSR2: plugins_start_again). */
+/* The thread that reads the signalfd (SIGUSR2: plugins_start_again).  Sent
+ * to it alone (every thread blocks it), with this value when a failed
+ * plugin's settings changed; without it, from outside, for every failed one. */
 static pthread_t main_thread;
+#define START_AGAIN_CHANGED 1
 
 static void on_settings_changed(void *arg, const char *event, const char *data)
 {
@@ -208,8 +211,8 @@ static void on_settings_changed(void *arg, const char *event, const char *data)
         apply_log_level();
     /* Stored now: a plugin that failed to start tries again with it, on the
      * main thread (plugins start there; this is the event thread). */
-    if (plugins_start_again_wanted())
-        pthread_kill(main_thread, SIGUSR2); /* to it alone: every thread blocks it */
+    if (plugins_take_start_again())
+        pthread_sigqueue(main_thread, SIGUSR2, (union sigval){.sival_int = START_AGAIN_CHANGED});
 }
 
 /* Detach; the parent exits with the child's start-up status. */
@@ -400,7 +403,8 @@ int main(int argc, char **argv)
             break;
         }
         if (si.ssi_signo == SIGUSR2) {
-            plugins_start_again();
+            plugins_start_again(si.ssi_code == SI_QUEUE && si.ssi_pid == (uint32_t)getpid() &&
+                                si.ssi_int == START_AGAIN_CHANGED);
             continue;
         }
         if (si.ssi_signo == SIGHUP) {

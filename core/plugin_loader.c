@@ -438,19 +438,18 @@ int plugins_retry_failed(bool (*prepare)(const char *name, void *arg), void *arg
     return ret;
 }
 
-bool plugins_start_again_wanted(void)
+bool plugins_take_start_again(void)
 {
-    return atomic_load(&again_wanted);
+    return atomic_exchange(&again_wanted, false);
 }
 
-void plugins_start_again(void)
+void plugins_start_again(bool changed_only)
 {
-    bool changed = atomic_exchange(&again_wanted, false);
     for (struct tlsbox_plugin *p = plugins_head; p; p = p->next) {
         if (p->pstate != PLUGIN_FAILED || !p->start_failed)
             continue;
         bool mine = atomic_exchange(&p->start_again, false);
-        if (changed && !mine)
+        if (changed_only && !mine)
             continue;
         /* not_running_apply stays while it starts: a change stored meanwhile
          * (which the hooks may have read too late) asks for one more try. */

@@ -65,14 +65,14 @@ int plugins_start_all(void);
  * start once more.  Returns as plugins_start_all, for the plugins started
  * again.  Main thread, before privileges are dropped for good. */
 int plugins_retry_failed(bool (*prepare)(const char *name, void *arg), void *arg);
-/* True once a change of a failed plugin's settings is stored (any thread):
- * the caller then wakes the main thread (SIGUSR2) for plugins_start_again. */
-bool plugins_start_again_wanted(void);
-/* Main thread, while serving (SIGUSR2): run init then start once more on
- * each plugin whose settings changed since its init or start hook failed;
- * when none did (the signal came from outside), on every such plugin.
- * Without CAP_NET_BIND_SERVICE by now: a port below 1024 fails. */
-void plugins_start_again(void);
+/* True, once, after a change of a failed plugin's settings was stored (any
+ * thread): the caller then wakes the main thread for plugins_start_again. */
+bool plugins_take_start_again(void);
+/* Main thread, while serving: run init then start once more on each plugin
+ * whose init or start hook failed and whose settings changed since (all of
+ * them unless @p changed_only: SIGUSR2 sent from outside).  Without
+ * CAP_NET_BIND_SERVICE by now: a port below 1024 fails. */
+void plugins_start_again(bool changed_only);
 /* Stop then fini every plugin, in reverse order; unload them. */
 void plugins_stop_all(void);
 /* First plugin (load order), or NULL; the list is stable after plugins_start_all. */

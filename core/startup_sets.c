@@ -1,12 +1,13 @@
 /* tlsboxd --set: store before the plugins start, undo for one that cannot.
  *
  * Why undo: a value can be sound on its own and still keep its plugin from
- * starting (the site's two ports set equal, a port another process holds, a
- * root that is a file).  Given live (tlsboxctl set) such a change is refused
- * and nothing is stored; given to tlsboxd --set it used to stay stored, so
- * every later start failed the same way until someone changed it back.  Now
- * the store is left as it was before this start, as for a refused change.
- * The admin web UI (owner "admin", part of the core) is treated the same. */
+ * starting (the site's two ports set equal, a port another process holds,
+ * an address in site.bind this machine does not have).  Given live
+ * (tlsboxctl set) such a change is refused and nothing is stored; given to
+ * tlsboxd --set it used to stay stored, so every later start failed the
+ * same way until someone changed it back.  Now the store is left as it was
+ * before this start, as for a refused change.  The admin web UI (owner
+ * "admin", part of the core) is treated the same. */
 #include "config.h"
 
 #include <string.h>
