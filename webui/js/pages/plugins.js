@@ -174,7 +174,8 @@ export default async function render(root) {
       if (settings.length) {
         const details = el("details", { open: p.name !== "core" && p.name !== "admin" ? true : null },
           el("summary", { text: `Settings (${settings.length})` }),
-          settingsForm(p.name, settings, p.state === "failed" ? (st, saved) => watchRestart(p, show, st, saved) : null));
+          // Asked at each save: a plugin started again no longer needs watching.
+          settingsForm(p.name, settings, (st, saved) => p.state === "failed" && watchRestart(p, show, st, saved)));
         card.append(details);
       }
     } catch (e) {
