@@ -31,19 +31,11 @@ tb_start_daemon --demo --set site.https_port="$SITE_PORT" --set site.http_port="
 tb_ctl cert import --cert "$OC/revoked.test.pem" --chain "$OC/inter.pem" \
     --key "$OC/revoked.test.key" --name revoked.test >/dev/null || bail "importing revoked.test"
 oc_wait_status revoked.test status revoked 20 || bail "the OCSP plugin did not see revoked.test revoked"
-ART="$top_builddir/tests/artifacts/admin-ui"
-rm -rf "$ART"
-mkdir -p "$ART"
-# Chromium keeps its profile under HOME: a private one per run.
-export HOME="$TB_TMP/home"
-mkdir -p "$HOME"
-
-ADMIN_URL="https://127.0.0.1:$TB_ADMIN_PORT" SITE_PORT="$SITE_PORT" TLSBOXCTL="$TB_TLSBOXCTL" \
-    TB_STATE="$TB_STATE" UI_ARTIFACTS="$ART" OCSP_REVOKED=revoked.test \
-    timeout 300 /usr/bin/python3 "$top_srcdir/tests/ui/admin_ui.py" >"$TB_TMP/ui.out" 2>"$TB_TMP/ui.err"
-tb_ui_results "$TB_TMP/ui.out" $? "$TB_TMP/ui.err" 50
-shots=$(ls "$ART"/*.png 2>/dev/null | wc -l)
-ok $((shots < 16)) "screenshots written ($shots in $ART)"
+UI_ART="$top_builddir/tests/artifacts/admin-ui"
+rm -rf "$UI_ART"
+tb_ui_run admin_ui.py 300 50 OCSP_REVOKED=revoked.test
+shots=$(ls "$UI_ART"/*.png 2>/dev/null | wc -l)
+ok $((shots < 16)) "screenshots written ($shots in $UI_ART)"
 tb_stop_daemon
 ok $? "daemon stops cleanly"
 done_testing

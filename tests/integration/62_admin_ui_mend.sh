@@ -16,14 +16,7 @@ sqlite3 "$TB_STATE/tlsbox.db" \
 tb_start_daemon --demo || bail "daemon did not start again"
 is "$(curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/plugins |
     jq -r '.[] | select(.name == "site") | .state')" failed "the site failed to start, as set up"
-# Chromium keeps its profile under HOME: a private one per run.
-export HOME="$TB_TMP/home"
-mkdir -p "$HOME" "$TB_TMP/art"
-
-ADMIN_URL="https://127.0.0.1:$TB_ADMIN_PORT" SITE_PORT="$SITE_PORT" TLSBOXCTL="$TB_TLSBOXCTL" \
-    TB_STATE="$TB_STATE" UI_ARTIFACTS="$TB_TMP/art" \
-    timeout 180 /usr/bin/python3 "$top_srcdir/tests/ui/admin_ui_mend.py" >"$TB_TMP/ui.out" 2>"$TB_TMP/ui.err"
-tb_ui_results "$TB_TMP/ui.out" $? "$TB_TMP/ui.err" 10
+tb_ui_run admin_ui_mend.py 180 10
 like "$(cat "$TB_TMP/daemon.log")" "plugin site: starting again \\(its settings changed\\)" \
     "the log says the site was started again"
 tb_stop_daemon

@@ -12,14 +12,7 @@ tb_need_browser
 SITE_PORT=$(tb_free_port)
 tb_start_daemon --demo --set site.https_port="$SITE_PORT" --set site.http_port="$(tb_free_port)" \
     --set admin.pbkdf2_iterations=10000 || bail "daemon did not start"
-# Chromium keeps its profile under HOME: a private one per run.
-export HOME="$TB_TMP/home"
-mkdir -p "$HOME" "$TB_TMP/art"
-
-ADMIN_URL="https://127.0.0.1:$TB_ADMIN_PORT" SITE_PORT="$SITE_PORT" TLSBOXCTL="$TB_TLSBOXCTL" \
-    TB_STATE="$TB_STATE" UI_ARTIFACTS="$TB_TMP/art" \
-    timeout 240 /usr/bin/python3 "$top_srcdir/tests/ui/admin_ui_live.py" >"$TB_TMP/ui.out" 2>"$TB_TMP/ui.err"
-tb_ui_results "$TB_TMP/ui.out" $? "$TB_TMP/ui.err" 36
+tb_ui_run admin_ui_live.py 240 36
 tb_stop_daemon
 ok $? "daemon stops cleanly"
 done_testing

@@ -360,6 +360,23 @@ tb_wait_port() {
     return 1
 }
 
+# tb_ui_run SCRIPT SECONDS MIN [NAME=VALUE]...: run tests/ui/SCRIPT in
+# headless Chromium (at most SECONDS) against this test's daemon and its site
+# on $SITE_PORT, with the extra NAME=VALUE in its environment and a private
+# HOME (Chromium keeps its profile there); screenshots go to $UI_ART
+# ($TB_TMP/art unless set).  Its results as TAP: tb_ui_results, MIN checks.
+tb_ui_run() {
+    local script=$1 secs=$2 min=$3
+    shift 3
+    export HOME="$TB_TMP/home"
+    : "${UI_ART:=$TB_TMP/art}"
+    mkdir -p "$HOME" "$UI_ART"
+    env ADMIN_URL="https://127.0.0.1:$TB_ADMIN_PORT" SITE_PORT="$SITE_PORT" \
+        TLSBOXCTL="$TB_TLSBOXCTL" TB_STATE="$TB_STATE" UI_ARTIFACTS="$UI_ART" "$@" \
+        timeout "$secs" /usr/bin/python3 "$top_srcdir/tests/ui/$script" >"$TB_TMP/ui.out" 2>"$TB_TMP/ui.err"
+    tb_ui_results "$TB_TMP/ui.out" $? "$TB_TMP/ui.err" "$min"
+}
+
 # A browser run's output (tests/ui/*.py: "PASS what", "FAIL what", "# ...")
 # as TAP results, then two more: at least MIN checks made, and the run's
 # exit status RC 0 (else the last lines of ERRFILE as diagnostics).

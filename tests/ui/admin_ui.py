@@ -605,6 +605,23 @@ def page_weight(d):
     check(len(lines) == 10, "page weight measured for every page")
 
 
+def run_steps(*steps):
+    """A browser, the first run with the setup token, then each step: one
+    that times out or loses the browser is one failed check, and the next
+    step runs.  Returns the exit status of the run."""
+    d = browser()
+    try:
+        first_run(d)
+        for step in steps:
+            try:
+                step(d)
+            except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:
+                check(False, f"{step.__name__} finished", repr(e)[:600])
+    finally:
+        d.quit()
+    return 1 if failures else 0
+
+
 def main():
     os.makedirs(ART, exist_ok=True)
     d = browser()

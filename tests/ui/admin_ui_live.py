@@ -346,22 +346,7 @@ def slow_handshake_latency(d):
     A.check("> 2500 / > 2500 ms" in seen, "a 3 s handshake shows as > 2500 ms (p50 / p99)", seen)
 
 
-def main():
-    d = A.browser()
-    try:
-        A.first_run(d)
-        for step in (session_ends_on_dashboard, session_ends_then_menu, hidden_dashboards,
-                     relogin_in_other_window, edits_survive_session_end, changed_meanwhile_named,
-                     pasted_key_never_kept,
-                     slow_handshake_latency):
-            try:
-                step(d)
-            except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:
-                A.check(False, f"{step.__name__} finished", repr(e)[:600])
-    finally:
-        d.quit()
-    return 1 if A.failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(A.run_steps(session_ends_on_dashboard, session_ends_then_menu, hidden_dashboards,
+                         relogin_in_other_window, edits_survive_session_end, changed_meanwhile_named,
+                         pasted_key_never_kept, slow_handshake_latency))

@@ -7,11 +7,10 @@ form say so.  Helpers and output format as in admin_ui.py ("PASS", "FAIL",
 
 Environment: as admin_ui.py."""
 import ssl
-import subprocess
 import sys
 import urllib.request
 
-from selenium.common.exceptions import TimeoutException, WebDriverException
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 
 import admin_ui as A
@@ -54,18 +53,5 @@ def failed_site_mended(d):
     A.shot(d, "02-site-mended")
 
 
-def main():
-    d = A.browser()
-    try:
-        A.first_run(d)
-        try:
-            failed_site_mended(d)
-        except (TimeoutException, WebDriverException, subprocess.TimeoutExpired) as e:
-            A.check(False, "failed_site_mended finished", repr(e)[:600])
-    finally:
-        d.quit()
-    return 1 if A.failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(A.run_steps(failed_site_mended))

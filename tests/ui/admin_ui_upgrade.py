@@ -8,7 +8,6 @@ import os
 import sys
 import time
 
-from selenium.common.exceptions import TimeoutException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 
@@ -32,18 +31,5 @@ def across_upgrade(d):
             "with its new shared module", d.find_element(By.ID, "main").text[:200])
 
 
-def main():
-    d = A.browser()
-    try:
-        A.first_run(d)
-        try:
-            across_upgrade(d)
-        except (TimeoutException, WebDriverException) as e:
-            A.check(False, "across_upgrade finished", repr(e)[:600])
-    finally:
-        d.quit()
-    return 1 if A.failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(A.run_steps(across_upgrade))
