@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/xalloc.h"
 
@@ -27,6 +28,16 @@ struct http_table {
 
 static _Atomic(struct http_table *) current;
 static struct http_table *retired;
+
+/* Site workers inside http_route_dispatch, counted in the half that
+ * `phase` pointed to when they entered.  A plugin stopped while serving
+ * (core.plugins_disabled) frees what its route's arg points to: the main
+ * thread, having removed the route, waits until no worker can still be
+ * calling it (wait_for_dispatchers).  Two counters, so that workers coming
+ * in meanwhile count in the other half and a busy port cannot keep it
+ * waiting. */
+static atomic_uint dispatching[2];
+static atomic_uint phase;
 
 static void publish(struct http_table *t)
 {
@@ -65,6 +76,20 @@ int http_route_add(struct tlsbox_plugin *owner, const char *prefix, tlsbox_http_
     return 0;
 }
 
+/* Return once every dispatch that may have read a table published before
+ * this call has returned.  Such a dispatch entered (counted itself) before
+ * it read `current`, so before the publish; both halves are found empty
+ * after the publish, each at some point, so it is done.  One that counts
+ * itself later reads the new table.  Main thread. */
+static void wait_for_dispatchers(void)
+{
+    for (int round = 0; round < 2; round++) {
+        unsigned old = atomic_fetch_add(&phase, 1) & 1;
+        while (atomic_load(&dispatching[old]) != 0)
+            nanosleep(&(struct timespec){.tv_nsec = 200 * 1000}, NULL);
+    }
+}
+
 void http_routes_remove_owner(struct tlsbox_plugin *owner)
 {
     struct http_table *old = atomic_load(&current);
@@ -76,22 +101,29 @@ void http_routes_remove_owner(struct tlsbox_plugin *owner)
             t->routes[t->n++] = old->routes[i];
     /* The prefixes of removed routes stay owned by the retired table. */
     publish(t);
+    wait_for_dispatchers();
 }
 
 int http_route_dispatch(const char *method, const char *path, struct tlsbox_http_reply *reply)
 {
-    struct http_table *t = atomic_load_explicit(&current, memory_order_acquire);
-    if (!t || !path)
-        return -ENOENT;
-    for (size_t i = 0; i < t->n; i++) {
+    /* Sequentially consistent: the count must be seen before the load of
+     * `current` (wait_for_dispatchers). */
+    unsigned half = atomic_load(&phase) & 1;
+    atomic_fetch_add(&dispatching[half], 1);
+    int rc = -ENOENT;
+    struct http_table *t = atomic_load(&current);
+    for (size_t i = 0; t && path && i < t->n; i++) {
         const struct http_route *r = &t->routes[i];
         if (strncmp(path, r->prefix, r->prefix_len) == 0) {
             memset(reply, 0, sizeof *reply);
-            if (r->fn(r->arg, method, path, reply) == 0)
-                return 0;
+            if (r->fn(r->arg, method, path, reply) == 0) {
+                rc = 0;
+                break;
+            }
         }
     }
-    return -ENOENT;
+    atomic_fetch_sub(&dispatching[half], 1);
+    return rc;
 }
 
 void http_routes_free(void)

@@ -197,9 +197,12 @@ static void apply_log_level(void)
     free(lvl);
 }
 
-/* The thread that reads the signalfd (SIGUSR2: plugins_start_again).  Sent
- * to it alone (every thread blocks it), with this value when a failed
- * plugin's settings changed; without it, from outside, for every failed one. */
+/* The thread that reads the signalfd (SIGUSR2: plugins_follow_disabled,
+ * then plugins_start_again).  Sent to it alone (every thread blocks it),
+ * with this value when a failed plugin's settings or core.plugins_disabled
+ * changed; without it, from outside, for every failed one.  One SIGUSR2
+ * may stand for several changes (a signal pending is not queued twice):
+ * what to do is read from the plugins and the store, not from the signal. */
 static pthread_t main_thread;
 #define START_AGAIN_CHANGED 1
 
@@ -209,9 +212,11 @@ static void on_settings_changed(void *arg, const char *event, const char *data)
     (void)event;
     if (!data || strstr(data, "\"core.log_level\"") || strstr(data, "\"reload\""))
         apply_log_level();
-    /* Stored now: a plugin that failed to start tries again with it, on the
-     * main thread (plugins start there; this is the event thread). */
-    if (plugins_take_start_again())
+    /* Stored now: a plugin that failed to start tries again with it, and
+     * one enabled or disabled starts or stops, on the main thread (plugins
+     * start there; this is the event thread). */
+    bool follow = !data || strstr(data, "\"core.plugins_disabled\"") || strstr(data, "\"reload\"");
+    if (plugins_take_start_again() || follow)
         pthread_sigqueue(main_thread, SIGUSR2, (union sigval){.sival_int = START_AGAIN_CHANGED});
 }
 
@@ -403,6 +408,7 @@ int main(int argc, char **argv)
             break;
         }
         if (si.ssi_signo == SIGUSR2) {
+            plugins_follow_disabled();
             plugins_start_again(si.ssi_code == SI_QUEUE && si.ssi_pid == (uint32_t)getpid() &&
                                 si.ssi_int == START_AGAIN_CHANGED);
             continue;

@@ -282,8 +282,9 @@ static atomic_bool again_wanted;
  * note, the API answers restart_needed with it), not left to wonder why
  * nothing changed.  A plugin whose init or start failed is started again
  * with the change once it is stored (plugins_start_again: a setting that
- * kept it from starting can be mended from the web UI); one disabled, or
- * whose schema failed, waits for the next start.  Registered on the main
+ * kept it from starting can be mended from the web UI); one disabled starts
+ * with it once enabled (plugins_follow_disabled); one whose schema failed
+ * waits for the next start.  Registered on the main
  * thread once p->pstate and p->error are final; called under the settings
  * write lock, on the thread making the change.
  */
@@ -293,8 +294,8 @@ static int not_running_apply(void *arg, const struct tlsbox_setting_value *chang
     (void)changes;
     char *note;
     if (p->pstate == PLUGIN_DISABLED) {
-        note = xasprintf("plugin %s is disabled (core.plugins_disabled): stored, it takes "
-                         "effect once the plugin is enabled and tlsboxd restarts",
+        note = xasprintf("plugin %s is disabled (core.plugins_disabled): stored, it starts "
+                         "with this once it is enabled",
                          p->name);
     } else if (p->start_failed) {
         atomic_store(&p->start_again, true);
@@ -466,20 +467,69 @@ void plugins_start_again(bool changed_only)
     }
 }
 
+/* Stop and fini a started plugin; it stays loaded (its module, settings
+ * declarations and list entry), so that it can be started again.  The
+ * caller sets p->pstate. */
+static void plugin_stop_one(struct tlsbox_plugin *p)
+{
+    /* Before stop: a change made meanwhile is stored, not applied. */
+    settings_set_applier(p->name, NULL, NULL);
+    if (p->pstate == PLUGIN_STARTED && p->desc->stop)
+        p->desc->stop(p->state);
+    plugin_unhook(p);
+    if (p->desc->fini)
+        p->desc->fini(p->state);
+    p->state = NULL;
+}
+
+/* Stop @p p if core.plugins_disabled names it, or show it disabled if it
+ * failed; the ones after it first (a plugin may use what an earlier one
+ * serves, as at shutdown). */
+static void plugins_disable_rev(struct tlsbox_plugin *p)
+{
+    if (!p)
+        return;
+    plugins_disable_rev(p->next);
+    if (!plugin_disabled_by_setting(p->name))
+        return;
+    if (p->pstate == PLUGIN_STARTED || p->pstate == PLUGIN_INITED) {
+        plugin_stop_one(p);
+        p->pstate = PLUGIN_DISABLED;
+        log_info("plugin %s stopped: core.plugins_disabled names it now", p->name);
+    } else if (p->pstate == PLUGIN_FAILED && p->start_failed) {
+        /* Why it failed no longer matters: it is not to run. */
+        atomic_store(&p->start_again, false);
+        p->start_failed = false;
+        plugin_retire_error(p);
+        p->pstate = PLUGIN_DISABLED;
+        log_info("plugin %s disabled by core.plugins_disabled", p->name);
+    } else {
+        return;
+    }
+    if (p->desc->settings)
+        settings_set_applier(p->name, not_running_apply, p);
+}
+
+void plugins_follow_disabled(void)
+{
+    plugins_disable_rev(plugins_head);
+    for (struct tlsbox_plugin *p = plugins_head; p; p = p->next) {
+        if (p->pstate != PLUGIN_DISABLED || plugin_disabled_by_setting(p->name))
+            continue;
+        log_info("plugin %s: starting (core.plugins_disabled no longer names it)", p->name);
+        /* Started, it has its own applier; failed, not_running_apply again. */
+        if (plugin_start_one(p) == 0)
+            log_info("plugin %s started", p->name);
+    }
+}
+
 static void plugins_stop_rev(struct tlsbox_plugin *p)
 {
     if (!p)
         return;
     plugins_stop_rev(p->next);
     if (p->pstate == PLUGIN_STARTED || p->pstate == PLUGIN_INITED) {
-        /* Before stop: a change made meanwhile is stored, not applied. */
-        settings_set_applier(p->name, NULL, NULL);
-        if (p->pstate == PLUGIN_STARTED && p->desc->stop)
-            p->desc->stop(p->state);
-        plugin_unhook(p);
-        if (p->desc->fini)
-            p->desc->fini(p->state);
-        p->state = NULL;
+        plugin_stop_one(p);
         p->pstate = PLUGIN_STOPPED;
         log_info("plugin %s stopped", p->name);
     }

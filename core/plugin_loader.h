@@ -73,6 +73,14 @@ bool plugins_take_start_again(void);
  * them unless @p changed_only: SIGUSR2 sent from outside).  Without
  * CAP_NET_BIND_SERVICE by now: a port below 1024 fails. */
 void plugins_start_again(bool changed_only);
+/* Main thread, while serving: make the plugins follow core.plugins_disabled
+ * as it is stored now.  A running plugin it names is stopped (stop, its
+ * routes, subscriptions, timers and jobs removed, fini) and shown disabled;
+ * a failed one is shown disabled; a disabled one it no longer names gets
+ * init then start (failing as at start-up, with the same error shown).
+ * Plugins stay loaded either way.  Without CAP_NET_BIND_SERVICE by now: a
+ * port below 1024 fails. */
+void plugins_follow_disabled(void);
 /* Stop then fini every plugin, in reverse order; unload them. */
 void plugins_stop_all(void);
 /* First plugin (load order), or NULL; the list is stable after plugins_start_all. */

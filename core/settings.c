@@ -45,8 +45,8 @@ const struct tlsbox_setting_def core_settings[] = {
      .type = TLSBOX_SETTING_LIST,
      .default_value = "",
      .pattern = "^[a-z][a-z0-9_]*$",
-     .help = "Plugins not to load, by name (comma-separated)",
-     .flags = TLSBOX_SETTING_RESTART},
+     .help = "Plugins not to run, by name (comma-separated); a change stops or starts them "
+             "at once"},
     {.key = "log_level",
      .type = TLSBOX_SETTING_ENUM,
      .default_value = "info",

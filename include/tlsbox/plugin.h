@@ -225,8 +225,10 @@ struct tlsbox_plugin_desc {
      * start) again in the same process, on the main thread: when tlsboxd
      * --set values the plugin could not start with are undone, when a change
      * of its settings is stored while it is not running, and on SIGUSR2;
-     * privileges are dropped by then (no port below 1024).  Keep nothing
-     * between the calls outside *state.
+     * privileges are dropped by then (no port below 1024).  Likewise after
+     * a stop and fini while tlsboxd serves: core.plugins_disabled came to
+     * name the plugin, then no longer does.  Keep nothing between the calls
+     * outside *state.
      */
     int (*init)(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state);
     /**

@@ -90,8 +90,18 @@ code=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$TB_STATE/control.s
     http://x/api/v1/example/hello)
 is "$code" 404 "a disabled plugin registers no routes"
 is "$(tb_ctl set example.greeting 'hi there' 2>&1)" \
-    "example.greeting = hi there (plugin example is disabled (core.plugins_disabled): stored, it takes effect once the plugin is enabled and tlsboxd restarts)" \
+    "example.greeting = hi there (plugin example is disabled (core.plugins_disabled): stored, it starts with this once it is enabled)" \
     "a change to a disabled plugin's setting says when it takes effect"
+# Enabled while tlsboxd runs: each starts at once, as it would at start-up.
+rm -f "$TB_TMP/probe"
+tb_ctl set core.plugins_disabled '' >/dev/null
+want="failed start hook failed: fail_start.path: cannot open $TB_TMP/probe: No such file or directory"
+is "$(wait_reason "$want")" "$want" "fail_start enabled: started, and failed with its reason"
+like "$(tb_ctl plugins)" "example .* running" "example enabled: it runs"
+is "$(curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/example/hello | jq -r .greeting)" \
+    "hi there" "with its routes, and the greeting stored while it was disabled"
+tb_ctl set core.plugins_disabled fail_start >/dev/null
+is "$(wait_reason "disabled null")" "disabled null" "fail_start disabled after it failed: no old reason shown"
 err=$(tb_ctl set core.plugins_disabled 'Bad Name' 2>&1)
 ok $((! $?)) "an invalid plugin name in the list is refused"
 like "$err" "core.plugins_disabled" "naming the key"

@@ -2,7 +2,7 @@
 """A site that could not start, mended from the Plugins page in headless
 Chromium: its card says it failed and why; a bind address this machine
 has, saved in its form, starts it without a restart, and the card and the
-form say so.  Helpers and output format as in admin_ui.py ("PASS", "FAIL",
+form say so; its Disable and Enable buttons stop and start it at once.  Helpers and output format as in admin_ui.py ("PASS", "FAIL",
 "# ..."), read by 62_admin_ui_mend.sh.
 
 Environment: as admin_ui.py."""
@@ -27,6 +27,15 @@ def site_status():
         return type(e).__name__
 
 
+def badge_says(d, badge, text):
+    """Wait (20 s at most) until the card's badge says @text; its text then."""
+    try:
+        A.wait(d, lambda _: badge.text == text, 20)
+    except TimeoutException:
+        pass
+    return badge.text
+
+
 def failed_site_mended(d):
     A.open_page(d, "plugins", "#set-site-bind")
     badge = d.find_element(By.CSS_SELECTOR, "#plugin-site h2 .badge")
@@ -39,11 +48,8 @@ def failed_site_mended(d):
     f.clear()
     f.send_keys("127.0.0.1")
     d.find_element(By.CSS_SELECTOR, "#settings-site button[type=submit]").click()
-    try:
-        A.wait(d, lambda _: badge.text == "running", 20)
-    except TimeoutException:
-        pass
-    A.check(badge.text == "running", "once the form is saved, the card says the site runs", badge.text)
+    A.check(badge_says(d, badge, "running") == "running",
+            "once the form is saved, the card says the site runs", badge.text)
     st = d.find_element(By.CSS_SELECTOR, "#settings-site .status")
     A.check(st.text == "Saved: bind. site runs now.", "the form says so", st.text)
     A.check(not why.is_displayed(), "the reason is gone from the card", why.text)
@@ -53,5 +59,30 @@ def failed_site_mended(d):
     A.shot(d, "02-site-mended")
 
 
+def site_disabled_and_enabled(d):
+    """Disable, then Enable, on the site's card: it stops and starts at once."""
+    A.open_page(d, "plugins", "#toggle-site")
+    badge = d.find_element(By.CSS_SELECTOR, "#plugin-site h2 .badge")
+    button = d.find_element(By.ID, "toggle-site")
+    A.check(button.text == "Disable", "a running plugin's button says Disable", button.text)
+    button.click()
+    A.check(badge_says(d, badge, "disabled") == "disabled", "clicked: the card says disabled",
+            badge.text)
+    st = d.find_element(By.ID, "toggle-status-site")
+    A.check(st.text == "site is stopped and disabled.", "the card says so", st.text)
+    A.check(site_status() != 200, "the site no longer answers", site_status())
+    A.check(A.ctl("get", "core.plugins_disabled").strip() == "site", "core.plugins_disabled names it",
+            A.ctl("get", "core.plugins_disabled"))
+    A.shot(d, "03-site-disabled")
+    A.check(button.text == "Enable", "the button now says Enable", button.text)
+    button.click()
+    A.check(badge_says(d, badge, "running") == "running", "Enable: the card says the site runs",
+            badge.text)
+    A.check(st.text == "site runs now.", "the card says so", st.text)
+    A.check(site_status() == 200, "the site answers again, without a restart", site_status())
+    A.check(button.text == "Disable", "and the button says Disable again", button.text)
+    A.shot(d, "04-site-enabled")
+
+
 if __name__ == "__main__":
-    sys.exit(A.run_steps(failed_site_mended))
+    sys.exit(A.run_steps(failed_site_mended, site_disabled_and_enabled))

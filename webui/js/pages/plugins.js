@@ -1,4 +1,4 @@
-// Plugins: state, enable/disable (core.plugins_disabled, at the next start),
+// Plugins: state, enable/disable (core.plugins_disabled: at once),
 // and a settings form generated from each plugin's settings table; a refused
 // value is shown next to its field.
 import { get, put } from "../api.js";
@@ -69,6 +69,31 @@ async function watchRestart(p, show, st, saved) {
     else st.fail(`${saved} ${p.name} still does not start: ${now.error || now.state}`);
     return;
   }
+}
+
+// Stored, core.plugins_disabled stops or starts the plugin at once: wait
+// (10 s at most) until it is disabled, or runs or failed, and say which.
+async function watchToggle(p, show, st, off) {
+  for (let i = 0; i < 40; i++) {
+    let now;
+    try {
+      now = (await get("plugins")).find((x) => x.name === p.name);
+    } catch (e) {
+      st.fail(e.message);
+      return;
+    }
+    const settled = off ? now?.state === "disabled" : now?.state === "running" || now?.state === "failed";
+    if (now && settled) {
+      Object.assign(p, now);
+      show(now);
+      if (off) st.ok(`${p.name} is stopped and disabled.`);
+      else if (now.state === "running") st.ok(`${p.name} runs now.`);
+      else st.fail(`${p.name} did not start: ${now.error || now.state}`);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  st.fail(`Saved, but ${p.name} is still ${p.state} after 10 s: see tlsboxctl plugins and the log.`);
 }
 
 function settingsForm(name, settings, afterSave) {
@@ -153,18 +178,24 @@ export default async function render(root) {
     };
     if (p.name !== "core" && p.name !== "admin") {
       const toggleStatus = status();
-      const t = el("button", { type: "button", class: "small", id: `toggle-${p.name}`,
-        text: disabled.has(p.name) ? "Enable at next start" : "Disable at next start" });
+      toggleStatus.id = `toggle-status-${p.name}`;
+      const label = () => (disabled.has(p.name) ? "Enable" : "Disable");
+      const t = el("button", { type: "button", class: "small", id: `toggle-${p.name}`, text: label() });
       t.addEventListener("click", async () => {
         const next = new Set(disabled);
-        if (next.has(p.name)) next.delete(p.name); else next.add(p.name);
+        const off = !next.has(p.name);
+        if (off) next.add(p.name); else next.delete(p.name);
+        toggleStatus.clear();
+        t.disabled = true;
         try {
           await put("settings/core.plugins_disabled", { value: [...next].join(",") });
-          if (disabled.has(p.name)) disabled.delete(p.name); else disabled.add(p.name);
-          t.textContent = disabled.has(p.name) ? "Enable at next start" : "Disable at next start";
-          toggleStatus.ok(`${p.name} will be ${disabled.has(p.name) ? "disabled" : "enabled"} when tlsboxd restarts.`);
+          if (off) disabled.add(p.name); else disabled.delete(p.name);
+          t.textContent = label();
+          await watchToggle(p, show, toggleStatus, off);
         } catch (e) {
           toggleStatus.fail(e.message);
+        } finally {
+          t.disabled = false;
         }
       });
       card.append(t, toggleStatus);
