@@ -183,6 +183,22 @@ static int cmd_version(struct ctl *c, int argc, char **argv)
     return CTL_EXIT_OK;
 }
 
+static void show_restart(struct ctl *c, json_t *j)
+{
+    (void)c;
+    (void)j;
+    printf("tlsboxd stops now; systemd starts it again in about 2 s "
+           "(tlsboxctl status then shows its new pid)\n");
+}
+
+static int cmd_restart(struct ctl *c, int argc, char **argv)
+{
+    int rc = no_args("restart", argc, argv);
+    if (rc)
+        return rc;
+    return ctl_show(c, "POST", "restart", "{}", show_restart);
+}
+
 const struct ctl_command ctl_core_commands[] = {
     {"status", NULL, "", "daemon version, uptime, store, TLS bundle, plugins", cmd_status},
     {"plugins", NULL, "", "loaded plugins, their ABI and state", cmd_plugins},
@@ -191,4 +207,5 @@ const struct ctl_command ctl_core_commands[] = {
     {"set", NULL, "PLUGIN.KEY VALUE", "validate and store one setting", cmd_set},
     {"metrics", NULL, "", "current metrics", cmd_metrics},
     {"version", NULL, "", "client and daemon versions", cmd_version},
+    {"restart", NULL, "", "stop tlsboxd cleanly for systemd to start it again", cmd_restart},
     {NULL, NULL, NULL, NULL, NULL}};

@@ -24,6 +24,6 @@ core_libtlsboxcore_la_SOURCES = \
 core_libtlsboxcore_la_CFLAGS = $(CORE_CFLAGS)
 core_libtlsboxcore_la_LIBADD = $(CORE_LIBS)
 
-core_tlsboxd_SOURCES = core/main.c core/startup_sets.c core/startup_sets.h core/dh_generate.c core/dh_generate.h
+core_tlsboxd_SOURCES = core/main.c core/restart.c core/restart.h core/startup_sets.c core/startup_sets.h core/dh_generate.c core/dh_generate.h
 core_tlsboxd_CFLAGS = $(CORE_CFLAGS)
 core_tlsboxd_LDADD = core/libtlsboxcore.la

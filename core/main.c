@@ -26,6 +26,7 @@
 #include "core/paths.h"
 #include "core/plugin_loader.h"
 #include "core/privdrop.h"
+#include "core/restart.h"
 #include "core/settings.h"
 #include "core/startup_sets.h"
 #include "core/store.h"
@@ -267,6 +268,7 @@ int main(int argc, char **argv)
     xalloc_json_wiping();
     struct options o = {
         .state_dir = LOCALSTATEDIR "/lib/tlsbox", .plugin_dir = paths_plugindir(), .log_level = -1};
+    bool restart = false; /* POST restart stopped it: exit TLSBOX_EXIT_RESTART */
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc;
@@ -361,6 +363,7 @@ int main(int argc, char **argv)
     events_subscribe(core_self(), "settings.changed", on_settings_changed, NULL);
     sysstat_start(2000, (int)settings_get_int("core.metrics_history_period", 60));
     api_core_register();
+    restart_register();
     if (tls_start() < 0) {
         log_err("TLS bundle: no usable bundle; the site cannot serve HTTPS until this is fixed");
     }
@@ -419,7 +422,14 @@ int main(int argc, char **argv)
             events_publish("settings.changed", "{\"reload\":true}");
             continue;
         }
-        log_info("%s: stopping", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+        restart = restart_asked(&si);
+        if (restart) {
+            /* Let the 202 reach whoever asked before the API stops. */
+            nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);
+            log_info("stopping for the restart asked for");
+        } else {
+            log_info("%s: stopping", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+        }
         break;
     }
     notify_systemd("STOPPING=1");
@@ -443,7 +453,9 @@ out_threads:
 out_store:
     free(sock);
     report_ready(&ready_fd, (char)rc);
-    if (rc == 0)
+    if (rc == 0 && restart)
+        log_info("stopped; exit status %d: systemd starts tlsboxd again", TLSBOX_EXIT_RESTART);
+    else if (rc == 0)
         log_info("stopped");
     startup_sets_free();
     store_close();
@@ -452,5 +464,5 @@ out_store:
     free(o.plugins);
     if (sfd >= 0)
         close(sfd);
-    return rc;
+    return rc == 0 && restart ? TLSBOX_EXIT_RESTART : rc;
 }

@@ -291,6 +291,29 @@ openssl verify -CAfile "$work/ca0.pem" <(echo | openssl s_client -connect "127.0
     -servername localhost 2>/dev/null | openssl x509) >/dev/null 2>&1
 ok $? "and the certificate served now chains to it"
 is "$(in_ct tlsboxctl get core.hostname 2>&1)" check.example "the setting was kept"
+# The web UI's Restart button (POST restart; here through tlsboxctl): tlsboxd
+# stops cleanly and exits 75, and the unit starts it again
+# (RestartForceExitStatus=75), able to bind port $P below 1024 again.
+pid0=$(in_ct systemctl show -P MainPID tlsbox)
+nr0=$(in_ct systemctl show -P NRestarts tlsbox)
+out=$(in_ct tlsboxctl restart 2>&1)
+is "$?" 0 "tlsboxctl restart under the unit: exit 0"
+like "$out" "systemd starts it again" "and it says what follows"
+t=$(date +%s)
+for _ in $(seq 1 300); do
+    pid=$(in_ct systemctl show -P MainPID tlsbox)
+    [ "$pid" != "$pid0" ] && [ "$pid" != 0 ] && [ "$(in_ct systemctl is-active tlsbox)" = active ] && break
+    sleep 0.2
+done
+[ "$pid" != "$pid0" ] && [ "$pid" != 0 ]
+ok $? "systemd started a new tlsboxd (pid $pid0, then $pid; $(($(date +%s) - t)) s)"
+is "$(in_ct systemctl is-active tlsbox)" active "the unit is active"
+is "$(in_ct systemctl show -P NRestarts tlsbox)" "$((nr0 + 1))" "systemd counts it as one restart of the unit"
+is "$(in_ct journalctl -u tlsbox -b --no-pager -o cat 2>/dev/null |
+    grep -c 'stopped; exit status 75: systemd starts tlsboxd again')" 1 \
+    "the journal has tlsboxd's last line before the restart"
+tb_wait_port "$P"
+serve_checks "after tlsboxctl restart"
 if [ -n "$plugin" ]; then
     like "$(in_ct tlsboxctl plugins 2>&1 | grep -w example)" "running" \
         "the plugin built with tlsbox-dev runs in the installed daemon"

@@ -2,7 +2,8 @@
 """A site that could not start, mended from the Plugins page in headless
 Chromium: its card says it failed and why; a bind address this machine
 has, saved in its form, starts it without a restart, and the card and the
-form say so; its Disable and Enable buttons stop and start it at once.  Helpers and output format as in admin_ui.py ("PASS", "FAIL",
+form say so; its Disable and Enable buttons stop and start it at once;
+Restart tlsboxd, not under systemd, says why it cannot.  Helpers and output format as in admin_ui.py ("PASS", "FAIL",
 "# ..."), read by 62_admin_ui_mend.sh.
 
 Environment: as admin_ui.py."""
@@ -84,5 +85,22 @@ def site_disabled_and_enabled(d):
     A.shot(d, "04-site-enabled")
 
 
+def restart_refused(d):
+    """Restart tlsboxd, asked of a tlsboxd that systemd did not start: the
+    card says why it cannot, and the same process runs on."""
+    A.open_page(d, "plugins", "#restart")
+    pid = A.ctl_json("status")["pid"]
+    d.find_element(By.ID, "restart").click()
+    st = d.find_element(By.ID, "restart-status")
+    try:
+        A.wait(d, lambda _: st.text != "", 10)
+    except TimeoutException:
+        pass
+    A.check(st.text.startswith("tlsboxd was not started by systemd (tlsbox.service)"),
+            "Restart, not under systemd: the card says why it cannot", st.text)
+    A.check(A.ctl_json("status")["pid"] == pid, "and the same tlsboxd runs on", pid)
+    A.shot(d, "05-restart-refused")
+
+
 if __name__ == "__main__":
-    sys.exit(A.run_steps(failed_site_mended, site_disabled_and_enabled))
+    sys.exit(A.run_steps(failed_site_mended, site_disabled_and_enabled, restart_refused))

@@ -1,7 +1,7 @@
 // Plugins: state, enable/disable (core.plugins_disabled: at once),
 // and a settings form generated from each plugin's settings table; a refused
 // value is shown next to its field.
-import { get, put } from "../api.js";
+import { get, post, put } from "../api.js";
 import { el, field, fieldError, status } from "../ui.js";
 
 export const title = "Plugins";
@@ -156,8 +156,53 @@ function settingsForm(name, settings, afterSave) {
   return form;
 }
 
+// Settings marked "takes effect at the next start" need tlsboxd started
+// again: under systemd it stops and the unit starts it (POST restart);
+// wait (30 s at most) for a new process to answer, then show the page anew.
+function restartCard(status0) {
+  const st = status();
+  st.id = "restart-status";
+  const b = el("button", { type: "button", id: "restart", text: "Restart tlsboxd" });
+  b.addEventListener("click", async () => {
+    st.clear();
+    b.disabled = true;
+    try {
+      await post("restart");
+    } catch (e) {
+      st.fail(e.message);
+      b.disabled = false;
+      return;
+    }
+    st.ok("tlsboxd is stopping; systemd starts it again…");
+    for (let i = 0; i < 60; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      let now = null;
+      try {
+        now = await get("status");
+      } catch (e) {
+        continue; // down meanwhile
+      }
+      if (now.pid !== status0.pid && now.ready) {
+        st.ok(`tlsboxd restarted (pid ${now.pid}).`);
+        setTimeout(() => window.location.reload(), 1000);
+        return;
+      }
+    }
+    st.fail("tlsboxd did not answer again within 30 s: see systemctl status tlsbox.");
+    b.disabled = false;
+  });
+  return el("section", { class: "card", id: "plugin-restart" },
+    el("h2", { text: "tlsboxd" }),
+    el("p", { text: `pid ${status0.pid}, up ${Math.round(status0.uptime_s / 60)} min. Settings marked ` +
+      "\"takes effect at the next start\" apply once tlsboxd restarts; the site and this page " +
+      "are away for a few seconds meanwhile." }),
+    b, st);
+}
+
 export default async function render(root) {
-  const [list, disabledSetting] = await Promise.all([get("plugins"), get("settings/core.plugins_disabled")]);
+  const [list, disabledSetting, status0] = await Promise.all([get("plugins"),
+    get("settings/core.plugins_disabled"), get("status")]);
+  root.append(restartCard(status0));
   // The web UI's own settings (port, sessions, lockout) sit after the core's.
   const plugins = list.slice(0, 1).concat([{ name: "admin", state: "running", version: list[0].version,
     abi: list[0].abi, description: "the admin web UI (part of the core)" }], list.slice(1));
