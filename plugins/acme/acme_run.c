@@ -289,6 +289,15 @@ static void run_record_failure(struct acme *a, sqlite3 *db, const char *director
                  e->detail ? e->detail : "?", n, (long long)(at - now));
     if (a->m_err)
         a->host->metric_add(a->m_err, 1);
+    /* For whoever wants to be told (the notify plugin's webhook). */
+    json_t *ev = json_pack("{s:s,s:s,s:s?,s:s?,s:i,s:I}", "name", rc->name, "step",
+                           e->step[0] ? e->step : "attempt", "type", e->type, "detail", e->detail,
+                           "attempt", (int)n, "next_attempt", (json_int_t)at);
+    char *evs = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    if (evs)
+        a->host->event_publish(a->self, "acme.failed", evs);
+    free(evs);
+    json_decref(ev);
 }
 
 static int run_install(struct acme *a, const struct acme_conf *conf, struct acme_client *c,

@@ -47,15 +47,7 @@ reason() { # the state and error GET plugins gives fail_start
     curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/plugins |
         jq -r '.[] | select(.name == "fail_start") | "\(.state) \(.error)"'
 }
-wait_reason() { # wait_reason TEXT: until reason says TEXT, at most 10 s; prints it
-    local r i
-    for i in $(seq 1 100); do
-        r=$(reason)
-        [ "$r" = "$1" ] && break
-        sleep 0.1
-    done
-    echo "$r"
-}
+wait_reason() { tb_wait_says 10 "$1" reason; } # wait_reason TEXT
 said=$(tb_ctl set fail_start.path "$TB_TMP/probe" 2>&1)
 is "$?" 0 "tlsboxctl set of the failed plugin's setting: exit 0"
 is "$said" "fail_start.path = $TB_TMP/probe (plugin fail_start is not running (start hook failed: fail_start.path: cannot open /nonexistent: No such file or directory): stored, tlsboxd starts it again with this now (tlsboxctl plugins says how that went))" \

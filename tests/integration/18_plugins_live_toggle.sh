@@ -16,15 +16,7 @@ want_sum=$(sha256sum <"$TB_TMP/www/f16k.txt")
 state_of() { # state_of NAME: "STATE ERROR" as GET plugins gives it
     site_api GET plugins | jq -r --arg n "$1" '.[] | select(.name == $n) | "\(.state) \(.error)"'
 }
-wait_state() { # wait_state NAME TEXT: until state_of NAME says TEXT, at most 10 s; prints it
-    local s i
-    for i in $(seq 1 100); do
-        s=$(state_of "$1")
-        [ "$s" = "$2" ] && break
-        sleep 0.1
-    done
-    echo "$s"
-}
+wait_state() { tb_wait_says 10 "$2" state_of "$1"; } # wait_state NAME TEXT
 file_sum() { # file_sum PORT: the checksum of f16k.txt as served there, or curl's exit code
     local rc
     curl -sf --cacert "$CA" -o "$TB_TMP/got" "https://localhost:$1/f16k.txt"

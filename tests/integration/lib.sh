@@ -350,6 +350,19 @@ tb_stop_daemon() {
     return 1
 }
 
+# tb_wait_says SECONDS WANT CMD...: run CMD every 0.1 s until it prints
+# WANT, at most SECONDS; prints what it printed last (for is to compare).
+tb_wait_says() {
+    local secs=$1 want=$2 got i
+    shift 2
+    for i in $(seq 1 $((secs * 10))); do
+        got=$("$@")
+        [ "$got" = "$want" ] && break
+        sleep 0.1
+    done
+    echo "$got"
+}
+
 # Wait until a TCP port on 127.0.0.1 accepts connections (max ~5 s).
 tb_wait_port() {
     local port=$1 i

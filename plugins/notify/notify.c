@@ -1,0 +1,119 @@
+/* The notify plugin's descriptor, settings and lifecycle (see notify.h). */
+#include "plugins/notify/notify.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include <tlsbox/plugin.h>
+#include <tlsbox/xalloc.h>
+
+static const struct tlsbox_setting_def notify_settings[] = {
+    {.key = "url",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .max = 2048,
+     /* A webhook's path often is its secret (chat services): kept as one. */
+     .pattern = "^$|^https?://[^[:space:]]+$",
+     .flags = TLSBOX_SETTING_SECRET,
+     .help = "Webhook URL told of each event below (http:// or https://); empty = off"},
+    {.key = "secret",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .max = 256,
+     .flags = TLSBOX_SETTING_SECRET,
+     .help = "Key of the X-Tlsbox-Signature header (sha256=HMAC of the body); empty = unsigned"},
+    {.key = "events",
+     .type = TLSBOX_SETTING_LIST,
+     .default_value = "cert.changed,acme.failed,ocsp.revoked",
+     .pattern = "^(" NOTIFY_EVENTS ")$",
+     .help = "Events to send: cert.changed, acme.failed, ocsp.revoked, ocsp.changed, "
+             "policy.changed, dh.changed"},
+    {.key = "retry_seconds",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "30",
+     .min = 1,
+     .max = 3600,
+     .help = "Wait before the first retry of a failed delivery, doubled for each next (3 retries)"},
+    {.key = "timeout_seconds",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "10",
+     .min = 1,
+     .max = 60,
+     .help = "Longest wait for the webhook to answer"},
+    TLSBOX_SETTINGS_END};
+
+static const struct tlsbox_migration notify_migrations[] = {
+    {.name = "0001_deliveries",
+     .sql = "CREATE TABLE notify_deliveries (id INTEGER PRIMARY KEY, at INTEGER NOT NULL, "
+            "event TEXT NOT NULL, origin TEXT NOT NULL, status TEXT NOT NULL, "
+            "tries INTEGER NOT NULL DEFAULT 0, http_status INTEGER, error TEXT, "
+            "updated_at INTEGER NOT NULL)"},
+    TLSBOX_MIGRATIONS_END};
+
+/* On the event thread: queue a delivery when the webhook wants this event. */
+static void on_event(void *arg, const char *event, const char *data)
+{
+    struct notify *n = arg;
+    char *list = n->host->setting_get(n->self, "events");
+    bool wanted = false;
+    if (list) {
+        char *save = NULL;
+        for (char *t = strtok_r(list, ",", &save); t && !wanted; t = strtok_r(NULL, ",", &save))
+            wanted = strcmp(t, event) == 0;
+        free(list);
+    }
+    char *err = NULL;
+    if (wanted && notify_queue(n, event, data, &err) < 0 && err)
+        n->host->log(n->self, TLSBOX_LOG_WARN, "%s not sent: %s", event, err);
+    free(err);
+}
+
+static int notify_init(struct tlsbox_plugin *self, const struct tlsbox_host *host, void **state)
+{
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        host->log(self, TLSBOX_LOG_ERR, "libcurl could not be initialised");
+        return -EIO;
+    }
+    struct notify *n = tlsbox_xcalloc(1, sizeof *n);
+    n->self = self;
+    n->host = host;
+    *state = n;
+    return 0;
+}
+
+static int notify_start(void *state)
+{
+    struct notify *n = state;
+    n->m_sent =
+        n->host->metric_register(n->self, "tlsbox_notify_delivered_total", TLSBOX_METRIC_COUNTER,
+                                 "Webhook deliveries the webhook answered with 2xx", NULL, 0);
+    n->m_failed =
+        n->host->metric_register(n->self, "tlsbox_notify_failed_total", TLSBOX_METRIC_COUNTER,
+                                 "Webhook deliveries given up after every try", NULL, 0);
+    const char *events = NOTIFY_EVENTS;
+    while (*events && n->nsubs < sizeof n->subs / sizeof n->subs[0]) {
+        size_t len = strcspn(events, "|");
+        char *ev = tlsbox_xasprintf("%.*s", (int)len, events);
+        int64_t id = n->host->event_subscribe(n->self, ev, on_event, n);
+        free(ev);
+        if (id < 0)
+            return (int)id;
+        n->subs[n->nsubs++] = id;
+        events += len + (events[len] == '|');
+    }
+    return notify_api_register(n);
+}
+
+static void notify_fini(void *state)
+{
+    free(state);
+    curl_global_cleanup();
+}
+
+TLSBOX_PLUGIN(.name = "notify", .version = "1.0",
+              .description = "Webhook told of certificate, ACME, OCSP and TLS policy events",
+              .settings = notify_settings, .init = notify_init, .start = notify_start,
+              .fini = notify_fini, .migrations = notify_migrations);

@@ -1,0 +1,63 @@
+/* The notify plugin: a webhook told of what happened to the box's
+ * certificates and TLS (cert.changed, acme.failed, ocsp.revoked, ...), as a
+ * signed JSON POST, retried with backoff; each delivery is kept in its own
+ * table (notify_deliveries) for the API and the web UI. */
+#ifndef TLSBOX_NOTIFY_H
+#define TLSBOX_NOTIFY_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tlsbox/host.h>
+
+/* Events a webhook can be told of: each is a core or plugin event. */
+#define NOTIFY_EVENTS "cert.changed|acme.failed|ocsp.revoked|ocsp.changed|policy.changed|dh.changed"
+/* Tries of one delivery: the first and NOTIFY_TRIES - 1 retries. */
+#define NOTIFY_TRIES 4
+/* Deliveries kept in the store (newest). */
+#define NOTIFY_KEEP 200
+
+struct notify {
+    struct tlsbox_plugin *self;
+    const struct tlsbox_host *host;
+    int64_t subs[8];
+    size_t nsubs;
+    struct tlsbox_metric *m_sent, *m_failed;
+};
+
+/* One delivery: what to send (owned), its row in notify_deliveries. */
+struct notify_delivery {
+    struct notify *n;
+    char *event;
+    char *body; /* the JSON POSTed */
+    int64_t row;
+};
+
+/* notify_send.c: HMAC-SHA256 of @p body with @p secret as "sha256=<hex>"
+ * (caller frees). */
+char *notify_signature(const char *secret, const char *body, size_t len);
+/* "scheme://host[:port]" of @p url, for logs and the API: the rest of a
+ * webhook URL may be its secret (caller frees). */
+char *notify_url_origin(const char *url);
+/* POST @p body to @p url once; 0 and *http_status 2xx when delivered, else
+ * a negative errno with *err saying why (caller frees).  @p job: cancel. */
+int notify_post(struct notify *n, struct tlsbox_job *job, const char *url, const char *secret,
+                const char *event, const char *body, long timeout_s, long *http_status, char **err);
+/* The job delivering @p arg (a struct notify_delivery), tries and backoff. */
+void notify_deliver_job(void *arg, struct tlsbox_job *job);
+void notify_delivery_free(void *arg);
+/* Queue a delivery of @p event with @p data (JSON text, or NULL); 0 or a
+ * negative errno (*err says why when given).  Any thread. */
+int notify_queue(struct notify *n, const char *event, const char *data, char **err);
+
+/* notify_store.c */
+int64_t notify_store_add(struct notify *n, const char *event, const char *origin);
+void notify_store_update(struct notify *n, int64_t row, const char *status, int tries,
+                         long http_status, const char *error);
+
+/* notify_api.c */
+int notify_api_register(struct notify *n);
+
+#endif

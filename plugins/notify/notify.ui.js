@@ -1,0 +1,63 @@
+// The notify plugin's page in the tlsbox web UI (served at
+// /ui/plugins/notify.js while the plugin runs): where the webhook is (its
+// origin only: the rest of the URL may be its key), a "Send a test" button
+// (POST notify/test), and the newest deliveries from GET notify/deliveries,
+// failed ones in red with the reason.  The page polls while a delivery is
+// queued or retrying.  The URL, key and events are set in the plugin's form
+// on the Plugins page.
+export const title = "Notifications";
+
+const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "–");
+
+export default async function render(root, { api, el, status }) {
+  const to = el("p", { id: "notify-to" });
+  const st = status();
+  st.id = "notify-test-status";
+  const test = el("button", { type: "button", id: "notify-test", text: "Send a test" });
+  const rows = el("tbody", { id: "notify-rows" });
+  let timer = null;
+  let gone = false;
+
+  function row(d) {
+    const bad = d.status === "failed";
+    const state = el("td", {}, el("span", { class: bad ? "bad" : d.status === "delivered" ? "ok" : "",
+      text: d.status }));
+    if (d.error) state.append(el("br"), el("span", { class: `small${bad ? " bad" : ""}`, text: d.error }));
+    return el("tr", { "data-id": String(d.id) },
+      el("td", { text: when(d.at) }), el("td", { text: d.event }), state,
+      el("td", { text: String(d.tries) }), el("td", { text: d.http_status === null ? "–" : String(d.http_status) }));
+  }
+
+  async function refresh() {
+    if (gone) return;
+    const r = await api("GET", "notify/deliveries");
+    to.textContent = r.to ? `Webhook: ${r.to}` : "No webhook set: set notify.url on the Plugins page.";
+    test.disabled = !r.to;
+    rows.replaceChildren(...r.deliveries.map(row));
+    if (!r.deliveries.length) rows.append(el("tr", {}, el("td", { colspan: "5", text: "No delivery yet." })));
+    clearTimeout(timer);
+    if (r.deliveries.some((d) => d.status === "queued" || d.status === "retrying")) {
+      timer = setTimeout(() => refresh().catch((e) => st.fail(e.message)), 1000);
+    }
+  }
+
+  test.addEventListener("click", async () => {
+    st.clear();
+    try {
+      await api("POST", "notify/test", {});
+      st.ok("Test queued: its delivery shows below.");
+      await refresh();
+    } catch (e) {
+      st.fail(e.message);
+    }
+  });
+  root.append(el("section", { class: "card" }, to, test, st),
+    el("section", { class: "card" }, el("h2", { text: "Deliveries" }),
+      el("table", { class: "wide" }, el("thead", {}, el("tr", {},
+        ...["When", "Event", "Status", "Tries", "HTTP"].map((h) => el("th", { text: h })))), rows)));
+  await refresh();
+  return () => {
+    gone = true;
+    clearTimeout(timer);
+  };
+}

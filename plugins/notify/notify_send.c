@@ -1,0 +1,230 @@
+/* Building, signing and POSTing one webhook delivery, with retries. */
+#include "plugins/notify/notify.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <gnutls/crypto.h>
+#include <jansson.h>
+
+#include <tlsbox/xalloc.h>
+
+char *notify_signature(const char *secret, const char *body, size_t len)
+{
+    unsigned char mac[32];
+    if (gnutls_hmac_fast(GNUTLS_MAC_SHA256, secret, strlen(secret), body, len, mac) < 0)
+        return NULL;
+    char *out = tlsbox_xmalloc(7 + 2 * sizeof mac + 1);
+    memcpy(out, "sha256=", 7);
+    for (size_t i = 0; i < sizeof mac; i++)
+        snprintf(out + 7 + 2 * i, 3, "%02x", mac[i]);
+    return out;
+}
+
+char *notify_url_origin(const char *url)
+{
+    const char *sep = strstr(url, "://");
+    if (!sep)
+        return tlsbox_xstrdup("?");
+    const char *host = sep + 3;
+    /* Up to the path, and never a user:password@ before the host. */
+    size_t len = strcspn(host, "/?#");
+    const char *at = memchr(host, '@', len);
+    if (at) {
+        len -= (size_t)(at + 1 - host);
+        host = at + 1;
+    }
+    return tlsbox_xasprintf("%.*s://%.*s", (int)(sep - url), url, (int)len, host);
+}
+
+/* The webhook's answer body is not needed: read and dropped. */
+static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
+{
+    (void)p, (void)arg;
+    return size * nmemb;
+}
+
+struct cancel_ctx {
+    struct notify *n;
+    struct tlsbox_job *job;
+};
+
+static int on_cancel(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    struct cancel_ctx *c = arg;
+    (void)dt, (void)dn, (void)ut, (void)un;
+    return c->job && c->n->host->job_cancelled(c->job) ? 1 : 0;
+}
+
+int notify_post(struct notify *n, struct tlsbox_job *job, const char *url, const char *secret,
+                const char *event, const char *body, long timeout_s, long *http_status, char **err)
+{
+    *http_status = 0;
+    CURL *c = curl_easy_init();
+    if (!c) {
+        *err = tlsbox_xstrdup("libcurl: cannot make a handle");
+        return -ENOMEM;
+    }
+    struct curl_slist *hdr = NULL;
+    char *ev = tlsbox_xasprintf("X-Tlsbox-Event: %s", event);
+    hdr = curl_slist_append(hdr, "Content-Type: application/json");
+    hdr = curl_slist_append(hdr, ev);
+    char *sig = NULL, *sig_hdr = NULL;
+    if (secret && *secret) {
+        sig = notify_signature(secret, body, strlen(body));
+        if (sig) {
+            sig_hdr = tlsbox_xasprintf("X-Tlsbox-Signature: %s", sig);
+            hdr = curl_slist_append(hdr, sig_hdr);
+        }
+    }
+    struct cancel_ctx cc = {n, job};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_s * 1000);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_s * 1000);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "tlsbox-notify/" PACKAGE_VERSION);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_cancel);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &cc);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    CURLcode cr = curl_easy_perform(c);
+    int rc = 0;
+    char *origin = notify_url_origin(url);
+    if (cr != CURLE_OK) {
+        /* curl's message may quote the whole URL: only its origin is said. */
+        *err = tlsbox_xasprintf("%s: %s", origin,
+                                cr == CURLE_ABORTED_BY_CALLBACK ? "cancelled (tlsboxd stops)"
+                                                                : curl_easy_strerror(cr));
+        rc = cr == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+    } else {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, http_status);
+        if (*http_status < 200 || *http_status > 299) {
+            *err = tlsbox_xasprintf("%s answered HTTP %ld", origin, *http_status);
+            rc = -EPROTO;
+        }
+    }
+    free(origin);
+    curl_slist_free_all(hdr);
+    curl_easy_cleanup(c);
+    free(ev);
+    if (sig)
+        tlsbox_wipe_free_str(sig);
+    if (sig_hdr)
+        tlsbox_wipe_free_str(sig_hdr);
+    return rc;
+}
+
+void notify_delivery_free(void *arg)
+{
+    struct notify_delivery *d = arg;
+    if (!d)
+        return;
+    free(d->event);
+    free(d->body);
+    free(d);
+}
+
+void notify_deliver_job(void *arg, struct tlsbox_job *job)
+{
+    struct notify_delivery *d = arg;
+    struct notify *n = d->n;
+    long wait_s = n->host->setting_get_int(n->self, "retry_seconds", 30);
+    for (int try = 1; try <= NOTIFY_TRIES; try++) {
+        /* Read at each try: a URL mended meanwhile is used by the retry. */
+        char *url = n->host->setting_get(n->self, "url");
+        char *secret = n->host->setting_get(n->self, "secret");
+        long timeout_s = n->host->setting_get_int(n->self, "timeout_seconds", 10);
+        long code = 0;
+        char *err = NULL;
+        int rc = url && *url
+                     ? notify_post(n, job, url, secret, d->event, d->body, timeout_s, &code, &err)
+                     : (err = tlsbox_xstrdup("notify.url is empty: nothing to send to"), -ENOENT);
+        free(url);
+        if (secret)
+            tlsbox_wipe_free_str(secret);
+        if (rc == 0) {
+            notify_store_update(n, d->row, "delivered", try, code, NULL);
+            n->host->metric_add(n->m_sent, 1);
+            n->host->log(n->self, TLSBOX_LOG_INFO, "%s delivered (try %d, HTTP %ld)", d->event, try,
+                         code);
+            return;
+        }
+        bool last = try == NOTIFY_TRIES || rc == -ENOENT || n->host->job_cancelled(job);
+        notify_store_update(n, d->row, last ? "failed" : "retrying", try, code, err);
+        if (last) {
+            n->host->metric_add(n->m_failed, 1);
+            n->host->log(n->self, TLSBOX_LOG_WARN, "%s not delivered: %s (try %d of %d); given up",
+                         d->event, err, try, NOTIFY_TRIES);
+            free(err);
+            return;
+        }
+        n->host->log(n->self, TLSBOX_LOG_WARN, "%s not delivered: %s (try %d of %d); next in %ld s",
+                     d->event, err, try, NOTIFY_TRIES, wait_s);
+        free(err);
+        if (n->host->job_sleep(job, (uint64_t)wait_s * 1000)) {
+            notify_store_update(n, d->row, "failed", try, code, "cancelled: tlsboxd stopped");
+            return;
+        }
+        wait_s *= 2;
+    }
+}
+
+int notify_queue(struct notify *n, const char *event, const char *data, char **err)
+{
+    char *url = n->host->setting_get(n->self, "url");
+    bool off = !url || !*url;
+    char *origin = off ? NULL : notify_url_origin(url);
+    if (url)
+        tlsbox_wipe_free_str(url);
+    if (off) {
+        if (err)
+            *err = tlsbox_xstrdup("notify.url is empty: no webhook to tell");
+        return -ENOENT;
+    }
+    json_error_t je;
+    json_t *d = data && *data ? json_loads(data, 0, &je) : json_object();
+    char *host = n->host->setting_get(n->self, "core.hostname");
+    char sys[256] = "";
+    if ((!host || !*host) && gethostname(sys, sizeof sys - 1) == 0) {
+        free(host);
+        host = tlsbox_xstrdup(sys);
+    }
+    char at[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    int64_t row = notify_store_add(n, event, origin);
+    json_t *j = json_pack("{s:s,s:o,s:s,s:s,s:I}", "event", event, "data", d ? d : json_null(),
+                          "host", host && *host ? host : "", "at", at, "id", (json_int_t)row);
+    free(host);
+    struct notify_delivery *dl = tlsbox_xcalloc(1, sizeof *dl);
+    dl->n = n;
+    dl->event = tlsbox_xstrdup(event);
+    dl->body = json_dumps(j, JSON_COMPACT);
+    dl->row = row;
+    json_decref(j);
+    int64_t id = n->host->job_submit(n->self, "notify-deliver", notify_deliver_job, dl,
+                                     notify_delivery_free);
+    if (id < 0) {
+        notify_store_update(n, row, "failed", 0, 0, "not queued: tlsboxd stops");
+        if (err)
+            *err = tlsbox_xasprintf("cannot queue the delivery: %s", strerror((int)-id));
+        notify_delivery_free(dl);
+        free(origin);
+        return (int)id;
+    }
+    free(origin);
+    return 0;
+}
