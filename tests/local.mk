@@ -84,6 +84,8 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/15_store_upgrade.sh \
 	tests/integration/16_core_names_no_plugin.sh \
 	tests/integration/17_daemon_process.sh \
+	tests/integration/18_plugins_live_toggle.sh \
+	tests/integration/19_daemon_restart.sh \
 	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
 	tests/integration/62_webui_no_inline.sh tests/integration/63_admin_login_throttle.sh \
 	tests/integration/63_admin_ipv6_client.sh tests/integration/63_admin_conn_hold.sh \
@@ -102,6 +104,7 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/64_admin_live_clock.sh tests/integration/clock_shift.c \
 	tests/integration/64_admin_ui_upgrade.sh tests/ui/admin_ui_upgrade.py \
 	tests/integration/62_admin_ui_mend.sh tests/ui/admin_ui_mend.py \
-	tests/integration/13_privdrop.sh tests/integration/17_daemon_process.sh
+	tests/integration/13_privdrop.sh tests/integration/17_daemon_process.sh \
+	tests/integration/18_plugins_live_toggle.sh tests/integration/19_daemon_restart.sh
 include tests/perf/local.mk
 include tests/fuzz/local.mk

@@ -10,7 +10,7 @@ plugins_notify_notify_la_LIBADD = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) $(
 
 notify_integration_tests = tests/integration/57_notify_webhook.sh
 TESTS += $(notify_integration_tests)
-EXTRA_DIST += $(notify_integration_tests) tests/integration/webhook_receiver.py
+EXTRA_DIST += $(notify_integration_tests) tests/integration/webhook_receiver.py tests/ui/notify_ui.py
 
 # Its page in the admin web UI, installed next to notify.so.
 plugin_DATA += plugins/notify/notify.ui.js

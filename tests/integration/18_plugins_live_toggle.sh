@@ -16,7 +16,7 @@ want_sum=$(sha256sum <"$TB_TMP/www/f16k.txt")
 state_of() { # state_of NAME: "STATE ERROR" as GET plugins gives it
     site_api GET plugins | jq -r --arg n "$1" '.[] | select(.name == $n) | "\(.state) \(.error)"'
 }
-wait_state() { tb_wait_says 10 "$2" state_of "$1"; } # wait_state NAME TEXT
+wait_state() { tb_wait_says 20 "$2" state_of "$1"; } # wait_state NAME TEXT (at most 20 s)
 file_sum() { # file_sum PORT: the checksum of f16k.txt as served there, or curl's exit code
     local rc
     curl -sf --cacert "$CA" -o "$TB_TMP/got" "https://localhost:$1/f16k.txt"
