@@ -80,6 +80,7 @@ static int notify_init(struct tlsbox_plugin *self, const struct tlsbox_host *hos
     struct notify *n = tlsbox_xcalloc(1, sizeof *n);
     n->self = self;
     n->host = host;
+    pthread_mutex_init(&n->lock, NULL);
     *state = n;
     return 0;
 }
@@ -107,9 +108,18 @@ static int notify_start(void *state)
     return notify_api_register(n);
 }
 
+/* After the core cancelled the plugin's jobs and timers: deliveries still
+ * queued or waiting for a retry never run. */
 static void notify_fini(void *state)
 {
-    free(state);
+    struct notify *n = state;
+    while (n->live) {
+        struct notify_delivery *d = n->live;
+        n->live = d->next;
+        notify_delivery_free(d);
+    }
+    pthread_mutex_destroy(&n->lock);
+    free(n);
     curl_global_cleanup();
 }
 

@@ -25,14 +25,19 @@ struct notify {
     int64_t subs[8];
     size_t nsubs;
     struct tlsbox_metric *m_sent, *m_failed;
+    pthread_mutex_t lock;         /* live */
+    struct notify_delivery *live; /* queued or waiting to be retried */
 };
 
-/* One delivery: what to send (owned), its row in notify_deliveries. */
+/* One delivery: what to send (owned), its row in notify_deliveries, the
+ * tries made.  Run by one job or retry timer at a time. */
 struct notify_delivery {
     struct notify *n;
     char *event;
     char *body; /* the JSON POSTed */
     int64_t row;
+    int tries;
+    struct notify_delivery *next; /* in n->live */
 };
 
 /* notify_send.c: HMAC-SHA256 of @p body with @p secret as "sha256=<hex>"
@@ -45,7 +50,8 @@ char *notify_url_origin(const char *url);
  * a negative errno with *err saying why (caller frees).  @p job: cancel. */
 int notify_post(struct notify *n, struct tlsbox_job *job, const char *url, const char *secret,
                 const char *event, const char *body, long timeout_s, long *http_status, char **err);
-/* The job delivering @p arg (a struct notify_delivery), tries and backoff. */
+/* One try of delivery @p arg (a struct notify_delivery), as a job; a
+ * failed try sets a timer for the next. */
 void notify_deliver_job(void *arg, struct tlsbox_job *job);
 void notify_delivery_free(void *arg);
 /* Queue a delivery of @p event with @p data (JSON text, or NULL); 0 or a

@@ -102,7 +102,7 @@ int notify_post(struct notify *n, struct tlsbox_job *job, const char *url, const
     int rc = 0;
     char *origin = notify_url_origin(url);
     if (cr != CURLE_OK) {
-        /* curl's message may quote the whole URL: only its origin is said. */
+        /* Only the origin is named: the rest of the URL may be its key. */
         *err = tlsbox_xasprintf("%s: %s", origin,
                                 cr == CURLE_ABORTED_BY_CALLBACK ? "cancelled (tlsboxd stops)"
                                                                 : curl_easy_strerror(cr));
@@ -125,6 +125,20 @@ int notify_post(struct notify *n, struct tlsbox_job *job, const char *url, const
     return rc;
 }
 
+/* Forget @p d: out of the plugin's list, freed. */
+static void delivery_done(struct notify_delivery *d)
+{
+    struct notify *n = d->n;
+    pthread_mutex_lock(&n->lock);
+    struct notify_delivery **pp = &n->live;
+    while (*pp && *pp != d)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = d->next;
+    pthread_mutex_unlock(&n->lock);
+    notify_delivery_free(d);
+}
+
 void notify_delivery_free(void *arg)
 {
     struct notify_delivery *d = arg;
@@ -135,49 +149,59 @@ void notify_delivery_free(void *arg)
     free(d);
 }
 
+/*
+ * One try of delivery @p arg, as a job.  A retry is a one-shot timer that
+ * runs this again later: waiting in the job would hold one of the few
+ * maintenance threads (ACME, OCSP, DH) for minutes while a webhook is down.
+ */
 void notify_deliver_job(void *arg, struct tlsbox_job *job)
 {
     struct notify_delivery *d = arg;
     struct notify *n = d->n;
-    long wait_s = n->host->setting_get_int(n->self, "retry_seconds", 30);
-    for (int try = 1; try <= NOTIFY_TRIES; try++) {
-        /* Read at each try: a URL mended meanwhile is used by the retry. */
-        char *url = n->host->setting_get(n->self, "url");
-        char *secret = n->host->setting_get(n->self, "secret");
-        long timeout_s = n->host->setting_get_int(n->self, "timeout_seconds", 10);
-        long code = 0;
-        char *err = NULL;
-        int rc = url && *url
-                     ? notify_post(n, job, url, secret, d->event, d->body, timeout_s, &code, &err)
-                     : (err = tlsbox_xstrdup("notify.url is empty: nothing to send to"), -ENOENT);
-        free(url);
-        if (secret)
-            tlsbox_wipe_free_str(secret);
-        if (rc == 0) {
-            notify_store_update(n, d->row, "delivered", try, code, NULL);
-            n->host->metric_add(n->m_sent, 1);
-            n->host->log(n->self, TLSBOX_LOG_INFO, "%s delivered (try %d, HTTP %ld)", d->event, try,
-                         code);
-            return;
-        }
-        bool last = try == NOTIFY_TRIES || rc == -ENOENT || n->host->job_cancelled(job);
-        notify_store_update(n, d->row, last ? "failed" : "retrying", try, code, err);
-        if (last) {
-            n->host->metric_add(n->m_failed, 1);
-            n->host->log(n->self, TLSBOX_LOG_WARN, "%s not delivered: %s (try %d of %d); given up",
-                         d->event, err, try, NOTIFY_TRIES);
-            free(err);
-            return;
-        }
+    int try = ++d->tries;
+    if (n->host->job_cancelled(job)) {
+        notify_store_update(n, d->row, "failed", try - 1, 0, "cancelled: tlsboxd stopped");
+        delivery_done(d);
+        return;
+    }
+    /* Read at each try: a URL mended meanwhile is used by the retry. */
+    char *url = n->host->setting_get(n->self, "url");
+    char *secret = n->host->setting_get(n->self, "secret");
+    long timeout_s = n->host->setting_get_int(n->self, "timeout_seconds", 10);
+    long code = 0;
+    char *err = NULL;
+    int rc = url && *url
+                 ? notify_post(n, job, url, secret, d->event, d->body, timeout_s, &code, &err)
+                 : (err = tlsbox_xstrdup("notify.url is empty: nothing to send to"), -ENOENT);
+    if (url)
+        tlsbox_wipe_free_str(url);
+    if (secret)
+        tlsbox_wipe_free_str(secret);
+    if (rc == 0) {
+        notify_store_update(n, d->row, "delivered", try, code, NULL);
+        n->host->metric_add(n->m_sent, 1);
+        n->host->log(n->self, TLSBOX_LOG_INFO, "%s delivered (try %d, HTTP %ld)", d->event, try,
+                     code);
+        delivery_done(d);
+        return;
+    }
+    /* retry_seconds, then twice and four times that. */
+    long wait_s = n->host->setting_get_int(n->self, "retry_seconds", 30) << (try - 1);
+    bool last = try == NOTIFY_TRIES || rc == -ENOENT || n->host->job_cancelled(job);
+    if (!last && n->host->timer_add(n->self, "notify-retry", (uint64_t)wait_s * 1000, 0, 0,
+                                    notify_deliver_job, d) < 0)
+        last = true; /* tlsboxd stops */
+    notify_store_update(n, d->row, last ? "failed" : "retrying", try, code, err);
+    if (last) {
+        n->host->metric_add(n->m_failed, 1);
+        n->host->log(n->self, TLSBOX_LOG_WARN, "%s not delivered: %s (try %d of %d); given up",
+                     d->event, err, try, NOTIFY_TRIES);
+        delivery_done(d);
+    } else {
         n->host->log(n->self, TLSBOX_LOG_WARN, "%s not delivered: %s (try %d of %d); next in %ld s",
                      d->event, err, try, NOTIFY_TRIES, wait_s);
-        free(err);
-        if (n->host->job_sleep(job, (uint64_t)wait_s * 1000)) {
-            notify_store_update(n, d->row, "failed", try, code, "cancelled: tlsboxd stopped");
-            return;
-        }
-        wait_s *= 2;
     }
+    free(err);
 }
 
 int notify_queue(struct notify *n, const char *event, const char *data, char **err)
@@ -215,13 +239,18 @@ int notify_queue(struct notify *n, const char *event, const char *data, char **e
     dl->body = json_dumps(j, JSON_COMPACT);
     dl->row = row;
     json_decref(j);
-    int64_t id = n->host->job_submit(n->self, "notify-deliver", notify_deliver_job, dl,
-                                     notify_delivery_free);
+    /* Listed until its last try: one whose job or timer never runs (the
+     * plugin stopped) is freed by fini. */
+    pthread_mutex_lock(&n->lock);
+    dl->next = n->live;
+    n->live = dl;
+    pthread_mutex_unlock(&n->lock);
+    int64_t id = n->host->job_submit(n->self, "notify-deliver", notify_deliver_job, dl, NULL);
     if (id < 0) {
         notify_store_update(n, row, "failed", 0, 0, "not queued: tlsboxd stops");
         if (err)
             *err = tlsbox_xasprintf("cannot queue the delivery: %s", strerror((int)-id));
-        notify_delivery_free(dl);
+        delivery_done(dl);
         free(origin);
         return (int)id;
     }

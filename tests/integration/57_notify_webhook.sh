@@ -107,6 +107,21 @@ like "$(cat "$TB_TMP/daemon.log")" "notify.test not delivered: http://127.0.0.1:
     "the log says it gave up"
 is "$(site_metric tlsbox_notify_failed_total)" 1 "tlsbox_notify_failed_total counts it"
 
+# 4b. Deliveries waiting for a retry hold no maintenance thread (there are
+# two): with three waiting 300 s, a new one goes out at once.
+tb_ctl set notify.retry_seconds 300 >/dev/null
+for i in 1 2 3; do site_api POST notify/test '{}' >/dev/null; done
+ids=$(site_api GET notify/deliveries | jq -r '.deliveries[0:3][] | .id')
+for id in $ids; do
+    is "$(wait_delivery "$id" "retrying 1 null http://127.0.0.1:$dead: Couldn't connect to server")" \
+        "retrying 1 null http://127.0.0.1:$dead: Couldn't connect to server" "delivery $id waits for its retry"
+done
+tb_ctl set notify.url "http://127.0.0.1:$PW$hook_path" >/dev/null
+site_api POST notify/test '{}' >/dev/null
+id=$(site_api GET notify/deliveries | jq -r '.deliveries[0].id')
+is "$(wait_delivery "$id" "delivered 1 204 null")" "delivered 1 204 null" \
+    "a new delivery goes out while three wait (not after their 300 s)"
+
 # 5. An ACME attempt that fails: acme.failed, with the step and the cause.
 tb_ctl set notify.url "http://127.0.0.1:$PW$hook_path" >/dev/null
 tb_ctl set notify.events acme.failed >/dev/null
