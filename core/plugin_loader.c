@@ -229,18 +229,16 @@ int plugins_load_dir(const char *dir)
     return 0;
 }
 
-static int plugin_disabled_by_setting(const char *name)
+/* @p list (core.plugins_disabled as stored, or NULL) names @p name. */
+static bool list_names(const char *list, const char *name)
 {
-    char *list = settings_get("core.plugins_disabled");
-    int found = 0;
-    if (list) {
-        char *save = NULL;
-        for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
-            if (strcmp(tok, name) == 0)
-                found = 1;
-        free(list);
+    size_t n = strlen(name);
+    for (const char *t = list; t && *t; t += strcspn(t, ",")) {
+        t += strspn(t, ", ");
+        if (strncmp(t, name, n) == 0 && (t[n] == '\0' || t[n] == ',' || t[n] == ' '))
+            return true;
     }
-    return found;
+    return false;
 }
 
 /* A hook's errno says little ("Invalid argument"); the ERROR line the plugin
@@ -397,13 +395,14 @@ static int plugin_start_one(struct tlsbox_plugin *p)
 int plugins_start_all(void)
 {
     int ret = 0;
+    char *disabled = settings_get("core.plugins_disabled");
     for (struct tlsbox_plugin *p = plugins_head; p; p = p->next) {
         if (p->pstate == PLUGIN_FAILED) { /* its schema could not be applied */
             if (p->desc->settings)
                 settings_set_applier(p->name, not_running_apply, p);
             continue;
         }
-        if (plugin_disabled_by_setting(p->name)) {
+        if (list_names(disabled, p->name)) {
             p->pstate = PLUGIN_DISABLED;
             log_info("plugin %s disabled by core.plugins_disabled", p->name);
             if (p->desc->settings)
@@ -413,6 +412,7 @@ int plugins_start_all(void)
         if (plugin_start_one(p) == -EADDRINUSE)
             ret = -EADDRINUSE;
     }
+    free(disabled);
     return ret;
 }
 
@@ -485,12 +485,12 @@ static void plugin_stop_one(struct tlsbox_plugin *p)
 /* Stop @p p if core.plugins_disabled names it, or show it disabled if it
  * failed; the ones after it first (a plugin may use what an earlier one
  * serves, as at shutdown). */
-static void plugins_disable_rev(struct tlsbox_plugin *p)
+static void plugins_disable_rev(struct tlsbox_plugin *p, const char *disabled)
 {
     if (!p)
         return;
-    plugins_disable_rev(p->next);
-    if (!plugin_disabled_by_setting(p->name))
+    plugins_disable_rev(p->next, disabled);
+    if (!list_names(disabled, p->name))
         return;
     if (p->pstate == PLUGIN_STARTED || p->pstate == PLUGIN_INITED) {
         plugin_stop_one(p);
@@ -512,15 +512,18 @@ static void plugins_disable_rev(struct tlsbox_plugin *p)
 
 void plugins_follow_disabled(void)
 {
-    plugins_disable_rev(plugins_head);
+    /* Read once: both passes follow the same list. */
+    char *disabled = settings_get("core.plugins_disabled");
+    plugins_disable_rev(plugins_head, disabled);
     for (struct tlsbox_plugin *p = plugins_head; p; p = p->next) {
-        if (p->pstate != PLUGIN_DISABLED || plugin_disabled_by_setting(p->name))
+        if (p->pstate != PLUGIN_DISABLED || list_names(disabled, p->name))
             continue;
         log_info("plugin %s: starting (core.plugins_disabled no longer names it)", p->name);
         /* Started, it has its own applier; failed, not_running_apply again. */
         if (plugin_start_one(p) == 0)
             log_info("plugin %s started", p->name);
     }
+    free(disabled);
 }
 
 static void plugins_stop_rev(struct tlsbox_plugin *p)

@@ -118,10 +118,8 @@ int notify_post(struct notify *n, struct tlsbox_job *job, const char *url, const
     curl_slist_free_all(hdr);
     curl_easy_cleanup(c);
     free(ev);
-    if (sig)
-        tlsbox_wipe_free_str(sig);
-    if (sig_hdr)
-        tlsbox_wipe_free_str(sig_hdr);
+    free(sig); /* sent in the clear: nothing to wipe */
+    free(sig_hdr);
     return rc;
 }
 
