@@ -1,4 +1,5 @@
 /* tlsboxctl ocsp status [NAME] | refresh [NAME] */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,9 @@ static const char *ocsp_status_word(const char *s)
         return "EXPIRED - no staple is sent: no fresh answer came before the last one ended";
     if (strcmp(s, "not_stapled") == 0)
         return "not stapled - waiting for a fresh answer";
+    /* Checked by CRL: the last CRL ran out and no fresh one came. */
+    if (strcmp(s, "stale") == 0)
+        return "STALE - the last CRL ran out: revocation not known now";
     return s;
 }
 
@@ -44,9 +48,14 @@ static void ocsp_print_cert(json_t *c)
         return;
     }
     const char *resp = json_string_value(json_object_get(c, "responder"));
-    printf("  %-14s %s\n", "responder", resp ? resp : "-");
+    const char *method = json_string_value(json_object_get(c, "method"));
+    bool by_crl = method && strcmp(method, "crl") == 0;
+    printf("  %-14s %s\n", "checked by", by_crl ? "CRL" : "OCSP");
+    printf("  %-14s %s\n", by_crl ? "CRL" : "responder", resp ? resp : "-");
     json_t *age = json_object_get(c, "staple_age");
-    if (json_is_true(json_object_get(c, "stapled")))
+    if (by_crl)
+        printf("  %-14s no (no OCSP in this certificate: nothing to staple)\n", "stapled");
+    else if (json_is_true(json_object_get(c, "stapled")))
         printf("  %-14s yes (age %llds)\n", "stapled", (long long)json_integer_value(age));
     else
         printf("  %-14s no\n", "stapled");

@@ -225,9 +225,11 @@ static void acme_on_revoked(void *arg, const char *event, const char *data)
     json_t *d = data ? json_loads(data, 0, NULL) : NULL;
     const char *source = json_string_value(json_object_get(d, "source"));
     const char *name = json_string_value(json_object_get(d, "name"));
+    const char *method = json_string_value(json_object_get(d, "method"));
     if (source && name && strcmp(source, "acme") == 0) {
-        a->host->log(a->self, TLSBOX_LOG_WARN, "%s: revoked (OCSP); ordering a replacement now",
-                     name);
+        /* Found by an OCSP answer or in the CA's CRL (ocsp plugin). */
+        a->host->log(a->self, TLSBOX_LOG_WARN, "%s: revoked (%s); ordering a replacement now", name,
+                     method && strcmp(method, "crl") == 0 ? "CRL" : "OCSP");
         acme_run_submit(a, true, true);
     }
     json_decref(d);

@@ -1,7 +1,9 @@
 /*
  * The ocsp plugin: descriptor, settings, hooks.  OCSP staples for every
  * certificate whose leaf names a responder (and the internal CA's leaves,
- * answered by the core without network); see ocsp_run.c for the cycle.
+ * answered by the core without network), and a revocation check against
+ * the CA's CRL for leaves that name no responder, only a CRL distribution
+ * point; see ocsp_run.c for the cycle.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,6 +46,20 @@ static const struct tlsbox_setting_def ocsp_settings[] = {
      .min = 1,
      .max = 1024,
      .help = "Largest OCSP response accepted, in KiB"},
+    {.key = "max_crl_kib",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "10240",
+     .min = 16,
+     .max = 65536,
+     .help = "Largest CRL accepted, in KiB (certificates without an OCSP URL are checked "
+             "against their CA's CRL)"},
+    {.key = "crl_check_hours",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "6",
+     .min = 1,
+     .max = 168,
+     .help = "A certificate checked by CRL is checked again at least this often (sooner when "
+             "half the CRL's validity has passed)"},
     {.key = "ca_file",
      .type = TLSBOX_SETTING_STRING,
      .default_value = "",
@@ -68,6 +84,8 @@ void ocsp_conf_load(struct ocsp *o, struct ocsp_conf *conf)
         conf->retry_max = conf->retry_min;
     conf->timeout_s = (long)h->setting_get_int(o->self, "timeout_seconds", 10);
     conf->max_bytes = (size_t)h->setting_get_int(o->self, "max_response_kib", 64) * 1024;
+    conf->crl_max_bytes = (size_t)h->setting_get_int(o->self, "max_crl_kib", 10240) * 1024;
+    conf->crl_every = (time_t)h->setting_get_int(o->self, "crl_check_hours", 6) * 3600;
     conf->ca_file = h->setting_get(o->self, "ca_file");
     conf->cancel = &o->stopping;
 }
@@ -207,6 +225,8 @@ static void ocsp_fini(void *state)
 }
 
 TLSBOX_PLUGIN(.name = "ocsp", .version = PACKAGE_VERSION,
-              .description = "OCSP staples: fetched, verified, refreshed at half-life, never stale",
+              .description =
+                  "OCSP staples: fetched, verified, refreshed at half-life, never stale; "
+                  "CRL checks where there is no OCSP",
               .settings = ocsp_settings, .init = ocsp_init, .start = ocsp_start, .stop = ocsp_stop,
               .fini = ocsp_fini, .migrations = ocsp_migrations);

@@ -65,6 +65,35 @@ int ocsp_verify(const unsigned char *der, size_t len, gnutls_x509_crt_t leaf,
                 gnutls_x509_crt_t issuer, time_t now, struct ocsp_answer *out, char *err,
                 size_t errlen);
 
+/*
+ * The first http(s) CRL distribution point URL in @p leaf (caller frees), or
+ * NULL when it names none (or only points limited to some reasons).  What
+ * Let's Encrypt's leaves carry since OCSP ended there (2025).
+ */
+char *ocsp_crl_url(gnutls_x509_crt_t leaf);
+
+/*
+ * Check a CRL (DER, or PEM) fetched from @p url for @p leaf issued by
+ * @p issuer at @p now: issued and signed by @p issuer (a CA allowed to sign
+ * CRLs); every critical extension understood; complete and for @p url (no
+ * delta CRL; an issuing distribution point, when present, names @p url and
+ * limits neither reasons nor issuers); thisUpdate not in the future (beyond
+ * OCSP_CLOCK_SKEW); nextUpdate present and after @p now.  Returns 0 with
+ * @p out filled: GOOD when @p leaf's serial is not listed, REVOKED with
+ * revoked_at when it is (produced_at = thisUpdate; revocation_reason -1),
+ * or -EINVAL / -EBADMSG with a reason in @p err (@p errlen bytes).
+ */
+int ocsp_crl_check(const unsigned char *data, size_t len, const char *url, gnutls_x509_crt_t leaf,
+                   gnutls_x509_crt_t issuer, time_t now, struct ocsp_answer *out, char *err,
+                   size_t errlen);
+
+/* The part of ocsp_crl_check that reads the Issuing Distribution Point
+ * extension's value (DER, @p len bytes): 0 when a CRL carrying it covers
+ * every certificate whose distribution point is @p url, else -EINVAL with a
+ * reason.  Exposed for the fuzz target. */
+int ocsp_crl_idp_check(const unsigned char *der, size_t len, const char *url, char *err,
+                       size_t errlen);
+
 /* Schedule: a staple leaves the bundle at nextUpdate minus
  * min(@p margin, a quarter of thisUpdate..nextUpdate). */
 time_t ocsp_serve_until(time_t this_update, time_t next_update, time_t margin);
@@ -79,5 +108,9 @@ time_t ocsp_refresh_at(time_t this_update, time_t next_update, time_t serve_unti
 time_t ocsp_backoff(unsigned failures, time_t min, time_t max);
 
 const char *ocsp_status_name(enum ocsp_cert_status s);
+
+/* Write a reason into @p err (@p errlen bytes) and return -EINVAL: how the
+ * checks above refuse. */
+__attribute__((format(printf, 3, 4))) int ocsp_errf(char *err, size_t errlen, const char *fmt, ...);
 
 #endif

@@ -1,5 +1,7 @@
 /* Reading a leaf for OCSP and building the request (see ocsp.h). */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,4 +114,13 @@ const char *ocsp_status_name(enum ocsp_cert_status s)
     default:
         return "unknown";
     }
+}
+
+int ocsp_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
 }

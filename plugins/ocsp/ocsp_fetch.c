@@ -1,5 +1,5 @@
-/* POSTing an OCSP request with libcurl: timeouts, a size cap, http or https
- * as the URL says, no redirects. */
+/* POSTing an OCSP request, or GETting a CRL, with libcurl: timeouts, a size
+ * cap, http or https as the URL says, no redirects. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +48,7 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum_t *req,
                struct ocsp_body *out, char *err, size_t errlen)
 {
-    struct sink s = {.body = out, .max = conf->max_bytes};
+    struct sink s = {.body = out, .max = req ? conf->max_bytes : conf->crl_max_bytes};
     struct curl_slist *hdr = NULL;
     long code = 0;
     int rc = -EIO;
@@ -59,8 +59,15 @@ int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum
         snprintf(err, errlen, "libcurl: no handle");
         return -ENOMEM;
     }
-    hdr = curl_slist_append(hdr, "Content-Type: application/ocsp-request");
-    hdr = curl_slist_append(hdr, "Accept: application/ocsp-response");
+    if (req) {
+        hdr = curl_slist_append(hdr, "Content-Type: application/ocsp-request");
+        hdr = curl_slist_append(hdr, "Accept: application/ocsp-response");
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->data);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)req->size);
+    } else {
+        hdr = curl_slist_append(hdr, "Accept: application/pkix-crl");
+    }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -69,9 +76,6 @@ int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, conf->timeout_s * 1000);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 16L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, conf->timeout_s);
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->data);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)req->size);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "tlsbox-ocsp/" PACKAGE_VERSION);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
@@ -83,7 +87,8 @@ int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum
         curl_easy_setopt(c, CURLOPT_CAINFO, conf->ca_file);
     CURLcode cr = curl_easy_perform(c);
     if (s.too_big) {
-        snprintf(err, errlen, "%s: response larger than %zu bytes", url, conf->max_bytes);
+        snprintf(err, errlen, "%s: %s larger than %zu bytes (ocsp.%s)", url,
+                 req ? "response" : "CRL", s.max, req ? "max_response_kib" : "max_crl_kib");
         goto out;
     }
     if (cr == CURLE_ABORTED_BY_CALLBACK) {

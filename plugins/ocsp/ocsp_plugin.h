@@ -63,7 +63,9 @@ struct ocsp {
 struct ocsp_conf {
     time_t margin, retry_min, retry_max;
     long timeout_s;
-    size_t max_bytes;
+    size_t max_bytes;     /* an OCSP response */
+    size_t crl_max_bytes; /* a CRL */
+    time_t crl_every;     /* a CRL is fetched again at least this often */
     char *ca_file;
     /* Set when the plugin stops: a fetch in flight gives up within about a
      * second (-ECANCELED) instead of holding the daemon's exit for up to
@@ -77,7 +79,9 @@ struct ocsp_body {
     size_t len;
 };
 
-/* ocsp_fetch.c: POST @p req to @p url.  0 with @p out (free data), or a
+/* ocsp_fetch.c: POST @p req to @p url (an OCSP request, at most
+ * conf->max_bytes back), or GET @p url when @p req is NULL (a CRL, at most
+ * conf->crl_max_bytes).  0 with @p out (free data), or a
  * negative errno with a reason in err: -ETIMEDOUT when the responder did
  * not answer within conf->timeout_s, -ECANCELED when conf->cancel was set
  * meanwhile. */
@@ -87,6 +91,7 @@ int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum
 /* ocsp_store.c: the plugin's rows (ocsp_certs). */
 struct ocsp_row {
     char *cert_name, *serial, *state, *responder, *reason, *last_error;
+    char *method;            /* "ocsp", "crl", or NULL (not applicable yet) */
     unsigned char *response; /* last good response, DER */
     size_t response_len;
     int64_t produced_at, this_update, next_update, serve_until, fetched_at, next_refresh;

@@ -2,8 +2,10 @@
  * The refresh job: for every active certificate, decide whether OCSP
  * applies, fetch and verify when due, hand good answers to the core as the
  * staple, drop a staple before its nextUpdate when no fresh answer came, and
- * shout when a certificate is revoked.  One run at a time; the next wake-up
- * is the earliest refresh or drop time over all certificates.
+ * shout when a certificate is revoked.  A leaf that names no OCSP responder
+ * but a CRL distribution point is checked against that CRL instead: nothing
+ * to staple, but a revocation is found and shouted about the same way.  One run at a time; the next
+ * wake-up is the earliest refresh or drop time over all certificates.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -22,7 +24,8 @@ struct run_cert {
     const char *name, *serial, *source;
     gnutls_x509_crt_t *crts;
     unsigned ncrts;
-    char *url;
+    char *url;     /* OCSP responder */
+    char *crl_url; /* only when there is no responder */
     bool internal;
 };
 
@@ -100,7 +103,8 @@ static int run_fetch(struct ocsp *o, const struct ocsp_conf *conf, struct run_ce
         return r < 0 ? -EIO : 0;
     }
     if (c->ncrts < 2) {
-        snprintf(err, errlen, "the stored chain has no issuer certificate to ask about");
+        snprintf(err, errlen, "the stored chain has no issuer certificate to %s",
+                 c->crl_url ? "check the CRL's signature with" : "ask about");
         return -EINVAL;
     }
     gnutls_x509_crt_init(issuer);
@@ -108,6 +112,13 @@ static int run_fetch(struct ocsp *o, const struct ocsp_conf *conf, struct run_ce
     gnutls_x509_crt_export2(c->crts[1], GNUTLS_X509_FMT_DER, &raw);
     int r = gnutls_x509_crt_import(*issuer, &raw, GNUTLS_X509_FMT_DER);
     gnutls_free(raw.data);
+    if (c->crl_url) {
+        if (r < 0) {
+            snprintf(err, errlen, "cannot read the issuer certificate");
+            return -EINVAL;
+        }
+        return ocsp_fetch(conf, c->crl_url, NULL, body, err, errlen);
+    }
     gnutls_datum_t req = {NULL, 0};
     if (r < 0 || ocsp_request_build(c->crts[0], *issuer, &req) < 0) {
         snprintf(err, errlen, "cannot build the OCSP request");
@@ -151,6 +162,38 @@ static void run_good(struct ocsp *o, const struct ocsp_conf *conf, struct ocsp_r
                  (long long)row->next_refresh);
 }
 
+/* Not listed in a valid CRL: nothing to staple; checked again at half the
+ * CRL's life or after crl_every, whichever comes first. */
+static void run_crl_good(struct ocsp *o, const struct ocsp_conf *conf, struct ocsp_row *row,
+                         const struct ocsp_answer *a, time_t now)
+{
+    bool news = row->state && strcmp(row->state, "revoked") == 0;
+    free(row->response); /* a CRL can be megabytes: only the facts are kept */
+    row->response = NULL;
+    row->response_len = 0;
+    set_str(&row->state, "good");
+    set_str(&row->last_error, NULL);
+    row->failures = 0;
+    row->stapled = false;
+    row->produced_at = a->produced_at;
+    row->this_update = a->this_update;
+    row->next_update = a->next_update;
+    row->serve_until = 0;
+    row->revoked_at = 0;
+    row->fetched_at = now;
+    uint16_t rnd = 0;
+    gnutls_rnd(GNUTLS_RND_NONCE, &rnd, sizeof(rnd));
+    time_t at = ocsp_refresh_at(a->this_update, a->next_update, a->next_update, now,
+                                conf->retry_min, rnd % 1001);
+    time_t every = now + conf->crl_every - (time_t)(rnd % 1001) * conf->crl_every / 10000;
+    row->next_refresh = at < every ? at : every;
+    o->host->log(o->self, TLSBOX_LOG_INFO,
+                 "%s: not in the CRL (%s%s), CRL nextUpdate %lld, checked again at %lld",
+                 row->cert_name, row->responder ? row->responder : "?",
+                 news ? "; it no longer lists it" : "", (long long)a->next_update,
+                 (long long)row->next_refresh);
+}
+
 static void run_revoked(struct ocsp *o, const struct ocsp_conf *conf, struct run_cert *c,
                         struct ocsp_row *row, const struct ocsp_answer *a, time_t now)
 {
@@ -170,13 +213,18 @@ static void run_revoked(struct ocsp *o, const struct ocsp_conf *conf, struct run
     if (!news)
         return;
     o->host->metric_add(o->m_revoked, 1);
+    char why[32] = "";
+    if (a->revocation_reason >= 0)
+        snprintf(why, sizeof(why), ", reason %d", a->revocation_reason);
     o->host->log(o->self, TLSBOX_LOG_ERR,
-                 "%s: certificate REVOKED (serial %s, at %lld, reason %d) says %s; it is no "
-                 "longer stapled and must be replaced",
-                 row->cert_name, row->serial, (long long)row->revoked_at, a->revocation_reason,
-                 row->responder ? row->responder : "the responder");
-    json_t *ev = json_pack("{s:s, s:s, s:s, s:I}", "name", c->name, "serial", c->serial, "source",
-                           c->source, "revoked_at", (json_int_t)row->revoked_at);
+                 "%s: certificate REVOKED (serial %s, at %lld%s) says %s%s; it %s and must be "
+                 "replaced",
+                 row->cert_name, row->serial, (long long)row->revoked_at, why,
+                 c->crl_url ? "the CRL at " : "", row->responder ? row->responder : "the responder",
+                 c->crl_url ? "is listed there" : "is no longer stapled");
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:I, s:s}", "name", c->name, "serial", c->serial,
+                           "source", c->source, "revoked_at", (json_int_t)row->revoked_at, "method",
+                           c->crl_url ? "crl" : "ocsp");
     char *evs = json_dumps(ev, JSON_COMPACT);
     o->host->event_publish(o->self, "ocsp.revoked", evs);
     free(evs);
@@ -209,12 +257,13 @@ static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run
      * wait behind them (their staples may leave the bundle meanwhile).
      * After one timeout, the rest of that URL's certificates count as
      * failed without asking and are retried with the usual backoff. */
+    const char *url = c->crl_url ? c->crl_url : c->url;
     now = time(NULL); /* earlier certificates of this run may have waited */
-    if (!c->internal && run_hung(hung, c->url)) {
+    if (!c->internal && run_hung(hung, url)) {
         snprintf(err, sizeof(err),
-                 "%s: the responder did not answer within %ld s (for another certificate in "
+                 "%s: the %s did not answer within %ld s (for another certificate in "
                  "this run; not asked again until the retry)",
-                 c->url, conf->timeout_s);
+                 url, c->crl_url ? "CRL server" : "responder", conf->timeout_s);
         run_fail(o, conf, row, err, now);
         return;
     }
@@ -230,10 +279,21 @@ static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run
      * fetched_at count from its end, not from the start of the run. */
     now = time(NULL);
     if (r == -ETIMEDOUT && !c->internal)
-        json_array_append_new(hung, json_string(c->url));
-    if (r < 0 ||
-        ocsp_verify(body.data, body.len, c->crts[0], issuer, now, &a, err, sizeof(err)) < 0) {
-        run_fail(o, conf, row, err, now);
+        json_array_append_new(hung, json_string(url));
+    if (r < 0 || (c->crl_url ? ocsp_crl_check(body.data, body.len, c->crl_url, c->crts[0], issuer,
+                                              now, &a, err, sizeof(err))
+                             : ocsp_verify(body.data, body.len, c->crts[0], issuer, now, &a, err,
+                                           sizeof(err))) < 0) {
+        if (c->crl_url && r == 0) {
+            /* Say which check refused it, and where it came from. */
+            char msg[640];
+            snprintf(msg, sizeof(msg), "%s: CRL refused: %s", url, err);
+            run_fail(o, conf, row, msg, now);
+        } else {
+            run_fail(o, conf, row, err, now);
+        }
+    } else if (a.status == OCSP_STATUS_GOOD && c->crl_url) {
+        run_crl_good(o, conf, row, &a, now);
     } else if (a.status == OCSP_STATUS_GOOD) {
         run_good(o, conf, row, &body, &a, now);
     } else if (a.status == OCSP_STATUS_REVOKED) {
@@ -253,8 +313,8 @@ static const char *run_not_applicable(struct run_cert *c)
 {
     if (ocsp_short_lived(c->crts[0]))
         return "short-lived certificate (7 days or less): no OCSP needed";
-    if (!c->url && !c->internal)
-        return "no OCSP responder URL in the certificate";
+    if (!c->url && !c->internal && !c->crl_url)
+        return "no OCSP responder URL in the certificate, and no CRL distribution point";
     return NULL;
 }
 
@@ -271,6 +331,8 @@ static int run_load_chain(struct ocsp *o, struct run_cert *c)
         return -EIO;
     c->url = ocsp_responder_url(c->crts[0]);
     c->internal = strcmp(c->source, "internal") == 0 && TLSBOX_HOST_HAS(o->host, internal_ocsp);
+    if (!c->url && !c->internal)
+        c->crl_url = ocsp_crl_url(c->crts[0]);
     return 0;
 }
 
@@ -280,6 +342,7 @@ static void run_cert_free(struct run_cert *c)
         gnutls_x509_crt_deinit(c->crts[i]);
     gnutls_free(c->crts);
     free(c->url);
+    free(c->crl_url);
 }
 
 /* The row of @p c, reset when it was about another leaf of that name. */
@@ -313,9 +376,10 @@ static void run_cert(struct ocsp *o, sqlite3 *db, const struct ocsp_conf *conf, 
         goto save;
     }
     row.must_staple = ocsp_must_staple(c.crts[0]);
-    set_str(&row.responder, c.internal ? "internal" : c.url);
+    set_str(&row.responder, c.internal ? "internal" : c.url ? c.url : c.crl_url);
     const char *na = run_not_applicable(&c);
     set_str(&row.reason, na);
+    set_str(&row.method, na ? NULL : c.crl_url ? "crl" : "ocsp");
     if (na) {
         set_str(&row.state, "not_applicable");
         row.next_refresh = 0;

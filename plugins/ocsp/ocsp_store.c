@@ -22,6 +22,12 @@ const struct tlsbox_migration ocsp_migrations[] = {
             " failures     INTEGER NOT NULL DEFAULT 0, last_error TEXT,"
             " must_staple  INTEGER NOT NULL DEFAULT 0,"
             " updated_at   INTEGER NOT NULL)"},
+    /* How revocation is checked: 'ocsp' (a staple), 'crl' (the CA's CRL,
+     * nothing to staple), NULL while not applicable.  responder is then the
+     * CRL's URL, and this_update/next_update the CRL's. */
+    {.name = "0002_ocsp_method",
+     .sql = "ALTER TABLE ocsp_certs ADD COLUMN method TEXT;"
+            "UPDATE ocsp_certs SET method = 'ocsp' WHERE state != 'not_applicable'"},
     TLSBOX_MIGRATIONS_END};
 
 static char *col_text(sqlite3_stmt *st, int i)
@@ -33,7 +39,7 @@ static char *col_text(sqlite3_stmt *st, int i)
 static const char row_cols[] =
     "cert_name, serial, state, responder, reason, response, produced_at, this_update, "
     "next_update, serve_until, stapled, revoked_at, fetched_at, next_refresh, failures, "
-    "last_error, must_staple";
+    "last_error, must_staple, method";
 
 static void row_read(sqlite3_stmt *st, struct ocsp_row *r)
 {
@@ -59,6 +65,7 @@ static void row_read(sqlite3_stmt *st, struct ocsp_row *r)
     r->failures = sqlite3_column_int(st, 14);
     r->last_error = col_text(st, 15);
     r->must_staple = sqlite3_column_int(st, 16) != 0;
+    r->method = col_text(st, 17);
 }
 
 int ocsp_row_load(sqlite3 *db, const char *name, struct ocsp_row *row)
@@ -98,7 +105,7 @@ int ocsp_row_save(sqlite3 *db, const struct ocsp_row *r)
     int rc = -EIO;
     snprintf(sql, sizeof(sql),
              "INSERT OR REPLACE INTO ocsp_certs (%s, updated_at) VALUES "
-             "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+             "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
              "strftime('%%s','now'))",
              row_cols);
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -121,6 +128,7 @@ int ocsp_row_save(sqlite3 *db, const struct ocsp_row *r)
     sqlite3_bind_int(st, 15, r->failures);
     sqlite3_bind_text(st, 16, r->last_error, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 17, r->must_staple);
+    sqlite3_bind_text(st, 18, r->method, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_DONE)
         rc = 0;
 out:
@@ -137,6 +145,7 @@ void ocsp_row_clear(struct ocsp_row *r)
     free(r->reason);
     free(r->last_error);
     free(r->response);
+    free(r->method);
     memset(r, 0, sizeof(*r));
 }
 
@@ -173,9 +182,17 @@ void ocsp_status_judge(json_t *j, time_t now, const char *unsent_because)
         stapled = false;
     const char *answer = json_string_value(json_object_get(j, "answer"));
     const char *status = answer ? answer : "pending";
+    const char *method = json_string_value(json_object_get(j, "method"));
+    bool by_crl = method && strcmp(method, "crl") == 0;
     /* A good answer that is no longer sent must not read "good": the
-     * clients get no staple, whatever the responder said last. */
-    if (strcmp(status, "good") == 0 && !stapled)
+     * clients get no staple, whatever the responder said last.  A CRL is
+     * not sent to clients: "good" until the CRL it came from runs out, then
+     * "stale" (the certificate may have been revoked since). */
+    json_t *nu = json_object_get(j, "next_update");
+    if (by_crl && strcmp(status, "good") == 0 && json_is_integer(nu) &&
+        json_integer_value(nu) <= now)
+        status = "stale";
+    else if (!by_crl && strcmp(status, "good") == 0 && !stapled)
         status = ended ? "expired" : "not_stapled";
     if (held)
         json_object_set_new(j, "not_stapled_because", json_string(unsent_because));
@@ -198,10 +215,10 @@ void ocsp_status_judge(json_t *j, time_t now, const char *unsent_because)
 /* One row for the API: the stored facts, judged at @p now. */
 static json_t *row_json(const struct ocsp_row *r, time_t now)
 {
-    json_t *j = json_pack("{s:s, s:s, s:s?, s:s?, s:b, s:b, s:i, s:s?}", "name", r->cert_name,
+    json_t *j = json_pack("{s:s, s:s, s:s?, s:s?, s:b, s:b, s:i, s:s?, s:s?}", "name", r->cert_name,
                           "answer", r->state, "responder", r->responder, "reason", r->reason,
                           "stapled", r->stapled, "must_staple", r->must_staple, "failures",
-                          r->failures, "last_error", r->last_error);
+                          r->failures, "last_error", r->last_error, "method", r->method);
     json_object_set_new(j, "produced_at", time_or_null(r->produced_at));
     json_object_set_new(j, "this_update", time_or_null(r->this_update));
     json_object_set_new(j, "next_update", time_or_null(r->next_update));

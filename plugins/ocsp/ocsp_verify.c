@@ -1,23 +1,12 @@
 /* Verifying an OCSP response (see ocsp.h).  The response comes from the
  * network: every field is checked before anything is believed. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <gnutls/ocsp.h>
 
 #include "plugins/ocsp/ocsp.h"
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
-                                                      ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
 
 /* The GnuTLS verify bits, in words. */
 static const char *verify_why(unsigned v)
@@ -56,18 +45,18 @@ static int check_times(const struct ocsp_answer *a, gnutls_x509_crt_t leaf, time
                        size_t errlen)
 {
     if (a->this_update == (time_t)-1 || a->this_update > now + OCSP_CLOCK_SKEW)
-        return fail(err, errlen, "thisUpdate is in the future (%lld s ahead)",
-                    (long long)(a->this_update - now));
+        return ocsp_errf(err, errlen, "thisUpdate is in the future (%lld s ahead)",
+                         (long long)(a->this_update - now));
     if (a->next_update == (time_t)-1)
-        return fail(err, errlen, "no nextUpdate: cannot tell how long the answer holds");
+        return ocsp_errf(err, errlen, "no nextUpdate: cannot tell how long the answer holds");
     if (a->next_update <= a->this_update)
-        return fail(err, errlen, "nextUpdate is not after thisUpdate");
+        return ocsp_errf(err, errlen, "nextUpdate is not after thisUpdate");
     if (a->next_update <= now)
-        return fail(err, errlen, "expired: nextUpdate was %lld s ago",
-                    (long long)(now - a->next_update));
+        return ocsp_errf(err, errlen, "expired: nextUpdate was %lld s ago",
+                         (long long)(now - a->next_update));
     time_t expiry = gnutls_x509_crt_get_expiration_time(leaf);
     if (expiry != (time_t)-1 && a->next_update > expiry)
-        return fail(err, errlen, "nextUpdate is after the certificate expires");
+        return ocsp_errf(err, errlen, "nextUpdate is after the certificate expires");
     return 0;
 }
 
@@ -83,26 +72,27 @@ int ocsp_verify(const unsigned char *der, size_t len, gnutls_x509_crt_t leaf,
     if (gnutls_ocsp_resp_init(&resp) < 0)
         return -ENOMEM;
     if (!der || len == 0 || gnutls_ocsp_resp_import2(resp, &d, GNUTLS_X509_FMT_DER) < 0) {
-        rc = fail(err, errlen, "not an OCSP response (DER unreadable)");
+        rc = ocsp_errf(err, errlen, "not an OCSP response (DER unreadable)");
         rc = -EBADMSG;
         goto out;
     }
     int rs = gnutls_ocsp_resp_get_status(resp);
     if (rs != GNUTLS_OCSP_RESP_SUCCESSFUL) {
-        rc = fail(err, errlen, "responder answered status %d (%s)", rs,
-                  rs == GNUTLS_OCSP_RESP_TRYLATER           ? "tryLater"
-                  : rs == GNUTLS_OCSP_RESP_UNAUTHORIZED     ? "unauthorized"
-                  : rs == GNUTLS_OCSP_RESP_MALFORMEDREQUEST ? "malformedRequest"
-                                                            : "error");
+        rc = ocsp_errf(err, errlen, "responder answered status %d (%s)", rs,
+                       rs == GNUTLS_OCSP_RESP_TRYLATER           ? "tryLater"
+                       : rs == GNUTLS_OCSP_RESP_UNAUTHORIZED     ? "unauthorized"
+                       : rs == GNUTLS_OCSP_RESP_MALFORMEDREQUEST ? "malformedRequest"
+                                                                 : "error");
         goto out;
     }
     /* verify_direct returns 0 even when the signature is bad: v says. */
     if (gnutls_ocsp_resp_verify_direct(resp, issuer, &v, 0) < 0 || v != 0) {
-        rc = fail(err, errlen, "%s", verify_why(v));
+        rc = ocsp_errf(err, errlen, "%s", verify_why(v));
         goto out;
     }
     if ((idx = find_single(resp, leaf)) < 0) {
-        rc = fail(err, errlen, "the response is for another certificate (CertID does not match)");
+        rc = ocsp_errf(err, errlen,
+                       "the response is for another certificate (CertID does not match)");
         goto out;
     }
     memset(out, 0, sizeof(*out));
@@ -111,7 +101,7 @@ int ocsp_verify(const unsigned char *der, size_t len, gnutls_x509_crt_t leaf,
     if (gnutls_ocsp_resp_get_single(resp, (unsigned)idx, NULL, NULL, NULL, NULL, &status,
                                     &out->this_update, &out->next_update, &revoked_at,
                                     &reason) < 0) {
-        rc = fail(err, errlen, "unreadable SingleResponse");
+        rc = ocsp_errf(err, errlen, "unreadable SingleResponse");
         goto out;
     }
     out->produced_at = gnutls_ocsp_resp_get_produced(resp);

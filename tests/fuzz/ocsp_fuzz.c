@@ -1,9 +1,9 @@
 /* libFuzzer target: the OCSP response reader and verifier of the ocsp
- * plugin.  Responses come from a responder over the network (plain HTTP,
- * usually): untrusted.  The leaf and issuer are made once, in memory, at the
- * first call (no key or certificate is committed); inputs signed by anyone
- * else stop at the signature check, so the target also walks every
- * SingleResponse the way the verifier does after it. */
+ * plugin, and its CRL checker (the CRL and its Issuing Distribution Point
+ * reader, which is hand-written DER).  Responses come from a responder over the network (plain
+ * HTTP, usually): untrusted.  The leaf and issuer are made once, in memory, at the first call (no
+ * key or certificate is committed); inputs signed by anyone else stop at the signature check, so
+ * the target also walks every SingleResponse the way the verifier does after it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +58,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ocsp_answer a;
     char err[256];
     (void)ocsp_verify(data, size, leaf, issuer, 1800000000, &a, err, sizeof(err));
+    (void)ocsp_crl_check(data, size, "http://127.0.0.1:9/1.crl", leaf, issuer, 1800000000, &a, err,
+                         sizeof(err));
+    (void)ocsp_crl_idp_check(data, size, "http://127.0.0.1:9/1.crl", err, sizeof(err));
 
     gnutls_ocsp_resp_t resp;
     gnutls_datum_t d = {(unsigned char *)data, (unsigned)size};

@@ -7,7 +7,8 @@
 #
 #   oc_make_ca                     $OC/{root,inter}.{pem,key}, empty index
 #   oc_make_leaf NAME DAYS [EXT]   $OC/NAME.{pem,key,chain}; extra x509v3 line EXT;
-#                                  the leaf is listed good in the index
+#                                  the leaf is listed good in the index; OC_AIA=0:
+#                                  no OCSP URL in the leaf (a CRL-only CA)
 #   oc_revoke NAME [ARGS]          mark NAME revoked in the index and restart the responder
 #                                  (Debian's openssl ocsp does not reliably reread it)
 #   oc_start_responder [ARGS]      openssl ocsp in the namespace (ARGS e.g. -nmin 1;
@@ -65,7 +66,7 @@ oc_make_leaf() {
         set -e
         openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$name.key"
         {
-            echo "authorityInfoAccess=OCSP;URI:http://127.0.0.1:$OC_PORT/"
+            [ "${OC_AIA:-1}" = 0 ] || echo "authorityInfoAccess=OCSP;URI:http://127.0.0.1:$OC_PORT/"
             echo "subjectAltName=DNS:$name"
             echo "basicConstraints=CA:FALSE"
             echo "extendedKeyUsage=serverAuth"

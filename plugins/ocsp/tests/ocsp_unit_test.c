@@ -19,17 +19,8 @@
 
 #include "plugins/ocsp/ocsp.h"
 #include "plugins/ocsp/ocsp_plugin.h"
+#include "plugins/ocsp/tests/ocsp_fixtures.h"
 #include "tests/tap.h"
-
-static char dir[] = "/tmp/tlsbox-ocsp-test-XXXXXX";
-
-static void cleanup(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", dir);
-}
 
 /* openssl: a root, an intermediate, leaves, a delegated responder, and
  * responses from `openssl ocsp` in non-server mode (-reqin/-respout). */
@@ -73,42 +64,12 @@ static const char fixtures[] =
     "r good.idx inter inter leaf.req pastexpiry.der '-ndays 25'\n"
     "r good.idx inter inter leaf.req unknownidx.der '-ndays 1' || true\n";
 
-static int sh(const char *script)
-{
-    char *cmd = NULL;
-    if (asprintf(&cmd, "cd '%s' && { %s\n} >sh.log 2>&1", dir, script) < 0)
-        return -1;
-    int st = system(cmd);
-    free(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static gnutls_datum_t slurp(const char *name)
-{
-    gnutls_datum_t d = {NULL, 0};
-    char path[256];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    gnutls_load_file(path, &d);
-    return d;
-}
-
-static gnutls_x509_crt_t crt(const char *name)
-{
-    gnutls_datum_t d = slurp(name);
-    gnutls_x509_crt_t c = NULL;
-    gnutls_x509_crt_init(&c);
-    if (gnutls_x509_crt_import(c, &d, GNUTLS_X509_FMT_PEM) < 0)
-        fprintf(stderr, "cannot import %s\n", name);
-    gnutls_free(d.data);
-    return c;
-}
-
 static gnutls_x509_crt_t leaf, inter;
 
 /* Verify response file @p name; its return code, *a and the reason. */
 static int verify(const char *name, struct ocsp_answer *a, char *err, size_t errlen)
 {
-    gnutls_datum_t d = slurp(name);
+    gnutls_datum_t d = fx_slurp(name);
     err[0] = 0;
     int rc = ocsp_verify(d.data, d.size, leaf, inter, time(NULL), a, err, errlen);
     gnutls_free(d.data);
@@ -144,7 +105,7 @@ static void test_verify(void)
     refused("nonext.der", "response without nextUpdate", "no nextUpdate");
     refused("pastexpiry.der", "response whose nextUpdate outlives the certificate",
             "after the certificate expires");
-    gnutls_datum_t d = slurp("good.der");
+    gnutls_datum_t d = fx_slurp("good.der");
     rc = ocsp_verify(d.data, d.size, leaf, inter, now + 2 * 86400, &a, err, sizeof(err));
     ok(rc < 0 && strstr(err, "expired"), "the same response two days later: %s", err);
     rc = ocsp_verify(d.data, d.size / 2, leaf, inter, now, &a, err, sizeof(err));
@@ -161,12 +122,12 @@ static void test_leaf(void)
     ok(url && strcmp(url, "http://127.0.0.1:9/ocsp") == 0, "responder URL read (%s)",
        url ? url : "none");
     free(url);
-    gnutls_x509_crt_t r = crt("root.pem"), m = crt("must.pem"), s = crt("short.pem");
+    gnutls_x509_crt_t r = fx_crt("root.pem"), m = fx_crt("must.pem"), s = fx_crt("short.pem");
     ok(ocsp_responder_url(r) == NULL, "no AIA: no URL");
     ok(!ocsp_must_staple(leaf) && ocsp_must_staple(m), "must-staple (TLS feature 5) detected");
     ok(!ocsp_short_lived(leaf) && ocsp_short_lived(s), "5-day certificate is short-lived");
     gnutls_datum_t req = {NULL, 0};
-    gnutls_datum_t want = slurp("leaf.req");
+    gnutls_datum_t want = fx_slurp("leaf.req");
     ok(ocsp_request_build(leaf, inter, &req) == 0 && req.size == want.size &&
            memcmp(req.data, want.data, req.size) == 0,
        "request is byte for byte what openssl ocsp -no_nonce builds");
@@ -255,21 +216,10 @@ static void test_fetch(void)
 
 int main(void)
 {
-    if (!mkdtemp(dir))
-        return 1;
-    atexit(cleanup);
-    gnutls_global_init();
-    int rc = sh(fixtures);
-    ok(rc == 0, "fixtures made with openssl");
-    if (rc != 0) {
-        char cmd[256];
-        snprintf(cmd, sizeof(cmd), "sed 's/^/# /' '%s/sh.log'", dir);
-        if (system(cmd) != 0)
-            diag("no log");
+    if (!ok(fx_make(fixtures) == 0, "fixtures made with openssl"))
         return done_testing();
-    }
-    leaf = crt("leaf.pem");
-    inter = crt("inter.pem");
+    leaf = fx_crt("leaf.pem");
+    inter = fx_crt("inter.pem");
     test_verify();
     test_leaf();
     test_schedule();

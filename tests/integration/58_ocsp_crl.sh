@@ -1,0 +1,186 @@
+#!/bin/bash
+# Revocation without OCSP: leaves that name no OCSP responder, only a CRL
+# distribution point (as Let's Encrypt's do since it ended OCSP), are
+# checked against their CA's CRL, made by the real `openssl ca -gencrl` and
+# served on loopback by python3's http.server.  What a user checks: the
+# status says good, by CRL, until when, and that nothing is stapled; every
+# bad CRL (another CA, another shard, garbage, too big, gone) is refused,
+# saying what and where, and leaves the status as it was; a CRL that runs
+# out reads STALE; a revocation listed in the CRL reads REVOKED in
+# tlsboxctl, the log, the metric, the webhook and the web UI.
+. "$(dirname "$0")/lib.sh"
+tb_setup
+. "$(dirname "$0")/ocsp_lib.sh"
+
+SITE_HTTPS=$(tb_free_port)
+SITE_HTTP=$(tb_free_port)
+CP=$(tb_free_port)
+WWW="$OC/www"
+URL="http://127.0.0.1:$CP/inter.crl"
+mkdir -p "$WWW"
+oc_make_ca || bail "test CA: $(tail -3 "$OC/setup.log")"
+for n in crl.test crl2.test; do
+    OC_AIA=0 oc_make_leaf "$n" 30 "crlDistributionPoints=URI:$URL" || bail "leaf $n"
+done
+is "$(openssl x509 -in "$OC/crl.test.pem" -noout -ext authorityInfoAccess 2>&1 | grep -c OCSP)" 0 \
+    "the leaf names no OCSP responder"
+
+cat >"$OC/crl.cnf" <<EOF
+[ca]
+default_ca = d
+[d]
+database = $OC/crl.idx
+crlnumber = $OC/crlnum
+default_md = sha256
+default_crl_days = 7
+[plain]
+authorityKeyIdentifier = keyid:always
+[idp]
+issuingDistributionPoint = critical, @idp_this
+[idp_this]
+fullname = URI:$URL
+[shard]
+issuingDistributionPoint = critical, @idp_other
+[idp_other]
+fullname = URI:http://127.0.0.1:$CP/other.crl
+EOF
+: >"$OC/crl.idx"
+echo 01 >"$OC/crlnum"
+# crl_publish EXTS [CA] [ARGS...]: a CRL signed by CA (inter) with the
+# extensions of section EXTS, published as DER in one rename.
+crl_publish() {
+    local exts=$1 ca=${2:-inter}
+    shift 2 2>/dev/null || shift
+    openssl ca -config "$OC/crl.cnf" -gencrl -keyfile "$OC/$ca.key" -cert "$OC/$ca.pem" \
+        -crlexts "$exts" -out "$OC/last.crl.pem" "$@" >>"$OC/setup.log" 2>&1 &&
+        openssl crl -in "$OC/last.crl.pem" -outform DER -out "$WWW/.next" &&
+        mv "$WWW/.next" "$WWW/inter.crl"
+}
+crl_next_update() {
+    date -u -d "$(openssl crl -in "$OC/last.crl.pem" -noout -nextupdate | cut -d= -f2)" +%s
+}
+crl_publish idp || bail "first CRL"
+want_next=$(crl_next_update)
+
+timeout 600 python3 -m http.server --bind 127.0.0.1 --directory "$WWW" "$CP" \
+    2>"$OC/crlserver.log" >/dev/null &
+crl_server=$!
+tb_wait_port "$CP" || bail "the CRL server did not listen on $CP"
+n_gets() { grep -c '"GET /inter.crl' "$OC/crlserver.log"; }
+
+PW=$(tb_free_port)
+hooks="$TB_TMP/hooks.jsonl"
+: >"$hooks"
+timeout 600 python3 "$top_srcdir/tests/integration/webhook_receiver.py" "$PW" "$hooks" &
+receiver=$!
+tb_wait_port "$PW" || bail "the webhook receiver did not listen on $PW"
+
+oc_start_tlsbox --set "notify.url=http://127.0.0.1:$PW/hook" || bail "tlsboxd did not start"
+tb_wait_port "$SITE_HTTPS" || bail "site not listening"
+for n in crl.test crl2.test; do
+    tb_ctl cert import --cert "$OC/$n.pem" --chain "$OC/inter.pem" --key "$OC/$n.key" \
+        --name "$n" >/dev/null || bail "import $n"
+done
+
+# 1. Good, by CRL, nothing stapled.
+oc_wait_status crl.test status good 20
+ok $? "a leaf with only a CRL distribution point: status good"
+is "$(oc_status crl.test method)" crl "checked by CRL"
+is "$(oc_status crl.test responder)" "$URL" "the CRL's URL, read from the leaf"
+is "$(oc_status crl.test stapled)" false "nothing stapled"
+is "$(oc_status crl.test next_update)" "$want_next" "next update is the CRL's nextUpdate"
+is "$(oc_status crl.test last_error)" null "no error"
+now=$(date +%s)
+nr=$(oc_status crl.test next_refresh)
+ok $((nr <= now || nr > now + 6 * 3600 + 60)) \
+    "checked again within crl_check_hours (6 h): in $((nr - now)) s"
+like "$(oc_staple crl.test)" "OCSP response: no response sent" "no staple is sent"
+out=$(tb_ctl ocsp status crl.test)
+like "$out" "checked by +CRL" "tlsboxctl ocsp status says: checked by CRL"
+like "$out" "status +GOOD" "and GOOD"
+like "$out" "CRL +$URL" "and the CRL's URL"
+oc_wait_status crl2.test status good 20
+ok $? "the second leaf: good"
+is "$(n_gets)" 2 "one GET of the CRL per certificate"
+
+# 2. Bad CRLs: refused, saying what and where; the status stays good.
+this=$(oc_status crl.test this_update)
+refused() { # refused WHAT WANT: refresh crl.test and check the refusal
+    local out
+    out=$(tb_ctl ocsp refresh crl.test)
+    like "$(oc_status crl.test last_error)" "$2" "$1: refused, saying why"
+    like "$out" "last error +$URL" "$1: tlsboxctl ocsp refresh names the CRL's URL"
+    is "$(oc_status crl.test status)" good "$1: the status stays good"
+    is "$(oc_status crl.test this_update)" "$this" "$1: the stored CRL facts stay"
+}
+crl_publish plain root || bail "root CRL"
+refused "a CRL signed by another CA" "^$URL: CRL refused: the CRL is from another issuer"
+crl_publish shard || bail "shard CRL"
+refused "another shard's CRL" "CRL refused: the CRL is for another distribution point"
+printf '<html>maintenance</html>\n' >"$WWW/inter.crl"
+refused "an HTML page" "CRL refused: not a CRL \(neither DER nor PEM\)"
+rm -f "$WWW/inter.crl"
+refused "no CRL at the URL" "^$URL: HTTP status 404$"
+out=$(tb_ctl set ocsp.max_crl_kib 8 2>&1)
+ok $(($? == 0)) "ocsp.max_crl_kib 8 refused"
+like "$out" "ocsp.max_crl_kib" "naming the setting: $out"
+is "$(tb_ctl get ocsp.max_crl_kib)" 10240 "the setting stays 10240"
+tb_ctl set ocsp.max_crl_kib 16 >/dev/null
+head -c 20000 /dev/zero >"$WWW/inter.crl"
+refused "a 20 kB CRL over max_crl_kib 16" "^$URL: CRL larger than 16384 bytes \(ocsp.max_crl_kib\)$"
+tb_ctl set ocsp.max_crl_kib 10240 >/dev/null
+is "$(oc_status crl.test failures)" 5 "five failures in a row counted"
+
+# 3. A CRL that runs out: STALE (revocation unknown), then fresh again.
+crl_publish idp inter -crlsec 4 || bail "short CRL"
+tb_ctl ocsp refresh crl.test >/dev/null
+is "$(oc_status crl.test last_error)" null "a CRL valid for 4 s is accepted"
+is "$(tb_wait_says 15 stale oc_status crl.test status)" stale "once it has run out: stale"
+like "$(tb_ctl ocsp status crl.test)" "STALE - the last CRL ran out" "tlsboxctl says STALE"
+crl_publish idp || bail "fresh CRL"
+tb_ctl ocsp refresh crl.test >/dev/null
+is "$(oc_status crl.test status)" good "a fresh CRL: good again"
+is "$(oc_status crl.test failures)" 0 "failures reset"
+
+# 4. Revoked: listed in the CRL.
+serial=$(openssl x509 -in "$OC/crl.test.pem" -noout -serial | cut -d= -f2 | tr A-F a-f)
+openssl ca -config "$OC/crl.cnf" -revoke "$OC/crl.test.pem" -keyfile "$OC/inter.key" \
+    -cert "$OC/inter.pem" -crl_reason keyCompromise >>"$OC/setup.log" 2>&1 || bail "revoke"
+crl_publish idp || bail "CRL with the revocation"
+when=$(openssl crl -in "$OC/last.crl.pem" -noout -text | sed -n 's/.*Revocation Date: //p')
+out=$(tb_ctl ocsp refresh crl.test)
+like "$out" "status +REVOKED" "the refresh shows REVOKED"
+is "$(oc_status crl.test status)" revoked "status revoked"
+is "$(oc_status crl.test revoked_at)" "$(date -u -d "$when" +%s)" \
+    "revoked at the CRL's revocation date ($when)"
+like "$(grep ERR "$TB_TMP/daemon.log")" \
+    "ocsp: crl.test: certificate REVOKED \(serial $serial, at [0-9]+\) says the CRL at $URL" \
+    "an error line in the log names the certificate and the CRL"
+like "$(tb_ctl metrics)" "tlsbox_ocsp_revoked_total 1" "the metric counts the revocation"
+tb_wait_says 20 1 grep -c '"event": "ocsp.revoked"' "$hooks" >/dev/null
+ev=$(grep '"event": "ocsp.revoked"' "$hooks" | head -1 | jq -r .body)
+is "$(jq -r '.data.name + " " + .data.method + " " + .data.serial' <<<"$ev")" \
+    "crl.test crl $serial" "the webhook is told: ocsp.revoked, crl.test, by CRL, its serial"
+tb_ctl ocsp refresh crl2.test >/dev/null
+is "$(oc_status crl2.test status)" good "the other leaf of the same CRL stays good"
+tb_ctl ocsp refresh crl.test >/dev/null
+is "$(grep -c 'certificate REVOKED' "$TB_TMP/daemon.log")" 1 "one alarm per revocation"
+
+# 5. The web UI, in headless Chromium.
+tb_need_browser
+tb_ctl set admin.pbkdf2_iterations 10000 >/dev/null
+SITE_PORT=$SITE_HTTPS tb_ui_run ocsp_crl_ui.py 120 9 CRL_URL="$URL" CRL_REVOKED=crl.test \
+    CRL_GOOD=crl2.test
+
+# 6. After a restart the facts come from the store.
+tb_stop_daemon
+ok $? "tlsboxd stops cleanly"
+oc_start_tlsbox || bail "tlsboxd did not start again"
+is "$(tb_wait_says 20 revoked oc_status crl.test status)" revoked "after a restart: still revoked"
+is "$(oc_status crl2.test method)" crl "and the other still checked by CRL"
+
+kill "$crl_server" "$receiver" 2>/dev/null
+wait "$crl_server" "$receiver" 2>/dev/null
+tb_stop_daemon
+ok $? "tlsboxd stops cleanly"
+done_testing
