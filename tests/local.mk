@@ -90,7 +90,8 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/62_webui_no_inline.sh tests/integration/63_admin_login_throttle.sh \
 	tests/integration/63_admin_ipv6_client.sh tests/integration/63_admin_conn_hold.sh \
 	tests/integration/64_admin_ui_live.sh tests/integration/64_admin_live_clock.sh \
-	tests/integration/64_admin_ui_upgrade.sh tests/integration/62_admin_ui_mend.sh
+	tests/integration/64_admin_ui_upgrade.sh tests/integration/62_admin_ui_mend.sh \
+	tests/integration/68_admin_account.sh
 EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh tests/integration/12_pdk_out_of_tree.sh \
 	tests/integration/13_plugin_schema.sh tests/integration/14_plugin_store_guard.sh \
@@ -105,6 +106,7 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/64_admin_ui_upgrade.sh tests/ui/admin_ui_upgrade.py \
 	tests/integration/62_admin_ui_mend.sh tests/ui/admin_ui_mend.py \
 	tests/integration/13_privdrop.sh tests/integration/17_daemon_process.sh \
-	tests/integration/18_plugins_live_toggle.sh tests/integration/19_daemon_restart.sh
+	tests/integration/18_plugins_live_toggle.sh tests/integration/19_daemon_restart.sh \
+	tests/integration/68_admin_account.sh tests/ui/account_ui.py
 include tests/perf/local.mk
 include tests/fuzz/local.mk

@@ -7,4 +7,5 @@ dist_webuijs_DATA = webui/js/app.js webui/js/api.js webui/js/ui.js webui/js/metr
 	webui/js/drafts.js
 webuipagesdir = $(webuidir)/js/pages
 dist_webuipages_DATA = webui/js/pages/dashboard.js webui/js/pages/policy.js \
-	webui/js/pages/certs.js webui/js/pages/plugins.js webui/js/pages/audit.js
+	webui/js/pages/certs.js webui/js/pages/plugins.js webui/js/pages/audit.js \
+	webui/js/pages/account.js

@@ -25,9 +25,7 @@ oc_make_leaf revoked.test 30 "tlsfeature=status_request" || bail "must-staple le
 oc_start_responder || bail "OCSP responder"
 oc_revoke revoked.test || bail "revoking the leaf at the responder"
 
-SITE_PORT=$(tb_free_port)
-tb_start_daemon --demo --set site.https_port="$SITE_PORT" --set site.http_port="$(tb_free_port)" \
-    --set admin.pbkdf2_iterations=10000 || bail "daemon did not start"
+tb_start_ui_daemon || bail "daemon did not start"
 tb_ctl cert import --cert "$OC/revoked.test.pem" --chain "$OC/inter.pem" \
     --key "$OC/revoked.test.key" --name revoked.test >/dev/null || bail "importing revoked.test"
 oc_wait_status revoked.test status revoked 20 || bail "the OCSP plugin did not see revoked.test revoked"

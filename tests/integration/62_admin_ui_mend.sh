@@ -8,9 +8,7 @@
 tb_setup
 tb_need_browser
 
-SITE_PORT=$(tb_free_port)
-tb_start_daemon --demo --set site.https_port="$SITE_PORT" --set site.http_port="$(tb_free_port)" \
-    --set admin.pbkdf2_iterations=10000 || bail "daemon did not start"
+tb_start_ui_daemon || bail "daemon did not start"
 tb_stop_daemon
 sqlite3 "$TB_STATE/tlsbox.db" \
     "INSERT INTO settings (key, value, updated_at) VALUES ('site.bind', '192.0.2.1', 0)"

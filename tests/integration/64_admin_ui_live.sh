@@ -9,9 +9,7 @@
 tb_setup
 tb_need_browser
 
-SITE_PORT=$(tb_free_port)
-tb_start_daemon --demo --set site.https_port="$SITE_PORT" --set site.http_port="$(tb_free_port)" \
-    --set admin.pbkdf2_iterations=10000 || bail "daemon did not start"
+tb_start_ui_daemon || bail "daemon did not start"
 tb_ui_run admin_ui_live.py 240 36
 tb_stop_daemon
 ok $? "daemon stops cleanly"

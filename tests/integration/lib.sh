@@ -309,6 +309,15 @@ tb_start_daemon() {
     return 1
 }
 
+# tb_start_ui_daemon [ARGS...]: the daemon the browser tests drive: demo
+# mode, the site's HTTPS on $SITE_PORT (a free one, set here), a free plain
+# port, and a cheap password hash (the browser logs in several times).
+tb_start_ui_daemon() {
+    SITE_PORT=$(tb_free_port)
+    tb_start_daemon --demo --set site.https_port="$SITE_PORT" --set site.http_port="$(tb_free_port)" \
+        --set admin.pbkdf2_iterations=10000 "$@"
+}
+
 # Run a command as the daemon's user and group: started as root, tlsboxd
 # runs as tlsbox, and some things only its own user may do to it (prlimit
 # without CAP_SYS_RESOURCE).

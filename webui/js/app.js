@@ -10,6 +10,8 @@ const pages = [
   { id: "certs", title: "Certificates", module: "./pages/certs.js" },
   { id: "plugins", title: "Plugins", module: "./pages/plugins.js" },
   { id: "audit", title: "Audit log", module: "./pages/audit.js" },
+  // Not in the menu: the user name at the top links here.
+  { id: "account", title: "Account", module: "./pages/account.js", hidden: true },
 ];
 const main = document.getElementById("main");
 let cleanup = null;
@@ -62,9 +64,9 @@ function showSetup() {
   history.replaceState(null, "", "#/dashboard");
 }
 
-function showLogin() {
+function showLogin(intro) {
   document.title = "Log in · tlsbox";
-  setMain(credentialsForm("Log in", null, null, "Log in",
+  setMain(credentialsForm("Log in", intro || null, null, "Log in",
     (user, password) => post("session/login", { user, password })));
   main.querySelector("input[name=password]").focus();
 }
@@ -79,7 +81,7 @@ async function buildMenu() {
     extra = [];
   }
   const all = pages.concat(extra);
-  menu.replaceChildren(...all.map((p) =>
+  menu.replaceChildren(...all.filter((p) => !p.hidden).map((p) =>
     el("li", {}, el("a", { href: `#/${p.id}`, "data-page": p.id, text: p.title }))));
   return all;
 }
@@ -162,14 +164,14 @@ async function start(s) {
   else route();
 }
 
-function loggedOut() {
+function loggedOut(intro) {
   session = null;
   setCsrf(null);
   document.body.classList.remove("logged-in");
   document.getElementById("who").textContent = "";
   document.getElementById("logout").hidden = true;
   document.getElementById("menu").replaceChildren();
-  showLogin();
+  showLogin(intro);
 }
 
 async function boot() {
@@ -201,6 +203,14 @@ document.getElementById("menu-toggle").addEventListener("click", (ev) => {
 });
 window.addEventListener("hashchange", route);
 window.addEventListener("tlsbox:written", (ev) => written(ev.detail.ok));
+// The account page changed the password: the box ended every session of
+// the user, this one too.
+window.addEventListener("tlsbox:password-changed", (ev) => {
+  if (!session) return;
+  drop();
+  loggedOut(`Password changed. Every session of ${ev.detail.user} has ended: ` +
+    "log in with the new password.");
+});
 window.addEventListener("tlsbox:logged-out", () => {
   if (!session) return;
   // The session ended under the page (expiry, a logout elsewhere): what the
