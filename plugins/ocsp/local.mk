@@ -1,7 +1,7 @@
 # The OCSP plugin: staples fetched with libcurl, verified with GnuTLS, handed
 # to the core (host->staple_set); a libtool module using only the host table.
 ocsp_core_sources = plugins/ocsp/ocsp.h plugins/ocsp/ocsp_cert.c plugins/ocsp/ocsp_verify.c \
-	plugins/ocsp/ocsp_crl.c
+	plugins/ocsp/ocsp_crl.c plugins/ocsp/ocsp_der.c plugins/ocsp/ocsp_der.h
 
 plugin_LTLIBRARIES += plugins/ocsp/ocsp.la
 plugins_ocsp_ocsp_la_SOURCES = $(ocsp_core_sources) plugins/ocsp/ocsp_plugin.h \

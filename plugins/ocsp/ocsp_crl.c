@@ -3,13 +3,18 @@
  * signature, issuer, scope and times are checked before its list is
  * believed, and a CRL that only covers part of the issuer's certificates
  * (another shard, a delta, only some reasons) is refused rather than read
- * as "not listed, so good". */
+ * as "not listed, so good".  The CRL is read by hand (ocsp_der.c) in one
+ * pass over the fetched bytes: GnuTLS's reader decodes every entry into a
+ * tree (about 3 KB each), too much for a large CRL on a small board. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <gnutls/abstract.h>
+
 #include "plugins/ocsp/ocsp.h"
+#include "plugins/ocsp/ocsp_der.h"
 
 static bool fetchable(const char *s, size_t len)
 {
@@ -35,37 +40,6 @@ char *ocsp_crl_url(gnutls_x509_crt_t leaf)
     return NULL;
 }
 
-/* One DER element: tag, content start and length.  0, or -1 when it does
- * not fit in [p, end). */
-struct der {
-    unsigned tag;
-    const unsigned char *val;
-    size_t len;
-};
-
-static int der_next(const unsigned char **p, const unsigned char *end, struct der *d)
-{
-    const unsigned char *q = *p;
-    if (end - q < 2)
-        return -1;
-    d->tag = *q++;
-    size_t len = *q++;
-    if (len & 0x80) {
-        unsigned n = len & 0x7f;
-        if (n == 0 || n > 3 || (size_t)(end - q) < n)
-            return -1;
-        len = 0;
-        while (n--)
-            len = len << 8 | *q++;
-    }
-    if ((size_t)(end - q) < len)
-        return -1;
-    d->val = q;
-    d->len = len;
-    *p = q + len;
-    return 0;
-}
-
 /* A [n] BOOLEAN inside the IDP: true when its content is non-zero. */
 static bool der_true(const struct der *d)
 {
@@ -82,7 +56,7 @@ int ocsp_crl_idp_check(const unsigned char *der, size_t len, const char *url, ch
     const unsigned char *p = der, *end = der + len;
     struct der seq, f;
     bool named = false, matched = false;
-    if (der_next(&p, end, &seq) < 0 || seq.tag != 0x30)
+    if (der_next(&p, end, &seq) < 0 || seq.tag != DER_SEQUENCE || p != end)
         return ocsp_errf(err, errlen, "unreadable issuing distribution point");
     p = seq.val;
     end = seq.val + seq.len;
@@ -120,49 +94,158 @@ int ocsp_crl_idp_check(const unsigned char *der, size_t len, const char *url, ch
     return 0;
 }
 
+/* The top of a CRL (RFC 5280 5.1), located in its bytes. */
+struct crl {
+    struct der tbs, sig_alg, sig;
+    struct der tbs_alg, issuer, entries, exts;
+    int64_t this_update, next_update;
+    int has_next, has_entries, has_exts;
+};
+
+/* Locate the parts of DER @p data.  0, or -EBADMSG. */
+static int crl_parse(const unsigned char *data, size_t len, struct crl *c)
+{
+    const unsigned char *p = data, *end = data + len;
+    struct der top, d;
+    memset(c, 0, sizeof *c);
+    if (der_next(&p, end, &top) < 0 || top.tag != DER_SEQUENCE || p != end)
+        return -EBADMSG;
+    p = top.val;
+    end = der_end(&top);
+    if (der_next(&p, end, &c->tbs) < 0 || c->tbs.tag != DER_SEQUENCE ||
+        der_next(&p, end, &c->sig_alg) < 0 || c->sig_alg.tag != DER_SEQUENCE ||
+        der_next(&p, end, &c->sig) < 0 || c->sig.tag != DER_BIT_STRING || p != end)
+        return -EBADMSG;
+    p = c->tbs.val;
+    end = der_end(&c->tbs);
+    if (der_next(&p, end, &d) < 0)
+        return -EBADMSG;
+    if (d.tag == DER_INTEGER) { /* version: v2 (1) */
+        if (d.len != 1 || d.val[0] != 1 || der_next(&p, end, &d) < 0)
+            return -EBADMSG;
+    }
+    c->tbs_alg = d;
+    if (c->tbs_alg.tag != DER_SEQUENCE || der_next(&p, end, &c->issuer) < 0 ||
+        c->issuer.tag != DER_SEQUENCE || der_next(&p, end, &d) < 0 ||
+        der_time(&d, &c->this_update) < 0)
+        return -EBADMSG;
+    while (p < end) {
+        if (der_next(&p, end, &d) < 0)
+            return -EBADMSG;
+        if ((d.tag == DER_UTC_TIME || d.tag == DER_GENERALIZED_TIME) && !c->has_next &&
+            !c->has_entries && !c->has_exts) {
+            if (der_time(&d, &c->next_update) < 0)
+                return -EBADMSG;
+            c->has_next = 1;
+        } else if (d.tag == DER_SEQUENCE && !c->has_entries && !c->has_exts) {
+            c->entries = d;
+            c->has_entries = 1;
+        } else if (d.tag == 0xa0 && !c->has_exts) {
+            const unsigned char *q = d.val;
+            if (der_next(&q, der_end(&d), &c->exts) < 0 || c->exts.tag != DER_SEQUENCE ||
+                q != der_end(&d))
+                return -EBADMSG;
+            c->has_exts = 1;
+        } else {
+            return -EBADMSG;
+        }
+    }
+    return 0;
+}
+
+/* One Extension at *p: its OID as text, criticality and value.  0 or -1. */
+static int ext_next(const unsigned char **p, const unsigned char *end, char *oid, size_t oidlen,
+                    int *critical, struct der *value)
+{
+    struct der e, d;
+    if (der_next(p, end, &e) < 0 || e.tag != DER_SEQUENCE)
+        return -1;
+    const unsigned char *q = e.val;
+    if (der_next(&q, der_end(&e), &d) < 0 || der_oid_text(&d, oid, oidlen) < 0 ||
+        der_next(&q, der_end(&e), &d) < 0)
+        return -1;
+    *critical = 0;
+    if (d.tag == DER_BOOLEAN) {
+        *critical = d.len == 1 && d.val[0] != 0;
+        if (der_next(&q, der_end(&e), &d) < 0)
+            return -1;
+    }
+    if (d.tag != DER_OCTET_STRING || q != der_end(&e))
+        return -1;
+    *value = d;
+    return 0;
+}
+
 /* Every critical extension understood (RFC 5280: else the CRL must not be
  * used), no delta CRL, and the distribution point checked. */
-static int check_extensions(gnutls_x509_crl_t crl, const char *url, char *err, size_t errlen)
+static int check_extensions(const struct crl *c, const char *url, char *err, size_t errlen)
 {
-    for (unsigned i = 0; i < 64; i++) {
-        char oid[128];
-        size_t oidlen = sizeof(oid);
-        unsigned critical = 0;
-        int r = gnutls_x509_crl_get_extension_info(crl, i, oid, &oidlen, &critical);
-        if (r == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
-            return 0;
-        if (r < 0)
-            return ocsp_errf(err, errlen, "unreadable CRL extension %u", i);
+    if (!c->has_exts)
+        return 0;
+    const unsigned char *p = c->exts.val, *end = der_end(&c->exts);
+    while (p < end) {
+        char oid[64];
+        int critical = 0, r;
+        struct der v;
+        if (ext_next(&p, end, oid, sizeof oid, &critical, &v) < 0)
+            return ocsp_errf(err, errlen, "unreadable CRL extension");
         if (strcmp(oid, "2.5.29.27") == 0)
             return ocsp_errf(err, errlen, "a delta CRL, not a complete one");
         if (strcmp(oid, "2.5.29.28") == 0) {
-            gnutls_datum_t d = {NULL, 0};
-            if (gnutls_x509_crl_get_extension_data2(crl, i, &d) < 0)
-                return ocsp_errf(err, errlen, "unreadable issuing distribution point");
-            r = ocsp_crl_idp_check(d.data, d.size, url, err, errlen);
-            gnutls_free(d.data);
-            if (r < 0)
+            if ((r = ocsp_crl_idp_check(v.val, v.len, url, err, errlen)) < 0)
                 return r;
         } else if (critical && strcmp(oid, "2.5.29.20") != 0 && strcmp(oid, "2.5.29.35") != 0) {
             return ocsp_errf(err, errlen, "unknown critical CRL extension %s", oid);
         }
     }
-    return ocsp_errf(err, errlen, "too many CRL extensions");
+    return 0;
 }
 
-static const char *verify_why(unsigned v)
+/* Issued by @p issuer (its subject, byte for byte), which is a CA allowed
+ * to sign CRLs, and signed with its key over the exact tbsCertList bytes. */
+static int check_signature(const struct crl *c, gnutls_x509_crt_t issuer, char *err, size_t errlen)
 {
-    if (v & GNUTLS_CERT_SIGNER_NOT_FOUND)
-        return "not signed by the certificate's issuer (another CA's CRL)";
-    if (v & GNUTLS_CERT_SIGNER_NOT_CA)
-        return "the signer is not a CA";
-    if (v & GNUTLS_CERT_SIGNER_CONSTRAINTS_FAILURE)
-        return "the issuer may not sign CRLs (key usage)";
-    if (v & GNUTLS_CERT_INSECURE_ALGORITHM)
-        return "signed with an insecure algorithm";
-    if (v & GNUTLS_CERT_SIGNATURE_FAILURE)
-        return "the signature does not verify (wrong key)";
-    return NULL; /* times: checked against our own clock below */
+    gnutls_datum_t dn = {NULL, 0};
+    char oid[64];
+    unsigned ku = 0;
+    const unsigned char *q = c->sig_alg.val;
+    struct der alg;
+    if (gnutls_x509_crt_get_raw_dn(issuer, &dn) < 0)
+        return ocsp_errf(err, errlen, "cannot read the issuer certificate's name");
+    size_t ilen = (size_t)(der_end(&c->issuer) - c->issuer.tlv);
+    int same = dn.size == ilen && memcmp(dn.data, c->issuer.tlv, ilen) == 0;
+    gnutls_free(dn.data);
+    if (!same)
+        return ocsp_errf(err, errlen, "the CRL is from another issuer than the certificate's");
+    if (gnutls_x509_crt_get_ca_status(issuer, NULL) <= 0)
+        return ocsp_errf(err, errlen, "the signer is not a CA");
+    if (gnutls_x509_crt_get_key_usage(issuer, &ku, NULL) == 0 && !(ku & GNUTLS_KEY_CRL_SIGN))
+        return ocsp_errf(err, errlen, "the issuer may not sign CRLs (key usage)");
+    /* RFC 5280 5.1.1.2: the same algorithm inside and outside. */
+    size_t alen = (size_t)(der_end(&c->sig_alg) - c->sig_alg.tlv);
+    if ((size_t)(der_end(&c->tbs_alg) - c->tbs_alg.tlv) != alen ||
+        memcmp(c->tbs_alg.tlv, c->sig_alg.tlv, alen) != 0 ||
+        der_next(&q, der_end(&c->sig_alg), &alg) < 0 || der_oid_text(&alg, oid, sizeof oid) < 0)
+        return ocsp_errf(err, errlen, "unreadable or inconsistent signature algorithm");
+    gnutls_sign_algorithm_t sa = gnutls_oid_to_sign(oid);
+    if (sa == GNUTLS_SIGN_UNKNOWN)
+        return ocsp_errf(err, errlen, "unsupported signature algorithm %s", oid);
+    if (c->sig.len < 2 || c->sig.val[0] != 0)
+        return ocsp_errf(err, errlen, "unreadable signature");
+    gnutls_pubkey_t pk = NULL;
+    gnutls_datum_t tbs = {(unsigned char *)c->tbs.tlv, (unsigned)(der_end(&c->tbs) - c->tbs.tlv)};
+    gnutls_datum_t sig = {(unsigned char *)c->sig.val + 1, (unsigned)c->sig.len - 1};
+    int r = gnutls_pubkey_init(&pk);
+    if (r == 0)
+        r = gnutls_pubkey_import_x509(pk, issuer, 0);
+    if (r == 0)
+        r = gnutls_pubkey_verify_data2(pk, sa, 0, &tbs, &sig);
+    gnutls_pubkey_deinit(pk);
+    if (r == GNUTLS_E_INSUFFICIENT_SECURITY)
+        return ocsp_errf(err, errlen, "signed with an insecure algorithm");
+    if (r < 0)
+        return ocsp_errf(err, errlen, "the signature does not verify (wrong key)");
+    return 0;
 }
 
 /* The serial's INTEGER content without leading zero octets. */
@@ -174,97 +257,140 @@ static void serial_trim(const unsigned char **p, size_t *n)
     }
 }
 
-/* Is @p leaf's serial listed?  1 with *when, 0, or -1. */
-static int find_serial(gnutls_x509_crl_t crl, gnutls_x509_crt_t leaf, time_t *when)
+/* The entry extensions of a listed certificate: the reason code read, any
+ * other critical one refused (a certificateIssuer would make the entry
+ * another CA's).  0 or -EINVAL. */
+static int entry_extensions(const struct der *exts, struct ocsp_answer *out, char *err,
+                            size_t errlen)
+{
+    const unsigned char *p = exts->val, *end = der_end(exts);
+    while (p < end) {
+        char oid[64];
+        int critical = 0;
+        struct der v, r;
+        if (ext_next(&p, end, oid, sizeof oid, &critical, &v) < 0)
+            return ocsp_errf(err, errlen, "unreadable CRL entry extension");
+        const unsigned char *q = v.val;
+        if (strcmp(oid, "2.5.29.21") == 0 && der_next(&q, der_end(&v), &r) == 0 &&
+            r.tag == DER_ENUMERATED && r.len == 1)
+            out->revocation_reason = r.val[0];
+        else if (strcmp(oid, "2.5.29.29") == 0)
+            return ocsp_errf(err, errlen, "an entry for another issuer's certificate");
+        else if (critical && strcmp(oid, "2.5.29.24") != 0 && strcmp(oid, "2.5.29.21") != 0)
+            return ocsp_errf(err, errlen, "unknown critical CRL entry extension %s", oid);
+    }
+    return 0;
+}
+
+/* Is @p leaf's serial listed?  1 with out->revoked_at, 0, or -EINVAL /
+ * -EBADMSG with the reason in @p err. */
+static int find_serial(const struct crl *c, gnutls_x509_crt_t leaf, struct ocsp_answer *out,
+                       char *err, size_t errlen)
 {
     unsigned char want[64];
     size_t wlen = sizeof(want);
     if (gnutls_x509_crt_get_serial(leaf, want, &wlen) < 0)
-        return -1;
+        return ocsp_errf(err, errlen, "cannot read the certificate's serial");
     const unsigned char *w = want;
     serial_trim(&w, &wlen);
-    gnutls_x509_crl_iter_t it = NULL;
-    int found = 0;
-    for (;;) {
-        unsigned char buf[128];
-        size_t blen = sizeof(buf);
-        time_t t = 0;
-        int r = gnutls_x509_crl_iter_crt_serial(crl, &it, buf, &blen, &t);
-        if (r == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
-            break;
-        if (r < 0) { /* also a serial over 128 octets (RFC 5280: at most 20) */
-            found = -1;
-            break;
+    if (!c->has_entries)
+        return 0;
+    const unsigned char *p = c->entries.val, *end = der_end(&c->entries);
+    while (p < end) {
+        struct der e, serial, when, exts;
+        if (der_next(&p, end, &e) < 0 || e.tag != DER_SEQUENCE)
+            goto bad;
+        const unsigned char *q = e.val;
+        if (der_next(&q, der_end(&e), &serial) < 0 || serial.tag != DER_INTEGER ||
+            serial.len == 0 || der_next(&q, der_end(&e), &when) < 0)
+            goto bad;
+        const unsigned char *s = serial.val;
+        size_t slen = serial.len;
+        serial_trim(&s, &slen);
+        if (slen != wlen || memcmp(s, w, wlen) != 0)
+            continue;
+        int64_t t = 0;
+        if (der_time(&when, &t) < 0)
+            goto bad;
+        out->revoked_at = (time_t)t;
+        if (q < der_end(&e)) {
+            if (der_next(&q, der_end(&e), &exts) < 0 || exts.tag != DER_SEQUENCE ||
+                q != der_end(&e))
+                goto bad;
+            int r = entry_extensions(&exts, out, err, errlen);
+            if (r < 0)
+                return r;
         }
-        const unsigned char *b = buf;
-        serial_trim(&b, &blen);
-        if (blen == wlen && memcmp(b, w, wlen) == 0) {
-            *when = t;
-            found = 1;
-            break;
-        }
+        return 1;
     }
-    gnutls_x509_crl_iter_deinit(it);
-    return found;
+    return 0;
+bad:
+    ocsp_errf(err, errlen, "unreadable CRL entries");
+    return -EBADMSG;
+}
+
+/* A time for struct ocsp_answer: clamped where time_t is 32 bits. */
+static time_t clamp_time(int64_t t)
+{
+    if (sizeof(time_t) < 8 && t > INT32_MAX)
+        return (time_t)INT32_MAX;
+    return (time_t)t;
 }
 
 int ocsp_crl_check(const unsigned char *data, size_t len, const char *url, gnutls_x509_crt_t leaf,
                    gnutls_x509_crt_t issuer, time_t now, struct ocsp_answer *out, char *err,
                    size_t errlen)
 {
-    gnutls_x509_crl_t crl = NULL;
-    gnutls_datum_t d = {(unsigned char *)data, (unsigned)len};
-    unsigned v = 0;
+    gnutls_datum_t der = {NULL, 0};
+    struct crl c;
     int rc;
-    if (gnutls_x509_crl_init(&crl) < 0)
-        return -ENOMEM;
-    if (!data || len == 0 ||
-        (gnutls_x509_crl_import(crl, &d, GNUTLS_X509_FMT_DER) < 0 &&
-         gnutls_x509_crl_import(crl, &d, GNUTLS_X509_FMT_PEM) < 0)) {
+    /* PEM is decoded into a copy; DER is read where it lies. */
+    if (data && len > 10 && memcmp(data, "-----BEGIN", 10) == 0) {
+        gnutls_datum_t pem = {(unsigned char *)data, (unsigned)len};
+        if (gnutls_pem_base64_decode2("X509 CRL", &pem, &der) < 0)
+            der.data = NULL;
+        else {
+            data = der.data;
+            len = der.size;
+        }
+    }
+    if (!data || len == 0 || crl_parse(data, len, &c) < 0) {
         ocsp_errf(err, errlen, "not a CRL (neither DER nor PEM)");
         rc = -EBADMSG;
         goto out;
     }
-    if (gnutls_x509_crl_check_issuer(crl, issuer) != 1) {
-        rc = ocsp_errf(err, errlen, "the CRL is from another issuer than the certificate's");
-        goto out;
-    }
-    const char *why = NULL;
-    if (gnutls_x509_crl_verify(crl, &issuer, 1, 0, &v) < 0 || (why = verify_why(v))) {
-        rc = ocsp_errf(err, errlen, "%s", why ? why : "the signature does not verify");
-        goto out;
-    }
-    if ((rc = check_extensions(crl, url, err, errlen)) < 0)
+    if ((rc = check_signature(&c, issuer, err, errlen)) < 0 ||
+        (rc = check_extensions(&c, url, err, errlen)) < 0)
         goto out;
     memset(out, 0, sizeof(*out));
-    out->this_update = gnutls_x509_crl_get_this_update(crl);
-    out->next_update = gnutls_x509_crl_get_next_update(crl);
+    out->this_update = clamp_time(c.this_update);
+    out->next_update = c.has_next ? clamp_time(c.next_update) : (time_t)-1;
     out->produced_at = out->this_update;
     out->revocation_reason = -1;
-    if (out->this_update == (time_t)-1 || out->this_update > now + OCSP_CLOCK_SKEW) {
+    if (c.this_update > (int64_t)now + OCSP_CLOCK_SKEW) {
         rc = ocsp_errf(err, errlen, "thisUpdate is in the future (%lld s ahead)",
-                       (long long)(out->this_update - now));
+                       (long long)(c.this_update - (int64_t)now));
         goto out;
     }
-    if (out->next_update == (time_t)-1) {
+    if (!c.has_next) {
         rc = ocsp_errf(err, errlen, "no nextUpdate: cannot tell how long the CRL holds");
         goto out;
     }
-    if (out->next_update <= now) {
+    if (c.next_update <= (int64_t)now) {
         rc = ocsp_errf(err, errlen, "expired: nextUpdate was %lld s ago",
-                       (long long)(now - out->next_update));
+                       (long long)((int64_t)now - c.next_update));
         goto out;
     }
-    time_t when = 0;
-    int found = find_serial(crl, leaf, &when);
+    int found = find_serial(&c, leaf, out, err, errlen);
     if (found < 0) {
-        rc = ocsp_errf(err, errlen, "unreadable CRL entries");
+        rc = found;
         goto out;
     }
     out->status = found ? OCSP_STATUS_REVOKED : OCSP_STATUS_GOOD;
-    out->revoked_at = found ? when : 0;
+    if (!found)
+        out->revoked_at = 0;
     rc = 0;
 out:
-    gnutls_x509_crl_deinit(crl);
+    gnutls_free(der.data);
     return rc;
 }

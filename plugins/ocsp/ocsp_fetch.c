@@ -1,9 +1,15 @@
 /* POSTing an OCSP request, or GETting a CRL, with libcurl: timeouts, a size
  * cap, http or https as the URL says, no redirects. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* mremap */
+#endif
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -13,8 +19,34 @@
 struct sink {
     struct ocsp_body *body;
     size_t max;
+    bool mapped; /* a CRL: into a mapping of its own */
     bool too_big;
 };
+
+void ocsp_body_free(struct ocsp_body *b)
+{
+    if (b->cap)
+        munmap(b->data, b->cap);
+    else
+        free(b->data);
+    memset(b, 0, sizeof(*b));
+}
+
+/* Room for @p need bytes in a mapped body: doubled, in whole pages.  0 or -1. */
+static int map_grow(struct ocsp_body *b, size_t need)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), cap = b->cap ? b->cap : 64 * 1024;
+    while (cap < need)
+        cap *= 2;
+    cap = (cap + page - 1) / page * page;
+    void *d = b->cap ? mremap(b->data, b->cap, cap, MREMAP_MAYMOVE)
+                     : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (d == MAP_FAILED)
+        return -1;
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
 
 static size_t on_data(char *p, size_t size, size_t n, void *arg)
 {
@@ -24,11 +56,16 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
         s->too_big = true;
         return 0; /* curl stops with CURLE_WRITE_ERROR */
     }
-    unsigned char *d = realloc(s->body->data, s->body->len + len + 1);
-    if (!d)
-        return 0;
-    memcpy(d + s->body->len, p, len);
-    s->body->data = d;
+    if (s->mapped) {
+        if (s->body->len + len > s->body->cap && map_grow(s->body, s->body->len + len) < 0)
+            return 0;
+    } else {
+        unsigned char *d = realloc(s->body->data, s->body->len + len + 1);
+        if (!d)
+            return 0;
+        s->body->data = d;
+    }
+    memcpy(s->body->data + s->body->len, p, len);
     s->body->len += len;
     return len;
 }
@@ -48,12 +85,12 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum_t *req,
                struct ocsp_body *out, char *err, size_t errlen)
 {
-    struct sink s = {.body = out, .max = req ? conf->max_bytes : conf->crl_max_bytes};
+    struct sink s = {
+        .body = out, .max = req ? conf->max_bytes : conf->crl_max_bytes, .mapped = !req};
     struct curl_slist *hdr = NULL;
     long code = 0;
     int rc = -EIO;
-    out->data = NULL;
-    out->len = 0;
+    memset(out, 0, sizeof(*out));
     CURL *c = curl_easy_init();
     if (!c) {
         snprintf(err, errlen, "libcurl: no handle");
@@ -114,11 +151,8 @@ int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum
     }
     rc = 0;
 out:
-    if (rc < 0) {
-        free(out->data);
-        out->data = NULL;
-        out->len = 0;
-    }
+    if (rc < 0)
+        ocsp_body_free(out);
     curl_slist_free_all(hdr);
     curl_easy_cleanup(c);
     return rc;

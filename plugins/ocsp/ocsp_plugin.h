@@ -77,7 +77,14 @@ struct ocsp_conf {
 struct ocsp_body {
     unsigned char *data;
     size_t len;
+    /* A CRL is received into its own mapping (cap bytes), unmapped when
+     * freed: megabytes that came through the heap would stay with the
+     * process (glibc keeps a thread arena's top); an OCSP answer is
+     * malloc()ed (cap 0). */
+    size_t cap;
 };
+/* Free what @p b holds (either kind) and zero it. */
+void ocsp_body_free(struct ocsp_body *b);
 
 /* ocsp_fetch.c: POST @p req to @p url (an OCSP request, at most
  * conf->max_bytes back), or GET @p url when @p req is NULL (a CRL, at most

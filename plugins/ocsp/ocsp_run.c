@@ -247,7 +247,7 @@ static bool run_hung(json_t *hung, const char *url)
 static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run_cert *c,
                         struct ocsp_row *row, json_t *hung, time_t now)
 {
-    struct ocsp_body body = {NULL, 0};
+    struct ocsp_body body = {NULL, 0, 0};
     gnutls_x509_crt_t issuer = NULL;
     struct ocsp_answer a;
     char err[512] = "";
@@ -305,7 +305,7 @@ static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run
 out:
     if (issuer)
         gnutls_x509_crt_deinit(issuer);
-    free(body.data);
+    ocsp_body_free(&body);
 }
 
 /* Not applicable: why, or NULL when OCSP applies. */

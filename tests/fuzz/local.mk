@@ -34,7 +34,7 @@ fuzz_acme_cflags = $(GNUTLS_CFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS) $(SQLITE_CF
 fuzz_acme_libs = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS)
 
 fuzz_ocsp_sources = tests/fuzz/ocsp_fuzz.c plugins/ocsp/ocsp.h plugins/ocsp/ocsp_cert.c \
-	plugins/ocsp/ocsp_crl.c \
+	plugins/ocsp/ocsp_crl.c plugins/ocsp/ocsp_der.c plugins/ocsp/ocsp_der.h \
 	plugins/ocsp/ocsp_verify.c
 fuzz_ocsp_cflags = $(GNUTLS_CFLAGS)
 fuzz_ocsp_libs = $(GNUTLS_LIBS)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/ocsp.h>
 #include <gnutls/x509.h>
@@ -17,6 +18,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static gnutls_x509_crt_t leaf, issuer;
+static gnutls_privkey_t issuer_key;
 
 static gnutls_x509_crt_t make_crt(gnutls_x509_privkey_t key, const char *cn, gnutls_x509_crt_t ca,
                                   gnutls_x509_privkey_t ca_key)
@@ -47,8 +49,81 @@ static void setup(void)
                                  GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0);
     issuer = make_crt(ik, "fuzz issuer", NULL, NULL);
     leaf = make_crt(lk, "fuzz leaf", issuer, ik);
+    gnutls_privkey_init(&issuer_key);
+    gnutls_privkey_import_x509(issuer_key, ik, GNUTLS_PRIVKEY_IMPORT_COPY);
     gnutls_x509_privkey_deinit(ik);
     gnutls_x509_privkey_deinit(lk);
+}
+
+/* Append a DER header (tag, length) for @p len content bytes to @p b. */
+static size_t der_head(unsigned char *b, unsigned tag, size_t len)
+{
+    size_t n = 0;
+    b[n++] = (unsigned char)tag;
+    if (len < 128) {
+        b[n++] = (unsigned char)len;
+    } else if (len < 65536) {
+        b[n++] = 0x82;
+        b[n++] = (unsigned char)(len >> 8);
+        b[n++] = (unsigned char)len;
+    } else {
+        b[n++] = 0x83;
+        b[n++] = (unsigned char)(len >> 16);
+        b[n++] = (unsigned char)(len >> 8);
+        b[n++] = (unsigned char)len;
+    }
+    return n;
+}
+
+/* The input as what follows nextUpdate in a CRL (its entries, its
+ * extensions) that the issuer really signed: the checks after the
+ * signature, and the hand-written entry reader, see fuzzed bytes too. */
+static void signed_crl(const uint8_t *data, size_t size)
+{
+    static const unsigned char alg[] = {0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48,
+                                        0xce, 0x3d, 0x04, 0x03, 0x02}; /* ecdsa-with-SHA256 */
+    static const unsigned char times[] = "\x17\x0d" "270101000000Z" "\x17\x0d" "271231000000Z";
+    gnutls_datum_t dn = {NULL, 0}, sig = {NULL, 0};
+    if (size > 1 << 20 || gnutls_x509_crt_get_raw_dn(issuer, &dn) < 0)
+        return;
+    size_t body = 3 + sizeof alg + dn.size + sizeof times - 1 + size;
+    unsigned char *tbs = malloc(body + 8), *crl = NULL;
+    size_t n = der_head(tbs, 0x30, body);
+    memcpy(tbs + n, "\x02\x01\x01", 3);
+    n += 3;
+    memcpy(tbs + n, alg, sizeof alg);
+    n += sizeof alg;
+    memcpy(tbs + n, dn.data, dn.size);
+    n += dn.size;
+    memcpy(tbs + n, times, sizeof times - 1);
+    n += sizeof times - 1;
+    memcpy(tbs + n, data, size);
+    n += size;
+    gnutls_datum_t t = {tbs, (unsigned)n};
+    if (gnutls_privkey_sign_data2(issuer_key, GNUTLS_SIGN_ECDSA_SHA256, 0, &t, &sig) == 0) {
+        unsigned char bits[8];
+        size_t bh = der_head(bits, 0x03, sig.size + 1);
+        size_t all = n + sizeof alg + bh + 1 + sig.size;
+        crl = malloc(all + 8);
+        size_t m = der_head(crl, 0x30, all);
+        memcpy(crl + m, tbs, n);
+        m += n;
+        memcpy(crl + m, alg, sizeof alg);
+        m += sizeof alg;
+        memcpy(crl + m, bits, bh);
+        m += bh;
+        crl[m++] = 0;
+        memcpy(crl + m, sig.data, sig.size);
+        m += sig.size;
+        struct ocsp_answer a;
+        char err[256];
+        (void)ocsp_crl_check(crl, m, "http://127.0.0.1:9/1.crl", leaf, issuer, 1800000000, &a, err,
+                             sizeof(err));
+    }
+    free(crl);
+    free(tbs);
+    gnutls_free(sig.data);
+    gnutls_free(dn.data);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -61,6 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)ocsp_crl_check(data, size, "http://127.0.0.1:9/1.crl", leaf, issuer, 1800000000, &a, err,
                          sizeof(err));
     (void)ocsp_crl_idp_check(data, size, "http://127.0.0.1:9/1.crl", err, sizeof(err));
+    signed_crl(data, size);
 
     gnutls_ocsp_resp_t resp;
     gnutls_datum_t d = {(unsigned char *)data, (unsigned)size};

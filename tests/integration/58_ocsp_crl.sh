@@ -154,8 +154,8 @@ is "$(oc_status crl.test status)" revoked "status revoked"
 is "$(oc_status crl.test revoked_at)" "$(date -u -d "$when" +%s)" \
     "revoked at the CRL's revocation date ($when)"
 like "$(grep ERR "$TB_TMP/daemon.log")" \
-    "ocsp: crl.test: certificate REVOKED \(serial $serial, at [0-9]+\) says the CRL at $URL" \
-    "an error line in the log names the certificate and the CRL"
+    "ocsp: crl.test: certificate REVOKED \(serial $serial, at [0-9]+, reason 1\) says the CRL at $URL" \
+    "an error line in the log names the certificate, the reason (1: keyCompromise) and the CRL"
 like "$(tb_ctl metrics)" "tlsbox_ocsp_revoked_total 1" "the metric counts the revocation"
 tb_wait_says 20 1 grep -c '"event": "ocsp.revoked"' "$hooks" >/dev/null
 ev=$(grep '"event": "ocsp.revoked"' "$hooks" | head -1 | jq -r .body)

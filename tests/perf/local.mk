@@ -27,3 +27,11 @@ perf-bench: all
 	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' \
 		$(SHELL) $(top_srcdir)/tests/perf/bench_accuracy.sh $(PERF_ARGS)
 .PHONY: perf-bench
+
+# What a CRL check costs tlsboxd by the CRL's size, next to OpenSSL reading
+# the same CRL (prints a table).
+EXTRA_DIST += tests/perf/crl_check.sh
+perf-crl: all
+	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' \
+		$(SHELL) $(top_srcdir)/tests/perf/crl_check.sh $(PERF_ARGS)
+.PHONY: perf-crl

@@ -15,6 +15,7 @@
 #include <gnutls/gnutls.h>
 
 #include "plugins/ocsp/ocsp.h"
+#include "plugins/ocsp/ocsp_der.h"
 #include "plugins/ocsp/tests/ocsp_fixtures.h"
 #include "tests/tap.h"
 
@@ -26,10 +27,12 @@
 static const char fixtures[] =
     "set -e\n"
     "ec() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out $1.key; }\n"
-    "ec root; ec inter; ec leaf; ec other; ec rogue; ec bare\n"
+    "ec root; ec inter; ec leaf; ec other; ec rogue; ec bare; ec nocrl\n"
     "ca() { openssl req -x509 -new -key $1.key -subj /CN=$2 -days 30 -out $1.pem "
     "  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign; }\n"
     "ca root Root; ca rogue Inter\n"
+    "openssl req -x509 -new -key nocrl.key -subj /CN=NoCRL -days 30 -out nocrl.pem "
+    "  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign\n"
     "printf 'basicConstraints=critical,CA:TRUE\\nkeyUsage=critical,keyCertSign,cRLSign\\n' "
     ">ca.ext\n"
     "openssl req -new -key inter.key -subj /CN=Inter | openssl x509 -req -CA root.pem "
@@ -85,6 +88,7 @@ static const char fixtures[] =
     "g plain good inter; g idp idp inter; g shard shard inter; g reasons reasons inter\n"
     "g indirect indirect inter; g onlyca onlyca inter; g delta delta inter\n"
     "g unknown unknown inter; g plain root root; g plain rogue rogue\n"
+    "g plain byleaf other; g plain nocrlsig nocrl\n"
     "openssl ca -config ca.cnf -revoke leaf.pem -keyfile inter.key -cert inter.pem "
     "  -crl_reason keyCompromise\n"
     "g idp revoked inter\n"
@@ -150,8 +154,20 @@ static void test_check(void)
     memset(&tm, 0, sizeof(tm));
     time_t want = strptime(when, "%b %d %H:%M:%S %Y GMT", &tm) ? timegm(&tm) : -1;
     is_int((long long)a.revoked_at, (long long)want, "revocation time read (%s)", when);
+    is_int(a.revocation_reason, 1, "and its reason code (keyCompromise)");
 
     refused("root.der", "a CRL of another CA", "another issuer");
+    gnutls_x509_crt_t o = fx_crt("other.pem"), n = fx_crt("nocrl.pem");
+    gnutls_datum_t b = fx_slurp("byleaf.der"), k = fx_slurp("nocrlsig.der");
+    rc = ocsp_crl_check(b.data, b.size, URL, leaf, o, now, &a, err, sizeof(err));
+    ok(rc < 0 && strstr(err, "not a CA"), "a CRL signed by a certificate that is no CA: %s", err);
+    rc = ocsp_crl_check(k.data, k.size, URL, leaf, n, now, &a, err, sizeof(err));
+    ok(rc < 0 && strstr(err, "may not sign CRLs"), "a CA without cRLSign in its key usage: %s",
+       err);
+    gnutls_free(b.data);
+    gnutls_free(k.data);
+    gnutls_x509_crt_deinit(o);
+    gnutls_x509_crt_deinit(n);
     refused("rogue.der", "a CRL with the issuer's name and another key", "signature");
     refused("shard.der", "a CRL for another distribution point", "another shard");
     refused("reasons.der", "a CRL for some reasons only", "some revocation reasons");
@@ -171,6 +187,47 @@ static void test_check(void)
     rc = ocsp_crl_check((const unsigned char *)"<html>", 6, URL, leaf, inter, now, &a, err,
                         sizeof(err));
     ok(rc == -EBADMSG, "an HTML page: %s", err);
+}
+
+/* The hand-written DER times and OIDs (ocsp_der.c). */
+static void test_der(void)
+{
+    static const struct {
+        unsigned tag;
+        const char *text;
+        long long want;
+    } t[] = {{DER_UTC_TIME, "700101000000Z", 0},
+             {DER_UTC_TIME, "491231235959Z", 2524607999},
+             {DER_UTC_TIME, "500101000000Z", -631152000},
+             {DER_GENERALIZED_TIME, "20500101000000Z", 2524608000},
+             {DER_GENERALIZED_TIME, "20240229120000Z", 1709208000},
+             {DER_UTC_TIME, "700101000000", -1},
+             {DER_UTC_TIME, "701301000000Z", -1},
+             {DER_GENERALIZED_TIME, "2024022912000Z", -1}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        struct der d = {
+            .tag = t[i].tag, .val = (const unsigned char *)t[i].text, .len = strlen(t[i].text)};
+        int64_t v = -1;
+        int rc = der_time(&d, &v);
+        if (t[i].want == -1)
+            is_int(rc, -1, "time %s refused", t[i].text);
+        else
+            ok(rc == 0 && v == t[i].want, "time %s = %lld (%lld)", t[i].text, t[i].want,
+               (long long)v);
+    }
+    const unsigned char oid[] = {0x55, 0x1d, 0x1c},
+                        big[] = {0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02},
+                        cut[] = {0x2a, 0x86};
+    char txt[64];
+    struct der d = {.tag = DER_OID, .val = oid, .len = sizeof oid};
+    ok(der_oid_text(&d, txt, sizeof txt) == 0 && strcmp(txt, "2.5.29.28") == 0, "OID %s", txt);
+    d.val = big;
+    d.len = sizeof big;
+    ok(der_oid_text(&d, txt, sizeof txt) == 0 && strcmp(txt, "1.2.840.10045.4.3.2") == 0, "OID %s",
+       txt);
+    d.val = cut;
+    d.len = sizeof cut;
+    is_int(der_oid_text(&d, txt, sizeof txt), -1, "an OID cut in its last arc is refused");
 }
 
 static void test_idp(void)
@@ -204,6 +261,7 @@ int main(void)
     inter = fx_crt("inter.pem");
     test_url();
     test_check();
+    test_der();
     test_idp();
     gnutls_x509_crt_deinit(leaf);
     gnutls_x509_crt_deinit(inter);
