@@ -25,27 +25,7 @@ done
 is "$(openssl x509 -in "$OC/crl.test.pem" -noout -ext authorityInfoAccess 2>&1 | grep -c OCSP)" 0 \
     "the leaf names no OCSP responder"
 
-cat >"$OC/crl.cnf" <<EOF
-[ca]
-default_ca = d
-[d]
-database = $OC/crl.idx
-crlnumber = $OC/crlnum
-default_md = sha256
-default_crl_days = 7
-[plain]
-authorityKeyIdentifier = keyid:always
-[idp]
-issuingDistributionPoint = critical, @idp_this
-[idp_this]
-fullname = URI:$URL
-[shard]
-issuingDistributionPoint = critical, @idp_other
-[idp_other]
-fullname = URI:http://127.0.0.1:$CP/other.crl
-EOF
-: >"$OC/crl.idx"
-echo 01 >"$OC/crlnum"
+oc_crl_ca "$URL"
 # crl_publish EXTS [CA] [ARGS...]: a CRL signed by CA (inter) with the
 # extensions of section EXTS, published as DER in one rename.
 crl_publish() {

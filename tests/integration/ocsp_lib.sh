@@ -18,6 +18,9 @@
 #                                  own DIR/requests.log and DIR/hang (a second responder URL)
 #   oc_requests                    requests the front has seen
 #   oc_staple SNI                  openssl s_client -status against $SITE_HTTPS
+#   oc_crl_ca URL                  $OC/crl.cnf: `openssl ca -gencrl` by the intermediate
+#                                  (7 days; -crlexts plain, idp: an Issuing Distribution
+#                                  Point naming URL, shard: naming another), empty database
 #   oc_status NAME FIELD           one field of tlsboxctl --json ocsp status NAME
 #   oc_wait_status NAME FIELD VALUE [SECS]   poll until it has that value
 
@@ -149,6 +152,31 @@ oc_requests() {
 oc_staple() {
     timeout 10 openssl s_client -connect "127.0.0.1:$SITE_HTTPS" -servername "$1" -status \
         </dev/null 2>&1
+}
+
+oc_crl_ca() {
+    cat >"$OC/crl.cnf" <<EOF
+[ca]
+default_ca = d
+[d]
+database = $OC/crl.idx
+crlnumber = $OC/crlnum
+default_md = sha256
+default_crl_days = 7
+[plain]
+authorityKeyIdentifier = keyid:always
+[idp]
+issuingDistributionPoint = critical, @idp_this
+[idp_this]
+fullname = URI:$1
+[shard]
+issuingDistributionPoint = critical, @idp_other
+[idp_other]
+fullname = URI:${1%/*}/other.crl
+EOF
+    : >"$OC/crl.idx"
+    echo "unique_subject = no" >"$OC/crl.idx.attr"
+    echo 01 >"$OC/crlnum"
 }
 
 oc_status() {

@@ -38,21 +38,7 @@ URL="http://127.0.0.1:$CP/inter.crl"
 mkdir -p "$WWW"
 oc_make_ca && OC_AIA=0 oc_make_leaf crl.test 30 "crlDistributionPoints=URI:$URL" ||
     { echo "test CA failed"; exit 1; }
-cat >"$OC/crl.cnf" <<EOF
-[ca]
-default_ca = d
-[d]
-database = $OC/crl.idx
-crlnumber = $OC/crlnum
-default_md = sha256
-default_crl_days = 7
-[idp]
-issuingDistributionPoint = critical, @idp_this
-[idp_this]
-fullname = URI:$URL
-EOF
-echo 01 >"$OC/crlnum"
-echo "unique_subject = no" >"$OC/crl.idx.attr"
+oc_crl_ca "$URL"
 
 # make_crl N: a CRL listing N serials (16 random bytes each, as a CA's are).
 make_crl() {
