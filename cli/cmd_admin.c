@@ -1,4 +1,5 @@
-/* tlsboxctl admin setup-url | passwd: first run and password reset of the web UI. */
+/* tlsboxctl admin setup-url | passwd | totp-off: first run, password reset
+ * and two-factor recovery of the web UI. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,8 +100,38 @@ static int cmd_passwd(struct ctl *c, int argc, char **argv)
     return rc;
 }
 
+/* The way back in for a user whose authenticator app is lost: root on the
+ * box turns two-factor login off; the user turns it on again, with a new
+ * secret, from the account page. */
+static int cmd_totp_off(struct ctl *c, int argc, char **argv)
+{
+    if (argc > 1) {
+        fprintf(stderr, "tlsboxctl: usage: tlsboxctl admin totp-off [USER]\n");
+        return CTL_EXIT_USAGE;
+    }
+    const char *user = argc == 1 ? argv[0] : "admin";
+    json_t *req = json_pack("{s:s}", "user", user);
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    json_t *j = NULL;
+    int rc = ctl_call(c, "POST", "admin/totp/off", body, &j);
+    free(body);
+    if (rc == CTL_EXIT_OK) {
+        if (c->json)
+            ctl_print_json(c, j);
+        else
+            printf("two-factor login of %s is off: the password alone logs in; turn it on again "
+                   "from the web UI's account page\n",
+                   user);
+    }
+    json_decref(j);
+    return rc;
+}
+
 const struct ctl_command ctl_admin_commands[] = {
     {"admin", "setup-url", "", "print the one-time first-run URL of the web UI", cmd_setup_url},
     {"admin", "passwd", "[USER]", "set a web UI password (read from stdin; default user admin)",
      cmd_passwd},
+    {"admin", "totp-off", "[USER]",
+     "turn two-factor login off for a user who lost the app (default user admin)", cmd_totp_off},
     {NULL, NULL, NULL, NULL, NULL}};

@@ -17,35 +17,10 @@
 #include "core/tls.h"
 #include "core/xalloc.h"
 
-/* Value of @p key in a "k=v&k=v" query (percent-decoded; caller frees), or NULL. */
-static char *query_get(const char *query, const char *key)
-{
-    size_t kl = strlen(key);
-    for (const char *p = query; p && *p;) {
-        size_t len = strcspn(p, "&");
-        if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
-            char *out = xmalloc(len + 1), *o = out;
-            for (const char *s = p + kl + 1; s < p + len; s++) {
-                if (*s == '%' && s + 2 < p + len + 1 && s[1] && s[2]) {
-                    char hex[3] = {s[1], s[2], 0};
-                    *o++ = (char)strtol(hex, NULL, 16);
-                    s += 2;
-                } else {
-                    *o++ = *s == '+' ? ' ' : *s;
-                }
-            }
-            *o = '\0';
-            return out;
-        }
-        p += len + (p[len] == '&');
-    }
-    return NULL;
-}
-
 static long long query_int(const char *query, const char *key, long long dflt, long long lo,
                            long long hi)
 {
-    char *v = query_get(query, key);
+    char *v = api_query_get(query, key);
     long long n = v ? strtoll(v, NULL, 10) : dflt;
     free(v);
     return n < lo ? lo : n > hi ? hi : n;
@@ -157,7 +132,7 @@ static void on_routes(void *arg, const struct tlsbox_api_request *req,
 static void on_history(void *arg, const struct tlsbox_api_request *req,
                        struct tlsbox_api_reply *reply)
 {
-    char *names = query_get(req->query, "names");
+    char *names = api_query_get(req->query, "names");
     long long since = time(NULL) - query_int(req->query, "since", 3600, 60, 31 * 86400);
     sqlite3 *db = store_connect();
     sqlite3_stmt *st = NULL;
@@ -219,4 +194,5 @@ void admin_api_register(void)
     api_route_add(self, "GET", "routes", on_routes, NULL);
     api_route_add(self, "GET", "metrics/history", on_history, NULL);
     api_route_add(self, "GET", "ui/pages", on_pages, NULL);
+    admin_totp_api_register();
 }

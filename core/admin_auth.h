@@ -43,10 +43,10 @@ int admin_setup(const char *token, const char *name, const char *password, char 
 
 /*
  * Check a login from @p source.  0 and *s filled (new session) on success.
- * -EACCES wrong name or password; -EAGAIN throttled, -EPERM locked out and
- * -EBUSY no room to track the attempt (see throttle_begin), each with
- * *retry_after seconds; the attempt is then not even checked.
- * Failures, throttling and lockouts are logged and audited.
+ * -EACCES wrong name or password; -ENOKEY / -EKEYREJECTED (see below); -EAGAIN throttled, -EPERM
+ * locked out and -EBUSY no room to track the attempt (see throttle_begin), each with *retry_after
+ * seconds; the attempt is then not even checked. Failures, throttling and lockouts are logged and
+ * audited.
  *
  * @p device (NULL: none) is the device cookie the browser sent.  One that
  * this box issued to a browser that logged in as @p name, under the user's
@@ -56,8 +56,21 @@ int admin_setup(const char *token, const char *name, const char *password, char 
  * cookies").  Its own failures lock only that device.  A success fills
  * s->device with a fresh one.  Any thread.
  */
-int admin_login(const char *name, const char *password, const char *source, const char *device,
-                struct admin_session *s, int *retry_after);
+int admin_login(const char *name, const char *password, const char *code, const char *source,
+                const char *device, struct admin_session *s, int *retry_after);
+/* With two-factor login on for the user (admin_twofactor.c), admin_login
+ * also needs @p code, the 6 digits of the user's authenticator app, checked
+ * after the password: -ENOKEY when the password is right and no code came
+ * (not counted as a failure: the form then asks for it), -EKEYREJECTED
+ * when the code is wrong or was used already (counted, throttled and locked
+ * out like a wrong password).  A known device needs the code as well. */
+/* admin_login's second step for user @p user_id on @p db: 0 when the user
+ * has no TOTP secret or @p code matches it (its step then stored: a code
+ * logs in once), -ENOKEY no code, -EKEYREJECTED wrong or reused, -EIO. */
+int admin_totp_login_check(sqlite3 *db, int64_t user_id, const char *code);
+/* Register GET/POST/PUT admin/totp and POST admin/totp/off (see
+ * admin_twofactor.c).  Main thread, with admin_api_register. */
+void admin_totp_api_register(void);
 /* Re-check the password of logged-in user @p name before a change that
  * needs it (a new password): throttled, counted and audited as a failed
  * login of the name (not of an address: the caller holds a session).  0,

@@ -185,10 +185,18 @@ static enum MHD_Result on_login(struct MHD_Connection *conn, json_t *body, const
     struct admin_session s;
     int retry = 0;
     const char *device = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, DEVICE_COOKIE);
-    int rc =
-        admin_login(member(body, "user"), member(body, "password"), source, device, &s, &retry);
+    int rc = admin_login(member(body, "user"), member(body, "password"), member(body, "code"),
+                         source, device, &s, &retry);
     if (rc == 0)
         return set_session_cookie(conn, &s);
+    if (rc == -ENOKEY || rc == -EKEYREJECTED)
+        return respond_json(conn, 401,
+                            json_pack("{s:s,s:b}", "error",
+                                      rc == -ENOKEY
+                                          ? "enter the 6-digit code from your authenticator app"
+                                          : "wrong one-time code (or one used already)",
+                                      "code_needed", 1),
+                            NULL);
     if (rc == -EAGAIN || rc == -EPERM || rc == -EBUSY)
         return respond_json(
             conn, 429,

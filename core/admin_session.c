@@ -221,8 +221,8 @@ static unsigned attempt_end(sqlite3 *db, const char *name, const char *const key
                                                         : THROTTLE_ABORTED);
 }
 
-int admin_login(const char *name, const char *password, const char *source, const char *device,
-                struct admin_session *s, int *retry_after)
+int admin_login(const char *name, const char *password, const char *code, const char *source,
+                const char *device, struct admin_session *s, int *retry_after)
 {
     sqlite3 *db = store_connect();
     /* A known device's attempts are its own: not the name's (in memory or
@@ -255,6 +255,14 @@ int admin_login(const char *name, const char *password, const char *source, cons
     } else {
         rc = db ? admin_password_check(db, name, password, &uid) : -EIO;
     }
+    /* The second factor before anything that a success does: a right
+     * password with a wrong code must not clear the name's failure count,
+     * or codes could be guessed without end. */
+    if (rc == 0)
+        rc = admin_totp_login_check(db, uid, code);
+    /* A wrong code counts as a wrong password; no code at all counts as
+     * nothing (the form asks for it next). */
+    int counted = rc == -EKEYREJECTED ? -EACCES : rc;
     if (rc == 0) {
         if (!dev) /* the name's count is not the device's to clear */
             stored_clear(db, uid);
@@ -265,8 +273,8 @@ int admin_login(const char *name, const char *password, const char *source, cons
         if (rc == 0)
             device_issue(db, name, s->device);
     }
-    unsigned locked = attempt_end(dev ? NULL : db, name, keys, 2, rc);
-    if (rc == -EACCES)
+    unsigned locked = attempt_end(dev ? NULL : db, name, keys, 2, counted);
+    if (counted == -EACCES)
         login_failed(name, source, akey, ukey, locked);
     if (rc == 0) {
         log_info("admin: user \"%s\" logged in from %s%s", name, source,

@@ -208,3 +208,28 @@ json_t *api_body_object(const struct tlsbox_api_request *req, struct tlsbox_api_
     }
     return j;
 }
+
+/* See api.h. */
+char *api_query_get(const char *query, const char *key)
+{
+    size_t kl = strlen(key);
+    for (const char *p = query; p && *p;) {
+        size_t len = strcspn(p, "&");
+        if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
+            char *out = xmalloc(len + 1), *o = out;
+            for (const char *s = p + kl + 1; s < p + len; s++) {
+                if (*s == '%' && s + 2 < p + len + 1 && s[1] && s[2]) {
+                    char hex[3] = {s[1], s[2], 0};
+                    *o++ = (char)strtol(hex, NULL, 16);
+                    s += 2;
+                } else {
+                    *o++ = *s == '+' ? ' ' : *s;
+                }
+            }
+            *o = '\0';
+            return out;
+        }
+        p += len + (p[len] == '&');
+    }
+    return NULL;
+}

@@ -19,6 +19,9 @@ void api_reply_error(struct tlsbox_api_reply *reply, int status, const char *fmt
 json_t *api_error_object(const char *msg);
 /* Set reply->body to the compact dump of @p j (reference stolen) and status. */
 void api_reply_json(struct tlsbox_api_reply *reply, int status, json_t *j);
+/* The value of @p key in query string @p query ("k=v&k=v", percent- and
+ * plus-decoded; caller frees), or NULL when absent.  Pure; any thread. */
+char *api_query_get(const char *query, const char *key);
 /* Parse the request body as a JSON object (duplicates refused); on failure fill
  * reply with 400 and return NULL. */
 json_t *api_body_object(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply);

@@ -41,7 +41,11 @@ tests_plugins_slow_start_la_CFLAGS = $(PLUGIN_CFLAGS)
 tests_plugins_slow_start_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 
 check_PROGRAMS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
-	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test
+	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test \
+	tests/unit/core/admin_totp_test
+tests_unit_core_admin_totp_test_SOURCES = tests/unit/core/admin_totp_test.c
+tests_unit_core_admin_totp_test_CFLAGS = $(CORE_CFLAGS)
+tests_unit_core_admin_totp_test_LDADD = core/libtlsboxcore.la
 tests_unit_core_host_test_SOURCES = tests/unit/core/host_test.c
 tests_unit_core_host_test_CFLAGS = $(CORE_CFLAGS)
 tests_unit_core_host_test_LDADD = core/libtlsboxcore.la
@@ -75,6 +79,7 @@ tests_unit_pdk_mock_settings_test_LDADD = $(MOCKHOST_LIBS)
 
 TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test \
+	tests/unit/core/admin_totp_test \
 	tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh \
 	tests/integration/12_pdk_out_of_tree.sh \
@@ -91,7 +96,7 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/63_admin_ipv6_client.sh tests/integration/63_admin_conn_hold.sh \
 	tests/integration/64_admin_ui_live.sh tests/integration/64_admin_live_clock.sh \
 	tests/integration/64_admin_ui_upgrade.sh tests/integration/62_admin_ui_mend.sh \
-	tests/integration/68_admin_account.sh
+	tests/integration/68_admin_account.sh tests/integration/69_admin_totp.sh
 EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh tests/integration/12_pdk_out_of_tree.sh \
 	tests/integration/13_plugin_schema.sh tests/integration/14_plugin_store_guard.sh \
@@ -107,6 +112,7 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/62_admin_ui_mend.sh tests/ui/admin_ui_mend.py \
 	tests/integration/13_privdrop.sh tests/integration/17_daemon_process.sh \
 	tests/integration/18_plugins_live_toggle.sh tests/integration/19_daemon_restart.sh \
-	tests/integration/68_admin_account.sh tests/ui/account_ui.py
+	tests/integration/68_admin_account.sh tests/ui/account_ui.py \
+	tests/integration/69_admin_totp.sh tests/integration/totp_code.py
 include tests/perf/local.mk
 include tests/fuzz/local.mk

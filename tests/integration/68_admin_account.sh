@@ -1,15 +1,16 @@
 #!/bin/bash
 # The admin web UI's account page (tests/ui/account_ui.py) in headless
 # Chromium: the password changed from the browser alone, refusals in place
-# that change nothing, the session's end said on the login form; then, from
-# the store: one audit row for the change, by admin from the browser's
-# address, and neither password in the audit log.
+# that change nothing, the session's end said on the login form; two-factor
+# login turned on, used and turned off; then, from the store: one audit row
+# for the password change, by admin from the browser's address, and neither
+# password in the audit log.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 tb_need_browser
 
 tb_start_ui_daemon || bail "daemon did not start"
-tb_ui_run account_ui.py 180 14
+tb_ui_run account_ui.py 240 27
 
 db="$TB_STATE/tlsbox.db"
 is "$(sqlite3 "$db" "SELECT actor || ' ' || action || ' ' || target || ' ' || source FROM audit

@@ -3,14 +3,19 @@
 top; a repeat typo, a wrong current password and a too short new one are
 refused in place and change nothing (the old password still logs in); a
 good change ends the session, the login form says why, the new password
-logs in and the old one no longer does.  Helpers and output format as in
+logs in and the old one no longer does.  Then two-factor login: turned on
+with the secret shown once and confirmed by a code (computed as an app
+does, tests/integration/totp_code.py), the login form asking for the code
+after the password, and turned off again.  Helpers and output format as in
 admin_ui.py; run by 68_admin_account.sh.
 
 Environment: as admin_ui.py."""
 import json
 import os
 import ssl
+import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 
@@ -20,6 +25,8 @@ from selenium.webdriver.support import expected_conditions as EC
 import admin_ui as A
 
 NEW = "a new ui password 2"
+TOTP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration", "totp_code.py")
+STEP = os.path.join(tempfile.mkdtemp(), "totp.step")
 
 
 def api_login(password):
@@ -91,5 +98,73 @@ def account(d):
     A.check(api_login(NEW) == 200, "the new one does")
 
 
+
+def code(secret, offset=0):
+    """The app's code for the next step the box has not seen used."""
+    return subprocess.run([sys.executable, TOTP, secret, STEP, str(offset)], capture_output=True,
+                          text=True, timeout=40, check=True).stdout.strip()
+
+
+def totp_said(d, css, want):
+    A.wait(d, EC.text_to_be_present_in_element((By.CSS_SELECTOR, css), want), 20)
+    return d.find_element(By.CSS_SELECTOR, css).text
+
+
+def two_factor(d):
+    A.open_page(d, "account", "#totp-state")
+    A.check(d.find_element(By.ID, "totp-state").text == "Off: the password alone logs in.",
+            "two-factor login: off at first", d.find_element(By.ID, "totp-state").text)
+    d.find_element(By.ID, "totp-password").send_keys(NEW)
+    d.find_element(By.ID, "totp-on").click()
+    shown = A.wait(d, EC.presence_of_element_located((By.ID, "totp-secret")), 20).text
+    secret = shown.replace(" ", "")
+    A.check(len(secret) == 32 and shown.count(" ") == 7,
+            "Turn on shows the secret once, in eight groups of four", shown)
+    uri = d.find_element(By.ID, "totp-uri").get_attribute("href")
+    A.check(uri.startswith("otpauth://totp/tlsbox:admin%40") and f"secret={secret}&" in uri,
+            "and an otpauth link with the same secret for a phone's app", uri)
+    A.shot(d, "account-totp-secret")
+    d.find_element(By.ID, "totp-code").send_keys(code(secret, -5))
+    d.find_element(By.ID, "totp-confirm").click()
+    said = totp_said(d, "#totp-status", "does not match")
+    A.check("the code does not match the new secret" in said, "a wrong code does not turn it on", said)
+    box = d.find_element(By.ID, "totp-code")
+    box.clear()
+    box.send_keys(code(secret))
+    d.find_element(By.ID, "totp-confirm").click()
+    said = totp_said(d, "#totp-status", "is on")
+    A.check(said == "Two-factor login is on: the next login asks for a code.",
+            "the app's code turns it on", said)
+    A.check(d.find_element(By.ID, "totp-state").text.startswith("On:"), "the card says on")
+    A.check(api_login(NEW) == 401, "the password alone no longer logs in (outside the browser)")
+
+    d.find_element(By.ID, "logout").click()
+    pw = A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "form input[name=password]")), 20)
+    A.check(not d.find_element(By.ID, "login-code").is_displayed(),
+            "the login form shows no code field at first")
+    pw.send_keys(NEW)
+    d.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    said = totp_said(d, "main form .status", "code")
+    A.check(said == "enter the 6-digit code from your authenticator app",
+            "after the password, the form asks for the code", said)
+    box = d.find_element(By.ID, "login-code")
+    A.check(box.is_displayed() and d.switch_to.active_element == box,
+            "the code field appears, focused")
+    A.shot(d, "login-code")
+    box.send_keys(code(secret))
+    d.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    ok = A.wait(d, EC.presence_of_element_located((By.ID, "page-title")), 20)
+    A.check(ok and d.find_element(By.ID, "who").text == "admin", "password and code log in")
+
+    A.open_page(d, "account", "#totp-off")
+    d.find_element(By.ID, "totp-password").send_keys(NEW)
+    d.find_element(By.ID, "totp-code").send_keys(code(secret))
+    d.find_element(By.ID, "totp-off").click()
+    said = totp_said(d, "#totp-status", "is off")
+    A.check(said == "Two-factor login is off: the password alone logs in.",
+            "password and a code turn it off", said)
+    A.check(api_login(NEW) == 200, "the password alone logs in again")
+
+
 if __name__ == "__main__":
-    sys.exit(A.run_steps(account))
+    sys.exit(A.run_steps(account, two_factor))

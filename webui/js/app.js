@@ -23,26 +23,41 @@ function setMain(...nodes) {
   main.replaceChildren(...nodes);
 }
 
+// The login form asks for a one-time code only once the box says the user
+// has two-factor login on (the reply to the password: code_needed).
 function credentialsForm(title, intro, extra, submitText, onSubmit) {
   const user = el("input", { name: "user", autocomplete: "username", required: true, value: "admin" });
   const pw = el("input", { name: "password", type: "password", required: true,
     autocomplete: extra ? "new-password" : "current-password" });
+  const code = el("input", { name: "code", id: "login-code", inputmode: "numeric",
+    autocomplete: "one-time-code", maxlength: "7", pattern: "[0-9 ]*" });
+  const codeField = field("One-time code", code, "The 6 digits your authenticator app shows now");
+  codeField.hidden = true;
   const st = status();
   const form = el("form", { class: "card narrow", novalidate: true },
     el("h1", { text: title }), intro ? el("p", { text: intro }) : null,
-    field("User name", user), field("Password", pw, extra),
+    field("User name", user), field("Password", pw, extra), codeField,
     el("button", { type: "submit", text: submitText }), st);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     st.clear();
     try {
-      const s = await onSubmit(user.value.trim(), pw.value);
+      const s = await onSubmit(user.value.trim(), pw.value, codeField.hidden ? "" : code.value.trim());
       pw.value = "";
+      code.value = "";
       start(s);
     } catch (e) {
       const wait = e.data && e.data.retry_after ? ` (retry in ${e.data.retry_after} s)` : "";
-      st.fail(e.message + wait);
-      pw.focus();
+      // The first ask for a code is the next step, not an error.
+      if (e.data && e.data.code_needed && codeField.hidden) st.textContent = e.message;
+      else st.fail(e.message + wait);
+      if (e.data && e.data.code_needed) {
+        codeField.hidden = false;
+        code.value = "";
+        code.focus();
+      } else {
+        pw.focus();
+      }
     }
   });
   return form;
@@ -67,7 +82,7 @@ function showSetup() {
 function showLogin(intro) {
   document.title = "Log in · tlsbox";
   setMain(credentialsForm("Log in", intro || null, null, "Log in",
-    (user, password) => post("session/login", { user, password })));
+    (user, password, code) => post("session/login", code ? { user, password, code } : { user, password })));
   main.querySelector("input[name=password]").focus();
 }
 

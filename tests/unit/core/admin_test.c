@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/admin.h"
 #include "core/admin_auth.h"
 #include "core/admin_throttle.h"
+#include "core/admin_totp.h"
 #include "core/audit.h"
 #include "core/settings.h"
 #include "core/store.h"
@@ -143,7 +145,7 @@ static void test_sessions(void)
 {
     struct admin_session s, g;
     int retry = 0;
-    is_int(admin_login("admin", "long enough pw", "192.0.2.7", NULL, &s, &retry), 0, "login");
+    is_int(admin_login("admin", "long enough pw", NULL, "192.0.2.7", NULL, &s, &retry), 0, "login");
     is_int((int)strlen(s.cookie) * 100 + (int)strlen(s.csrf), 6464, "cookie and CSRF token");
     is_int(admin_session_get(s.cookie, &g), 0, "the session is found by its cookie");
     is_str(g.user, "admin", "for its user");
@@ -162,16 +164,65 @@ static void test_sessions(void)
     is_int(admin_session_get("nonsense", &g), -ENOENT, "a malformed cookie finds nothing");
     /* A known user's failures are counted in the store as well (they
      * outlive a restart); a success clears them. */
-    is_int(admin_login("admin", "not the password", "192.0.2.8", NULL, &s, &retry), -EACCES,
+    is_int(admin_login("admin", "not the password", NULL, "192.0.2.8", NULL, &s, &retry), -EACCES,
            "a wrong password");
     is_int(stored_failures("admin"), 1, "is counted in admin_users");
-    is_int(admin_login("admin", "long enough pw", "192.0.2.9", NULL, &s, &retry), 0,
+    is_int(admin_login("admin", "long enough pw", NULL, "192.0.2.9", NULL, &s, &retry), 0,
            "the right one");
     is_int(stored_failures("admin"), 0, "clears the stored count");
     is_int(admin_session_end(s.cookie), 0, "logout");
     ok(admin_token_equal("abc", "abc") && !admin_token_equal("abc", "abd") &&
            !admin_token_equal("abc", "ab") && !admin_token_equal("", ""),
        "token comparison");
+}
+
+/* Set (or with @p key NULL clear) @p name's TOTP secret in the store. */
+static void totp_store(const char *name, const unsigned char *key)
+{
+    sqlite3 *db = store_connect();
+    sqlite3_stmt *st = NULL;
+    sqlite3_prepare_v2(db,
+                       "UPDATE admin_users SET totp_secret = ?, totp_last_step = 0 WHERE name = ?",
+                       -1, &st, NULL);
+    if (key)
+        sqlite3_bind_blob(st, 1, key, TOTP_SECRET_LEN, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    (void)sqlite3_step(st);
+    sqlite3_finalize(st);
+    store_disconnect(db);
+}
+
+/* Two-factor login: the code is asked for after a right password, a wrong
+ * one counts as a failed login (and clears nothing), a code logs in once.
+ * (Two failures in a row at most: a third would make the name back off.) */
+static void test_two_factor(void)
+{
+    struct admin_session s;
+    int retry = 0;
+    const unsigned char key[] = "12345678901234567890"; /* RFC 6238's SHA-1 secret */
+    char code[8], wrong[8];
+    totp_store("admin", key);
+    uint32_t v = totp_hotp(key, TOTP_SECRET_LEN, (uint64_t)(time(NULL) / TOTP_PERIOD));
+    snprintf(code, sizeof code, "%06u", v);
+    snprintf(wrong, sizeof wrong, "%06u", (v + 1) % 1000000);
+    is_int(admin_login("admin", "long enough pw", NULL, "192.0.2.30", NULL, &s, &retry), -ENOKEY,
+           "TOTP on: the right password alone asks for the code");
+    is_int(stored_failures("admin"), 0, "which is no failure");
+    is_int(admin_login("admin", "long enough pw", "12345", "192.0.2.31", NULL, &s, &retry),
+           -EKEYREJECTED, "five digits are a wrong code");
+    is_int(admin_login("admin", "long enough pw", wrong, "192.0.2.32", NULL, &s, &retry),
+           -EKEYREJECTED, "a wrong code is refused");
+    is_int(stored_failures("admin"), 2, "each wrong code counts as a failed login of the name");
+    is_int(admin_login("admin", "long enough pw", code, "192.0.2.34", NULL, &s, &retry), 0,
+           "the right password and code log in");
+    is_int(stored_failures("admin"), 0, "and clear the count");
+    is_int(admin_session_end(s.cookie), 0, "logout");
+    is_int(admin_login("admin", "long enough pw", code, "192.0.2.35", NULL, &s, &retry),
+           -EKEYREJECTED, "the same code does not log in twice");
+    totp_store("admin", NULL);
+    is_int(admin_login("admin", "long enough pw", NULL, "192.0.2.36", NULL, &s, &retry), 0,
+           "TOTP off: the password alone logs in again");
+    is_int(admin_session_end(s.cookie), 0, "logout");
 }
 
 /* Lock @p name in the store for 900 s, as failures from elsewhere would. */
@@ -196,7 +247,8 @@ static void test_devices(void)
     struct admin_session s;
     int retry = 0;
     char dev[ADMIN_DEVICE_LEN], bad[ADMIN_DEVICE_LEN], *err = NULL;
-    is_int(admin_login("admin", "long enough pw", "192.0.2.20", NULL, &s, &retry), 0, "login");
+    is_int(admin_login("admin", "long enough pw", NULL, "192.0.2.20", NULL, &s, &retry), 0,
+           "login");
     const char *dot = strchr(s.device, '.');
     ok(dot && dot > s.device && strlen(dot + 1) == 64 &&
            strspn(dot + 1, "0123456789abcdef") == 64 &&
@@ -206,17 +258,17 @@ static void test_devices(void)
     admin_session_end(s.cookie);
 
     lock_in_store("admin");
-    is_int(admin_login("admin", "long enough pw", "192.0.2.21", NULL, &s, &retry), -EPERM,
+    is_int(admin_login("admin", "long enough pw", NULL, "192.0.2.21", NULL, &s, &retry), -EPERM,
            "the name locked: a browser without the cookie is refused");
     snprintf(bad, sizeof bad, "%s", dev);
     bad[strlen(bad) - 1] = bad[strlen(bad) - 1] == '0' ? '1' : '0';
-    is_int(admin_login("admin", "long enough pw", "192.0.2.21", bad, &s, &retry), -EPERM,
+    is_int(admin_login("admin", "long enough pw", NULL, "192.0.2.21", bad, &s, &retry), -EPERM,
            "and so is one with a forged cookie");
-    is_int(admin_login("admin", "long enough pw", "192.0.2.21", "0.abc", &s, &retry), -EPERM,
+    is_int(admin_login("admin", "long enough pw", NULL, "192.0.2.21", "0.abc", &s, &retry), -EPERM,
            "or a malformed one");
-    is_int(admin_login("nobody", "long enough pw", "192.0.2.21", dev, &s, &retry), -EACCES,
+    is_int(admin_login("nobody", "long enough pw", NULL, "192.0.2.21", dev, &s, &retry), -EACCES,
            "admin's cookie is nothing to another name");
-    is_int(admin_login("admin", "long enough pw", "192.0.2.21", dev, &s, &retry), 0,
+    is_int(admin_login("admin", "long enough pw", NULL, "192.0.2.21", dev, &s, &retry), 0,
            "the browser with its device cookie logs in");
     ok(s.device[0] != '\0', "and gets a device cookie again");
     snprintf(dev, sizeof dev, "%s", s.device);
@@ -225,16 +277,16 @@ static void test_devices(void)
 
     /* A wrong password with the cookie is the device's failure, not the
      * name's: the store does not count it. */
-    is_int(admin_login("admin", "wrong", "192.0.2.22", dev, &s, &retry), -EACCES,
+    is_int(admin_login("admin", "wrong", NULL, "192.0.2.22", dev, &s, &retry), -EACCES,
            "a wrong password with the cookie: 401");
     is_int(stored_failures("admin"), 10, "not counted against the name in the store");
-    is_int(admin_login("admin", "long enough pw", "192.0.2.24", NULL, &s, &retry), -EPERM,
+    is_int(admin_login("admin", "long enough pw", NULL, "192.0.2.24", NULL, &s, &retry), -EPERM,
            "and the name stays locked for the others");
 
     /* A new password ends every device cookie issued before it. */
     is_int(admin_set_password("admin", "another long pw", &err), 0, "a new password");
     lock_in_store("admin");
-    is_int(admin_login("admin", "another long pw", "192.0.2.23", dev, &s, &retry), -EPERM,
+    is_int(admin_login("admin", "another long pw", NULL, "192.0.2.23", dev, &s, &retry), -EPERM,
            "the old device cookie no longer passes the lock");
     free(err);
     err = NULL;
@@ -397,6 +449,7 @@ int main(void)
     test_first_run_and_passwords();
     test_iterations_change();
     test_sessions();
+    test_two_factor();
     test_devices();
     test_throttle();
     test_masking();

@@ -1,7 +1,7 @@
 // The account page (the user name at the top links here): who is logged
-// in, and a password change, PUT admin/password with the current password.
-// A new password ends every session of the user, this one too: app.js then
-// shows the login form, saying so.
+// in, a password change (PUT admin/password with the current password) and
+// two-factor login (TOTP: admin/totp).  A new password ends every session
+// of the user, this one too: app.js then shows the login form, saying so.
 export const title = "Account";
 
 export default async function render(root, { api, el, field, status }) {
@@ -42,6 +42,84 @@ export default async function render(root, { api, el, field, status }) {
       save.disabled = false;
     }
   });
+  const tf = el("div", { class: "card narrow", id: "totp-card" });
+  const tfStatus = status();
+  tfStatus.id = "totp-status";
+  await drawTotp(api, el, field, tf, tfStatus);
   root.append(el("div", { class: "card" },
-    el("p", { id: "account-user", text: `Logged in as ${s.user}.` })), form);
+    el("p", { id: "account-user", text: `Logged in as ${s.user}.` })), form, tf);
+}
+
+// The secret in groups of four, as apps that take it typed show it.
+const grouped = (b32) => b32.match(/.{1,4}/g).join(" ");
+
+// The two-factor card: off (turn on: password, then the secret once and a
+// code to confirm it) or on (turn off: password and a code).
+async function drawTotp(api, el, field, card, st) {
+  const t = await api("GET", "admin/totp");
+  const pw = el("input", { id: "totp-password", type: "password", autocomplete: "current-password" });
+  const code = () => el("input", { id: "totp-code", inputmode: "numeric", autocomplete: "one-time-code",
+    maxlength: "7" });
+  const fail = (e) => st.fail(`${e.message}${e.data && e.data.retry_after ? ` (retry in ${e.data.retry_after} s)` : ""}`);
+  const redraw = async (msg) => {
+    await drawTotp(api, el, field, card, st);
+    if (msg) st.ok(msg);
+  };
+  if (t.enabled) {
+    const c = code();
+    const off = el("button", { type: "submit", id: "totp-off", text: "Turn off" });
+    const f = el("form", { novalidate: true }, field("Current password", pw),
+      field("One-time code", c, "The 6 digits the app shows now"), off);
+    f.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      st.clear();
+      try {
+        await api("POST", "admin/totp/off", { current_password: pw.value, code: c.value.trim() });
+        await redraw("Two-factor login is off: the password alone logs in.");
+      } catch (e) {
+        fail(e);
+      }
+    });
+    card.replaceChildren(el("h2", { text: "Two-factor login" }),
+      el("p", { id: "totp-state", class: "ok", text: "On: a login needs the password and a code from the app." }),
+      f, st);
+    return;
+  }
+  const on = el("button", { type: "submit", id: "totp-on", text: "Turn on" });
+  const f = el("form", { novalidate: true }, field("Current password", pw), on);
+  f.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    st.clear();
+    let r;
+    try {
+      r = await api("POST", "admin/totp", { current_password: pw.value });
+    } catch (e) {
+      fail(e);
+      return;
+    }
+    pw.value = "";
+    const c = code();
+    const confirm = el("button", { type: "submit", id: "totp-confirm", text: "Confirm and turn on" });
+    const g = el("form", { novalidate: true },
+      el("p", { text: "Add this key to your authenticator app (it is shown this once), " +
+        "or open the link on the phone that has the app:" }),
+      el("p", {}, el("code", { id: "totp-secret", class: "secret", text: grouped(r.secret) })),
+      el("p", {}, el("a", { id: "totp-uri", href: r.uri, text: "Open in the authenticator app" })),
+      field("One-time code", c, "The 6 digits the app shows for tlsbox"), confirm);
+    g.addEventListener("submit", async (ev2) => {
+      ev2.preventDefault();
+      st.clear();
+      try {
+        await api("PUT", "admin/totp", { code: c.value.trim() });
+        await redraw("Two-factor login is on: the next login asks for a code.");
+      } catch (e) {
+        fail(e);
+        c.focus();
+      }
+    });
+    f.replaceWith(g);
+    c.focus();
+  });
+  card.replaceChildren(el("h2", { text: "Two-factor login" }),
+    el("p", { id: "totp-state", text: "Off: the password alone logs in." }), f, st);
 }
