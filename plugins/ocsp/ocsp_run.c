@@ -4,8 +4,9 @@
  * staple, drop a staple before its nextUpdate when no fresh answer came, and
  * shout when a certificate is revoked.  A leaf that names no OCSP responder
  * but a CRL distribution point is checked against that CRL instead: nothing
- * to staple, but a revocation is found and shouted about the same way.  One run at a time; the next
- * wake-up is the earliest refresh or drop time over all certificates.
+ * to staple, but a revocation is found and shouted about the same way.
+ * One run at a time; the next wake-up is the earliest refresh or drop time
+ * over all certificates.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

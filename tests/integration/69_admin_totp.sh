@@ -57,6 +57,11 @@ is "$(call PUT admin/totp '{"code":"12345"}')" 400 "five digits do not either"
 is "$(jq -r .error "$TB_TMP/reply")" "code: the 6 digits the app shows" "saying why"
 is "$(call PUT admin/totp "{\"code\":\"$(code)\"}")" 200 "the app's code confirms it"
 is "$(jq -c . "$TB_TMP/reply")" '{"user":"admin","enabled":true}' "two-factor login is on"
+ctl_get() { curl -s --max-time 10 --unix-socket "$TB_STATE/control.sock" "http://x/api/v1/$1"; }
+is "$(ctl_get 'admin/totp?user=admin' | jq -c .)" '{"user":"admin","enabled":true,"pending":false}' \
+    "the control socket sees it on (GET admin/totp?user=admin), and no secret"
+is "$(ctl_get admin/totp | jq -r .error)" \
+    "from the control socket, say whose: admin/totp?user=NAME" "and asks whose without ?user="
 tb_ctl --json admin totp-off nobody >"$TB_TMP/ctl" 2>&1
 ok $(($? == 0)) "tlsboxctl admin totp-off for an unknown user fails"
 like "$(cat "$TB_TMP/ctl")" 'no admin user "nobody"' "saying so"
