@@ -6,10 +6,12 @@ usage: totp_code.py SECRET STATEFILE [OFFSET]
 
 SECRET is base32 (spaces allowed).  The box takes a code of the step
 before, the current one or the next, and each step once: STATEFILE keeps
-the last step handed out, and the code printed is for the earliest step
-still unused in that window (waiting, at most 30 s, only when all three are
-used).  OFFSET (default 0) shifts the step: -5 gives a code the box must
-refuse as too old."""
+the last step handed out.  The code printed is for the current step, or
+the next one when the current one was used (waiting, at most 30 s, when
+both were): either stays in the box's window for at least 30 s, so a busy
+machine's delay before the box checks it cannot make it too old (the step
+before would be, once the clock reaches the next step).  OFFSET (default 0)
+shifts the step: -5 gives a code the box must refuse as too old."""
 import base64
 import hmac
 import os
@@ -23,7 +25,7 @@ key = base64.b32decode(secret + "=" * (-len(secret) % 8))
 last = int(open(state).read()) if os.path.exists(state) else -1
 while True:
     now = int(time.time() // 30)
-    step = max(last + 1, now - 1)
+    step = max(last + 1, now)
     if step <= now + 1:
         break
     time.sleep(1)
