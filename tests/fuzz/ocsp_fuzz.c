@@ -80,9 +80,12 @@ static size_t der_head(unsigned char *b, unsigned tag, size_t len)
  * signature, and the hand-written entry reader, see fuzzed bytes too. */
 static void signed_crl(const uint8_t *data, size_t size)
 {
-    static const unsigned char alg[] = {0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48,
-                                        0xce, 0x3d, 0x04, 0x03, 0x02}; /* ecdsa-with-SHA256 */
-    static const unsigned char times[] = "\x17\x0d" "270101000000Z" "\x17\x0d" "271231000000Z";
+    static const unsigned char alg[] = {0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86,
+                                        0x48, 0xce, 0x3d, 0x04, 0x03, 0x02}; /* ecdsa-with-SHA256 */
+    static const unsigned char times[] = "\x17\x0d"
+                                         "270101000000Z"
+                                         "\x17\x0d"
+                                         "271231000000Z";
     gnutls_datum_t dn = {NULL, 0}, sig = {NULL, 0};
     if (size > 1 << 20 || gnutls_x509_crt_get_raw_dn(issuer, &dn) < 0)
         return;
