@@ -26,6 +26,15 @@ void admin_stop(void);
 /* Register the admin routes in the shared API table (setup token, password,
  * audit, routes, metrics history, plugin pages). */
 void admin_api_register(void);
+struct tlsbox_api_request;
+struct tlsbox_api_reply;
+/* True when @p req came through the control socket (tlsboxctl on the box),
+ * not from a web session.  Any thread. */
+bool admin_request_from_control(const struct tlsbox_api_request *req);
+/* Re-check the current password @p current of web user @p user (throttled,
+ * counted as a failed login when wrong).  0; or <0 with the error reply
+ * (403 wrong, 429 with retry_after, 500) already written.  API threads. */
+int admin_recheck_reply(const char *user, const char *current, struct tlsbox_api_reply *reply);
 
 /* Static files and plugin pages (admin_static.c): answer GET/HEAD @p url. */
 enum MHD_Result admin_static_serve(struct MHD_Connection *conn, const char *url);

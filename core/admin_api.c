@@ -26,15 +26,31 @@ static long long query_int(const char *query, const char *key, long long dflt, l
     return n < lo ? lo : n > hi ? hi : n;
 }
 
-static int from_control(const struct tlsbox_api_request *req)
+bool admin_request_from_control(const struct tlsbox_api_request *req)
 {
     return req->user && strcmp(req->user, "control") == 0;
+}
+
+int admin_recheck_reply(const char *user, const char *current, struct tlsbox_api_reply *reply)
+{
+    int retry = 0;
+    int rc = admin_password_recheck(user, current, &retry);
+    if (rc == -EACCES)
+        api_reply_error(reply, 403, "current_password is wrong");
+    else if (rc == -EIO)
+        api_reply_error(reply, 500, "cannot check the current password");
+    else if (rc < 0)
+        api_reply_json(reply, 429,
+                       json_pack("{s:s,s:i}", "error",
+                                 "too many wrong passwords for this user: wait and retry",
+                                 "retry_after", retry));
+    return rc;
 }
 
 static void on_setup_token(void *arg, const struct tlsbox_api_request *req,
                            struct tlsbox_api_reply *reply)
 {
-    if (!from_control(req)) {
+    if (!admin_request_from_control(req)) {
         api_reply_error(reply, 403, "setup URLs come from tlsboxctl on the box only");
         return;
     }
@@ -74,27 +90,19 @@ static void on_password(void *arg, const struct tlsbox_api_request *req,
     const char *user = json_string_value(json_object_get(body, "user"));
     const char *pw = json_string_value(json_object_get(body, "password"));
     const char *current = json_string_value(json_object_get(body, "current_password"));
-    int rc = 0, retry = 0;
-    if (!user && !from_control(req))
+    int rc = 0;
+    if (!user && !admin_request_from_control(req))
         user = req->user;
     if (!user || !pw) {
         api_reply_error(reply, 400, "admin/password needs {\"user\": ..., \"password\": ...}");
-    } else if (!from_control(req) && strcmp(user, req->user) != 0) {
+    } else if (!admin_request_from_control(req) && strcmp(user, req->user) != 0) {
         api_reply_error(reply, 403, "you can only change your own password here");
-    } else if (!from_control(req) && !current) {
+    } else if (!admin_request_from_control(req) && !current) {
         api_reply_error(reply, 403,
                         "admin/password from the web needs the current password "
                         "(\"current_password\")");
-    } else if (!from_control(req) && (rc = admin_password_recheck(user, current, &retry)) < 0) {
-        if (rc == -EACCES)
-            api_reply_error(reply, 403, "current_password is wrong");
-        else if (rc == -EIO)
-            api_reply_error(reply, 500, "cannot check the current password");
-        else
-            api_reply_json(reply, 429,
-                           json_pack("{s:s,s:i}", "error",
-                                     "too many wrong passwords for this user: wait and retry",
-                                     "retry_after", retry));
+    } else if (!admin_request_from_control(req) && admin_recheck_reply(user, current, reply) < 0) {
+        /* replied */
     } else {
         char *err = NULL;
         rc = admin_set_password(user, pw, &err);

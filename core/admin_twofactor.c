@@ -119,11 +119,6 @@ int admin_totp_login_check(sqlite3 *db, int64_t user_id, const char *code)
 
 /* ---- API ---------------------------------------------------------------- */
 
-static int from_control(const struct tlsbox_api_request *req)
-{
-    return req->user && strcmp(req->user, "control") == 0;
-}
-
 /* Run @p sql with ?1 = @p blob (NULL: null), ?2 = @p step, ?3 = @p id.  0 or -EIO. */
 static int row_write(sqlite3 *db, const char *sql, const unsigned char *blob, int64_t step,
                      int64_t id)
@@ -149,22 +144,11 @@ static int row_write(sqlite3 *db, const char *sql, const unsigned char *blob, in
 static int password_ok(const char *user, json_t *body, struct tlsbox_api_reply *reply)
 {
     const char *pw = json_string_value(json_object_get(body, "current_password"));
-    int retry = 0, rc;
     if (!pw) {
         api_reply_error(reply, 400, "this needs the current password (\"current_password\")");
         return -EINVAL;
     }
-    rc = admin_password_recheck(user, pw, &retry);
-    if (rc == -EACCES)
-        api_reply_error(reply, 403, "current_password is wrong");
-    else if (rc == -EIO)
-        api_reply_error(reply, 500, "cannot check the current password");
-    else if (rc < 0)
-        api_reply_json(reply, 429,
-                       json_pack("{s:s,s:i}", "error",
-                                 "too many wrong passwords for this user: wait and retry",
-                                 "retry_after", retry));
-    return rc;
+    return admin_recheck_reply(user, pw, reply);
 }
 
 /* "otpauth://totp/tlsbox:USER%40HOST?secret=...": the URI authenticator
@@ -193,7 +177,8 @@ static char *otpauth_uri(const char *user, const char *b32)
 static void on_get(void *arg, const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)
 {
     (void)arg;
-    char *name = from_control(req) ? api_query_get(req->query, "user") : xstrdup(req->user);
+    char *name =
+        admin_request_from_control(req) ? api_query_get(req->query, "user") : xstrdup(req->user);
     sqlite3 *db = store_connect();
     struct totp_row r;
     int rc = !name ? -EINVAL : db ? row_read(db, name, 0, &r) : -EIO;
@@ -217,7 +202,7 @@ static void on_begin(void *arg, const struct tlsbox_api_request *req,
                      struct tlsbox_api_reply *reply)
 {
     (void)arg;
-    if (from_control(req)) {
+    if (admin_request_from_control(req)) {
         api_reply_error(reply, 403,
                         "two-factor login is set up in the web UI (account page), where the "
                         "secret can be shown to the user");
@@ -259,7 +244,7 @@ static void on_confirm(void *arg, const struct tlsbox_api_request *req,
                        struct tlsbox_api_reply *reply)
 {
     (void)arg;
-    if (from_control(req)) {
+    if (admin_request_from_control(req)) {
         api_reply_error(reply, 403, "two-factor login is set up in the web UI (account page)");
         return;
     }
@@ -302,8 +287,9 @@ static void on_off(void *arg, const struct tlsbox_api_request *req, struct tlsbo
     json_t *body = api_body_object(req, reply);
     if (!body)
         return;
-    const char *name =
-        from_control(req) ? json_string_value(json_object_get(body, "user")) : req->user;
+    const char *name = admin_request_from_control(req)
+                           ? json_string_value(json_object_get(body, "user"))
+                           : req->user;
     sqlite3 *db = NULL;
     struct totp_row r;
     int rc = -EINVAL, v = 0;
@@ -312,7 +298,7 @@ static void on_off(void *arg, const struct tlsbox_api_request *req, struct tlsbo
         api_reply_error(reply, 400, "admin/totp/off from the control socket needs {\"user\": ...}");
         goto out;
     }
-    if (!from_control(req) && password_ok(name, body, reply) < 0)
+    if (!admin_request_from_control(req) && password_ok(name, body, reply) < 0)
         goto out;
     db = store_connect();
     rc = db ? row_read(db, name, 0, &r) : -EIO;
@@ -322,7 +308,7 @@ static void on_off(void *arg, const struct tlsbox_api_request *req, struct tlsbo
         api_reply_error(reply, 500, "cannot read the store");
     } else if (!r.has_secret && !r.has_pending) {
         api_reply_error(reply, 409, "two-factor login is off already for \"%s\"", name);
-    } else if (!from_control(req) && r.has_secret &&
+    } else if (!admin_request_from_control(req) && r.has_secret &&
                ((v = totp_verify(r.secret, TOTP_SECRET_LEN,
                                  json_string_value(json_object_get(body, "code")),
                                  (int64_t)time(NULL), r.last_step, &step)) < 0 ||
@@ -338,7 +324,7 @@ static void on_off(void *arg, const struct tlsbox_api_request *req, struct tlsbo
     } else {
         api_reply_json(reply, 200, json_pack("{s:s,s:b}", "user", name, "enabled", 0));
         log_warn("admin: two-factor login is off for user \"%s\" (%s)", name,
-                 from_control(req) ? "from the control socket" : "by the user");
+                 admin_request_from_control(req) ? "from the control socket" : "by the user");
     }
     if (rc == 0)
         row_wipe(&r);
