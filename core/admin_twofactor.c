@@ -26,6 +26,7 @@
 #include "core/api.h"
 #include "core/log.h"
 #include "core/plugin_loader.h"
+#include "core/qr_encode.h"
 #include "core/store.h"
 #include "core/tls.h"
 #include "core/xalloc.h"
@@ -228,10 +229,22 @@ static void on_begin(void *arg, const struct tlsbox_api_request *req,
     } else {
         totp_base32(secret, sizeof secret, b32, sizeof b32);
         char *uri = otpauth_uri(req->user, b32);
-        api_reply_json(reply, 200, json_pack("{s:s,s:s}", "secret", b32, "uri", uri));
+        json_t *out = json_pack("{s:s,s:s}", "secret", b32, "uri", uri);
+        /* The URI as a QR code for the app's camera: the module count and
+         * an SVG path, which the page draws without parsing markup. */
+        struct qr_code qr;
+        if (qr_encode(uri, strlen(uri), &qr) == 0) {
+            char *path = qr_svg_path(&qr);
+            if (path) {
+                json_object_set_new(out, "qr",
+                                    json_pack("{s:i,s:s}", "size", qr.size, "path", path));
+                wipe_free_str(path);
+            }
+            qr_free(&qr);
+        }
+        api_reply_json(reply, 200, out);
         log_info("admin: user \"%s\" is setting up two-factor login", req->user);
-        gnutls_memset(uri, 0, strlen(uri));
-        free(uri);
+        wipe_free_str(uri);
     }
     gnutls_memset(secret, 0, sizeof secret);
     gnutls_memset(b32, 0, sizeof b32);

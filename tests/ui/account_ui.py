@@ -4,7 +4,8 @@ top; a repeat typo, a wrong current password and a too short new one are
 refused in place and change nothing (the old password still logs in); a
 good change ends the session, the login form says why, the new password
 logs in and the old one no longer does.  Then two-factor login: turned on
-with the secret shown once and confirmed by a code (computed as an app
+with the secret shown once (as text, link and a QR code that zbarimg
+must read back as the same URI) and confirmed by a code (computed as an app
 does, tests/integration/totp_code.py), the login form asking for the code
 after the password, and turned off again.  Helpers and output format as in
 admin_ui.py; run by 68_admin_account.sh.
@@ -18,6 +19,7 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+from urllib.parse import parse_qs, urlparse
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
@@ -110,6 +112,19 @@ def totp_said(d, css, want):
     return d.find_element(By.CSS_SELECTOR, css).text
 
 
+def scan_qr(d):
+    """What a scanner reads off the page's QR code: zbarimg on a screenshot
+    of it (kept in a directory removed at once: it holds the secret)."""
+    png = d.find_element(By.ID, "totp-qr").screenshot_as_png
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "qr.png")
+        with open(path, "wb") as f:
+            f.write(png)
+        r = subprocess.run(["zbarimg", "-q", "--raw", "-Sdisable", "-Sqrcode.enable", path],
+                           capture_output=True, text=True, timeout=60, check=False)
+    return r.stdout.rstrip("\n") if r.returncode == 0 else f"(zbarimg: {r.returncode})"
+
+
 def two_factor(d):
     A.open_page(d, "account", "#totp-state")
     A.check(d.find_element(By.ID, "totp-state").text == "Off: the password alone logs in.",
@@ -123,6 +138,11 @@ def two_factor(d):
     uri = d.find_element(By.ID, "totp-uri").get_attribute("href")
     A.check(uri.startswith("otpauth://totp/tlsbox:admin%40") and f"secret={secret}&" in uri,
             "and an otpauth link with the same secret for a phone's app", uri)
+    scanned = scan_qr(d)
+    A.check(scanned == uri, "the QR code beside it scans (zbarimg) as that same otpauth URI",
+            f"read {len(scanned)} characters, the link has {len(uri)}")
+    # From here the app's codes come from the secret as scanned.
+    secret = parse_qs(urlparse(scanned).query).get("secret", [""])[0]
     A.shot(d, "account-totp-secret")
     d.find_element(By.ID, "totp-code").send_keys(code(secret, -5))
     d.find_element(By.ID, "totp-confirm").click()

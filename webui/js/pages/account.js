@@ -50,6 +50,29 @@ export default async function render(root, { api, el, field, status }) {
     el("p", { id: "account-user", text: `Logged in as ${s.user}.` })), form, tf);
 }
 
+// The box's QR code of the otpauth URI ({size, path}: modules per side and
+// an SVG path of the dark ones), drawn as SVG with the 4-module quiet zone
+// scanners need, black on white whatever the page's colours.
+function qrCode({ size, path }) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  const q = 4, side = size + 2 * q;
+  svg.setAttribute("id", "totp-qr");
+  svg.setAttribute("class", "qr");
+  svg.setAttribute("viewBox", `${-q} ${-q} ${side} ${side}`);
+  svg.setAttribute("shape-rendering", "crispEdges");
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", "QR code of the two-factor key for the authenticator app");
+  const bg = document.createElementNS(ns, "rect");
+  for (const [k, v] of [["x", -q], ["y", -q], ["width", side], ["height", side], ["fill", "#fff"]])
+    bg.setAttribute(k, String(v));
+  const fg = document.createElementNS(ns, "path");
+  fg.setAttribute("d", path);
+  fg.setAttribute("fill", "#000");
+  svg.append(bg, fg);
+  return svg;
+}
+
 // The secret in groups of four, as apps that take it typed show it.
 const grouped = (b32) => b32.match(/.{1,4}/g).join(" ");
 
@@ -101,8 +124,9 @@ async function drawTotp(api, el, field, card, st) {
     const c = code();
     const confirm = el("button", { type: "submit", id: "totp-confirm", text: "Confirm and turn on" });
     const g = el("form", { novalidate: true },
-      el("p", { text: "Add this key to your authenticator app (it is shown this once), " +
-        "or open the link on the phone that has the app:" }),
+      el("p", { text: "Scan this code with your authenticator app, or type the key below " +
+        "into it, or open the link on the phone that has the app. It is shown this once." }),
+      ...(r.qr ? [qrCode(r.qr)] : []),
       el("p", {}, el("code", { id: "totp-secret", class: "secret", text: grouped(r.secret) })),
       el("p", {}, el("a", { id: "totp-uri", href: r.uri, text: "Open in the authenticator app" })),
       field("One-time code", c, "The 6 digits the app shows for tlsbox"), confirm);
