@@ -63,12 +63,16 @@ int admin_login(const char *name, const char *password, const char *code, const 
  * after the password: -ENOKEY when the password is right and no code came
  * (not counted as a failure: the form then asks for it), -EKEYREJECTED
  * when the code is wrong or was used already (counted, throttled and locked
- * out like a wrong password).  A known device needs the code as well. */
+ * out like a wrong password).  A known device needs the code as well.  One
+ * of the user's recovery codes stands in for the 6 digits, once. */
 /* admin_login's second step for user @p user_id on @p db: 0 when the user
  * has no TOTP secret or @p code matches it (its step then stored: a code
- * logs in once), -ENOKEY no code, -EKEYREJECTED wrong or reused, -EIO. */
+ * logs in once), 1 when @p code was one of the user's recovery codes (now
+ * used up, admin_recovery.h), -ENOKEY no code, -EKEYREJECTED wrong or
+ * reused, -EIO. */
 int admin_totp_login_check(sqlite3 *db, int64_t user_id, const char *code);
-/* Register GET/POST/PUT admin/totp and POST admin/totp/off (see
+/* Register GET/POST/PUT admin/totp, POST admin/totp/off and
+ * admin/totp/recovery (see
  * admin_twofactor.c).  Main thread, with admin_api_register. */
 void admin_totp_api_register(void);
 /* Re-check the password of logged-in user @p name before a change that

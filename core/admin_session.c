@@ -10,6 +10,7 @@
 #include <gnutls/gnutls.h>
 
 #include "core/admin_auth.h"
+#include "core/admin_recovery.h"
 #include "core/admin_throttle.h"
 #include "core/audit.h"
 #include "core/log.h"
@@ -258,8 +259,13 @@ int admin_login(const char *name, const char *password, const char *code, const 
     /* The second factor before anything that a success does: a right
      * password with a wrong code must not clear the name's failure count,
      * or codes could be guessed without end. */
-    if (rc == 0)
+    int recovered = 0;
+    if (rc == 0) {
         rc = admin_totp_login_check(db, uid, code);
+        recovered = rc == 1;
+        if (recovered)
+            rc = 0;
+    }
     /* A wrong code counts as a wrong password; no code at all counts as
      * nothing (the form asks for it next). */
     int counted = rc == -EKEYREJECTED ? -EACCES : rc;
@@ -276,7 +282,14 @@ int admin_login(const char *name, const char *password, const char *code, const 
     unsigned locked = attempt_end(dev ? NULL : db, name, keys, 2, counted);
     if (counted == -EACCES)
         login_failed(name, source, akey, ukey, locked);
-    if (rc == 0) {
+    if (rc == 0 && recovered) {
+        /* Worth a warning: the phone may be lost, or a code stolen. */
+        char *left = xasprintf("%d recovery codes left", admin_recovery_left(db, uid, NULL));
+        log_warn("admin: user \"%s\" logged in from %s with a recovery code; %s", name, source,
+                 left);
+        audit_event(name, source, "login.recovery_code", name, left);
+        free(left);
+    } else if (rc == 0) {
         log_info("admin: user \"%s\" logged in from %s%s", name, source,
                  dev ? " (a known device)" : "");
         audit_event(name, source, "login", name, NULL);

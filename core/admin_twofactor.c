@@ -8,6 +8,12 @@
  *   PUT  admin/totp           {"code"}: a code of the pending secret turns it on
  *   POST admin/totp/off       web {"current_password","code"}; control {"user"}
  *                             (recovery from the box: tlsboxctl admin totp-off)
+ *   POST admin/totp/recovery  {"current_password","code"} -> {"recovery_codes"}:
+ *                             a new set of recovery codes (web only)
+ *
+ * Turning it on (PUT) also answers with ten recovery codes
+ * (admin_recovery.c); one of them stands in for an authenticator code, once,
+ * at login, to turn it off or to get a new set.
  *
  * The secret leaves the box once, in the reply that creates it; it is in no
  * log, no audit row (the API records changes by the state GET admin/totp
@@ -22,6 +28,7 @@
 
 #include "core/admin.h"
 #include "core/admin_auth.h"
+#include "core/admin_recovery.h"
 #include "core/admin_totp.h"
 #include "core/api.h"
 #include "core/log.h"
@@ -109,6 +116,9 @@ int admin_totp_login_check(sqlite3 *db, int64_t user_id, const char *code)
         rc = 0;
     } else if (!code || !*code) {
         rc = -ENOKEY;
+    } else if (admin_recovery_shaped(code)) {
+        rc = admin_recovery_use(db, r.id, code);
+        rc = rc == 0 ? 1 : rc == -EIO ? rc : -EKEYREJECTED;
     } else if (totp_verify(r.secret, TOTP_SECRET_LEN, code, (int64_t)time(NULL), r.last_step,
                            &step) < 0 ||
                step_use(db, r.id, step) < 0) {
@@ -116,6 +126,38 @@ int admin_totp_login_check(sqlite3 *db, int64_t user_id, const char *code)
     }
     row_wipe(&r);
     return rc;
+}
+
+/* The second factor of a change by a logged-in user: a current
+ * authenticator code (its step then used) or one of the user's recovery
+ * codes (then used up).  0, or <0 with the error reply written. */
+static int factor_ok(sqlite3 *db, const struct totp_row *r, const char *code,
+                     struct tlsbox_api_reply *reply)
+{
+    int64_t step = 0;
+    int v;
+    if (admin_recovery_shaped(code))
+        v = admin_recovery_use(db, r->id, code);
+    else if ((v = totp_verify(r->secret, TOTP_SECRET_LEN, code, (int64_t)time(NULL), r->last_step,
+                              &step)) == 0)
+        v = step_use(db, r->id, step);
+    if (v == -EIO)
+        api_reply_error(reply, 500, "cannot read the store");
+    else if (v == -EINVAL)
+        api_reply_error(reply, 403, "code: the 6 digits the app shows now, or a recovery code");
+    else if (v < 0)
+        api_reply_error(reply, 403, "wrong one-time code (or one used already)");
+    return v;
+}
+
+/* {"recovery_codes": [...]} from @p codes, which are then wiped. */
+static json_t *codes_json(char codes[RECOVERY_CODES][RECOVERY_CODE_SIZE])
+{
+    json_t *a = json_array();
+    for (int i = 0; i < RECOVERY_CODES; i++)
+        json_array_append_new(a, json_string(codes[i]));
+    gnutls_memset(codes, 0, sizeof(char[RECOVERY_CODES][RECOVERY_CODE_SIZE]));
+    return a;
 }
 
 /* ---- API ---------------------------------------------------------------- */
@@ -150,6 +192,24 @@ static int password_ok(const char *user, json_t *body, struct tlsbox_api_reply *
         return -EINVAL;
     }
     return admin_recheck_reply(user, pw, reply);
+}
+
+/* The body of a request that shows a secret once: from a web session only
+ * (else 403 saying @p web_only), with the current password.  The body
+ * (caller decrefs), or NULL with the error reply written. */
+static json_t *web_body_with_password(const struct tlsbox_api_request *req,
+                                      struct tlsbox_api_reply *reply, const char *web_only)
+{
+    if (admin_request_from_control(req)) {
+        api_reply_error(reply, 403, "%s", web_only);
+        return NULL;
+    }
+    json_t *body = api_body_object(req, reply);
+    if (body && password_ok(req->user, body, reply) < 0) {
+        json_decref(body);
+        body = NULL;
+    }
+    return body;
 }
 
 /* "otpauth://totp/tlsbox:USER%40HOST?secret=...": the URI authenticator
@@ -189,10 +249,16 @@ static void on_get(void *arg, const struct tlsbox_api_request *req, struct tlsbo
         api_reply_error(reply, 404, "no admin user \"%s\"", name);
     else if (rc < 0)
         api_reply_error(reply, 500, "cannot read the store");
-    else
+    else {
+        /* When the set was made is part of the state: a new set shows in
+         * the audit log even when as many codes were left before. */
+        int64_t made = 0;
+        int left = admin_recovery_left(db, r.id, &made);
         api_reply_json(reply, 200,
-                       json_pack("{s:s,s:b,s:b}", "user", name, "enabled", r.has_secret, "pending",
-                                 r.has_pending));
+                       json_pack("{s:s,s:b,s:b,s:i,s:I}", "user", name, "enabled", r.has_secret,
+                                 "pending", r.has_pending, "recovery_left", left < 0 ? 0 : left,
+                                 "recovery_made", (json_int_t)made));
+    }
     if (rc == 0)
         row_wipe(&r);
     store_disconnect(db);
@@ -203,17 +269,11 @@ static void on_begin(void *arg, const struct tlsbox_api_request *req,
                      struct tlsbox_api_reply *reply)
 {
     (void)arg;
-    if (admin_request_from_control(req)) {
-        api_reply_error(reply, 403,
-                        "two-factor login is set up in the web UI (account page), where the "
-                        "secret can be shown to the user");
+    json_t *body = web_body_with_password(req, reply,
+                                          "two-factor login is set up in the web UI (account "
+                                          "page), where the secret can be shown to the user");
+    if (!body)
         return;
-    }
-    json_t *body = api_body_object(req, reply);
-    if (!body || password_ok(req->user, body, reply) < 0) {
-        json_decref(body);
-        return;
-    }
     json_decref(body);
     sqlite3 *db = store_connect();
     struct totp_row r;
@@ -268,6 +328,7 @@ static void on_confirm(void *arg, const struct tlsbox_api_request *req,
     sqlite3 *db = store_connect();
     struct totp_row r;
     int64_t step = 0;
+    char codes[RECOVERY_CODES][RECOVERY_CODE_SIZE];
     int rc = db ? row_read(db, req->user, 0, &r) : -EIO, v = 0;
     if (rc < 0) {
         api_reply_error(reply, 500, "cannot read the store");
@@ -279,15 +340,25 @@ static void on_confirm(void *arg, const struct tlsbox_api_request *req,
                         v == -EINVAL ? "code: the 6 digits the app shows"
                                      : "the code does not match the new secret: check that the "
                                        "app has it and that the phone's clock is right");
+    } else if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+        api_reply_error(reply, 500, "cannot write the store");
     } else if (row_write(db,
                          "UPDATE admin_users SET totp_secret = ?1, totp_pending = NULL, "
                          "totp_last_step = ?2 WHERE id = ?3",
-                         r.pending, step, r.id) < 0) {
+                         r.pending, step, r.id) < 0 ||
+               admin_recovery_new(db, r.id, codes) < 0 ||
+               sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        /* All or nothing: on without recovery codes would strand a user
+         * who loses the phone before making new ones. */
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         api_reply_error(reply, 500, "cannot store the secret");
     } else {
-        api_reply_json(reply, 200, json_pack("{s:s,s:b}", "user", req->user, "enabled", 1));
+        api_reply_json(reply, 200,
+                       json_pack("{s:s,s:b,s:o}", "user", req->user, "enabled", 1, "recovery_codes",
+                                 codes_json(codes)));
         log_info("admin: two-factor login is on for user \"%s\"", req->user);
     }
+    gnutls_memset(codes, 0, sizeof codes);
     if (rc == 0)
         row_wipe(&r);
     store_disconnect(db);
@@ -305,8 +376,7 @@ static void on_off(void *arg, const struct tlsbox_api_request *req, struct tlsbo
                            : req->user;
     sqlite3 *db = NULL;
     struct totp_row r;
-    int rc = -EINVAL, v = 0;
-    int64_t step = 0;
+    int rc = -EINVAL;
     if (!name) {
         api_reply_error(reply, 400, "admin/totp/off from the control socket needs {\"user\": ...}");
         goto out;
@@ -322,17 +392,13 @@ static void on_off(void *arg, const struct tlsbox_api_request *req, struct tlsbo
     } else if (!r.has_secret && !r.has_pending) {
         api_reply_error(reply, 409, "two-factor login is off already for \"%s\"", name);
     } else if (!admin_request_from_control(req) && r.has_secret &&
-               ((v = totp_verify(r.secret, TOTP_SECRET_LEN,
-                                 json_string_value(json_object_get(body, "code")),
-                                 (int64_t)time(NULL), r.last_step, &step)) < 0 ||
-                (v = step_use(db, r.id, step)) < 0)) {
-        api_reply_error(reply, 403, "%s",
-                        v == -EINVAL ? "code: the 6 digits the app shows now"
-                                     : "wrong one-time code (or one used already)");
+               factor_ok(db, &r, json_string_value(json_object_get(body, "code")), reply) < 0) {
+        /* replied */
     } else if (row_write(db,
                          "UPDATE admin_users SET totp_secret = ?1, totp_pending = ?1, "
                          "totp_last_step = ?2 WHERE id = ?3",
-                         NULL, 0, r.id) < 0) {
+                         NULL, 0, r.id) < 0 ||
+               admin_recovery_clear(db, r.id) < 0) {
         api_reply_error(reply, 500, "cannot write the store");
     } else {
         api_reply_json(reply, 200, json_pack("{s:s,s:b}", "user", name, "enabled", 0));
@@ -346,6 +412,38 @@ out:
     json_decref(body);
 }
 
+/* POST admin/totp/recovery: a new set of recovery codes, the old ones void. */
+static void on_recovery(void *arg, const struct tlsbox_api_request *req,
+                        struct tlsbox_api_reply *reply)
+{
+    (void)arg;
+    json_t *body = web_body_with_password(
+        req, reply, "recovery codes are made in the web UI (account page), where they are shown");
+    if (!body)
+        return;
+    sqlite3 *db = store_connect();
+    struct totp_row r;
+    char codes[RECOVERY_CODES][RECOVERY_CODE_SIZE];
+    int rc = db ? row_read(db, req->user, 0, &r) : -EIO;
+    if (rc < 0) {
+        api_reply_error(reply, 500, "cannot read the store");
+    } else if (!r.has_secret) {
+        api_reply_error(reply, 409, "two-factor login is off: recovery codes come with it");
+    } else if (factor_ok(db, &r, json_string_value(json_object_get(body, "code")), reply) < 0) {
+        /* replied */
+    } else if (admin_recovery_new(db, r.id, codes) < 0) {
+        api_reply_error(reply, 500, "cannot store new recovery codes");
+    } else {
+        api_reply_json(reply, 200, json_pack("{s:o}", "recovery_codes", codes_json(codes)));
+        log_info("admin: user \"%s\" has new recovery codes", req->user);
+    }
+    gnutls_memset(codes, 0, sizeof codes);
+    if (rc == 0)
+        row_wipe(&r);
+    store_disconnect(db);
+    json_decref(body);
+}
+
 void admin_totp_api_register(void)
 {
     struct tlsbox_plugin *self = core_self();
@@ -353,4 +451,5 @@ void admin_totp_api_register(void)
     api_route_add(self, "POST", "admin/totp", on_begin, NULL);
     api_route_add(self, "PUT", "admin/totp", on_confirm, NULL);
     api_route_add(self, "POST", "admin/totp/off", on_off, NULL);
+    api_route_add(self, "POST", "admin/totp/recovery", on_recovery, NULL);
 }

@@ -35,9 +35,11 @@ char *audit_resource(const char *path)
 static int secret_name(const char *k)
 {
     size_t n = strlen(k);
-    return strcasecmp(k, "key") == 0 || (n > 4 && strcasecmp(k + n - 4, "_key") == 0) ||
-           strcasestr(k, "key_pem") || strcasestr(k, "private") || strcasestr(k, "password") ||
-           strcasestr(k, "secret") || strcasestr(k, "token") || strcasestr(k, "hmac");
+    /* "code": one-time and recovery codes (admin/totp). */
+    return strcasecmp(k, "key") == 0 || strcasecmp(k, "code") == 0 ||
+           (n > 4 && strcasecmp(k + n - 4, "_key") == 0) || strcasestr(k, "key_pem") ||
+           strcasestr(k, "private") || strcasestr(k, "password") || strcasestr(k, "secret") ||
+           strcasestr(k, "token") || strcasestr(k, "hmac");
 }
 
 /* A setting "owner.key" declared SECRET (owner may be NULL: key is full). */

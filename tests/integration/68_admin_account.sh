@@ -10,7 +10,7 @@ tb_setup
 tb_need_browser
 
 tb_start_ui_daemon || bail "daemon did not start"
-tb_ui_run account_ui.py 240 28
+tb_ui_run account_ui.py 240 34
 
 db="$TB_STATE/tlsbox.db"
 is "$(sqlite3 "$db" "SELECT actor || ' ' || action || ' ' || target || ' ' || source FROM audit

@@ -3,8 +3,10 @@
 # an authenticator app does (totp_code.py): set up only with the current
 # password and confirmed by a code; then the password alone is not enough,
 # a wrong code counts as a failed login (and locks out like one), a code
-# logs in once; turned off with password and code, or from the box with
-# tlsboxctl admin totp-off.  The secret is in no log, audit row or later
+# logs in once; ten recovery codes come with it, each standing in for a
+# code once (at login, to turn it off, for a new set), kept only hashed;
+# turned off with password and code, or from the box with tlsboxctl admin
+# totp-off.  The secret and the codes are in no log, audit row or later
 # reply.
 . "$(dirname "$0")/lib.sh"
 tb_setup
@@ -37,7 +39,9 @@ is "$("${CURL[@]}" -c "$J" -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/ses
 
 # 1. Setting up.
 is "$(call GET admin/totp)" 200 "GET admin/totp"
-is "$(jq -c . "$TB_TMP/reply")" '{"user":"admin","enabled":false,"pending":false}' "off at first"
+is "$(jq -c . "$TB_TMP/reply")" \
+    '{"user":"admin","enabled":false,"pending":false,"recovery_left":0,"recovery_made":0}' \
+    "off at first"
 is "$(call POST admin/totp '{"current_password":"wrong password"}')" 403 \
     "a new secret needs the current password"
 is "$(jq -r .error "$TB_TMP/reply")" "current_password is wrong" "and says so"
@@ -48,7 +52,8 @@ like "$(jq -r .uri "$TB_TMP/reply")" \
     "^otpauth://totp/tlsbox:admin%40[^?]+\?secret=$secret&issuer=tlsbox&algorithm=SHA1&digits=6&period=30$" \
     "and the otpauth URI authenticator apps take"
 is "$(call GET admin/totp)" 200 "GET admin/totp"
-is "$(jq -c . "$TB_TMP/reply")" '{"user":"admin","enabled":false,"pending":true}' \
+is "$(jq -c 'del(.recovery_made)' "$TB_TMP/reply")" \
+    '{"user":"admin","enabled":false,"pending":true,"recovery_left":0}' \
     "pending, not on: a secret nobody confirmed changes no login"
 is "$(login '')" 200 "the password alone still logs in"
 is "$(call PUT admin/totp "{\"code\":\"$(code -5)\"}")" 400 "an old code does not confirm it"
@@ -56,10 +61,31 @@ like "$(jq -r .error "$TB_TMP/reply")" "does not match the new secret" "saying w
 is "$(call PUT admin/totp '{"code":"12345"}')" 400 "five digits do not either"
 is "$(jq -r .error "$TB_TMP/reply")" "code: the 6 digits the app shows" "saying why"
 is "$(call PUT admin/totp "{\"code\":\"$(code)\"}")" 200 "the app's code confirms it"
-is "$(jq -c . "$TB_TMP/reply")" '{"user":"admin","enabled":true}' "two-factor login is on"
+is "$(jq -c '{user, enabled}' "$TB_TMP/reply")" '{"user":"admin","enabled":true}' "two-factor login is on"
+jq -r '.recovery_codes[]' "$TB_TMP/reply" >"$TB_TMP/codes"
+is "$(grep -cE '^[a-z2-7]{5}-[a-z2-7]{5}$' "$TB_TMP/codes")" 10 \
+    "and the reply has ten recovery codes (abcde-fghij: 50 random bits each)"
+is "$(sort -u "$TB_TMP/codes" | wc -l)" 10 "all different"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) || ' ' || count(DISTINCT hash) || ' ' ||
+    min(length(hash)) FROM admin_recovery_codes")" "10 10 32" "the store keeps ten SHA-256 hashes"
+n=0
+for c in $(cat "$TB_TMP/codes"); do
+    C=$(echo "${c/-/}" | tr a-z A-Z)
+    n=$((n + $(sqlite3 "$TB_STATE/tlsbox.db" .dump | grep -ci -e "$c" -e "$C")))
+done
+is "$n" 0 "and not one code itself (a dump of the store has none)"
+all_codes=$(cat "$TB_TMP/codes")
+rc1=$(sed -n 1p "$TB_TMP/codes")
+rc2=$(sed -n 2p "$TB_TMP/codes")
+rc3=$(sed -n 3p "$TB_TMP/codes")
+rc4=$(sed -n 4p "$TB_TMP/codes")
 ctl_get() { curl -s --max-time 10 --unix-socket "$TB_STATE/control.sock" "http://x/api/v1/$1"; }
-is "$(ctl_get 'admin/totp?user=admin' | jq -c .)" '{"user":"admin","enabled":true,"pending":false}' \
+is "$(ctl_get 'admin/totp?user=admin' | jq -c 'del(.recovery_made)')" \
+    '{"user":"admin","enabled":true,"pending":false,"recovery_left":10}' \
     "the control socket sees it on (GET admin/totp?user=admin), and no secret"
+made=$(ctl_get 'admin/totp?user=admin' | jq -r .recovery_made)
+ok $([ $((made - $(date +%s))) -le 1 ] && [ $(($(date +%s) - made)) -le 60 ]; echo $?) \
+    "recovery_made: when the set was made ($made, now $(date +%s))"
 is "$(ctl_get admin/totp | jq -r .error)" \
     "from the control socket, say whose: admin/totp?user=NAME" "and asks whose without ?user="
 tb_ctl --json admin totp-off nobody >"$TB_TMP/ctl" 2>&1
@@ -80,6 +106,40 @@ is "$(login ",\"code\":\"$c\"")" 200 "password and code log in"
 is "$("${CURL[@]}" -b "$J" "$B/api/v1/session" | jq -r .state)" ok "with a session"
 is "$(login ",\"code\":\"$c\"")" 401 "the same code does not log in twice"
 is "$(login ",\"code\":\"$(code)\"")" 200 "the next one does"
+
+# 2b. Recovery codes stand in for the app's code, each once.
+left() { ctl_get 'admin/totp?user=admin' | jq -r .recovery_left; }
+is "$(login ",\"code\":\"$rc1\"")" 200 "a recovery code logs in in place of the app's code"
+is "$(left)" 9 "9 left"
+is "$(login ",\"code\":\"$rc1\"")" 401 "the same recovery code does not log in twice"
+is "$(jq -r .error "$TB_TMP/login")" "wrong one-time code (or one used already)" "saying so"
+is "$(login ",\"code\":\"$(echo "${rc2/-/}" | tr a-z A-Z)\"")" 200 \
+    "upper case and without the dash it still counts"
+is "$(left)" 8 "8 left"
+is "$(login ',"code":"aaaaa-aaaaa"')" 401 "a made-up recovery code is refused"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT failed_logins FROM admin_users WHERE name = 'admin'")" 1 \
+    "and counts as a failed login"
+is "$(login ",\"code\":\"$(code)\"")" 200 "the app's code still logs in"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT detail FROM audit WHERE action = 'login.recovery_code'
+    ORDER BY id")" "9 recovery codes left
+8 recovery codes left" "each recovery login is in the audit log, with how many are left"
+is "$(grep -c 'logged in from 127.0.0.1 with a recovery code; 8 recovery codes left' \
+    "$TB_TMP/daemon.log")" 1 "and warned of in the daemon's log"
+is "$(call POST admin/totp/recovery "{\"current_password\":\"$PW\",\"code\":\"$rc3\"}")" 200 \
+    "a new set, with password and a recovery code"
+jq -r '.recovery_codes[]' "$TB_TMP/reply" >"$TB_TMP/codes"
+is "$(grep -cE '^[a-z2-7]{5}-[a-z2-7]{5}$' "$TB_TMP/codes")" 10 "ten new codes"
+all_codes="$all_codes $(cat "$TB_TMP/codes")"
+is "$(left)" 10 "10 left"
+is "$(login ",\"code\":\"$rc4\"")" 401 "an unused code of the old set no longer logs in"
+rc1=$(sed -n 1p "$TB_TMP/codes")
+rc2=$(sed -n 2p "$TB_TMP/codes")
+is "$(login ",\"code\":\"$rc1\"")" 200 "one of the new set does"
+is "$(call POST admin/totp/recovery "{\"current_password\":\"$PW\",\"code\":\"$rc1\"}")" 403 \
+    "a used one makes no new set"
+is "$(call POST admin/totp/recovery "{\"current_password\":\"wrong password\",\"code\":\"$rc2\"}")" \
+    403 "nor without the password"
+is "$(left)" 9 "9 left: a refused code is not used up"
 is "$(call POST admin/totp "{\"current_password\":\"$PW\"}")" 409 \
     "no new secret while one is on"
 is "$(jq -r .error "$TB_TMP/reply")" "two-factor login is on already: turn it off first" "saying so"
@@ -88,8 +148,10 @@ is "$(jq -r .error "$TB_TMP/reply")" "two-factor login is on already: turn it of
 is "$(call POST admin/totp/off "{\"current_password\":\"$PW\",\"code\":\"$(code -5)\"}")" 403 \
     "off needs a current code"
 is "$(jq -r .error "$TB_TMP/reply")" "wrong one-time code (or one used already)" "saying so"
-is "$(call POST admin/totp/off "{\"current_password\":\"$PW\",\"code\":\"$(code)\"}")" 200 \
-    "password and code turn it off"
+is "$(call POST admin/totp/off "{\"current_password\":\"$PW\",\"code\":\"$rc2\"}")" 200 \
+    "password and a recovery code turn it off (the phone is lost)"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM admin_recovery_codes")" 0 \
+    "the recovery codes go with it"
 is "$(login '')" 200 "the password alone logs in again"
 is "$(call POST admin/totp "{\"current_password\":\"$PW\"}")" 200 "on again: a new secret"
 old=$secret
@@ -98,9 +160,13 @@ mid=$secret
 ok $([ "$secret" != "$old" ]; echo $?) "a new secret, not the old one"
 rm -f "$TB_TMP/totp.step"
 is "$(call PUT admin/totp "{\"code\":\"$(code)\"}")" 200 "confirmed"
+all_codes="$all_codes $(jq -r '.recovery_codes[]' "$TB_TMP/reply")"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM admin_recovery_codes")" 10 "ten new codes"
 out=$(tb_ctl admin totp-off admin)
 ok $? "tlsboxctl admin totp-off admin (the app is lost)"
 like "$out" "two-factor login of admin is off" "says what it did"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM admin_recovery_codes")" 0 \
+    "and the recovery codes are gone"
 is "$(login '')" 200 "the password alone logs in again"
 
 # 4. Locked out by wrong codes, as by wrong passwords (admin.lockout_after=4),
@@ -140,8 +206,18 @@ for s in "$old" "$mid" "$secret"; do
 done
 is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT group_concat(actor || ' ' || action, ', ') FROM audit
     WHERE target LIKE 'admin/totp%' ORDER BY id")" \
-    "admin POST admin/totp, admin PUT admin/totp, admin POST admin/totp/off, admin POST admin/totp, admin PUT admin/totp, control POST admin/totp/off, admin POST admin/totp, admin PUT admin/totp" \
+    "admin POST admin/totp, admin PUT admin/totp, admin POST admin/totp/recovery, admin POST admin/totp/off, admin POST admin/totp, admin PUT admin/totp, control POST admin/totp/off, admin POST admin/totp, admin PUT admin/totp" \
     "the audit log has each change, who made it (control: tlsboxctl), in order"
+n=0
+for c in $all_codes; do
+    n=$((n + $(grep -c "$c" "$TB_TMP/daemon.log") + $(sqlite3 "$TB_STATE/tlsbox.db" \
+        "SELECT count(*) FROM audit WHERE coalesce(detail,'') || coalesce(before_state,'') ||
+        coalesce(after_state,'') LIKE '%$c%'")))
+done
+is "$n" 0 "no recovery code ($(echo $all_codes | wc -w) made) is in the log or the audit log"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*), sum(json_extract(detail, '$.code') = '********')
+    FROM audit WHERE json_valid(detail) AND json_extract(detail, '$.code') IS NOT NULL")" "5|5" \
+    "the 5 changes made with a code (3 confirmations, a new set, off) have it masked in the audit log"
 tb_stop_daemon
 ok $? "daemon stops cleanly"
 done_testing

@@ -7,11 +7,13 @@ logs in and the old one no longer does.  Then two-factor login: turned on
 with the secret shown once (as text, link and a QR code that zbarimg
 must read back as the same URI) and confirmed by a code (computed as an app
 does, tests/integration/totp_code.py), the login form asking for the code
-after the password, and turned off again.  Helpers and output format as in
+after the password; ten recovery codes shown once, one logging in through
+the same field, a new set made with another; turned off again.  Helpers and output format as in
 admin_ui.py; run by 68_admin_account.sh.
 
 Environment: as admin_ui.py."""
 import json
+import re
 import os
 import ssl
 import subprocess
@@ -125,6 +127,12 @@ def scan_qr(d):
     return r.stdout.rstrip("\n") if r.returncode == 0 else f"(zbarimg: {r.returncode})"
 
 
+def shown_codes(d):
+    """The recovery codes the card shows once."""
+    box = A.wait(d, EC.presence_of_element_located((By.ID, "totp-recovery")), 20)
+    return [li.text for li in box.find_elements(By.TAG_NAME, "li")]
+
+
 def two_factor(d):
     A.open_page(d, "account", "#totp-state")
     A.check(d.find_element(By.ID, "totp-state").text == "Off: the password alone logs in.",
@@ -152,10 +160,17 @@ def two_factor(d):
     box.clear()
     box.send_keys(code(secret))
     d.find_element(By.ID, "totp-confirm").click()
+    codes = shown_codes(d)
+    A.check(len(codes) == 10 and len(set(codes)) == 10 and
+            all(re.fullmatch(r"[a-z2-7]{5}-[a-z2-7]{5}", c) for c in codes),
+            "the app's code turns it on, and ten recovery codes are shown, once", codes[:1])
+    d.find_element(By.ID, "totp-recovery-done").click()
     said = totp_said(d, "#totp-status", "is on")
     A.check(said == "Two-factor login is on: the next login asks for a code.",
-            "the app's code turns it on", said)
+            "'I have saved them' leads back to the card, which says so", said)
     A.check(d.find_element(By.ID, "totp-state").text.startswith("On:"), "the card says on")
+    A.check(d.find_element(By.ID, "totp-recovery-left").text == "Recovery codes left: 10 of 10.",
+            "with 10 of 10 recovery codes left", d.find_element(By.ID, "totp-recovery-left").text)
     A.check(api_login(NEW) == 401, "the password alone no longer logs in (outside the browser)")
 
     d.find_element(By.ID, "logout").click()
@@ -175,6 +190,32 @@ def two_factor(d):
     d.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
     ok = A.wait(d, EC.presence_of_element_located((By.ID, "page-title")), 20)
     A.check(ok and d.find_element(By.ID, "who").text == "admin", "password and code log in")
+
+    # The phone is lost: a recovery code in the same field.
+    d.find_element(By.ID, "logout").click()
+    pw = A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "form input[name=password]")), 20)
+    pw.send_keys(NEW)
+    d.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    totp_said(d, "main form .status", "code")
+    d.find_element(By.ID, "login-code").send_keys(codes[0])
+    d.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    ok = A.wait(d, EC.presence_of_element_located((By.ID, "page-title")), 20)
+    A.check(ok and d.find_element(By.ID, "who").text == "admin",
+            "password and a recovery code log in through the same form")
+    A.open_page(d, "account", "#totp-recovery-left")
+    A.check(d.find_element(By.ID, "totp-recovery-left").text == "Recovery codes left: 9 of 10.",
+            "the account page then says 9 are left", d.find_element(By.ID, "totp-recovery-left").text)
+    d.find_element(By.ID, "totp-password").send_keys(NEW)
+    d.find_element(By.ID, "totp-code").send_keys(codes[1])
+    d.find_element(By.ID, "totp-recovery-new").click()
+    fresh = shown_codes(d)
+    A.check(len(fresh) == 10 and not set(fresh) & set(codes),
+            "'New recovery codes' (password and a recovery code) shows ten new ones")
+    d.find_element(By.ID, "totp-recovery-done").click()
+    said = totp_said(d, "#totp-status", "in use")
+    A.check(said == "New recovery codes are in use: the old ones no longer log in." and
+            d.find_element(By.ID, "totp-recovery-left").text == "Recovery codes left: 10 of 10.",
+            "and the card says the old ones are void, 10 of 10 left", said)
 
     A.open_page(d, "account", "#totp-off")
     d.find_element(By.ID, "totp-password").send_keys(NEW)

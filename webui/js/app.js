@@ -29,9 +29,11 @@ function credentialsForm(title, intro, extra, submitText, onSubmit) {
   const user = el("input", { name: "user", autocomplete: "username", required: true, value: "admin" });
   const pw = el("input", { name: "password", type: "password", required: true,
     autocomplete: extra ? "new-password" : "current-password" });
-  const code = el("input", { name: "code", id: "login-code", inputmode: "numeric",
-    autocomplete: "one-time-code", maxlength: "7", pattern: "[0-9 ]*" });
-  const codeField = field("One-time code", code, "The 6 digits your authenticator app shows now");
+  // Text, not numeric: a recovery code ("abcde-fghij") goes here too.
+  const code = el("input", { name: "code", id: "login-code", autocomplete: "one-time-code",
+    maxlength: "11" });
+  const codeField = field("One-time code", code,
+    "The 6 digits your authenticator app shows now, or one of your recovery codes");
   codeField.hidden = true;
   const st = status();
   const form = el("form", { class: "card narrow", novalidate: true },

@@ -10,6 +10,7 @@
 
 #include "core/admin.h"
 #include "core/admin_auth.h"
+#include "core/admin_recovery.h"
 #include "core/admin_throttle.h"
 #include "core/admin_totp.h"
 #include "core/audit.h"
@@ -219,6 +220,41 @@ static void test_two_factor(void)
     is_int(admin_session_end(s.cookie), 0, "logout");
     is_int(admin_login("admin", "long enough pw", code, "192.0.2.35", NULL, &s, &retry),
            -EKEYREJECTED, "the same code does not log in twice");
+
+    /* Recovery codes: shapes, one use each, a new set voids the old. */
+    ok(admin_recovery_shaped("abcde-fgh23") && admin_recovery_shaped("ABCDEFGH23") &&
+           admin_recovery_shaped(" abcde fgh23 "),
+       "recovery codes: any case, dashes and spaces ignored");
+    ok(!admin_recovery_shaped("123456") && !admin_recovery_shaped("abcde-fgh1j") &&
+           !admin_recovery_shaped("abcde-fghijk") && !admin_recovery_shaped(NULL),
+       "a 6-digit code, a 0/1/8/9, 11 characters are not recovery codes");
+    sqlite3 *db = store_connect();
+    int64_t uid = 0;
+    sqlite3_stmt *st = NULL;
+    sqlite3_prepare_v2(db, "SELECT id FROM admin_users WHERE name = 'admin'", -1, &st, NULL);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        uid = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    char set1[RECOVERY_CODES][RECOVERY_CODE_SIZE], set2[RECOVERY_CODES][RECOVERY_CODE_SIZE];
+    int64_t made = 0;
+    is_int(admin_recovery_new(db, uid, set1), 0, "a set of recovery codes");
+    is_int(admin_recovery_left(db, uid, &made), RECOVERY_CODES, "%d of them", RECOVERY_CODES);
+    ok(made > 0 && llabs((long long)(made - time(NULL))) <= 5, "made now");
+    is_int(admin_login("admin", "long enough pw", set1[0], "192.0.2.37", NULL, &s, &retry), 0,
+           "the right password and a recovery code log in");
+    is_int(admin_session_end(s.cookie), 0, "logout");
+    is_int(admin_login("admin", "long enough pw", set1[0], "192.0.2.38", NULL, &s, &retry),
+           -EKEYREJECTED, "the same recovery code does not log in twice");
+    is_int(admin_recovery_left(db, uid, NULL), RECOVERY_CODES - 1, "one fewer left");
+    is_int(admin_recovery_new(db, uid, set2), 0, "a new set");
+    is_int(admin_recovery_use(db, uid, set1[1]), -EKEYREJECTED, "voids the old one's codes");
+    is_int(admin_recovery_use(db, uid, set2[1]), 0, "the new one's count");
+    is_int(admin_recovery_use(db, uid, "12345678"), -EINVAL, "digits are not a recovery code");
+    is_int(admin_recovery_clear(db, uid), 0, "cleared");
+    is_int(admin_recovery_left(db, uid, &made), 0, "none left");
+    is_int((int)made, 0, "and no set");
+    store_disconnect(db);
+
     totp_store("admin", NULL);
     is_int(admin_login("admin", "long enough pw", NULL, "192.0.2.36", NULL, &s, &retry), 0,
            "TOTP off: the password alone logs in again");

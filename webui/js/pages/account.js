@@ -77,34 +77,55 @@ function qrCode({ size, path }) {
 const grouped = (b32) => b32.match(/.{1,4}/g).join(" ");
 
 // The two-factor card: off (turn on: password, then the secret once and a
-// code to confirm it) or on (turn off: password and a code).
+// code to confirm it, then the recovery codes once) or on (turn off, or new
+// recovery codes: password and a code, or a recovery code).
 async function drawTotp(api, el, field, card, st) {
   const t = await api("GET", "admin/totp");
   const pw = el("input", { id: "totp-password", type: "password", autocomplete: "current-password" });
-  const code = () => el("input", { id: "totp-code", inputmode: "numeric", autocomplete: "one-time-code",
-    maxlength: "7" });
+  // Up to 11 characters: a recovery code ("abcde-fghij") goes here too.
+  const code = () => el("input", { id: "totp-code", autocomplete: "one-time-code", maxlength: "11" });
   const fail = (e) => st.fail(`${e.message}${e.data && e.data.retry_after ? ` (retry in ${e.data.retry_after} s)` : ""}`);
   const redraw = async (msg) => {
     await drawTotp(api, el, field, card, st);
     if (msg) st.ok(msg);
   };
+  // The codes the box just made, shown this once; the card comes back
+  // (saying @msg) when the user says they are kept.
+  const showCodes = (codes, msg) => {
+    const done = el("button", { type: "button", id: "totp-recovery-done", text: "I have saved them" });
+    done.addEventListener("click", () => redraw(msg));
+    card.replaceChildren(el("h2", { text: "Recovery codes" }),
+      el("p", { text: "If the phone is lost, each of these logs in once in place of a code from " +
+        "the app. Print them or keep them in a password manager: they are shown this once." }),
+      el("ol", { id: "totp-recovery", class: "codes" }, ...codes.map((c) => el("li", {}, el("code", { text: c })))),
+      done, st);
+    done.focus();
+  };
   if (t.enabled) {
     const c = code();
     const off = el("button", { type: "submit", id: "totp-off", text: "Turn off" });
+    const renew = el("button", { type: "button", id: "totp-recovery-new", text: "New recovery codes" });
     const f = el("form", { novalidate: true }, field("Current password", pw),
-      field("One-time code", c, "The 6 digits the app shows now"), off);
-    f.addEventListener("submit", async (ev) => {
-      ev.preventDefault();
+      field("One-time code", c, "The 6 digits the app shows now, or a recovery code"), off, " ", renew);
+    const send = async (path, then) => {
       st.clear();
       try {
-        await api("POST", "admin/totp/off", { current_password: pw.value, code: c.value.trim() });
-        await redraw("Two-factor login is off: the password alone logs in.");
+        then(await api("POST", path, { current_password: pw.value, code: c.value.trim() }));
       } catch (e) {
         fail(e);
       }
+    };
+    f.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      send("admin/totp/off", () => redraw("Two-factor login is off: the password alone logs in."));
     });
+    renew.addEventListener("click", () => send("admin/totp/recovery", (r) =>
+      showCodes(r.recovery_codes, "New recovery codes are in use: the old ones no longer log in.")));
+    const left = t.recovery_left;
     card.replaceChildren(el("h2", { text: "Two-factor login" }),
       el("p", { id: "totp-state", class: "ok", text: "On: a login needs the password and a code from the app." }),
+      el("p", { id: "totp-recovery-left", class: left <= 3 ? "warn" : "muted",
+        text: `Recovery codes left: ${left} of 10.${left <= 3 ? " Make new ones before they run out." : ""}` }),
       f, st);
     return;
   }
@@ -134,8 +155,8 @@ async function drawTotp(api, el, field, card, st) {
       ev2.preventDefault();
       st.clear();
       try {
-        await api("PUT", "admin/totp", { code: c.value.trim() });
-        await redraw("Two-factor login is on: the next login asks for a code.");
+        const r2 = await api("PUT", "admin/totp", { code: c.value.trim() });
+        showCodes(r2.recovery_codes, "Two-factor login is on: the next login asks for a code.");
       } catch (e) {
         fail(e);
         c.focus();
