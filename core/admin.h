@@ -31,10 +31,13 @@ struct tlsbox_api_reply;
 /* True when @p req came through the control socket (tlsboxctl on the box),
  * not from a web session.  Any thread. */
 bool admin_request_from_control(const struct tlsbox_api_request *req);
-/* Re-check the current password @p current of web user @p user (throttled,
- * counted as a failed login when wrong).  0; or <0 with the error reply
- * (403 wrong, 429 with retry_after, 500) already written.  API threads. */
-int admin_recheck_reply(const char *user, const char *current, struct tlsbox_api_reply *reply);
+/* Re-check the current password @p current of web user @p user, and with
+ * @p factor a second factor in the same attempt (admin_password_recheck:
+ * throttled, a wrong one counted as a failed login).  0; or <0 with the
+ * error reply (403 wrong password or code, 429 with retry_after, 500)
+ * already written.  API threads. */
+int admin_recheck_reply(const char *user, const char *current, int (*factor)(void *arg), void *arg,
+                        struct tlsbox_api_reply *reply);
 
 /* Static files and plugin pages (admin_static.c): answer GET/HEAD @p url. */
 enum MHD_Result admin_static_serve(struct MHD_Connection *conn, const char *url);

@@ -31,12 +31,17 @@ bool admin_request_from_control(const struct tlsbox_api_request *req)
     return req->user && strcmp(req->user, "control") == 0;
 }
 
-int admin_recheck_reply(const char *user, const char *current, struct tlsbox_api_reply *reply)
+int admin_recheck_reply(const char *user, const char *current, int (*factor)(void *arg), void *arg,
+                        struct tlsbox_api_reply *reply)
 {
     int retry = 0;
-    int rc = admin_password_recheck(user, current, &retry);
+    int rc = admin_password_recheck(user, current, factor, arg, &retry);
     if (rc == -EACCES)
         api_reply_error(reply, 403, "current_password is wrong");
+    else if (rc == -EKEYREJECTED)
+        api_reply_error(reply, 403, "wrong one-time code (or one used already)");
+    else if (rc == -EBADMSG)
+        api_reply_error(reply, 403, "code: the 6 digits the app shows now, or a recovery code");
     else if (rc == -EIO)
         api_reply_error(reply, 500, "cannot check the current password");
     else if (rc < 0)
@@ -101,7 +106,8 @@ static void on_password(void *arg, const struct tlsbox_api_request *req,
         api_reply_error(reply, 403,
                         "admin/password from the web needs the current password "
                         "(\"current_password\")");
-    } else if (!admin_request_from_control(req) && admin_recheck_reply(user, current, reply) < 0) {
+    } else if (!admin_request_from_control(req) &&
+               admin_recheck_reply(user, current, NULL, NULL, reply) < 0) {
         /* replied */
     } else {
         char *err = NULL;

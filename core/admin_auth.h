@@ -77,9 +77,16 @@ int admin_totp_login_check(sqlite3 *db, int64_t user_id, const char *code);
 void admin_totp_api_register(void);
 /* Re-check the password of logged-in user @p name before a change that
  * needs it (a new password): throttled, counted and audited as a failed
- * login of the name (not of an address: the caller holds a session).  0,
+ * login of the name (not of an address: the caller holds a session).  With
+ * @p factor (may be NULL), a second factor checked in the same attempt
+ * once the password is right: factor(@p arg) returns 0, -EKEYREJECTED
+ * (wrong code) or -EBADMSG (not a code), both counted as a failed login
+ * like a wrong password, or -EIO.  Without that, a right password would
+ * clear the count after each wrong code, and codes could be guessed
+ * without end from an open session.  0,
  * -EACCES wrong password, -EAGAIN/-EPERM/-EBUSY with *retry_after, -EIO. */
-int admin_password_recheck(const char *name, const char *password, int *retry_after);
+int admin_password_recheck(const char *name, const char *password, int (*factor)(void *arg),
+                           void *arg, int *retry_after);
 /* The session of cookie value @p cookie: 0 with *s filled (cookie left
  * empty), -ENOENT unknown or expired (idle or absolute). */
 int admin_session_get(const char *cookie, struct admin_session *s);

@@ -301,7 +301,8 @@ out:
     return rc;
 }
 
-int admin_password_recheck(const char *name, const char *password, int *retry_after)
+int admin_password_recheck(const char *name, const char *password, int (*factor)(void *arg),
+                           void *arg, int *retry_after)
 {
     char *ukey = xasprintf("user:%.*s", (int)utf8_clip(name, strlen(name), 64), name);
     const char *keys[1] = {ukey};
@@ -311,9 +312,12 @@ int admin_password_recheck(const char *name, const char *password, int *retry_af
     sqlite3 *db = store_connect();
     int64_t uid = 0;
     rc = db ? admin_password_check(db, name, password, &uid) : -EIO;
-    unsigned locked = attempt_end(db, name, keys, 1, rc);
+    if (rc == 0 && factor)
+        rc = factor(arg);
+    int counted = rc == -EKEYREJECTED || rc == -EBADMSG ? -EACCES : rc;
+    unsigned locked = attempt_end(db, name, keys, 1, counted);
     store_disconnect(db);
-    if (rc == -EACCES)
+    if (counted == -EACCES)
         login_failed(name, "a web session", "", ukey, locked ? 2u : 0u);
 out:
     free(ukey);

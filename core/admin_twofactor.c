@@ -128,26 +128,27 @@ int admin_totp_login_check(sqlite3 *db, int64_t user_id, const char *code)
     return rc;
 }
 
-/* The second factor of a change by a logged-in user: a current
- * authenticator code (its step then used) or one of the user's recovery
- * codes (then used up).  0, or <0 with the error reply written. */
-static int factor_ok(sqlite3 *db, const struct totp_row *r, const char *code,
-                     struct tlsbox_api_reply *reply)
+/* The second factor of a change by a logged-in user, checked by
+ * admin_password_recheck in the same attempt as the password. */
+struct factor {
+    sqlite3 *db;
+    const struct totp_row *r;
+    const char *code;
+};
+
+/* A current authenticator code (its step then used) or one of the user's
+ * recovery codes (then used up): 0, -EKEYREJECTED, -EBADMSG, -EIO. */
+static int factor_check(void *arg)
 {
+    const struct factor *f = arg;
     int64_t step = 0;
     int v;
-    if (admin_recovery_shaped(code))
-        v = admin_recovery_use(db, r->id, code);
-    else if ((v = totp_verify(r->secret, TOTP_SECRET_LEN, code, (int64_t)time(NULL), r->last_step,
-                              &step)) == 0)
-        v = step_use(db, r->id, step);
-    if (v == -EIO)
-        api_reply_error(reply, 500, "cannot read the store");
-    else if (v == -EINVAL)
-        api_reply_error(reply, 403, "code: the 6 digits the app shows now, or a recovery code");
-    else if (v < 0)
-        api_reply_error(reply, 403, "wrong one-time code (or one used already)");
-    return v;
+    if (admin_recovery_shaped(f->code))
+        v = admin_recovery_use(f->db, f->r->id, f->code);
+    else if ((v = totp_verify(f->r->secret, TOTP_SECRET_LEN, f->code, (int64_t)time(NULL),
+                              f->r->last_step, &step)) == 0)
+        v = step_use(f->db, f->r->id, step);
+    return v == 0 || v == -EIO ? v : v == -EINVAL ? -EBADMSG : -EKEYREJECTED;
 }
 
 /* {"recovery_codes": [...]} from @p codes, which are then wiped. */
@@ -183,33 +184,30 @@ static int row_write(sqlite3 *db, const char *sql, const unsigned char *blob, in
 }
 
 /* The current password of web user @p user, re-checked (throttled and
- * counted as a failed login).  0, or an error reply already written. */
-static int password_ok(const char *user, json_t *body, struct tlsbox_api_reply *reply)
+ * counted as a failed login), and with @p r the second factor in "code"
+ * (struct factor) in the same attempt.  0, or an error reply written. */
+static int password_ok(const char *user, json_t *body, sqlite3 *db, const struct totp_row *r,
+                       struct tlsbox_api_reply *reply)
 {
     const char *pw = json_string_value(json_object_get(body, "current_password"));
+    struct factor f = {db, r, json_string_value(json_object_get(body, "code"))};
     if (!pw) {
         api_reply_error(reply, 400, "this needs the current password (\"current_password\")");
         return -EINVAL;
     }
-    return admin_recheck_reply(user, pw, reply);
+    return admin_recheck_reply(user, pw, r ? factor_check : NULL, &f, reply);
 }
 
-/* The body of a request that shows a secret once: from a web session only
- * (else 403 saying @p web_only), with the current password.  The body
- * (caller decrefs), or NULL with the error reply written. */
-static json_t *web_body_with_password(const struct tlsbox_api_request *req,
-                                      struct tlsbox_api_reply *reply, const char *web_only)
+/* The body of a request that only a web session may make (else 403 saying
+ * @p web_only): the body (caller decrefs), or NULL with the reply written. */
+static json_t *web_body(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply,
+                        const char *web_only)
 {
     if (admin_request_from_control(req)) {
         api_reply_error(reply, 403, "%s", web_only);
         return NULL;
     }
-    json_t *body = api_body_object(req, reply);
-    if (body && password_ok(req->user, body, reply) < 0) {
-        json_decref(body);
-        body = NULL;
-    }
-    return body;
+    return api_body_object(req, reply);
 }
 
 /* "otpauth://totp/tlsbox:USER%40HOST?secret=...": the URI authenticator
@@ -269,11 +267,13 @@ static void on_begin(void *arg, const struct tlsbox_api_request *req,
                      struct tlsbox_api_reply *reply)
 {
     (void)arg;
-    json_t *body = web_body_with_password(req, reply,
-                                          "two-factor login is set up in the web UI (account "
-                                          "page), where the secret can be shown to the user");
-    if (!body)
+    json_t *body = web_body(req, reply,
+                            "two-factor login is set up in the web UI (account page), where the "
+                            "secret can be shown to the user");
+    if (!body || password_ok(req->user, body, NULL, NULL, reply) < 0) {
+        json_decref(body);
         return;
+    }
     json_decref(body);
     sqlite3 *db = store_connect();
     struct totp_row r;
@@ -381,8 +381,6 @@ static void on_off(void *arg, const struct tlsbox_api_request *req, struct tlsbo
         api_reply_error(reply, 400, "admin/totp/off from the control socket needs {\"user\": ...}");
         goto out;
     }
-    if (!admin_request_from_control(req) && password_ok(name, body, reply) < 0)
-        goto out;
     db = store_connect();
     rc = db ? row_read(db, name, 0, &r) : -EIO;
     if (rc == -ENOENT) {
@@ -391,8 +389,8 @@ static void on_off(void *arg, const struct tlsbox_api_request *req, struct tlsbo
         api_reply_error(reply, 500, "cannot read the store");
     } else if (!r.has_secret && !r.has_pending) {
         api_reply_error(reply, 409, "two-factor login is off already for \"%s\"", name);
-    } else if (!admin_request_from_control(req) && r.has_secret &&
-               factor_ok(db, &r, json_string_value(json_object_get(body, "code")), reply) < 0) {
+    } else if (!admin_request_from_control(req) &&
+               password_ok(name, body, db, r.has_secret ? &r : NULL, reply) < 0) {
         /* replied */
     } else if (row_write(db,
                          "UPDATE admin_users SET totp_secret = ?1, totp_pending = ?1, "
@@ -417,7 +415,7 @@ static void on_recovery(void *arg, const struct tlsbox_api_request *req,
                         struct tlsbox_api_reply *reply)
 {
     (void)arg;
-    json_t *body = web_body_with_password(
+    json_t *body = web_body(
         req, reply, "recovery codes are made in the web UI (account page), where they are shown");
     if (!body)
         return;
@@ -429,7 +427,7 @@ static void on_recovery(void *arg, const struct tlsbox_api_request *req,
         api_reply_error(reply, 500, "cannot read the store");
     } else if (!r.has_secret) {
         api_reply_error(reply, 409, "two-factor login is off: recovery codes come with it");
-    } else if (factor_ok(db, &r, json_string_value(json_object_get(body, "code")), reply) < 0) {
+    } else if (password_ok(req->user, body, db, &r, reply) < 0) {
         /* replied */
     } else if (admin_recovery_new(db, r.id, codes) < 0) {
         api_reply_error(reply, 500, "cannot store new recovery codes");

@@ -148,6 +148,8 @@ is "$(jq -r .error "$TB_TMP/reply")" "two-factor login is on already: turn it of
 is "$(call POST admin/totp/off "{\"current_password\":\"$PW\",\"code\":\"$(code -5)\"}")" 403 \
     "off needs a current code"
 is "$(jq -r .error "$TB_TMP/reply")" "wrong one-time code (or one used already)" "saying so"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT failed_logins FROM admin_users WHERE name = 'admin'")" 3 \
+    "and counts as a failed login, as at the login form: 3 since the last login (a used recovery code, a wrong password, this code)"
 is "$(call POST admin/totp/off "{\"current_password\":\"$PW\",\"code\":\"$rc2\"}")" 200 \
     "password and a recovery code turn it off (the phone is lost)"
 is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT count(*) FROM admin_recovery_codes")" 0 \
