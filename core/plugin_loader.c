@@ -122,8 +122,24 @@ static int name_is_valid(const char *name)
     return strlen(name) <= 32;
 }
 
+/* Put p->error aside, not free it: the control and admin threads read it
+ * without a lock (GET plugins, GET status) while the main thread starts a
+ * plugin again.  Freed when the plugin is unloaded. */
+static void plugin_retire_error(struct tlsbox_plugin *p)
+{
+    if (!p->error)
+        return;
+    p->errors_before =
+        xrealloc(p->errors_before, (p->n_errors_before + 1) * sizeof(*p->errors_before));
+    p->errors_before[p->n_errors_before++] = p->error;
+    p->error = NULL;
+}
+
 /* Bring the plugin's own tables up to its descriptor's migrations; a plugin
- * whose schema cannot be applied is kept, marked failed, and never started. */
+ * whose schema cannot be applied is kept, marked failed (schema_failed),
+ * and not started: its migrations are tried again at the next start, or
+ * when it is disabled and enabled again (plugins_follow_disabled).  Main
+ * thread. */
 static void plugin_apply_schema(struct tlsbox_plugin *p)
 {
     const struct tlsbox_migration *steps =
@@ -134,8 +150,10 @@ static void plugin_apply_schema(struct tlsbox_plugin *p)
     int rc = store_main() ? plugin_schema_migrate(store_main(), p->name, steps, &err) : -ENODEV;
     if (rc >= 0)
         return;
+    plugin_retire_error(p);
     p->error = err ? err : xasprintf("its tables need the store, and none is open");
     p->pstate = PLUGIN_FAILED;
+    p->schema_failed = true;
     log_err("%s; tlsboxd goes on without it", p->error);
 }
 
@@ -282,7 +300,8 @@ static atomic_bool again_wanted;
  * with the change once it is stored (plugins_start_again: a setting that
  * kept it from starting can be mended from the web UI); one disabled starts
  * with it once enabled (plugins_follow_disabled); one whose schema failed
- * waits for the next start.  Registered on the main
+ * waits for the next start, or to be disabled and enabled again (which
+ * applies its migrations first).  Registered on the main
  * thread once p->pstate and p->error are final; called under the settings
  * write lock, on the thread making the change.
  */
@@ -311,19 +330,6 @@ static int not_running_apply(void *arg, const struct tlsbox_setting_value *chang
     else
         free(note);
     return TLSBOX_APPLY_AT_RESTART;
-}
-
-/* Put p->error aside, not free it: the control and admin threads read it
- * without a lock (GET plugins, GET status) while the main thread starts a
- * plugin again.  Freed when the plugin is unloaded. */
-static void plugin_retire_error(struct tlsbox_plugin *p)
-{
-    if (!p->error)
-        return;
-    p->errors_before =
-        xrealloc(p->errors_before, (p->n_errors_before + 1) * sizeof(*p->errors_before));
-    p->errors_before[p->n_errors_before++] = p->error;
-    p->error = NULL;
 }
 
 static void plugin_fail(struct tlsbox_plugin *p, const char *hook, int rc)
@@ -397,12 +403,16 @@ int plugins_start_all(void)
     int ret = 0;
     char *disabled = settings_get("core.plugins_disabled");
     for (struct tlsbox_plugin *p = plugins_head; p; p = p->next) {
-        if (p->pstate == PLUGIN_FAILED) { /* its schema could not be applied */
+        if (p->pstate == PLUGIN_FAILED && !list_names(disabled, p->name)) {
+            /* its schema could not be applied */
             if (p->desc->settings)
                 settings_set_applier(p->name, not_running_apply, p);
             continue;
         }
         if (list_names(disabled, p->name)) {
+            /* Disabled: why its schema failed no longer matters (it is
+             * applied again when the plugin is enabled). */
+            plugin_retire_error(p);
             p->pstate = PLUGIN_DISABLED;
             log_info("plugin %s disabled by core.plugins_disabled", p->name);
             if (p->desc->settings)
@@ -496,8 +506,10 @@ static void plugins_disable_rev(struct tlsbox_plugin *p, const char *disabled)
         plugin_stop_one(p);
         p->pstate = PLUGIN_DISABLED;
         log_info("plugin %s stopped: core.plugins_disabled names it now", p->name);
-    } else if (p->pstate == PLUGIN_FAILED && p->start_failed) {
-        /* Why it failed no longer matters: it is not to run. */
+    } else if (p->pstate == PLUGIN_FAILED && (p->start_failed || p->schema_failed)) {
+        /* Why it failed no longer matters: it is not to run.  A schema
+         * failure is remembered (schema_failed): enabled again, the
+         * plugin's migrations are tried first. */
         atomic_store(&p->start_again, false);
         p->start_failed = false;
         plugin_retire_error(p);
@@ -519,6 +531,12 @@ void plugins_follow_disabled(void)
         if (p->pstate != PLUGIN_DISABLED || list_names(disabled, p->name))
             continue;
         log_info("plugin %s: starting (core.plugins_disabled no longer names it)", p->name);
+        if (p->schema_failed) {
+            p->schema_failed = false;
+            plugin_apply_schema(p); /* failing again: failed, saying why */
+            if (p->pstate == PLUGIN_FAILED)
+                continue;
+        }
         /* Started, it has its own applier; failed, not_running_apply again. */
         if (plugin_start_one(p) == 0)
             log_info("plugin %s started", p->name);

@@ -32,7 +32,8 @@ struct tlsbox_plugin {
      * that a failed hook says why (plugin_note_error; under the loader's lock). */
     bool in_hooks;
     char *hook_err;
-    bool start_failed; /* its init or start hook failed (not its schema) */
+    bool start_failed;  /* its init or start hook failed (not its schema) */
+    bool schema_failed; /* its migrations failed: applied again before it starts */
     /* A change of its settings was stored while it had failed: the main
      * thread starts it again (plugins_start_again). */
     atomic_bool start_again;

@@ -49,6 +49,29 @@ is "$(sqlite3 "$db" "SELECT plugin, version, applied_at FROM plugin_schema")" "$
     "plugin_schema unchanged, row for row"
 is "$(sqlite3 "$db" "SELECT count(*) FROM sqlite_master WHERE name LIKE 'bad_schema%'")" 0 \
     "not even the table of its first (good) step"
+# Disabled, it shows disabled (its failure no longer matters); enabled
+# again, its migrations are tried again first (here failing again).
+state() { # the state and error GET plugins gives bad_schema
+    curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/plugins |
+        jq -r '.[] | select(.name == "bad_schema") | "\(.state) \(.error)"'
+}
+tb_ctl set core.plugins_disabled bad_schema >/dev/null
+is "$(tb_wait_says 10 "disabled null" state)" "disabled null" \
+    "disabled while failed: shown disabled, with no old reason"
+tb_ctl set core.plugins_disabled '' >/dev/null
+for i in $(seq 1 100); do
+    st=$(state)
+    [ "${st%% *}" = failed ] && break
+    sleep 0.1
+done
+like "$st" "^failed plugin bad_schema: migration 0002_typo failed: .*no such table: bad_schema_itemz" \
+    "enabled again: its migrations are tried again, and fail again, saying why"
+is "$(grep -c 'plugin bad_schema: migration 0002_typo failed' "$TB_TMP/daemon.log")" 2 \
+    "a second log line for the second try"
+is "$(sqlite3 "$db" .schema)" "$schema0" "and still no table of it in the store"
+tb_stop_daemon
+tb_start_daemon --set core.plugins_disabled=bad_schema
+is "$(state)" "disabled null" "started with it disabled: shown disabled, not failed"
 tb_stop_daemon
 rm "$dir/bad_schema.so"
 
