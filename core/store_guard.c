@@ -21,12 +21,19 @@ void store_guard_set_plugins(struct tlsbox_plugin *(*first)(void))
  * every core object of a fresh store is here). */
 static int is_core_object(const char *name)
 {
-    static const char *const core[] = {"admin_sessions",  "admin_sessions_expiry",
-                                       "admin_users",     "internal_ca",
-                                       "metrics_history", "plugin_kv",
-                                       "plugin_schema",   "policy_one_active",
-                                       "policy_versions", "ticket_keys",
-                                       "tls_dh",          "tls_staples"};
+    static const char *const core[] = {"admin_recovery_codes",
+                                       "admin_sessions",
+                                       "admin_sessions_expiry",
+                                       "admin_users",
+                                       "internal_ca",
+                                       "metrics_history",
+                                       "plugin_kv",
+                                       "plugin_schema",
+                                       "policy_one_active",
+                                       "policy_versions",
+                                       "ticket_keys",
+                                       "tls_dh",
+                                       "tls_staples"};
     for (size_t i = 0; i < sizeof core / sizeof *core; i++)
         if (strcmp(name, core[i]) == 0)
             return 1;
@@ -124,10 +131,11 @@ static const char *action_name(int action)
 static int is_secret_column(const char *table, const char *column)
 {
     static const char *const secret[][2] = {
-        {"certificates", "key_pem"},     {"internal_ca", "key_pem"},
-        {"ticket_keys", "key"},          {"admin_users", "pw_salt"},
-        {"admin_users", "pw_hash"},      {"admin_sessions", "token_hash"},
-        {"admin_sessions", "csrf_token"}};
+        {"certificates", "key_pem"},      {"internal_ca", "key_pem"},
+        {"ticket_keys", "key"},           {"admin_users", "pw_salt"},
+        {"admin_users", "pw_hash"},       {"admin_sessions", "token_hash"},
+        {"admin_sessions", "csrf_token"}, {"admin_users", "totp_secret"},
+        {"admin_users", "totp_pending"},  {"admin_recovery_codes", "hash"}};
     for (size_t i = 0; table && column && i < sizeof secret / sizeof *secret; i++)
         if (strcmp(table, secret[i][0]) == 0 && strcmp(column, secret[i][1]) == 0)
             return 1;

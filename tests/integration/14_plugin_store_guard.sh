@@ -58,6 +58,10 @@ ok $? "another plugin's table is refused alike"
 like "$(grep 'refused to read' "$TB_TMP/daemon.log")" "refused to read certificates.key_pem" \
     "reading a private key column is refused, named"
 is "$(try read | jq -c .)" '{"ok":true,"error":""}' "reading the rest of certificates is allowed"
+is "$(try totp | jq -c .)" '{"ok":false,"error":"access to admin_users.totp_secret is prohibited"}' \
+    "reading the admins' two-factor secrets is refused"
+is "$(try recovery | jq -c .)" '{"ok":false,"error":"access to admin_recovery_codes.hash is prohibited"}' \
+    "and their recovery codes' hashes"
 
 # A trigger on its own table is allowed, but what it does runs under the
 # same rule: the insert that fires it is refused as a whole.

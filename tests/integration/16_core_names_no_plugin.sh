@@ -42,7 +42,7 @@ unlike "$(grep -vE '\.[ch]$' "$TB_TMP/strings")" "$srcdir|plugins/site/www" \
 # dropped by the migrations of their plugins: dh_params (tls_dh holds the DH
 # parameters the bundle serves), ocsp (tls_staples holds the staple the bundle
 # loads) and bench_runs (0006; the bench plugin keeps its own tables).
-core_tables="admin_sessions admin_users audit certificates internal_ca
+core_tables="admin_recovery_codes admin_sessions admin_users audit certificates internal_ca
 metrics_history plugin_kv plugin_schema policy_versions settings ticket_keys tls_dh tls_staples"
 mkdir -p "$TB_TMP/none"
 TB_PLUGINS="$TB_TMP/none"

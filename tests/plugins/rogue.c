@@ -31,6 +31,8 @@ static const struct {
     {"pragma", "PRAGMA user_version = 999"},
     {"attach", "ATTACH DATABASE ':memory:' AS other"},
     {"keys", "SELECT name, key_pem FROM certificates"},
+    {"totp", "SELECT name, totp_secret FROM admin_users"},
+    {"recovery", "SELECT hash FROM admin_recovery_codes"},
     {"read", "SELECT name, not_after FROM certificates"},
 };
 
