@@ -27,7 +27,7 @@ TEST="clang libclang-rt-14-dev clang-format
   pebble certbot
   nginx h2o apache2-utils
   chromium chromium-driver python3-selenium
-  libjs-chart.js nodejs zbar-tools"
+  libjs-chart.js nodejs zbar-tools python3-aiosmtpd"
 # (libjs-chart.js is also a run-time dependency: the admin UI serves its Chart.js.
 # nodejs renders plugin pages with a stub DOM in 62_webui_no_inline.)
 

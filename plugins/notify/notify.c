@@ -37,12 +37,58 @@ static const struct tlsbox_setting_def notify_settings[] = {
      .min = 1,
      .max = 3600,
      .help = "Wait before the first retry of a failed delivery, doubled for each next (3 retries)"},
+    {.key = "mail_to",
+     .type = TLSBOX_SETTING_LIST,
+     .default_value = "",
+     .max = 1024,
+     .pattern = "^[^[:space:]@<>,\"]+@[^[:space:]@<>,\"]+$",
+     .help = "E-mail addresses told of each event below, by the mail server in smtp_url; "
+             "empty = no e-mail"},
+    {.key = "mail_from",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .max = 254,
+     .pattern = "^$|^[^[:space:]@<>,\"]+@[^[:space:]@<>,\"]+$",
+     .help = "Sender address of the e-mails; empty = tlsbox@ the box's host name"},
+    {.key = "smtp_url",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .max = 512,
+     /* No user:password@ here: those have their own settings, one secret. */
+     .pattern = "^$|^smtps?://[^[:space:]/@]+/?$",
+     .help = "Mail server: smtp://HOST:587 (STARTTLS) or smtps://HOST:465 (TLS); empty = no "
+             "e-mail"},
+    {.key = "smtp_tls",
+     .type = TLSBOX_SETTING_ENUM,
+     .default_value = "required",
+     .choices = "required|none",
+     .help = "On smtp://, STARTTLS is required (the server's certificate checked), or none: "
+             "plain text, for a relay on this box or a trusted LAN only"},
+    {.key = "smtp_user",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .max = 256,
+     .pattern = "^[^[:cntrl:]]*$",
+     .help = "User name for the mail server (AUTH); empty = no login"},
+    {.key = "smtp_password",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .max = 256,
+     .flags = TLSBOX_SETTING_SECRET,
+     .help = "Password for the mail server"},
+    {.key = "ca_file",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .max = 1024,
+     .pattern = "^$|^/[^[:cntrl:]]*$",
+     .help = "PEM file of the CAs trusted for the webhook's and the mail server's certificates "
+             "(absolute path); empty = the system's CAs"},
     {.key = "timeout_seconds",
      .type = TLSBOX_SETTING_INT,
      .default_value = "10",
      .min = 1,
      .max = 60,
-     .help = "Longest wait for the webhook to answer"},
+     .help = "Longest wait for the webhook or the mail server to answer"},
     TLSBOX_SETTINGS_END};
 
 static const struct tlsbox_migration notify_migrations[] = {
@@ -123,7 +169,8 @@ static void notify_fini(void *state)
     curl_global_cleanup();
 }
 
-TLSBOX_PLUGIN(.name = "notify", .version = "1.0",
-              .description = "Webhook told of certificate, ACME, OCSP and TLS policy events",
+TLSBOX_PLUGIN(.name = "notify", .version = "1.1",
+              .description =
+                  "Webhook and e-mail told of certificate, ACME, OCSP and TLS policy events",
               .settings = notify_settings, .init = notify_init, .start = notify_start,
               .fini = notify_fini, .migrations = notify_migrations);

@@ -1,7 +1,9 @@
-/* The notify plugin: a webhook told of what happened to the box's
- * certificates and TLS (cert.changed, acme.failed, ocsp.revoked, ...), as a
- * signed JSON POST, retried with backoff; each delivery is kept in its own
- * table (notify_deliveries) for the API and the web UI. */
+/* The notify plugin: a webhook and e-mail recipients told of what happened
+ * to the box's certificates and TLS (cert.changed, acme.failed,
+ * ocsp.revoked, ...): a signed JSON POST, and a plain-text mail through the
+ * configured SMTP server; each retried with backoff and kept as its own
+ * delivery in the plugin's table (notify_deliveries) for the API and the
+ * web UI. */
 #ifndef TLSBOX_NOTIFY_H
 #define TLSBOX_NOTIFY_H
 
@@ -9,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <tlsbox/host.h>
 
@@ -34,7 +37,8 @@ struct notify {
 struct notify_delivery {
     struct notify *n;
     char *event;
-    char *body; /* the JSON POSTed */
+    char *body; /* the JSON POSTed, or the mail's content */
+    bool mail;  /* sent by e-mail (notify_mail.c), not to the webhook */
     int64_t row;
     int tries;
     struct notify_delivery *next; /* in n->live */
@@ -57,6 +61,26 @@ void notify_delivery_free(void *arg);
 /* Queue a delivery of @p event with @p data (JSON text, or NULL); 0 or a
  * negative errno (*err says why when given).  Any thread. */
 int notify_queue(struct notify *n, const char *event, const char *data, char **err);
+
+/* notify_mail.c: the box's name (core.hostname, else the system's), for a
+ * delivery's "host", the From address, EHLO and the Message-ID; never
+ * empty (caller frees). */
+char *notify_box_name(struct notify *n);
+/* The mail for delivery body @p body (the webhook's JSON)
+ * from @p from to @p to (comma-separated), dated @p now, with CRLF line
+ * ends; *@p subject (may be NULL) gets its subject.  Caller frees both. */
+char *notify_mail_message(const char *body, const char *from, const char *to, time_t now,
+                          char **subject);
+/* Whether notify.mail_to and notify.smtp_url are both set. */
+bool notify_mail_configured(struct notify *n);
+/* "smtp://host[:port]" of notify.smtp_url, or NULL when unset (caller frees). */
+char *notify_mail_origin(struct notify *n);
+/* Mail delivery @p body once with the settings as stored now; 0 when the
+ * server took it, else a negative errno with *err saying why (caller
+ * frees) and *smtp_status the server's last reply code (0: none).  @p job:
+ * cancel. */
+int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body, long timeout_s,
+                     long *smtp_status, char **err);
 
 /* notify_store.c */
 int64_t notify_store_add(struct notify *n, const char *event, const char *origin);

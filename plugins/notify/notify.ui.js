@@ -1,16 +1,18 @@
 // The notify plugin's page in the tlsbox web UI (served at
 // /ui/plugins/notify.js while the plugin runs): where the webhook is (its
-// origin only: the rest of the URL may be its key), a "Send a test" button
-// (POST notify/test), and the newest deliveries from GET notify/deliveries,
-// failed ones in red with the reason.  The page polls while a delivery is
-// queued or retrying.  The URL, key and events are set in the plugin's form
-// on the Plugins page.
+// origin only: the rest of the URL may be its key) and who gets e-mail
+// through which server, a "Send a test" button (POST notify/test: one per
+// channel), and the newest deliveries from GET notify/deliveries, failed
+// ones in red with the reason.  The page polls while a delivery is queued
+// or retrying.  The URL, key, addresses, server and events are set in the
+// plugin's form on the Plugins page.
 export const title = "Notifications";
 
 const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "–");
 
 export default async function render(root, { api, el, status }) {
   const to = el("p", { id: "notify-to" });
+  const mail = el("p", { id: "notify-mail" });
   const st = status();
   st.id = "notify-test-status";
   const test = el("button", { type: "button", id: "notify-test", text: "Send a test" });
@@ -23,18 +25,23 @@ export default async function render(root, { api, el, status }) {
     const state = el("td", {}, el("span", { class: bad ? "bad" : d.status === "delivered" ? "ok" : "",
       text: d.status }));
     if (d.error) state.append(el("br"), el("span", { class: `small${bad ? " bad" : ""}`, text: d.error }));
+    const proto = d.channel === "mail" ? "SMTP" : "HTTP";
     return el("tr", { "data-id": String(d.id) },
-      el("td", { text: when(d.at) }), el("td", { text: d.event }), state,
-      el("td", { text: String(d.tries) }), el("td", { text: d.http_status === null ? "–" : String(d.http_status) }));
+      el("td", { text: when(d.at) }), el("td", { text: d.event }),
+      el("td", { text: d.channel === "mail" ? "e-mail" : "webhook" }), state,
+      el("td", { text: String(d.tries) }),
+      el("td", { text: d.http_status === null ? "–" : `${proto} ${d.http_status}` }));
   }
 
   async function refresh() {
     if (gone) return;
     const r = await api("GET", "notify/deliveries");
     to.textContent = r.to ? `Webhook: ${r.to}` : "No webhook set: set notify.url on the Plugins page.";
-    test.disabled = !r.to;
+    mail.textContent = r.mail ? `E-mail: ${r.mail.to.split(",").join(", ")} (through ${r.mail.via})`
+      : "No e-mail: set notify.mail_to and notify.smtp_url on the Plugins page.";
+    test.disabled = !r.to && !r.mail;
     rows.replaceChildren(...r.deliveries.map(row));
-    if (!r.deliveries.length) rows.append(el("tr", {}, el("td", { colspan: "5", text: "No delivery yet." })));
+    if (!r.deliveries.length) rows.append(el("tr", {}, el("td", { colspan: "6", text: "No delivery yet." })));
     clearTimeout(timer);
     if (r.deliveries.some((d) => d.status === "queued" || d.status === "retrying")) {
       timer = setTimeout(() => refresh().catch((e) => st.fail(e.message)), 1000);
@@ -45,16 +52,16 @@ export default async function render(root, { api, el, status }) {
     st.clear();
     try {
       await api("POST", "notify/test", {});
-      st.ok("Test queued: its delivery shows below.");
+      st.ok("Test queued: its deliveries show below.");
       await refresh();
     } catch (e) {
       st.fail(e.message);
     }
   });
-  root.append(el("section", { class: "card" }, to, test, st),
+  root.append(el("section", { class: "card" }, to, mail, test, st),
     el("section", { class: "card" }, el("h2", { text: "Deliveries" }),
       el("table", { class: "wide" }, el("thead", {}, el("tr", {},
-        ...["When", "Event", "Status", "Tries", "HTTP"].map((h) => el("th", { text: h })))), rows)));
+        ...["When", "Event", "To", "Status", "Tries", "Answer"].map((h) => el("th", { text: h })))), rows)));
   await refresh();
   return () => {
     gone = true;

@@ -1,5 +1,6 @@
-/* GET notify/deliveries (the newest 50, newest first) and POST notify/test
- * (a "notify.test" delivery, whatever notify.events says). */
+/* GET notify/deliveries (the newest 50, newest first; "to": the webhook's
+ * origin, "mail": the recipients and the server) and POST notify/test (a
+ * "notify.test" delivery per channel, whatever notify.events says). */
 #include "plugins/notify/notify.h"
 
 #include <stdlib.h>
@@ -40,6 +41,10 @@ static void on_deliveries(void *arg, const struct tlsbox_api_request *req,
                                     : json_integer(sqlite3_column_int64(st, 6)));
             const char *e = (const char *)sqlite3_column_text(st, 7);
             json_object_set_new(o, "error", e ? json_string(e) : json_null());
+            /* http_status holds the SMTP reply code of an e-mail. */
+            const char *to = (const char *)sqlite3_column_text(st, 3);
+            json_object_set_new(
+                o, "channel", json_string(to && strncmp(to, "smtp", 4) == 0 ? "mail" : "webhook"));
             json_array_append_new(a, o);
         }
     }
@@ -49,6 +54,13 @@ static void on_deliveries(void *arg, const struct tlsbox_api_request *req,
     char *url = n->host->setting_get(n->self, "url");
     char *origin = url && *url ? notify_url_origin(url) : NULL;
     json_t *j = json_pack("{s:o,s:s?}", "deliveries", a, "to", origin);
+    if (notify_mail_configured(n)) {
+        char *rcpt = n->host->setting_get(n->self, "mail_to");
+        char *via = notify_mail_origin(n);
+        json_object_set_new(j, "mail", json_pack("{s:s,s:s}", "to", rcpt, "via", via));
+        free(rcpt);
+        free(via);
+    }
     free(origin);
     if (url)
         tlsbox_wipe_free_str(url);

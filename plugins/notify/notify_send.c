@@ -1,4 +1,5 @@
-/* Building, signing and POSTing one webhook delivery, with retries. */
+/* Building, signing and POSTing one webhook delivery; queueing a delivery
+ * per channel (webhook, e-mail) and retrying each. */
 #include "plugins/notify/notify.h"
 
 #include <errno.h>
@@ -6,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <curl/curl.h>
 #include <gnutls/crypto.h>
@@ -98,14 +98,21 @@ int notify_post(struct notify *n, struct tlsbox_job *job, const char *url, const
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_cancel);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, &cc);
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    char *ca = n->host->setting_get(n->self, "ca_file");
+    if (ca && *ca)
+        curl_easy_setopt(c, CURLOPT_CAINFO, ca);
     CURLcode cr = curl_easy_perform(c);
     int rc = 0;
     char *origin = notify_url_origin(url);
     if (cr != CURLE_OK) {
         /* Only the origin is named: the rest of the URL may be its key. */
-        *err = tlsbox_xasprintf("%s: %s", origin,
-                                cr == CURLE_ABORTED_BY_CALLBACK ? "cancelled (tlsboxd stops)"
-                                                                : curl_easy_strerror(cr));
+        if (cr == CURLE_SSL_CACERT_BADFILE)
+            *err = tlsbox_xasprintf("%s: notify.ca_file %s cannot be read as PEM certificates",
+                                    origin, ca);
+        else
+            *err = tlsbox_xasprintf("%s: %s", origin,
+                                    cr == CURLE_ABORTED_BY_CALLBACK ? "cancelled (tlsboxd stops)"
+                                                                    : curl_easy_strerror(cr));
         rc = cr == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
     } else {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, http_status);
@@ -115,6 +122,7 @@ int notify_post(struct notify *n, struct tlsbox_job *job, const char *url, const
         }
     }
     free(origin);
+    free(ca);
     curl_slist_free_all(hdr);
     curl_easy_cleanup(c);
     free(ev);
@@ -162,23 +170,29 @@ void notify_deliver_job(void *arg, struct tlsbox_job *job)
         delivery_done(d);
         return;
     }
-    /* Read at each try: a URL mended meanwhile is used by the retry. */
-    char *url = n->host->setting_get(n->self, "url");
-    char *secret = n->host->setting_get(n->self, "secret");
+    /* Read at each try: a URL or server mended meanwhile is used by the retry. */
     long timeout_s = n->host->setting_get_int(n->self, "timeout_seconds", 10);
     long code = 0;
     char *err = NULL;
-    int rc = url && *url
+    int rc;
+    if (d->mail) {
+        rc = notify_mail_send(n, job, d->body, timeout_s, &code, &err);
+    } else {
+        char *url = n->host->setting_get(n->self, "url");
+        char *secret = n->host->setting_get(n->self, "secret");
+        rc = url && *url
                  ? notify_post(n, job, url, secret, d->event, d->body, timeout_s, &code, &err)
                  : (err = tlsbox_xstrdup("notify.url is empty: nothing to send to"), -ENOENT);
-    if (url)
-        tlsbox_wipe_free_str(url);
-    if (secret)
-        tlsbox_wipe_free_str(secret);
+        if (url)
+            tlsbox_wipe_free_str(url);
+        if (secret)
+            tlsbox_wipe_free_str(secret);
+    }
+    const char *how = d->mail ? "mailed" : "delivered", *proto = d->mail ? "SMTP" : "HTTP";
     if (rc == 0) {
         notify_store_update(n, d->row, "delivered", try, code, NULL);
         n->host->metric_add(n->m_sent, 1);
-        n->host->log(n->self, TLSBOX_LOG_INFO, "%s delivered (try %d, HTTP %ld)", d->event, try,
+        n->host->log(n->self, TLSBOX_LOG_INFO, "%s %s (try %d, %s %ld)", d->event, how, try, proto,
                      code);
         delivery_done(d);
         return;
@@ -192,49 +206,29 @@ void notify_deliver_job(void *arg, struct tlsbox_job *job)
     notify_store_update(n, d->row, last ? "failed" : "retrying", try, code, err);
     if (last) {
         n->host->metric_add(n->m_failed, 1);
-        n->host->log(n->self, TLSBOX_LOG_WARN, "%s not delivered: %s (try %d of %d); given up",
-                     d->event, err, try, NOTIFY_TRIES);
+        n->host->log(n->self, TLSBOX_LOG_WARN, "%s not %s: %s (try %d of %d); given up", d->event,
+                     how, err, try, NOTIFY_TRIES);
         delivery_done(d);
     } else {
-        n->host->log(n->self, TLSBOX_LOG_WARN, "%s not delivered: %s (try %d of %d); next in %ld s",
-                     d->event, err, try, NOTIFY_TRIES, wait_s);
+        n->host->log(n->self, TLSBOX_LOG_WARN, "%s not %s: %s (try %d of %d); next in %ld s",
+                     d->event, how, err, try, NOTIFY_TRIES, wait_s);
     }
     free(err);
 }
 
-int notify_queue(struct notify *n, const char *event, const char *data, char **err)
+/* Queue one delivery of @p event (its @p data, borrowed) to the webhook or
+ * by @p mail, kept in the store under @p origin.  0 or a negative errno. */
+static int queue_one(struct notify *n, const char *event, json_t *data, const char *host,
+                     const char *at, bool mail, const char *origin, char **err)
 {
-    char *url = n->host->setting_get(n->self, "url");
-    bool off = !url || !*url;
-    char *origin = off ? NULL : notify_url_origin(url);
-    if (url)
-        tlsbox_wipe_free_str(url);
-    if (off) {
-        if (err)
-            *err = tlsbox_xstrdup("notify.url is empty: no webhook to tell");
-        return -ENOENT;
-    }
-    json_error_t je;
-    json_t *d = data && *data ? json_loads(data, 0, &je) : json_object();
-    char *host = n->host->setting_get(n->self, "core.hostname");
-    char sys[256] = "";
-    if ((!host || !*host) && gethostname(sys, sizeof sys - 1) == 0) {
-        free(host);
-        host = tlsbox_xstrdup(sys);
-    }
-    char at[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
     int64_t row = notify_store_add(n, event, origin);
-    json_t *j = json_pack("{s:s,s:o,s:s,s:s,s:I}", "event", event, "data", d ? d : json_null(),
-                          "host", host && *host ? host : "", "at", at, "id", (json_int_t)row);
-    free(host);
+    json_t *j = json_pack("{s:s,s:O,s:s,s:s,s:I}", "event", event, "data", data, "host", host, "at",
+                          at, "id", (json_int_t)row);
     struct notify_delivery *dl = tlsbox_xcalloc(1, sizeof *dl);
     dl->n = n;
     dl->event = tlsbox_xstrdup(event);
     dl->body = json_dumps(j, JSON_COMPACT);
+    dl->mail = mail;
     dl->row = row;
     json_decref(j);
     /* Listed until its last try: one whose job or timer never runs (the
@@ -246,12 +240,46 @@ int notify_queue(struct notify *n, const char *event, const char *data, char **e
     int64_t id = n->host->job_submit(n->self, "notify-deliver", notify_deliver_job, dl, NULL);
     if (id < 0) {
         notify_store_update(n, row, "failed", 0, 0, "not queued: tlsboxd stops");
-        if (err)
+        if (err && !*err)
             *err = tlsbox_xasprintf("cannot queue the delivery: %s", strerror((int)-id));
         delivery_done(dl);
-        free(origin);
         return (int)id;
     }
-    free(origin);
     return 0;
+}
+
+int notify_queue(struct notify *n, const char *event, const char *data, char **err)
+{
+    char *url = n->host->setting_get(n->self, "url");
+    char *origin = url && *url ? notify_url_origin(url) : NULL;
+    if (url)
+        tlsbox_wipe_free_str(url);
+    char *mail_origin = notify_mail_configured(n) ? notify_mail_origin(n) : NULL;
+    if (!origin && !mail_origin) {
+        if (err)
+            *err = tlsbox_xstrdup("notify.url is empty: no webhook to tell (and no e-mail: "
+                                  "notify.mail_to or notify.smtp_url is empty)");
+        return -ENOENT;
+    }
+    json_error_t je;
+    json_t *d = data && *data ? json_loads(data, 0, &je) : json_object();
+    if (!d)
+        d = json_null();
+    char *host = notify_box_name(n);
+    char at[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    /* One delivery per channel: each has its own tries and row. */
+    int rc = 0, r;
+    if (origin && (r = queue_one(n, event, d, host, at, false, origin, err)) < 0)
+        rc = r;
+    if (mail_origin && (r = queue_one(n, event, d, host, at, true, mail_origin, err)) < 0)
+        rc = r;
+    json_decref(d);
+    free(host);
+    free(origin);
+    free(mail_origin);
+    return rc;
 }

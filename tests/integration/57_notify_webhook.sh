@@ -25,7 +25,8 @@ receiver=$!
 tb_wait_port "$PW" || bail "the webhook receiver did not listen on $PW"
 
 # Off by default: a test says why nothing is sent.
-is "$(site_api POST notify/test '{}' | jq -r .error)" "notify.url is empty: no webhook to tell" \
+is "$(site_api POST notify/test '{}' | jq -r .error)" \
+    "notify.url is empty: no webhook to tell (and no e-mail: notify.mail_to or notify.smtp_url is empty)" \
     "no URL: POST notify/test is refused, saying why"
 
 hook_path="/hook/PathSecret42"
@@ -172,7 +173,7 @@ done
 # 9. Its page in the web UI, in headless Chromium.
 tb_need_browser
 tb_ctl set admin.pbkdf2_iterations 10000 >/dev/null
-SITE_PORT=$P_HTTPS tb_ui_run notify_ui.py 120 5 HOOK_ORIGIN="http://127.0.0.1:$PW"
+SITE_PORT=$P_HTTPS tb_ui_run notify_ui.py 120 6 HOOK_ORIGIN="http://127.0.0.1:$PW"
 
 kill "$receiver" 2>/dev/null
 wait "$receiver" 2>/dev/null

@@ -29,11 +29,15 @@ def notify_page(d):
                and "delivered" in d.find_element(By.CSS_SELECTOR, "#notify-rows tr[data-id]").text, 20)
     except TimeoutException:
         pass
-    A.check(st.text == "Test queued: its delivery shows below.", "Send a test: queued", st.text)
+    A.check(st.text == "Test queued: its deliveries show below.", "Send a test: queued", st.text)
     first = d.find_element(By.CSS_SELECTOR, "#notify-rows tr[data-id]")
     cells = [c.text for c in first.find_elements(By.TAG_NAME, "td")]
-    A.check(cells[1:] == ["notify.test", "delivered", "1", "204"],
-            "the newest row: notify.test, delivered at the first try, HTTP 204", cells)
+    A.check(cells[1:] == ["notify.test", "webhook", "delivered", "1", "HTTP 204"],
+            "the newest row: notify.test to the webhook, delivered at the first try, HTTP 204",
+            cells)
+    mail = d.find_element(By.ID, "notify-mail").text
+    A.check(mail == "No e-mail: set notify.mail_to and notify.smtp_url on the Plugins page.",
+            "and says that no e-mail is set up", mail)
     A.shot(d, "notify-page")
 
 

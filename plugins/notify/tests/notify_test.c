@@ -1,7 +1,10 @@
 /* The notify plugin's pure parts: the signature against RFC 4231's HMAC-
- * SHA256 vectors, and the origin that logs and the API show instead of the
- * webhook URL (its path, query and user:password may be its key). */
+ * SHA256 vectors, the origin that logs and the API show instead of the
+ * webhook URL (its path, query and user:password may be its key), and the
+ * e-mail made from a delivery: its headers, that nothing an event carries
+ * can add a header, CRLF line ends. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "plugins/notify/notify.h"
 #include "tests/tap.h"
@@ -30,5 +33,41 @@ int main(void)
     origin("https://[::1]:9000/p", "https://[::1]:9000");
     origin("http://example.com", "http://example.com");
     origin("not a url", "?");
+    origin("smtp://127.0.0.1:587", "smtp://127.0.0.1:587");
+
+    /* 2026-12-05 12:00:00 UTC, a Saturday. */
+    const char *body = "{\"event\":\"acme.failed\",\"data\":{\"name\":\"www\",\"step\":"
+                       "\"order\\r\\nBcc: evil@example.test\",\"attempt\":3},\"host\":\"box\","
+                       "\"at\":\"2026-12-05T12:00:00Z\",\"id\":42}";
+    char *subject = NULL;
+    char *m = notify_mail_message(body, "box@example.test", "a@example.test,b@example.test",
+                                  1796472000, &subject);
+    is_str(subject,
+           "[tlsbox box] Certificate renewal failed for www at step order  Bcc: "
+           "evil@example.test",
+           "the subject names the box, the certificate and the step");
+    ok(strstr(m, "Date: Sat, 05 Dec 2026 12:00:00 +0000\r\n") != NULL, "an RFC 5322 date");
+    ok(strstr(m, "From: tlsbox <box@example.test>\r\nTo: a@example.test,b@example.test\r\n") !=
+           NULL,
+       "From and To");
+    ok(strstr(m, "Message-ID: <tlsbox.42.1796472000@box>\r\n") != NULL, "a Message-ID of the box");
+    ok(strstr(m, "\nBcc:") == NULL && strstr(m, "\rBcc:") == NULL,
+       "a line break in an event's value adds no header (no Bcc:)");
+    int bare = 0;
+    for (const char *p = m; *p; p++)
+        bare += *p == '\n' && (p == m || p[-1] != '\r');
+    is_int(bare, 0, "every line ends in CRLF");
+    ok(strstr(m, "\r\n\r\nCertificate renewal failed for www") != NULL &&
+           strstr(m, "  attempt: 3\r\n") != NULL && strstr(m, "Event: acme.failed\r\n") != NULL,
+       "the body: what happened, the event, each detail on its line");
+    free(m);
+    free(subject);
+    m = notify_mail_message("{\"event\":\"notify.test\",\"data\":{},\"host\":\"K\xc3\xb6ln\","
+                            "\"id\":1}",
+                            "f@x", "t@x", 0, &subject);
+    ok(strstr(m, "Subject: =?UTF-8?B?W3Rsc2JveCBLw7Zsbl0gVGVzdCBtZXNzYWdl?=\r\n") != NULL,
+       "a subject that is not ASCII is one RFC 2047 encoded word");
+    free(m);
+    free(subject);
     return done_testing();
 }
