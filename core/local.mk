@@ -21,6 +21,7 @@ core_libtlsboxcore_la_SOURCES = \
 	core/admin_throttle.h core/admin_static.c core/admin_live.c core/admin_cert.c \
 	core/admin_connlimit.c core/admin_totp.c core/admin_totp.h core/admin_twofactor.c \
 	core/admin_recovery.c core/admin_recovery.h core/qr_encode.c core/qr_encode.h \
+	core/cert_expiry.c core/cert_expiry.h \
 	$(core_store_sources) $(core_runtime_sources) $(core_tls_sources)
 core_libtlsboxcore_la_CFLAGS = $(CORE_CFLAGS)
 core_libtlsboxcore_la_LIBADD = $(CORE_LIBS)

@@ -16,6 +16,7 @@
 
 #include "core/admin.h"
 #include "core/api.h"
+#include "core/cert_expiry.h"
 #include "core/demo.h"
 #include "core/dh_generate.h"
 #include "core/events.h"
@@ -367,6 +368,7 @@ int main(int argc, char **argv)
     if (tls_start() < 0) {
         log_err("TLS bundle: no usable bundle; the site cannot serve HTTPS until this is fixed");
     }
+    cert_expiry_start();
     if (control_start() < 0)
         goto out_tls;
     /* The web UI is a convenience: the site and the control socket serve
@@ -441,6 +443,7 @@ out_plugins:
     control_stop();
     plugins_stop_all();
 out_tls:
+    cert_expiry_stop();
     tls_stop();
     sysstat_stop();
 out_threads:

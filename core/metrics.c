@@ -85,6 +85,7 @@ struct metrics_family {
 
 static pthread_mutex_t metrics_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct metrics_family *metrics_families, *metrics_families_last;
+static struct tlsbox_metric *metrics_retired; /* unlinked series, freed at exit */
 static _Atomic unsigned metrics_next_slot;
 static _Thread_local int metrics_tl_slot = -1;
 
@@ -300,6 +301,27 @@ struct tlsbox_metric *metrics_find(const char *name)
     free(fam);
     free(labels);
     return m;
+}
+
+void metrics_retire(struct tlsbox_metric *m)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&metrics_lock);
+    struct metrics_family *f = m->family;
+    struct tlsbox_metric **pp = &f->first, *prev = NULL;
+    while (*pp && *pp != m) {
+        prev = *pp;
+        pp = &(*pp)->next_in_family;
+    }
+    if (*pp) {
+        *pp = m->next_in_family;
+        if (f->last == m)
+            f->last = prev;
+        m->next_in_family = metrics_retired;
+        metrics_retired = m;
+    }
+    pthread_mutex_unlock(&metrics_lock);
 }
 
 /* ---- updates (lock-free) --------------------------------------------- */
@@ -551,23 +573,29 @@ json_t *metrics_json(void)
     return o;
 }
 
+static void series_free_list(struct tlsbox_metric *m)
+{
+    while (m) {
+        struct tlsbox_metric *mnext = m->next_in_family;
+        free(m->name);
+        free(m->labels);
+        free(m->slots);
+        free(m->bounds);
+        free(m->hslots);
+        free(m);
+        m = mnext;
+    }
+}
+
 void metrics_free_all(void)
 {
     pthread_mutex_lock(&metrics_lock);
+    series_free_list(metrics_retired);
+    metrics_retired = NULL;
     struct metrics_family *f = metrics_families;
     while (f) {
         struct metrics_family *fnext = f->next;
-        struct tlsbox_metric *m = f->first;
-        while (m) {
-            struct tlsbox_metric *mnext = m->next_in_family;
-            free(m->name);
-            free(m->labels);
-            free(m->slots);
-            free(m->bounds);
-            free(m->hslots);
-            free(m);
-            m = mnext;
-        }
+        series_free_list(f->first);
         free(f->name);
         free(f->help);
         free(f);

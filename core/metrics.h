@@ -19,6 +19,11 @@ void metrics_observe(struct tlsbox_metric *m, double value);
 int64_t metrics_value(const struct tlsbox_metric *m);
 /* Find a series by full name (with labels), or NULL. */
 struct tlsbox_metric *metrics_find(const char *name);
+/* Take series @p m out of the rendering (a certificate removed, say); its
+ * memory stays until metrics_free_all, so a pointer still held updates
+ * nothing visible.  Registering the name again makes a new series.  Any
+ * thread.  NULL is fine. */
+void metrics_retire(struct tlsbox_metric *m);
 
 /* Prometheus text exposition format 0.0.4, caller frees. */
 char *metrics_render_prometheus(void);

@@ -75,6 +75,12 @@ const struct tlsbox_setting_def core_settings[] = {
      .help = "Largest request body the admin API accepts, in bytes",
      /* The control socket and the admin server take it when they start. */
      .flags = TLSBOX_SETTING_RESTART},
+    {.key = "cert_warn_days",
+     .type = TLSBOX_SETTING_LIST,
+     .default_value = "14,7,3,1",
+     .pattern = "^([1-9]|[1-9][0-9]|[12][0-9][0-9]|3[0-5][0-9]|36[0-5])$",
+     .help = "Days before a certificate expires to announce it (cert.expiring: the notify "
+             "plugin's webhook and e-mail), once per threshold; empty = never"},
     {.key = "user",
      .type = TLSBOX_SETTING_STRING,
      .default_value = "tlsbox",

@@ -11,7 +11,8 @@ TLSBOX_MIGRATIONS = \
 	db/migrations/0005_tls_staples.sql \
 	db/migrations/0006_drop_bench_runs.sql \
 	db/migrations/0007_admin_totp.sql \
-	db/migrations/0008_admin_recovery.sql
+	db/migrations/0008_admin_recovery.sql \
+	db/migrations/0009_cert_expiry.sql
 
 core_store_sources += \
 	core/store.c core/store.h \

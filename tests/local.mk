@@ -42,7 +42,10 @@ tests_plugins_slow_start_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 
 check_PROGRAMS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test \
-	tests/unit/core/admin_totp_test tests/unit/core/qr_encode_test
+	tests/unit/core/admin_totp_test tests/unit/core/qr_encode_test tests/unit/core/cert_expiry_test
+tests_unit_core_cert_expiry_test_SOURCES = tests/unit/core/cert_expiry_test.c
+tests_unit_core_cert_expiry_test_CFLAGS = $(CORE_CFLAGS)
+tests_unit_core_cert_expiry_test_LDADD = core/libtlsboxcore.la
 tests_unit_core_qr_encode_test_SOURCES = tests/unit/core/qr_encode_test.c
 tests_unit_core_qr_encode_test_CFLAGS = $(CORE_CFLAGS)
 tests_unit_core_qr_encode_test_LDADD = core/libtlsboxcore.la
@@ -82,7 +85,7 @@ tests_unit_pdk_mock_settings_test_LDADD = $(MOCKHOST_LIBS)
 
 TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test \
-	tests/unit/core/admin_totp_test tests/unit/core/qr_encode_test \
+	tests/unit/core/admin_totp_test tests/unit/core/qr_encode_test tests/unit/core/cert_expiry_test \
 	tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh \
 	tests/integration/12_pdk_out_of_tree.sh \

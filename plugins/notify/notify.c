@@ -27,10 +27,10 @@ static const struct tlsbox_setting_def notify_settings[] = {
      .help = "Key of the X-Tlsbox-Signature header (sha256=HMAC of the body); empty = unsigned"},
     {.key = "events",
      .type = TLSBOX_SETTING_LIST,
-     .default_value = "cert.changed,acme.failed,ocsp.revoked",
+     .default_value = "cert.changed,cert.expiring,acme.failed,ocsp.revoked",
      .pattern = "^(" NOTIFY_EVENTS ")$",
-     .help = "Events to send: cert.changed, acme.failed, ocsp.revoked, ocsp.changed, "
-             "policy.changed, dh.changed"},
+     .help = "Events to send: cert.changed, cert.expiring (see core.cert_warn_days), "
+             "acme.failed, ocsp.revoked, ocsp.changed, policy.changed, dh.changed"},
     {.key = "retry_seconds",
      .type = TLSBOX_SETTING_INT,
      .default_value = "30",

@@ -16,7 +16,8 @@
 #include <tlsbox/host.h>
 
 /* Events a webhook can be told of: each is a core or plugin event. */
-#define NOTIFY_EVENTS "cert.changed|acme.failed|ocsp.revoked|ocsp.changed|policy.changed|dh.changed"
+#define NOTIFY_EVENTS                                                                              \
+    "cert.changed|cert.expiring|acme.failed|ocsp.revoked|ocsp.changed|policy.changed|dh.changed"
 /* Tries of one delivery: the first and NOTIFY_TRIES - 1 retries. */
 #define NOTIFY_TRIES 4
 /* Deliveries kept in the store (newest). */

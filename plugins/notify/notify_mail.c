@@ -76,7 +76,14 @@ static char *summary(const char *event, json_t *data)
     char *s;
     if (strcmp(event, "cert.changed") == 0)
         s = tlsbox_xasprintf("Certificate %s changed", *nm ? nm : "(unnamed)");
-    else if (strcmp(event, "acme.failed") == 0)
+    else if (strcmp(event, "cert.expiring") == 0 && json_is_true(json_object_get(data, "expired")))
+        s = tlsbox_xasprintf("Certificate %s has EXPIRED", *nm ? nm : "(unnamed)");
+    else if (strcmp(event, "cert.expiring") == 0) {
+        long long d = (long long)json_integer_value(json_object_get(data, "days_left"));
+        s = d < 1 ? tlsbox_xasprintf("Certificate %s expires within a day", *nm ? nm : "(unnamed)")
+                  : tlsbox_xasprintf("Certificate %s expires in %lld day%s", *nm ? nm : "(unnamed)",
+                                     d, d == 1 ? "" : "s");
+    } else if (strcmp(event, "acme.failed") == 0)
         s = tlsbox_xasprintf("Certificate renewal failed%s%s%s%s", *nm ? " for " : "", nm,
                              step ? " at step " : "", step ? step : "");
     else if (strcmp(event, "ocsp.revoked") == 0)

@@ -16,6 +16,15 @@ static void origin(const char *url, const char *want)
     free(o);
 }
 
+/* The subject of the mail for delivery body @p body. */
+static void subject_is(const char *body, const char *want, const char *what)
+{
+    char *subject = NULL;
+    free(notify_mail_message(body, "f@x", "t@x", 0, &subject));
+    is_str(subject, want, "%s", what);
+    free(subject);
+}
+
 int main(void)
 {
     char *s = notify_signature("Jefe", "what do ya want for nothing?", 28);
@@ -69,5 +78,14 @@ int main(void)
        "a subject that is not ASCII is one RFC 2047 encoded word");
     free(m);
     free(subject);
+    subject_is("{\"event\":\"cert.expiring\",\"data\":{\"name\":\"shop\",\"days_left\":4,"
+               "\"threshold\":7,\"expired\":false},\"host\":\"box\"}",
+               "[tlsbox box] Certificate shop expires in 4 days", "cert.expiring: the days left");
+    subject_is("{\"event\":\"cert.expiring\",\"data\":{\"name\":\"shop\",\"days_left\":0,"
+               "\"threshold\":1,\"expired\":false},\"host\":\"box\"}",
+               "[tlsbox box] Certificate shop expires within a day", "less than a day left");
+    subject_is("{\"event\":\"cert.expiring\",\"data\":{\"name\":\"shop\",\"days_left\":0,"
+               "\"threshold\":0,\"expired\":true},\"host\":\"box\"}",
+               "[tlsbox box] Certificate shop has EXPIRED", "and once it has expired");
     return done_testing();
 }

@@ -460,7 +460,7 @@ static void test_describe(void)
     ok(json_is_array(d) && json_array_size(d) == 0, "unknown owner: empty array");
     json_decref(d);
     d = settings_describe(NULL);
-    ok(json_array_size(d) == 9 + 7, "describe(NULL): every owner");
+    ok(json_array_size(d) == 9 + 8, "describe(NULL): every owner");
     json_decref(d);
 }
 

@@ -1,0 +1,25 @@
+/* Certificate expiry, watched by the core: a gauge per active certificate
+ * (tlsbox_cert_not_after_timestamp_seconds{name="..."}, for alerting), and
+ * the event "cert.expiring" when a certificate that tlsbox does not renew
+ * by itself (imported or from ACME; not the internal LAN leaf) comes within
+ * one of core.cert_warn_days of its end, or has expired: once per
+ * threshold and certificate (remembered in the store across restarts; a
+ * renewal starts over).  Data: {"name","not_after","days_left",
+ * "threshold","source","expired"}.  The notify plugin sends it on. */
+#ifndef TLSBOX_CORE_CERT_EXPIRY_H
+#define TLSBOX_CORE_CERT_EXPIRY_H
+
+#include <stdint.h>
+
+/* The threshold (days) that @p not_after has reached at @p now, from the
+ * comma-separated @p list: the smallest T with fewer than T whole days
+ * left; 0 once expired (not_after <= now); -1 for none.  Pure. */
+int cert_expiry_threshold(int64_t not_after, int64_t now, const char *list);
+
+/* Check now, then hourly and whenever a certificate or core.cert_warn_days
+ * changes (on a maintenance thread).  Main thread, after tls_start. */
+void cert_expiry_start(void);
+/* Main thread, before the threads stop. */
+void cert_expiry_stop(void);
+
+#endif
