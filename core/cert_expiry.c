@@ -23,7 +23,7 @@
 #define CHECK_MS (3600 * 1000) /* hourly: a threshold is a whole day */
 #define DAY 86400
 
-int cert_expiry_threshold(int64_t not_after, int64_t now, const char *list)
+int cert_expiry_threshold(int64_t not_after, int64_t now, const char *list, int64_t below)
 {
     if (not_after <= now)
         return 0;
@@ -34,7 +34,7 @@ int cert_expiry_threshold(int64_t not_after, int64_t now, const char *list)
         long t = strtol(p, &end, 10);
         if (end == p)
             break;
-        if (t > 0 && days_left < t && (best < 0 || t < best))
+        if (t > 0 && days_left < t && (below <= 0 || t < below) && (best < 0 || t < best))
             best = (int)t;
         p = *end == ',' ? end + 1 : end;
     }
@@ -122,7 +122,7 @@ static int announce(sqlite3 *db, const char *name, int64_t not_after, int64_t no
 /* One active certificate as read. */
 struct row {
     char *name, *source;
-    int64_t not_after;
+    int64_t not_before, not_after;
     bool warned; /* for this not_after */
     int was;     /* the threshold then */
 };
@@ -136,7 +136,7 @@ static struct row *read_rows(sqlite3 *db, size_t *n)
     *n = 0;
     if (sqlite3_prepare_v2(db,
                            "SELECT name, not_after, source, expiry_warned_days, "
-                           "expiry_warned_not_after FROM certificates "
+                           "expiry_warned_not_after, not_before FROM certificates "
                            "WHERE status = 'active' ORDER BY name",
                            -1, &st, NULL) != SQLITE_OK) {
         log_err("certificate expiry: cannot read the store: %s", sqlite3_errmsg(db));
@@ -151,6 +151,7 @@ static struct row *read_rows(sqlite3 *db, size_t *n)
         r->warned = sqlite3_column_type(st, 3) != SQLITE_NULL &&
                     sqlite3_column_int64(st, 4) == r->not_after;
         r->was = sqlite3_column_int(st, 3);
+        r->not_before = sqlite3_column_int64(st, 5);
     }
     sqlite3_finalize(st);
     return rows;
@@ -176,9 +177,13 @@ static void check(void *arg, struct tlsbox_job *job)
         struct series *s = series_for(r->name);
         s->seen = true;
         metrics_set(s->m, r->not_after);
-        /* The internal leaf is renewed by the core itself (tls.c). */
-        int t = strcmp(r->source, "internal") == 0 ? -1
-                                                   : cert_expiry_threshold(r->not_after, now, list);
+        /* The internal leaf is renewed by the core itself (tls.c); an ACME
+         * one by the acme plugin with a third of its lifetime left. */
+        int64_t third = (r->not_after - r->not_before) / 3 / DAY;
+        int64_t below = strcmp(r->source, "acme") == 0 ? (third > 0 ? third : 1) : 0;
+        int t = strcmp(r->source, "internal") == 0
+                    ? -1
+                    : cert_expiry_threshold(r->not_after, now, list, below);
         if (t >= 0 && (!r->warned || t < r->was))
             announce(db, r->name, r->not_after, now, t, r->source);
         free(r->name);

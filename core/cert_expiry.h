@@ -1,8 +1,9 @@
 /* Certificate expiry, watched by the core: a gauge per active certificate
  * (tlsbox_cert_not_after_timestamp_seconds{name="..."}, for alerting), and
- * the event "cert.expiring" when a certificate that tlsbox does not renew
- * by itself (imported or from ACME; not the internal LAN leaf) comes within
- * one of core.cert_warn_days of its end, or has expired: once per
+ * the event "cert.expiring" when a certificate comes within one of
+ * core.cert_warn_days of its end (an ACME one only past the point where it
+ * should have been renewed; never the internal LAN leaf, which the core
+ * renews itself), or has expired: once per
  * threshold and certificate (remembered in the store across restarts; a
  * renewal starts over).  Data: {"name","not_after","days_left",
  * "threshold","source","expired"}.  The notify plugin sends it on. */
@@ -13,8 +14,12 @@
 
 /* The threshold (days) that @p not_after has reached at @p now, from the
  * comma-separated @p list: the smallest T with fewer than T whole days
- * left; 0 once expired (not_after <= now); -1 for none.  Pure. */
-int cert_expiry_threshold(int64_t not_after, int64_t now, const char *list);
+ * left; 0 once expired (not_after <= now); -1 for none.  With @p below > 0,
+ * only thresholds under @p below days count: for an ACME certificate, a
+ * third of its lifetime, when the acme plugin renews it, so that a 6-day
+ * certificate is not announced at each issuance but when its renewal is
+ * late.  Pure. */
+int cert_expiry_threshold(int64_t not_after, int64_t now, const char *list, int64_t below);
 
 /* Check now, then hourly and whenever a certificate or core.cert_warn_days
  * changes (on a maintenance thread).  Main thread, after tls_start. */
