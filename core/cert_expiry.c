@@ -87,7 +87,8 @@ static int announce(sqlite3 *db, const char *name, int64_t not_after, int64_t no
 {
     sqlite3_stmt *st = NULL;
     int rc = -1;
-    /* Remember first: a failed write must not announce it again each hour. */
+    /* Remember first: a warning that could not be remembered would be said
+     * again at each check; unsaid, it waits for the next check instead. */
     if (sqlite3_prepare_v2(db,
                            "UPDATE certificates SET expiry_warned_days = ?1, "
                            "expiry_warned_not_after = ?2 WHERE name = ?3",

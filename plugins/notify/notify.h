@@ -38,7 +38,7 @@ struct notify {
 struct notify_delivery {
     struct notify *n;
     char *event;
-    char *body; /* the JSON POSTed, or the mail's content */
+    char *body; /* the JSON POSTed; a mail is made from it at each try */
     bool mail;  /* sent by e-mail (notify_mail.c), not to the webhook */
     int64_t row;
     int tries;
