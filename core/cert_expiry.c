@@ -178,13 +178,14 @@ static void check(void *arg, struct tlsbox_job *job)
         struct series *s = series_for(r->name);
         s->seen = true;
         metrics_set(s->m, r->not_after);
-        /* The internal leaf is renewed by the core itself (tls.c); an ACME
-         * one by the acme plugin with a third of its lifetime left. */
+        /* The internal leaf is renewed by the core itself (tls.c).  Others
+         * are renewed with a third of their lifetime left (the acme plugin,
+         * certbot): a threshold above that is no news, and would announce a
+         * short-lived certificate at each issuance. */
         int64_t third = (r->not_after - r->not_before) / 3 / DAY;
-        int64_t below = strcmp(r->source, "acme") == 0 ? (third > 0 ? third : 1) : 0;
         int t = strcmp(r->source, "internal") == 0
                     ? -1
-                    : cert_expiry_threshold(r->not_after, now, list, below);
+                    : cert_expiry_threshold(r->not_after, now, list, third > 0 ? third : 1);
         if (t >= 0 && (!r->warned || t < r->was))
             announce(db, r->name, r->not_after, now, t, r->source);
         free(r->name);

@@ -1,7 +1,7 @@
 /* The threshold a certificate's end has reached (core/cert_expiry.c): the
  * smallest of core.cert_warn_days with fewer whole days left, 0 once
- * expired, -1 for none; in whatever order the list is written; for an ACME
- * certificate only thresholds under a third of its lifetime. */
+ * expired, -1 for none; in whatever order the list is written; only
+ * thresholds under a third of the certificate's lifetime. */
 #include "core/cert_expiry.h"
 #include "tests/tap.h"
 
@@ -24,7 +24,7 @@ int main(void)
     is_int(cert_expiry_threshold(now + 5 * DAY, now, "", 0), -1, "an empty list: never");
     is_int(cert_expiry_threshold(now - 1, now, "", 0), 0,
            "but an expired certificate is still said");
-    /* An ACME certificate: only thresholds under a third of its lifetime. */
+    /* Only thresholds under a third of the lifetime (when renewals happen). */
     is_int(cert_expiry_threshold(now + 5 * DAY, now, list, 2), -1,
            "a 6-day certificate just issued (5 days left, a third is 2): none");
     is_int(cert_expiry_threshold(now + 12 * 3600, now, list, 2), 1,
