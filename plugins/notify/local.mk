@@ -12,7 +12,7 @@ plugins_notify_notify_la_LIBADD = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) $(
 notify_integration_tests = tests/integration/57_notify_webhook.sh tests/integration/59_notify_mail.sh
 TESTS += $(notify_integration_tests)
 EXTRA_DIST += $(notify_integration_tests) tests/integration/webhook_receiver.py tests/ui/notify_ui.py \
-	tests/integration/smtp_sink.py
+	tests/integration/smtp_sink.py tests/ui/notify_mail_ui.py
 
 # Its page in the admin web UI, installed next to notify.so.
 plugin_DATA += plugins/notify/notify.ui.js

@@ -112,7 +112,11 @@ static void on_event(void *arg, const char *event, const char *data)
         free(list);
     }
     char *err = NULL;
-    if (wanted && notify_queue(n, event, data, &err) < 0 && err)
+    /* Neither webhook nor e-mail set up (-ENOENT) is a choice, not news:
+     * only POST notify/test says so. */
+    if (wanted && notify_queue(n, event, data, &err) == -ENOENT)
+        n->host->log(n->self, TLSBOX_LOG_DEBUG, "%s not sent: %s", event, err);
+    else if (err)
         n->host->log(n->self, TLSBOX_LOG_WARN, "%s not sent: %s", event, err);
     free(err);
 }

@@ -333,9 +333,13 @@ int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body,
     CURLcode cr = curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, smtp_status);
     if (cr != CURLE_OK) {
+        /* A 4xx or 5xx reply is the server's refusal; an earlier good one
+         * (220 greeting, 250 EHLO) is not why it failed: not shown. */
         char code[32] = "";
-        if (*smtp_status)
+        if (*smtp_status >= 400)
             snprintf(code, sizeof code, " (SMTP %ld)", *smtp_status);
+        else
+            *smtp_status = 0;
         if (cr == CURLE_ABORTED_BY_CALLBACK)
             *err = tlsbox_xasprintf("%s: cancelled (tlsboxd stops)", origin);
         else if (cr == CURLE_SSL_CACERT_BADFILE)

@@ -6,8 +6,9 @@
 # summary, the details); refused when the password is wrong, when the
 # server's certificate is not trusted, when STARTTLS is not offered (unless
 # notify.smtp_tls = none); smtps:// from the first byte; a failing webhook
-# does not hold the mail; bad values refused naming the setting; the
-# password in no log, reply, store row or mail.
+# does not hold the mail; the Notifications page in Chromium; bad values
+# refused naming the setting; the password in no log, reply, store row or
+# mail.
 . "$(dirname "$0")/lib.sh"
 . "$top_srcdir/plugins/site/tests/site_itest.sh"
 tb_setup
@@ -89,6 +90,13 @@ for bad in "notify.mail_to:ops at example.test" "notify.mail_to:ops@example.test
 done
 is "$(tb_ctl get notify.mail_to)|$(tb_ctl get notify.smtp_url)|$(tb_ctl get notify.smtp_tls)" \
     "||required" "nothing was stored: no e-mail, STARTTLS required by default"
+
+# Nothing set up: an event is skipped quietly (checked at the end, when it
+# has long been handled).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=quiet.example" \
+    -addext "subjectAltName=DNS:quiet.example" -keyout "$TB_TMP/quiet.key" -out "$TB_TMP/quiet.crt" 2>/dev/null
+tb_ctl cert import --cert "$TB_TMP/quiet.crt" --key "$TB_TMP/quiet.key" --name quiet >/dev/null
+ok $? "a certificate imported while neither webhook nor e-mail is set up"
 
 # 2. Set up: STARTTLS with AUTH, the test CA trusted through notify.ca_file.
 tb_ctl set notify.mail_to "ops@example.test,second@example.test" >/dev/null &&
@@ -185,10 +193,18 @@ site_api POST notify/test '{}' >/dev/null
 is "$(wait_mails smtps 1)" 1 "smtps://: the server got the mail"
 is "$(mail smtps 1 | jq -c '[.tls, .user]')" '[true,"box"]' "over TLS, logged in"
 
+# 8b. The Notifications page in headless Chromium: the test it sends goes
+# out by e-mail (the server gets a third mail).
+tb_need_browser
+tb_ctl set admin.pbkdf2_iterations 10000 >/dev/null
+SITE_PORT=$P_HTTPS tb_ui_run notify_mail_ui.py 120 4 MAIL_VIA="smtps://127.0.0.1:$P_SMTPS" \
+    MAIL_TO="ops@example.test, second@example.test" SMTP_PASSWORD="$PASS"
+is "$(wait_mails smtps 2)" 2 "the mail server got the page's test"
+
 # 9. A webhook that fails does not hold the mail: one delivery each.
 tb_ctl set notify.url "http://127.0.0.1:$(tb_free_port)/hook" >/dev/null
 site_api POST notify/test '{}' >/dev/null
-is "$(wait_mails smtps 2)" 2 "with a dead webhook set too, the mail goes out"
+is "$(wait_mails smtps 3)" 3 "with a dead webhook set too, the mail goes out"
 both() { site_api GET notify/deliveries | jq -r '[.deliveries[0:2][] | "\(.channel) \(.status)"] | sort | join(", ")'; }
 is "$(tb_wait_says 20 "mail delivered, webhook retrying" both)" "mail delivered, webhook retrying" \
     "two deliveries: the mail delivered, the webhook waiting to retry"
@@ -203,6 +219,9 @@ for where in "the daemon log:$(cat "$TB_TMP/daemon.log")" \
     "the mails:$(cat "$TB_TMP"/tls/*.json "$TB_TMP"/plain/*.json "$TB_TMP"/smtps/*.json)"; do
     is "$(grep -c -e "$PASS" -e WrongPass0 <<<"${where#*:}")" 0 "the SMTP password is not in ${where%%:*}"
 done
+
+is "$(grep -c 'WARN.*not sent' "$TB_TMP/daemon.log")" 0 \
+    "the event from before anything was set up was skipped without a warning"
 
 for p in $sinks; do kill "$p" 2>/dev/null; done
 wait $sinks 2>/dev/null
