@@ -77,11 +77,12 @@ bool notify_mail_configured(struct notify *n);
 /* "smtp://host[:port]" of notify.smtp_url, or NULL when unset (caller frees). */
 char *notify_mail_origin(struct notify *n);
 /* Mail delivery @p body once with the settings as stored now; 0 when the
- * server took it, else a negative errno with *err saying why (caller
- * frees) and *smtp_status the server's last reply code (0: none).  @p job:
- * cancel. */
+ * server took it for at least one recipient (*refused then lists those it
+ * refused, with its replies, or is NULL), else a negative errno with *err
+ * saying why and *smtp_status the server's last reply code (0: none).
+ * Caller frees *refused and *err.  @p job: cancel. */
 int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body, long timeout_s,
-                     long *smtp_status, char **err);
+                     long *smtp_status, char **refused, char **err);
 
 /* notify_store.c */
 int64_t notify_store_add(struct notify *n, const char *event, const char *origin);

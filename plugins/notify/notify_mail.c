@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -227,6 +228,54 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
     return c->job && c->n->host->job_cancelled(c->job) ? 1 : 0;
 }
 
+/*
+ * Which recipients the server refused.  libcurl sends each RCPT TO and
+ * waits for its reply before the next (no pipelining), so the reply read
+ * after a "RCPT TO:<a>" line is a's.  libcurl's debug callback is the only
+ * place that shows both; every other line (AUTH's above all) is passed by
+ * unread and nothing is kept of it.
+ */
+struct rcpt_watch {
+    char pending[256]; /* the address of the RCPT TO awaiting its reply */
+    char *refused;     /* "a@x (SMTP 550 5.1.1 no such user), ..." */
+    size_t nrefused;
+};
+
+static int on_debug(CURL *c, curl_infotype type, char *data, size_t size, void *arg)
+{
+    struct rcpt_watch *w = arg;
+    (void)c;
+    if (type == CURLINFO_HEADER_OUT && size > 9 && strncasecmp(data, "RCPT TO:<", 9) == 0) {
+        const char *end = memchr(data + 9, '>', size - 9);
+        size_t n = end ? (size_t)(end - data - 9) : 0;
+        if (n >= sizeof w->pending)
+            n = sizeof w->pending - 1;
+        memcpy(w->pending, data + 9, n);
+        w->pending[n] = 0;
+        return 0;
+    }
+    /* A reply's last line is "NNN text"; "NNN-text" lines come before it. */
+    if (type != CURLINFO_HEADER_IN || !w->pending[0] || size < 4 || data[3] != ' ')
+        return 0;
+    if (data[0] >= '4' && data[0] <= '5') {
+        char *line = tlsbox_xmalloc(size + 1);
+        memcpy(line, data, size);
+        line[size] = 0;
+        char *text = one_line(line, 120);
+        for (size_t k = strlen(text); k > 0 && text[k - 1] == ' '; k--)
+            text[k - 1] = 0; /* the CRLF, made spaces */
+        char *more = tlsbox_xasprintf("%s%s%s (SMTP %s)", w->refused ? w->refused : "",
+                                      w->refused ? ", " : "", w->pending, text);
+        free(w->refused);
+        w->refused = more;
+        w->nrefused++;
+        free(text);
+        free(line);
+    }
+    w->pending[0] = 0;
+    return 0;
+}
+
 bool notify_mail_configured(struct notify *n)
 {
     char *to = n->host->setting_get(n->self, "mail_to");
@@ -261,7 +310,7 @@ char *notify_box_name(struct notify *n)
 }
 
 int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body, long timeout_s,
-                     long *smtp_status, char **err)
+                     long *smtp_status, char **refused, char **err)
 {
     char *url = n->host->setting_get(n->self, "smtp_url");
     char *tls = n->host->setting_get(n->self, "smtp_tls");
@@ -274,6 +323,8 @@ int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body,
     char *sender = from && *from ? tlsbox_xstrdup(from) : tlsbox_xasprintf("tlsbox@%s", box);
     char *origin = url ? notify_url_origin(url) : tlsbox_xstrdup("?");
     *smtp_status = 0;
+    *refused = NULL;
+    struct rcpt_watch watch = {.refused = NULL};
     int rc = 0;
 
     /* smtp://host[:port] names no EHLO domain: the box's own. */
@@ -321,6 +372,12 @@ int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body,
     }
     curl_easy_setopt(c, CURLOPT_MAIL_FROM, from_env);
     curl_easy_setopt(c, CURLOPT_MAIL_RCPT, rcpt);
+    /* One refused recipient does not keep the mail from the others; the
+     * delivery says whom the server refused, and why. */
+    curl_easy_setopt(c, CURLOPT_MAIL_RCPT_ALLLOWFAILS, 1L);
+    curl_easy_setopt(c, CURLOPT_DEBUGFUNCTION, on_debug);
+    curl_easy_setopt(c, CURLOPT_DEBUGDATA, &watch);
+    curl_easy_setopt(c, CURLOPT_VERBOSE, 1L); /* else the debug callback is not called */
     curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
     curl_easy_setopt(c, CURLOPT_READDATA, &r);
@@ -345,6 +402,8 @@ int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body,
         else if (cr == CURLE_SSL_CACERT_BADFILE)
             *err = tlsbox_xasprintf("%s: notify.ca_file %s cannot be read as PEM certificates",
                                     origin, ca);
+        else if (watch.nrefused == nrcpt)
+            *err = tlsbox_xasprintf("%s: no recipient accepted: %s", origin, watch.refused);
         else if (cr == CURLE_USE_SSL_FAILED)
             *err = tlsbox_xasprintf("%s: the server offers no STARTTLS (notify.smtp_tls "
                                     "= none sends in plain text)%s",
@@ -352,8 +411,12 @@ int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body,
         else
             *err = tlsbox_xasprintf("%s: %s%s", origin, curl_easy_strerror(cr), code);
         rc = cr == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+    } else if (watch.refused) {
+        *refused = watch.refused;
+        watch.refused = NULL;
     }
 out:
+    free(watch.refused);
     if (c)
         curl_easy_cleanup(c);
     curl_slist_free_all(rcpt);

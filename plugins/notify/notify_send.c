@@ -173,10 +173,10 @@ void notify_deliver_job(void *arg, struct tlsbox_job *job)
     /* Read at each try: a URL or server mended meanwhile is used by the retry. */
     long timeout_s = n->host->setting_get_int(n->self, "timeout_seconds", 10);
     long code = 0;
-    char *err = NULL;
+    char *err = NULL, *refused = NULL;
     int rc;
     if (d->mail) {
-        rc = notify_mail_send(n, job, d->body, timeout_s, &code, &err);
+        rc = notify_mail_send(n, job, d->body, timeout_s, &code, &refused, &err);
     } else {
         char *url = n->host->setting_get(n->self, "url");
         char *secret = n->host->setting_get(n->self, "secret");
@@ -190,10 +190,16 @@ void notify_deliver_job(void *arg, struct tlsbox_job *job)
     }
     const char *how = d->mail ? "mailed" : "delivered", *proto = d->mail ? "SMTP" : "HTTP";
     if (rc == 0) {
-        notify_store_update(n, d->row, "delivered", try, code, NULL);
+        /* Some recipients refused: told, not retried; a retry would mail
+         * the others again, and a refused address stays refused. */
+        char *note = refused ? tlsbox_xasprintf("refused: %s", refused) : NULL;
+        notify_store_update(n, d->row, "delivered", try, code, note);
         n->host->metric_add(n->m_sent, 1);
-        n->host->log(n->self, TLSBOX_LOG_INFO, "%s %s (try %d, %s %ld)", d->event, how, try, proto,
-                     code);
+        n->host->log(n->self, note ? TLSBOX_LOG_WARN : TLSBOX_LOG_INFO,
+                     "%s %s (try %d, %s %ld)%s%s", d->event, how, try, proto, code,
+                     note ? "; " : "", note ? note : "");
+        free(note);
+        free(refused);
         delivery_done(d);
         return;
     }

@@ -40,7 +40,7 @@ sink() { # sink NAME ARGS...: an SMTP server writing to $TB_TMP/NAME; its port i
 }
 sink tls --tls "$TB_TMP/mail.crt" "$TB_TMP/mail.key" --auth box "$PASS"
 P_TLS=$port
-sink plain
+sink plain --refuse gone@example.test
 P_PLAIN=$port
 sink smtps --tls "$TB_TMP/mail.crt" "$TB_TMP/mail.key" --implicit --auth box "$PASS"
 P_SMTPS=$port
@@ -184,6 +184,25 @@ tb_ctl set notify.smtp_tls none >/dev/null
 site_api POST notify/test '{}' >/dev/null
 is "$(wait_mails plain 1)" 1 "with notify.smtp_tls = none, it gets the mail"
 is "$(mail plain 1 | jq -c '[.tls, .user]')" '[false,null]' "in plain text, without a login"
+
+# 7b. A recipient the server refuses does not keep the mail from the others:
+# delivered, saying whom the server refused and why, and not retried (that
+# would mail the others twice).  All refused: a failure, retried.
+tb_ctl set notify.mail_to "ops@example.test,gone@example.test" >/dev/null
+site_api POST notify/test '{}' >/dev/null
+id=$(newest)
+is "$(wait_mails plain 2)" 2 "one of two recipients refused: the server still gets the mail"
+is "$(mail plain 2 | jq -c .rcpt_tos)" '["ops@example.test"]' "for the recipient it took"
+want="mail delivered 1 250 refused: gone@example.test (SMTP 550 5.1.1 <gone@example.test>: no such user here)"
+is "$(wait_delivery "$id" "$want")" "$want" \
+    "GET notify/deliveries: delivered at the first try, naming the refused recipient and the server's reply"
+like "$(cat "$TB_TMP/daemon.log")" "WARN.*notify.test mailed \(try 1, SMTP 250\); refused: gone@example.test \(SMTP 550" \
+    "the log warns of it"
+tb_ctl set notify.mail_to "gone@example.test" >/dev/null
+is "$(first_try)" "mail retrying 1 550 smtp://127.0.0.1:$P_PLAIN: no recipient accepted: gone@example.test (SMTP 550 5.1.1 <gone@example.test>: no such user here)" \
+    "every recipient refused: the try fails, saying whom and why, and is retried"
+is "$(mails plain)" 2 "and the server got nothing more"
+tb_ctl set notify.mail_to "ops@example.test,second@example.test" >/dev/null
 tb_ctl set notify.smtp_tls required >/dev/null
 
 # 8. smtps://: TLS from the first byte.

@@ -4,11 +4,13 @@
 DIR/N.json as {"mail_from", "rcpt_tos", "tls", "user", "data"}.
 
   smtp_sink.py PORT DIR [--tls CERT KEY] [--implicit] [--auth USER PASSWORD]
+                       [--refuse ADDRESS]...
 
 --tls offers STARTTLS with CERT/KEY (and then requires it before MAIL);
 with --implicit the port speaks TLS from the first byte (smtps) instead.
 --auth requires a login (PLAIN or LOGIN), over TLS only.  Without --tls,
-no STARTTLS is offered.  Runs until killed."""
+no STARTTLS is offered.  --refuse answers RCPT TO:<ADDRESS> with 550, as
+a server does for an unknown user.  Runs until killed."""
 import json
 import os
 import ssl
@@ -20,10 +22,17 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 
 
 class Sink:
-    def __init__(self, out):
+    def __init__(self, out, refuse):
         self.out = out
+        self.refuse = refuse
         self.n = 0
         self.lock = threading.Lock()
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        if address in self.refuse:
+            return "550 5.1.1 <%s>: no such user here" % address
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):
         with self.lock:
@@ -76,7 +85,8 @@ def main():
         kw["auth_require_tls"] = not implicit
     else:
         kw["auth_require_tls"] = False
-    c = Controller(Sink(out), hostname="127.0.0.1", port=port, **kw)
+    refuse = [args[i + 1] for i, a in enumerate(args) if a == "--refuse"]
+    c = Controller(Sink(out, refuse), hostname="127.0.0.1", port=port, **kw)
     c.start()
     threading.Event().wait()
 
