@@ -166,6 +166,9 @@ static int ocsp_start(void *state)
                                        "OCSP fetches that failed or were refused", NULL, 0);
     o->m_revoked = h->metric_register(o->self, "tlsbox_ocsp_revoked_total", TLSBOX_METRIC_COUNTER,
                                       "Certificates found revoked", NULL, 0);
+    o->m_crl_unchanged =
+        h->metric_register(o->self, "tlsbox_ocsp_crl_not_modified_total", TLSBOX_METRIC_COUNTER,
+                           "CRL fetches answered 304: not downloaded again", NULL, 0);
     o->sub_cert = h->event_subscribe(o->self, "cert.changed", ocsp_on_cert, o);
     o->sub_settings = h->event_subscribe(o->self, "settings.changed", ocsp_on_settings, o);
     atomic_store(&o->policy_dirty, true); /* read by the first run */

@@ -55,7 +55,7 @@ struct ocsp {
     size_t serve_len;
     time_t serve_until;
 
-    struct tlsbox_metric *m_fetches, *m_failures, *m_revoked;
+    struct tlsbox_metric *m_fetches, *m_failures, *m_revoked, *m_crl_unchanged;
     long check_minutes;
 };
 
@@ -95,11 +95,27 @@ void ocsp_body_free(struct ocsp_body *b);
 int ocsp_fetch(const struct ocsp_conf *conf, const char *url, const gnutls_datum_t *req,
                struct ocsp_body *out, char *err, size_t errlen);
 
+/* A CRL's validators: sent as If-None-Match / If-Modified-Since (etag,
+ * last_modified; NULL: not sent), and read from the answer (new_*, owned,
+ * NULL when the answer gave none usable). */
+struct ocsp_crl_validators {
+    const char *etag, *last_modified;
+    char *new_etag, *new_last_modified;
+    bool not_modified; /* the server answered 304: the CRL is as before */
+};
+void ocsp_crl_validators_free(struct ocsp_crl_validators *v);
+/* GET the CRL at @p url as ocsp_fetch does, conditionally when @p v holds
+ * validators: 0 with v->not_modified and an empty @p out when the server
+ * says it did not change (304). */
+int ocsp_fetch_crl(const struct ocsp_conf *conf, const char *url, struct ocsp_crl_validators *v,
+                   struct ocsp_body *out, char *err, size_t errlen);
+
 /* ocsp_store.c: the plugin's rows (ocsp_certs). */
 struct ocsp_row {
     char *cert_name, *serial, *state, *responder, *reason, *last_error;
-    char *method;            /* "ocsp", "crl", or NULL (not applicable yet) */
-    unsigned char *response; /* last good response, DER */
+    char *method;                       /* "ocsp", "crl", or NULL (not applicable yet) */
+    char *crl_etag, *crl_last_modified; /* of the last CRL accepted, or NULL */
+    unsigned char *response;            /* last good response, DER */
     size_t response_len;
     int64_t produced_at, this_update, next_update, serve_until, fetched_at, next_refresh;
     int64_t revoked_at;

@@ -84,7 +84,8 @@ static void run_fail(struct ocsp *o, const struct ocsp_conf *conf, struct ocsp_r
 
 /* Get the DER answer: from the core for internal leaves, else over HTTP. */
 static int run_fetch(struct ocsp *o, const struct ocsp_conf *conf, struct run_cert *c,
-                     struct ocsp_body *body, gnutls_x509_crt_t *issuer, char *err, size_t errlen)
+                     struct ocsp_crl_validators *v, struct ocsp_body *body,
+                     gnutls_x509_crt_t *issuer, char *err, size_t errlen)
 {
     if (c->internal) {
         void *der = NULL;
@@ -118,7 +119,7 @@ static int run_fetch(struct ocsp *o, const struct ocsp_conf *conf, struct run_ce
             snprintf(err, errlen, "cannot read the issuer certificate");
             return -EINVAL;
         }
-        return ocsp_fetch(conf, c->crl_url, NULL, body, err, errlen);
+        return ocsp_fetch_crl(conf, c->crl_url, v, body, err, errlen);
     }
     gnutls_datum_t req = {NULL, 0};
     if (r < 0 || ocsp_request_build(c->crts[0], *issuer, &req) < 0) {
@@ -163,6 +164,46 @@ static void run_good(struct ocsp *o, const struct ocsp_conf *conf, struct ocsp_r
                  (long long)row->next_refresh);
 }
 
+/* When a CRL that does not list the leaf is checked again: at half its
+ * life or after crl_every, whichever comes first, a little early at random
+ * so that boxes do not ask in step. */
+static time_t crl_next_check(const struct ocsp_conf *conf, const struct ocsp_row *row, time_t now)
+{
+    uint16_t rnd = 0;
+    gnutls_rnd(GNUTLS_RND_NONCE, &rnd, sizeof(rnd));
+    time_t at = ocsp_refresh_at(row->this_update, row->next_update, row->next_update, now,
+                                conf->retry_min, rnd % 1001);
+    time_t every = now + conf->crl_every - (time_t)(rnd % 1001) * conf->crl_every / 10000;
+    return at < every ? at : every;
+}
+
+/* The CRL server says the CRL did not change (304) since the one that did
+ * not list the leaf: still good, and nothing was downloaded or parsed. */
+static void run_crl_unchanged(struct ocsp *o, const struct ocsp_conf *conf, struct ocsp_row *row,
+                              time_t now)
+{
+    set_str(&row->last_error, NULL);
+    row->failures = 0;
+    row->fetched_at = now;
+    row->next_refresh = crl_next_check(conf, row, now);
+    o->host->metric_add(o->m_crl_unchanged, 1);
+    o->host->log(o->self, TLSBOX_LOG_INFO,
+                 "%s: the CRL is unchanged (%s answered 304): still not in it, CRL nextUpdate "
+                 "%lld, checked again at %lld",
+                 row->cert_name, row->responder ? row->responder : "?", (long long)row->next_update,
+                 (long long)row->next_refresh);
+}
+
+/* Whether the CRL may be asked for conditionally: the leaf was not in the
+ * last one accepted, which is not yet past its nextUpdate (else a new one is
+ * due, and an old one that came again is to be refused as stale). */
+static bool crl_conditional(const struct ocsp_row *row, time_t now)
+{
+    return (row->crl_etag || row->crl_last_modified) && row->method &&
+           strcmp(row->method, "crl") == 0 && row->state && strcmp(row->state, "good") == 0 &&
+           row->next_update > now;
+}
+
 /* Not listed in a valid CRL: nothing to staple; checked again at half the
  * CRL's life or after crl_every, whichever comes first. */
 static void run_crl_good(struct ocsp *o, const struct ocsp_conf *conf, struct ocsp_row *row,
@@ -182,12 +223,7 @@ static void run_crl_good(struct ocsp *o, const struct ocsp_conf *conf, struct oc
     row->serve_until = 0;
     row->revoked_at = 0;
     row->fetched_at = now;
-    uint16_t rnd = 0;
-    gnutls_rnd(GNUTLS_RND_NONCE, &rnd, sizeof(rnd));
-    time_t at = ocsp_refresh_at(a->this_update, a->next_update, a->next_update, now,
-                                conf->retry_min, rnd % 1001);
-    time_t every = now + conf->crl_every - (time_t)(rnd % 1001) * conf->crl_every / 10000;
-    row->next_refresh = at < every ? at : every;
+    row->next_refresh = crl_next_check(conf, row, now);
     o->host->log(o->self, TLSBOX_LOG_INFO,
                  "%s: not in the CRL (%s%s), CRL nextUpdate %lld, checked again at %lld",
                  row->cert_name, row->responder ? row->responder : "?",
@@ -269,7 +305,12 @@ static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run
         return;
     }
     o->host->metric_add(o->m_fetches, 1);
-    int r = run_fetch(o, conf, c, &body, &issuer, err, sizeof(err));
+    struct ocsp_crl_validators v = {NULL, NULL, NULL, NULL, false};
+    if (c->crl_url && crl_conditional(row, now)) {
+        v.etag = row->crl_etag;
+        v.last_modified = row->crl_last_modified;
+    }
+    int r = run_fetch(o, conf, c, &v, &body, &issuer, err, sizeof(err));
     if (r == -ECANCELED) {
         /* Stopping: not the responder's failure.  The row stays as it was,
          * and the next start asks again. */
@@ -281,6 +322,10 @@ static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run
     now = time(NULL);
     if (r == -ETIMEDOUT && !c->internal)
         json_array_append_new(hung, json_string(url));
+    if (r == 0 && v.not_modified) {
+        run_crl_unchanged(o, conf, row, now);
+        goto out;
+    }
     if (r < 0 || (c->crl_url ? ocsp_crl_check(body.data, body.len, c->crl_url, c->crts[0], issuer,
                                               now, &a, err, sizeof(err))
                              : ocsp_verify(body.data, body.len, c->crts[0], issuer, now, &a, err,
@@ -295,6 +340,8 @@ static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run
         }
     } else if (a.status == OCSP_STATUS_GOOD && c->crl_url) {
         run_crl_good(o, conf, row, &a, now);
+        set_str(&row->crl_etag, v.new_etag);
+        set_str(&row->crl_last_modified, v.new_last_modified);
     } else if (a.status == OCSP_STATUS_GOOD) {
         run_good(o, conf, row, &body, &a, now);
     } else if (a.status == OCSP_STATUS_REVOKED) {
@@ -304,6 +351,7 @@ static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run
                  now);
     }
 out:
+    ocsp_crl_validators_free(&v);
     if (issuer)
         gnutls_x509_crt_deinit(issuer);
     ocsp_body_free(&body);

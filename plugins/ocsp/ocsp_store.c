@@ -28,6 +28,12 @@ const struct tlsbox_migration ocsp_migrations[] = {
     {.name = "0002_ocsp_method",
      .sql = "ALTER TABLE ocsp_certs ADD COLUMN method TEXT;"
             "UPDATE ocsp_certs SET method = 'ocsp' WHERE state != 'not_applicable'"},
+    /* The validators of the last CRL accepted (ETag, Last-Modified), sent
+     * back as If-None-Match / If-Modified-Since: an unchanged CRL is not
+     * downloaded and parsed again. */
+    {.name = "0003_ocsp_crl_validators",
+     .sql = "ALTER TABLE ocsp_certs ADD COLUMN crl_etag TEXT;"
+            "ALTER TABLE ocsp_certs ADD COLUMN crl_last_modified TEXT"},
     TLSBOX_MIGRATIONS_END};
 
 static char *col_text(sqlite3_stmt *st, int i)
@@ -39,7 +45,7 @@ static char *col_text(sqlite3_stmt *st, int i)
 static const char row_cols[] =
     "cert_name, serial, state, responder, reason, response, produced_at, this_update, "
     "next_update, serve_until, stapled, revoked_at, fetched_at, next_refresh, failures, "
-    "last_error, must_staple, method";
+    "last_error, must_staple, method, crl_etag, crl_last_modified";
 
 static void row_read(sqlite3_stmt *st, struct ocsp_row *r)
 {
@@ -66,6 +72,8 @@ static void row_read(sqlite3_stmt *st, struct ocsp_row *r)
     r->last_error = col_text(st, 15);
     r->must_staple = sqlite3_column_int(st, 16) != 0;
     r->method = col_text(st, 17);
+    r->crl_etag = col_text(st, 18);
+    r->crl_last_modified = col_text(st, 19);
 }
 
 int ocsp_row_load(sqlite3 *db, const char *name, struct ocsp_row *row)
@@ -103,11 +111,12 @@ int ocsp_row_save(sqlite3 *db, const struct ocsp_row *r)
     sqlite3_stmt *st = NULL;
     char sql[768];
     int rc = -EIO;
-    snprintf(sql, sizeof(sql),
-             "INSERT OR REPLACE INTO ocsp_certs (%s, updated_at) VALUES "
-             "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-             "strftime('%%s','now'))",
-             row_cols);
+    snprintf(
+        sql, sizeof(sql),
+        "INSERT OR REPLACE INTO ocsp_certs (%s, updated_at) VALUES "
+        "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
+        "?20, strftime('%%s','now'))",
+        row_cols);
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         goto out;
     sqlite3_bind_text(st, 1, r->cert_name, -1, SQLITE_STATIC);
@@ -129,6 +138,8 @@ int ocsp_row_save(sqlite3 *db, const struct ocsp_row *r)
     sqlite3_bind_text(st, 16, r->last_error, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 17, r->must_staple);
     sqlite3_bind_text(st, 18, r->method, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 19, r->crl_etag, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 20, r->crl_last_modified, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_DONE)
         rc = 0;
 out:
@@ -146,6 +157,8 @@ void ocsp_row_clear(struct ocsp_row *r)
     free(r->last_error);
     free(r->response);
     free(r->method);
+    free(r->crl_etag);
+    free(r->crl_last_modified);
     memset(r, 0, sizeof(*r));
 }
 

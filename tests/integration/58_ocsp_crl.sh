@@ -7,7 +7,9 @@
 # bad CRL (another CA, another shard, garbage, too big, gone) is refused,
 # saying what and where, and leaves the status as it was; a CRL that runs
 # out reads STALE; a revocation listed in the CRL reads REVOKED in
-# tlsboxctl, the log, the metric, the webhook and the web UI.
+# tlsboxctl, the log, the metric, the webhook and the web UI.  An unchanged
+# CRL is asked for conditionally and not downloaded again: If-Modified-Since
+# to http.server, If-None-Match and If-Modified-Since to nginx.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 . "$(dirname "$0")/ocsp_lib.sh"
@@ -22,6 +24,9 @@ oc_make_ca || bail "test CA: $(tail -3 "$OC/setup.log")"
 for n in crl.test crl2.test; do
     OC_AIA=0 oc_make_leaf "$n" 30 "crlDistributionPoints=URI:$URL" || bail "leaf $n"
 done
+NGX=$(tb_free_port)
+URL3="http://127.0.0.1:$NGX/inter.crl" # served by nginx
+OC_AIA=0 oc_make_leaf crl3.test 30 "crlDistributionPoints=URI:$URL3" || bail "leaf crl3.test"
 is "$(openssl x509 -in "$OC/crl.test.pem" -noout -ext authorityInfoAccess 2>&1 | grep -c OCSP)" 0 \
     "the leaf names no OCSP responder"
 
@@ -79,11 +84,79 @@ out=$(tb_ctl ocsp status crl.test)
 like "$out" "checked by +CRL" "tlsboxctl ocsp status says: checked by CRL"
 like "$out" "status +GOOD" "and GOOD"
 like "$out" "CRL +$URL" "and the CRL's URL"
+this_first=$(oc_status crl.test this_update)
 oc_wait_status crl2.test status good 20
 ok $? "the second leaf: good"
 is "$(n_gets)" 2 "one GET of the CRL per certificate"
 
-# 2. Bad CRLs: refused, saying what and where; the status stays good.
+# 1b. An unchanged CRL is not downloaded again.  Its validators are kept
+# only when Last-Modified is a minute older than the answer (a CRL published
+# again within that second would look unchanged): the CRL above is too new.
+db="$TB_STATE/tlsbox.db"
+is "$(sqlite3 "$db" "SELECT count(*) FROM ocsp_certs WHERE crl_last_modified IS NOT NULL OR crl_etag IS NOT NULL")" \
+    0 "a CRL published seconds before it was fetched: no validators kept"
+touch -d '-2 minutes' "$WWW/inter.crl"
+lm=$(LC_ALL=C date -u -r "$WWW/inter.crl" '+%a, %d %b %Y %H:%M:%S GMT')
+tb_ctl ocsp refresh crl.test >/dev/null
+is "$(sqlite3 "$db" "SELECT crl_last_modified || '|' || ifnull(crl_etag, 'none') FROM ocsp_certs WHERE cert_name = 'crl.test'")" \
+    "$lm|none" "a CRL two minutes old: its Last-Modified kept (http.server sends no ETag)"
+n304() { grep -c '"GET /inter.crl HTTP/1.1" 304' "$OC/crlserver.log"; }
+is "$(n304)" 0 "no 304 yet"
+fetched=$(oc_status crl.test fetched_at)
+sleep 1.1 # fetched_at has whole seconds
+out=$(tb_ctl ocsp refresh crl.test)
+is "$(n304)" 1 "the next refresh asks If-Modified-Since and gets 304 Not Modified"
+like "$out" "status +GOOD" "still good"
+is "$(oc_status crl.test this_update)" "$this_first" "the CRL's facts as before"
+now_fetched=$(oc_status crl.test fetched_at)
+ok $((now_fetched <= fetched)) "checked now: fetched_at moves on ($fetched, then $now_fetched)"
+like "$(grep 'crl.test: the CRL is unchanged' "$TB_TMP/daemon.log")" \
+    "ocsp: crl.test: the CRL is unchanged \($URL answered 304\): still not in it" "the log says so"
+is "$(tb_ctl metrics | awk '$1 == "tlsbox_ocsp_crl_not_modified_total" {print $2}')" 1 \
+    "tlsbox_ocsp_crl_not_modified_total 1"
+
+# nginx answers If-None-Match too (and wants both to match).
+W3="$OC/www3"
+mkdir -p "$W3" "$OC/nginx"
+WWW="$W3" crl_publish plain || bail "a CRL without an Issuing Distribution Point, for nginx"
+touch -d '-2 minutes' "$W3/inter.crl"
+cat >"$OC/nginx/nginx.conf" <<EOF_NGINX
+user root;
+worker_processes 1;
+pid $OC/nginx/nginx.pid;
+error_log $OC/nginx/error.log warn;
+events { worker_connections 64; }
+http {
+    access_log $OC/nginx/access.log;
+    server { listen 127.0.0.1:$NGX; root $W3; }
+}
+EOF_NGINX
+timeout 600 nginx -e "$OC/nginx/error.log" -c "$OC/nginx/nginx.conf" -p "$OC/nginx/" -g 'daemon off;' \
+    >/dev/null 2>&1 &
+nginx_pid=$!
+tb_wait_port "$NGX" || bail "nginx did not listen on $NGX: $(cat "$OC/nginx/error.log")"
+etag=$(curl -sI "$URL3" | tr -d '\r' | sed -n 's/^[Ee][Tt]ag: //p')
+like "$etag" '^"[0-9a-f]+-[0-9a-f]+"$' "nginx sends an ETag: $etag"
+tb_ctl cert import --cert "$OC/crl3.test.pem" --chain "$OC/inter.pem" --key "$OC/crl3.test.key" \
+    --name crl3.test >/dev/null || bail "import crl3.test"
+oc_wait_status crl3.test status good 20
+ok $? "a leaf whose CRL nginx serves: good"
+is "$(sqlite3 "$db" "SELECT crl_etag FROM ocsp_certs WHERE cert_name = 'crl3.test'")" "$etag" \
+    "nginx's ETag kept"
+tb_ctl ocsp refresh crl3.test >/dev/null
+is "$(awk '$6 == "\"GET" && $7 == "/inter.crl" {print $9}' "$OC/nginx/access.log" | paste -sd' ')" "200 304" \
+    "nginx: the first GET 200, the refresh 304"
+touch "$W3/inter.crl" # published again: a new mtime, so a new ETag and Last-Modified
+tb_ctl ocsp refresh crl3.test >/dev/null
+is "$(awk '$6 == "\"GET" && $7 == "/inter.crl" {print $9}' "$OC/nginx/access.log" | paste -sd' ')" "200 304 200" \
+    "a CRL published again is downloaded again"
+is "$(sqlite3 "$db" "SELECT count(*) FROM ocsp_certs WHERE cert_name = 'crl3.test' AND crl_etag IS NULL AND crl_last_modified IS NULL")" \
+    1 "and, published seconds ago, its validators are not kept"
+kill "$nginx_pid" 2>/dev/null
+wait "$nginx_pid" 2>/dev/null
+
+# 2. Bad CRLs: refused, saying what and where; the status stays good.  Each
+# is a new file, so the validators of 1b get them in full.
 this=$(oc_status crl.test this_update)
 refused() { # refused WHAT WANT: refresh crl.test and check the refusal
     local out
@@ -150,7 +223,7 @@ is "$(grep -c 'certificate REVOKED' "$TB_TMP/daemon.log")" 1 "one alarm per revo
 tb_need_browser
 tb_ctl set admin.pbkdf2_iterations 10000 >/dev/null
 SITE_PORT=$SITE_HTTPS tb_ui_run ocsp_crl_ui.py 120 9 CRL_URL="$URL" CRL_REVOKED=crl.test \
-    CRL_GOOD=crl2.test
+    CRL_GOOD=crl2.test CRL_CHECKED=3
 
 # 6. After a restart the facts come from the store.
 tb_stop_daemon
