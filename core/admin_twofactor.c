@@ -253,9 +253,10 @@ static void on_get(void *arg, const struct tlsbox_api_request *req, struct tlsbo
         int64_t made = 0;
         int left = admin_recovery_left(db, r.id, &made);
         api_reply_json(reply, 200,
-                       json_pack("{s:s,s:b,s:b,s:i,s:I}", "user", name, "enabled", r.has_secret,
+                       json_pack("{s:s,s:b,s:b,s:i,s:i,s:I}", "user", name, "enabled", r.has_secret,
                                  "pending", r.has_pending, "recovery_left", left < 0 ? 0 : left,
-                                 "recovery_made", (json_int_t)made));
+                                 "recovery_set", RECOVERY_CODES, "recovery_made",
+                                 (json_int_t)made));
     }
     if (rc == 0)
         row_wipe(&r);

@@ -40,7 +40,7 @@ is "$("${CURL[@]}" -c "$J" -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/ses
 # 1. Setting up.
 is "$(call GET admin/totp)" 200 "GET admin/totp"
 is "$(jq -c . "$TB_TMP/reply")" \
-    '{"user":"admin","enabled":false,"pending":false,"recovery_left":0,"recovery_made":0}' \
+    '{"user":"admin","enabled":false,"pending":false,"recovery_left":0,"recovery_set":10,"recovery_made":0}' \
     "off at first"
 is "$(call POST admin/totp '{"current_password":"wrong password"}')" 403 \
     "a new secret needs the current password"
@@ -53,7 +53,7 @@ like "$(jq -r .uri "$TB_TMP/reply")" \
     "and the otpauth URI authenticator apps take"
 is "$(call GET admin/totp)" 200 "GET admin/totp"
 is "$(jq -c 'del(.recovery_made)' "$TB_TMP/reply")" \
-    '{"user":"admin","enabled":false,"pending":true,"recovery_left":0}' \
+    '{"user":"admin","enabled":false,"pending":true,"recovery_left":0,"recovery_set":10}' \
     "pending, not on: a secret nobody confirmed changes no login"
 is "$(login '')" 200 "the password alone still logs in"
 is "$(call PUT admin/totp "{\"code\":\"$(code -5)\"}")" 400 "an old code does not confirm it"
@@ -81,7 +81,7 @@ rc3=$(sed -n 3p "$TB_TMP/codes")
 rc4=$(sed -n 4p "$TB_TMP/codes")
 ctl_get() { curl -s --max-time 10 --unix-socket "$TB_STATE/control.sock" "http://x/api/v1/$1"; }
 is "$(ctl_get 'admin/totp?user=admin' | jq -c 'del(.recovery_made)')" \
-    '{"user":"admin","enabled":true,"pending":false,"recovery_left":10}' \
+    '{"user":"admin","enabled":true,"pending":false,"recovery_left":10,"recovery_set":10}' \
     "the control socket sees it on (GET admin/totp?user=admin), and no secret"
 made=$(ctl_get 'admin/totp?user=admin' | jq -r .recovery_made)
 ok $([ $((made - $(date +%s))) -le 1 ] && [ $(($(date +%s) - made)) -le 60 ]; echo $?) \

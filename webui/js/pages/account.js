@@ -125,7 +125,7 @@ async function drawTotp(api, el, field, card, st) {
     card.replaceChildren(el("h2", { text: "Two-factor login" }),
       el("p", { id: "totp-state", class: "ok", text: "On: a login needs the password and a code from the app." }),
       el("p", { id: "totp-recovery-left", class: left <= 3 ? "warn" : "muted",
-        text: `Recovery codes left: ${left} of 10.${left <= 3 ? " Make new ones before they run out." : ""}` }),
+        text: `Recovery codes left: ${left} of ${t.recovery_set}.${left <= 3 ? " Make new ones before they run out." : ""}` }),
       f, st);
     return;
   }
