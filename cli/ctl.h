@@ -78,11 +78,12 @@ void ctl_print_when(const char *label, json_t *v);
 
 /* Command tables, each ended by an entry with name NULL. */
 extern const struct ctl_command ctl_core_commands[];
-extern const struct ctl_command ctl_tls_commands[];   /* cert, policy (cli/cmd_tls.c) */
-extern const struct ctl_command ctl_acme_commands[];  /* acme (cli/cmd_acme.c) */
-extern const struct ctl_command ctl_admin_commands[]; /* admin (cli/cmd_admin.c) */
-extern const struct ctl_command ctl_dh_commands[];    /* dh (cli/cmd_dh.c) */
-extern const struct ctl_command ctl_ocsp_commands[];  /* ocsp (cli/cmd_ocsp.c) */
-extern const struct ctl_command ctl_bench_commands[]; /* bench (cli/cmd_bench.c) */
+extern const struct ctl_command ctl_tls_commands[];    /* cert, policy (cli/cmd_tls.c) */
+extern const struct ctl_command ctl_acme_commands[];   /* acme (cli/cmd_acme.c) */
+extern const struct ctl_command ctl_admin_commands[];  /* admin (cli/cmd_admin.c) */
+extern const struct ctl_command ctl_dh_commands[];     /* dh (cli/cmd_dh.c) */
+extern const struct ctl_command ctl_ocsp_commands[];   /* ocsp (cli/cmd_ocsp.c) */
+extern const struct ctl_command ctl_bench_commands[];  /* bench (cli/cmd_bench.c) */
+extern const struct ctl_command ctl_backup_commands[]; /* backup, restore (cli/cmd_backup.c) */
 
 #endif

@@ -12,8 +12,8 @@
 #include "core/xalloc.h"
 
 static const struct ctl_command *const tables[] = {
-    ctl_core_commands, ctl_tls_commands,  ctl_acme_commands, ctl_admin_commands,
-    ctl_dh_commands,   ctl_ocsp_commands, ctl_bench_commands};
+    ctl_core_commands, ctl_tls_commands,  ctl_acme_commands,  ctl_admin_commands,
+    ctl_dh_commands,   ctl_ocsp_commands, ctl_bench_commands, ctl_backup_commands};
 
 /* The packaged service's socket (systemd RuntimeDirectory=tlsbox). */
 #define RUN_SOCKET RUNSTATEDIR "/tlsbox/control.sock"

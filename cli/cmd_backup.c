@@ -1,0 +1,385 @@
+/* tlsboxctl backup FILE | restore FILE: the whole store (certificates and
+ * their keys, settings, the TLS policy and its history, accounts, plugin
+ * tables) as one SQLite file, and back.
+ *
+ * Both work on the store file itself, not through the daemon: a backup must
+ * be possible when tlsboxd does not start, and a restore must not happen
+ * under a running one.  The backup is SQLite's online backup, so it is one
+ * consistent snapshot even while tlsboxd writes (the store is in WAL mode). */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "cli/ctl.h"
+#include "core/store.h"
+#include "core/xalloc.h"
+
+/* The tables every tlsbox store has had since schema 1. */
+static const char *const core_tables[] = {"settings", "certificates", "policy_versions",
+                                          "admin_users"};
+
+static int newest_schema(void)
+{
+    int v = 0;
+    for (int i = 0; i < store_migrations_count; i++)
+        if (store_migrations[i].version > v)
+            v = store_migrations[i].version;
+    return v;
+}
+
+/* One integer from @p sql, or -1 (no such table, ...). */
+static long long one_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    long long v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* What a store holds, in one line, for the user to recognise it. */
+static char *describe(sqlite3 *db)
+{
+    return xasprintf(
+        "schema %lld, %lld certificates, %lld settings, TLS policy version %lld, %lld admin "
+        "users",
+        one_int(db, "PRAGMA user_version"), one_int(db, "SELECT count(*) FROM certificates"),
+        one_int(db, "SELECT count(*) FROM settings"),
+        one_int(db, "SELECT ifnull(max(id), 0) FROM policy_versions WHERE active = 1"),
+        one_int(db, "SELECT count(*) FROM admin_users"));
+}
+
+static int open_ro(const char *path, sqlite3 **db)
+{
+    int rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW, NULL);
+    if (*db)
+        sqlite3_busy_timeout(*db, 5000);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+/* NULL when SQLite's integrity check finds @p db whole, else what it
+ * found first (caller frees). */
+static char *integrity(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    char *bad = NULL;
+    if (sqlite3_prepare_v2(db, "PRAGMA integrity_check(1)", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW)
+        bad = xstrdup(sqlite3_errmsg(db));
+    else {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        if (!t || strcmp(t, "ok") != 0)
+            bad = xstrdup(t ? t : "no answer");
+    }
+    sqlite3_finalize(st);
+    return bad;
+}
+
+/* fsync a file or directory by name; 0 or -1. */
+static int sync_path(const char *path, int dir)
+{
+    int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+/*
+ * Copy store @p src into the new file @p to (created 0600, never over an
+ * existing one) with SQLite's online backup, in rollback-journal mode (a
+ * single file, no -wal beside it), synced.  When @p no_sessions, the copy
+ * is emptied of web UI sessions.  0, or -1 with the reason printed.
+ */
+static int copy_store(sqlite3 *src, const char *to, int no_sessions)
+{
+    int fd = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "tlsboxctl: %s: %s\n", to, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    sqlite3 *dst = NULL;
+    char *whole = NULL;
+    int rc = -1;
+    if (sqlite3_open_v2(to, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
+    if (!b)
+        goto out;
+    int step, tries = 0;
+    /* Busy: tlsboxd holds a lock for a moment; try again, up to 10 s. */
+    while ((step = sqlite3_backup_step(b, -1)) == SQLITE_BUSY || step == SQLITE_LOCKED) {
+        if (++tries > 100)
+            break;
+        usleep(100 * 1000);
+    }
+    sqlite3_backup_finish(b);
+    if (step != SQLITE_DONE || sqlite3_errcode(dst) != SQLITE_OK)
+        goto out;
+    if (no_sessions &&
+        sqlite3_exec(dst, "DELETE FROM admin_sessions", NULL, NULL, NULL) != SQLITE_OK)
+        goto out;
+    if (sqlite3_exec(dst, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL) != SQLITE_OK)
+        goto out;
+    /* The copy is read back whole before it is called a backup. */
+    if ((whole = integrity(dst)) == NULL)
+        rc = 0;
+out:
+    if (rc < 0)
+        fprintf(stderr, "tlsboxctl: %s: cannot copy the store: %s\n", to,
+                whole ? whole
+                : dst ? sqlite3_errmsg(dst)
+                      : "out of memory");
+    free(whole);
+    sqlite3_close(dst);
+    if (rc == 0 && sync_path(to, 0) < 0) {
+        fprintf(stderr, "tlsboxctl: %s: cannot sync: %s\n", to, strerror(errno));
+        rc = -1;
+    }
+    if (rc < 0)
+        unlink(to);
+    return rc;
+}
+
+static int cmd_backup(struct ctl *c, int argc, char **argv)
+{
+    if (argc != 1) {
+        fprintf(stderr, "tlsboxctl: usage: tlsboxctl backup FILE\n");
+        return CTL_EXIT_USAGE;
+    }
+    char *store = xasprintf("%s/%s", c->state_dir, STORE_FILE);
+    sqlite3 *src = NULL;
+    int rc = CTL_EXIT_IO;
+    struct stat sb;
+    if (stat(store, &sb) < 0) {
+        fprintf(stderr, "tlsboxctl: %s: %s (no store here: name its directory with --state-dir)\n",
+                store, strerror(errno));
+        goto out;
+    }
+    if (open_ro(store, &src) < 0) {
+        fprintf(stderr, "tlsboxctl: %s: %s\n", store, src ? sqlite3_errmsg(src) : "out of memory");
+        goto out;
+    }
+    /* Read in the same snapshot the copy is made of: a write meanwhile would
+     * make the line describe another state. */
+    if (sqlite3_exec(src, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
+        one_int(src, "SELECT count(*) FROM sqlite_master") < 0) {
+        fprintf(stderr, "tlsboxctl: %s: %s\n", store, sqlite3_errmsg(src));
+        goto out;
+    }
+    if (lstat(argv[0], &sb) == 0) {
+        fprintf(stderr,
+                "tlsboxctl: %s exists: a backup never replaces a file (remove it or "
+                "name another)\n",
+                argv[0]);
+        goto out;
+    }
+    char *what = describe(src);
+    char *tmp = xasprintf("%s.partial", argv[0]);
+    unlink(tmp); /* left by an interrupted backup */
+    if (copy_store(src, tmp, 0) == 0) {
+        if (rename(tmp, argv[0]) < 0) {
+            fprintf(stderr, "tlsboxctl: %s: %s\n", argv[0], strerror(errno));
+            unlink(tmp);
+        } else {
+            char *dir = xstrdup(argv[0]);
+            sync_path(dirname(dir), 1);
+            free(dir);
+            stat(argv[0], &sb);
+            printf("backup of %s (%s) written to %s: %lld bytes, mode 0600.\n"
+                   "It holds the private keys: keep it as safe as the box.\n",
+                   store, what, argv[0], (long long)sb.st_size);
+            rc = CTL_EXIT_OK;
+        }
+    }
+    free(tmp);
+    free(what);
+out:
+    sqlite3_close(src);
+    free(store);
+    return rc;
+}
+
+/* Whether a daemon answers on the control socket (connect() succeeds). */
+static int daemon_listens(const char *sock)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(sock) >= sizeof sa.sun_path)
+        return 0;
+    strcpy(sa.sun_path, sock);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int up = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return up;
+}
+
+/* Whether @p path is a tlsbox store this build can use: 0 with *db open on
+ * it, or -1 with what is wrong printed (and nothing opened). */
+static int check_backup(const char *path, sqlite3 **db)
+{
+    struct stat sb;
+    char head[16] = "";
+    *db = NULL;
+    if (lstat(path, &sb) < 0) {
+        fprintf(stderr, "tlsboxctl: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        fprintf(stderr, "tlsboxctl: %s: not a regular file\n", path);
+        return -1;
+    }
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+    if (f)
+        fclose(f);
+    if (n != sizeof head || memcmp(head, "SQLite format 3", 16) != 0) {
+        fprintf(stderr, "tlsboxctl: %s: not an SQLite database (a tlsbox backup is one)\n", path);
+        return -1;
+    }
+    if (open_ro(path, db) < 0) {
+        fprintf(stderr, "tlsboxctl: %s: %s\n", path, *db ? sqlite3_errmsg(*db) : "out of memory");
+        goto bad;
+    }
+    char *bad_why = integrity(*db);
+    if (bad_why) {
+        fprintf(stderr, "tlsboxctl: %s: damaged: %s\n", path, bad_why);
+        free(bad_why);
+        goto bad;
+    }
+    long long v = one_int(*db, "PRAGMA user_version");
+    for (size_t i = 0; i < sizeof core_tables / sizeof *core_tables; i++) {
+        char *q =
+            xasprintf("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '%s'",
+                      core_tables[i]);
+        long long has = one_int(*db, q);
+        free(q);
+        if (has != 1 || v < 1) {
+            fprintf(stderr, "tlsboxctl: %s: not a tlsbox store (no table %s)\n", path,
+                    core_tables[i]);
+            goto bad;
+        }
+    }
+    if (v > newest_schema()) {
+        fprintf(stderr,
+                "tlsboxctl: %s: made by a newer tlsbox (store schema version %lld; this one "
+                "knows up to %d): upgrade tlsbox first\n",
+                path, v, newest_schema());
+        goto bad;
+    }
+    return 0;
+bad:
+    sqlite3_close(*db);
+    *db = NULL;
+    return -1;
+}
+
+/* Move @p from to @p to when it exists; 0, or -1 with errno. */
+static int move_if_there(const char *from, const char *to)
+{
+    return rename(from, to) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+static int cmd_restore(struct ctl *c, int argc, char **argv)
+{
+    if (argc != 1) {
+        fprintf(stderr, "tlsboxctl: usage: tlsboxctl restore FILE\n");
+        return CTL_EXIT_USAGE;
+    }
+    if (daemon_listens(c->socket_path)) {
+        fprintf(stderr,
+                "tlsboxctl: tlsboxd is running (%s): stop it first (systemctl stop tlsbox), "
+                "restore, then start it again; nothing was changed\n",
+                c->socket_path);
+        return CTL_EXIT_REFUSED;
+    }
+    struct stat dir_sb, sb;
+    if (stat(c->state_dir, &dir_sb) < 0 || !S_ISDIR(dir_sb.st_mode)) {
+        fprintf(stderr, "tlsboxctl: %s: %s\n", c->state_dir,
+                errno ? strerror(errno) : "not a directory");
+        return CTL_EXIT_IO;
+    }
+    sqlite3 *src = NULL;
+    if (check_backup(argv[0], &src) < 0) {
+        fprintf(stderr, "tlsboxctl: nothing was changed\n");
+        return CTL_EXIT_IO;
+    }
+    char *what = describe(src);
+    char *store = xasprintf("%s/%s", c->state_dir, STORE_FILE);
+    char *tmp = xasprintf("%s/.%s.restoring", c->state_dir, STORE_FILE);
+    char stamp[32];
+    time_t now = time(NULL);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&now));
+    char *keep = xasprintf("%s.before-restore-%s", store, stamp);
+    char *store_wal = xasprintf("%s-wal", store), *keep_wal = xasprintf("%s-wal", keep);
+    char *store_shm = xasprintf("%s-shm", store);
+    int rc = CTL_EXIT_IO;
+    /* The restored store belongs to whoever owned the one it replaces (the
+     * packaged service's user), else to the state directory's owner. */
+    int had = stat(store, &sb) == 0;
+    uid_t uid = had ? sb.st_uid : dir_sb.st_uid;
+    gid_t gid = had ? sb.st_gid : dir_sb.st_gid;
+    unlink(tmp); /* left by an interrupted restore */
+    if (copy_store(src, tmp, 1) < 0)
+        goto out;
+    if (chown(tmp, uid, gid) < 0 && geteuid() == 0) {
+        fprintf(stderr, "tlsboxctl: %s: chown: %s\n", tmp, strerror(errno));
+        unlink(tmp);
+        goto out;
+    }
+    /* The store as it was stays beside, whole: the database with its WAL. */
+    if (had && (move_if_there(store_wal, keep_wal) < 0 || rename(store, keep) < 0)) {
+        fprintf(stderr, "tlsboxctl: %s: cannot set the store aside: %s\n", store, strerror(errno));
+        move_if_there(keep_wal, store_wal);
+        unlink(tmp);
+        goto out;
+    }
+    unlink(store_shm);
+    if (rename(tmp, store) < 0) {
+        fprintf(stderr, "tlsboxctl: %s: %s\n", store, strerror(errno));
+        if (had && rename(keep, store) == 0)
+            move_if_there(keep_wal, store_wal);
+        unlink(tmp);
+        goto out;
+    }
+    sync_path(c->state_dir, 1);
+    printf("restored %s (%s) into %s.\n", argv[0], what, store);
+    if (had)
+        printf("The store before it is kept as %s.\n", keep);
+    printf("Web UI sessions of the backup's time are gone: log in again.  Start tlsboxd "
+           "(systemctl start tlsbox).\n");
+    rc = CTL_EXIT_OK;
+out:
+    sqlite3_close(src);
+    free(what);
+    free(store);
+    free(tmp);
+    free(keep);
+    free(store_wal);
+    free(keep_wal);
+    free(store_shm);
+    return rc;
+}
+
+const struct ctl_command ctl_backup_commands[] = {
+    {"backup", NULL, "FILE",
+     "copy the whole store (keys, settings, policy, accounts) into FILE, 0600; any time",
+     cmd_backup},
+    {"restore", NULL, "FILE",
+     "put a backup in place of the store (tlsboxd stopped); the old one is kept beside",
+     cmd_restore},
+    {NULL, NULL, NULL, NULL, NULL}};
