@@ -319,6 +319,29 @@ if [ -n "$plugin" ]; then
         "the plugin built with tlsbox-dev runs in the installed daemon"
     rm -f "$plugin"
 fi
+# A backup while the service runs; a restore refused while it runs, then
+# done with it stopped: the store stays the service user's, and the box
+# starts on it with the settings of the backup's time.
+out=$(in_ct tlsboxctl backup /root/box.db 2>&1)
+ok $? "tlsboxctl backup while the service runs"
+like "$out" "^backup of /var/lib/tlsbox/tlsbox.db \(schema [0-9]+, " "from the packaged store"
+is "$(in_ct stat -c '%U %a' /root/box.db)" "root 600" "the backup is root's, 0600"
+in_ct tlsboxctl set core.hostname later.example >/dev/null
+out=$(in_ct tlsboxctl restore /root/box.db 2>&1)
+is "$?" 1 "tlsboxctl restore while the service runs: refused"
+like "$out" "tlsboxd is running \(/run/tlsbox/control.sock\): stop it first" "saying to stop it"
+in_ct systemctl stop tlsbox
+out=$(in_ct tlsboxctl restore /root/box.db 2>&1)
+ok $? "tlsboxctl restore with the service stopped"
+like "$out" "The store before it is kept as /var/lib/tlsbox/tlsbox.db.before-restore-" "the old store kept"
+is "$(in_ct stat -c '%U:%G %a' /var/lib/tlsbox/tlsbox.db)" "tlsbox:tlsbox 600" \
+    "the restored store is the service user's, 0600"
+in_ct systemctl start tlsbox
+ok $? "the service starts on the restored store"
+tb_wait_port "$P"
+is "$(in_ct tlsboxctl get core.hostname 2>&1)" check.example "the setting of the backup's time"
+serve_checks "after a restore"
+in_ct sh -c 'rm -f /root/box.db /var/lib/tlsbox/tlsbox.db.before-restore-*'
 # Renew, staple, bench, dhparam under the hardened unit (check-service.sh).
 service_checks
 if [ "$upgrade" = --upgrade ]; then
