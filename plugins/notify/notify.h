@@ -59,9 +59,15 @@ int notify_post(struct notify *n, struct tlsbox_job *job, const char *url, const
  * failed try sets a timer for the next. */
 void notify_deliver_job(void *arg, struct tlsbox_job *job);
 void notify_delivery_free(void *arg);
-/* Queue a delivery of @p event with @p data (JSON text, or NULL); 0 or a
- * negative errno (*err says why when given).  Any thread. */
+/* Queue a delivery of @p event with @p data (JSON text, or NULL) on each
+ * channel set up; 0 or a negative errno (*err says why when given; -ENOENT:
+ * no channel set up).  Any thread. */
 int notify_queue(struct notify *n, const char *event, const char *data, char **err);
+/* The channels of notify_queue_on. */
+enum { NOTIFY_WEBHOOK = 1, NOTIFY_MAIL = 2 };
+/* notify_queue on those of @p channels (NOTIFY_WEBHOOK | NOTIFY_MAIL) set up. */
+int notify_queue_on(struct notify *n, const char *event, const char *data, unsigned channels,
+                    char **err);
 
 /* notify_mail.c: the box's name (core.hostname, else the system's), for a
  * delivery's "host", the From address, EHLO and the Message-ID; never

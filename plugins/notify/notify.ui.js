@@ -2,7 +2,7 @@
 // /ui/plugins/notify.js while the plugin runs): where the webhook is (its
 // origin only: the rest of the URL may be its key) and who gets e-mail
 // through which server, a "Send a test" button (POST notify/test: one per
-// channel), and the newest deliveries from GET notify/deliveries, failed
+// channel) and one beside each channel (that channel only), and the newest deliveries from GET notify/deliveries, failed
 // ones in red with the reason.  The page polls while a delivery is queued
 // or retrying.  The URL, key, addresses, server and events are set in the
 // plugin's form on the Plugins page.
@@ -11,11 +11,15 @@ export const title = "Notifications";
 const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "–");
 
 export default async function render(root, { api, el, status }) {
-  const to = el("p", { id: "notify-to" });
-  const mail = el("p", { id: "notify-mail" });
+  const to = el("span", { id: "notify-to" });
+  const mail = el("span", { id: "notify-mail" });
   const st = status();
   st.id = "notify-test-status";
   const test = el("button", { type: "button", id: "notify-test", text: "Send a test" });
+  const testHook = el("button", { type: "button", id: "notify-test-webhook", class: "small",
+    text: "Test the webhook" });
+  const testMail = el("button", { type: "button", id: "notify-test-mail", class: "small",
+    text: "Test e-mail" });
   const rows = el("tbody", { id: "notify-rows" });
   let timer = null;
   let gone = false;
@@ -40,6 +44,8 @@ export default async function render(root, { api, el, status }) {
     mail.textContent = r.mail ? `E-mail: ${r.mail.to.split(",").join(", ")} (through ${r.mail.via})`
       : "No e-mail: set notify.mail_to and notify.smtp_url on the Plugins page.";
     test.disabled = !r.to && !r.mail;
+    testHook.hidden = !r.to;
+    testMail.hidden = !r.mail;
     rows.replaceChildren(...r.deliveries.map(row));
     if (!r.deliveries.length) rows.append(el("tr", {}, el("td", { colspan: "6", text: "No delivery yet." })));
     clearTimeout(timer);
@@ -48,17 +54,23 @@ export default async function render(root, { api, el, status }) {
     }
   }
 
-  test.addEventListener("click", async () => {
+  const send = (body, said) => async () => {
     st.clear();
     try {
-      await api("POST", "notify/test", {});
-      st.ok("Test queued: its deliveries show below.");
+      await api("POST", "notify/test", body);
+      st.ok(said);
       await refresh();
     } catch (e) {
       st.fail(e.message);
     }
-  });
-  root.append(el("section", { class: "card" }, to, mail, test, st),
+  };
+  test.addEventListener("click", send({}, "Test queued: its deliveries show below."));
+  testHook.addEventListener("click", send({ channel: "webhook" },
+    "Test queued for the webhook only: its delivery shows below."));
+  testMail.addEventListener("click", send({ channel: "mail" },
+    "Test queued for e-mail only: its delivery shows below."));
+  root.append(el("section", { class: "card" }, el("p", {}, to, " ", testHook),
+    el("p", {}, mail, " ", testMail), test, st),
     el("section", { class: "card" }, el("h2", { text: "Deliveries" }),
       el("table", { class: "wide" }, el("thead", {}, el("tr", {},
         ...["When", "Event", "To", "Status", "Tries", "Answer"].map((h) => el("th", { text: h })))), rows)));

@@ -72,10 +72,25 @@ static void on_test(void *arg, const struct tlsbox_api_request *req, struct tlsb
 {
     struct notify *n = arg;
     char *err = NULL;
+    /* {"channel": "webhook" | "mail"}: a test of that one only; none: all. */
+    json_t *body = req->body && *req->body ? json_loads(req->body, 0, NULL) : NULL;
+    json_t *ch = json_object_get(body, "channel");
+    unsigned channels = NOTIFY_WEBHOOK | NOTIFY_MAIL;
+    if (ch) {
+        const char *c = json_string_value(ch);
+        channels = c && strcmp(c, "webhook") == 0 ? NOTIFY_WEBHOOK
+                   : c && strcmp(c, "mail") == 0  ? NOTIFY_MAIL
+                                                  : 0;
+    }
+    json_decref(body);
+    if (!channels) {
+        n->host->api_reply_error(reply, 400, "channel: \"webhook\" or \"mail\" (or none: both)");
+        return;
+    }
     json_t *d = json_pack("{s:s}", "asked_by", req->user ? req->user : "?");
     char *data = json_dumps(d, JSON_COMPACT);
     json_decref(d);
-    int rc = notify_queue(n, "notify.test", data, &err);
+    int rc = notify_queue_on(n, "notify.test", data, channels, &err);
     free(data);
     if (rc < 0) {
         n->host->api_reply_error(reply, 409, "%s", err ? err : "not queued");

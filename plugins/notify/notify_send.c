@@ -254,17 +254,23 @@ static int queue_one(struct notify *n, const char *event, json_t *data, const ch
     return 0;
 }
 
-int notify_queue(struct notify *n, const char *event, const char *data, char **err)
+int notify_queue_on(struct notify *n, const char *event, const char *data, unsigned channels,
+                    char **err)
 {
-    char *url = n->host->setting_get(n->self, "url");
+    char *url = channels & NOTIFY_WEBHOOK ? n->host->setting_get(n->self, "url") : NULL;
     char *origin = url && *url ? notify_url_origin(url) : NULL;
     if (url)
         tlsbox_wipe_free_str(url);
-    char *mail_origin = notify_mail_configured(n) ? notify_mail_origin(n) : NULL;
+    char *mail_origin =
+        channels & NOTIFY_MAIL && notify_mail_configured(n) ? notify_mail_origin(n) : NULL;
     if (!origin && !mail_origin) {
         if (err)
-            *err = tlsbox_xstrdup("notify.url is empty: no webhook to tell (and no e-mail: "
-                                  "notify.mail_to or notify.smtp_url is empty)");
+            *err = tlsbox_xstrdup(channels == NOTIFY_MAIL
+                                      ? "no e-mail: notify.mail_to or notify.smtp_url is empty"
+                                  : channels == NOTIFY_WEBHOOK
+                                      ? "notify.url is empty: no webhook to tell"
+                                      : "notify.url is empty: no webhook to tell (and no e-mail: "
+                                        "notify.mail_to or notify.smtp_url is empty)");
         return -ENOENT;
     }
     json_error_t je;
@@ -288,4 +294,9 @@ int notify_queue(struct notify *n, const char *event, const char *data, char **e
     free(origin);
     free(mail_origin);
     return rc;
+}
+
+int notify_queue(struct notify *n, const char *event, const char *data, char **err)
+{
+    return notify_queue_on(n, event, data, NOTIFY_WEBHOOK | NOTIFY_MAIL, err);
 }

@@ -58,6 +58,9 @@ wait_delivery() { tb_wait_says 30 "$2" delivery "$1"; } # wait_delivery ID TEXT
 is "$(site_api POST notify/test '{}' | jq -c .)" '{"queued":true,"event":"notify.test"}' \
     "POST notify/test: queued"
 is "$(wait_hooks 1)" 1 "the receiver got one POST"
+is "$(site_api POST notify/test '{"channel":"mail"}' | jq -r .error)" \
+    "no e-mail: notify.mail_to or notify.smtp_url is empty" \
+    'POST notify/test {"channel":"mail"} with no e-mail set up: refused, saying why'
 h=$(hook 1)
 body=$(jq -r .body <<<"$h")
 is "$(jq -r '"\(.path) \(.event) \(.type)"' <<<"$h")" "$hook_path notify.test application/json" \
@@ -173,7 +176,7 @@ done
 # 9. Its page in the web UI, in headless Chromium.
 tb_need_browser
 tb_ctl set admin.pbkdf2_iterations 10000 >/dev/null
-SITE_PORT=$P_HTTPS tb_ui_run notify_ui.py 120 6 HOOK_ORIGIN="http://127.0.0.1:$PW"
+SITE_PORT=$P_HTTPS tb_ui_run notify_ui.py 120 7 HOOK_ORIGIN="http://127.0.0.1:$PW"
 
 kill "$receiver" 2>/dev/null
 wait "$receiver" 2>/dev/null

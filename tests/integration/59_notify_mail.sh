@@ -212,22 +212,34 @@ site_api POST notify/test '{}' >/dev/null
 is "$(wait_mails smtps 1)" 1 "smtps://: the server got the mail"
 is "$(mail smtps 1 | jq -c '[.tls, .user]')" '[true,"box"]' "over TLS, logged in"
 
-# 8b. The Notifications page in headless Chromium: the test it sends goes
-# out by e-mail (the server gets a third mail).
+# 8b. The Notifications page in headless Chromium: the tests it sends (Send
+# a test, then Test e-mail) go out by e-mail (a second and third mail).
 tb_need_browser
 tb_ctl set admin.pbkdf2_iterations 10000 >/dev/null
-SITE_PORT=$P_HTTPS tb_ui_run notify_mail_ui.py 120 4 MAIL_VIA="smtps://127.0.0.1:$P_SMTPS" \
+SITE_PORT=$P_HTTPS tb_ui_run notify_mail_ui.py 120 7 MAIL_VIA="smtps://127.0.0.1:$P_SMTPS" \
     MAIL_TO="ops@example.test, second@example.test" SMTP_PASSWORD="$PASS"
-is "$(wait_mails smtps 2)" 2 "the mail server got the page's test"
+is "$(wait_mails smtps 3)" 3 "the mail server got the page's two tests"
 
 # 9. A webhook that fails does not hold the mail: one delivery each.
 tb_ctl set notify.url "http://127.0.0.1:$(tb_free_port)/hook" >/dev/null
 site_api POST notify/test '{}' >/dev/null
-is "$(wait_mails smtps 3)" 3 "with a dead webhook set too, the mail goes out"
+is "$(wait_mails smtps 4)" 4 "with a dead webhook set too, the mail goes out"
 both() { site_api GET notify/deliveries | jq -r '[.deliveries[0:2][] | "\(.channel) \(.status)"] | sort | join(", ")'; }
 is "$(tb_wait_says 20 "mail delivered, webhook retrying" both)" "mail delivered, webhook retrying" \
     "two deliveries: the mail delivered, the webhook waiting to retry"
+# A test of one channel: that channel only.
+count() { site_api GET notify/deliveries | jq '.deliveries | length'; }
+n0=$(count)
+is "$(site_api POST notify/test '{"channel":"mail"}' | jq -c .)" '{"queued":true,"event":"notify.test"}' \
+    'POST notify/test {"channel":"mail"}: queued'
+is "$(wait_mails smtps 5)" 5 "the mail goes out"
+is "$(count)|$(delivery "$(newest)" | cut -d' ' -f1)" "$((n0 + 1))|mail" "one delivery, by e-mail only"
+is "$(site_api POST notify/test '{"channel":"sms"}' | jq -r .error)" 'channel: "webhook" or "mail" (or none: both)' \
+    "an unknown channel is refused, saying which there are"
 tb_ctl set notify.url '' >/dev/null
+is "$(site_api POST notify/test '{"channel":"webhook"}' | jq -r .error)" "notify.url is empty: no webhook to tell" \
+    "a test of the webhook with none set: refused, saying why"
+is "$(count)" "$((n0 + 1))" "nothing was queued"
 
 # 10. The password is nowhere to be read.
 for where in "the daemon log:$(cat "$TB_TMP/daemon.log")" \

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The notify plugin's page with e-mail set up, in headless Chromium: it
-names the recipients and the mail server, "Send a test" shows a delivery
+names the recipients and the mail server, "Send a test" (and "Test e-mail", the
+only channel's own button) shows a delivery
 by e-mail, delivered, with the server's SMTP answer, and the page holds no
 SMTP password.  Helpers and output format as in admin_ui.py; run by
 59_notify_mail.sh, whose mail server listens at MAIL_VIA.
@@ -51,6 +52,20 @@ def mail_page(d):
     A.check(cells[1:] == ["notify.test", "e-mail", "delivered", "1", "SMTP 250"],
             "Send a test: the newest row is the test by e-mail, delivered at the first try, SMTP 250",
             cells)
+    hook, mail_btn = (d.find_element(By.ID, i) for i in ("notify-test-webhook", "notify-test-mail"))
+    A.check(not hook.is_displayed() and mail_btn.is_displayed(),
+            "no webhook set: only the e-mail line has its own test button")
+    before = now
+    mail_btn.click()
+    try:
+        A.wait(d, lambda _: newest(d)[0] != before and "delivered" in newest(d)[1], 20)
+    except TimeoutException:
+        pass
+    now, cells = newest(d)
+    A.check(cells[1:] == ["notify.test", "e-mail", "delivered", "1", "SMTP 250"],
+            "Test e-mail: one more test, by e-mail, delivered", cells)
+    st = d.find_element(By.ID, "notify-test-status").text
+    A.check(st == "Test queued for e-mail only: its delivery shows below.", "and the status line says so", st)
     A.check(os.environ["SMTP_PASSWORD"] not in d.page_source, "and the page holds no SMTP password")
     A.shot(d, "notify-mail")
 

@@ -21,6 +21,9 @@ def notify_page(d):
     to = d.find_element(By.ID, "notify-to")
     A.check(to.text == f"Webhook: {ORIGIN}", "the page names the webhook by its origin", to.text)
     A.check("PathSecret42" not in d.page_source, "and nowhere its path (its key)")
+    A.check(d.find_element(By.ID, "notify-test-webhook").is_displayed()
+            and not d.find_element(By.ID, "notify-test-mail").is_displayed(),
+            "the webhook's line has its own test button; no e-mail, no e-mail test button")
     before = len(d.find_elements(By.CSS_SELECTOR, "#notify-rows tr[data-id]"))
     d.find_element(By.ID, "notify-test").click()
     st = d.find_element(By.ID, "notify-test-status")
