@@ -264,6 +264,14 @@ if [ "$upgrade" = --upgrade ]; then
     mainpid=$newpid
     certs=$(in_ct tlsboxctl --json cert list 2>/dev/null)
     like "$certs" '"upgraded"' "the imported certificate is still there"
+    snap="/var/lib/tlsbox/tlsbox.db.before-upgrade-from-$(dpkg-deb -f "$first" Version)"
+    like "$(cat "$work/upgrade.log")" "tlsbox: the store as it was before this upgrade is saved as $snap" \
+        "postinst saved the store before the new tlsboxd migrated it, and said where"
+    is "$(in_ct stat -c '%U %a' "$snap" 2>&1)" "root 600" "that copy is root's, 0600"
+    is "$(sqlite3 "$root$snap" "PRAGMA integrity_check; SELECT value FROM settings WHERE key = 'core.hostname';
+        SELECT count(*) FROM certificates WHERE name = 'upgraded'")" "ok
+check.example
+1" "whole, with the setting and the certificate stored before the upgrade"
 fi
 # The kit: a plugin built against tlsbox-dev loads into the installed daemon
 # (built here with the host's compiler: native architecture only).
