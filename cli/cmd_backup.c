@@ -7,6 +7,7 @@
  * under a running one.  The backup is SQLite's online backup, so it is one
  * consistent snapshot even while tlsboxd writes (the store is in WAL mode). */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -154,13 +155,57 @@ out:
     return rc;
 }
 
+/* Copy file @p path to standard output; 0, or -1 with errno. */
+static int cat_file(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        for (ssize_t off = 0; off < n;) {
+            ssize_t w = write(STDOUT_FILENO, buf + off, (size_t)(n - off));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0) {
+                n = -1;
+                break;
+            }
+            off += w;
+        }
+        if (n < 0)
+            break;
+    }
+    int e = errno;
+    close(fd);
+    errno = e;
+    return n < 0 ? -1 : 0;
+}
+
+/*
+ * backup FILE, or backup - for standard output (ssh box tlsboxctl backup -
+ * > box.db): the copy is made in a directory of its own under $TMPDIR,
+ * sent, and removed.
+ */
 static int cmd_backup(struct ctl *c, int argc, char **argv)
 {
     if (argc != 1) {
-        fprintf(stderr, "tlsboxctl: usage: tlsboxctl backup FILE\n");
+        fprintf(stderr, "tlsboxctl: usage: tlsboxctl backup FILE|-\n");
+        return CTL_EXIT_USAGE;
+    }
+    bool to_stdout = strcmp(argv[0], "-") == 0;
+    if (to_stdout && isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "tlsboxctl: backup -: standard output is a terminal: send it to a file "
+                        "or a pipe (tlsboxctl backup - > FILE)\n");
         return CTL_EXIT_USAGE;
     }
     char *store = xasprintf("%s/%s", c->state_dir, STORE_FILE);
+    char *tmpdir = NULL, *dest = NULL, *tmp = NULL, *what = NULL;
     sqlite3 *src = NULL;
     int rc = CTL_EXIT_IO;
     struct stat sb;
@@ -180,35 +225,65 @@ static int cmd_backup(struct ctl *c, int argc, char **argv)
         fprintf(stderr, "tlsboxctl: %s: %s\n", store, sqlite3_errmsg(src));
         goto out;
     }
-    if (lstat(argv[0], &sb) == 0) {
+    if (to_stdout) {
+        const char *t = getenv("TMPDIR");
+        tmpdir = xasprintf("%s/tlsboxctl-backup.XXXXXX", t && *t ? t : "/tmp");
+        if (!mkdtemp(tmpdir)) { /* 0700 */
+            fprintf(stderr, "tlsboxctl: %s: %s\n", tmpdir, strerror(errno));
+            free(tmpdir);
+            tmpdir = NULL;
+            goto out;
+        }
+        dest = xasprintf("%s/%s", tmpdir, STORE_FILE);
+    } else if (lstat(argv[0], &sb) == 0) {
         fprintf(stderr,
                 "tlsboxctl: %s exists: a backup never replaces a file (remove it or "
                 "name another)\n",
                 argv[0]);
         goto out;
+    } else {
+        dest = xstrdup(argv[0]);
     }
-    char *what = describe(src);
-    char *tmp = xasprintf("%s.partial", argv[0]);
+    what = describe(src);
+    tmp = xasprintf("%s.partial", dest);
     unlink(tmp); /* left by an interrupted backup */
-    if (copy_store(src, tmp, 0) == 0) {
-        if (rename(tmp, argv[0]) < 0) {
-            fprintf(stderr, "tlsboxctl: %s: %s\n", argv[0], strerror(errno));
-            unlink(tmp);
-        } else {
-            char *dir = xstrdup(argv[0]);
-            sync_path(dirname(dir), 1);
-            free(dir);
-            stat(argv[0], &sb);
-            printf("backup of %s (%s) written to %s: %lld bytes, mode 0600.\n"
-                   "It holds the private keys: keep it as safe as the box.\n",
-                   store, what, argv[0], (long long)sb.st_size);
-            rc = CTL_EXIT_OK;
-        }
+    if (copy_store(src, tmp, 0) < 0)
+        goto out;
+    if (rename(tmp, dest) < 0) {
+        fprintf(stderr, "tlsboxctl: %s: %s\n", dest, strerror(errno));
+        unlink(tmp);
+        goto out;
     }
-    free(tmp);
-    free(what);
+    stat(dest, &sb);
+    if (to_stdout) {
+        if (cat_file(dest) < 0) {
+            fprintf(stderr, "tlsboxctl: standard output: %s\n", strerror(errno));
+            goto out;
+        }
+        fprintf(stderr, "backup of %s (%s) written to standard output: %lld bytes.\n", store, what,
+                (long long)sb.st_size);
+    } else {
+        char *dir = xstrdup(dest);
+        sync_path(dirname(dir), 1);
+        free(dir);
+        printf("backup of %s (%s) written to %s: %lld bytes, mode 0600.\n"
+               "It holds the private keys: keep it as safe as the box.\n",
+               store, what, dest, (long long)sb.st_size);
+    }
+    rc = CTL_EXIT_OK;
 out:
+    if (tmpdir) { /* nothing of it stays */
+        if (dest)
+            unlink(dest);
+        if (tmp)
+            unlink(tmp);
+        rmdir(tmpdir);
+    }
     sqlite3_close(src);
+    free(what);
+    free(tmp);
+    free(dest);
+    free(tmpdir);
     free(store);
     return rc;
 }
@@ -376,8 +451,8 @@ out:
 }
 
 const struct ctl_command ctl_backup_commands[] = {
-    {"backup", NULL, "FILE",
-     "copy the whole store (keys, settings, policy, accounts) into FILE, 0600; any time",
+    {"backup", NULL, "FILE|-",
+     "copy the whole store (keys, settings, policy, accounts) into FILE (0600) or stdout",
      cmd_backup},
     {"restore", NULL, "FILE",
      "put a backup in place of the store (tlsboxd stopped); the old one is kept beside",

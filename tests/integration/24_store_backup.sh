@@ -68,6 +68,20 @@ is "$(sqlite3 "$TB_TMP/b1.db" "ATTACH '$db' AS live;
 is "$(sqlite3 "$TB_TMP/b1.db" "SELECT count(*) FROM admin_sessions")" 1 "the web UI session is in it"
 is "$(grep -c 'BEGIN' <<<"$out")" 0 "no key in what it printed"
 
+# To standard output, as over ssh (ssh box tlsboxctl backup - > box.db).
+mkdir -p "$TB_TMP/tmp"
+TMPDIR="$TB_TMP/tmp" tb_ctl backup - >"$TB_TMP/piped.db" 2>"$TB_TMP/piped.err"
+is "$?" 0 "tlsboxctl backup - to a pipe"
+like "$(cat "$TB_TMP/piped.err")" "^backup of $db \(schema [0-9]+, .*\) written to standard output: $(stat -c %s "$TB_TMP/piped.db") bytes\.$" \
+    "what it sent is said on stderr, with the size it wrote"
+is "$(sqlite3 "$TB_TMP/piped.db" "PRAGMA integrity_check; SELECT value FROM settings WHERE key = 'notify.retry_seconds'")" \
+    "ok
+77" "the bytes are a whole store, with the setting"
+is "$(ls -A "$TB_TMP/tmp" | wc -l)" 0 "nothing is left in TMPDIR"
+out=$(script -qec "$TB_TLSBOXCTL --state-dir $TB_STATE backup -" /dev/null | tr -d '\r')
+like "$out" "^tlsboxctl: backup -: standard output is a terminal: send it to a file or a pipe" \
+    "backup - to a terminal: refused"
+
 sum=$(sha256sum <"$TB_TMP/b1.db")
 out=$(tb_ctl backup "$TB_TMP/b1.db" 2>&1)
 is "$?" 4 "a backup onto an existing file: refused (exit 4)"
