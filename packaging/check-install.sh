@@ -6,7 +6,9 @@
 # port below 1024, so the unit's CAP_NET_BIND_SERVICE is what binds it),
 # tlsboxctl through /run/tlsbox/control.sock (and refused to others), the
 # process as tlsbox with no capability, systemd-analyze verify, the unit's
-# exposure against the goal, a restart keeping the state, poweroff.
+# exposure against the goal, a restart keeping the state, the web UI's
+# Restart button in headless Chromium (native architecture), a backup and a
+# restore, poweroff.
 # With --upgrade, the system starts from the previous package (TLSBOX_PREV_DEB,
 # else this tree built as an older version), gets a certificate and a setting,
 # is upgraded to this one and must keep both; then purge removes state and user.
@@ -26,6 +28,9 @@ t0=$(date +%s)
 [ "$(id -u)" = 0 ] || bail "$0 needs root (mmdebstrap, systemd-nspawn)"
 for tool in mmdebstrap systemd-nspawn nsenter curl openssl jq; do
     command -v "$tool" >/dev/null || bail "no $tool: run packaging/install-deps.sh --package"
+done
+for tool in /usr/bin/chromium /usr/bin/chromedriver; do # the Restart button, in a browser
+    [ -x "$tool" ] || bail "no $tool: run packaging/install-deps.sh"
 done
 if [ "$arch" != "$(dpkg --print-architecture)" ]; then
     qemu=$( [ "$arch" = arm64 ] && echo qemu-aarch64 || echo qemu-arm)
@@ -326,6 +331,22 @@ if [ -n "$plugin" ]; then
     like "$(in_ct tlsboxctl plugins 2>&1 | grep -w example)" "running" \
         "the plugin built with tlsbox-dev runs in the installed daemon"
     rm -f "$plugin"
+fi
+# The web UI's Restart button under the unit, in headless Chromium on this
+# host (the native architecture only: under qemu a restart takes long).
+if [ "$arch" = "$(dpkg --print-architecture)" ]; then
+    printf '#!/bin/sh\nshift 2\nexec nsenter -t %s -m -p -u -i tlsboxctl "$@"\n' "$pid1" \
+        >"$work/tlsboxctl-in"
+    chmod +x "$work/tlsboxctl-in"
+    mkdir -p "$work/home" "$work/art"
+    nr0=$(in_ct systemctl show -P NRestarts tlsbox)
+    HOME="$work/home" ADMIN_URL="https://127.0.0.1:$PA" SITE_PORT="$P" TLSBOXCTL="$work/tlsboxctl-in" \
+        TB_STATE=/var/lib/tlsbox UI_ARTIFACTS="${UI_ART:-$work/art}" \
+        timeout 240 /usr/bin/python3 "$top/tests/ui/admin_ui_restart.py" >"$work/ui.out" 2>"$work/ui.err"
+    tb_ui_results "$work/ui.out" $? "$work/ui.err" 6
+    is "$(in_ct systemctl show -P NRestarts tlsbox)" "$((nr0 + 1))" "systemd started it again once"
+    tb_wait_port "$P"
+    serve_checks "after the web UI's Restart"
 fi
 # A backup while the service runs; a restore refused while it runs, then
 # done with it stopped: the store stays the service user's, and the box

@@ -116,7 +116,7 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/64_admin_ui_live.sh tests/ui/admin_ui_live.py \
 	tests/integration/64_admin_live_clock.sh tests/integration/clock_shift.c \
 	tests/integration/64_admin_ui_upgrade.sh tests/ui/admin_ui_upgrade.py \
-	tests/integration/62_admin_ui_mend.sh tests/ui/admin_ui_mend.py \
+	tests/integration/62_admin_ui_mend.sh tests/ui/admin_ui_mend.py tests/ui/admin_ui_restart.py \
 	tests/integration/13_privdrop.sh tests/integration/17_daemon_process.sh \
 	tests/integration/18_plugins_live_toggle.sh tests/integration/19_daemon_restart.sh \
 	tests/integration/68_admin_account.sh tests/ui/account_ui.py \
