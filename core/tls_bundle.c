@@ -243,13 +243,19 @@ static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time
     /* Order decides the pick when several fit a client: valid before
      * expired, then ECDSA, Ed25519, RSA (GnuTLS takes the first that fits,
      * so ECDSA must come first for dual certificates), then a real
-     * certificate before the internal one. */
+     * certificate before the internal one, then one with an IP address
+     * among its names: a client that connects by address sends no SNI
+     * (RFC 6066 allows no address there) and gets the first. */
     if (sqlite3_prepare_v2(db,
                            "SELECT name, chain_pem, key_pem, key_type FROM certificates "
                            "WHERE status = 'active' ORDER BY (not_after < ?), "
                            "CASE WHEN key_type LIKE 'ecdsa%' THEN 0 "
                            "WHEN key_type = 'ed25519' THEN 1 ELSE 2 END, "
-                           "(source = 'internal'), name",
+                           "(source = 'internal'), "
+                           "NOT EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(sans) "
+                           "THEN sans ELSE '[]' END) WHERE value GLOB '*:*' "
+                           "OR (value GLOB '[0-9]*.[0-9]*.[0-9]*.[0-9]*' "
+                           "AND value NOT GLOB '*[^0-9.]*')), name",
                            -1, &st, NULL) != SQLITE_OK) {
         *err = xasprintf("store: %s", sqlite3_errmsg(db));
         goto out;

@@ -22,15 +22,24 @@ static const struct tlsbox_setting_def acme_settings[] = {
     {.key = "domains",
      .type = TLSBOX_SETTING_LIST,
      .default_value = "",
-     /* The last label starts with a letter, as every top-level domain does:
-      * that refuses an IPv4 address (1.2.3.4), which no CA issues for by
-      * http-01 under this setting and which would otherwise fail only at the
-      * CA, long after the set. */
-     .pattern = "^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\.)+[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+     /* A host name, whose last label starts with a letter as every
+      * top-level domain does, or an IP address (RFC 8738: Let's Encrypt
+      * issues for one with the shortlived profile): an IPv4 dotted quad, or
+      * IPv6 text in lowercase (the pattern takes its shape; the address is
+      * read with inet_pton when the order is made). */
+     .pattern =
+         "^(([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\.)+[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+         "|((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}"
+         "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+         "|([0-9a-f]{1,4}:){7}[0-9a-f]{1,4}|([0-9a-f]{1,4}:){1,7}:"
+         "|([0-9a-f]{1,4}:){1,6}(:[0-9a-f]{1,4}){1}|([0-9a-f]{1,4}:){1,5}(:[0-9a-f]{1,4}){1,2}"
+         "|([0-9a-f]{1,4}:){1,4}(:[0-9a-f]{1,4}){1,3}|([0-9a-f]{1,4}:){1,3}(:[0-9a-f]{1,4}){1,4}"
+         "|([0-9a-f]{1,4}:){1,2}(:[0-9a-f]{1,4}){1,5}|[0-9a-f]{1,4}:(:[0-9a-f]{1,4}){1,6}"
+         "|:(:[0-9a-f]{1,4}){1,7})$",
      /* The pattern bounds each label (63); only .max can bound the name:
       * a CA refuses every order holding a name over 253 characters. */
      .max = 253,
-     .help = "Host names (lowercase, no IP addresses) for one certificate (all as SANs; "
+     .help = "Host names (lowercase) or IP addresses for one certificate (all as SANs; "
              "the first names it); empty = ACME off"},
     {.key = "email",
      .type = TLSBOX_SETTING_STRING,
@@ -105,8 +114,10 @@ void acme_conf_load(struct acme *a, struct acme_conf *conf)
             tok++;
         if (!*tok)
             continue;
+        /* An IP address as the certificate's SAN list will say it. */
+        char ip[46];
         conf->domains = tlsbox_xrealloc(conf->domains, (conf->ndomains + 1) * sizeof(char *));
-        conf->domains[conf->ndomains++] = tlsbox_xstrdup(tok);
+        conf->domains[conf->ndomains++] = tlsbox_xstrdup(acme_ip(tok, NULL, NULL, ip) ? ip : tok);
     }
     free(list);
     conf->email = acme_setting(a, "email");

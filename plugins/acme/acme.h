@@ -45,6 +45,18 @@ void acme_err_set(struct acme_err *e, const char *step, const char *type, const 
     __attribute__((format(printf, 4, 5)));
 void acme_err_clear(struct acme_err *e);
 
+/*
+ * Whether @p s is an IP address (IPv4 dotted quad or IPv6 text), which is
+ * ordered as an "ip" identifier (RFC 8738) and made an IP SAN: its bytes in
+ * @p bin (*len 4 or 16) and its canonical text (RFC 5952, what the CA and
+ * the certificate's SAN list say) in @p canon; any of them may be NULL.
+ */
+bool acme_ip(const char *s, unsigned char bin[16], size_t *len, char canon[46]);
+/* The certificate name for a certificate whose first identifier is @p first:
+ * itself, but an IPv6 address with '-' for each ':' (a name has no colon).
+ * Caller frees. */
+char *acme_cert_name(const char *first);
+
 /* ---- acme_jws.c ---------------------------------------------------------- */
 
 /* base64url without padding (RFC 7515 section 2).  Caller frees. */

@@ -68,9 +68,11 @@ static bool api_is_ours(struct acme *a, const char *name)
     acme_conf_load(a, &conf);
     bool ours = false;
     if (conf.ndomains) {
-        char *rsa = tlsbox_xasprintf("%s-rsa", conf.domains[0]);
-        ours = strcmp(name, conf.domains[0]) == 0 || strcmp(name, rsa) == 0;
+        char *base = acme_cert_name(conf.domains[0]);
+        char *rsa = tlsbox_xasprintf("%s-rsa", base);
+        ours = strcmp(name, base) == 0 || strcmp(name, rsa) == 0;
         free(rsa);
+        free(base);
     }
     acme_conf_free(&conf);
     return ours;

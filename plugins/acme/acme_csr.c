@@ -26,8 +26,9 @@ int acme_csr_make(gnutls_privkey_t key, const char *const *domains, size_t n, ch
     what = "version";
     if ((r = gnutls_x509_crq_set_version(crq, 1)) < 0)
         goto out;
-    /* CAs take the names from the SANs; a CN is only added when it fits (64 chars). */
-    if (strlen(domains[0]) <= 64) {
+    /* CAs take the names from the SANs; a CN is only added when it fits (64
+     * chars) and is a host name (a CA leaves it out for an IP address). */
+    if (strlen(domains[0]) <= 64 && !acme_ip(domains[0], NULL, NULL, NULL)) {
         what = "common name";
         r = gnutls_x509_crq_set_dn_by_oid(crq, GNUTLS_OID_X520_COMMON_NAME, 0, domains[0],
                                           (unsigned)strlen(domains[0]));
@@ -36,8 +37,15 @@ int acme_csr_make(gnutls_privkey_t key, const char *const *domains, size_t n, ch
     }
     for (size_t i = 0; i < n; i++) {
         what = "subject alternative name";
-        r = gnutls_x509_crq_set_subject_alt_name(crq, GNUTLS_SAN_DNSNAME, domains[i],
-                                                 (unsigned)strlen(domains[i]), GNUTLS_FSAN_APPEND);
+        unsigned char ip[16];
+        size_t iplen = 0;
+        if (acme_ip(domains[i], ip, &iplen, NULL))
+            r = gnutls_x509_crq_set_subject_alt_name(crq, GNUTLS_SAN_IPADDRESS, ip, (unsigned)iplen,
+                                                     GNUTLS_FSAN_APPEND);
+        else
+            r = gnutls_x509_crq_set_subject_alt_name(crq, GNUTLS_SAN_DNSNAME, domains[i],
+                                                     (unsigned)strlen(domains[i]),
+                                                     GNUTLS_FSAN_APPEND);
         if (r < 0)
             goto out;
     }

@@ -192,8 +192,12 @@ static int flow_new_order(struct acme_client *c, sqlite3 *db, const struct acme_
 {
     json_t *p = json_object();
     json_t *ids = json_array();
-    for (size_t i = 0; i < req->ndomains; i++)
-        json_array_append_new(ids, json_pack("{s:s,s:s}", "type", "dns", "value", req->domains[i]));
+    for (size_t i = 0; i < req->ndomains; i++) {
+        char ip[46];
+        bool is_ip = acme_ip(req->domains[i], NULL, NULL, ip); /* RFC 8738 */
+        json_array_append_new(ids, json_pack("{s:s,s:s}", "type", is_ip ? "ip" : "dns", "value",
+                                             is_ip ? ip : req->domains[i]));
+    }
     json_object_set_new(p, "identifiers", ids);
     json_t *profiles = json_object_get(json_object_get(c->dir, "meta"), "profiles");
     if (req->profile && *req->profile) {

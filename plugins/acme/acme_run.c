@@ -484,15 +484,17 @@ static void run_once(struct acme *a, struct tlsbox_job *job)
     c.sleep = run_sleep;
     c.sleep_arg = &ctx;
 
+    char *base = acme_cert_name(conf.domains[0]);
     if (strcmp(conf.key_type, "ecdsa+rsa") == 0) {
-        certs[n].name = tlsbox_xstrdup(conf.domains[0]);
+        certs[n].name = tlsbox_xstrdup(base);
         certs[n++].key_type = "ecdsa-p256";
-        certs[n].name = tlsbox_xasprintf("%s-rsa", conf.domains[0]);
+        certs[n].name = tlsbox_xasprintf("%s-rsa", base);
         certs[n++].key_type = "rsa-2048";
     } else {
-        certs[n].name = tlsbox_xstrdup(conf.domains[0]);
+        certs[n].name = tlsbox_xstrdup(base);
         certs[n++].key_type = conf.key_type;
     }
+    free(base);
 
     /* ARI needs the directory; fetch it only when there is a certificate to ask about. */
     struct acme_err de = {0};

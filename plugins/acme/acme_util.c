@@ -2,6 +2,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,4 +34,28 @@ void acme_err_set(struct acme_err *e, const char *step, const char *type, const 
     va_start(ap, fmt);
     e->detail = tlsbox_xvasprintf(fmt, ap);
     va_end(ap);
+}
+
+bool acme_ip(const char *s, unsigned char bin[16], size_t *len, char canon[46])
+{
+    unsigned char b[16];
+    int af = strchr(s, ':') ? AF_INET6 : AF_INET;
+    if (inet_pton(af, s, b) != 1)
+        return false;
+    if (bin)
+        memcpy(bin, b, af == AF_INET ? 4 : 16);
+    if (len)
+        *len = af == AF_INET ? 4 : 16;
+    if (canon && !inet_ntop(af, b, canon, 46))
+        return false;
+    return true;
+}
+
+char *acme_cert_name(const char *first)
+{
+    char *name = tlsbox_xstrdup(first);
+    for (char *p = name; *p; p++)
+        if (*p == ':')
+            *p = '-';
+    return name;
 }

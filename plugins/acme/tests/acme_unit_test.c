@@ -178,6 +178,26 @@ static void test_jws(void)
     ok(acme_key_generate("dsa-1024", &key) == -EINVAL, "unknown key type refused");
 }
 
+/* The CSR of base64url @p b64 (made by acme_csr_make), or NULL when it does
+ * not parse or its self-signature does not verify. */
+static gnutls_x509_crq_t csr_parse(const char *b64)
+{
+    unsigned char *der = NULL;
+    size_t n = 0;
+    gnutls_x509_crq_t crq = NULL;
+    if (acme_b64url_decode(b64, &der, &n) < 0)
+        return NULL;
+    gnutls_datum_t d = {der, (unsigned)n};
+    if (gnutls_x509_crq_init(&crq) < 0 ||
+        gnutls_x509_crq_import(crq, &d, GNUTLS_X509_FMT_DER) < 0 ||
+        gnutls_x509_crq_verify(crq, 0) < 0) {
+        gnutls_x509_crq_deinit(crq);
+        crq = NULL;
+    }
+    free(der);
+    return crq;
+}
+
 static void test_csr(void)
 {
     gnutls_privkey_t key;
@@ -185,14 +205,9 @@ static void test_csr(void)
     const char *names[] = {"a.example.org", "b.example.org"};
     char *b64 = NULL, *err = NULL;
     ok(acme_csr_make(key, names, 2, &b64, &err) == 0, "CSR made");
-    unsigned char *der = NULL;
-    size_t n = 0;
-    acme_b64url_decode(b64, &der, &n);
-    gnutls_x509_crq_t crq;
-    gnutls_x509_crq_init(&crq);
-    gnutls_datum_t d = {der, (unsigned)n};
-    ok(gnutls_x509_crq_import(crq, &d, GNUTLS_X509_FMT_DER) == 0, "CSR parses back");
-    ok(gnutls_x509_crq_verify(crq, 0) == 0, "CSR self-signature verifies");
+    gnutls_x509_crq_t crq = csr_parse(b64);
+    if (!ok(crq != NULL, "CSR parses back and its self-signature verifies"))
+        return;
     char san[256];
     size_t sl;
     unsigned type, crit;
@@ -211,7 +226,6 @@ static void test_csr(void)
            strcmp(cn, "a.example.org") == 0,
        "CN is the first name");
     gnutls_x509_crq_deinit(crq);
-    free(der);
     free(b64);
     ok(acme_csr_make(key, names, 0, &b64, &err) < 0 && err, "no names refused");
     free(err);
@@ -327,6 +341,63 @@ static void test_retry_after(void)
     is_int(acme_parse_rfc3339("yesterday"), 0, "bad RFC 3339");
 }
 
+/* IP addresses (RFC 8738): IP SANs with their bytes, no CN; read, made
+ * canonical, and named without colons. */
+static void test_csr_ip(void)
+{
+    char canon[46];
+    unsigned char bin[16];
+    size_t len = 0;
+    ok(acme_ip("192.0.2.7", bin, &len, canon) && len == 4 && bin[0] == 192 && bin[3] == 7 &&
+           strcmp(canon, "192.0.2.7") == 0,
+       "an IPv4 address: 4 bytes, as written");
+    ok(acme_ip("2001:db8:0:0:0:0:0:1", bin, &len, canon) && len == 16 &&
+           strcmp(canon, "2001:db8::1") == 0,
+       "an IPv6 address: 16 bytes, canonical as RFC 5952 writes it (%s)", canon);
+    ok(!acme_ip("a.example.org", NULL, NULL, NULL) && !acme_ip("1.2.3", NULL, NULL, NULL) &&
+           !acme_ip("2001:db8:::1", NULL, NULL, NULL),
+       "a host name, a short dotted quad and a triple colon are no IP address");
+    char *name = acme_cert_name("2001:db8::1");
+    is_str(name, "2001-db8--1", "an IPv6 certificate's name has '-' for ':'");
+    free(name);
+    name = acme_cert_name("192.0.2.7");
+    is_str(name, "192.0.2.7", "an IPv4 one's is the address");
+    free(name);
+
+    gnutls_privkey_t key;
+    acme_key_generate("ecdsa-p256", &key);
+    const char *names[] = {"192.0.2.7", "2001:db8::1", "a.example.org"};
+    char *b64 = NULL, *err = NULL;
+    ok(acme_csr_make(key, names, 3, &b64, &err) == 0, "CSR with two addresses and a name made");
+    gnutls_x509_crq_t crq = csr_parse(b64);
+    if (!ok(crq != NULL, "it parses back and verifies"))
+        return;
+    unsigned char san[256];
+    size_t sl;
+    unsigned type, crit;
+    int ips = 0, dns = 0;
+    for (unsigned i = 0;; i++) {
+        sl = sizeof(san);
+        if (gnutls_x509_crq_get_subject_alt_name(crq, i, san, &sl, &type, &crit) < 0)
+            break;
+        if (type == GNUTLS_SAN_IPADDRESS && i == 0 && sl == 4 && san[0] == 192 && san[3] == 7)
+            ips++;
+        if (type == GNUTLS_SAN_IPADDRESS && i == 1 && sl == 16 && san[0] == 0x20 && san[15] == 1)
+            ips++;
+        if (type == GNUTLS_SAN_DNSNAME && i == 2 && strcmp((char *)san, "a.example.org") == 0)
+            dns++;
+    }
+    is_int(ips * 10 + dns, 21, "IP SANs with the addresses' bytes, then the DNS name, in order");
+    char cn[128];
+    size_t cl = sizeof(cn);
+    ok(gnutls_x509_crq_get_dn_by_oid(crq, GNUTLS_OID_X520_COMMON_NAME, 0, 0, cn, &cl) ==
+           GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE,
+       "no CN: the first identifier is an address");
+    gnutls_x509_crq_deinit(crq);
+    free(b64);
+    gnutls_privkey_deinit(key);
+}
+
 int main(void)
 {
     test_b64url();
@@ -334,6 +405,7 @@ int main(void)
     test_rs();
     test_jws();
     test_csr();
+    test_csr_ip();
     test_backoff();
     test_ari();
     test_retry_after();
