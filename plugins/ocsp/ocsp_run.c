@@ -474,6 +474,18 @@ static void gauges_set(struct ocsp *o, json_t *rows)
         free(m);
         if (g)
             o->host->metric_set(g, json_is_integer(age) ? json_integer_value(age) : -1);
+        /* Until when the revocation facts hold (the OCSP answer's or the
+         * CRL's nextUpdate): alert on it minus time() to learn that checks
+         * have stalled, whatever the method. */
+        json_t *next = json_object_get(r, "next_update");
+        m = tlsbox_xasprintf("tlsbox_ocsp_next_update_timestamp_seconds{cert=\"%s\"}",
+                             json_string_value(json_object_get(r, "name")));
+        g = o->host->metric_register(
+            o->self, m, TLSBOX_METRIC_GAUGE,
+            "nextUpdate of the last OCSP answer or CRL accepted (-1: none)", NULL, 0);
+        free(m);
+        if (g)
+            o->host->metric_set(g, json_is_integer(next) ? json_integer_value(next) : -1);
     }
 }
 
