@@ -3,8 +3,9 @@
 # names 127.0.0.1, the order carries an "ip" identifier, http-01 is answered
 # on the site's HTTP port at that address, and the certificate (an IP SAN)
 # is what a client that connects by address gets: it sends no SNI,
-# and the certificate with an address comes before a host name's.  A
-# setting that is no address nor host name is refused, saying so.
+# and the certificate with an address comes before a host name's.  Then
+# ::1, as IPv6 (the certificate named --1).  A setting that is no address
+# nor host name is refused, saying so.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pebble.sh"
 tb_setup
@@ -56,13 +57,29 @@ like "$(tb_ctl acme status)" "certificate 127.0.0.1 \(ecdsa-p256\)" "acme status
 like "$(openssl s_client -connect "127.0.0.1:$SITE_HTTPS" -servername first.example </dev/null 2>/dev/null |
     openssl x509 -noout -subject)" "CN ?= ?first.example" "a client that asks for first.example still gets that certificate"
 
+# IPv6: ::1, named --1 (a certificate name has no colon).
+tb_ctl set acme.domains ::1 >/dev/null
+ok $? "acme.domains ::1"
+served6() {
+    openssl s_client -connect "[::1]:$SITE_HTTPS" -noservername </dev/null 2>/dev/null | openssl x509 2>/dev/null
+}
+issued6() { served6 | openssl x509 -noout -ext subjectAltName 2>/dev/null | grep -c 'IP Address:0:0:0:0:0:0:0:1'; }
+is "$(tb_wait_says 40 1 issued6)" 1 "a client that connects to [::1] without SNI gets a certificate for ::1"
+served6 >"$TB_TMP/leaf6.pem"
+openssl verify -CAfile "$PB_ROOT" -untrusted "$TB_TMP/chain.pem" -verify_ip ::1 "$TB_TMP/leaf6.pem" >/dev/null 2>&1
+ok $? "it verifies against pebble's root for the address ::1"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT source || ' ' || sans FROM certificates WHERE name = '--1'")" \
+    'acme ["::1"]' "stored as the acme certificate --1"
+like "$(grep -o 'Identifier{Type:"[a-z]*", Value:"[^"]*"}' "$PB_DIR/pebble.log" | sort -u | paste -sd' ')" \
+    'Type:"ip", Value:"::1"' "ordered as an ip identifier, ::1"
+
 # Restart: the certificate matches the setting; nothing is ordered again.
 db="$TB_STATE/tlsbox.db"
 n_orders=$(sqlite3 "$db" 'SELECT count(*) FROM acme_orders')
 tb_stop_daemon
 ok $? "tlsboxd stops cleanly"
 pb_start_tlsbox || bail "tlsboxd did not start again"
-is "$(tb_wait_says 20 1 issued)" 1 "served again after a restart"
+is "$(tb_wait_says 20 1 issued6)" 1 "served again after a restart"
 sleep 1
 is "$(sqlite3 "$db" 'SELECT count(*) FROM acme_orders')" "$n_orders" "no new order after a restart"
 tb_stop_daemon
