@@ -155,36 +155,67 @@ out:
     return rc;
 }
 
+/* Copy what is left of @p in to @p out; 0, or -1 with errno. */
+static int copy_fd(int in, int out)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n == 0)
+            return 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        for (ssize_t off = 0; off < n;) {
+            ssize_t w = write(out, buf + off, (size_t)(n - off));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0)
+                return -1;
+            off += w;
+        }
+    }
+}
+
 /* Copy file @p path to standard output; 0, or -1 with errno. */
 static int cat_file(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    char buf[65536];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) != 0) {
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            break;
-        for (ssize_t off = 0; off < n;) {
-            ssize_t w = write(STDOUT_FILENO, buf + off, (size_t)(n - off));
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w < 0) {
-                n = -1;
-                break;
-            }
-            off += w;
-        }
-        if (n < 0)
-            break;
-    }
+    int rc = copy_fd(fd, STDOUT_FILENO);
     int e = errno;
     close(fd);
     errno = e;
-    return n < 0 ? -1 : 0;
+    return rc;
+}
+
+/* Remove @p file (with the -wal and -shm SQLite may have put beside it)
+ * and directory @p dir made by own_tmpdir. */
+static void drop_tmp(const char *dir, const char *file)
+{
+    char *side[] = {xasprintf("%s-wal", file), xasprintf("%s-shm", file)};
+    unlink(file);
+    for (size_t i = 0; i < 2; i++) {
+        unlink(side[i]);
+        free(side[i]);
+    }
+    rmdir(dir);
+}
+
+/* A directory of its own (0700) under $TMPDIR for a copy that passes
+ * through; NULL with why printed.  Caller frees. */
+static char *own_tmpdir(void)
+{
+    const char *t = getenv("TMPDIR");
+    char *dir = xasprintf("%s/tlsboxctl-backup.XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "tlsboxctl: %s: %s\n", dir, strerror(errno));
+        free(dir);
+        return NULL;
+    }
+    return dir;
 }
 
 /*
@@ -226,14 +257,8 @@ static int cmd_backup(struct ctl *c, int argc, char **argv)
         goto out;
     }
     if (to_stdout) {
-        const char *t = getenv("TMPDIR");
-        tmpdir = xasprintf("%s/tlsboxctl-backup.XXXXXX", t && *t ? t : "/tmp");
-        if (!mkdtemp(tmpdir)) { /* 0700 */
-            fprintf(stderr, "tlsboxctl: %s: %s\n", tmpdir, strerror(errno));
-            free(tmpdir);
-            tmpdir = NULL;
+        if (!(tmpdir = own_tmpdir()))
             goto out;
-        }
         dest = xasprintf("%s/%s", tmpdir, STORE_FILE);
     } else if (lstat(argv[0], &sb) == 0) {
         fprintf(stderr,
@@ -273,11 +298,9 @@ static int cmd_backup(struct ctl *c, int argc, char **argv)
     rc = CTL_EXIT_OK;
 out:
     if (tmpdir) { /* nothing of it stays */
-        if (dest)
-            unlink(dest);
         if (tmp)
             unlink(tmp);
-        rmdir(tmpdir);
+        drop_tmp(tmpdir, dest);
     }
     sqlite3_close(src);
     free(what);
@@ -304,18 +327,19 @@ static int daemon_listens(const char *sock)
 }
 
 /* Whether @p path is a tlsbox store this build can use: 0 with *db open on
- * it, or -1 with what is wrong printed (and nothing opened). */
-static int check_backup(const char *path, sqlite3 **db)
+ * it, or -1 with what is wrong printed, naming it @p shown (and nothing
+ * opened). */
+static int check_backup(const char *path, const char *shown, sqlite3 **db)
 {
     struct stat sb;
     char head[16] = "";
     *db = NULL;
     if (lstat(path, &sb) < 0) {
-        fprintf(stderr, "tlsboxctl: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "tlsboxctl: %s: %s\n", shown, strerror(errno));
         return -1;
     }
     if (!S_ISREG(sb.st_mode)) {
-        fprintf(stderr, "tlsboxctl: %s: not a regular file\n", path);
+        fprintf(stderr, "tlsboxctl: %s: not a regular file\n", shown);
         return -1;
     }
     FILE *f = fopen(path, "rb");
@@ -323,16 +347,16 @@ static int check_backup(const char *path, sqlite3 **db)
     if (f)
         fclose(f);
     if (n != sizeof head || memcmp(head, "SQLite format 3", 16) != 0) {
-        fprintf(stderr, "tlsboxctl: %s: not an SQLite database (a tlsbox backup is one)\n", path);
+        fprintf(stderr, "tlsboxctl: %s: not an SQLite database (a tlsbox backup is one)\n", shown);
         return -1;
     }
     if (open_ro(path, db) < 0) {
-        fprintf(stderr, "tlsboxctl: %s: %s\n", path, *db ? sqlite3_errmsg(*db) : "out of memory");
+        fprintf(stderr, "tlsboxctl: %s: %s\n", shown, *db ? sqlite3_errmsg(*db) : "out of memory");
         goto bad;
     }
     char *bad_why = integrity(*db);
     if (bad_why) {
-        fprintf(stderr, "tlsboxctl: %s: damaged: %s\n", path, bad_why);
+        fprintf(stderr, "tlsboxctl: %s: damaged: %s\n", shown, bad_why);
         free(bad_why);
         goto bad;
     }
@@ -344,7 +368,7 @@ static int check_backup(const char *path, sqlite3 **db)
         long long has = one_int(*db, q);
         free(q);
         if (has != 1 || v < 1) {
-            fprintf(stderr, "tlsboxctl: %s: not a tlsbox store (no table %s)\n", path,
+            fprintf(stderr, "tlsboxctl: %s: not a tlsbox store (no table %s)\n", shown,
                     core_tables[i]);
             goto bad;
         }
@@ -353,7 +377,7 @@ static int check_backup(const char *path, sqlite3 **db)
         fprintf(stderr,
                 "tlsboxctl: %s: made by a newer tlsbox (store schema version %lld; this one "
                 "knows up to %d): upgrade tlsbox first\n",
-                path, v, newest_schema());
+                shown, v, newest_schema());
         goto bad;
     }
     return 0;
@@ -372,7 +396,13 @@ static int move_if_there(const char *from, const char *to)
 static int cmd_restore(struct ctl *c, int argc, char **argv)
 {
     if (argc != 1) {
-        fprintf(stderr, "tlsboxctl: usage: tlsboxctl restore FILE\n");
+        fprintf(stderr, "tlsboxctl: usage: tlsboxctl restore FILE|-\n");
+        return CTL_EXIT_USAGE;
+    }
+    bool from_stdin = strcmp(argv[0], "-") == 0;
+    if (from_stdin && isatty(STDIN_FILENO)) {
+        fprintf(stderr, "tlsboxctl: restore -: standard input is a terminal: send a backup "
+                        "into it (tlsboxctl restore - < FILE)\n");
         return CTL_EXIT_USAGE;
     }
     if (daemon_listens(c->socket_path)) {
@@ -383,14 +413,42 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
         return CTL_EXIT_REFUSED;
     }
     struct stat dir_sb, sb;
-    if (stat(c->state_dir, &dir_sb) < 0 || !S_ISDIR(dir_sb.st_mode)) {
-        fprintf(stderr, "tlsboxctl: %s: %s\n", c->state_dir,
-                errno ? strerror(errno) : "not a directory");
+    if (stat(c->state_dir, &dir_sb) < 0) {
+        fprintf(stderr, "tlsboxctl: %s: %s\n", c->state_dir, strerror(errno));
         return CTL_EXIT_IO;
     }
+    if (!S_ISDIR(dir_sb.st_mode)) {
+        fprintf(stderr, "tlsboxctl: %s: not a directory\n", c->state_dir);
+        return CTL_EXIT_IO;
+    }
+    /* From standard input (ssh box tlsboxctl restore - < box.db): into a
+     * file of its own first, which SQLite can read and check. */
+    char *in_dir = NULL, *in_file = NULL;
+    if (from_stdin) {
+        if (!(in_dir = own_tmpdir()))
+            return CTL_EXIT_IO;
+        in_file = xasprintf("%s/%s", in_dir, STORE_FILE);
+        int fd = open(in_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0 || copy_fd(STDIN_FILENO, fd) < 0) {
+            fprintf(stderr, "tlsboxctl: standard input: %s\n", strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            drop_tmp(in_dir, in_file);
+            free(in_file);
+            free(in_dir);
+            return CTL_EXIT_IO;
+        }
+        close(fd);
+    }
+    const char *from = from_stdin ? in_file : argv[0];
+    const char *shown = from_stdin ? "standard input" : argv[0];
     sqlite3 *src = NULL;
-    if (check_backup(argv[0], &src) < 0) {
+    if (check_backup(from, shown, &src) < 0) {
         fprintf(stderr, "tlsboxctl: nothing was changed\n");
+        if (from_stdin)
+            drop_tmp(in_dir, in_file);
+        free(in_file);
+        free(in_dir);
         return CTL_EXIT_IO;
     }
     char *what = describe(src);
@@ -432,7 +490,7 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
         goto out;
     }
     sync_path(c->state_dir, 1);
-    printf("restored %s (%s) into %s.\n", argv[0], what, store);
+    printf("restored %s (%s) into %s.\n", shown, what, store);
     if (had)
         printf("The store before it is kept as %s.\n", keep);
     printf("Web UI sessions of the backup's time are gone: log in again.  Start tlsboxd "
@@ -440,6 +498,10 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
     rc = CTL_EXIT_OK;
 out:
     sqlite3_close(src);
+    if (from_stdin) /* nothing of it stays */
+        drop_tmp(in_dir, in_file);
+    free(in_file);
+    free(in_dir);
     free(what);
     free(store);
     free(tmp);
@@ -454,7 +516,7 @@ const struct ctl_command ctl_backup_commands[] = {
     {"backup", NULL, "FILE|-",
      "copy the whole store (keys, settings, policy, accounts) into FILE (0600) or stdout",
      cmd_backup},
-    {"restore", NULL, "FILE",
+    {"restore", NULL, "FILE|-",
      "put a backup in place of the store (tlsboxd stopped); the old one is kept beside",
      cmd_restore},
     {NULL, NULL, NULL, NULL, NULL}};

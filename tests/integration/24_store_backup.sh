@@ -135,6 +135,11 @@ refused "$TB_TMP/damaged.db" "damaged: database disk image is malformed" "a dama
 ln -s "$TB_TMP/b1.db" "$TB_TMP/link.db"
 refused "$TB_TMP/link.db" "not a regular file" "a symbolic link"
 refused "$TB_TMP/absent.db" "No such file or directory" "a file that is not there"
+out=$(TMPDIR="$TB_TMP/tmp" tb_ctl restore - <"$TB_TMP/junk.db" 2>&1)
+is "$?|$out" "4|tlsboxctl: standard input: not an SQLite database (a tlsbox backup is one)
+tlsboxctl: nothing was changed" "junk on standard input (restore -): refused, saying so"
+is "$(cat "$db" "$db-wal" 2>/dev/null | sha256sum)|$(ls -A "$TB_TMP/tmp" | wc -l)" "$live_sum|0" \
+    "the store is untouched, and nothing is left in TMPDIR"
 is "$(ls "$TB_STATE" | grep -c before-restore)" 0 "nothing was set aside"
 
 # 4. The restore.
@@ -165,6 +170,16 @@ start || bail "tlsboxd did not start on the store set aside"
 is "$(tb_ctl get notify.retry_seconds)|$(names)|$(policy_id)" "88|$names_later|$policy_later" \
     "the later setting, certificates and policy are back"
 is "$(served two)" "CN = two.example" "the site serves certificate two again"
+tb_stop_daemon
+ok $? "tlsboxd stops cleanly"
+
+# 6. From standard input, as over ssh (ssh box tlsboxctl restore - < box.db).
+out=$(TMPDIR="$TB_TMP/tmp" tb_ctl restore - <"$TB_TMP/piped.db")
+is "$?" 0 "tlsboxctl restore - from a pipe"
+like "$out" "^restored standard input \(schema $known, .*\) into $db\." "it says what it restored"
+is "$(ls -A "$TB_TMP/tmp" | wc -l)" 0 "nothing is left in TMPDIR"
+start || bail "tlsboxd did not start on the store from standard input"
+is "$(tb_ctl get notify.retry_seconds)|$(names)" "77|$names_then" "the backup's setting and certificates"
 tb_stop_daemon
 ok $? "tlsboxd stops cleanly"
 done_testing
