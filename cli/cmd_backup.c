@@ -1,15 +1,15 @@
-/* tlsboxctl backup FILE | restore FILE: the whole store (certificates and
- * their keys, settings, the TLS policy and its history, accounts, plugin
- * tables) as one SQLite file, and back.
+/* tlsboxctl backup FILE|- | restore FILE|-: the whole store (certificates
+ * and their keys, settings, the TLS policy and its history, accounts, plugin
+ * tables) as one SQLite file, and back; "-" is standard output or input.
  *
  * Both work on the store file itself, not through the daemon: a backup must
  * be possible when tlsboxd does not start, and a restore must not happen
  * under a running one.  The backup is SQLite's online backup, so it is one
  * consistent snapshot even while tlsboxd writes (the store is in WAL mode). */
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
