@@ -173,6 +173,19 @@ static bool too_long(const char *full_key, const struct tlsbox_setting_def *def,
     return true;
 }
 
+/* "KEY: [item ]VALUE does not match PATTERN" into *err.  A pattern too long
+ * to read (acme.domains: host names and IPv4 and IPv6 addresses) gives way
+ * to the setting's help, which says the same to a person. */
+static void no_match(char **err, const char *full_key, const struct tlsbox_setting_def *def,
+                     const char *what, const char *shown)
+{
+    if (strlen(def->pattern) > 160 && def->help && *def->help)
+        xset_err(err, "%s: %s%s does not match the form it takes: %s", full_key, what, shown,
+                 def->help);
+    else
+        xset_err(err, "%s: %s%s does not match %s", full_key, what, shown, def->pattern);
+}
+
 /* LIST: split on ',', trim blanks, refuse empty items, check each item. */
 static int check_list(const char *full_key, const struct tlsbox_setting_def *def, const regex_t *re,
                       const char *value, char **canon, char **err)
@@ -210,7 +223,7 @@ static int check_list(const char *full_key, const struct tlsbox_setting_def *def
             goto out;
         if (!matches(re, item)) {
             char *shown = show(def, item);
-            xset_err(err, "%s: item %s does not match %s", full_key, shown, def->pattern);
+            no_match(err, full_key, def, "item ", shown);
             free(shown);
             goto out;
         }
@@ -304,7 +317,7 @@ int settings_check(const char *full_key, const struct tlsbox_setting_def *def, c
         if (too_long(full_key, def, "", value, err))
             goto out;
         if (!matches(re, value)) {
-            xset_err(err, "%s: %s does not match %s", full_key, shown, def->pattern);
+            no_match(err, full_key, def, "", shown);
             goto out;
         }
         if (canon)

@@ -144,8 +144,14 @@ int main(void)
     test_store_and_certs(a);
 
     struct acme_conf conf;
-    ok(tlsbox_mock_set("domains", "1.2.3.4") != 0, "an IP address is not a domain");
-    ok(tlsbox_mock_set("domains", "a.test,10.0.0.1") != 0, "nor is one among names");
+    ok(tlsbox_mock_set("domains", "1.2.3.256") != 0, "a broken IPv4 address is refused");
+    ok(tlsbox_mock_set("domains", "a.test,10.0.0") != 0, "so is a short one among names");
+    ok(tlsbox_mock_set("domains", "2001:db8:::1") != 0, "and broken IPv6 text");
+    /* RFC 8738: addresses are identifiers too, kept as the SAN list says them. */
+    is_int(tlsbox_mock_set("domains", "10.0.0.1,2001:db8:0:0::1"), 0, "IP addresses are taken");
+    acme_conf_load(a, &conf);
+    is_str(conf.domains[1], "2001:db8::1", "IPv6 in its canonical form (RFC 5952)");
+    acme_conf_free(&conf);
     is_int(tlsbox_mock_set("domains", "a.test, b.test"), 0, "domains with a space after a comma");
     acme_conf_load(a, &conf);
     is_int(conf.ndomains, 2, "domains parsed");

@@ -579,6 +579,20 @@ static void test_register_checks(void)
            "validate unregistered def: bad");
     is_str(err, "y.k: \"12a\" does not match ^[0-9]+$", "message");
     free(err);
+    /* A pattern too long to read gives way to the help, for a person. */
+    static const struct tlsbox_setting_def long_pattern = {
+        .key = "k",
+        .type = TLSBOX_SETTING_LIST,
+        .default_value = "",
+        .pattern = "^(a|aa|aaa|aaaa|aaaaa|aaaaaa|aaaaaaa|aaaaaaaa|aaaaaaaaa|aaaaaaaaaa|aaaaaaaaaaa|"
+                   "b|bb|bbb|bbbb|bbbbb|bbbbbb|bbbbbbb|bbbbbbbb|bbbbbbbbb|bbbbbbbbbb|bbbbbbbbbbb|"
+                   "c|cc|ccc|cccc|ccccc|cccccc|ccccccc|cccccccc|ccccccccc|cccccccccc|ccccccccccc)$",
+        .help = "Runs of one letter, a to c"};
+    err = NULL;
+    is_int(settings_validate("y.k", &long_pattern, "aa,ab", &err), -EINVAL, "a long pattern: bad");
+    is_str(err, "y.k: item \"ab\" does not match the form it takes: Runs of one letter, a to c",
+           "its message says the help, not the pattern");
+    free(err);
 }
 
 struct writer {
