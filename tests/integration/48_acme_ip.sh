@@ -33,13 +33,13 @@ ok $? "a host-name certificate imported as 0-first"
 
 tb_ctl set acme.domains 127.0.0.1 >/dev/null
 ok $? "acme.domains 127.0.0.1"
-served_ip() { # the leaf a client connecting to 127.0.0.1 without SNI gets, as PEM
-    openssl s_client -connect "127.0.0.1:$SITE_HTTPS" -noservername </dev/null 2>/dev/null |
+served_to() { # served_to HOST: the leaf a client connecting to HOST without SNI gets, as PEM
+    openssl s_client -connect "$1:$SITE_HTTPS" -noservername </dev/null 2>/dev/null |
         openssl x509 2>/dev/null
 }
-issued() { served_ip | openssl x509 -noout -issuer 2>/dev/null | grep -c -i pebble; }
+issued() { served_to 127.0.0.1 | openssl x509 -noout -issuer 2>/dev/null | grep -c -i pebble; }
 is "$(tb_wait_says 40 1 issued)" 1 "a client that connects to 127.0.0.1 without SNI gets pebble's certificate"
-served_ip >"$TB_TMP/leaf.pem"
+served_to 127.0.0.1 >"$TB_TMP/leaf.pem"
 sans=$(openssl x509 -in "$TB_TMP/leaf.pem" -noout -ext subjectAltName | tail -1 | tr -d ' ')
 is "$sans" "IPAddress:127.0.0.1" "its one SAN is the address"
 openssl s_client -connect "127.0.0.1:$SITE_HTTPS" -noservername -showcerts </dev/null 2>/dev/null |
@@ -60,12 +60,9 @@ like "$(openssl s_client -connect "127.0.0.1:$SITE_HTTPS" -servername first.exam
 # IPv6: ::1, named --1 (a certificate name has no colon).
 tb_ctl set acme.domains ::1 >/dev/null
 ok $? "acme.domains ::1"
-served6() {
-    openssl s_client -connect "[::1]:$SITE_HTTPS" -noservername </dev/null 2>/dev/null | openssl x509 2>/dev/null
-}
-issued6() { served6 | openssl x509 -noout -ext subjectAltName 2>/dev/null | grep -c 'IP Address:0:0:0:0:0:0:0:1'; }
+issued6() { served_to "[::1]" | openssl x509 -noout -ext subjectAltName 2>/dev/null | grep -c 'IP Address:0:0:0:0:0:0:0:1'; }
 is "$(tb_wait_says 40 1 issued6)" 1 "a client that connects to [::1] without SNI gets a certificate for ::1"
-served6 >"$TB_TMP/leaf6.pem"
+served_to "[::1]" >"$TB_TMP/leaf6.pem"
 openssl verify -CAfile "$PB_ROOT" -untrusted "$TB_TMP/chain.pem" -verify_ip ::1 "$TB_TMP/leaf6.pem" >/dev/null 2>&1
 ok $? "it verifies against pebble's root for the address ::1"
 is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT source || ' ' || sans FROM certificates WHERE name = '--1'")" \

@@ -67,9 +67,8 @@ m=$(tb_ctl metrics)
 like "$m" "tlsbox_ocsp_fetches_total 2" "metrics: two fetches (ocsp.test, and the internal leaf from the core)"
 like "$m" "tlsbox_ocsp_failures_total 0" "metrics: no failure"
 like "$m" 'tlsbox_ocsp_staple_age_seconds\{cert="ocsp.test"\} [0-9]' "metrics: staple age"
-gauge() { tb_ctl metrics | awk -v k="tlsbox_ocsp_next_update_timestamp_seconds{cert=\"$1\"}" '$1 == k {print $2}'; }
-is "$(gauge ocsp.test)" "$(oc_status ocsp.test next_update)" "metrics: the answer's nextUpdate, as the status says"
-is "$(gauge noaia.test)" -1 "and -1 for a certificate with no revocation check"
+is "$(oc_next_update_gauge ocsp.test)" "$(oc_status ocsp.test next_update)" "metrics: the answer's nextUpdate, as the status says"
+is "$(oc_next_update_gauge noaia.test)" -1 "and -1 for a certificate with no revocation check"
 
 # The same certificate imported again (a deploy hook that copies it on every
 # run): the core drops the staple with the old install, so the plugin asks

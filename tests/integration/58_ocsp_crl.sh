@@ -87,8 +87,7 @@ like "$out" "CRL +$URL" "and the CRL's URL"
 this_first=$(oc_status crl.test this_update)
 oc_wait_status crl2.test status good 20
 ok $? "the second leaf: good"
-gauge() { tb_ctl metrics | awk -v k="tlsbox_ocsp_next_update_timestamp_seconds{cert=\"$1\"}" '$1 == k {print $2}'; }
-is "$(tb_wait_says 10 "$want_next" gauge crl.test)" "$want_next" \
+is "$(tb_wait_says 10 "$want_next" oc_next_update_gauge crl.test)" "$want_next" \
     "metrics: tlsbox_ocsp_next_update_timestamp_seconds is the CRL's nextUpdate"
 is "$(n_gets)" 2 "one GET of the CRL per certificate"
 

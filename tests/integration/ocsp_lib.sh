@@ -23,6 +23,7 @@
 #                                  Point naming URL, shard: naming another), empty database
 #   oc_status NAME FIELD           one field of tlsboxctl --json ocsp status NAME
 #   oc_wait_status NAME FIELD VALUE [SECS]   poll until it has that value
+#   oc_next_update_gauge NAME      tlsbox_ocsp_next_update_timestamp_seconds of NAME
 
 OC="$TB_TMP/ocsp"
 OC_NS="tbocsp$$"
@@ -177,6 +178,10 @@ EOF
     : >"$OC/crl.idx"
     echo "unique_subject = no" >"$OC/crl.idx.attr"
     echo 01 >"$OC/crlnum"
+}
+
+oc_next_update_gauge() {
+    tb_ctl metrics | awk -v k="tlsbox_ocsp_next_update_timestamp_seconds{cert=\"$1\"}" '$1 == k {print $2}'
 }
 
 oc_status() {
