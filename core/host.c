@@ -242,6 +242,8 @@ static const struct tlsbox_host host = {
     .staple_set = tls_staple_set,
     .internal_ocsp = tls_internal_ocsp,
     .api_call = host_api_call,
+    .tls_alpn_challenge_put = tls_alpn_challenge_put,
+    .tls_alpn_challenge_del = tls_alpn_challenge_del,
 };
 
 const struct tlsbox_host *host_table(void)

@@ -14,6 +14,7 @@
 #include "core/settings.h"
 #include "core/store.h"
 #include "core/tls.h"
+#include "core/tls_alpn.h"
 #include "core/tls_api.h"
 #include "core/tls_bundle.h"
 #include "core/tls_ca.h"
@@ -329,6 +330,37 @@ int tls_cert_get(struct tlsbox_plugin *self, const char *name, char **chain_pem,
     return rc;
 }
 
+int tls_alpn_challenge_put(struct tlsbox_plugin *self, const char *identifier,
+                           const unsigned char digest[32])
+{
+    char *err = NULL, *why;
+    int rc;
+    if (!identifier || !digest)
+        return -EINVAL;
+    rc = tls_alpn_put(identifier, digest, time(NULL), &err);
+    if (rc < 0) {
+        log_warn("tls: %s: no tls-alpn-01 answer for \"%.80s\": %s", self ? self->name : "core",
+                 identifier, err);
+        free(err);
+        return rc;
+    }
+    why = xasprintf("tls-alpn-01 answer for %s", identifier);
+    tls_rebuild(NULL, why);
+    free(why);
+    return 0;
+}
+
+int tls_alpn_challenge_del(struct tlsbox_plugin *self, const char *identifier)
+{
+    (void)self;
+    if (!identifier || tls_alpn_del(identifier) < 0)
+        return -ENOENT;
+    char *why = xasprintf("tls-alpn-01 answer for %s withdrawn", identifier);
+    tls_rebuild(NULL, why);
+    free(why);
+    return 0;
+}
+
 int tls_start(void)
 {
     sqlite3 *db = store_main();
@@ -385,6 +417,7 @@ void tls_stop(void)
     staple_timer_set(0);
     tls_bundle_publish(NULL);
     pthread_mutex_unlock(&rebuild_lock);
+    tls_alpn_clear();
     /* Bundles still referenced point at the cache: a leak beats a crash. */
     if (tls_bundle_live() == 0) {
         tls_session_cache_free(cache);

@@ -36,6 +36,11 @@ int tls_staple_set(struct tlsbox_plugin *self, const char *cert_name, const void
 int tls_internal_ocsp(struct tlsbox_plugin *self, const char *cert_name, void **der,
                       size_t *der_len, char **issuer_pem);
 
+/* Host calls tls_alpn_challenge_put and _del (see <tlsbox/host.h>; core/tls.c). */
+int tls_alpn_challenge_put(struct tlsbox_plugin *self, const char *identifier,
+                           const unsigned char digest[32]);
+int tls_alpn_challenge_del(struct tlsbox_plugin *self, const char *identifier);
+
 /* tls_cert_install recording @p actor in the audit log; the stored name
  * (derived from the certificate when in->name is empty) in *name_out. */
 int tls_cert_install_as(const char *actor, const struct tlsbox_cert_install *in, char **name_out,

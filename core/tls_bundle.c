@@ -1,5 +1,6 @@
 /* The TLS bundle: build from the store, publish, acquire, release. */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -10,6 +11,7 @@
 
 #include "core/log.h"
 #include "core/tls.h"
+#include "core/tls_alpn.h"
 #include "core/tls_bundle.h"
 #include "core/tls_dh.h"
 #include "core/tls_policy.h"
@@ -35,12 +37,29 @@ struct tlsbox_bundle {
     char *dh_text; /* what tls_dh_load said it serves, JSON */
     struct tls_session_cache *cache;
     time_t staple_until; /* earliest serve_until of a loaded staple, 0 = none */
+    /* tls-alpn-01 answers of the bundle's time (references held), and the
+     * link in the list of bundles that have any (alpn_bundles). */
+    struct tls_alpn_cert **alpn;
+    size_t nalpn;
+    struct tlsbox_bundle *alpn_next;
 };
 
+/* The third only in a bundle with tls-alpn-01 answers: an ACME validator
+ * offers it alone (RFC 8737), so it never wins over the others. */
 static const gnutls_datum_t alpn[] = {
     {(unsigned char *)"h2", 2},
     {(unsigned char *)"http/1.1", 8},
+    {(unsigned char *)TLS_ALPN_ACME, sizeof(TLS_ALPN_ACME) - 1},
 };
+
+/*
+ * Bundles with tls-alpn-01 answers, for the post-ClientHello callback, which
+ * GnuTLS gives no pointer of ours: it finds the session's bundle by its
+ * credentials.  The session's connection holds that bundle, so it is on the
+ * list while the callback runs.  Rare (an order's few seconds), so a list.
+ */
+static pthread_mutex_t alpn_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tlsbox_bundle *alpn_bundles;
 
 static _Atomic(struct tlsbox_bundle *) current;
 /*
@@ -55,8 +74,25 @@ static atomic_long inflight[2];
 static atomic_uint_fast64_t generations;
 static atomic_long live;
 
+static void alpn_unlist(struct tlsbox_bundle *b)
+{
+    pthread_mutex_lock(&alpn_lock);
+    for (struct tlsbox_bundle **p = &alpn_bundles; *p; p = &(*p)->alpn_next) {
+        if (*p == b) {
+            *p = b->alpn_next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&alpn_lock);
+    for (size_t i = 0; i < b->nalpn; i++)
+        tls_alpn_release(b->alpn[i]);
+    free(b->alpn);
+}
+
 static void bundle_free(struct tlsbox_bundle *b)
 {
+    if (b->nalpn)
+        alpn_unlist(b);
     if (b->cred)
         gnutls_certificate_free_credentials(b->cred);
     if (b->dh)
@@ -137,6 +173,51 @@ static int on_client_hello(gnutls_session_t session, unsigned htype, unsigned wh
     return 0;
 }
 
+/*
+ * After the ClientHello is parsed (SNI and ALPN known, no certificate chosen
+ * yet): a client that negotiated acme-tls/1 gets the validation certificate
+ * for the name it sent, from the credentials of its bundle's answer, or the
+ * handshake fails (RFC 8737 section 3: no such answer, no certificate).
+ */
+static int on_post_client_hello(gnutls_session_t session)
+{
+    gnutls_datum_t p;
+    char sni[256];
+    size_t len = sizeof(sni) - 1;
+    unsigned type = 0;
+    void *cred = NULL;
+    struct tls_alpn_cert *answer = NULL;
+
+    if (gnutls_alpn_get_selected_protocol(session, &p) < 0 || p.size != sizeof(TLS_ALPN_ACME) - 1 ||
+        memcmp(p.data, TLS_ALPN_ACME, p.size) != 0)
+        return 0;
+    if (gnutls_server_name_get(session, sni, &len, &type, 0) < 0 || type != GNUTLS_NAME_DNS) {
+        log_info("tls: an %s handshake without a server name: refused", TLS_ALPN_ACME);
+        return GNUTLS_E_NO_CERTIFICATE_FOUND;
+    }
+    sni[len] = 0;
+    gnutls_credentials_get(session, GNUTLS_CRD_CERTIFICATE, &cred);
+    pthread_mutex_lock(&alpn_lock);
+    for (struct tlsbox_bundle *b = alpn_bundles; b && !answer; b = b->alpn_next)
+        if (b->cred == cred)
+            answer = tls_alpn_find(b->alpn, b->nalpn, sni);
+    if (answer)
+        gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, answer->cred);
+    pthread_mutex_unlock(&alpn_lock);
+    if (!answer) {
+        /* The client's bytes: only what a host name may hold reaches the log. */
+        for (char *c = sni; *c; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                  (*c >= '0' && *c <= '9') || *c == '.' || *c == '-'))
+                *c = '?';
+        log_info("tls: an %s handshake for %.80s: no challenge waits for that name", TLS_ALPN_ACME,
+                 sni);
+        return GNUTLS_E_NO_CERTIFICATE_FOUND;
+    }
+    log_info("tls: answered the tls-alpn-01 challenge for %s", answer->ident);
+    return 0;
+}
+
 gnutls_certificate_credentials_t tls_bundle_credentials(const struct tlsbox_bundle *b)
 {
     return b->cred;
@@ -164,8 +245,11 @@ int tls_bundle_session_setup(const struct tlsbox_bundle *b, gnutls_session_t ses
     gnutls_db_set_cache_expiration(session, (int)b->ticket_lifetime);
     if (b->cache)
         tls_session_cache_attach(b->cache, session);
-    if ((r = gnutls_alpn_set_protocols(session, alpn, 2, GNUTLS_ALPN_SERVER_PRECEDENCE)) < 0)
+    if ((r = gnutls_alpn_set_protocols(session, alpn, b->nalpn ? 3 : 2,
+                                       GNUTLS_ALPN_SERVER_PRECEDENCE)) < 0)
         goto fail;
+    if (b->nalpn)
+        gnutls_handshake_set_post_client_hello_function(session, on_post_client_hello);
     return 0;
 fail:
     log_warn("tls: session setup: %s", gnutls_strerror(r));
@@ -192,10 +276,14 @@ json_t *tls_bundle_describe(const struct tlsbox_bundle *b)
     if (!b)
         return json_null();
     json_t *dh = b->dh_text ? json_loads(b->dh_text, 0, NULL) : NULL;
-    return json_pack("{s:I, s:O, s:s, s:I, s:b, s:s?, s:o}", "generation",
+    json_t *alpn_names = json_array();
+    for (size_t i = 0; i < b->nalpn; i++)
+        json_array_append_new(alpn_names, json_string(b->alpn[i]->ident));
+    return json_pack("{s:I, s:O, s:s, s:I, s:b, s:s?, s:o, s:o}", "generation",
                      (json_int_t)b->generation, "certificates", b->cert_names, "priority",
                      b->priority, "policy_id", (json_int_t)b->policy_id, "tickets", b->tickets,
-                     "hsts", b->hsts, "dh", dh ? dh : json_null());
+                     "hsts", b->hsts, "dh", dh ? dh : json_null(), "tls_alpn_challenges",
+                     alpn_names);
 }
 
 const char *tls_bundle_dh_text(const struct tlsbox_bundle *b)
@@ -342,6 +430,13 @@ int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
     b->ticket_lifetime =
         (unsigned)json_integer_value(json_object_get(policy, "ticket_rotation_hours")) * 1200;
     b->hsts = tls_policy_hsts(policy);
+    b->nalpn = tls_alpn_snapshot(&b->alpn);
+    if (b->nalpn) {
+        pthread_mutex_lock(&alpn_lock);
+        b->alpn_next = alpn_bundles;
+        alpn_bundles = b;
+        pthread_mutex_unlock(&alpn_lock);
+    }
     b->generation = atomic_fetch_add(&generations, 1) + 1;
     json_object_set_new(dh, "bundle", json_integer((json_int_t)b->generation));
     b->dh_text = json_dumps(dh, JSON_COMPACT);

@@ -465,6 +465,41 @@ struct tlsbox_host {
      */
     int (*api_call)(struct tlsbox_plugin *self, const char *method, const char *path,
                     const char *body, int *status, char **reply);
+
+    /* ---- ABI 1.3: ACME tls-alpn-01 answers (RFC 8737) -------------------- */
+    /*
+     * The TLS handshake is the core's, so a plugin that answers tls-alpn-01
+     * challenges hands the core what to answer.  Guard with
+     * TLSBOX_HOST_HAS(host, tls_alpn_challenge_put): a 1.2 core has neither.
+     */
+
+    /**
+     * Answer the tls-alpn-01 challenge for @p identifier (a lowercase host
+     * name, or an IPv4/IPv6 address for an "ip" identifier, RFC 8738) with
+     * @p digest, the SHA-256 of the key authorization (32 bytes, copied).
+     * The core makes a validation certificate (a fresh P-256 key that never
+     * leaves memory; self-signed; its one SAN the identifier; the critical
+     * id-pe-acmeIdentifier extension holding the digest) and serves it, on
+     * every TLS port the bundle serves (the site's HTTPS port, which a CA
+     * reaches as port 443), to a client that offers only ALPN "acme-tls/1"
+     * and sends the identifier as SNI (an address: its in-addr.arpa or
+     * ip6.arpa name).  Such a connection carries no HTTP: it is closed after
+     * the handshake.  Other clients see nothing of it.  An answer for the
+     * same identifier is replaced.  The bundle is rebuilt before the call
+     * returns, so the CA may be told to validate at once.  Returns 0;
+     * -EINVAL (not a host name or address: logged); -ENOSPC (100 answers
+     * waiting); -EIO.  Answers live in memory only: withdraw each with
+     * tls_alpn_challenge_del once its authorization is done.  Not from a
+     * site worker (the rebuild reads SQLite).
+     */
+    int (*tls_alpn_challenge_put)(struct tlsbox_plugin *self, const char *identifier,
+                                  const unsigned char digest[32]);
+    /**
+     * Withdraw the answer for @p identifier (the bundle is rebuilt; a
+     * handshake already using it finishes).  Returns 0, or -ENOENT when
+     * there is none.  Not from a site worker.
+     */
+    int (*tls_alpn_challenge_del)(struct tlsbox_plugin *self, const char *identifier);
 };
 
 /** dh_set flag: check the parameters only (nothing stored, no event). */

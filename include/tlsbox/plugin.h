@@ -46,6 +46,10 @@
  *                 Settings: .max of a STRING or LIST bounds the length of
  *                 the value or of each item (an older core ignores it;
  *                 the pattern still applies there).
+ *   1.3  2026-12  Host: tls_alpn_challenge_put and tls_alpn_challenge_del
+ *                 (the core serves ACME tls-alpn-01 validation certificates
+ *                 to clients that offer only ALPN "acme-tls/1").  A 1.0 to
+ *                 1.2 plugin loads and runs unchanged.
  *
  * A plugin is one shared object exporting exactly one symbol, the constant
  * descriptor made by TLSBOX_PLUGIN().  Everything else in the plugin is static.
@@ -85,7 +89,7 @@ extern "C" {
 /** ABI major: a plugin built with another major is refused. */
 #define TLSBOX_ABI_MAJOR 1
 /** ABI minor: a plugin built with a newer minor than the core's is refused. */
-#define TLSBOX_ABI_MINOR 2
+#define TLSBOX_ABI_MINOR 3
 
 /** Name of the one symbol every plugin exports. */
 #define TLSBOX_PLUGIN_SYMBOL "tlsbox_plugin_descriptor"

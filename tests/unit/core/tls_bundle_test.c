@@ -22,6 +22,7 @@
 #include "core/tls_session_cache.h"
 #include "core/tls_tickets.h"
 #include "tests/tap.h"
+#include "tests/unit/core/tls_test_server.h"
 #include "tests/unit/core/tls_test_util.h"
 
 static time_t fake_now;
@@ -31,38 +32,6 @@ static time_t fake_time(time_t *t)
     if (t)
         *t = v;
     return v;
-}
-
-struct server {
-    int fd;
-    const struct tlsbox_bundle *b;
-    int rc, resumed;
-};
-
-static void *server_run(void *arg)
-{
-    struct server *s = arg;
-    gnutls_session_t ss;
-    gnutls_init(&ss, GNUTLS_SERVER);
-    s->rc = tls_bundle_session_setup(s->b, ss);
-    if (s->rc == 0) {
-        gnutls_transport_set_int(ss, s->fd);
-        int r;
-        do
-            r = gnutls_handshake(ss);
-        while (r < 0 && !gnutls_error_is_fatal(r));
-        s->rc = r;
-        if (r == 0) {
-            s->resumed = gnutls_session_is_resumed(ss);
-            char buf[16];
-            gnutls_record_recv(ss, buf, sizeof(buf));
-            gnutls_record_send(ss, "ok", 2);
-            gnutls_bye(ss, GNUTLS_SHUT_WR);
-        }
-    }
-    gnutls_deinit(ss);
-    close(s->fd);
-    return NULL;
 }
 
 struct result {
@@ -84,9 +53,9 @@ static struct result handshake(const struct tlsbox_bundle *b, const char *prio,
     struct result res = {.rc = -1};
     int sv[2];
     socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
-    struct server s = {.fd = sv[1], .b = b};
+    struct tt_server s = {.fd = sv[1], .b = b, .echo = true};
     pthread_t t;
-    pthread_create(&t, NULL, server_run, &s);
+    pthread_create(&t, NULL, tt_server_run, &s);
 
     gnutls_certificate_credentials_t cc;
     gnutls_certificate_allocate_credentials(&cc);
