@@ -766,11 +766,18 @@ blocked:
 
 static void on_handshake_done(struct site_conn *c)
 {
-    const char *h2 = "h2";
+    static const char h2[] = "h2", acme[] = "acme-tls/1";
     gnutls_datum_t proto;
-    if (gnutls_alpn_get_selected_protocol(c->session, &proto) == 0 && proto.size == 2 &&
-        memcmp(proto.data, h2, 2) == 0) {
+    int have = gnutls_alpn_get_selected_protocol(c->session, &proto) == 0;
+    if (have && proto.size == 2 && memcmp(proto.data, h2, 2) == 0) {
         c->state = SITE_CS_H2; /* the session comes with the preface (site_h2_start) */
+    } else if (have && proto.size == sizeof(acme) - 1 &&
+               memcmp(proto.data, acme, proto.size) == 0) {
+        /* An ACME tls-alpn-01 validation (the core chose its certificate):
+         * the handshake was all of it; RFC 8737 has no data on it. */
+        c->state = SITE_CS_H1; /* so that the close sends close_notify */
+        site_conn_close(c);    /* the caller sees SITE_CS_CLOSED; no timer */
+        return;
     } else {
         c->state = SITE_CS_H1;
     }
