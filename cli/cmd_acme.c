@@ -32,6 +32,9 @@ static int cmd_acme_status(struct ctl *c, int argc, char **argv)
         printf("directory: %s\n", dir);
         const char *acct = json_string_value(json_object_get(j, "account"));
         printf("account:   %s\n", acct ? acct : "(not registered yet)");
+        const char *ch = json_string_value(json_object_get(j, "challenge"));
+        if (ch)
+            printf("challenge: %s\n", ch);
         ctl_print_when("next check", json_object_get(j, "next_check"));
     }
     size_t i;

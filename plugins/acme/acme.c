@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gnutls/crypto.h>
+
 #include "plugins/acme/acme_plugin.h"
 
 #define ACME_CHALLENGE_PREFIX "/.well-known/acme-challenge/"
@@ -81,6 +83,14 @@ static const struct tlsbox_setting_def acme_settings[] = {
      .default_value = "",
      .pattern = "^[^\"]{0,128}$",
      .help = "Issuer common name of the root to prefer among alternate chains"},
+    {.key = "challenge",
+     .type = TLSBOX_SETTING_ENUM,
+     .default_value = "auto",
+     .choices = "auto|http-01|tls-alpn-01",
+     .help = "How the CA checks the names are ours: http-01 on the site's HTTP port (80), "
+             "tls-alpn-01 on its HTTPS port (443, for a box whose port 80 is closed); "
+             "auto = http-01 while site.http_port is on, else tls-alpn-01; the other "
+             "when the CA does not offer that one, and on every second try after a failure"},
     {.key = "renew_check_minutes",
      .type = TLSBOX_SETTING_INT,
      .default_value = "10",
@@ -128,6 +138,15 @@ void acme_conf_load(struct acme *a, struct acme_conf *conf)
     conf->eab_hmac = acme_setting(a, "eab_hmac");
     conf->ca_file = acme_setting(a, "ca_file");
     conf->preferred_chain = acme_setting(a, "preferred_chain");
+    char *ch = acme_setting(a, "challenge");
+    conf->challenge_fallback = strcmp(ch, "http-01") != 0 && strcmp(ch, "tls-alpn-01") != 0;
+    if (conf->challenge_fallback) {
+        /* auto: a box without a plain HTTP port can only be reached on TLS */
+        bool http = a->host->setting_get_int(a->self, "site.http_port", 80) > 0;
+        free(ch);
+        ch = tlsbox_xstrdup(http ? "http-01" : "tls-alpn-01");
+    }
+    conf->challenge = ch;
 }
 
 void acme_conf_free(struct acme_conf *conf)
@@ -143,6 +162,7 @@ void acme_conf_free(struct acme_conf *conf)
     tlsbox_wipe_free_str(conf->eab_hmac);
     free(conf->ca_file);
     free(conf->preferred_chain);
+    free(conf->challenge);
     memset(conf, 0, sizeof(*conf));
 }
 
@@ -173,6 +193,26 @@ void acme_chal_del(void *arg, const char *token)
         }
     }
     pthread_mutex_unlock(&a->chal_lock);
+}
+
+/* ---- tls-alpn-01 answers: the core serves them (host ABI 1.3) ------------ */
+
+int acme_alpn_put(void *arg, const char *identifier, const char *key_auth)
+{
+    struct acme *a = arg;
+    unsigned char digest[32];
+    if (!TLSBOX_HOST_HAS(a->host, tls_alpn_challenge_put))
+        return -ENOTSUP;
+    if (gnutls_hash_fast(GNUTLS_DIG_SHA256, key_auth, strlen(key_auth), digest) < 0)
+        return -EIO;
+    return a->host->tls_alpn_challenge_put(a->self, identifier, digest);
+}
+
+void acme_alpn_del(void *arg, const char *identifier)
+{
+    struct acme *a = arg;
+    if (TLSBOX_HOST_HAS(a->host, tls_alpn_challenge_del))
+        a->host->tls_alpn_challenge_del(a->self, identifier);
 }
 
 /* Site worker thread: a lookup under a short lock, nothing else. */

@@ -254,6 +254,17 @@ struct acme_order_req {
     void (*challenge_put)(void *arg, const char *token, const char *key_auth);
     void (*challenge_del)(void *arg, const char *token);
     void *challenge_arg;
+    /*
+     * The challenge to answer: "http-01" (NULL too) or "tls-alpn-01", and
+     * whether the other may be answered when the CA does not offer it.
+     * tls-alpn-01 needs alpn_put / alpn_del (same arg): answer or withdraw
+     * for an identifier, with the key authorization (alpn_put returns 0 or
+     * a negative errno).
+     */
+    const char *challenge;
+    bool challenge_fallback;
+    int (*alpn_put)(void *arg, const char *identifier, const char *key_auth);
+    void (*alpn_del)(void *arg, const char *identifier);
     /* Optional: called after each persisted step (tests kill here). */
     void (*on_step)(void *arg, const char *step);
     void *step_arg;

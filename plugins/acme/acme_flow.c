@@ -243,17 +243,37 @@ static int flow_new_order(struct acme_client *c, sqlite3 *db, const struct acme_
     return 0;
 }
 
-/* Find the http-01 challenge of an authorization. */
-static json_t *flow_http01(json_t *authz)
+/* The challenge of type @p type of an authorization, or NULL. */
+static json_t *flow_challenge_of(json_t *authz, const char *type)
 {
     json_t *chs = json_object_get(authz, "challenges"), *ch;
     size_t i;
     json_array_foreach(chs, i, ch)
     {
-        if (strcmp(json_string_value(json_object_get(ch, "type")) ?: "", "http-01") == 0)
+        if (strcmp(json_string_value(json_object_get(ch, "type")) ?: "", type) == 0)
             return ch;
     }
     return NULL;
+}
+
+static bool flow_is_alpn(const char *type)
+{
+    return type && strcmp(type, "tls-alpn-01") == 0;
+}
+
+/* The challenge to answer: the one asked for, else (fallback) the other. */
+static json_t *flow_challenge(json_t *authz, const struct acme_order_req *req, const char **type)
+{
+    const char *want = flow_is_alpn(req->challenge) ? "tls-alpn-01" : "http-01";
+    const char *other = flow_is_alpn(want) ? "http-01" : "tls-alpn-01";
+    json_t *ch = flow_challenge_of(authz, want);
+    *type = want;
+    if (!ch && req->challenge_fallback && (!flow_is_alpn(other) || req->alpn_put)) {
+        ch = flow_challenge_of(authz, other);
+        if (ch)
+            *type = other;
+    }
+    return ch;
 }
 
 static const char *flow_authz_name(json_t *authz)
@@ -264,7 +284,16 @@ static const char *flow_authz_name(json_t *authz)
 /* The error of an invalid authorization, from its failed challenge. */
 static int flow_authz_failed(json_t *authz, struct acme_err *e)
 {
-    json_t *ch = flow_http01(authz);
+    /* The challenge that failed is the one with an error. */
+    json_t *chs = json_object_get(authz, "challenges"), *ch = NULL, *c;
+    size_t i;
+    json_array_foreach(chs, i, c)
+    {
+        if (json_object_get(c, "error")) {
+            ch = c;
+            break;
+        }
+    }
     json_t *err = json_object_get(ch, "error");
     const char *type = json_string_value(json_object_get(err, "type"));
     const char *detail = json_string_value(json_object_get(err, "detail"));
@@ -274,30 +303,39 @@ static int flow_authz_failed(json_t *authz, struct acme_err *e)
 }
 
 /*
- * Tokens published for http-01, withdrawn only when acme_flow_issue returns:
+ * Answers published (http-01 tokens, tls-alpn-01 identifiers), withdrawn
+ * only when acme_flow_issue returns:
  * a challenge answered twice (once before a crash, once by the resumed
  * order) is validated twice, and a CA may run the second validation after
  * the authorization turned valid; a 404 then invalidates the order.
  */
 struct flow_tokens {
     char **v;
+    bool *alpn; /* v[i] is a tls-alpn-01 identifier, not a token */
     size_t n;
 };
 
-static void flow_tokens_add(struct flow_tokens *t, const char *token)
+static void flow_tokens_add(struct flow_tokens *t, const char *token, bool alpn)
 {
     t->v = tlsbox_xrealloc(t->v, (t->n + 1) * sizeof(*t->v));
+    t->alpn = tlsbox_xrealloc(t->alpn, (t->n + 1) * sizeof(*t->alpn));
+    t->alpn[t->n] = alpn;
     t->v[t->n++] = tlsbox_xstrdup(token);
 }
 
 static void flow_tokens_withdraw(struct flow_tokens *t, const struct acme_order_req *req)
 {
     for (size_t i = 0; i < t->n; i++) {
-        req->challenge_del(req->challenge_arg, t->v[i]);
+        if (t->alpn[i])
+            req->alpn_del(req->challenge_arg, t->v[i]);
+        else
+            req->challenge_del(req->challenge_arg, t->v[i]);
         free(t->v[i]);
     }
     free(t->v);
+    free(t->alpn);
     t->v = NULL;
+    t->alpn = NULL;
     t->n = 0;
 }
 
@@ -332,19 +370,33 @@ static int flow_authorizations(struct acme_client *c, const struct acme_order_re
             ret = flow_authz_failed(r.json, e);
             goto out;
         }
-        json_t *ch = flow_http01(r.json);
+        const char *type;
+        json_t *ch = flow_challenge(r.json, req, &type);
         const char *token = json_string_value(json_object_get(ch, "token"));
         const char *ch_url = json_string_value(json_object_get(ch, "url"));
+        const char *ident = flow_authz_name(r.json);
         if (!token || !ch_url) {
-            acme_err_set(e, "authorization", "tlsbox:no-http-01",
-                         "%s: the CA offers no http-01 challenge", flow_authz_name(r.json));
+            acme_err_set(e, "authorization",
+                         flow_is_alpn(type) ? "tlsbox:no-tls-alpn-01" : "tlsbox:no-http-01",
+                         "%s: the CA offers no %s challenge", ident, type);
             ret = -ENOTSUP;
             goto out;
         }
-        waiting[i] = tlsbox_xasprintf("%s: authorization still pending", flow_authz_name(r.json));
+        waiting[i] = tlsbox_xasprintf("%s: authorization still pending", ident);
         char *ka = tlsbox_xasprintf("%s.%s", token, c->thumbprint);
-        flow_tokens_add(tokens, token);
-        req->challenge_put(req->challenge_arg, token, ka);
+        if (flow_is_alpn(type)) {
+            ret = req->alpn_put ? req->alpn_put(req->challenge_arg, ident, ka) : -ENOTSUP;
+            if (ret < 0) {
+                acme_err_set(e, "challenge", "tlsbox:tls-alpn-01",
+                             "%s: cannot answer tls-alpn-01: %s", ident, strerror(-ret));
+                free(ka);
+                goto out;
+            }
+            flow_tokens_add(tokens, ident, true);
+        } else {
+            flow_tokens_add(tokens, token, false);
+            req->challenge_put(req->challenge_arg, token, ka);
+        }
         free(ka);
         const char *chst = json_string_value(json_object_get(ch, "status")) ?: "";
         if (strcmp(chst, "pending") == 0 &&

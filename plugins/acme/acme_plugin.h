@@ -61,6 +61,8 @@ struct acme_conf {
     char *eab_hmac; /* wiped */
     char *ca_file;
     char *preferred_chain;
+    char *challenge;         /* "http-01" or "tls-alpn-01" ("auto" resolved) */
+    bool challenge_fallback; /* auto: the other when the CA does not offer it */
 };
 
 /* acme.c */
@@ -68,6 +70,9 @@ void acme_conf_load(struct acme *a, struct acme_conf *conf);
 void acme_conf_free(struct acme_conf *conf);
 void acme_chal_put(void *arg, const char *token, const char *key_auth);
 void acme_chal_del(void *arg, const char *token);
+/* tls-alpn-01: the core answers (host ABI 1.3); -ENOTSUP from an older core. */
+int acme_alpn_put(void *arg, const char *identifier, const char *key_auth);
+void acme_alpn_del(void *arg, const char *identifier);
 
 /* acme_run.c: jobs */
 void acme_run_check(void *arg, struct tlsbox_job *job);

@@ -344,7 +344,19 @@ static int run_attempt(struct acme *a, struct acme_client *c, sqlite3 *db,
                                  .preferred_chain = conf->preferred_chain,
                                  .challenge_put = acme_chal_put,
                                  .challenge_del = acme_chal_del,
-                                 .challenge_arg = a};
+                                 .challenge_arg = a,
+                                 .challenge = conf->challenge,
+                                 .challenge_fallback = conf->challenge_fallback,
+                                 .alpn_put = acme_alpn_put,
+                                 .alpn_del = acme_alpn_del};
+    if (conf->challenge_fallback && rc->failures % 2 == 1) {
+        /* auto, after a failed attempt: the other challenge first (port 80
+         * may be blocked upstream, or 443 forwarded elsewhere), then back. */
+        req.challenge = strcmp(conf->challenge, "http-01") == 0 ? "tls-alpn-01" : "http-01";
+        a->host->log(a->self, TLSBOX_LOG_INFO,
+                     "%s: answering %s this time (%u failure(s) in a row)", rc->name, req.challenge,
+                     rc->failures);
+    }
     unsigned bn = c->bad_nonce_retries;
     ret = acme_flow_issue(c, db, &req, &is, e);
     if (a->m_bad_nonce && c->bad_nonce_retries > bn)
@@ -404,6 +416,14 @@ static time_t run_status(struct acme *a, sqlite3 *db, const struct acme_conf *co
         json_array_append_new(doms, json_string(conf->domains[i]));
     json_object_set_new(st, "domains", doms);
     json_object_set_new(st, "account", c && c->kid ? json_string(c->kid) : json_null());
+    /* The challenge the next order answers ("auto" resolved; "or" the
+     * other when the CA does not offer it). */
+    json_object_set_new(
+        st, "challenge",
+        conf->challenge_fallback
+            ? json_sprintf("%s (auto; else %s)", conf->challenge,
+                           strcmp(conf->challenge, "http-01") == 0 ? "tls-alpn-01" : "http-01")
+            : json_string(conf->challenge));
     json_object_set_new(st, "checked_at", json_integer(now));
     json_object_set_new(st, "next_check", json_integer(now + a->check_minutes * 60));
     json_t *arr = json_array();

@@ -22,12 +22,7 @@ pb_restart || bail "pebble did not restart"
 before=$(date +%s)
 tb_ctl acme renew --force >/dev/null
 ok $? "forced renewal requested"
-json=""
-for _ in $(seq 1 100); do
-    json=$(tb_ctl --json acme status)
-    printf '%s' "$json" | grep -Eq '"failures": ?[1-9]' && break
-    sleep 0.1
-done
+json=$(pb_wait_failure 10)
 like "$json" '"failures": ?1' "one failure recorded"
 like "$json" '"step": ?"challenge"' "the failing step is named"
 like "$json" 'urn:ietf:params:acme:error:connection' "the CA's problem type is kept"

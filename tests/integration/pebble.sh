@@ -3,7 +3,8 @@
 # listens on free loopback ports; pebble resolves every name through
 # challtestsrv to 127.0.0.1 (never the system resolver).
 #
-#   PB_HTTP_PORT=<site http port> [PB_VALIDITY=secs] [PB_ENV="VAR=x ..."]
+#   PB_HTTP_PORT=<site http port> [PB_TLS_PORT=<port tls-alpn-01 is checked on>]
+#   [PB_VALIDITY=secs] [PB_ENV="VAR=x ..."]
 #   [PB_OCSP_URL=<AIA OCSP URL pebble writes into its certificates>] pb_start
 #     -> PB_DIRECTORY (ACME directory URL), PB_CA (trust anchor for pebble's
 #        own HTTPS: acme.ca_file), PB_ROOT (pebble's issuing root, PEM),
@@ -23,6 +24,8 @@
 #   pb_served_serial NAME         serial of the certificate served for NAME
 #   pb_wait_new_serial NAME OLD [SECS]  wait until NAME is served with a serial
 #       other than OLD; prints the serial served last
+#   pb_wait_failure [SECS]        wait until `acme status` counts a failure;
+#       prints its JSON (the last one read when none came)
 
 if ! type tb_free_port >/dev/null 2>&1; then
     tb_free_port() {
@@ -70,7 +73,7 @@ pb_start() {
     PB_CTS_PORT=$(tb_free_port)
     PB_PORT=$(tb_free_port)
     PB_MGMT_PORT=$(tb_free_port)
-    PB_TLS_PORT=$(tb_free_port)
+    PB_TLS_PORT=${PB_TLS_PORT:-$(tb_free_port)}
     tb_bg pebble-challtestsrv -management "127.0.0.1:$PB_CTS_PORT" -dns01 "127.0.0.1:$PB_DNS_PORT" \
         -defaultIPv4 127.0.0.1 -defaultIPv6 "" -http01 "" -https01 "" -tlsalpn01 "" \
         >>"$PB_DIR/challtestsrv.log" 2>&1
@@ -163,4 +166,14 @@ pb_wait_new_serial() {
     done
     echo "$s"
     [ -n "$s" ] && [ "$s" != "$old" ]
+}
+
+pb_wait_failure() {
+    local secs=${1:-10} json="" i
+    for i in $(seq 1 $((secs * 10))); do
+        json=$(tb_ctl --json acme status)
+        printf '%s' "$json" | grep -Eq '"failures": ?[1-9]' && break
+        sleep 0.1
+    done
+    printf '%s\n' "$json"
 }

@@ -157,7 +157,19 @@ int main(void)
     is_int(conf.ndomains, 2, "domains parsed");
     is_str(conf.domains[1], "b.test", "second domain trimmed");
     is_str(conf.directory, ACME_LE_PRODUCTION, "default directory is LE production");
+    /* The mock has no site plugin: site.http_port reads as its default, 80. */
+    is_str(conf.challenge, "http-01", "challenge auto: http-01 while the site has an HTTP port");
+    ok(conf.challenge_fallback, "  and tls-alpn-01 when the CA offers no http-01");
     acme_conf_free(&conf);
+    ok(tlsbox_mock_set("challenge", "dns-01") != 0, "challenge dns-01 is refused (not built)");
+    is_int(tlsbox_mock_set("challenge", "tls-alpn-01"), 0, "challenge tls-alpn-01");
+    acme_conf_load(a, &conf);
+    ok(!strcmp(conf.challenge, "tls-alpn-01") && !conf.challenge_fallback,
+       "  asked for by name: that one alone");
+    acme_conf_free(&conf);
+    is_int(acme_alpn_put(a, "a.test", "token.thumbprint"), -ENOTSUP,
+           "the mock host has no tls-alpn-01 calls: -ENOTSUP, which fails the order");
+    is_int(tlsbox_mock_set("challenge", "auto"), 0, "challenge back to auto");
 
     ok(run_sans_match(
            "[\"b.test\",\"a.test\"]",
