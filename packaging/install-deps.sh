@@ -18,13 +18,15 @@ if [ "$(dpkg --print-architecture)" = amd64 ]; then
   BUILD="$BUILD libipsec-mb-dev"
 fi
 
-# Real clients and peers the tests start themselves; clang for the second
-# compiler and the sanitizer runtime; clang-format for the format check.
+# Real clients and peers the tests start themselves (bind9: the DNS server
+# that takes ACME dns-01 records by RFC 2136 updates; bind9-dnsutils: dig);
+# clang for the second compiler and the sanitizer runtime; clang-format for
+# the format check.
 TEST="clang libclang-rt-14-dev clang-format
   curl nghttp2-client gnutls-bin openssl sqlite3 ca-certificates
   procps iproute2 python3 python3-cryptography jq bc
   testssl.sh
-  pebble certbot
+  pebble certbot bind9 bind9-dnsutils
   nginx h2o apache2-utils
   chromium chromium-driver python3-selenium
   libjs-chart.js nodejs zbar-tools python3-aiosmtpd"

@@ -1,7 +1,8 @@
 # The ACME plugin (RFC 8555, ARI, profiles): a libtool module using only the host table.
 acme_core_sources = plugins/acme/acme.h plugins/acme/acme_util.c plugins/acme/acme_jws.c \
 	plugins/acme/acme_csr.c plugins/acme/acme_renew.c plugins/acme/acme_http.c \
-	plugins/acme/acme_store.c plugins/acme/acme_flow.c
+	plugins/acme/acme_store.c plugins/acme/acme_flow.c plugins/acme/acme_dns.c \
+	plugins/acme/acme_dns.h
 
 plugin_LTLIBRARIES += plugins/acme/acme.la
 plugins_acme_acme_la_SOURCES = $(acme_core_sources) plugins/acme/acme_plugin.h \
@@ -27,6 +28,14 @@ plugins_acme_tests_acme_plugin_test_SOURCES = plugins/acme/tests/acme_plugin_tes
 plugins_acme_tests_acme_plugin_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(JANSSON_CFLAGS) \
 	$(CURL_CFLAGS) $(SQLITE_CFLAGS)
 plugins_acme_tests_acme_plugin_test_LDADD = $(MOCKHOST_LIBS) $(CURL_LIBS) $(JANSSON_LIBS)
+
+# The RFC 2136 + TSIG client against a real named the test starts (bind9).
+check_PROGRAMS += plugins/acme/tests/acme_dns_test
+TESTS += plugins/acme/tests/acme_dns_test
+plugins_acme_tests_acme_dns_test_SOURCES = plugins/acme/tests/acme_dns_test.c \
+	plugins/acme/acme_dns.h plugins/acme/acme_dns.c
+plugins_acme_tests_acme_dns_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS)
+plugins_acme_tests_acme_dns_test_LDADD = $(GNUTLS_LIBS)
 
 # Development driver: the flow against a real pebble without the daemon.
 plugins_acme_tests_flow_pebble_SOURCES = plugins/acme/tests/flow_pebble.c $(acme_core_sources)
