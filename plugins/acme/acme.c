@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gnutls/crypto.h>
-
 #include "plugins/acme/acme_plugin.h"
 
 #define ACME_CHALLENGE_PREFIX "/.well-known/acme-challenge/"
@@ -25,12 +23,13 @@ static const struct tlsbox_setting_def acme_settings[] = {
      .type = TLSBOX_SETTING_LIST,
      .default_value = "",
      /* A host name, whose last label starts with a letter as every
-      * top-level domain does, or an IP address (RFC 8738: Let's Encrypt
+      * top-level domain does (a wildcard: "*." before it, one label, RFC
+      * 8555 section 7.1.3), or an IP address (RFC 8738: Let's Encrypt
       * issues for one with the shortlived profile): an IPv4 dotted quad, or
       * IPv6 text in lowercase (the pattern takes its shape; the address is
       * read with inet_pton when the order is made). */
      .pattern =
-         "^(([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\.)+[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+         "^((\\*\\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\.)+[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
          "|((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\\.){3}"
          "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
          "|([0-9a-f]{1,4}:){7}[0-9a-f]{1,4}|([0-9a-f]{1,4}:){1,7}:"
@@ -41,8 +40,8 @@ static const struct tlsbox_setting_def acme_settings[] = {
      /* The pattern bounds each label (63); only .max can bound the name:
       * a CA refuses every order holding a name over 253 characters. */
      .max = 253,
-     .help = "Host names (lowercase) or IP addresses for one certificate (all as SANs; "
-             "the first names it); empty = ACME off"},
+     .help = "Host names (lowercase; *.name for a wildcard, which needs dns-01) or IP "
+             "addresses for one certificate (all as SANs; the first names it); empty = ACME off"},
     {.key = "email",
      .type = TLSBOX_SETTING_STRING,
      .default_value = "",
@@ -86,11 +85,48 @@ static const struct tlsbox_setting_def acme_settings[] = {
     {.key = "challenge",
      .type = TLSBOX_SETTING_ENUM,
      .default_value = "auto",
-     .choices = "auto|http-01|tls-alpn-01",
+     .choices = "auto|http-01|tls-alpn-01|dns-01",
      .help = "How the CA checks the names are ours: http-01 on the site's HTTP port (80), "
-             "tls-alpn-01 on its HTTPS port (443, for a box whose port 80 is closed); "
-             "auto = http-01 while site.http_port is on, else tls-alpn-01; the other "
-             "when the CA does not offer that one, and on every second try after a failure"},
+             "tls-alpn-01 on its HTTPS port (443, for a box whose port 80 is closed), "
+             "dns-01 by a TXT record (acme.dns_*); auto = http-01 while site.http_port is on, "
+             "else tls-alpn-01; another when the CA does not offer that one (a wildcard: "
+             "dns-01), and the other of http-01 / tls-alpn-01 on the try after that one "
+             "failed"},
+    {.key = "dns_server",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .pattern = "^([A-Za-z0-9.-]+(:[0-9]{1,5})?|[0-9a-fA-F:]+|\\[[0-9a-fA-F:]+\\](:[0-9]{1,5})?)?$",
+     .help = "dns-01: the DNS server that takes RFC 2136 updates for acme.dns_zone "
+             "(address or name, :port; e.g. 192.0.2.53 or [2001:db8::53]:5353)"},
+    {.key = "dns_zone",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .pattern = "^(([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$",
+     .max = 253,
+     .help = "dns-01: the zone the _acme-challenge records go in (e.g. example.org)"},
+    {.key = "dns_tsig_key",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .pattern = "^[A-Za-z0-9._-]{0,253}$",
+     .help = "dns-01: name of the TSIG key the server allows updates with (tsig-keygen NAME)"},
+    {.key = "dns_tsig_algorithm",
+     .type = TLSBOX_SETTING_ENUM,
+     .default_value = "hmac-sha256",
+     .choices = "hmac-sha256|hmac-sha512",
+     .help = "dns-01: the TSIG key's algorithm"},
+    {.key = "dns_tsig_secret",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .pattern = "^[A-Za-z0-9+/]{0,512}={0,2}$",
+     .help = "dns-01: the TSIG key's secret (base64, as tsig-keygen prints it)",
+     .flags = TLSBOX_SETTING_SECRET},
+    {.key = "dns_wait_seconds",
+     .type = TLSBOX_SETTING_INT,
+     .default_value = "0",
+     .min = 0,
+     .max = 600,
+     .help = "dns-01: wait this long after the record shows on acme.dns_server before the CA "
+             "looks (for secondary servers that get it by zone transfer)"},
     {.key = "renew_check_minutes",
      .type = TLSBOX_SETTING_INT,
      .default_value = "10",
@@ -139,7 +175,7 @@ void acme_conf_load(struct acme *a, struct acme_conf *conf)
     conf->ca_file = acme_setting(a, "ca_file");
     conf->preferred_chain = acme_setting(a, "preferred_chain");
     char *ch = acme_setting(a, "challenge");
-    conf->challenge_fallback = strcmp(ch, "http-01") != 0 && strcmp(ch, "tls-alpn-01") != 0;
+    conf->challenge_fallback = strcmp(ch, "auto") == 0;
     if (conf->challenge_fallback) {
         /* auto: a box without a plain HTTP port can only be reached on TLS */
         bool http = a->host->setting_get_int(a->self, "site.http_port", 80) > 0;
@@ -193,26 +229,6 @@ void acme_chal_del(void *arg, const char *token)
         }
     }
     pthread_mutex_unlock(&a->chal_lock);
-}
-
-/* ---- tls-alpn-01 answers: the core serves them (host ABI 1.3) ------------ */
-
-int acme_alpn_put(void *arg, const char *identifier, const char *key_auth)
-{
-    struct acme *a = arg;
-    unsigned char digest[32];
-    if (!TLSBOX_HOST_HAS(a->host, tls_alpn_challenge_put))
-        return -ENOTSUP;
-    if (gnutls_hash_fast(GNUTLS_DIG_SHA256, key_auth, strlen(key_auth), digest) < 0)
-        return -EIO;
-    return a->host->tls_alpn_challenge_put(a->self, identifier, digest);
-}
-
-void acme_alpn_del(void *arg, const char *identifier)
-{
-    struct acme *a = arg;
-    if (TLSBOX_HOST_HAS(a->host, tls_alpn_challenge_del))
-        a->host->tls_alpn_challenge_del(a->self, identifier);
 }
 
 /* Site worker thread: a lookup under a short lock, nothing else. */

@@ -39,6 +39,7 @@ struct acme_err {
     char *detail;
     long http_status;
     time_t retry_after; /* absolute time, 0 = none */
+    char challenge[16]; /* the challenge type that failed ("http-01", ...), or "" */
 };
 
 void acme_err_set(struct acme_err *e, const char *step, const char *type, const char *fmt, ...)
@@ -242,6 +243,11 @@ struct acme_account_req {
     const char *eab_hmac;
 };
 
+/* Challenge types, for acme_order_req.answer_types. */
+#define ACME_CH_HTTP 1u
+#define ACME_CH_ALPN 2u
+#define ACME_CH_DNS 4u
+
 struct acme_order_req {
     const char *cert_name;
     const char *const *domains;
@@ -255,16 +261,19 @@ struct acme_order_req {
     void (*challenge_del)(void *arg, const char *token);
     void *challenge_arg;
     /*
-     * The challenge to answer: "http-01" (NULL too) or "tls-alpn-01", and
-     * whether the other may be answered when the CA does not offer it.
-     * tls-alpn-01 needs alpn_put / alpn_del (same arg): answer or withdraw
-     * for an identifier, with the key authorization (alpn_put returns 0 or
-     * a negative errno).
+     * The challenge to answer: "http-01" (NULL too), "tls-alpn-01" or
+     * "dns-01", and whether another may be answered when the CA does not
+     * offer that one (in the order http-01, tls-alpn-01, dns-01).  The two
+     * others go through answer_put / answer_del (same arg), which can answer
+     * the types in answer_types (ACME_CH_*): put returns 0 or a negative
+     * errno with *why (caller frees); it returns once the CA may look.
      */
     const char *challenge;
     bool challenge_fallback;
-    int (*alpn_put)(void *arg, const char *identifier, const char *key_auth);
-    void (*alpn_del)(void *arg, const char *identifier);
+    unsigned answer_types;
+    int (*answer_put)(void *arg, const char *type, const char *identifier, const char *key_auth,
+                      char **why);
+    void (*answer_del)(void *arg, const char *type, const char *identifier, const char *key_auth);
     /* Optional: called after each persisted step (tests kill here). */
     void (*on_step)(void *arg, const char *step);
     void *step_arg;

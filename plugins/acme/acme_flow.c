@@ -256,22 +256,33 @@ static json_t *flow_challenge_of(json_t *authz, const char *type)
     return NULL;
 }
 
-static bool flow_is_alpn(const char *type)
+static const char *const flow_types[] = {"http-01", "tls-alpn-01", "dns-01"};
+
+/* ACME_CH_* of a challenge type (0: not one we answer). */
+static unsigned flow_type_bit(const char *type)
 {
-    return type && strcmp(type, "tls-alpn-01") == 0;
+    for (unsigned i = 0; i < 3; i++)
+        if (type && strcmp(type, flow_types[i]) == 0)
+            return 1u << i;
+    return 0;
 }
 
-/* The challenge to answer: the one asked for, else (fallback) the other. */
+/*
+ * The challenge to answer: the one asked for, else (fallback) the first
+ * of the others the CA offers and we can answer.  *type names the one
+ * asked for when none is found.
+ */
 static json_t *flow_challenge(json_t *authz, const struct acme_order_req *req, const char **type)
 {
-    const char *want = flow_is_alpn(req->challenge) ? "tls-alpn-01" : "http-01";
-    const char *other = flow_is_alpn(want) ? "http-01" : "tls-alpn-01";
-    json_t *ch = flow_challenge_of(authz, want);
+    unsigned can = ACME_CH_HTTP | (req->answer_put ? req->answer_types : 0);
+    const char *want = flow_type_bit(req->challenge) ? req->challenge : "http-01";
+    json_t *ch = (can & flow_type_bit(want)) ? flow_challenge_of(authz, want) : NULL;
     *type = want;
-    if (!ch && req->challenge_fallback && (!flow_is_alpn(other) || req->alpn_put)) {
-        ch = flow_challenge_of(authz, other);
-        if (ch)
-            *type = other;
+    for (unsigned i = 0; !ch && req->challenge_fallback && i < 3; i++) {
+        if (!(can & (1u << i)) || strcmp(flow_types[i], want) == 0)
+            continue;
+        if ((ch = flow_challenge_of(authz, flow_types[i])))
+            *type = flow_types[i];
     }
     return ch;
 }
@@ -299,43 +310,52 @@ static int flow_authz_failed(json_t *authz, struct acme_err *e)
     const char *detail = json_string_value(json_object_get(err, "detail"));
     acme_err_set(e, "challenge", type ? type : "tlsbox:invalid", "%s: %s", flow_authz_name(authz),
                  detail ? detail : "authorization became invalid");
+    snprintf(e->challenge, sizeof(e->challenge), "%s",
+             json_string_value(json_object_get(ch, "type")) ?: "");
     return -EPROTO;
 }
 
 /*
- * Answers published (http-01 tokens, tls-alpn-01 identifiers), withdrawn
+ * Answers published (http-01 tokens; tls-alpn-01 and dns-01 answers by
+ * identifier and key authorization), withdrawn
  * only when acme_flow_issue returns:
  * a challenge answered twice (once before a crash, once by the resumed
  * order) is validated twice, and a CA may run the second validation after
  * the authorization turned valid; a 404 then invalidates the order.
  */
+struct flow_answer {
+    const char *type; /* one of flow_types */
+    char *id;         /* the token (http-01) or the identifier */
+    char *key_auth;   /* NULL for http-01 */
+};
+
 struct flow_tokens {
-    char **v;
-    bool *alpn; /* v[i] is a tls-alpn-01 identifier, not a token */
+    struct flow_answer *v;
     size_t n;
 };
 
-static void flow_tokens_add(struct flow_tokens *t, const char *token, bool alpn)
+static void flow_tokens_add(struct flow_tokens *t, const char *type, const char *id,
+                            const char *key_auth)
 {
     t->v = tlsbox_xrealloc(t->v, (t->n + 1) * sizeof(*t->v));
-    t->alpn = tlsbox_xrealloc(t->alpn, (t->n + 1) * sizeof(*t->alpn));
-    t->alpn[t->n] = alpn;
-    t->v[t->n++] = tlsbox_xstrdup(token);
+    t->v[t->n].type = type;
+    t->v[t->n].id = tlsbox_xstrdup(id);
+    t->v[t->n++].key_auth = key_auth ? tlsbox_xstrdup(key_auth) : NULL;
 }
 
 static void flow_tokens_withdraw(struct flow_tokens *t, const struct acme_order_req *req)
 {
     for (size_t i = 0; i < t->n; i++) {
-        if (t->alpn[i])
-            req->alpn_del(req->challenge_arg, t->v[i]);
+        struct flow_answer *a = &t->v[i];
+        if (a->key_auth)
+            req->answer_del(req->challenge_arg, a->type, a->id, a->key_auth);
         else
-            req->challenge_del(req->challenge_arg, t->v[i]);
-        free(t->v[i]);
+            req->challenge_del(req->challenge_arg, a->id);
+        free(a->id);
+        free(a->key_auth);
     }
     free(t->v);
-    free(t->alpn);
     t->v = NULL;
-    t->alpn = NULL;
     t->n = 0;
 }
 
@@ -376,25 +396,36 @@ static int flow_authorizations(struct acme_client *c, const struct acme_order_re
         const char *ch_url = json_string_value(json_object_get(ch, "url"));
         const char *ident = flow_authz_name(r.json);
         if (!token || !ch_url) {
-            acme_err_set(e, "authorization",
-                         flow_is_alpn(type) ? "tlsbox:no-tls-alpn-01" : "tlsbox:no-http-01",
-                         "%s: the CA offers no %s challenge", ident, type);
+            bool wildcard = json_is_true(json_object_get(r.json, "wildcard"));
+            if (wildcard && !(req->answer_types & ACME_CH_DNS))
+                acme_err_set(e, "authorization", "tlsbox:no-dns-01",
+                             "*.%s: a wildcard is validated by dns-01 only: set acme.dns_server, "
+                             "acme.dns_zone, acme.dns_tsig_key and acme.dns_tsig_secret",
+                             ident);
+            else
+                acme_err_set(e, "authorization", "tlsbox:no-challenge",
+                             "%s: the CA offers no %s challenge", ident, type);
             ret = -ENOTSUP;
             goto out;
         }
         waiting[i] = tlsbox_xasprintf("%s: authorization still pending", ident);
         char *ka = tlsbox_xasprintf("%s.%s", token, c->thumbprint);
-        if (flow_is_alpn(type)) {
-            ret = req->alpn_put ? req->alpn_put(req->challenge_arg, ident, ka) : -ENOTSUP;
+        if (strcmp(type, "http-01") != 0) {
+            /* Listed first: a put that fails half-way (a DNS record added
+             * that never showed) is still withdrawn. */
+            flow_tokens_add(tokens, type, ident, ka);
+            char *why = NULL;
+            ret = req->answer_put(req->challenge_arg, type, ident, ka, &why);
             if (ret < 0) {
-                acme_err_set(e, "challenge", "tlsbox:tls-alpn-01",
-                             "%s: cannot answer tls-alpn-01: %s", ident, strerror(-ret));
+                acme_err_set(e, "challenge", "tlsbox:answer", "%s: cannot answer %s: %s", ident,
+                             type, why ? why : strerror(-ret));
+                snprintf(e->challenge, sizeof(e->challenge), "%s", type);
+                free(why);
                 free(ka);
                 goto out;
             }
-            flow_tokens_add(tokens, ident, true);
         } else {
-            flow_tokens_add(tokens, token, false);
+            flow_tokens_add(tokens, type, token, NULL);
             req->challenge_put(req->challenge_arg, token, ka);
         }
         free(ka);

@@ -70,9 +70,14 @@ void acme_conf_load(struct acme *a, struct acme_conf *conf);
 void acme_conf_free(struct acme_conf *conf);
 void acme_chal_put(void *arg, const char *token, const char *key_auth);
 void acme_chal_del(void *arg, const char *token);
-/* tls-alpn-01: the core answers (host ABI 1.3); -ENOTSUP from an older core. */
-int acme_alpn_put(void *arg, const char *identifier, const char *key_auth);
-void acme_alpn_del(void *arg, const char *identifier);
+
+/* acme_answer.c: tls-alpn-01 (the core serves it, host ABI 1.3) and dns-01
+ * (RFC 2136 updates to acme.dns_server) answers, for acme_order_req; arg is
+ * the struct acme.  Job threads only (they block). */
+unsigned acme_answer_types(struct acme *a);
+int acme_answer_put(void *arg, const char *type, const char *identifier, const char *key_auth,
+                    char **why);
+void acme_answer_del(void *arg, const char *type, const char *identifier, const char *key_auth);
 
 /* acme_run.c: jobs */
 void acme_run_check(void *arg, struct tlsbox_job *job);

@@ -347,26 +347,34 @@ static int run_attempt(struct acme *a, struct acme_client *c, sqlite3 *db,
                                  .challenge_arg = a,
                                  .challenge = conf->challenge,
                                  .challenge_fallback = conf->challenge_fallback,
-                                 .alpn_put = acme_alpn_put,
-                                 .alpn_del = acme_alpn_del};
-    if (conf->challenge_fallback && rc->failures % 2 == 1) {
-        /* auto, after a failed attempt: the other challenge first (port 80
-         * may be blocked upstream, or 443 forwarded elsewhere), then back. */
+                                 .answer_types = acme_answer_types(a),
+                                 .answer_put = acme_answer_put,
+                                 .answer_del = acme_answer_del};
+    /* auto, when the last try's challenge of the preferred type failed:
+     * the other one (port 80 may be blocked upstream, or 443 forwarded
+     * elsewhere); when that fails too, the preferred one again. */
+    char key[300], *failed = NULL;
+    snprintf(key, sizeof(key), "challenge_failed:%s", rc->name);
+    if (conf->challenge_fallback && acme_store_kv_get(db, key, &failed) == 0 &&
+        strcmp(failed, conf->challenge) == 0) {
         req.challenge = strcmp(conf->challenge, "http-01") == 0 ? "tls-alpn-01" : "http-01";
-        a->host->log(a->self, TLSBOX_LOG_INFO,
-                     "%s: answering %s this time (%u failure(s) in a row)", rc->name, req.challenge,
-                     rc->failures);
+        a->host->log(a->self, TLSBOX_LOG_INFO, "%s: answering %s this time (%s failed last time)",
+                     rc->name, req.challenge, failed);
     }
+    free(failed);
     unsigned bn = c->bad_nonce_retries;
     ret = acme_flow_issue(c, db, &req, &is, e);
     if (a->m_bad_nonce && c->bad_nonce_retries > bn)
         a->host->metric_add(a->m_bad_nonce, (int64_t)(c->bad_nonce_retries - bn));
-    if (ret < 0)
+    if (ret < 0) {
+        if (e->challenge[0])
+            acme_store_kv_put(db, key, e->challenge);
         goto out;
+    }
+    acme_store_kv_put(db, key, NULL);
     if ((ret = run_install(a, conf, c, rc, &is, e)) < 0)
         goto out;
     acme_store_order_set_status(db, is.order_id, "done");
-    char key[300];
     snprintf(key, sizeof(key), "revoked:%s", rc->name);
     acme_store_kv_put(db, key, NULL);
 out:
@@ -421,8 +429,9 @@ static time_t run_status(struct acme *a, sqlite3 *db, const struct acme_conf *co
     json_object_set_new(
         st, "challenge",
         conf->challenge_fallback
-            ? json_sprintf("%s (auto; else %s)", conf->challenge,
-                           strcmp(conf->challenge, "http-01") == 0 ? "tls-alpn-01" : "http-01")
+            ? json_sprintf("%s (auto; else %s%s)", conf->challenge,
+                           strcmp(conf->challenge, "http-01") == 0 ? "tls-alpn-01" : "http-01",
+                           (acme_answer_types(a) & ACME_CH_DNS) ? ", dns-01" : "")
             : json_string(conf->challenge));
     json_object_set_new(st, "checked_at", json_integer(now));
     json_object_set_new(st, "next_check", json_integer(now + a->check_minutes * 60));

@@ -7,7 +7,7 @@ acme_core_sources = plugins/acme/acme.h plugins/acme/acme_util.c plugins/acme/ac
 plugin_LTLIBRARIES += plugins/acme/acme.la
 plugins_acme_acme_la_SOURCES = $(acme_core_sources) plugins/acme/acme_plugin.h \
 	plugins/acme/acme.c plugins/acme/acme_run.c plugins/acme/acme_api.c \
-	plugins/acme/acme_certs.c plugins/acme/acme_schema.c
+	plugins/acme/acme_certs.c plugins/acme/acme_schema.c plugins/acme/acme_answer.c
 plugins_acme_acme_la_CFLAGS = $(PLUGIN_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS)
 plugins_acme_acme_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_acme_acme_la_LIBADD = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS)
@@ -43,12 +43,14 @@ plugins_acme_tests_flow_pebble_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(JANSSON_
 	$(CURL_CFLAGS) $(SQLITE_CFLAGS)
 plugins_acme_tests_flow_pebble_LDADD = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS)
 
-EXTRA_DIST += tests/integration/pebble.sh tests/integration/acme_forward.py
+EXTRA_DIST += tests/integration/pebble.sh tests/integration/acme_forward.py \
+	tests/integration/bind_lib.sh
 
 acme_integration_tests = tests/integration/40_acme_issue.sh tests/integration/41_acme_renew.sh \
 	tests/integration/42_acme_bad_nonce.sh tests/integration/43_acme_challenge_failure.sh \
 	tests/integration/44_acme_crash.sh tests/integration/45_acme_errors.sh \
 	tests/integration/46_acme_ca_retry_after.sh tests/integration/47_acme_order_stuck.sh \
-	tests/integration/48_acme_ip.sh tests/integration/49_acme_tls_alpn.sh
+	tests/integration/48_acme_ip.sh tests/integration/49_acme_tls_alpn.sh \
+	tests/integration/49_acme_dns01.sh
 TESTS += $(acme_integration_tests)
 EXTRA_DIST += $(acme_integration_tests)

@@ -4,7 +4,8 @@
 # challtestsrv to 127.0.0.1 (never the system resolver).
 #
 #   PB_HTTP_PORT=<site http port> [PB_TLS_PORT=<port tls-alpn-01 is checked on>]
-#   [PB_VALIDITY=secs] [PB_ENV="VAR=x ..."]
+#   [PB_VALIDITY=secs] [PB_ENV="VAR=x ..."] [PB_DNS_SERVER=host:port pebble asks
+#   instead of challtestsrv (a real DNS server for dns-01: bind_lib.sh)]
 #   [PB_OCSP_URL=<AIA OCSP URL pebble writes into its certificates>] pb_start
 #     -> PB_DIRECTORY (ACME directory URL), PB_CA (trust anchor for pebble's
 #        own HTTPS: acme.ca_file), PB_ROOT (pebble's issuing root, PEM),
@@ -103,7 +104,7 @@ pb_restart() {
     _pb_write_config
     # shellcheck disable=SC2086
     tb_bg env PEBBLE_VA_NOSLEEP=1 ${PB_ENV:-} pebble -config "$PB_DIR/config.json" \
-        -dnsserver "127.0.0.1:$PB_DNS_PORT" >>"$PB_DIR/pebble.log" 2>&1
+        -dnsserver "${PB_DNS_SERVER:-127.0.0.1:$PB_DNS_PORT}" >>"$PB_DIR/pebble.log" 2>&1
     PB_PID=$TB_BG_PID
     _pb_wait_port "$PB_PORT" && _pb_wait_port "$PB_MGMT_PORT" ||
         { echo "# pebble did not start:"; sed 's/^/#   /' "$PB_DIR/pebble.log" | tail -5; return 1; }

@@ -9,6 +9,7 @@
 
 /* The glue is included so its static functions are reachable. */
 #include "plugins/acme/acme.c"
+#include "plugins/acme/acme_answer.c"
 #include "plugins/acme/acme_api.c"
 #include "plugins/acme/acme_run.c"
 #include "plugins/acme/acme_certs.c"
@@ -161,14 +162,38 @@ int main(void)
     is_str(conf.challenge, "http-01", "challenge auto: http-01 while the site has an HTTP port");
     ok(conf.challenge_fallback, "  and tls-alpn-01 when the CA offers no http-01");
     acme_conf_free(&conf);
-    ok(tlsbox_mock_set("challenge", "dns-01") != 0, "challenge dns-01 is refused (not built)");
+    ok(tlsbox_mock_set("challenge", "dns-02") != 0, "challenge dns-02 is refused (no such)");
     is_int(tlsbox_mock_set("challenge", "tls-alpn-01"), 0, "challenge tls-alpn-01");
     acme_conf_load(a, &conf);
     ok(!strcmp(conf.challenge, "tls-alpn-01") && !conf.challenge_fallback,
        "  asked for by name: that one alone");
     acme_conf_free(&conf);
-    is_int(acme_alpn_put(a, "a.test", "token.thumbprint"), -ENOTSUP,
+    char *why = NULL;
+    is_int(acme_answer_put(a, "tls-alpn-01", "a.test", "token.thumbprint", &why), -ENOTSUP,
            "the mock host has no tls-alpn-01 calls: -ENOTSUP, which fails the order");
+    like(why, "host ABI", "  saying why");
+    free(why);
+    is_int((int)acme_answer_types(a), 0, "so the plugin can answer neither tls-alpn-01 nor dns-01");
+    is_int(acme_answer_put(a, "dns-01", "a.test", "token.thumbprint", &why), -ENOTSUP,
+           "dns-01 without its settings: -ENOTSUP");
+    is_str(why,
+           "dns-01 needs acme.dns_server, acme.dns_zone, acme.dns_tsig_key, acme.dns_tsig_secret",
+           "  naming the four settings it needs");
+    free(why);
+    is_int(tlsbox_mock_set("dns_server", "127.0.0.1:5353"), 0, "dns_server set");
+    is_int(tlsbox_mock_set("dns_zone", "example.test"), 0, "dns_zone set");
+    is_int(tlsbox_mock_set("dns_tsig_key", "tlsbox-acme"), 0, "dns_tsig_key set");
+    is_int(tlsbox_mock_set("dns_tsig_secret", "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"), 0,
+           "dns_tsig_secret set");
+    is_int((int)acme_answer_types(a), ACME_CH_DNS, "then dns-01 can be answered");
+    ok(tlsbox_mock_set("dns_server", "127.0.0.1 5353") != 0, "a server with a space is refused");
+    ok(tlsbox_mock_set("dns_tsig_secret", "not base64!") != 0,
+       "a secret that is not base64 is refused");
+    is_int(tlsbox_mock_set("domains", "*.a.test,a.test"), 0, "a wildcard name is taken");
+    ok(tlsbox_mock_set("domains", "*.*.a.test") != 0, "two wildcard labels are refused");
+    ok(tlsbox_mock_set("domains", "a.*.test") != 0, "so is a wildcard inside a name");
+    ok(tlsbox_mock_set("domains", "*.10.0.0.1") != 0, "and a wildcard address");
+    is_int(tlsbox_mock_set("domains", "a.test, b.test"), 0, "domains back");
     is_int(tlsbox_mock_set("challenge", "auto"), 0, "challenge back to auto");
 
     ok(run_sans_match(

@@ -1,0 +1,212 @@
+/*
+ * Answering the challenges the site's HTTP port does not: tls-alpn-01 (the
+ * core serves the validation certificate on the HTTPS port, host ABI 1.3)
+ * and dns-01 (a TXT record put on the box's DNS server by an RFC 2136
+ * update signed with TSIG, e.g. BIND with allow-update or update-policy).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <gnutls/crypto.h>
+
+#include "plugins/acme/acme_dns.h"
+#include "plugins/acme/acme_plugin.h"
+
+/* How long a dns-01 record may take to show on the server it was given to. */
+#define DNS_VISIBLE_MS 30000
+#define DNS_TTL 60
+
+/* The dns-01 settings, read when used (they are few and rarely used). */
+struct dns_settings {
+    char *server, *zone, *key, *alg, *secret;
+    long wait_seconds;
+    struct acme_dns_conf conf;
+};
+
+static char *setting(struct acme *a, const char *key)
+{
+    char *v = a->host->setting_get(a->self, key);
+    return v ? v : tlsbox_xstrdup("");
+}
+
+static void dns_settings_load(struct acme *a, struct dns_settings *d)
+{
+    d->server = setting(a, "dns_server");
+    d->zone = setting(a, "dns_zone");
+    d->key = setting(a, "dns_tsig_key");
+    d->alg = setting(a, "dns_tsig_algorithm");
+    d->secret = setting(a, "dns_tsig_secret");
+    d->wait_seconds = (long)a->host->setting_get_int(a->self, "dns_wait_seconds", 0);
+    d->conf = (struct acme_dns_conf){.server = d->server,
+                                     .zone = d->zone,
+                                     .key_name = d->key,
+                                     .key_alg = d->alg,
+                                     .key_secret = d->secret};
+}
+
+static void dns_settings_free(struct dns_settings *d)
+{
+    free(d->server);
+    free(d->zone);
+    free(d->key);
+    free(d->alg);
+    tlsbox_wipe_free_str(d->secret);
+}
+
+/* Which of the four settings dns-01 needs are empty, or NULL when none is. */
+static char *dns_missing(const struct dns_settings *d)
+{
+    char *m = NULL;
+    const char *names[] = {"acme.dns_server", "acme.dns_zone", "acme.dns_tsig_key",
+                           "acme.dns_tsig_secret"};
+    const char *vals[] = {d->server, d->zone, d->key, d->secret};
+    for (int i = 0; i < 4; i++) {
+        if (*vals[i])
+            continue;
+        char *n = tlsbox_xasprintf("%s%s%s", m ? m : "", m ? ", " : "", names[i]);
+        free(m);
+        m = n;
+    }
+    return m;
+}
+
+unsigned acme_answer_types(struct acme *a)
+{
+    unsigned t = 0;
+    if (TLSBOX_HOST_HAS(a->host, tls_alpn_challenge_put))
+        t |= ACME_CH_ALPN;
+    struct dns_settings d;
+    dns_settings_load(a, &d);
+    char *missing = dns_missing(&d);
+    if (!missing)
+        t |= ACME_CH_DNS;
+    free(missing);
+    dns_settings_free(&d);
+    return t;
+}
+
+/* The TXT value of a dns-01 answer (RFC 8555 section 8.4). */
+static char *dns_value(const char *key_auth)
+{
+    unsigned char digest[32];
+    if (gnutls_hash_fast(GNUTLS_DIG_SHA256, key_auth, strlen(key_auth), digest) < 0)
+        return NULL;
+    return acme_b64url(digest, sizeof(digest));
+}
+
+static bool sleep_ms(struct acme *a, unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    return !atomic_load(&a->stopping);
+}
+
+static int dns_put(struct acme *a, const char *identifier, const char *key_auth, char **why)
+{
+    struct dns_settings d;
+    char *value = NULL, *fqdn = NULL, *missing;
+    int ret;
+    dns_settings_load(a, &d);
+    if ((missing = dns_missing(&d))) {
+        *why = tlsbox_xasprintf("dns-01 needs %s", missing);
+        free(missing);
+        ret = -ENOTSUP;
+        goto out;
+    }
+    if (!(value = dns_value(key_auth))) {
+        ret = -EIO;
+        goto out;
+    }
+    fqdn = tlsbox_xasprintf("_acme-challenge.%s", identifier);
+    if ((ret = acme_dns_update(&d.conf, true, fqdn, value, DNS_TTL, why)) < 0)
+        goto out;
+    a->host->log(a->self, TLSBOX_LOG_INFO, "%s: dns-01 record put on %s", fqdn, d.server);
+    /* The CA asks the zone's servers; the one updated must say it first. */
+    ret = -ETIMEDOUT;
+    /* Short questions, and the whole wait bounded by the clock: a server
+     * that takes connections and never answers costs 30 s, not 120 x 2 s. */
+    d.conf.timeout_ms = 2000;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= DNS_VISIBLE_MS)
+            break;
+        char *e = NULL;
+        int has = acme_dns_txt_has(&d.conf, fqdn, value, &e);
+        if (has == 1) {
+            ret = 0;
+            break;
+        }
+        if (has < 0) {
+            free(*why);
+            *why = e;
+        } else {
+            free(e);
+        }
+        if (!sleep_ms(a, 250)) {
+            ret = -ECANCELED;
+            break;
+        }
+    }
+    if (ret == -ETIMEDOUT && !*why)
+        *why = tlsbox_xasprintf("%s: the record does not show on %s after %d s", fqdn, d.server,
+                                DNS_VISIBLE_MS / 1000);
+    if (ret < 0)
+        goto out;
+    free(*why);
+    *why = NULL;
+    /* Secondaries the update reaches by zone transfer: a wait the user sets. */
+    for (long ms = d.wait_seconds * 1000; ms > 0 && ret == 0; ms -= 100)
+        if (!sleep_ms(a, 100))
+            ret = -ECANCELED;
+out:
+    free(fqdn);
+    free(value);
+    dns_settings_free(&d);
+    return ret;
+}
+
+static void dns_del(struct acme *a, const char *identifier, const char *key_auth)
+{
+    struct dns_settings d;
+    char *value = dns_value(key_auth), *fqdn = NULL, *err = NULL;
+    dns_settings_load(a, &d);
+    fqdn = tlsbox_xasprintf("_acme-challenge.%s", identifier);
+    if (value && acme_dns_update(&d.conf, false, fqdn, value, 0, &err) < 0)
+        a->host->log(a->self, TLSBOX_LOG_WARN, "dns-01 record left behind: %s", err);
+    free(err);
+    free(fqdn);
+    free(value);
+    dns_settings_free(&d);
+}
+
+int acme_answer_put(void *arg, const char *type, const char *identifier, const char *key_auth,
+                    char **why)
+{
+    struct acme *a = arg;
+    *why = NULL;
+    if (strcmp(type, "dns-01") == 0)
+        return dns_put(a, identifier, key_auth, why);
+    if (strcmp(type, "tls-alpn-01") != 0)
+        return -ENOTSUP;
+    if (!TLSBOX_HOST_HAS(a->host, tls_alpn_challenge_put)) {
+        *why = tlsbox_xstrdup("this tlsboxd serves no tls-alpn-01 answers (host ABI < 1.3)");
+        return -ENOTSUP;
+    }
+    unsigned char digest[32];
+    if (gnutls_hash_fast(GNUTLS_DIG_SHA256, key_auth, strlen(key_auth), digest) < 0)
+        return -EIO;
+    return a->host->tls_alpn_challenge_put(a->self, identifier, digest);
+}
+
+void acme_answer_del(void *arg, const char *type, const char *identifier, const char *key_auth)
+{
+    struct acme *a = arg;
+    if (strcmp(type, "dns-01") == 0)
+        dns_del(a, identifier, key_auth);
+    else if (strcmp(type, "tls-alpn-01") == 0 && TLSBOX_HOST_HAS(a->host, tls_alpn_challenge_del))
+        a->host->tls_alpn_challenge_del(a->self, identifier);
+}

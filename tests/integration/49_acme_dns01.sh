@@ -1,0 +1,95 @@
+#!/bin/bash
+# ACME dns-01 with a real DNS server: BIND 9 (named) is primary for
+# example.test and takes RFC 2136 updates signed with a TSIG key; pebble asks
+# it for the _acme-challenge TXT records.  A wildcard certificate
+# (*.wild.example.test with wild.example.test: auto answers the name by
+# http-01 and the wildcard by dns-01), the record withdrawn afterwards, a
+# wrong secret refused by the server and named in the error, dns-01 asked
+# for by name, and a wildcard without the DNS settings told what to set.
+# The secret never shows in the log, the status or the settings list.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/pebble.sh"
+. "$(dirname "$0")/bind_lib.sh"
+tb_setup
+
+bind_start wild dns nodns || bail "named did not start"
+SITE_HTTP=$(tb_free_port)
+SITE_HTTPS=$(tb_free_port)
+PB_HTTP_PORT=$SITE_HTTP PB_DNS_SERVER=$BIND_SERVER pb_start || bail "pebble did not start"
+pb_start_tlsbox || bail "tlsboxd did not start"
+
+for bad in "acme.dns_server=127.0.0.1 53" "acme.dns_tsig_secret=not base64!" \
+    "acme.dns_zone=Example.test" "acme.domains=*.*.example.test" "acme.domains=a.*.example.test"; do
+    out=$(tb_ctl set "${bad%%=*}" "${bad#*=}" 2>&1)
+    is "$?" 1 "refused: $bad"
+    like "$out" "${bad%%=*}" "  naming the setting"
+done
+
+# A wrong secret first: named refuses the update, and the error says so.
+wrong=$(printf 'not-the-key-not-the-key-0123456' | base64)
+tb_ctl set acme.dns_server "$BIND_SERVER" >/dev/null &&
+    tb_ctl set acme.dns_zone example.test >/dev/null &&
+    tb_ctl set acme.dns_tsig_key "$BIND_KEY" >/dev/null &&
+    tb_ctl set acme.dns_tsig_secret "$wrong" >/dev/null
+ok $? "dns_server, dns_zone, dns_tsig_key and a wrong dns_tsig_secret set"
+tb_ctl set acme.domains "*.wild.example.test,wild.example.test" >/dev/null
+ok $? "acme.domains *.wild.example.test,wild.example.test"
+json=$(pb_wait_failure 20)
+like "$json" '"failures": ?1' "with the wrong secret the order fails"
+like "$json" "_acme-challenge.wild.example.test at $BIND_SERVER: .*(BADSIG|NOTAUTH)" \
+    "  the error names the record, the server and its TSIG refusal"
+is "$(bind_txt _acme-challenge.wild.example.test)" "" "  and named holds no record"
+
+# The right secret: the change retries at once.
+tb_ctl set acme.dns_tsig_secret "$BIND_SECRET" >/dev/null
+ok $? "the right dns_tsig_secret set"
+pb_wait_served anything.wild.example.test 40
+ok $? "a certificate for *.wild.example.test is served to anything.wild.example.test and verifies"
+pb_wait_served wild.example.test 5
+ok $? "  and to wild.example.test"
+sans=$(openssl s_client -connect "127.0.0.1:$SITE_HTTPS" -servername x.wild.example.test </dev/null 2>/dev/null |
+    openssl x509 -noout -ext subjectAltName | tail -1 | tr -d ' ')
+is "$sans" "DNS:*.wild.example.test,DNS:wild.example.test" "  its names: the wildcard and the name"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT name FROM certificates WHERE source = 'acme'")" \
+    "*.wild.example.test" "  stored as *.wild.example.test"
+like "$(tb_ctl acme status)" "challenge: http-01 \(auto; else tls-alpn-01, dns-01\)" \
+    "acme status: auto, and dns-01 among the others"
+like "$(grep 'dns-01 record put on' "$TB_TMP/daemon.log")" \
+    "_acme-challenge.wild.example.test: dns-01 record put on $BIND_SERVER" "the wildcard was answered by dns-01"
+like "$(grep -o 'Attempting to validate w/ HTTP: [^ ]*' "$PB_DIR/pebble.log" | sort -u)" \
+    "http://wild.example.test:$SITE_HTTP/" "  and wild.example.test by http-01 (auto)"
+is "$(bind_txt _acme-challenge.wild.example.test)" "" "the record is withdrawn once the order is done"
+like "$(sed -n 's/.*\(updating zone .example.test[^:]*\): \(.*\)/\2/p' "$BIND_DIR/named.log" | paste -sd'|')" \
+    "adding an RR at '_acme-challenge.wild.example.test' TXT.*deleting an RR at '?_acme-challenge.wild.example.test'? TXT" \
+    "named's log: one TXT added, then deleted"
+
+# dns-01 by name, for a plain name.
+tb_ctl set acme.challenge dns-01 >/dev/null
+ok $? "acme.challenge dns-01"
+http_before=$(grep -c 'Attempting to validate w/ HTTP' "$PB_DIR/pebble.log")
+tb_ctl set acme.domains dns.example.test >/dev/null
+pb_wait_served dns.example.test 40
+ok $? "dns.example.test issued"
+is "$(grep -c 'Attempting to validate w/ HTTP' "$PB_DIR/pebble.log")" "$http_before" "  without any http-01"
+like "$(grep 'dns-01 record put on' "$TB_TMP/daemon.log" | tail -1)" "_acme-challenge.dns.example.test" \
+    "  by dns-01"
+
+# A wildcard with no DNS server set: the error says what to set.
+tb_ctl set acme.challenge auto >/dev/null
+tb_ctl set acme.dns_server "" >/dev/null
+tb_ctl set acme.domains "*.nodns.example.test" >/dev/null
+json=$(pb_wait_failure 20)
+like "$json" 'a wildcard is validated by dns-01 only: set acme.dns_server, acme.dns_zone, acme.dns_tsig_key and acme.dns_tsig_secret' \
+    "a wildcard without acme.dns_server fails, naming the settings to set"
+is "$(pb_served_serial dns.example.test | wc -l)" 1 "the certificate before it is still served"
+
+# The secret stays secret.
+is "$(grep -c -F "$BIND_SECRET" "$TB_TMP/daemon.log")" 0 "the secret is not in tlsboxd's log"
+is "$( (tb_ctl --json acme status; tb_ctl settings acme; tb_ctl --json settings acme) 2>&1 | grep -c -F "$BIND_SECRET")" 0 \
+    "nor in acme status or the settings list"
+
+tb_stop_daemon
+ok $? "tlsboxd stops cleanly"
+pb_stop
+bind_stop
+done_testing
