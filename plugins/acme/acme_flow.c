@@ -276,7 +276,9 @@ static json_t *flow_challenge(json_t *authz, const struct acme_order_req *req, c
 {
     unsigned can = ACME_CH_HTTP | (req->answer_put ? req->answer_types : 0);
     const char *want = flow_type_bit(req->challenge) ? req->challenge : "http-01";
-    json_t *ch = (can & flow_type_bit(want)) ? flow_challenge_of(authz, want) : NULL;
+    /* The one asked for is tried even when it looks unanswerable: its
+     * answer_put then says why (e.g. which dns-01 settings are missing). */
+    json_t *ch = flow_challenge_of(authz, want);
     *type = want;
     for (unsigned i = 0; !ch && req->challenge_fallback && i < 3; i++) {
         if (!(can & (1u << i)) || strcmp(flow_types[i], want) == 0)
@@ -347,10 +349,10 @@ static void flow_tokens_withdraw(struct flow_tokens *t, const struct acme_order_
 {
     for (size_t i = 0; i < t->n; i++) {
         struct flow_answer *a = &t->v[i];
-        if (a->key_auth)
-            req->answer_del(req->challenge_arg, a->type, a->id, a->key_auth);
-        else
+        if (!a->key_auth)
             req->challenge_del(req->challenge_arg, a->id);
+        else if (req->answer_del)
+            req->answer_del(req->challenge_arg, a->type, a->id, a->key_auth);
         free(a->id);
         free(a->key_auth);
     }
@@ -397,11 +399,13 @@ static int flow_authorizations(struct acme_client *c, const struct acme_order_re
         const char *ident = flow_authz_name(r.json);
         if (!token || !ch_url) {
             bool wildcard = json_is_true(json_object_get(r.json, "wildcard"));
-            if (wildcard && !(req->answer_types & ACME_CH_DNS))
+            if (wildcard)
                 acme_err_set(e, "authorization", "tlsbox:no-dns-01",
-                             "*.%s: a wildcard is validated by dns-01 only: set acme.dns_server, "
-                             "acme.dns_zone, acme.dns_tsig_key and acme.dns_tsig_secret",
-                             ident);
+                             "*.%s: a wildcard is validated by dns-01 only: %s", ident,
+                             (req->answer_types & ACME_CH_DNS)
+                                 ? "set acme.challenge to auto or dns-01"
+                                 : "set acme.dns_server, acme.dns_zone, acme.dns_tsig_key and "
+                                   "acme.dns_tsig_secret");
             else
                 acme_err_set(e, "authorization", "tlsbox:no-challenge",
                              "%s: the CA offers no %s challenge", ident, type);
@@ -415,7 +419,8 @@ static int flow_authorizations(struct acme_client *c, const struct acme_order_re
              * that never showed) is still withdrawn. */
             flow_tokens_add(tokens, type, ident, ka);
             char *why = NULL;
-            ret = req->answer_put(req->challenge_arg, type, ident, ka, &why);
+            ret = req->answer_put ? req->answer_put(req->challenge_arg, type, ident, ka, &why)
+                                  : -ENOTSUP;
             if (ret < 0) {
                 acme_err_set(e, "challenge", "tlsbox:answer", "%s: cannot answer %s: %s", ident,
                              type, why ? why : strerror(-ret));

@@ -82,6 +82,10 @@ json=$(pb_wait_failure 20)
 like "$json" 'a wildcard is validated by dns-01 only: set acme.dns_server, acme.dns_zone, acme.dns_tsig_key and acme.dns_tsig_secret' \
     "a wildcard without acme.dns_server fails, naming the settings to set"
 is "$(pb_served_serial dns.example.test | wc -l)" 1 "the certificate before it is still served"
+tb_ctl set acme.challenge dns-01 >/dev/null
+tb_ctl set acme.domains nodns.example.test >/dev/null
+needs() { tb_ctl --json acme status | grep -q 'nodns.example.test: cannot answer dns-01: dns-01 needs acme.dns_server' && echo 1 || echo 0; }
+is "$(tb_wait_says 20 1 needs)" 1 "dns-01 asked for with no DNS server: the error names the setting to set"
 
 # The secret stays secret.
 is "$(grep -c -F "$BIND_SECRET" "$TB_TMP/daemon.log")" 0 "the secret is not in tlsboxd's log"
