@@ -345,8 +345,13 @@ int tls_alpn_challenge_put(struct tlsbox_plugin *self, const char *identifier,
         return rc;
     }
     why = xasprintf("tls-alpn-01 answer for %s", identifier);
-    tls_rebuild(NULL, why);
+    rc = tls_rebuild(NULL, why);
     free(why);
+    if (rc < 0) {
+        /* Not served: the caller must not tell the CA to look. */
+        tls_alpn_del(identifier);
+        return -EIO;
+    }
     return 0;
 }
 

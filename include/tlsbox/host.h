@@ -488,7 +488,8 @@ struct tlsbox_host {
      * same identifier is replaced.  The bundle is rebuilt before the call
      * returns, so the CA may be told to validate at once.  Returns 0;
      * -EINVAL (not a host name or address: logged); -ENOSPC (100 answers
-     * waiting); -EIO.  Answers live in memory only: withdraw each with
+     * waiting); -EIO (also when the bundle could not be rebuilt: the
+     * answer is then not kept).  Answers live in memory only: withdraw each with
      * tls_alpn_challenge_del once its authorization is done.  Not from a
      * site worker (the rebuild reads SQLite).
      */
