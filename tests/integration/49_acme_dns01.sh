@@ -52,6 +52,9 @@ sans=$(openssl s_client -connect "127.0.0.1:$SITE_HTTPS" -servername x.wild.exam
 is "$sans" "DNS:*.wild.example.test,DNS:wild.example.test" "  its names: the wildcard and the name"
 is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT name FROM certificates WHERE source = 'acme'")" \
     "*.wild.example.test" "  stored as *.wild.example.test"
+is "$(tb_ctl cert export '*.wild.example.test' | openssl x509 -noout -subject | tr -d ' ')" \
+    "subject=CN=*.wild.example.test" "  tlsboxctl cert export '*.wild.example.test' prints it"
+like "$(tb_ctl cert list)" '\*\.wild\.example\.test' "  cert list names it"
 like "$(tb_ctl acme status)" "challenge: http-01 \(auto; else tls-alpn-01, dns-01\)" \
     "acme status: auto, and dns-01 among the others"
 like "$(grep 'dns-01 record put on' "$TB_TMP/daemon.log")" \
