@@ -1,6 +1,7 @@
 /*
  * tlsbox plugin kit: a mock host for a plugin's unit tests (ABI 1.1; 1.2: the
- * .apply_settings hook, see tlsbox_mock_started).
+ * .apply_settings hook, see tlsbox_mock_started; 1.3: tls-alpn-01 answers,
+ * see tlsbox_mock_alpn_answer).
  *
  * Link a test program with the plugin's sources and the static library
  * libtlsbox-mockhost.a:
@@ -196,6 +197,21 @@ int tlsbox_mock_bundles_alive(void);
 int tlsbox_mock_cert_add(const char *name, const char *chain_pem, const char *info_json);
 /** How many times the plugin called cert_install successfully. */
 int tlsbox_mock_cert_installs(void);
+
+/* ---- ACME tls-alpn-01 answers (ABI 1.3) ---------------------------------- */
+/*
+ * tls_alpn_challenge_put / _del keep the answers (nothing is served; the
+ * identifier is checked for a host name's or an address's characters only,
+ * at most 100 answers as in the core).
+ */
+
+/**
+ * Whether an answer for @p identifier is up (1) or not (0); when it is and
+ * @p digest is not NULL, its 32-byte digest is copied there.
+ */
+int tlsbox_mock_alpn_answer(const char *identifier, unsigned char digest[32]);
+/** How many answers are up. */
+int tlsbox_mock_alpn_answers(void);
 
 #ifdef __cplusplus
 }

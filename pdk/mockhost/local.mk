@@ -11,6 +11,7 @@ lib_LIBRARIES = pdk/mockhost/libtlsbox-mockhost.a
 pdk_mockhost_libtlsbox_mockhost_a_SOURCES = pdk/mockhost/mock.h pdk/mockhost/mock_host.c \
 	pdk/mockhost/mock_settings.c pdk/mockhost/mock_store.c pdk/mockhost/mock_events.c \
 	pdk/mockhost/mock_routes.c pdk/mockhost/mock_bundle.c pdk/mockhost/mock_dh.c \
+	pdk/mockhost/mock_alpn.c \
 	core/store_guard.c core/store_guard.h core/settings_check.c core/settings_check.h \
 	core/utf8.c core/utf8.h core/xalloc.c core/xalloc.h
 # The core's schema, so a plugin's migrations meet the store the daemon has.

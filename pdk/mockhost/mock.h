@@ -85,6 +85,12 @@ int tlsbox_mockp_cert_get(struct tlsbox_plugin *self, const char *name, char **c
                           char **info_json);
 void tlsbox_mockp_certs_reset(void);
 
+/* mock_alpn.c */
+int tlsbox_mockp_tls_alpn_put(struct tlsbox_plugin *self, const char *identifier,
+                              const unsigned char digest[32]);
+int tlsbox_mockp_tls_alpn_del(struct tlsbox_plugin *self, const char *identifier);
+void tlsbox_mockp_alpn_reset(void);
+
 /* mock_dh.c */
 int tlsbox_mockp_dh_set(struct tlsbox_plugin *self, const char *pem, const char *source,
                         unsigned flags, char **err);

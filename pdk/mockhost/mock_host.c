@@ -223,6 +223,9 @@ const struct tlsbox_host tlsbox_mock_host = {
     .cert_get = tlsbox_mockp_cert_get,
     .dh_set = tlsbox_mockp_dh_set,
     .dh_served = tlsbox_mockp_dh_served,
+    /* staple_set, internal_ocsp and api_call: not mocked (NULL) */
+    .tls_alpn_challenge_put = tlsbox_mockp_tls_alpn_put,
+    .tls_alpn_challenge_del = tlsbox_mockp_tls_alpn_del,
 };
 
 int tlsbox_mock_setup(const struct tlsbox_plugin_desc *desc)
@@ -251,6 +254,7 @@ void tlsbox_mock_teardown(void)
     tlsbox_mockp_routes_reset();
     tlsbox_mockp_certs_reset();
     tlsbox_mockp_dh_reset();
+    tlsbox_mockp_alpn_reset();
     tlsbox_mockp_settings_reset();
     tlsbox_mockp_store_teardown();
     tlsbox_mock_bundle_clear();

@@ -169,11 +169,18 @@ int main(void)
        "  asked for by name: that one alone");
     acme_conf_free(&conf);
     char *why = NULL;
-    is_int(acme_answer_put(a, "tls-alpn-01", "a.test", "token.thumbprint", &why), -ENOTSUP,
-           "the mock host has no tls-alpn-01 calls: -ENOTSUP, which fails the order");
-    like(why, "host ABI", "  saying why");
+    unsigned char want[32], got[32];
+    gnutls_hash_fast(GNUTLS_DIG_SHA256, "token.thumbprint", 16, want);
+    is_int(acme_answer_put(a, "tls-alpn-01", "a.test", "token.thumbprint", &why), 0,
+           "a tls-alpn-01 answer goes to the host");
+    ok(tlsbox_mock_alpn_answer("a.test", got) && memcmp(got, want, 32) == 0,
+       "  as the SHA-256 of the key authorization (RFC 8737 section 3)");
+    acme_answer_del(a, "tls-alpn-01", "a.test", "token.thumbprint");
+    is_int(tlsbox_mock_alpn_answers(), 0, "  and is withdrawn");
+    is_int(acme_answer_put(a, "tls-alpn-01", "A_B", "t.t", &why), -EINVAL,
+           "an identifier the host refuses fails the answer");
     free(why);
-    is_int((int)acme_answer_types(a), 0, "so the plugin can answer neither tls-alpn-01 nor dns-01");
+    is_int((int)acme_answer_types(a), ACME_CH_ALPN, "without acme.dns_*, tls-alpn-01 only");
     is_int(acme_answer_put(a, "dns-01", "a.test", "token.thumbprint", &why), -ENOTSUP,
            "dns-01 without its settings: -ENOTSUP");
     is_str(why,
@@ -185,7 +192,7 @@ int main(void)
     is_int(tlsbox_mock_set("dns_tsig_key", "tlsbox-acme"), 0, "dns_tsig_key set");
     is_int(tlsbox_mock_set("dns_tsig_secret", "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"), 0,
            "dns_tsig_secret set");
-    is_int((int)acme_answer_types(a), ACME_CH_DNS, "then dns-01 can be answered");
+    is_int((int)acme_answer_types(a), ACME_CH_ALPN | ACME_CH_DNS, "then dns-01 too");
     ok(tlsbox_mock_set("dns_server", "127.0.0.1 5353") != 0, "a server with a space is refused");
     ok(tlsbox_mock_set("dns_tsig_secret", "not base64!") != 0,
        "a secret that is not base64 is refused");
