@@ -38,6 +38,10 @@
  *                answer to a signed UPDATE
  *   -EACCES      the server refused: REFUSED, NOTAUTH or a TSIG error
  *   -EREMOTEIO   any other RCODE (SERVFAIL, NOTZONE, ...)
+ *
+ * The code is in three files that share acme_dns_int.h: acme_dns.c (the
+ * server, the transport and these calls), acme_dns_wire.c (names and the
+ * message format) and acme_dns_tsig.c (TSIG).
  */
 #ifndef TLSBOX_PLUGINS_ACME_DNS_H
 #define TLSBOX_PLUGINS_ACME_DNS_H

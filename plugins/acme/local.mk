@@ -2,7 +2,8 @@
 acme_core_sources = plugins/acme/acme.h plugins/acme/acme_util.c plugins/acme/acme_jws.c \
 	plugins/acme/acme_csr.c plugins/acme/acme_renew.c plugins/acme/acme_http.c \
 	plugins/acme/acme_store.c plugins/acme/acme_flow.c plugins/acme/acme_dns.c \
-	plugins/acme/acme_dns.h
+	plugins/acme/acme_dns_wire.c plugins/acme/acme_dns_tsig.c plugins/acme/acme_dns.h \
+	plugins/acme/acme_dns_int.h
 
 plugin_LTLIBRARIES += plugins/acme/acme.la
 plugins_acme_acme_la_SOURCES = $(acme_core_sources) plugins/acme/acme_plugin.h \
@@ -33,7 +34,8 @@ plugins_acme_tests_acme_plugin_test_LDADD = $(MOCKHOST_LIBS) $(CURL_LIBS) $(JANS
 check_PROGRAMS += plugins/acme/tests/acme_dns_test
 TESTS += plugins/acme/tests/acme_dns_test
 plugins_acme_tests_acme_dns_test_SOURCES = plugins/acme/tests/acme_dns_test.c \
-	plugins/acme/acme_dns.h plugins/acme/acme_dns.c
+	plugins/acme/acme_dns.h plugins/acme/acme_dns.c plugins/acme/acme_dns_wire.c \
+	plugins/acme/acme_dns_tsig.c plugins/acme/acme_dns_int.h
 plugins_acme_tests_acme_dns_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS)
 plugins_acme_tests_acme_dns_test_LDADD = $(GNUTLS_LIBS)
 
