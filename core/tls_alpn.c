@@ -106,7 +106,6 @@ static int make_cred(const char *ident, const unsigned char digest[32], time_t n
     ext[0] = 0x04;
     ext[1] = 32;
     memcpy(ext + 2, digest, 32);
-    gnutls_datum_t extd = {ext, sizeof(ext)};
 
     if ((r = gnutls_x509_privkey_init(&key)) < 0 ||
         (r = gnutls_x509_privkey_generate2(key, GNUTLS_PK_ECDSA,
@@ -116,13 +115,15 @@ static int make_cred(const char *ident, const unsigned char digest[32], time_t n
         (r = gnutls_rnd(GNUTLS_RND_NONCE, serial, sizeof(serial))) < 0)
         goto out;
     serial[0] = (unsigned char)((serial[0] & 0x7f) | 0x01); /* positive, no zero byte to strip */
-    time_t until = now + (time_t)VALID_DAYS * 86400;
-    if (until < now) /* a 32-bit time_t near 2038 */
-        until = (time_t)INT32_MAX;
+    /* Computed wide: armhf's time_t is 32 bits, and past 2038 the sum
+     * would wrap (as core/tls_ca.c's expiry_after). */
+    int64_t until = (int64_t)now + (int64_t)VALID_DAYS * 86400;
+    if (sizeof(time_t) < sizeof(int64_t) && until > INT32_MAX)
+        until = INT32_MAX;
     if ((r = gnutls_x509_crt_set_version(crt, 3)) < 0 ||
         (r = gnutls_x509_crt_set_serial(crt, serial, sizeof(serial))) < 0 ||
         (r = gnutls_x509_crt_set_activation_time(crt, now - 3600)) < 0 ||
-        (r = gnutls_x509_crt_set_expiration_time(crt, until)) < 0 ||
+        (r = gnutls_x509_crt_set_expiration_time(crt, (time_t)until)) < 0 ||
         (r = gnutls_x509_crt_set_key(crt, key)) < 0 ||
         (r = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0,
                                            "tlsbox ACME tls-alpn-01", 23)) < 0)
@@ -134,8 +135,8 @@ static int make_cred(const char *ident, const unsigned char digest[32], time_t n
         r = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_DNSNAME, ident,
                                                  (unsigned)strlen(ident), GNUTLS_FSAN_SET);
     if (r < 0 ||
-        (r = gnutls_x509_crt_set_extension_by_oid(crt, OID_ACME_IDENTIFIER, extd.data, extd.size,
-                                                  1)) < 0 ||
+        (r = gnutls_x509_crt_set_extension_by_oid(crt, OID_ACME_IDENTIFIER, ext, sizeof(ext), 1)) <
+            0 ||
         (r = gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0)) < 0 ||
         (r = gnutls_certificate_allocate_credentials(out)) < 0)
         goto out;
