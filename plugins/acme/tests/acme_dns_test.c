@@ -392,7 +392,9 @@ static void fake_update(enum fake_mode mode, int want, const char *needle, const
     is_int(acme_dns_update(&c, true, "_acme-challenge.example.test", V1, 60, &err), want,
            "%s: error code", what);
     like(err, needle, "%s: message", what);
-    ok(ms_now() - t0 < 2000, "%s: within the timeout", what);
+    /* Not a timing test: the bound only tells the 300 ms limit given from
+     * the 10 s default, with room for a loaded machine. */
+    ok(ms_now() - t0 < 8000, "%s: the 300 ms limit applies, not the 10 s default", what);
     free(err);
     fake_stop(&f);
 }
