@@ -379,14 +379,25 @@ static void fake_stop(struct fake *f)
     waitpid(f->pid, NULL, 0);
 }
 
+/* Start a fake in @p mode and a configuration for it with a 300 ms limit;
+ * false (reported) when the fake does not start. */
+static bool fake_begin(enum fake_mode mode, struct fake *f, struct acme_dns_conf *c,
+                       const char *what)
+{
+    if (!ok(fake_start(mode, f), "%s: fake server started", what))
+        return false;
+    *c = conf_for(f->server);
+    c->timeout_ms = 300;
+    return true;
+}
+
 /* One update against a fake in @p mode: @p want and a message with @p needle. */
 static void fake_update(enum fake_mode mode, int want, const char *needle, const char *what)
 {
     struct fake f;
-    if (!ok(fake_start(mode, &f), "%s: fake server started", what))
+    struct acme_dns_conf c;
+    if (!fake_begin(mode, &f, &c, what))
         return;
-    struct acme_dns_conf c = conf_for(f.server);
-    c.timeout_ms = 300;
     char *err = NULL;
     uint64_t t0 = ms_now();
     is_int(acme_dns_update(&c, true, "_acme-challenge.example.test", V1, 60, &err), want,
@@ -403,10 +414,9 @@ static void fake_query(enum fake_mode mode, const char *value, int want, const c
                        const char *what)
 {
     struct fake f;
-    if (!ok(fake_start(mode, &f), "%s: fake server started", what))
+    struct acme_dns_conf c;
+    if (!fake_begin(mode, &f, &c, what))
         return;
-    struct acme_dns_conf c = conf_for(f.server);
-    c.timeout_ms = 300;
     char *err = NULL;
     is_int(acme_dns_txt_has(&c, "_acme-challenge.example.test", value, &err), want, "%s: result",
            what);

@@ -39,11 +39,8 @@ struct result {
 static struct result handshake(const struct tlsbox_bundle *b, const char *sni, const char *proto)
 {
     struct result res = {.rc = -1, .ext_critical = -1};
-    int sv[2];
-    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
-    struct tt_server s = {.fd = sv[1], .b = b};
-    pthread_t t;
-    pthread_create(&t, NULL, tt_server_run, &s);
+    struct tt_pair pair;
+    tt_pair_start(&pair, b, false);
 
     gnutls_certificate_credentials_t cc;
     gnutls_certificate_allocate_credentials(&cc);
@@ -59,7 +56,7 @@ static struct result handshake(const struct tlsbox_bundle *b, const char *sni, c
         gnutls_alpn_set_protocols(c, &one, 1, 0);
     else
         gnutls_alpn_set_protocols(c, protos, 2, 0);
-    gnutls_transport_set_int(c, sv[0]);
+    gnutls_transport_set_int(c, pair.fd);
     int r;
     do
         r = gnutls_handshake(c);
@@ -99,10 +96,9 @@ static struct result handshake(const struct tlsbox_bundle *b, const char *sni, c
         gnutls_bye(c, GNUTLS_SHUT_RDWR);
     }
     gnutls_deinit(c);
-    close(sv[0]);
-    pthread_join(t, NULL);
+    tt_pair_end(&pair);
     gnutls_certificate_free_credentials(cc);
-    res.server_rc = s.rc;
+    res.server_rc = pair.server.rc;
     return res;
 }
 

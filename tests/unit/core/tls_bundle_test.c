@@ -51,11 +51,8 @@ static struct result handshake(const struct tlsbox_bundle *b, const char *prio,
                                gnutls_datum_t *sess_in, gnutls_datum_t *sess_out)
 {
     struct result res = {.rc = -1};
-    int sv[2];
-    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
-    struct tt_server s = {.fd = sv[1], .b = b, .echo = true};
-    pthread_t t;
-    pthread_create(&t, NULL, tt_server_run, &s);
+    struct tt_pair pair;
+    tt_pair_start(&pair, b, true);
 
     gnutls_certificate_credentials_t cc;
     gnutls_certificate_allocate_credentials(&cc);
@@ -70,7 +67,7 @@ static struct result handshake(const struct tlsbox_bundle *b, const char *prio,
     gnutls_alpn_set_protocols(c, protos, 2, 0);
     if (sess_in && sess_in->data)
         gnutls_session_set_data(c, sess_in->data, sess_in->size);
-    gnutls_transport_set_int(c, sv[0]);
+    gnutls_transport_set_int(c, pair.fd);
     int r;
     do
         r = gnutls_handshake(c);
@@ -101,10 +98,9 @@ static struct result handshake(const struct tlsbox_bundle *b, const char *prio,
         gnutls_bye(c, GNUTLS_SHUT_RDWR);
     }
     gnutls_deinit(c);
-    close(sv[0]);
-    pthread_join(t, NULL);
+    tt_pair_end(&pair);
     gnutls_certificate_free_credentials(cc);
-    res.resumed = s.resumed;
+    res.resumed = pair.server.resumed;
     return res;
 }
 

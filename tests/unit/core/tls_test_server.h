@@ -3,7 +3,9 @@
 #ifndef TLSBOX_TESTS_TLS_TEST_SERVER_H
 #define TLSBOX_TESTS_TLS_TEST_SERVER_H
 
+#include <pthread.h>
 #include <stdbool.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gnutls/gnutls.h>
@@ -44,6 +46,30 @@ static void *tt_server_run(void *arg)
     gnutls_deinit(ss);
     close(s->fd);
     return NULL;
+}
+
+/* A server thread and the client's end of its socketpair. */
+struct tt_pair {
+    int fd; /* the client's end */
+    pthread_t thread;
+    struct tt_server server;
+};
+
+/* Serve @p b (borrowed) on a new socketpair in a thread; the client uses p->fd. */
+static void tt_pair_start(struct tt_pair *p, const struct tlsbox_bundle *b, bool echo)
+{
+    int sv[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    p->fd = sv[0];
+    p->server = (struct tt_server){.fd = sv[1], .b = b, .echo = echo};
+    pthread_create(&p->thread, NULL, tt_server_run, &p->server);
+}
+
+/* Close the client's end and wait for the server thread (p->server holds its results). */
+static void tt_pair_end(struct tt_pair *p)
+{
+    close(p->fd);
+    pthread_join(p->thread, NULL);
 }
 
 #endif
