@@ -57,10 +57,15 @@ end_of() { date -d "$(openssl x509 -enddate -noout -in "$TB_TMP/$1.crt" | cut -d
 gauge() { site_metric "tlsbox_cert_not_after_timestamp_seconds{name=\"$1\"}"; }
 # expiring: the cert.expiring events the receiver got, one "name threshold
 # source expired" each, and "days-ok" when days_left is the whole days from
-# the event's time to not_after
+# the check to not_after.  The check runs up to a minute before the event's
+# time ("at" is stamped by notify when the event reaches it, on another
+# thread): a certificate made in the check's second has 3 whole days left
+# then, and 2 at "at" one second later.
 expiring() {
     jq -r 'select(.event == "cert.expiring") | .body | fromjson |
-        (((.data.not_after - (.at | fromdateiso8601)) / 86400 | floor) == .data.days_left) as $d |
+        (.data.not_after - (.at | fromdateiso8601)) as $left |
+        (.data.days_left >= ($left / 86400 | floor) and
+         .data.days_left <= (($left + 60) / 86400 | floor)) as $d |
         .data | "\(.name) \(.threshold) \(.source) \(.expired) \(if $d then "days-ok" else "days-wrong" end)"' "$hooks"
 }
 days_left() { jq -r 'select(.event == "cert.expiring") | .body | fromjson | .data | select(.name == "'"$1"'") | .days_left' "$hooks" | tail -1; }
