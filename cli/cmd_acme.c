@@ -35,6 +35,9 @@ static int cmd_acme_status(struct ctl *c, int argc, char **argv)
         const char *ch = json_string_value(json_object_get(j, "challenge"));
         if (ch)
             printf("challenge: %s\n", ch);
+        const char *rec = json_string_value(json_object_get(j, "dns_record"));
+        if (rec) /* acme.dns_alias: where dns-01 answers go */
+            printf("dns-01 at: %s\n", rec);
         ctl_print_when("next check", json_object_get(j, "next_check"));
     }
     size_t i;

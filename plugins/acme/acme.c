@@ -104,6 +104,14 @@ static const struct tlsbox_setting_def acme_settings[] = {
      .pattern = "^(([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$",
      .max = 253,
      .help = "dns-01: the zone the _acme-challenge records go in (e.g. example.org)"},
+    {.key = "dns_alias",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .pattern = "^(([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\.)*[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$",
+     .max = 237,
+     .help = "dns-01 for names whose DNS takes no updates: every record goes at "
+             "_acme-challenge.ALIAS (a name in acme.dns_zone) instead; point each "
+             "_acme-challenge.NAME there once with a CNAME (e.g. acme.example.org)"},
     {.key = "dns_tsig_key",
      .type = TLSBOX_SETTING_STRING,
      .default_value = "",

@@ -20,7 +20,7 @@
 
 /* The dns-01 settings, read when used (they are few and rarely used). */
 struct dns_settings {
-    char *server, *zone, *key, *alg, *secret;
+    char *server, *zone, *alias, *key, *alg, *secret;
     long wait_seconds;
     struct acme_dns_conf conf;
 };
@@ -35,6 +35,7 @@ static void dns_settings_load(struct acme *a, struct dns_settings *d)
 {
     d->server = setting(a, "dns_server");
     d->zone = setting(a, "dns_zone");
+    d->alias = setting(a, "dns_alias");
     d->key = setting(a, "dns_tsig_key");
     d->alg = setting(a, "dns_tsig_algorithm");
     d->secret = setting(a, "dns_tsig_secret");
@@ -50,6 +51,7 @@ static void dns_settings_free(struct dns_settings *d)
 {
     free(d->server);
     free(d->zone);
+    free(d->alias);
     free(d->key);
     free(d->alg);
     tlsbox_wipe_free_str(d->secret);
@@ -96,6 +98,35 @@ static char *dns_value(const char *key_auth)
     return acme_b64url(digest, sizeof(digest));
 }
 
+/* Where @p identifier's record goes: _acme-challenge.<identifier>, or with
+ * acme.dns_alias _acme-challenge.<alias>, which the name's own
+ * _acme-challenge is a CNAME to (RFC 8555 section 8.4: the CA follows it).
+ * One alias serves every name: a TXT record set holds many values. */
+static char *dns_record_name(const struct dns_settings *d, const char *identifier)
+{
+    return tlsbox_xasprintf("_acme-challenge.%s", *d->alias ? d->alias : identifier);
+}
+
+/* Whether @p name is @p zone or below it (both lower case, as the settings'
+ * patterns and the CA's identifiers are). */
+static bool in_zone(const char *name, const char *zone)
+{
+    size_t n = strlen(name), z = strlen(zone);
+    return n == z ? strcmp(name, zone) == 0
+                  : n > z && name[n - z - 1] == '.' && strcmp(name + n - z, zone) == 0;
+}
+
+char *acme_answer_dns_hint(struct acme *a)
+{
+    char *alias = setting(a, "dns_alias"), *hint = NULL;
+    if (*alias)
+        hint = tlsbox_xasprintf("(acme.dns_alias: the name's _acme-challenge must be a CNAME to "
+                                "_acme-challenge.%s)",
+                                alias);
+    free(alias);
+    return hint;
+}
+
 static bool sleep_ms(struct acme *a, unsigned ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -119,10 +150,20 @@ static int dns_put(struct acme *a, const char *identifier, const char *key_auth,
         ret = -EIO;
         goto out;
     }
-    fqdn = tlsbox_xasprintf("_acme-challenge.%s", identifier);
+    if (*d.alias && !in_zone(d.alias, d.zone)) {
+        *why = tlsbox_xasprintf("acme.dns_alias %s is not in acme.dns_zone %s", d.alias, d.zone);
+        ret = -EINVAL;
+        goto out;
+    }
+    fqdn = dns_record_name(&d, identifier);
     if ((ret = acme_dns_update(&d.conf, true, fqdn, value, DNS_TTL, why)) < 0)
         goto out;
-    a->host->log(a->self, TLSBOX_LOG_INFO, "%s: dns-01 record put on %s", fqdn, d.server);
+    if (*d.alias)
+        a->host->log(a->self, TLSBOX_LOG_INFO,
+                     "_acme-challenge.%s: dns-01 record put at %s (acme.dns_alias) on %s",
+                     identifier, fqdn, d.server);
+    else
+        a->host->log(a->self, TLSBOX_LOG_INFO, "%s: dns-01 record put on %s", fqdn, d.server);
     /* The CA asks the zone's servers; the one updated must say it first. */
     ret = -ETIMEDOUT;
     /* Short questions, and the whole wait bounded by the clock: a server
@@ -174,7 +215,7 @@ static void dns_del(struct acme *a, const char *identifier, const char *key_auth
     struct dns_settings d;
     char *value = dns_value(key_auth), *fqdn = NULL, *err = NULL;
     dns_settings_load(a, &d);
-    fqdn = tlsbox_xasprintf("_acme-challenge.%s", identifier);
+    fqdn = dns_record_name(&d, identifier);
     if (value && acme_dns_update(&d.conf, false, fqdn, value, 0, &err) < 0)
         a->host->log(a->self, TLSBOX_LOG_WARN, "dns-01 record left behind: %s", err);
     free(err);

@@ -78,6 +78,9 @@ unsigned acme_answer_types(struct acme *a);
 int acme_answer_put(void *arg, const char *type, const char *identifier, const char *key_auth,
                     char **why);
 void acme_answer_del(void *arg, const char *type, const char *identifier, const char *key_auth);
+/* What to check when the CA found no dns-01 record: with acme.dns_alias,
+ * the CNAME the user sets up (a string to free), else NULL. */
+char *acme_answer_dns_hint(struct acme *a);
 
 /* acme_run.c: jobs */
 void acme_run_check(void *arg, struct tlsbox_job *job);

@@ -369,6 +369,18 @@ static int run_attempt(struct acme *a, struct acme_client *c, sqlite3 *db,
     if (ret < 0) {
         if (e->challenge[0])
             acme_store_kv_put(db, key, e->challenge);
+        /* The CA looked and found nothing: with an alias, most likely the
+         * CNAME to it is missing. */
+        char *hint = strcmp(e->challenge, "dns-01") == 0 && e->type && e->detail &&
+                             strncmp(e->type, "tlsbox:", 7) != 0
+                         ? acme_answer_dns_hint(a)
+                         : NULL;
+        if (hint) {
+            char *d = tlsbox_xasprintf("%s %s", e->detail, hint);
+            free(e->detail);
+            e->detail = d;
+            free(hint);
+        }
         goto out;
     }
     acme_store_kv_put(db, key, NULL);
@@ -433,6 +445,10 @@ static time_t run_status(struct acme *a, sqlite3 *db, const struct acme_conf *co
                            strcmp(conf->challenge, "http-01") == 0 ? "tls-alpn-01" : "http-01",
                            (acme_answer_types(a) & ACME_CH_DNS) ? ", dns-01" : "")
             : json_string(conf->challenge));
+    char *alias = a->host->setting_get(a->self, "dns_alias");
+    if (alias && *alias) /* the CNAME target each name's _acme-challenge needs */
+        json_object_set_new(st, "dns_record", json_sprintf("_acme-challenge.%s", alias));
+    free(alias);
     json_object_set_new(st, "checked_at", json_integer(now));
     json_object_set_new(st, "next_check", json_integer(now + a->check_minutes * 60));
     json_t *arr = json_array();

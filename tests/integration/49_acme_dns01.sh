@@ -5,14 +5,16 @@
 # (*.wild.example.test with wild.example.test: auto answers the name by
 # http-01 and the wildcard by dns-01), the record withdrawn afterwards, a
 # wrong secret refused by the server and named in the error, dns-01 asked
-# for by name, and a wildcard without the DNS settings told what to set.
+# for by name, a wildcard without the DNS settings told what to set, and
+# acme.dns_alias (a CNAME from a zone that takes no updates).
 # The secret never shows in the log, the status or the settings list.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pebble.sh"
 . "$(dirname "$0")/bind_lib.sh"
 tb_setup
 
-bind_start wild dns nodns || bail "named did not start"
+BIND_STATIC='_acme-challenge.cn IN CNAME _acme-challenge.proof.example.test.' \
+    bind_start wild dns nodns proof || bail "named did not start"
 SITE_HTTP=$(tb_free_port)
 SITE_HTTPS=$(tb_free_port)
 PB_HTTP_PORT=$SITE_HTTP PB_DNS_SERVER=$BIND_SERVER pb_start || bail "pebble did not start"
@@ -89,6 +91,38 @@ tb_ctl set acme.challenge dns-01 >/dev/null
 tb_ctl set acme.domains nodns.example.test >/dev/null
 needs() { tb_ctl --json acme status | grep -q 'nodns.example.test: cannot answer dns-01: dns-01 needs acme.dns_server' && echo 1 || echo 0; }
 is "$(tb_wait_says 20 1 needs)" 1 "dns-01 asked for with no DNS server: the error names the setting to set"
+
+# acme.dns_alias: names in a zone that takes no updates (static.test) point
+# their _acme-challenge, once, with a CNAME at one name in example.test.
+tb_ctl set acme.dns_server "$BIND_SERVER" >/dev/null
+out=$(tb_ctl set acme.dns_alias Proof.example.test 2>&1)
+is "$?" 1 "refused: acme.dns_alias=Proof.example.test"
+like "$out" "acme.dns_alias" "  naming the setting"
+is "$(tb_ctl get acme.dns_alias)" "" "  which stays empty"
+says() { tb_ctl --json acme status | grep -qF -- "$1" && echo 1 || echo 0; }
+tb_ctl set acme.dns_alias proof.other.test >/dev/null
+tb_ctl set acme.domains cn.static.test >/dev/null
+is "$(tb_wait_says 20 1 says 'cn.static.test: cannot answer dns-01: acme.dns_alias proof.other.test is not in acme.dns_zone example.test')" \
+    1 "an alias outside acme.dns_zone: the error says so"
+tb_ctl set acme.dns_alias proof.example.test >/dev/null
+ok $? "acme.dns_alias proof.example.test"
+at() { tb_ctl acme status | grep -c '^dns-01 at: _acme-challenge.proof.example.test$'; }
+is "$(tb_wait_says 20 1 at)" 1 "  acme status says where dns-01 records go"
+pb_wait_served cn.static.test 40
+ok $? "cn.static.test (its _acme-challenge a CNAME to _acme-challenge.proof.example.test) issued"
+like "$(grep 'dns-01 record put' "$TB_TMP/daemon.log" | tail -1)" \
+    "_acme-challenge.cn.static.test: dns-01 record put at _acme-challenge.proof.example.test \(acme.dns_alias\) on $BIND_SERVER" \
+    "  the record was put at the alias"
+like "$(grep "updating zone 'example.test/IN': adding an RR" "$BIND_DIR/named.log" | tail -1)" \
+    "adding an RR at '_acme-challenge.proof.example.test' TXT" "  named's log says so"
+is "$(bind_txt _acme-challenge.proof.example.test)" "" "  and it is withdrawn once the order is done"
+serial=$(pb_served_serial cn.static.test)
+tb_ctl set acme.domains nocn.static.test >/dev/null
+is "$(tb_wait_says 40 1 says "(acme.dns_alias: the name's _acme-challenge must be a CNAME to _acme-challenge.proof.example.test)")" \
+    1 "a name without the CNAME fails, and the error says what to check"
+like "$(tb_ctl acme status)" "nocn.static.test: .*TXT" "  after the CA's own words"
+is "$(pb_served_serial cn.static.test)" "$serial" "  the certificate before it is still served"
+is "$(bind_txt _acme-challenge.proof.example.test)" "" "  and no record is left behind"
 
 # The secret stays secret.
 is "$(grep -c -F "$BIND_SECRET" "$TB_TMP/daemon.log")" 0 "the secret is not in tlsboxd's log"

@@ -8,6 +8,9 @@
 #       name by a wildcard A, until a name below it exists (then it is an
 #       empty non-terminal, and the wildcard no longer covers it: a name that
 #       gets an _acme-challenge record must be a LABEL)
+#       It is primary for static.test too, which takes no updates (a zone
+#       at a DNS provider without an API): *.static.test has 127.0.0.1, and
+#       BIND_STATIC holds more of its records, as zone file lines.
 #   bind_txt NAME       the TXT strings named answers for NAME, one a line
 #   bind_stop           stop it
 
@@ -26,6 +29,13 @@ $TTL 60
 ns  IN A 127.0.0.1
 *   IN A 127.0.0.1
 ZONE
+    cat >"$BIND_DIR/static.test.zone" <<ZONE
+\$TTL 60
+@   IN SOA ns.example.test. hostmaster.example.test. 1 60 60 600 60
+    IN NS ns.example.test.
+*   IN A 127.0.0.1
+${BIND_STATIC:-}
+ZONE
     local l
     for l in "$@"; do
         printf '%s IN A 127.0.0.1\n' "$l" >>"$BIND_DIR/example.test.zone"
@@ -41,7 +51,11 @@ options {
     managed-keys-directory "$BIND_DIR";
     listen-on port $BIND_PORT { 127.0.0.1; };
     listen-on-v6 { none; };
-    recursion no;
+    // Recursion for loopback only, so that a CNAME from static.test into
+    // example.test is followed, as a resolver does for the CA (the targets
+    // are this server's own zones: nothing is asked elsewhere).
+    recursion yes;
+    allow-recursion { 127.0.0.1; };
     dnssec-validation no;
 };
 include "$BIND_DIR/key.conf";
@@ -49,6 +63,10 @@ zone "example.test" {
     type primary;
     file "$BIND_DIR/example.test.zone";
     allow-update { key "$BIND_KEY"; };
+};
+zone "static.test" {
+    type primary;
+    file "$BIND_DIR/static.test.zone";
 };
 CONF
     # As root, named would switch to user bind, who cannot write the journal here.
