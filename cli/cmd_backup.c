@@ -6,6 +6,8 @@
  * be possible when tlsboxd does not start, and a restore must not happen
  * under a running one.  The backup is SQLite's online backup, so it is one
  * consistent snapshot even while tlsboxd writes (the store is in WAL mode). */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -387,6 +389,97 @@ bad:
     return -1;
 }
 
+/* How many stores set aside by restores stay: each holds the private keys
+ * of its time, so they are not kept for ever; three undo the last three. */
+#define RESTORE_KEEP 3
+#define KEEP_PREFIX STORE_FILE ".before-restore-"
+
+/* Whether @p name is a store set aside by a restore: KEEP_PREFIX, then
+ * YYYYmmddTHHMMSSZ, then -N when several were set aside in one second. */
+static bool is_kept_store(const char *name)
+{
+    if (strncmp(name, KEEP_PREFIX, strlen(KEEP_PREFIX)) != 0)
+        return false;
+    const char *p = name + strlen(KEEP_PREFIX);
+    for (int i = 0; i < 16; i++) {
+        bool want_digit = i != 8 && i != 15;
+        if (want_digit ? !isdigit((unsigned char)p[i]) : p[i] != (i == 8 ? 'T' : 'Z'))
+            return false;
+    }
+    p += 16;
+    if (*p == '-' && isdigit((unsigned char)p[1]))
+        for (p++; isdigit((unsigned char)*p); p++)
+            ;
+    return *p == '\0';
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Remove the stores set aside in @p dir but @p made (the one this restore
+ * set aside) and the RESTORE_KEEP - 1 newest others (the names sort by
+ * time), with their WAL, saying which.  @p made stays whatever its name: a
+ * Pi without a real-time clock may start before NTP with its clock behind
+ * the names of earlier copies. */
+static void prune_kept(const char *dir, const char *made)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!is_kept_store(de->d_name) || strcmp(de->d_name, made) == 0)
+            continue;
+        names = xrealloc(names, (n + 1) * sizeof *names);
+        names[n++] = xstrdup(de->d_name);
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(names, n, sizeof *names, by_name);
+    for (size_t i = 0; i < n; i++) {
+        if (i + RESTORE_KEEP - 1 < n) {
+            char *path = xasprintf("%s/%s", dir, names[i]);
+            /* Its WAL, and the -shm SQLite leaves when a restore reads it. */
+            char *wal = xasprintf("%s-wal", path), *shm = xasprintf("%s-shm", path);
+            if (unlink(path) == 0 || errno == ENOENT) {
+                unlink(wal);
+                unlink(shm);
+                printf("Removed an older store set aside: %s (%d are kept).\n", path, RESTORE_KEEP);
+            } else {
+                fprintf(stderr, "tlsboxctl: %s: cannot remove it: %s\n", path, strerror(errno));
+            }
+            free(wal);
+            free(shm);
+            free(path);
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* Where to set @p store aside: STORE.before-restore-STAMP, or with -2, -3...
+ * when a restore in the same second took that name (rename would replace
+ * it).  NULL when 99 did. */
+static char *keep_name(const char *store, const char *stamp)
+{
+    struct stat sb;
+    for (int i = 1; i < 100; i++) {
+        char *keep = i == 1 ? xasprintf("%s.before-restore-%s", store, stamp)
+                            : xasprintf("%s.before-restore-%s-%d", store, stamp, i);
+        char *wal = xasprintf("%s-wal", keep);
+        bool taken = lstat(keep, &sb) == 0 || lstat(wal, &sb) == 0;
+        free(wal);
+        if (!taken)
+            return keep;
+        free(keep);
+    }
+    return NULL;
+}
+
 /* Move @p from to @p to when it exists; 0, or -1 with errno. */
 static int move_if_there(const char *from, const char *to)
 {
@@ -457,10 +550,16 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
     char stamp[32];
     time_t now = time(NULL);
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&now));
-    char *keep = xasprintf("%s.before-restore-%s", store, stamp);
-    char *store_wal = xasprintf("%s-wal", store), *keep_wal = xasprintf("%s-wal", keep);
+    char *keep = keep_name(store, stamp);
+    char *store_wal = xasprintf("%s-wal", store), *keep_wal = NULL;
     char *store_shm = xasprintf("%s-shm", store);
     int rc = CTL_EXIT_IO;
+    if (!keep) {
+        fprintf(stderr, "tlsboxctl: %s: 99 stores set aside this second; nothing was changed\n",
+                store);
+        goto out;
+    }
+    keep_wal = xasprintf("%s-wal", keep);
     /* The restored store belongs to whoever owned the one it replaces (the
      * packaged service's user), else to the state directory's owner. */
     int had = stat(store, &sb) == 0;
@@ -491,8 +590,11 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
     }
     sync_path(c->state_dir, 1);
     printf("restored %s (%s) into %s.\n", shown, what, store);
-    if (had)
+    if (had) {
         printf("The store before it is kept as %s.\n", keep);
+        const char *slash = strrchr(keep, '/');
+        prune_kept(c->state_dir, slash ? slash + 1 : keep);
+    }
     printf("Web UI sessions of the backup's time are gone: log in again.  Start tlsboxd "
            "(systemctl start tlsbox).\n");
     rc = CTL_EXIT_OK;

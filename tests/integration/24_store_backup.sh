@@ -182,4 +182,38 @@ start || bail "tlsboxd did not start on the store from standard input"
 is "$(tb_ctl get notify.retry_seconds)|$(names)" "77|$names_then" "the backup's setting and certificates"
 tb_stop_daemon
 ok $? "tlsboxd stops cleanly"
+
+# 7. Stores set aside do not pile up (each holds the keys of its time): a
+# restore keeps its own and the 2 newest others.  Here the clock is behind
+# them (a Pi without a real-time clock, before NTP): copies named from this
+# second to 9 s ahead exist.  The new one stays anyway, named -2 beside the
+# one of its second.
+kept_all() { ls "$TB_STATE" | grep -E '^tlsbox\.db\.before-restore-' | sort; }
+three=$(kept_all | grep -E '^tlsbox\.db\.before-restore-[0-9]{8}T[0-9]{6}Z$')
+is "$(printf '%s\n' "$three" | wc -l)" 3 "three restores set three stores aside (nothing removed yet)"
+like "$(kept_all | paste -sd' ')" "${three%%$'\n'*}-shm" \
+    "  the one restored from in 5. has the -shm SQLite left beside it"
+stamp() { date -u -d "@$1" +%Y%m%dT%H%M%SZ; }
+now=$(date +%s)
+for i in $(seq 0 9); do
+    : >"$TB_STATE/tlsbox.db.before-restore-$(stamp $((now + i)))"
+done
+out=$(tb_ctl restore "$TB_TMP/b1.db")
+is "$?" 0 "a fourth restore"
+made=$(printf '%s\n' "$out" | sed -n 's|^The store before it is kept as '"$TB_STATE"'/\(.*\)\.$|\1|p')
+like "$made" '^tlsbox\.db\.before-restore-[0-9]{8}T[0-9]{6}Z-2$' \
+    "the store is set aside as ...Z-2, its second's name being taken: $made"
+is "$(sqlite3 "$TB_STATE/$made" 'PRAGMA user_version')" "$known" "  that is the store it replaced"
+is "$(kept_all)" "$(printf '%s\n' "$made" "tlsbox.db.before-restore-$(stamp $((now + 8)))" \
+    "tlsbox.db.before-restore-$(stamp $((now + 9)))" | sort)" \
+    "three stay: that one and the two newest others (no -shm nor -wal of the others)"
+is "$(printf '%s\n' "$out" | grep -c '^Removed an older store set aside: ')" 11 \
+    "it says which 11 it removed"
+for k in $three; do
+    like "$out" "Removed an older store set aside: $TB_STATE/$k \(3 are kept\)\." "  among them $k"
+done
+start || bail "tlsboxd did not start on the store restored"
+is "$(tb_ctl get notify.retry_seconds)|$(names)" "77|$names_then" "the box runs on the restored store"
+tb_stop_daemon
+ok $? "tlsboxd stops cleanly"
 done_testing
