@@ -244,6 +244,7 @@ static const struct tlsbox_host host = {
     .api_call = host_api_call,
     .tls_alpn_challenge_put = tls_alpn_challenge_put,
     .tls_alpn_challenge_del = tls_alpn_challenge_del,
+    .bundle_session_address = tls_bundle_session_address,
 };
 
 const struct tlsbox_host *host_table(void)

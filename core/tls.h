@@ -24,6 +24,7 @@ struct tlsbox_bundle *tls_bundle_acquire(void);
 void tls_bundle_release(struct tlsbox_bundle *b);
 int tls_bundle_session_setup(const struct tlsbox_bundle *b, gnutls_session_t session);
 const char *tls_bundle_hsts(const struct tlsbox_bundle *b);
+int tls_bundle_session_address(const struct tlsbox_bundle *b, gnutls_session_t session, int fd);
 uint64_t tls_bundle_generation(const struct tlsbox_bundle *b);
 int tls_cert_install(struct tlsbox_plugin *self, const struct tlsbox_cert_install *in, char **err);
 /* Host calls cert_list and cert_get (see <tlsbox/host.h>). */

@@ -11,6 +11,7 @@
 
 #include "core/log.h"
 #include "core/tls.h"
+#include "core/tls_addr.h"
 #include "core/tls_alpn.h"
 #include "core/tls_bundle.h"
 #include "core/tls_dh.h"
@@ -42,6 +43,16 @@ struct tlsbox_bundle {
     struct tls_alpn_cert **alpn;
     size_t nalpn;
     struct tlsbox_bundle *alpn_next;
+    /* The addresses among the certificates' names, with the certificate a
+     * client that connects to each by address (no SNI) gets, and, when
+     * that is not the first certificate of cred, credentials with the
+     * certificates holding the address first (see tls_addr.h). */
+    struct bundle_addr {
+        struct tls_addr addr;
+        char *name;
+        gnutls_certificate_credentials_t cred; /* NULL: cred serves it */
+    } addrs[TLS_ADDR_MAX];
+    size_t naddrs, naddr_creds;
 };
 
 /* The third only in a bundle with tls-alpn-01 answers: an ACME validator
@@ -95,6 +106,11 @@ static void bundle_free(struct tlsbox_bundle *b)
         alpn_unlist(b);
     if (b->cred)
         gnutls_certificate_free_credentials(b->cred);
+    for (size_t i = 0; i < b->naddrs; i++) {
+        if (b->addrs[i].cred)
+            gnutls_certificate_free_credentials(b->addrs[i].cred);
+        free(b->addrs[i].name);
+    }
     if (b->dh)
         gnutls_dh_params_deinit(b->dh);
     if (b->prio)
@@ -173,6 +189,17 @@ static int on_client_hello(gnutls_session_t session, unsigned htype, unsigned wh
     return 0;
 }
 
+/* Whether @p cred is one of @p b's credentials (the main or an address's). */
+static bool bundle_has_cred(const struct tlsbox_bundle *b, const void *cred)
+{
+    if ((const void *)b->cred == cred)
+        return true;
+    for (size_t i = 0; i < b->naddrs; i++)
+        if (b->addrs[i].cred && (const void *)b->addrs[i].cred == cred)
+            return true;
+    return false;
+}
+
 /*
  * After the ClientHello is parsed (SNI and ALPN known, no certificate chosen
  * yet): a client that negotiated acme-tls/1 gets the validation certificate
@@ -199,7 +226,7 @@ static int on_post_client_hello(gnutls_session_t session)
     gnutls_credentials_get(session, GNUTLS_CRD_CERTIFICATE, &cred);
     pthread_mutex_lock(&alpn_lock);
     for (struct tlsbox_bundle *b = alpn_bundles; b && !answer; b = b->alpn_next)
-        if (b->cred == cred)
+        if (bundle_has_cred(b, cred))
             answer = tls_alpn_find(b->alpn, b->nalpn, sni);
     if (answer)
         gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, answer->cred);
@@ -221,6 +248,24 @@ static int on_post_client_hello(gnutls_session_t session)
 gnutls_certificate_credentials_t tls_bundle_credentials(const struct tlsbox_bundle *b)
 {
     return b->cred;
+}
+
+int tls_bundle_session_address(const struct tlsbox_bundle *b, gnutls_session_t session, int fd)
+{
+    if (!b)
+        return -EINVAL;
+    if (b->naddr_creds == 0) /* the common case: no syscall */
+        return 0;
+    struct tls_addr a;
+    int r = tls_addr_local(fd, &a);
+    if (r < 0)
+        return r == -EAFNOSUPPORT ? 0 : r;
+    for (size_t i = 0; i < b->naddrs; i++)
+        if (b->addrs[i].cred && tls_addr_in(&a, &b->addrs[i].addr, 1))
+            return gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, b->addrs[i].cred) < 0
+                       ? -EIO
+                       : 0;
+    return 0;
 }
 
 int tls_bundle_session_setup(const struct tlsbox_bundle *b, gnutls_session_t session)
@@ -279,11 +324,17 @@ json_t *tls_bundle_describe(const struct tlsbox_bundle *b)
     json_t *alpn_names = json_array();
     for (size_t i = 0; i < b->nalpn; i++)
         json_array_append_new(alpn_names, json_string(b->alpn[i]->ident));
-    return json_pack("{s:I, s:O, s:s, s:I, s:b, s:s?, s:o, s:o}", "generation",
+    json_t *by_addr = json_object();
+    for (size_t i = 0; i < b->naddrs; i++) {
+        char text[64];
+        json_object_set_new(by_addr, tls_addr_text(&b->addrs[i].addr, text, sizeof(text)),
+                            json_string(b->addrs[i].name));
+    }
+    return json_pack("{s:I, s:O, s:s, s:I, s:b, s:s?, s:o, s:o, s:o}", "generation",
                      (json_int_t)b->generation, "certificates", b->cert_names, "priority",
                      b->priority, "policy_id", (json_int_t)b->policy_id, "tickets", b->tickets,
                      "hsts", b->hsts, "dh", dh ? dh : json_null(), "tls_alpn_challenges",
-                     alpn_names);
+                     alpn_names, "certificates_by_address", by_addr);
 }
 
 const char *tls_bundle_dh_text(const struct tlsbox_bundle *b)
@@ -306,7 +357,8 @@ static bool type_allowed(json_t *policy, const char *key_type)
 
 /* Load the OCSP staple of @p name into certificate @p idx while it may be
  * served; remember the earliest end so the core can rebuild at that moment. */
-static void load_staple(sqlite3 *db, struct tlsbox_bundle *b, const char *name, int idx, time_t now)
+static void load_staple(sqlite3 *db, struct tlsbox_bundle *b, gnutls_certificate_credentials_t cred,
+                        const char *name, int idx, time_t now)
 {
     gnutls_datum_t der = {NULL, 0};
     time_t until = 0;
@@ -314,7 +366,7 @@ static void load_staple(sqlite3 *db, struct tlsbox_bundle *b, const char *name, 
         return;
     /* GnuTLS checks the CertID against the chain and refuses a response past
      * nextUpdate (it returns 1, not 0, on success). */
-    int r = gnutls_certificate_set_ocsp_status_request_mem(b->cred, &der, (unsigned)idx,
+    int r = gnutls_certificate_set_ocsp_status_request_mem(cred, &der, (unsigned)idx,
                                                            GNUTLS_X509_FMT_DER);
     if (r < 0)
         log_info("tls: OCSP staple of %s not used: %s", name, gnutls_strerror(r));
@@ -323,9 +375,100 @@ static void load_staple(sqlite3 *db, struct tlsbox_bundle *b, const char *name, 
     gnutls_free(der.data);
 }
 
+/* An active certificate of an allowed type, read once and loaded into each
+ * credentials that serve it. */
+struct cert_row {
+    char *name;
+    gnutls_datum_t chain, key; /* copies; the key wiped when freed */
+    struct tls_addr ips[TLS_ADDR_MAX];
+    size_t nips;
+};
+
+static void rows_free(struct cert_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(rows[i].name);
+        free(rows[i].chain.data);
+        wipe_free(rows[i].key.data, rows[i].key.size);
+    }
+    free(rows);
+}
+
+static gnutls_datum_t datum_copy(const void *p, int n)
+{
+    gnutls_datum_t d = {xmalloc((size_t)n + 1), (unsigned)n};
+    memcpy(d.data, p, (size_t)n);
+    d.data[n] = 0;
+    return d;
+}
+
+/* Load @p r into @p cred, with its staple; 0 or -EIO with *err. */
+static int load_row(sqlite3 *db, struct tlsbox_bundle *b, gnutls_certificate_credentials_t cred,
+                    const struct cert_row *r, bool staple, time_t now, char **err)
+{
+    gnutls_datum_t chain = r->chain, key = r->key;
+    int idx =
+        gnutls_certificate_set_x509_key_mem2(cred, &chain, &key, GNUTLS_X509_FMT_PEM, NULL, 0);
+    if (idx < 0) {
+        *err = xasprintf("certificate %s: %s", r->name, gnutls_strerror(idx));
+        return -EIO;
+    }
+    if (staple)
+        load_staple(db, b, cred, r->name, idx, now);
+    return 0;
+}
+
+/*
+ * A client that connects by address sends no server name and gets the first
+ * certificate that fits it.  For each address among the certificates' names
+ * that the first one lacks: credentials with the certificates holding that
+ * address first, then the others (a client that does send a name still gets
+ * its own), chosen by the connection's local address at session setup.  A
+ * failure costs that address only: its clients get the first certificate.
+ */
+static void load_by_address(sqlite3 *db, struct tlsbox_bundle *b, const struct cert_row *rows,
+                            size_t n, bool staple, time_t now)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < rows[i].nips && b->naddrs < TLS_ADDR_MAX; k++) {
+            const struct tls_addr *a = &rows[i].ips[k];
+            bool seen = false;
+            for (size_t j = 0; j < b->naddrs && !seen; j++)
+                seen = tls_addr_in(a, &b->addrs[j].addr, 1);
+            if (seen)
+                continue;
+            gnutls_certificate_credentials_t cred = NULL;
+            char *err = NULL;
+            /* Rows before i lack the address: i is the first that has it. */
+            if (i > 0) {
+                int r = gnutls_certificate_allocate_credentials(&cred);
+                if (r == 0)
+                    gnutls_certificate_set_flags(cred, GNUTLS_CERTIFICATE_API_V2);
+                for (int pass = 0; r == 0 && pass < 2; pass++)
+                    for (size_t j = 0; r == 0 && j < n; j++)
+                        if (tls_addr_in(a, rows[j].ips, rows[j].nips) == (pass == 0))
+                            r = load_row(db, b, cred, &rows[j], staple, now, &err);
+                if (r < 0) {
+                    char text[64];
+                    log_warn("tls: clients of %s get the first certificate: %s",
+                             tls_addr_text(a, text, sizeof(text)), err ? err : gnutls_strerror(r));
+                    free(err);
+                    if (cred)
+                        gnutls_certificate_free_credentials(cred);
+                    continue;
+                }
+                b->naddr_creds++;
+            }
+            b->addrs[b->naddrs++] = (struct bundle_addr){*a, xstrdup(rows[i].name), cred};
+        }
+    }
+}
+
 static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time_t now, char **err)
 {
     sqlite3_stmt *st = NULL;
+    struct cert_row *rows = NULL;
+    size_t n = 0;
     int rc = -EIO;
     bool staple = json_is_true(json_object_get(policy, "ocsp_stapling"));
     /* Order decides the pick when several fit a client: valid before
@@ -333,9 +476,10 @@ static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time
      * so ECDSA must come first for dual certificates), then a real
      * certificate before the internal one, then one with an IP address
      * among its names: a client that connects by address sends no SNI
-     * (RFC 6066 allows no address there) and gets the first. */
+     * (RFC 6066 allows no address there) and gets the first, unless
+     * load_by_address made credentials for the address it reached. */
     if (sqlite3_prepare_v2(db,
-                           "SELECT name, chain_pem, key_pem, key_type FROM certificates "
+                           "SELECT name, chain_pem, key_pem, key_type, sans FROM certificates "
                            "WHERE status = 'active' ORDER BY (not_after < ?), "
                            "CASE WHEN key_type LIKE 'ecdsa%' THEN 0 "
                            "WHEN key_type = 'ed25519' THEN 1 ELSE 2 END, "
@@ -350,33 +494,31 @@ static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time
     }
     sqlite3_bind_int64(st, 1, (sqlite3_int64)now);
     while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(st, 0);
         const char *type = (const char *)sqlite3_column_text(st, 3);
         if (!type_allowed(policy, type))
             continue;
-        gnutls_datum_t chain = {(unsigned char *)sqlite3_column_text(st, 1),
-                                (unsigned)sqlite3_column_bytes(st, 1)};
-        gnutls_datum_t key = {(unsigned char *)sqlite3_column_blob(st, 2),
-                              (unsigned)sqlite3_column_bytes(st, 2)};
-        int idx = gnutls_certificate_set_x509_key_mem2(b->cred, &chain, &key, GNUTLS_X509_FMT_PEM,
-                                                       NULL, 0);
-        if (idx < 0) {
-            *err = xasprintf("certificate %s: %s", name, gnutls_strerror(idx));
+        rows = xrealloc(rows, (n + 1) * sizeof(*rows));
+        struct cert_row *r = &rows[n++];
+        r->name = xstrdup((const char *)sqlite3_column_text(st, 0));
+        r->chain = datum_copy(sqlite3_column_text(st, 1), sqlite3_column_bytes(st, 1));
+        r->key = datum_copy(sqlite3_column_blob(st, 2), sqlite3_column_bytes(st, 2));
+        r->nips =
+            tls_addr_from_sans((const char *)sqlite3_column_text(st, 4), r->ips, TLS_ADDR_MAX);
+        if ((rc = load_row(db, b, b->cred, r, staple, now, err)) < 0)
             goto out;
-        }
-        json_array_append_new(b->cert_names, json_string(name));
+        json_array_append_new(b->cert_names, json_string(r->name));
         b->ncerts++;
-        if (staple)
-            load_staple(db, b, name, idx, now);
     }
     if (b->ncerts == 0) {
         *err = xstrdup("no active certificate of an allowed key type (policy key_types)");
         rc = -ENOENT;
         goto out;
     }
+    load_by_address(db, b, rows, n, staple, now);
     rc = 0;
 out:
     sqlite3_finalize(st);
+    rows_free(rows, n);
     return rc;
 }
 
@@ -416,6 +558,9 @@ int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
     if ((rc = load_certs(db, b, policy, now, err)) < 0)
         goto fail;
     dh = tls_dh_load(db, b->cred, policy, b->prio, &b->dh);
+    for (size_t i = 0; i < b->naddrs; i++) /* the same parameters for every address */
+        if (b->addrs[i].cred && b->dh)
+            gnutls_certificate_set_dh_params(b->addrs[i].cred, b->dh);
 
     b->tickets = json_is_true(json_object_get(policy, "tickets"));
     if (b->tickets) {

@@ -50,6 +50,9 @@
  *                 (the core serves ACME tls-alpn-01 validation certificates
  *                 to clients that offer only ALPN "acme-tls/1").  A 1.0 to
  *                 1.2 plugin loads and runs unchanged.
+ *   1.4  2026-12  Host: bundle_session_address (a client without SNI gets
+ *                 the certificate naming the address it connected to).  A
+ *                 1.0 to 1.3 plugin loads and runs unchanged.
  *
  * A plugin is one shared object exporting exactly one symbol, the constant
  * descriptor made by TLSBOX_PLUGIN().  Everything else in the plugin is static.
@@ -89,7 +92,7 @@ extern "C" {
 /** ABI major: a plugin built with another major is refused. */
 #define TLSBOX_ABI_MAJOR 1
 /** ABI minor: a plugin built with a newer minor than the core's is refused. */
-#define TLSBOX_ABI_MINOR 3
+#define TLSBOX_ABI_MINOR 4
 
 /** Name of the one symbol every plugin exports. */
 #define TLSBOX_PLUGIN_SYMBOL "tlsbox_plugin_descriptor"

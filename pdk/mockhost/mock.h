@@ -77,6 +77,7 @@ struct tlsbox_bundle *tlsbox_mockp_bundle_acquire(void);
 void tlsbox_mockp_bundle_release(struct tlsbox_bundle *b);
 int tlsbox_mockp_bundle_session_setup(const struct tlsbox_bundle *b, gnutls_session_t session);
 const char *tlsbox_mockp_bundle_hsts(const struct tlsbox_bundle *b);
+int tlsbox_mockp_bundle_session_address(const struct tlsbox_bundle *b, gnutls_session_t s, int fd);
 uint64_t tlsbox_mockp_bundle_generation(const struct tlsbox_bundle *b);
 int tlsbox_mockp_cert_install(struct tlsbox_plugin *self, const struct tlsbox_cert_install *in,
                               char **err);

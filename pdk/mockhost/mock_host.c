@@ -226,6 +226,7 @@ const struct tlsbox_host tlsbox_mock_host = {
     /* staple_set, internal_ocsp and api_call: not mocked (NULL) */
     .tls_alpn_challenge_put = tlsbox_mockp_tls_alpn_put,
     .tls_alpn_challenge_del = tlsbox_mockp_tls_alpn_del,
+    .bundle_session_address = tlsbox_mockp_bundle_session_address,
 };
 
 int tlsbox_mock_setup(const struct tlsbox_plugin_desc *desc)

@@ -30,6 +30,13 @@ int site_tls_setup(struct site_conn *c)
         site_metrics_hs_fail(c->w, "setup");
         return -1;
     }
+    /* A client by address sends no SNI: the address it reached names the
+     * certificate (free unless certificates name different addresses). */
+    if (TLSBOX_HOST_HAS(s->host, bundle_session_address) &&
+        s->host->bundle_session_address(c->bundle, c->session, c->fd) < 0) {
+        site_metrics_hs_fail(c->w, "setup");
+        return -1;
+    }
     gnutls_session_set_ptr(c->session, c);
     /* Our own transport: one recv() per readable edge into the worker's
      * read-ahead, and records gathered so a response leaves in one send(). */

@@ -1,0 +1,88 @@
+#!/bin/bash
+# A client that connects by IP address sends no server name (RFC 6066 allows
+# no address in SNI), so the address it reached is the only name it asks
+# for: the site gives it the certificate that names that address.  The
+# daemon listens on 127.0.0.1, 127.0.0.2, 127.0.0.3 and ::1, and holds a
+# certificate for 127.0.0.2, one for 127.0.0.3 and ::1, one for a host name,
+# and the internal leaf (the machine's name and addresses, localhost,
+# 127.0.0.1, ::1).  Real clients: openssl
+# s_client without SNI, curl verifying each address against its certificate.
+. "$(dirname "$0")/lib.sh"
+. "$top_srcdir/plugins/site/tests/site_itest.sh"
+tb_setup
+site_www
+site_start --set site.bind=127.0.0.1,127.0.0.2,127.0.0.3,::1
+ok $? "tlsboxd runs, listening on 127.0.0.1, 127.0.0.2, 127.0.0.3 and ::1"
+
+# mkcert NAME SAN: an ECDSA P-256 certificate with subject CN=NAME, imported as NAME.
+mkcert() {
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+        -keyout "$TB_TMP/$1.key" -out "$TB_TMP/$1.pem" -subj "/CN=$1" -addext "subjectAltName=$2" \
+        2>/dev/null && site_cert_import "$1" "$TB_TMP/$1.pem" "$TB_TMP/$1.key"
+}
+# served HOST:PORT [openssl options]: the CN of the certificate a client without SNI gets.
+served() {
+    local to=$1
+    shift
+    timeout 10 openssl s_client -connect "$to" -noservername "$@" </dev/null 2>/dev/null |
+        openssl x509 -noout -subject 2>/dev/null | sed 's/.*CN *= *//'
+}
+# by_address: the bundle's certificate per loopback address (GET cert).
+sni() {
+    timeout 10 openssl s_client -connect "$1" -servername "$2" </dev/null 2>/dev/null |
+        openssl x509 -noout -subject 2>/dev/null | sed 's/.*CN *= *//'
+}
+by_address() {
+    site_api GET cert | jq -Sc '.bundle.certificates_by_address |
+        with_entries(select(.key | test("^(127\\.0\\.0\\.[123]|::1)$")))'
+}
+
+leaf=$(served "127.0.0.1:$P_HTTPS")
+like "$leaf" "." "before any import, a client gets the internal leaf (CN=$leaf)"
+is "$(sni "127.0.0.1:$P_HTTPS" localhost)" "$leaf" "  as SNI localhost does"
+mkcert two IP:127.0.0.2
+ok $? "certificate two (IP:127.0.0.2) imported"
+mkcert three IP:127.0.0.3,IP:::1
+ok $? "certificate three (IP:127.0.0.3, IP:::1) imported"
+mkcert named DNS:named.example
+ok $? "certificate named (DNS:named.example) imported"
+want='{"127.0.0.1":"internal","127.0.0.2":"two","127.0.0.3":"three","::1":"three"}'
+is "$(tb_wait_says 20 "$want" by_address)" "$want" \
+    "GET cert: the bundle's certificate per address (bundle.certificates_by_address)"
+
+is "$(served "127.0.0.2:$P_HTTPS")" two "a client of 127.0.0.2 without SNI gets two"
+is "$(served "127.0.0.3:$P_HTTPS")" three "a client of 127.0.0.3 without SNI gets three"
+is "$(served "[::1]:$P_HTTPS")" three "a client of ::1 without SNI gets three"
+is "$(served "127.0.0.1:$P_HTTPS")" "$leaf" "a client of 127.0.0.1 without SNI gets the internal leaf, which names it"
+is "$(served "127.0.0.1:$P_HTTPS" -tls1_2)" "$leaf" "  over TLS 1.2 too"
+is "$(served "127.0.0.3:$P_HTTPS" -tls1_2)" three "  and 127.0.0.3 over TLS 1.2"
+
+# A client that sends a name still gets its own, whatever address it reached.
+is "$(sni "127.0.0.3:$P_HTTPS" named.example)" named "SNI named.example at 127.0.0.3 gets named"
+is "$(sni "127.0.0.2:$P_HTTPS" localhost)" "$leaf" "SNI localhost at 127.0.0.2 gets the internal leaf"
+
+# curl sends no SNI for an address and verifies the address against the certificate.
+for a in 127.0.0.2:two 127.0.0.3:three "[::1]:three"; do
+    host=${a%:*}
+    is "$(curl -s --cacert "$TB_TMP/${a##*:}.pem" -o /dev/null -w '%{http_code}' \
+        "https://$host:$P_HTTPS/f16k.txt")" 200 "curl https://$host/ verifies against ${a##*:} and gets 200"
+done
+is "$(curl -s --http2 --cacert "$TB_TMP/three.pem" -o /dev/null -w '%{http_version} %{http_code}' \
+    "https://127.0.0.3:$P_HTTPS/f16k.txt")" "2 200" "  over h2 too"
+is "$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}' "https://127.0.0.1:$P_HTTPS/f16k.txt")" 200 \
+    "curl https://127.0.0.1/ verifies against the internal CA"
+
+# A new bundle: three without its addresses; 127.0.0.3 is named by no
+# certificate now (the first one serves it), ::1 by the internal leaf.
+mkcert three DNS:three.example
+ok $? "three replaced by a certificate for three.example only"
+want='{"127.0.0.1":"internal","127.0.0.2":"two","::1":"internal"}'
+is "$(tb_wait_says 20 "$want" by_address)" "$want" "the bundle's addresses follow"
+is "$(served "127.0.0.3:$P_HTTPS")" two "127.0.0.3 without SNI: the first certificate (two)"
+is "$(served "[::1]:$P_HTTPS")" "$leaf" "::1 without SNI: the internal leaf"
+is "$(sni "127.0.0.3:$P_HTTPS" three.example)" three "SNI three.example gets three"
+
+is "$(site_metric 'tlsbox_site_handshake_failures_total{reason="setup"}')" 0 "no session failed its setup"
+tb_stop_daemon
+ok $? "tlsboxd stops cleanly"
+done_testing
