@@ -198,7 +198,11 @@ is "$(oc_status crl.test status)" good "a fresh CRL: good again"
 is "$(oc_status crl.test failures)" 0 "failures reset"
 
 # 4. Revoked: listed in the CRL.
+# tlsbox writes a serial as the hex of its DER INTEGER content, as RFC 9773
+# and the CRL do: with a leading 00 when the first byte has its top bit set
+# (openssl -serial leaves it out; about 1 run in 256 has such a serial here).
 serial=$(openssl x509 -in "$OC/crl.test.pem" -noout -serial | cut -d= -f2 | tr A-F a-f)
+case $serial in [89a-f]*) serial=00$serial ;; esac
 openssl ca -config "$OC/crl.cnf" -revoke "$OC/crl.test.pem" -keyfile "$OC/inter.key" \
     -cert "$OC/inter.pem" -crl_reason keyCompromise >>"$OC/setup.log" 2>&1 || bail "revoke"
 crl_publish idp || bail "CRL with the revocation"
