@@ -1,7 +1,7 @@
 # The TLS bundle: certificates, internal CA, policy, ticket keys, session cache.
 core_tls_sources += \
 	core/tls.c core/tls.h core/tls_addr.c core/tls_addr.h core/tls_alpn.c core/tls_alpn.h \
-	core/tls_api.c core/tls_api.h \
+	core/tls_api.c core/tls_api.h core/tls_select.c core/tls_select.h \
 	core/tls_bundle.c core/tls_bundle.h core/tls_ca.c core/tls_ca.h \
 	core/tls_cert.c core/tls_cert.h core/tls_policy.c core/tls_policy.h \
 	core/tls_policy_store.c core/tls_policy_store.h core/tls_probe.c core/tls_probe.h \
@@ -32,6 +32,14 @@ tests_unit_core_tls_addr_test_SOURCES = tests/unit/core/tls_addr_test.c tests/ta
 tests_unit_core_tls_addr_test_CFLAGS = $(TLS_TEST_CFLAGS)
 tests_unit_core_tls_addr_test_LDADD = $(TLS_TEST_LIBS)
 
+check_PROGRAMS += tests/unit/core/tls_select_test
+TESTS += tests/unit/core/tls_select_test
+tests_unit_core_tls_select_test_SOURCES = tests/unit/core/tls_select_test.c tests/tap.h \
+	core/tls_select.c core/tls_select.h core/tls_addr.c core/tls_addr.h core/log.c \
+	core/xalloc.c
+tests_unit_core_tls_select_test_CFLAGS = $(TLS_TEST_CFLAGS)
+tests_unit_core_tls_select_test_LDADD = $(TLS_TEST_LIBS)
+
 check_PROGRAMS += tests/unit/core/tls_policy_test
 TESTS += tests/unit/core/tls_policy_test
 tests_unit_core_tls_policy_test_SOURCES = tests/unit/core/tls_policy_test.c $(TLS_TEST_STORE) \
@@ -44,7 +52,7 @@ tests_unit_core_tls_policy_test_LDADD = $(TLS_TEST_LIBS)
 TLS_BUNDLE_TEST_SOURCES = $(TLS_TEST_STORE) tests/unit/core/tls_test_server.h \
 	core/tls_bundle.c core/tls_policy.c core/tls_policy_store.c core/tls_tickets.c \
 	core/tls_session_cache.c core/tls_ca.c core/tls_cert.c core/tls_dh.c core/tls_staple.c \
-	core/tls_ca_ocsp.c core/tls_alpn.c core/tls_addr.c
+	core/tls_ca_ocsp.c core/tls_alpn.c core/tls_addr.c core/tls_select.c
 
 check_PROGRAMS += tests/unit/core/tls_bundle_test tests/unit/core/tls_alpn_test
 TESTS += tests/unit/core/tls_bundle_test tests/unit/core/tls_alpn_test

@@ -13,6 +13,7 @@
 #include "core/tls.h"
 #include "core/tls_addr.h"
 #include "core/tls_alpn.h"
+#include "core/tls_select.h"
 #include "core/tls_bundle.h"
 #include "core/tls_dh.h"
 #include "core/tls_policy.h"
@@ -38,21 +39,16 @@ struct tlsbox_bundle {
     char *dh_text; /* what tls_dh_load said it serves, JSON */
     struct tls_session_cache *cache;
     time_t staple_until; /* earliest serve_until of a loaded staple, 0 = none */
-    /* tls-alpn-01 answers of the bundle's time (references held), and the
-     * link in the list of bundles that have any (alpn_bundles). */
+    /* tls-alpn-01 answers of the bundle's time (references held). */
     struct tls_alpn_cert **alpn;
     size_t nalpn;
-    struct tlsbox_bundle *alpn_next;
-    /* The addresses among the certificates' names, with the certificate a
-     * client that connects to each by address (no SNI) gets, and, when
-     * that is not the first certificate of cred, credentials with the
-     * certificates holding the address first (see tls_addr.h). */
-    struct bundle_addr {
-        struct tls_addr addr;
-        char *name;
-        gnutls_certificate_credentials_t cred; /* NULL: cred serves it */
-    } addrs[TLS_ADDR_MAX];
-    size_t naddrs, naddr_creds;
+    /* Credentials by address and by wildcard (tls_select.h). */
+    struct tls_select select;
+    /* The link in the list of bundles whose sessions need the
+     * post-ClientHello callback (hello_bundles): with tls-alpn-01 answers
+     * or wildcard certificates. */
+    bool listed;
+    struct tlsbox_bundle *hello_next;
 };
 
 /* The third only in a bundle with tls-alpn-01 answers: an ACME validator
@@ -64,13 +60,14 @@ static const gnutls_datum_t alpn[] = {
 };
 
 /*
- * Bundles with tls-alpn-01 answers, for the post-ClientHello callback, which
- * GnuTLS gives no pointer of ours: it finds the session's bundle by its
+ * Bundles whose sessions need the post-ClientHello callback, which GnuTLS
+ * gives no pointer of ours: it finds the session's bundle by its
  * credentials.  The session's connection holds that bundle, so it is on the
- * list while the callback runs.  Rare (an order's few seconds), so a list.
+ * list while the callback runs.  Few (the current one and those older
+ * connections still hold), so a list.
  */
-static pthread_mutex_t alpn_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tlsbox_bundle *alpn_bundles;
+static pthread_mutex_t hello_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tlsbox_bundle *hello_bundles;
 
 static _Atomic(struct tlsbox_bundle *) current;
 /*
@@ -85,32 +82,28 @@ static atomic_long inflight[2];
 static atomic_uint_fast64_t generations;
 static atomic_long live;
 
-static void alpn_unlist(struct tlsbox_bundle *b)
+static void hello_unlist(struct tlsbox_bundle *b)
 {
-    pthread_mutex_lock(&alpn_lock);
-    for (struct tlsbox_bundle **p = &alpn_bundles; *p; p = &(*p)->alpn_next) {
+    pthread_mutex_lock(&hello_lock);
+    for (struct tlsbox_bundle **p = &hello_bundles; *p; p = &(*p)->hello_next) {
         if (*p == b) {
-            *p = b->alpn_next;
+            *p = b->hello_next;
             break;
         }
     }
-    pthread_mutex_unlock(&alpn_lock);
-    for (size_t i = 0; i < b->nalpn; i++)
-        tls_alpn_release(b->alpn[i]);
-    free(b->alpn);
+    pthread_mutex_unlock(&hello_lock);
 }
 
 static void bundle_free(struct tlsbox_bundle *b)
 {
-    if (b->nalpn)
-        alpn_unlist(b);
+    if (b->listed)
+        hello_unlist(b);
+    for (size_t i = 0; i < b->nalpn; i++)
+        tls_alpn_release(b->alpn[i]);
+    free(b->alpn);
+    tls_select_free(&b->select);
     if (b->cred)
         gnutls_certificate_free_credentials(b->cred);
-    for (size_t i = 0; i < b->naddrs; i++) {
-        if (b->addrs[i].cred)
-            gnutls_certificate_free_credentials(b->addrs[i].cred);
-        free(b->addrs[i].name);
-    }
     if (b->dh)
         gnutls_dh_params_deinit(b->dh);
     if (b->prio)
@@ -189,22 +182,33 @@ static int on_client_hello(gnutls_session_t session, unsigned htype, unsigned wh
     return 0;
 }
 
-/* Whether @p cred is one of @p b's credentials (the main or an address's). */
-static bool bundle_has_cred(const struct tlsbox_bundle *b, const void *cred)
+/* The listed bundle @p cred belongs to (its own or by address or
+ * wildcard), or NULL.  hello_lock held. */
+static struct tlsbox_bundle *hello_find(const void *cred)
 {
-    if ((const void *)b->cred == cred)
-        return true;
-    for (size_t i = 0; i < b->naddrs; i++)
-        if (b->addrs[i].cred && (const void *)b->addrs[i].cred == cred)
-            return true;
-    return false;
+    for (struct tlsbox_bundle *b = hello_bundles; b; b = b->hello_next)
+        if ((const void *)b->cred == cred || tls_select_owns(&b->select, cred))
+            return b;
+    return NULL;
+}
+
+/* The client's bytes in a log line: only what a host name may hold. */
+static void log_safe(char *sni)
+{
+    for (char *c = sni; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '.' || *c == '-'))
+            *c = '?';
 }
 
 /*
  * After the ClientHello is parsed (SNI and ALPN known, no certificate chosen
- * yet): a client that negotiated acme-tls/1 gets the validation certificate
+ * yet).  A client that negotiated acme-tls/1 gets the validation certificate
  * for the name it sent, from the credentials of its bundle's answer, or the
  * handshake fails (RFC 8737 section 3: no such answer, no certificate).
+ * Any other client whose name only a wildcard certificate matches gets the
+ * credentials that put that certificate first (GnuTLS matches exact names
+ * only).
  */
 static int on_post_client_hello(gnutls_session_t session)
 {
@@ -214,29 +218,33 @@ static int on_post_client_hello(gnutls_session_t session)
     unsigned type = 0;
     void *cred = NULL;
     struct tls_alpn_cert *answer = NULL;
+    bool acme = gnutls_alpn_get_selected_protocol(session, &p) == 0 &&
+                p.size == sizeof(TLS_ALPN_ACME) - 1 && memcmp(p.data, TLS_ALPN_ACME, p.size) == 0;
 
-    if (gnutls_alpn_get_selected_protocol(session, &p) < 0 || p.size != sizeof(TLS_ALPN_ACME) - 1 ||
-        memcmp(p.data, TLS_ALPN_ACME, p.size) != 0)
-        return 0;
     if (gnutls_server_name_get(session, sni, &len, &type, 0) < 0 || type != GNUTLS_NAME_DNS) {
+        if (!acme)
+            return 0; /* by address: chosen at setup */
         log_info("tls: an %s handshake without a server name: refused", TLS_ALPN_ACME);
         return GNUTLS_E_NO_CERTIFICATE_FOUND;
     }
     sni[len] = 0;
     gnutls_credentials_get(session, GNUTLS_CRD_CERTIFICATE, &cred);
-    pthread_mutex_lock(&alpn_lock);
-    for (struct tlsbox_bundle *b = alpn_bundles; b && !answer; b = b->alpn_next)
-        if (bundle_has_cred(b, cred))
-            answer = tls_alpn_find(b->alpn, b->nalpn, sni);
-    if (answer)
-        gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, answer->cred);
-    pthread_mutex_unlock(&alpn_lock);
+    pthread_mutex_lock(&hello_lock);
+    struct tlsbox_bundle *b = hello_find(cred);
+    if (b && !acme) {
+        gnutls_certificate_credentials_t w = tls_select_by_name(&b->select, b->cred, sni);
+        if (w && (void *)w != cred)
+            gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, w);
+    } else if (b) {
+        answer = tls_alpn_find(b->alpn, b->nalpn, sni);
+        if (answer)
+            gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, answer->cred);
+    }
+    pthread_mutex_unlock(&hello_lock);
+    if (!acme)
+        return 0;
     if (!answer) {
-        /* The client's bytes: only what a host name may hold reaches the log. */
-        for (char *c = sni; *c; c++)
-            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                  (*c >= '0' && *c <= '9') || *c == '.' || *c == '-'))
-                *c = '?';
+        log_safe(sni);
         log_info("tls: an %s handshake for %.80s: no challenge waits for that name", TLS_ALPN_ACME,
                  sni);
         return GNUTLS_E_NO_CERTIFICATE_FOUND;
@@ -254,17 +262,15 @@ int tls_bundle_session_address(const struct tlsbox_bundle *b, gnutls_session_t s
 {
     if (!b)
         return -EINVAL;
-    if (b->naddr_creds == 0) /* the common case: no syscall */
+    if (!tls_select_by_address_needed(&b->select)) /* the common case: no syscall */
         return 0;
     struct tls_addr a;
     int r = tls_addr_local(fd, &a);
     if (r < 0)
         return r == -EAFNOSUPPORT ? 0 : r;
-    for (size_t i = 0; i < b->naddrs; i++)
-        if (b->addrs[i].cred && tls_addr_in(&a, &b->addrs[i].addr, 1))
-            return gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, b->addrs[i].cred) < 0
-                       ? -EIO
-                       : 0;
+    gnutls_certificate_credentials_t cred = tls_select_by_address(&b->select, &a);
+    if (cred && gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, cred) < 0)
+        return -EIO;
     return 0;
 }
 
@@ -293,7 +299,7 @@ int tls_bundle_session_setup(const struct tlsbox_bundle *b, gnutls_session_t ses
     if ((r = gnutls_alpn_set_protocols(session, alpn, b->nalpn ? 3 : 2,
                                        GNUTLS_ALPN_SERVER_PRECEDENCE)) < 0)
         goto fail;
-    if (b->nalpn)
+    if (b->listed)
         gnutls_handshake_set_post_client_hello_function(session, on_post_client_hello);
     return 0;
 fail:
@@ -324,17 +330,13 @@ json_t *tls_bundle_describe(const struct tlsbox_bundle *b)
     json_t *alpn_names = json_array();
     for (size_t i = 0; i < b->nalpn; i++)
         json_array_append_new(alpn_names, json_string(b->alpn[i]->ident));
-    json_t *by_addr = json_object();
-    for (size_t i = 0; i < b->naddrs; i++) {
-        char text[64];
-        json_object_set_new(by_addr, tls_addr_text(&b->addrs[i].addr, text, sizeof(text)),
-                            json_string(b->addrs[i].name));
-    }
-    return json_pack("{s:I, s:O, s:s, s:I, s:b, s:s?, s:o, s:o, s:o}", "generation",
+    return json_pack("{s:I, s:O, s:s, s:I, s:b, s:s?, s:o, s:o, s:o, s:o}", "generation",
                      (json_int_t)b->generation, "certificates", b->cert_names, "priority",
                      b->priority, "policy_id", (json_int_t)b->policy_id, "tickets", b->tickets,
                      "hsts", b->hsts, "dh", dh ? dh : json_null(), "tls_alpn_challenges",
-                     alpn_names, "certificates_by_address", by_addr);
+                     alpn_names, "certificates_by_address",
+                     tls_select_describe_addresses(&b->select), "certificates_by_wildcard",
+                     tls_select_describe_wildcards(&b->select));
 }
 
 const char *tls_bundle_dh_text(const struct tlsbox_bundle *b)
@@ -380,8 +382,7 @@ static void load_staple(sqlite3 *db, struct tlsbox_bundle *b, gnutls_certificate
 struct cert_row {
     char *name;
     gnutls_datum_t chain, key; /* copies; the key wiped when freed */
-    struct tls_addr ips[TLS_ADDR_MAX];
-    size_t nips;
+    char *sans;                /* JSON: its DNS names and addresses */
 };
 
 static void rows_free(struct cert_row *rows, size_t n)
@@ -389,6 +390,7 @@ static void rows_free(struct cert_row *rows, size_t n)
     for (size_t i = 0; i < n; i++) {
         free(rows[i].name);
         free(rows[i].chain.data);
+        free(rows[i].sans);
         wipe_free(rows[i].key.data, rows[i].key.size);
     }
     free(rows);
@@ -418,50 +420,19 @@ static int load_row(sqlite3 *db, struct tlsbox_bundle *b, gnutls_certificate_cre
     return 0;
 }
 
-/*
- * A client that connects by address sends no server name and gets the first
- * certificate that fits it.  For each address among the certificates' names
- * that the first one lacks: credentials with the certificates holding that
- * address first, then the others (a client that does send a name still gets
- * its own), chosen by the connection's local address at session setup.  A
- * failure costs that address only: its clients get the first certificate.
- */
-static void load_by_address(sqlite3 *db, struct tlsbox_bundle *b, const struct cert_row *rows,
-                            size_t n, bool staple, time_t now)
+/* tls_select_build's loader: row @p i of the bundle being built. */
+struct load_ctx {
+    sqlite3 *db;
+    struct tlsbox_bundle *b;
+    const struct cert_row *rows;
+    bool staple;
+    time_t now;
+};
+
+static int load_select_row(void *arg, gnutls_certificate_credentials_t cred, size_t i, char **err)
 {
-    for (size_t i = 0; i < n; i++) {
-        for (size_t k = 0; k < rows[i].nips && b->naddrs < TLS_ADDR_MAX; k++) {
-            const struct tls_addr *a = &rows[i].ips[k];
-            bool seen = false;
-            for (size_t j = 0; j < b->naddrs && !seen; j++)
-                seen = tls_addr_in(a, &b->addrs[j].addr, 1);
-            if (seen)
-                continue;
-            gnutls_certificate_credentials_t cred = NULL;
-            char *err = NULL;
-            /* Rows before i lack the address: i is the first that has it. */
-            if (i > 0) {
-                int r = gnutls_certificate_allocate_credentials(&cred);
-                if (r == 0)
-                    gnutls_certificate_set_flags(cred, GNUTLS_CERTIFICATE_API_V2);
-                for (int pass = 0; r == 0 && pass < 2; pass++)
-                    for (size_t j = 0; r == 0 && j < n; j++)
-                        if (tls_addr_in(a, rows[j].ips, rows[j].nips) == (pass == 0))
-                            r = load_row(db, b, cred, &rows[j], staple, now, &err);
-                if (r < 0) {
-                    char text[64];
-                    log_warn("tls: clients of %s get the first certificate: %s",
-                             tls_addr_text(a, text, sizeof(text)), err ? err : gnutls_strerror(r));
-                    free(err);
-                    if (cred)
-                        gnutls_certificate_free_credentials(cred);
-                    continue;
-                }
-                b->naddr_creds++;
-            }
-            b->addrs[b->naddrs++] = (struct bundle_addr){*a, xstrdup(rows[i].name), cred};
-        }
-    }
+    struct load_ctx *c = arg;
+    return load_row(c->db, c->b, cred, &c->rows[i], c->staple, c->now, err);
 }
 
 static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time_t now, char **err)
@@ -477,7 +448,7 @@ static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time
      * certificate before the internal one, then one with an IP address
      * among its names: a client that connects by address sends no SNI
      * (RFC 6066 allows no address there) and gets the first, unless
-     * load_by_address made credentials for the address it reached. */
+     * tls_select made credentials for the address it reached. */
     if (sqlite3_prepare_v2(db,
                            "SELECT name, chain_pem, key_pem, key_type, sans FROM certificates "
                            "WHERE status = 'active' ORDER BY (not_after < ?), "
@@ -502,8 +473,8 @@ static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time
         r->name = xstrdup((const char *)sqlite3_column_text(st, 0));
         r->chain = datum_copy(sqlite3_column_text(st, 1), sqlite3_column_bytes(st, 1));
         r->key = datum_copy(sqlite3_column_blob(st, 2), sqlite3_column_bytes(st, 2));
-        r->nips =
-            tls_addr_from_sans((const char *)sqlite3_column_text(st, 4), r->ips, TLS_ADDR_MAX);
+        const char *sans = (const char *)sqlite3_column_text(st, 4);
+        r->sans = xstrdup(sans ? sans : "[]");
         if ((rc = load_row(db, b, b->cred, r, staple, now, err)) < 0)
             goto out;
         json_array_append_new(b->cert_names, json_string(r->name));
@@ -514,7 +485,12 @@ static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time
         rc = -ENOENT;
         goto out;
     }
-    load_by_address(db, b, rows, n, staple, now);
+    struct tls_select_cert *sel = xcalloc(n, sizeof(*sel));
+    for (size_t i = 0; i < n; i++)
+        sel[i] = (struct tls_select_cert){rows[i].name, rows[i].sans};
+    struct load_ctx ctx = {db, b, rows, staple, now};
+    tls_select_build(&b->select, sel, n, load_select_row, &ctx);
+    free(sel);
     rc = 0;
 out:
     sqlite3_finalize(st);
@@ -558,9 +534,7 @@ int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
     if ((rc = load_certs(db, b, policy, now, err)) < 0)
         goto fail;
     dh = tls_dh_load(db, b->cred, policy, b->prio, &b->dh);
-    for (size_t i = 0; i < b->naddrs; i++) /* the same parameters for every address */
-        if (b->addrs[i].cred && b->dh)
-            gnutls_certificate_set_dh_params(b->addrs[i].cred, b->dh);
+    tls_select_set_dh(&b->select, b->dh); /* the same parameters for all credentials */
 
     b->tickets = json_is_true(json_object_get(policy, "tickets"));
     if (b->tickets) {
@@ -576,11 +550,12 @@ int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
         (unsigned)json_integer_value(json_object_get(policy, "ticket_rotation_hours")) * 1200;
     b->hsts = tls_policy_hsts(policy);
     b->nalpn = tls_alpn_snapshot(&b->alpn);
-    if (b->nalpn) {
-        pthread_mutex_lock(&alpn_lock);
-        b->alpn_next = alpn_bundles;
-        alpn_bundles = b;
-        pthread_mutex_unlock(&alpn_lock);
+    if (b->nalpn || tls_select_by_name_needed(&b->select)) {
+        pthread_mutex_lock(&hello_lock);
+        b->hello_next = hello_bundles;
+        hello_bundles = b;
+        b->listed = true;
+        pthread_mutex_unlock(&hello_lock);
     }
     b->generation = atomic_fetch_add(&generations, 1) + 1;
     json_object_set_new(dh, "bundle", json_integer((json_int_t)b->generation));

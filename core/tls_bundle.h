@@ -32,7 +32,8 @@ int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
 void tls_bundle_publish(struct tlsbox_bundle *b);
 
 /* For status and tests: {generation, certificates, priority, policy_id,
- * tickets, hsts, dh}.  New reference. */
+ * tickets, hsts, dh, tls_alpn_challenges, certificates_by_address,
+ * certificates_by_wildcard}.  New reference. */
 json_t *tls_bundle_describe(const struct tlsbox_bundle *b);
 
 /* The bundle's credentials (every certificate, in preference order), borrowed

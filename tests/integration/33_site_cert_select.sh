@@ -1,7 +1,10 @@
 #!/bin/bash
+# Which certificate a client gets where GnuTLS alone picks the first one.
 # A client that connects by IP address sends no server name (RFC 6066 allows
 # no address in SNI), so the address it reached is the only name it asks
-# for: the site gives it the certificate that names that address.  The
+# for: the site gives it the certificate that names that address.  And a
+# name that only a wildcard certificate matches gets that certificate
+# (GnuTLS matches exact names only), at any address; an exact name wins.  The
 # daemon listens on 127.0.0.1, 127.0.0.2, 127.0.0.3 and ::1, and holds a
 # certificate for 127.0.0.2, one for 127.0.0.3 and ::1, one for a host name,
 # and the internal leaf (the machine's name and addresses, localhost,
@@ -81,6 +84,35 @@ is "$(tb_wait_says 20 "$want" by_address)" "$want" "the bundle's addresses follo
 is "$(served "127.0.0.3:$P_HTTPS")" two "127.0.0.3 without SNI: the first certificate (two)"
 is "$(served "[::1]:$P_HTTPS")" "$leaf" "::1 without SNI: the internal leaf"
 is "$(sni "127.0.0.3:$P_HTTPS" three.example)" three "SNI three.example gets three"
+
+# Wildcards, sorted after "two" (the first certificate, which names 127.0.0.2).
+mkcert wa 'DNS:*.a.example'
+ok $? "certificate wa (*.a.example) imported"
+mkcert wb 'DNS:*.b.example'
+ok $? "certificate wb (*.b.example) imported"
+mkcert exactb DNS:exact.b.example
+ok $? "certificate exactb (exact.b.example) imported"
+wildcards() { site_api GET cert | jq -Sc '.bundle.certificates_by_wildcard'; }
+want='{"*.a.example":"wa","*.b.example":"wb"}'
+is "$(tb_wait_says 20 "$want" wildcards)" "$want" \
+    "GET cert: the bundle's certificate per wildcard (bundle.certificates_by_wildcard)"
+for at in 127.0.0.1 127.0.0.2 127.0.0.3 "[::1]"; do
+    is "$(sni "$at:$P_HTTPS" x.a.example)|$(sni "$at:$P_HTTPS" y.b.example)" "wa|wb" \
+        "at $at, SNI x.a.example gets wa and y.b.example gets wb"
+done
+is "$(sni "127.0.0.1:$P_HTTPS" Y.B.Example)" wb "a name in capitals matches too"
+is "$(sni "127.0.0.2:$P_HTTPS" exact.b.example)" exactb "exact.b.example gets its own certificate, not *.b.example"
+is "$(sni "127.0.0.2:$P_HTTPS" x.y.a.example)" two "x.y.a.example (two labels) is not matched: the address's"
+is "$(sni "127.0.0.2:$P_HTTPS" a.example)" two "nor is a.example"
+is "$(sni "127.0.0.2:$P_HTTPS" named.example)" named "named.example still gets named"
+out=$(timeout 10 openssl s_client -connect "127.0.0.1:$P_HTTPS" -servername y.b.example -tls1_2 \
+    </dev/null 2>/dev/null | openssl x509 -noout -subject 2>/dev/null | sed 's/.*CN *= *//')
+is "$out" wb "  over TLS 1.2 too"
+for v in 1.1 2; do
+    is "$(curl -s "--http$v" --cacert "$TB_TMP/wb.pem" --resolve "y.b.example:$P_HTTPS:127.0.0.1" \
+        -o /dev/null -w '%{http_version} %{http_code}' "https://y.b.example:$P_HTTPS/f16k.txt")" \
+        "$v 200" "curl --http$v https://y.b.example/ verifies against wb and gets 200"
+done
 
 is "$(site_metric 'tlsbox_site_handshake_failures_total{reason="setup"}')" 0 "no session failed its setup"
 tb_stop_daemon

@@ -1,0 +1,275 @@
+/* Which certificate a TLS client gets, by address and by wildcard (see tls_select.h). */
+#include "core/tls_select.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/xalloc.h"
+
+/* One certificate's names, read from its sans. */
+struct names {
+    struct tls_addr ips[TLS_ADDR_MAX];
+    size_t nips;
+    json_t *sans;
+};
+
+static char *lower_dup(const char *s)
+{
+    char *d = xstrdup(s);
+    for (char *p = d; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    return d;
+}
+
+/* Whether @p nm has DNS name @p wild (any case). */
+static bool names_wild(const struct names *nm, const char *wild)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(nm->sans, i, e)
+    {
+        const char *s = json_string_value(e);
+        if (s && strcasecmp(s, wild) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Credentials with the certificates @p first marks first, then the others,
+ * each group in the bundle's order; NULL with *err on failure. */
+static gnutls_certificate_credentials_t
+cred_with_first(const bool *first, size_t n, tls_select_load_fn load, void *arg, char **err)
+{
+    gnutls_certificate_credentials_t cred;
+    int r = gnutls_certificate_allocate_credentials(&cred);
+    if (r < 0) {
+        *err = xstrdup(gnutls_strerror(r));
+        return NULL;
+    }
+    gnutls_certificate_set_flags(cred, GNUTLS_CERTIFICATE_API_V2);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t j = 0; j < n; j++)
+            if (first[j] == (pass == 0) && load(arg, cred, j, err) < 0) {
+                gnutls_certificate_free_credentials(cred);
+                return NULL;
+            }
+    return cred;
+}
+
+/* Make @p p's credentials when certificate @p i, the first naming it, is
+ * not the bundle's first; false (logged) when that fails. */
+static bool pref_cred(struct tls_select_pref *p, size_t i, const bool *first, size_t n,
+                      tls_select_load_fn load, void *arg, const char *what)
+{
+    if (i == 0)
+        return true;
+    char *err = NULL;
+    p->cred = cred_with_first(first, n, load, arg, &err);
+    if (!p->cred)
+        log_warn("tls: clients of %s get the first certificate: %s", what,
+                 err ? err : "out of memory");
+    free(err);
+    return p->cred != NULL;
+}
+
+static void build_addresses(struct tls_select *s, const struct tls_select_cert *certs,
+                            const struct names *nm, size_t n, bool *first, tls_select_load_fn load,
+                            void *arg)
+{
+    struct tls_addr failed[TLS_ADDR_MAX];
+    size_t nfailed = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < nm[i].nips && s->naddrs < TLS_ADDR_MAX; k++) {
+            const struct tls_addr *a = &nm[i].ips[k];
+            bool seen = tls_addr_in(a, failed, nfailed);
+            for (size_t j = 0; j < s->naddrs && !seen; j++)
+                seen = tls_addr_in(a, &s->addrs[j].addr, 1);
+            if (seen)
+                continue; /* certificate i is not the first naming it */
+            struct tls_select_pref p = {.addr = *a};
+            for (size_t j = 0; j < n; j++)
+                first[j] = tls_addr_in(a, nm[j].ips, nm[j].nips);
+            char text[64];
+            if (!pref_cred(&p, i, first, n, load, arg, tls_addr_text(a, text, sizeof(text)))) {
+                if (nfailed < TLS_ADDR_MAX)
+                    failed[nfailed++] = *a;
+                continue;
+            }
+            p.name = xstrdup(certs[i].name);
+            s->naddr_creds += p.cred != NULL;
+            s->addrs[s->naddrs++] = p;
+        }
+    }
+}
+
+static void build_wildcards(struct tls_select *s, const struct tls_select_cert *certs,
+                            const struct names *nm, size_t n, bool *first, tls_select_load_fn load,
+                            void *arg)
+{
+    const char *failed[TLS_WILD_MAX];
+    size_t nfailed = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k;
+        json_t *e;
+        json_array_foreach(nm[i].sans, k, e)
+        {
+            const char *w = json_string_value(e);
+            if (!w || strncmp(w, "*.", 2) != 0 || s->nwilds == TLS_WILD_MAX)
+                continue;
+            bool seen = false;
+            for (size_t j = 0; j < nfailed && !seen; j++)
+                seen = strcasecmp(failed[j], w) == 0;
+            for (size_t j = 0; j < s->nwilds && !seen; j++)
+                seen = strcasecmp(s->wilds[j].wild, w) == 0;
+            if (seen)
+                continue;
+            struct tls_select_pref p = {.addr = {{0}, 0}};
+            for (size_t j = 0; j < n; j++)
+                first[j] = names_wild(&nm[j], w);
+            if (!pref_cred(&p, i, first, n, load, arg, w)) {
+                if (nfailed < TLS_WILD_MAX)
+                    failed[nfailed++] = w; /* in nm[i].sans, alive until the build ends */
+                continue;
+            }
+            p.wild = lower_dup(w);
+            p.name = xstrdup(certs[i].name);
+            s->nwild_creds += p.cred != NULL;
+            s->wilds[s->nwilds++] = p;
+        }
+    }
+}
+
+static void build_exact(struct tls_select *s, const struct names *nm, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t k;
+        json_t *e;
+        json_array_foreach(nm[i].sans, k, e)
+        {
+            const char *name = json_string_value(e); /* addresses too: no SNI matches one */
+            if (!name || name[0] == '*')
+                continue;
+            s->exact = xrealloc(s->exact, (s->nexact + 1) * sizeof(*s->exact));
+            s->exact[s->nexact++] = lower_dup(name);
+        }
+    }
+}
+
+void tls_select_build(struct tls_select *s, const struct tls_select_cert *certs, size_t n,
+                      tls_select_load_fn load, void *arg)
+{
+    if (n == 0)
+        return;
+    struct names *nm = xcalloc(n, sizeof(*nm));
+    bool *first = xcalloc(n, sizeof(*first));
+    for (size_t i = 0; i < n; i++) {
+        nm[i].nips = tls_addr_from_sans(certs[i].sans_json, nm[i].ips, TLS_ADDR_MAX);
+        nm[i].sans = certs[i].sans_json ? json_loads(certs[i].sans_json, 0, NULL) : NULL;
+    }
+    build_addresses(s, certs, nm, n, first, load, arg);
+    build_wildcards(s, certs, nm, n, first, load, arg);
+    if (s->nwilds)
+        build_exact(s, nm, n);
+    for (size_t i = 0; i < n; i++)
+        json_decref(nm[i].sans);
+    free(nm);
+    free(first);
+}
+
+void tls_select_set_dh(struct tls_select *s, gnutls_dh_params_t dh)
+{
+    for (size_t i = 0; dh && i < s->naddrs; i++)
+        if (s->addrs[i].cred)
+            gnutls_certificate_set_dh_params(s->addrs[i].cred, dh);
+    for (size_t i = 0; dh && i < s->nwilds; i++)
+        if (s->wilds[i].cred)
+            gnutls_certificate_set_dh_params(s->wilds[i].cred, dh);
+}
+
+static void pref_free(struct tls_select_pref *p)
+{
+    if (p->cred)
+        gnutls_certificate_free_credentials(p->cred);
+    free(p->wild);
+    free(p->name);
+}
+
+void tls_select_free(struct tls_select *s)
+{
+    for (size_t i = 0; i < s->naddrs; i++)
+        pref_free(&s->addrs[i]);
+    for (size_t i = 0; i < s->nwilds; i++)
+        pref_free(&s->wilds[i]);
+    for (size_t i = 0; i < s->nexact; i++)
+        free(s->exact[i]);
+    free(s->exact);
+    memset(s, 0, sizeof(*s));
+}
+
+bool tls_select_owns(const struct tls_select *s, const void *cred)
+{
+    for (size_t i = 0; i < s->naddrs; i++)
+        if (s->addrs[i].cred && (const void *)s->addrs[i].cred == cred)
+            return true;
+    for (size_t i = 0; i < s->nwilds; i++)
+        if (s->wilds[i].cred && (const void *)s->wilds[i].cred == cred)
+            return true;
+    return false;
+}
+
+gnutls_certificate_credentials_t tls_select_by_address(const struct tls_select *s,
+                                                       const struct tls_addr *a)
+{
+    for (size_t i = 0; i < s->naddrs; i++)
+        if (s->addrs[i].cred && tls_addr_in(a, &s->addrs[i].addr, 1))
+            return s->addrs[i].cred;
+    return NULL;
+}
+
+gnutls_certificate_credentials_t tls_select_by_name(const struct tls_select *s,
+                                                    gnutls_certificate_credentials_t main,
+                                                    const char *sni)
+{
+    if (s->nwilds == 0 || !sni)
+        return NULL;
+    char lower[256];
+    size_t len = strlen(sni);
+    if (len == 0 || len >= sizeof(lower))
+        return NULL;
+    for (size_t i = 0; i <= len; i++)
+        lower[i] = (char)tolower((unsigned char)sni[i]);
+    for (size_t i = 0; i < s->nexact; i++)
+        if (strcmp(s->exact[i], lower) == 0)
+            return NULL; /* GnuTLS finds it in any order */
+    /* A wildcard stands for one whole label (RFC 6125 section 6.4.3). */
+    const char *dot = strchr(lower, '.');
+    if (!dot || dot == lower)
+        return NULL;
+    for (size_t i = 0; i < s->nwilds; i++)
+        if (strcmp(s->wilds[i].wild + 2, dot + 1) == 0)
+            return s->wilds[i].cred ? s->wilds[i].cred : main;
+    return NULL;
+}
+
+static json_t *describe(const struct tls_select_pref *p, size_t n, bool addr)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < n; i++) {
+        char text[64];
+        json_object_set_new(o, addr ? tls_addr_text(&p[i].addr, text, sizeof(text)) : p[i].wild,
+                            json_string(p[i].name));
+    }
+    return o;
+}
+
+json_t *tls_select_describe_addresses(const struct tls_select *s)
+{
+    return describe(s->addrs, s->naddrs, true);
+}
+
+json_t *tls_select_describe_wildcards(const struct tls_select *s)
+{
+    return describe(s->wilds, s->nwilds, false);
+}

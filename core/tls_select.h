@@ -1,0 +1,99 @@
+/*
+ * Which certificate a TLS client gets, where GnuTLS alone would pick wrong.
+ * GnuTLS picks the certificate whose name equals the client's SNI exactly,
+ * else the first that fits the client.  Two kinds of client then get the
+ * first certificate whatever they asked for:
+ *   - one that connects by IP address: it sends no SNI (RFC 6066 allows no
+ *     address there), so the address it reached is the only name it asks for;
+ *   - one whose SNI only a wildcard certificate matches ("*.example.org" for
+ *     "www.example.org"): GnuTLS does not match wildcards.
+ * For each such address and wildcard that the first certificate does not
+ * name, the bundle keeps credentials holding the same certificates with the
+ * ones that name it first; a session is switched to them, by the local
+ * address of its connection at setup and by its SNI after the ClientHello.
+ * A client whose SNI names a certificate exactly still gets that one.
+ *
+ * Built once with a bundle and read-only after: every call but build and
+ * free may run on any thread.
+ */
+#ifndef TLSBOX_CORE_TLS_SELECT_H
+#define TLSBOX_CORE_TLS_SELECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <gnutls/gnutls.h>
+#include <jansson.h>
+
+#include "core/tls_addr.h"
+
+/* The most wildcards chosen by (more are served as before). */
+#define TLS_WILD_MAX 16
+
+/* One certificate of the bundle, in its credentials' order. */
+struct tls_select_cert {
+    const char *name;      /* the certificate's name in the store */
+    const char *sans_json; /* its certificates.sans: DNS names and addresses */
+};
+
+/* Load certificate @p i into @p cred (with its staple); 0 or a negative
+ * errno with *err (caller frees). */
+typedef int (*tls_select_load_fn)(void *arg, gnutls_certificate_credentials_t cred, size_t i,
+                                  char **err);
+
+/* Credentials that put the certificates naming one address or wildcard first. */
+struct tls_select_pref {
+    struct tls_addr addr;                  /* by address, or: */
+    char *wild;                            /* by wildcard ("*.example.org", lower case) */
+    char *name;                            /* the certificate such a client gets */
+    gnutls_certificate_credentials_t cred; /* NULL: the bundle's own serve it */
+};
+
+struct tls_select {
+    struct tls_select_pref addrs[TLS_ADDR_MAX], wilds[TLS_WILD_MAX];
+    size_t naddrs, nwilds;
+    size_t naddr_creds; /* addresses with credentials of their own */
+    size_t nwild_creds; /* wildcards with credentials of their own */
+    char **exact;       /* every certificate's DNS names but wildcards, lower case */
+    size_t nexact;
+};
+
+/* Fill @p s (zeroed by the caller) for the @p n certificates of @p certs,
+ * making credentials by @p load (flags GNUTLS_CERTIFICATE_API_V2).  A
+ * failure costs that address or wildcard only (logged): its clients get
+ * the first certificate. */
+void tls_select_build(struct tls_select *s, const struct tls_select_cert *certs, size_t n,
+                      tls_select_load_fn load, void *arg);
+/* Give every credentials of @p s the bundle's DH parameters @p dh (NULL: none). */
+void tls_select_set_dh(struct tls_select *s, gnutls_dh_params_t dh);
+void tls_select_free(struct tls_select *s);
+
+/* Whether @p cred is credentials of @p s. */
+bool tls_select_owns(const struct tls_select *s, const void *cred);
+/* Whether a session by address may switch (so the caller may skip getsockname). */
+static inline bool tls_select_by_address_needed(const struct tls_select *s)
+{
+    return s->naddr_creds > 0;
+}
+/* The credentials for a client that reached @p a, or NULL: keep the bundle's. */
+gnutls_certificate_credentials_t tls_select_by_address(const struct tls_select *s,
+                                                       const struct tls_addr *a);
+/* Whether a session's SNI may call for other credentials: a wildcard not of
+ * the first certificate, or any wildcard while a session may have been
+ * given an address's credentials. */
+static inline bool tls_select_by_name_needed(const struct tls_select *s)
+{
+    return s->nwild_creds > 0 || (s->nwilds > 0 && s->naddr_creds > 0);
+}
+/* For a client that sent @p sni: the credentials of the wildcard it matches
+ * when no certificate names it exactly, @p main for a wildcard of the first
+ * certificate; NULL: keep the session's. */
+gnutls_certificate_credentials_t tls_select_by_name(const struct tls_select *s,
+                                                    gnutls_certificate_credentials_t main,
+                                                    const char *sni);
+/* {"address": "certificate name", ...} and {"*.wildcard": "certificate name", ...}
+ * (new references) for status. */
+json_t *tls_select_describe_addresses(const struct tls_select *s);
+json_t *tls_select_describe_wildcards(const struct tls_select *s);
+
+#endif

@@ -1,0 +1,138 @@
+/* Which certificate a client gets: credentials by address and by wildcard,
+ * the certificates' order in each (what GnuTLS picks first), the choice by
+ * SNI (exact names win, a wildcard stands for one label, any case), and a
+ * loader that fails costing only what it was building. */
+#include <arpa/inet.h>
+#include <string.h>
+
+#include "core/tls_select.h"
+#include "tests/tap.h"
+
+/* The loader records the order of each credentials it fills. */
+static char order[16][16];
+static size_t norders, fail_at = (size_t)-1;
+
+static int record(void *arg, gnutls_certificate_credentials_t cred, size_t i, char **err)
+{
+    (void)arg, (void)cred;
+    if (i == fail_at) {
+        *err = strdup("no such key");
+        return -22;
+    }
+    size_t len = strlen(order[norders]);
+    order[norders][len] = (char)('0' + i);
+    if (len + 1 == 4) /* each credentials holds the 4 certificates */
+        norders++;
+    return 0;
+}
+
+static const char *addr_of(const struct tls_select *s, const char *text)
+{
+    struct tls_addr a = {{0}, 0};
+    a.len = strchr(text, ':') ? 16 : 4;
+    inet_pton(a.len == 4 ? AF_INET : AF_INET6, text, a.ip);
+    gnutls_certificate_credentials_t c = tls_select_by_address(s, &a);
+    for (size_t i = 0; c && i < s->naddrs; i++)
+        if (s->addrs[i].cred == c)
+            return s->addrs[i].name;
+    return c ? "?" : "keep";
+}
+
+static const char *name_of(const struct tls_select *s, gnutls_certificate_credentials_t main,
+                           const char *sni)
+{
+    gnutls_certificate_credentials_t c = tls_select_by_name(s, main, sni);
+    if (!c)
+        return "keep";
+    if (c == main)
+        return "main";
+    for (size_t i = 0; i < s->nwilds; i++)
+        if (s->wilds[i].cred == c)
+            return s->wilds[i].name;
+    return "?";
+}
+
+int main(void)
+{
+    const struct tls_select_cert certs[] = {
+        {"c0", "[\"*.x.example\",\"a.example\",\"192.0.2.1\"]"},
+        {"c1", "[\"*.y.example\",\"192.0.2.2\"]"},
+        {"c2", "[\"*.X.example\",\"b.example\"]"},
+        {"internal", "[\"localhost\",\"127.0.0.1\",\"192.0.2.2\"]"},
+    };
+    struct tls_select s = {0};
+    tls_select_build(&s, certs, 4, record, NULL);
+
+    /* By address: the first certificate naming each, and credentials when
+     * that is not the bundle's first. */
+    is_int(s.naddrs, 3, "3 addresses among the names");
+    is_int(s.naddr_creds, 2, "2 of them need credentials of their own");
+    ok(tls_select_by_address_needed(&s), "so a session asks for its local address");
+    is_str(addr_of(&s, "192.0.2.1"), "keep", "192.0.2.1: c0, the first, serves it as is");
+    is_str(addr_of(&s, "192.0.2.2"), "c1", "192.0.2.2: c1, the first naming it");
+    is_str(addr_of(&s, "127.0.0.1"), "internal", "127.0.0.1: the internal leaf");
+    is_str(addr_of(&s, "10.0.0.1"), "keep", "10.0.0.1, named by none: kept");
+    is_str(addr_of(&s, "::1"), "keep", "::1, named by none: kept");
+    is_int(norders, 3, "3 credentials made (2 addresses, 1 wildcard)");
+    is_str(order[0], "1302", "192.0.2.2's: c1 and internal first, then the others in order");
+    is_str(order[1], "3012", "127.0.0.1's: internal first");
+
+    /* By wildcard. */
+    is_int(s.nwilds, 2, "2 wildcards (*.x.example in c0 and c2, any case, counts once)");
+    ok(tls_select_by_name_needed(&s), "so sessions get the post-ClientHello check");
+    is_str(order[2], "1023", "*.y.example's: c1 first");
+    gnutls_certificate_credentials_t main = (gnutls_certificate_credentials_t)&s; /* a token */
+    is_str(name_of(&s, main, "q.x.example"), "main", "q.x.example: c0, the bundle's first");
+    is_str(name_of(&s, main, "q.y.example"), "c1", "q.y.example: c1");
+    is_str(name_of(&s, main, "Q.Y.Example"), "c1", "  in any case");
+    is_str(name_of(&s, main, "a.example"), "keep", "a.example, a name of c0: GnuTLS finds it");
+    is_str(name_of(&s, main, "b.example"), "keep", "b.example likewise");
+    is_str(name_of(&s, main, "p.q.y.example"), "keep", "p.q.y.example: a wildcard is one label");
+    is_str(name_of(&s, main, "y.example"), "keep", "y.example: not below the wildcard");
+    is_str(name_of(&s, main, ".y.example"), "keep", ".y.example: an empty label");
+    is_str(name_of(&s, main, "other.example"), "keep", "other.example: nothing to switch to");
+    ok(tls_select_owns(&s, s.wilds[1].cred), "the wildcard's credentials are the bundle's");
+    ok(!tls_select_owns(&s, main), "the bundle's own are not in the list");
+
+    json_t *d = tls_select_describe_wildcards(&s);
+    char *text = json_dumps(d, JSON_SORT_KEYS | JSON_COMPACT);
+    is_str(text, "{\"*.x.example\":\"c0\",\"*.y.example\":\"c1\"}", "described by wildcard");
+    free(text);
+    json_decref(d);
+    d = tls_select_describe_addresses(&s);
+    text = json_dumps(d, JSON_SORT_KEYS | JSON_COMPACT);
+    is_str(text, "{\"127.0.0.1\":\"internal\",\"192.0.2.1\":\"c0\",\"192.0.2.2\":\"c1\"}",
+           "described by address");
+    free(text);
+    json_decref(d);
+    tls_select_free(&s);
+    is_int(s.naddrs + s.nwilds, 0, "freed");
+
+    /* A loader that fails on one certificate: every credentials holds them
+     * all, so none is made; the first's addresses and wildcards remain. */
+    norders = 0;
+    memset(order, 0, sizeof(order));
+    fail_at = 3;
+    tls_select_build(&s, certs, 4, record, NULL);
+    is_int(s.naddr_creds, 0, "a failing loader: no credentials by address");
+    ok(!tls_select_by_address_needed(&s), "  so no local address is asked for");
+    is_str(addr_of(&s, "192.0.2.2"), "keep", "  192.0.2.2 is served as is");
+    is_int(s.nwilds, 1, "  only the first's wildcard remains");
+    is_str(name_of(&s, main, "q.x.example"), "main", "  q.x.example: the bundle's first");
+    is_str(name_of(&s, main, "q.y.example"), "keep", "  q.y.example: kept");
+    tls_select_free(&s);
+
+    /* Only the first certificate's wildcard, no address of another: the
+     * bundle's own credentials serve every client as they are. */
+    tls_select_build(&s, certs, 1, record, NULL);
+    is_int(s.nwilds, 1, "one certificate: its wildcard is known");
+    ok(!tls_select_by_address_needed(&s) && !tls_select_by_name_needed(&s),
+       "  but no session needs a switch (no getsockname, no post-ClientHello work)");
+    tls_select_free(&s);
+
+    tls_select_build(&s, certs, 0, record, NULL);
+    ok(!tls_select_by_address_needed(&s) && !tls_select_by_name_needed(&s),
+       "no certificates: nothing");
+    tls_select_free(&s);
+    return done_testing();
+}
