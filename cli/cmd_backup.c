@@ -420,9 +420,9 @@ static int by_name(const void *a, const void *b)
 
 /* Remove the stores set aside in @p dir but @p made (the one this restore
  * set aside) and the RESTORE_KEEP - 1 newest others (the names sort by
- * time), with their WAL, saying which.  @p made stays whatever its name: a
- * Pi without a real-time clock may start before NTP with its clock behind
- * the names of earlier copies. */
+ * time), with their -wal and -shm, saying which.  @p made stays whatever
+ * its name: a Pi without a real-time clock may start before NTP with its
+ * clock behind the names of earlier copies. */
 static void prune_kept(const char *dir, const char *made)
 {
     DIR *d = opendir(dir);

@@ -31,7 +31,7 @@ int site_tls_setup(struct site_conn *c)
         return -1;
     }
     /* A client by address sends no SNI: the address it reached names the
-     * certificate (free unless certificates name different addresses). */
+     * certificate (no system call unless the bundle chooses by address). */
     if (TLSBOX_HOST_HAS(s->host, bundle_session_address) &&
         s->host->bundle_session_address(c->bundle, c->session, c->fd) < 0) {
         site_metrics_hs_fail(c->w, "setup");

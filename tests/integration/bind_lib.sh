@@ -29,6 +29,14 @@ $TTL 60
 ns  IN A 127.0.0.1
 *   IN A 127.0.0.1
 ZONE
+    # The root zone too, empty: the recursion below finds every answer in
+    # this server's zones, and asks no other server (NXDOMAIN for the rest).
+    cat >"$BIND_DIR/root.zone" <<'ZONE'
+$TTL 60
+@   IN SOA ns.example.test. hostmaster.example.test. 1 60 60 600 60
+    IN NS ns.example.test.
+ns.example.test. IN A 127.0.0.1
+ZONE
     cat >"$BIND_DIR/static.test.zone" <<ZONE
 \$TTL 60
 @   IN SOA ns.example.test. hostmaster.example.test. 1 60 60 600 60
@@ -52,8 +60,8 @@ options {
     listen-on port $BIND_PORT { 127.0.0.1; };
     listen-on-v6 { none; };
     // Recursion for loopback only, so that a CNAME from static.test into
-    // example.test is followed, as a resolver does for the CA (the targets
-    // are this server's own zones: nothing is asked elsewhere).
+    // example.test is followed, as a resolver does for the CA (this server
+    // is primary for the root zone: nothing is asked elsewhere).
     recursion yes;
     allow-recursion { 127.0.0.1; };
     dnssec-validation no;
@@ -63,6 +71,10 @@ zone "example.test" {
     type primary;
     file "$BIND_DIR/example.test.zone";
     allow-update { key "$BIND_KEY"; };
+};
+zone "." {
+    type primary;
+    file "$BIND_DIR/root.zone";
 };
 zone "static.test" {
     type primary;
