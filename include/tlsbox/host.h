@@ -509,11 +509,12 @@ struct tlsbox_host {
      * client that sends no server name (one that connects by IP address:
      * RFC 6066 allows no address in SNI) gets a certificate that has the
      * local address of @p fd among its names, when one does, instead of the
-     * bundle's first.  A client that sends a name still gets its own.  Costs
-     * one getsockname, and nothing while the bundle's first certificate
-     * names every address the others name.  Returns 0 (also when nothing changes, or @p fd is not
-     * an IP socket), -EINVAL (no bundle), or a negative errno of getsockname. Any thread; the
-     * session must not have started its handshake.  Guard with TLSBOX_HOST_HAS(host,
+     * bundle's first.  A client that sends a name still gets its own.
+     * Costs one getsockname, and nothing while the bundle's first
+     * certificate names every address the others name.  Returns 0 (also
+     * when nothing changes, or @p fd is not an IP socket), -EINVAL (no
+     * bundle), or a negative errno of getsockname.  Any thread; before the
+     * session's handshake starts.  Guard with TLSBOX_HOST_HAS(host,
      * bundle_session_address): a 1.3 core has none.
      */
     int (*bundle_session_address)(const struct tlsbox_bundle *b, gnutls_session_t session, int fd);

@@ -7,9 +7,10 @@
 # (GnuTLS matches exact names only), at any address; an exact name wins.  The
 # daemon listens on 127.0.0.1, 127.0.0.2, 127.0.0.3 and ::1, and holds a
 # certificate for 127.0.0.2, one for 127.0.0.3 and ::1, one for a host name,
-# and the internal leaf (the machine's name and addresses, localhost,
-# 127.0.0.1, ::1).  Real clients: openssl
-# s_client without SNI, curl verifying each address against its certificate.
+# two wildcards and an exact name under one of them, and the internal leaf
+# (the machine's name and addresses, localhost, 127.0.0.1, ::1).  Real
+# clients: openssl s_client with and without SNI, curl verifying each
+# address and a wildcard against its certificate.
 . "$(dirname "$0")/lib.sh"
 . "$top_srcdir/plugins/site/tests/site_itest.sh"
 tb_setup
@@ -30,11 +31,12 @@ served() {
     timeout 10 openssl s_client -connect "$to" -noservername "$@" </dev/null 2>/dev/null |
         openssl x509 -noout -subject 2>/dev/null | sed 's/.*CN *= *//'
 }
-# by_address: the bundle's certificate per loopback address (GET cert).
+# sni HOST:PORT NAME: the CN of the certificate a client asking for NAME gets.
 sni() {
     timeout 10 openssl s_client -connect "$1" -servername "$2" </dev/null 2>/dev/null |
         openssl x509 -noout -subject 2>/dev/null | sed 's/.*CN *= *//'
 }
+# by_address: the bundle's certificate per loopback address (GET cert).
 by_address() {
     site_api GET cert | jq -Sc '.bundle.certificates_by_address |
         with_entries(select(.key | test("^(127\\.0\\.0\\.[123]|::1)$")))'
