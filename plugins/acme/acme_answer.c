@@ -107,15 +107,6 @@ static char *dns_record_name(const struct dns_settings *d, const char *identifie
     return tlsbox_xasprintf("_acme-challenge.%s", *d->alias ? d->alias : identifier);
 }
 
-/* Whether @p name is @p zone or below it (both lower case, as the settings'
- * patterns and the CA's identifiers are). */
-static bool in_zone(const char *name, const char *zone)
-{
-    size_t n = strlen(name), z = strlen(zone);
-    return n == z ? strcmp(name, zone) == 0
-                  : n > z && name[n - z - 1] == '.' && strcmp(name + n - z, zone) == 0;
-}
-
 char *acme_answer_dns_hint(struct acme *a)
 {
     char *alias = setting(a, "dns_alias"), *hint = NULL;
@@ -150,7 +141,7 @@ static int dns_put(struct acme *a, const char *identifier, const char *key_auth,
         ret = -EIO;
         goto out;
     }
-    if (*d.alias && !in_zone(d.alias, d.zone)) {
+    if (*d.alias && !acme_dns_in_zone(d.alias, d.zone)) {
         *why = tlsbox_xasprintf("acme.dns_alias %s is not in acme.dns_zone %s", d.alias, d.zone);
         ret = -EINVAL;
         goto out;

@@ -111,4 +111,12 @@ int acme_dns_txt_has(const struct acme_dns_conf *c, const char *fqdn, const char
  */
 int acme_dns_name_wire(const char *name, unsigned char *out, size_t cap);
 
+/*
+ * Whether the domain name @p name is the domain name @p zone or below it, at
+ * a label boundary, ignoring ASCII case: the check acme_dns_update() makes
+ * before sending, for callers that refuse a setting earlier.  Both are
+ * borrowed text names; false when either is not a domain name.
+ */
+bool acme_dns_in_zone(const char *name, const char *zone);
+
 #endif

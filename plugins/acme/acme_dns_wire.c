@@ -95,6 +95,14 @@ bool acme_dns_name_under(const unsigned char *name, size_t len, const unsigned c
     return false;
 }
 
+bool acme_dns_in_zone(const char *name, const char *zone)
+{
+    unsigned char n[DNS_NAME_MAX], z[DNS_NAME_MAX];
+    int nlen = acme_dns_name_wire(name, n, sizeof(n));
+    int zlen = acme_dns_name_wire(zone, z, sizeof(z));
+    return nlen > 0 && zlen > 0 && acme_dns_name_under(n, (size_t)nlen, z, (size_t)zlen);
+}
+
 /* ---- writing messages ------------------------------------------------------ */
 
 void acme_dns_w_put(struct dns_w *w, const void *data, size_t n)

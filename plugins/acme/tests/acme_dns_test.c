@@ -113,6 +113,19 @@ static void test_name_wire(void)
     is_int(acme_dns_name_wire("org", w, 4), -ENOSPC, "no room for the root label: -ENOSPC");
 }
 
+/* The check acme.dns_alias is refused by before anything is sent. */
+static void test_in_zone(void)
+{
+    ok(acme_dns_in_zone("example.test", "example.test"), "the zone itself is in it");
+    ok(acme_dns_in_zone("a.b.example.test", "example.test"), "two labels below");
+    ok(acme_dns_in_zone("A.Example.TEST.", "example.test"), "case and trailing dot ignored");
+    ok(!acme_dns_in_zone("badexample.test", "example.test"), "not mid-label");
+    ok(!acme_dns_in_zone("example.test", "a.example.test"), "the parent is not in a child zone");
+    ok(!acme_dns_in_zone("other.test", "example.test"), "a sibling is not in it");
+    ok(!acme_dns_in_zone("a..example.test", "example.test"), "not a name: false");
+    ok(!acme_dns_in_zone("a.example.test", ""), "no zone: false");
+}
+
 /* ---- refused before sending ---------------------------------------------------- */
 
 static struct acme_dns_conf conf_for(const char *server)
@@ -764,6 +777,7 @@ int main(void)
     /* A hung test is a failed test; named and the fakes die with us. */
     alarm(60);
     test_name_wire();
+    test_in_zone();
     test_refusals();
     test_fake_server();
     test_named();
