@@ -12,6 +12,9 @@
 #include "plugins/acme/acme_plugin.h"
 
 #define ACME_CHALLENGE_PREFIX "/.well-known/acme-challenge/"
+/* A DNS server as acme_dns.h takes it: address or name, :port; [v6]:port. */
+#define DNS_HOST_PORT_PATTERN                                                                      \
+    "^([A-Za-z0-9.-]+(:[0-9]{1,5})?|[0-9a-fA-F:]+|\\[[0-9a-fA-F:]+\\](:[0-9]{1,5})?)?$"
 
 static const struct tlsbox_setting_def acme_settings[] = {
     {.key = "directory",
@@ -95,7 +98,7 @@ static const struct tlsbox_setting_def acme_settings[] = {
     {.key = "dns_server",
      .type = TLSBOX_SETTING_STRING,
      .default_value = "",
-     .pattern = "^([A-Za-z0-9.-]+(:[0-9]{1,5})?|[0-9a-fA-F:]+|\\[[0-9a-fA-F:]+\\](:[0-9]{1,5})?)?$",
+     .pattern = DNS_HOST_PORT_PATTERN,
      .help = "dns-01: the DNS server that takes RFC 2136 updates for acme.dns_zone "
              "(address or name, :port; e.g. 192.0.2.53 or [2001:db8::53]:5353)"},
     {.key = "dns_zone",
@@ -112,6 +115,13 @@ static const struct tlsbox_setting_def acme_settings[] = {
      .help = "dns-01 for names whose DNS takes no updates: every record goes at "
              "_acme-challenge.ALIAS (a name in acme.dns_zone) instead; point each "
              "_acme-challenge.NAME there once with a CNAME (e.g. acme.example.org)"},
+    {.key = "dns_resolver",
+     .type = TLSBOX_SETTING_STRING,
+     .default_value = "",
+     .pattern = DNS_HOST_PORT_PATTERN,
+     .help = "dns-01: the resolver asked where a CNAME at _acme-challenge.NAME points (the "
+             "record then goes there, in acme.dns_zone; acme.dns_alias skips the question); "
+             "empty = the first nameserver in /etc/resolv.conf"},
     {.key = "dns_tsig_key",
      .type = TLSBOX_SETTING_STRING,
      .default_value = "",

@@ -20,7 +20,7 @@
 
 /* The dns-01 settings, read when used (they are few and rarely used). */
 struct dns_settings {
-    char *server, *zone, *alias, *key, *alg, *secret;
+    char *server, *zone, *alias, *resolver, *key, *alg, *secret;
     long wait_seconds;
     struct acme_dns_conf conf;
 };
@@ -36,6 +36,7 @@ static void dns_settings_load(struct acme *a, struct dns_settings *d)
     d->server = setting(a, "dns_server");
     d->zone = setting(a, "dns_zone");
     d->alias = setting(a, "dns_alias");
+    d->resolver = setting(a, "dns_resolver");
     d->key = setting(a, "dns_tsig_key");
     d->alg = setting(a, "dns_tsig_algorithm");
     d->secret = setting(a, "dns_tsig_secret");
@@ -52,6 +53,7 @@ static void dns_settings_free(struct dns_settings *d)
     free(d->server);
     free(d->zone);
     free(d->alias);
+    free(d->resolver);
     free(d->key);
     free(d->alg);
     tlsbox_wipe_free_str(d->secret);
@@ -98,13 +100,64 @@ static char *dns_value(const char *key_auth)
     return acme_b64url(digest, sizeof(digest));
 }
 
-/* Where @p identifier's record goes: _acme-challenge.<identifier>, or with
- * acme.dns_alias _acme-challenge.<alias>, which the name's own
- * _acme-challenge is a CNAME to (RFC 8555 section 8.4: the CA follows it).
- * One alias serves every name: a TXT record set holds many values. */
-static char *dns_record_name(const struct dns_settings *d, const char *identifier)
+/*
+ * Where @p identifier's dns-01 record goes, into *fqdn (malloc'd), and why
+ * there into *via (static: "acme.dns_alias", "CNAME" or NULL for the name's
+ * own _acme-challenge).  RFC 8555 section 8.4: the CA follows a CNAME at
+ * _acme-challenge.NAME, so a name whose DNS takes no updates is pointed once
+ * at a name in acme.dns_zone.  acme.dns_alias says where for every name; else
+ * the resolver is asked, each time (a CNAME changed meanwhile is followed).
+ * Returns 0, or -errno with *why saying what to mend.
+ */
+static int dns_record_find(struct acme *a, const struct dns_settings *d, const char *identifier,
+                           char **fqdn, const char **via, char **why)
 {
-    return tlsbox_xasprintf("_acme-challenge.%s", *d->alias ? d->alias : identifier);
+    *via = NULL;
+    if (*d->alias) {
+        if (!acme_dns_in_zone(d->alias, d->zone)) {
+            *why =
+                tlsbox_xasprintf("acme.dns_alias %s is not in acme.dns_zone %s", d->alias, d->zone);
+            return -EINVAL;
+        }
+        *fqdn = tlsbox_xasprintf("_acme-challenge.%s", d->alias);
+        *via = "acme.dns_alias";
+        return 0;
+    }
+    char *name = tlsbox_xasprintf("_acme-challenge.%s", identifier), *target = NULL, *err = NULL;
+    char *resolver =
+        *d->resolver ? tlsbox_xstrdup(d->resolver) : acme_dns_system_resolver("/etc/resolv.conf");
+    struct acme_dns_conf rc = {.server = resolver, .timeout_ms = 2000};
+    int n = resolver ? acme_dns_cname_follow(&rc, name, &target, &err) : 0;
+    bool in_zone = acme_dns_in_zone(name, d->zone);
+    int ret = 0;
+    if (n == 1 && acme_dns_in_zone(target, d->zone)) {
+        *fqdn = target;
+        target = NULL;
+        *via = "CNAME";
+    } else if (n == 1) {
+        *why = tlsbox_xasprintf("%s is a CNAME to %s, which is not in acme.dns_zone %s", name,
+                                target, d->zone);
+        ret = -EINVAL;
+    } else if (!in_zone) {
+        *why = n < 0 ? tlsbox_xasprintf("%s is not in acme.dns_zone %s, and where it points is "
+                                        "unknown: %s",
+                                        name, d->zone, err)
+                     : tlsbox_xasprintf("%s is not in acme.dns_zone %s, nor a CNAME to a name "
+                                        "in it (asked %s; or set acme.dns_alias)",
+                                        name, d->zone, resolver ? resolver : "no resolver");
+        ret = -EINVAL;
+    } else {
+        if (n < 0) /* in the zone: the record can go at the name itself */
+            a->host->log(a->self, TLSBOX_LOG_WARN, "%s; the dns-01 record goes at %s itself", err,
+                         name);
+        *fqdn = name;
+        name = NULL;
+    }
+    free(name);
+    free(target);
+    free(err);
+    free(resolver);
+    return ret;
 }
 
 char *acme_answer_dns_hint(struct acme *a)
@@ -141,18 +194,15 @@ static int dns_put(struct acme *a, const char *identifier, const char *key_auth,
         ret = -EIO;
         goto out;
     }
-    if (*d.alias && !acme_dns_in_zone(d.alias, d.zone)) {
-        *why = tlsbox_xasprintf("acme.dns_alias %s is not in acme.dns_zone %s", d.alias, d.zone);
-        ret = -EINVAL;
+    const char *via;
+    if ((ret = dns_record_find(a, &d, identifier, &fqdn, &via, why)) < 0)
         goto out;
-    }
-    fqdn = dns_record_name(&d, identifier);
     if ((ret = acme_dns_update(&d.conf, true, fqdn, value, DNS_TTL, why)) < 0)
         goto out;
-    if (*d.alias)
+    if (via)
         a->host->log(a->self, TLSBOX_LOG_INFO,
-                     "_acme-challenge.%s: dns-01 record put at %s (acme.dns_alias) on %s",
-                     identifier, fqdn, d.server);
+                     "_acme-challenge.%s: dns-01 record put at %s (%s) on %s", identifier, fqdn,
+                     via, d.server);
     else
         a->host->log(a->self, TLSBOX_LOG_INFO, "%s: dns-01 record put on %s", fqdn, d.server);
     /* The CA asks the zone's servers; the one updated must say it first. */
@@ -206,8 +256,10 @@ static void dns_del(struct acme *a, const char *identifier, const char *key_auth
     struct dns_settings d;
     char *value = dns_value(key_auth), *fqdn = NULL, *err = NULL;
     dns_settings_load(a, &d);
-    fqdn = dns_record_name(&d, identifier);
-    if (value && acme_dns_update(&d.conf, false, fqdn, value, 0, &err) < 0)
+    const char *via;
+    /* Where it cannot be found now, the put failed the same way: nothing to take back. */
+    if (value && dns_record_find(a, &d, identifier, &fqdn, &via, &err) == 0 &&
+        acme_dns_update(&d.conf, false, fqdn, value, 0, &err) < 0)
         a->host->log(a->self, TLSBOX_LOG_WARN, "dns-01 record left behind: %s", err);
     free(err);
     free(fqdn);

@@ -1,6 +1,6 @@
 /*
- * dns-01 over RFC 2136 UPDATE signed with RFC 8945 TSIG, and a TXT query,
- * over TCP to one server.  See acme_dns.h for the contract.
+ * dns-01 over RFC 2136 UPDATE signed with RFC 8945 TSIG, a TXT query and
+ * a CNAME chain, over TCP to one server.  See acme_dns.h for the contract.
  *
  * This file: the server's address, the transport (connect, send, receive,
  * each within the timeout), one exchange, and the public calls.  The wire
@@ -29,6 +29,7 @@
 #include "plugins/acme/acme_dns_int.h"
 
 #define DNS_TYPE_SOA 6
+#define DNS_TYPE_CNAME 5
 #define DNS_TYPE_TXT 16
 #define DNS_CLASS_IN 1
 #define DNS_CLASS_NONE 254
@@ -37,6 +38,8 @@
 #define DNS_RCODE_NOERROR 0
 #define DNS_RCODE_NXDOMAIN 3
 #define DNS_TIMEOUT_DEFAULT_MS 10000
+/* Longer CNAME chains are refused (resolvers stop at 8 to 16 too). */
+#define DNS_CNAME_HOPS_MAX 8
 
 /* ---- transport -------------------------------------------------------------------- */
 
@@ -432,33 +435,46 @@ static void on_txt_rr(void *arg, unsigned section, const struct dns_rr *rr)
         t->found = true;
 }
 
-static int txt_query(const struct acme_dns_conf *c, const struct txt_match *t, char **why)
+/*
+ * Ask c->server for @p type at the wire name @p name (@p len bytes), with RD
+ * when @p recurse, and hand every RR of the answer to @p fn with @p arg.
+ * Returns 0 for NOERROR and NXDOMAIN (then the answer holds no record of
+ * the name), or -errno with *why.
+ */
+static int dns_ask(const struct acme_dns_conf *c, const unsigned char *name, size_t len,
+                   unsigned type, bool recurse, dns_rr_fn *fn, void *arg, char **why)
 {
     uint16_t id = dns_new_id();
     struct dns_w msg = {0};
     unsigned char *ans = NULL;
     size_t ans_len = 0;
-    acme_dns_w_header(&msg, id, DNS_OPCODE_QUERY, 1, 0, 0); /* RD=0: answer from your own data */
-    acme_dns_w_put(&msg, t->fqdn, t->fqdn_len);
-    acme_dns_w_u16(&msg, DNS_TYPE_TXT);
+    acme_dns_w_header(&msg, id, DNS_OPCODE_QUERY, 1, 0, 0);
+    if (recurse)
+        msg.p[2] |= 0x01; /* RD */
+    acme_dns_w_put(&msg, name, len);
+    acme_dns_w_u16(&msg, type);
     acme_dns_w_u16(&msg, DNS_CLASS_IN);
     int rc = dns_exchange(c, &msg, &ans, &ans_len, why);
     free(msg.p);
     if (rc < 0)
         return rc;
-    struct txt_match m = *t;
     struct dns_answer a;
-    rc = acme_dns_answer_walk(&a, ans, ans_len, on_txt_rr, &m, why);
+    rc = acme_dns_answer_walk(&a, ans, ans_len, fn, arg, why);
     if (rc == 0)
         rc = acme_dns_answer_matches(&a, id, DNS_OPCODE_QUERY, why);
-    if (rc == 0 && acme_dns_answer_rcode(&a) == DNS_RCODE_NXDOMAIN)
-        rc = 0;
-    else if (rc == 0 && acme_dns_answer_rcode(&a) != DNS_RCODE_NOERROR)
-        rc = acme_dns_rcode_error(acme_dns_answer_rcode(&a), why);
-    else if (rc == 0)
-        rc = m.found ? 1 : 0;
+    unsigned rcode = rc == 0 ? acme_dns_answer_rcode(&a) : DNS_RCODE_NOERROR;
+    if (rcode != DNS_RCODE_NOERROR && rcode != DNS_RCODE_NXDOMAIN)
+        rc = acme_dns_rcode_error(rcode, why);
     free(ans);
     return rc;
+}
+
+static int txt_query(const struct acme_dns_conf *c, const struct txt_match *t, char **why)
+{
+    struct txt_match m = *t;
+    /* RD=0: an authoritative server answers from its own data. */
+    int rc = dns_ask(c, t->fqdn, t->fqdn_len, DNS_TYPE_TXT, false, on_txt_rr, &m, why);
+    return rc < 0 ? rc : m.found ? 1 : 0;
 }
 
 int acme_dns_txt_has(const struct acme_dns_conf *c, const char *fqdn, const char *value, char **err)
@@ -478,4 +494,98 @@ int acme_dns_txt_has(const struct acme_dns_conf *c, const char *fqdn, const char
                                 c && c->server ? c->server : "(no server)", why);
     free(why);
     return rc;
+}
+
+/* ---- the CNAME chain -------------------------------------------------------------------- */
+
+struct cname_find {
+    const unsigned char *owner;
+    size_t owner_len;
+    unsigned char target[DNS_NAME_MAX];
+    size_t target_len;
+    int found; /* 1 found, -EPROTO a malformed CNAME */
+};
+
+static void on_cname_rr(void *arg, unsigned section, const struct dns_rr *rr)
+{
+    struct cname_find *f = arg;
+    if (section != 1 || f->found || rr->type != DNS_TYPE_CNAME || rr->rclass != DNS_CLASS_IN ||
+        !acme_dns_name_eq(rr->owner, rr->owner_len, f->owner, f->owner_len))
+        return;
+    f->found = acme_dns_rdata_name(rr, f->target, &f->target_len) < 0 ? -EPROTO : 1;
+}
+
+/*
+ * One question, CNAME @p name with RD (a resolver follows delegations to the
+ * name's zone): 1 with the target in *f, 0 when @p name is no CNAME
+ * (NXDOMAIN or no CNAME record), or -errno with *why.
+ */
+static int cname_query(const struct acme_dns_conf *c, const unsigned char *name, size_t len,
+                       struct cname_find *f, char **why)
+{
+    *f = (struct cname_find){.owner = name, .owner_len = len};
+    int rc = dns_ask(c, name, len, DNS_TYPE_CNAME, true, on_cname_rr, f, why);
+    if (rc == 0 && f->found < 0) {
+        *why = tlsbox_xstrdup("a malformed CNAME record");
+        return -EPROTO;
+    }
+    return rc < 0 ? rc : f->found;
+}
+
+int acme_dns_cname_follow(const struct acme_dns_conf *c, const char *fqdn, char **target,
+                          char **err)
+{
+    unsigned char name[DNS_NAME_MAX];
+    char *why = NULL;
+    int rc = fqdn ? acme_dns_name_wire(fqdn, name, sizeof(name)) : -EINVAL;
+    size_t len = rc > 0 ? (size_t)rc : 0;
+    int hops = 0;
+    if (rc < 0 || !c || !c->server) {
+        why = tlsbox_xstrdup(!c || !c->server ? "no server" : "not a domain name");
+        rc = -EINVAL;
+    }
+    while (rc >= 0) {
+        struct cname_find f;
+        rc = cname_query(c, name, len, &f, &why);
+        if (rc <= 0)
+            break;
+        if (++hops > DNS_CNAME_HOPS_MAX) {
+            why = tlsbox_xasprintf("a chain of more than %d CNAMEs (a loop?)", DNS_CNAME_HOPS_MAX);
+            rc = -ELOOP;
+            break;
+        }
+        memcpy(name, f.target, f.target_len);
+        len = f.target_len;
+    }
+    if (rc == 0 && hops > 0) {
+        char text[DNS_NAME_MAX + 1];
+        if (acme_dns_name_text(name, len, text, sizeof(text)) == 0) {
+            *target = tlsbox_xstrdup(text);
+            rc = 1;
+        } else {
+            why = tlsbox_xstrdup("a CNAME to a name with characters a host name cannot have");
+            rc = -EPROTO;
+        }
+    }
+    if (rc < 0 && err)
+        *err = tlsbox_xasprintf("DNS query for CNAME %s at %s: %s", fqdn ? fqdn : "(no name)",
+                                c && c->server ? c->server : "(no server)", why);
+    free(why);
+    return rc;
+}
+
+char *acme_dns_system_resolver(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    char line[512], *found = NULL;
+    if (!f)
+        return NULL;
+    while (!found && fgets(line, sizeof(line), f)) {
+        char addr[128];
+        /* "nameserver ADDRESS", as resolv.conf(5) writes it; the rest is ignored. */
+        if (sscanf(line, " nameserver %127s", addr) == 1)
+            found = tlsbox_xstrdup(addr);
+    }
+    fclose(f);
+    return found;
 }

@@ -1,7 +1,8 @@
 /*
  * A minimal DNS client for ACME dns-01 (RFC 8555 section 8.4): publish and
  * withdraw the _acme-challenge TXT record with an RFC 2136 dynamic UPDATE
- * signed with TSIG (RFC 8945), and ask the server whether it serves it.
+ * signed with TSIG (RFC 8945), ask the server whether it serves it, and ask
+ * a resolver where a CNAME at _acme-challenge points.
  *
  * One server, TCP only (RFC 7766: a 2-byte length before each message), no
  * retries, no EDNS.  TCP because an UPDATE with its TSIG is small but the
@@ -98,6 +99,27 @@ int acme_dns_update(const struct acme_dns_conf *c, bool add, const char *fqdn, c
  */
 int acme_dns_txt_has(const struct acme_dns_conf *c, const char *fqdn, const char *value,
                      char **err);
+
+/*
+ * Ask c->server, a resolver (RD=1), whether @p fqdn is a CNAME, and follow
+ * the chain to its end, one question per name, at most 8 names.  Returns 1
+ * with *target set to the chain's last name (text, no trailing dot,
+ * malloc'd: the caller free()s it), 0 when @p fqdn is no CNAME (NXDOMAIN, or
+ * no CNAME record), or a negative errno with *err set (-ELOOP for a longer
+ * chain).  c->zone and the key fields are not used.
+ *
+ * dns-01 uses it to find where _acme-challenge.NAME points (RFC 8555
+ * section 8.4: the CA follows the CNAME, so the record goes at its end).
+ */
+int acme_dns_cname_follow(const struct acme_dns_conf *c, const char *fqdn, char **target,
+                          char **err);
+
+/*
+ * The first "nameserver" address in the resolv.conf(5) file @p path (the
+ * system's is /etc/resolv.conf), malloc'd (the caller free()s it), or NULL
+ * when the file cannot be read or names none.
+ */
+char *acme_dns_system_resolver(const char *path);
 
 /*
  * Pure helper, exposed for the unit test.

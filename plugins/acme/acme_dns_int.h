@@ -105,8 +105,26 @@ struct dns_rr {
     uint32_t ttl;
     const unsigned char *rdata;
     uint16_t rdlen;
-    size_t start; /* offset of the RR in the message */
+    size_t start;             /* offset of the RR in the message */
+    const unsigned char *msg; /* the whole message, which names in rdata point into */
+    size_t msg_len;
 };
+
+/*
+ * Expand the domain name that is the whole rdata of @p rr (a CNAME's; its
+ * compression pointers may point anywhere in rr->msg) into @p out,
+ * uncompressed.  Returns 0, or -EPROTO when the name is malformed or does
+ * not end where the rdata does.
+ */
+int acme_dns_rdata_name(const struct dns_rr *rr, unsigned char out[DNS_NAME_MAX], size_t *out_len);
+
+/*
+ * The wire name @p w (@p len bytes) as text into @p out: labels joined by
+ * dots, no trailing dot ("." for the root).  Returns 0, -EINVAL for a label
+ * that text without escapes cannot carry (a dot, a backslash, a space or a
+ * byte outside printable ASCII), or -ENOSPC when @p cap is too small.
+ */
+int acme_dns_name_text(const unsigned char *w, size_t len, char *out, size_t cap);
 
 /* ---- acme_dns_wire.c: answers ---------------------------------------------- */
 

@@ -242,10 +242,51 @@ static int r_name(struct dns_r *r, unsigned char out[DNS_NAME_MAX], size_t *out_
 static int r_rr(struct dns_r *r, struct dns_rr *rr)
 {
     rr->start = r->pos;
+    rr->msg = r->m;
+    rr->msg_len = r->len;
     if (r_name(r, rr->owner, &rr->owner_len) < 0 || r_u16(r, &rr->type) < 0 ||
         r_u16(r, &rr->rclass) < 0 || r_u32(r, &rr->ttl) < 0 || r_u16(r, &rr->rdlen) < 0 ||
         r_bytes(r, rr->rdlen, &rr->rdata) < 0)
         return -EPROTO;
+    return 0;
+}
+
+int acme_dns_rdata_name(const struct dns_rr *rr, unsigned char out[DNS_NAME_MAX], size_t *out_len)
+{
+    size_t at = (size_t)(rr->rdata - rr->msg);
+    struct dns_r r = {rr->msg, rr->msg_len, at};
+    if (r_name(&r, out, out_len) < 0 || r.pos != at + rr->rdlen)
+        return -EPROTO;
+    return 0;
+}
+
+int acme_dns_name_text(const unsigned char *w, size_t len, char *out, size_t cap)
+{
+    size_t i = 0, o = 0;
+    if (cap < 2)
+        return -ENOSPC;
+    if (len == 1 && w[0] == 0) {
+        strcpy(out, ".");
+        return 0;
+    }
+    while (i < len && w[i]) {
+        size_t n = w[i];
+        if (n > len - i - 1)
+            return -EINVAL;
+        for (size_t k = 1; k <= n; k++)
+            if (w[i + k] <= ' ' || w[i + k] > '~' || w[i + k] == '.' || w[i + k] == '\\')
+                return -EINVAL;
+        if (o + (o > 0) + n + 1 > cap)
+            return -ENOSPC;
+        if (o > 0)
+            out[o++] = '.';
+        memcpy(out + o, w + i + 1, n);
+        o += n;
+        i += n + 1;
+    }
+    if (i >= len)
+        return -EINVAL; /* no root label */
+    out[o] = '\0';
     return 0;
 }
 

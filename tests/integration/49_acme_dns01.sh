@@ -5,15 +5,19 @@
 # (*.wild.example.test with wild.example.test: auto answers the name by
 # http-01 and the wildcard by dns-01), the record withdrawn afterwards, a
 # wrong secret refused by the server and named in the error, dns-01 asked
-# for by name, a wildcard without the DNS settings told what to set, and
-# acme.dns_alias (a CNAME from a zone that takes no updates).
+# for by name, a wildcard without the DNS settings told what to set,
+# acme.dns_alias (a CNAME from a zone that takes no updates), and without it
+# the CNAME chain found by asking the resolver (named too: it recurses).
 # The secret never shows in the log, the status or the settings list.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/pebble.sh"
 . "$(dirname "$0")/bind_lib.sh"
 tb_setup
 
-BIND_STATIC='_acme-challenge.cn IN CNAME _acme-challenge.proof.example.test.' \
+BIND_STATIC='_acme-challenge.cn IN CNAME _acme-challenge.proof.example.test.
+_acme-challenge.cn2 IN CNAME hop.static.test.
+hop IN CNAME _acme-challenge.found.example.test.
+_acme-challenge.out IN CNAME _acme-challenge.elsewhere.other.test.' \
     bind_start wild dns nodns proof || bail "named did not start"
 SITE_HTTP=$(tb_free_port)
 SITE_HTTPS=$(tb_free_port)
@@ -31,9 +35,10 @@ done
 wrong=$(printf 'not-the-key-not-the-key-0123456' | base64)
 tb_ctl set acme.dns_server "$BIND_SERVER" >/dev/null &&
     tb_ctl set acme.dns_zone example.test >/dev/null &&
+    tb_ctl set acme.dns_resolver "$BIND_SERVER" >/dev/null &&
     tb_ctl set acme.dns_tsig_key "$BIND_KEY" >/dev/null &&
     tb_ctl set acme.dns_tsig_secret "$wrong" >/dev/null
-ok $? "dns_server, dns_zone, dns_tsig_key and a wrong dns_tsig_secret set"
+ok $? "dns_server, dns_zone, dns_resolver, dns_tsig_key and a wrong dns_tsig_secret set"
 tb_ctl set acme.domains "*.wild.example.test,wild.example.test" >/dev/null
 ok $? "acme.domains *.wild.example.test,wild.example.test"
 json=$(pb_wait_failure 20)
@@ -92,6 +97,19 @@ tb_ctl set acme.domains nodns.example.test >/dev/null
 needs() { tb_ctl --json acme status | grep -q 'nodns.example.test: cannot answer dns-01: dns-01 needs acme.dns_server' && echo 1 || echo 0; }
 is "$(tb_wait_says 20 1 needs)" 1 "dns-01 asked for with no DNS server: the error names the setting to set"
 
+# NAME ($1) issued by dns-01 with its record put at RECORD ($2) for reason
+# HOW ($3, as the log says it; $4 describes NAME): named's log shows the
+# record added, and it is withdrawn once the order is done.
+issued_at() {
+    pb_wait_served "$1" 40
+    ok $? "$1 ($4) issued"
+    like "$(grep 'dns-01 record put' "$TB_TMP/daemon.log" | tail -1)" \
+        "_acme-challenge.$1: dns-01 record put at $2 \\($3\\) on $BIND_SERVER" "  the record was put at $2"
+    like "$(grep "updating zone 'example.test/IN': adding an RR" "$BIND_DIR/named.log" | tail -1)" \
+        "adding an RR at '$2' TXT" "  named's log says so"
+    is "$(bind_txt "$2")" "" "  and it is withdrawn once the order is done"
+}
+
 # acme.dns_alias: names in a zone that takes no updates (static.test) point
 # their _acme-challenge, once, with a CNAME at one name in example.test.
 tb_ctl set acme.dns_server "$BIND_SERVER" >/dev/null
@@ -108,14 +126,8 @@ tb_ctl set acme.dns_alias proof.example.test >/dev/null
 ok $? "acme.dns_alias proof.example.test"
 at() { tb_ctl acme status | grep -c '^dns-01 at: _acme-challenge.proof.example.test$'; }
 is "$(tb_wait_says 20 1 at)" 1 "  acme status says where dns-01 records go"
-pb_wait_served cn.static.test 40
-ok $? "cn.static.test (its _acme-challenge a CNAME to _acme-challenge.proof.example.test) issued"
-like "$(grep 'dns-01 record put' "$TB_TMP/daemon.log" | tail -1)" \
-    "_acme-challenge.cn.static.test: dns-01 record put at _acme-challenge.proof.example.test \(acme.dns_alias\) on $BIND_SERVER" \
-    "  the record was put at the alias"
-like "$(grep "updating zone 'example.test/IN': adding an RR" "$BIND_DIR/named.log" | tail -1)" \
-    "adding an RR at '_acme-challenge.proof.example.test' TXT" "  named's log says so"
-is "$(bind_txt _acme-challenge.proof.example.test)" "" "  and it is withdrawn once the order is done"
+issued_at cn.static.test _acme-challenge.proof.example.test acme.dns_alias \
+    "its _acme-challenge a CNAME to _acme-challenge.proof.example.test"
 serial=$(pb_served_serial cn.static.test)
 tb_ctl set acme.domains nocn.static.test >/dev/null
 is "$(tb_wait_says 40 1 says "(acme.dns_alias: the name's _acme-challenge must be a CNAME to _acme-challenge.proof.example.test)")" \
@@ -123,6 +135,19 @@ is "$(tb_wait_says 40 1 says "(acme.dns_alias: the name's _acme-challenge must b
 like "$(tb_ctl acme status)" "nocn.static.test: .*TXT" "  after the CA's own words"
 is "$(pb_served_serial cn.static.test)" "$serial" "  the certificate before it is still served"
 is "$(bind_txt _acme-challenge.proof.example.test)" "" "  and no record is left behind"
+
+# Without acme.dns_alias, tlsboxd asks the resolver (acme.dns_resolver) where
+# _acme-challenge.NAME points and puts the record at the end of the chain.
+tb_ctl set acme.dns_alias "" >/dev/null
+ok $? "acme.dns_alias emptied"
+is "$(tb_wait_says 40 1 says "nocn.static.test: cannot answer dns-01: _acme-challenge.nocn.static.test is not in acme.dns_zone example.test, nor a CNAME to a name in it (asked $BIND_SERVER; or set acme.dns_alias)")" \
+    1 "a name outside the zone and no CNAME: the error says so, and what to set"
+tb_ctl set acme.domains out.static.test >/dev/null
+is "$(tb_wait_says 40 1 says "out.static.test: cannot answer dns-01: _acme-challenge.out.static.test is a CNAME to _acme-challenge.elsewhere.other.test, which is not in acme.dns_zone example.test")" \
+    1 "a CNAME out of the zone: the error names where it points"
+tb_ctl set acme.domains cn2.static.test >/dev/null
+issued_at cn2.static.test _acme-challenge.found.example.test CNAME \
+    "_acme-challenge a CNAME to a CNAME into example.test, found by asking"
 
 # The secret stays secret.
 is "$(grep -c -F "$BIND_SECRET" "$TB_TMP/daemon.log")" 0 "the secret is not in tlsboxd's log"

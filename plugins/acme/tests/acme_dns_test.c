@@ -25,6 +25,7 @@
 #include <tlsbox/xalloc.h>
 
 #include "plugins/acme/acme_dns.h"
+#include "plugins/acme/acme_dns_int.h"
 #include "tests/tap.h"
 
 #define NAMED "/usr/sbin/named"
@@ -111,6 +112,50 @@ static void test_name_wire(void)
     is_int(acme_dns_name_wire(name, w, sizeof(w)), -EINVAL, "256-byte name refused");
     free(name);
     is_int(acme_dns_name_wire("org", w, 4), -ENOSPC, "no room for the root label: -ENOSPC");
+}
+
+static void test_name_text(void)
+{
+    char out[DNS_NAME_MAX + 1];
+    is_int(acme_dns_name_text((const unsigned char *)"\3www\7Example\3org", 17, out, sizeof(out)),
+           0, "wire to text");
+    is_str(out, "www.Example.org", "  labels joined by dots, case kept");
+    is_int(acme_dns_name_text((const unsigned char *)"", 1, out, sizeof(out)), 0, "the root");
+    is_str(out, ".", "  is a dot");
+    is_int(acme_dns_name_text((const unsigned char *)"\3a.b\0", 5, out, sizeof(out)), -EINVAL,
+           "a dot inside a label: -EINVAL");
+    is_int(acme_dns_name_text((const unsigned char *)"\3a b\0", 5, out, sizeof(out)), -EINVAL,
+           "a space inside a label: -EINVAL");
+    is_int(acme_dns_name_text((const unsigned char *)"\3abc", 4, out, sizeof(out)), -EINVAL,
+           "no root label: -EINVAL");
+    is_int(acme_dns_name_text((const unsigned char *)"\5abc\0", 5, out, sizeof(out)), -EINVAL,
+           "a label longer than the name: -EINVAL");
+    is_int(acme_dns_name_text((const unsigned char *)"\3www\3org", 9, out, 7), -ENOSPC,
+           "short buffer: -ENOSPC");
+}
+
+/* The system's resolver: the first nameserver line of a resolv.conf. */
+static void test_system_resolver(void)
+{
+    char dir[] = "/tmp/acme_dns_test.XXXXXX";
+    ok(mkdtemp(dir) != NULL, "a temporary directory");
+    char *path = tlsbox_xasprintf("%s/resolv.conf", dir);
+    FILE *f = fopen(path, "w");
+    fputs("# written by hand\nsearch example.test\noptions ndots:2\n"
+          "  nameserver   ::1\nnameserver 192.0.2.53\n",
+          f);
+    fclose(f);
+    char *r = acme_dns_system_resolver(path);
+    is_str(r, "::1", "the first nameserver, spaces around it ignored");
+    free(r);
+    f = fopen(path, "w");
+    fputs("search example.test\n", f);
+    fclose(f);
+    ok(acme_dns_system_resolver(path) == NULL, "no nameserver line: NULL");
+    unlink(path);
+    ok(acme_dns_system_resolver(path) == NULL, "no file: NULL");
+    free(path);
+    rmdir(dir);
 }
 
 /* The check acme.dns_alias is refused by before anything is sent. */
@@ -537,7 +582,12 @@ static bool named_write_conf(const struct named *n)
                            "@ IN SOA ns.example.test. hostmaster.example.test. 1 3600 600 86400 "
                            "300\n"
                            "@ IN NS ns.example.test.\n"
-                           "ns IN A 127.0.0.1\n");
+                           "ns IN A 127.0.0.1\n"
+                           "plain IN TXT \"x\"\n"
+                           "a IN CNAME b.example.test.\n"
+                           "b IN CNAME c.example.test.\n"
+                           "loop1 IN CNAME loop2.example.test.\n"
+                           "loop2 IN CNAME loop1.example.test.\n");
     free(conf);
     return good;
 }
@@ -752,6 +802,42 @@ static void test_named_refusals(const struct named *n)
     free(err);
 }
 
+/* Follow @p fqdn's CNAME chain: @p want, and @p target when it is 1. */
+static void chain(const struct acme_dns_conf *c, const char *fqdn, int want, const char *target,
+                  const char *what)
+{
+    char *got = NULL, *err = NULL;
+    int rc = acme_dns_cname_follow(c, fqdn, &got, &err);
+    is_int(rc, want, "%s", what);
+    if (want == 1)
+        is_str(got, target, "%s: ends at %s", what, target);
+    if (err)
+        diag("  %s", err);
+    free(got);
+    free(err);
+}
+
+static void test_named_cnames(const struct named *n)
+{
+    struct acme_dns_conf c = {.server = n->server, .timeout_ms = 2000};
+    chain(&c, "a.example.test", 1, "c.example.test", "a CNAME to a CNAME: followed to its end");
+    chain(&c, "B.Example.Test.", 1, "c.example.test", "case and trailing dot of the question");
+    chain(&c, "plain.example.test", 0, NULL, "a name with a TXT and no CNAME: 0");
+    chain(&c, "none.example.test", 0, NULL, "a name that does not exist: 0");
+    char *err = NULL, *got = NULL;
+    is_int(acme_dns_cname_follow(&c, "loop1.example.test", &got, &err), -ELOOP,
+           "a CNAME loop: -ELOOP");
+    like(err, "DNS query for CNAME loop1.example.test at 127.0.0.1:", "a CNAME loop: named");
+    like(err, ": a chain of more than 8 CNAMEs (a loop?)", "  and says what is wrong");
+    ok(got == NULL, "a CNAME loop: no target");
+    free(err);
+    err = NULL;
+    is_int(acme_dns_cname_follow(&c, "x.other.test", &got, &err), -EACCES,
+           "a name outside the server's zones (no recursion): -EACCES");
+    like(err, ": REFUSED", "  REFUSED");
+    free(err);
+}
+
 static void test_named(void)
 {
     struct named n;
@@ -768,6 +854,7 @@ static void test_named(void)
     }
     test_named_records(&n);
     test_named_refusals(&n);
+    test_named_cnames(&n);
     named_stop(&n);
     ok(access(n.dir, F_OK) != 0, "temporary directory removed");
 }
@@ -778,6 +865,8 @@ int main(void)
     alarm(60);
     test_name_wire();
     test_in_zone();
+    test_name_text();
+    test_system_resolver();
     test_refusals();
     test_fake_server();
     test_named();
