@@ -40,6 +40,7 @@ struct notify_delivery {
     char *event;
     char *body; /* the JSON POSTed; a mail is made from it at each try */
     bool mail;  /* sent by e-mail (notify_mail.c), not to the webhook */
+    char *rcpt; /* mail: the recipients still to try (NULL: all of notify.mail_to) */
     int64_t row;
     int tries;
     struct notify_delivery *next; /* in n->live */
@@ -82,13 +83,17 @@ char *notify_mail_message(const char *body, const char *from, const char *to, ti
 bool notify_mail_configured(struct notify *n);
 /* "smtp://host[:port]" of notify.smtp_url, or NULL when unset (caller frees). */
 char *notify_mail_origin(struct notify *n);
-/* Mail delivery @p body once with the settings as stored now; 0 when the
- * server took it for at least one recipient (*refused then lists those it
- * refused, with its replies, or is NULL), else a negative errno with *err
- * saying why and *smtp_status the server's last reply code (0: none).
- * Caller frees *refused and *err.  @p job: cancel. */
-int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body, long timeout_s,
-                     long *smtp_status, char **refused, char **err);
+/* Mail delivery @p body once with the settings as stored now, to the
+ * addresses of @p only_to (comma-separated; NULL: all of notify.mail_to,
+ * which the To: header always names); 0 when the server took it for at
+ * least one recipient (*refused then lists those it refused, with its
+ * replies, and *later those of them it refused with a 4xx, comma-separated;
+ * else NULL), otherwise a negative errno with *err saying why and
+ * *smtp_status the server's last reply code (0: none).  Caller frees
+ * *refused, *later and *err.  @p job: cancel. */
+int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body,
+                     const char *only_to, long timeout_s, long *smtp_status, char **refused,
+                     char **later, char **err);
 
 /* notify_store.c */
 int64_t notify_store_add(struct notify *n, const char *event, const char *origin);

@@ -239,7 +239,16 @@ struct rcpt_watch {
     char pending[256]; /* the address of the RCPT TO awaiting its reply */
     char *refused;     /* "a@x (SMTP 550 5.1.1 no such user), ..." */
     size_t nrefused;
+    char *later; /* "a@x,b@y": those refused with a 4xx, which may be taken later */
 };
+
+/* Append @p item to the list *@p list, after @p sep. */
+static void list_append(char **list, const char *sep, const char *item)
+{
+    char *more = tlsbox_xasprintf("%s%s%s", *list ? *list : "", *list ? sep : "", item);
+    free(*list);
+    *list = more;
+}
 
 static int on_debug(CURL *c, curl_infotype type, char *data, size_t size, void *arg)
 {
@@ -264,11 +273,13 @@ static int on_debug(CURL *c, curl_infotype type, char *data, size_t size, void *
         char *text = one_line(line, 120);
         for (size_t k = strlen(text); k > 0 && text[k - 1] == ' '; k--)
             text[k - 1] = 0; /* the CRLF, made spaces */
-        char *more = tlsbox_xasprintf("%s%s%s (SMTP %s)", w->refused ? w->refused : "",
-                                      w->refused ? ", " : "", w->pending, text);
-        free(w->refused);
-        w->refused = more;
+        char *item = tlsbox_xasprintf("%s (SMTP %s)", w->pending, text);
+        list_append(&w->refused, ", ", item);
+        free(item);
         w->nrefused++;
+        /* 4xx: "not now" (greylisting, a full mailbox, a busy server). */
+        if (data[0] == '4')
+            list_append(&w->later, ",", w->pending);
         free(text);
         free(line);
     }
@@ -309,8 +320,9 @@ char *notify_box_name(struct notify *n)
     return host;
 }
 
-int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body, long timeout_s,
-                     long *smtp_status, char **refused, char **err)
+int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body,
+                     const char *only_to, long timeout_s, long *smtp_status, char **refused,
+                     char **later, char **err)
 {
     char *url = n->host->setting_get(n->self, "smtp_url");
     char *tls = n->host->setting_get(n->self, "smtp_tls");
@@ -324,6 +336,7 @@ int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body,
     char *origin = url ? notify_url_origin(url) : tlsbox_xstrdup("?");
     *smtp_status = 0;
     *refused = NULL;
+    *later = NULL;
     struct rcpt_watch watch = {.refused = NULL};
     int rc = 0;
 
@@ -336,7 +349,7 @@ int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body,
                      : tlsbox_xasprintf("%s%s%s", url, url[strlen(url) - 1] == '/' ? "" : "/", box);
     struct curl_slist *rcpt = NULL;
     size_t nrcpt = 0;
-    char *list = tlsbox_xstrdup(to ? to : ""), *save = NULL;
+    char *list = tlsbox_xstrdup(only_to ? only_to : to ? to : ""), *save = NULL;
     for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         char *a = tlsbox_xasprintf("<%s>", t);
         rcpt = curl_slist_append(rcpt, a);
@@ -414,9 +427,12 @@ int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body,
     } else if (watch.refused) {
         *refused = watch.refused;
         watch.refused = NULL;
+        *later = watch.later;
+        watch.later = NULL;
     }
 out:
     free(watch.refused);
+    free(watch.later);
     if (c)
         curl_easy_cleanup(c);
     curl_slist_free_all(rcpt);

@@ -152,7 +152,50 @@ void notify_delivery_free(void *arg)
         return;
     free(d->event);
     free(d->body);
+    free(d->rcpt);
     free(d);
+}
+
+/* Set the timer for try @p try + 1 of @p d: retry_seconds, then twice and
+ * four times that.  The wait in seconds, or -1 when tlsboxd stops. */
+static long retry_later(struct notify_delivery *d, int try)
+{
+    struct notify *n = d->n;
+    long wait_s = n->host->setting_get_int(n->self, "retry_seconds", 30) << (try - 1);
+    return n->host->timer_add(n->self, "notify-retry", (uint64_t)wait_s * 1000, 0, 0,
+                              notify_deliver_job, d) < 0
+               ? -1
+               : wait_s;
+}
+
+/*
+ * Mailed, but some recipients said "not now" (4xx: greylisting, a full
+ * mailbox): those alone get the next try, so nobody gets the mail twice.
+ * Returns whether a next try was set (else the delivery is done).
+ */
+static bool mail_retry_later(struct notify_delivery *d, struct tlsbox_job *job, int try, long code,
+                             const char *refused, char **later)
+{
+    struct notify *n = d->n;
+    if (!*later || try >= NOTIFY_TRIES || n->host->job_cancelled(job))
+        return false;
+    /* Set before the timer: it may fire on another thread at once. */
+    char *before = d->rcpt;
+    d->rcpt = *later;
+    long wait_s = retry_later(d, try);
+    if (wait_s < 0) {
+        d->rcpt = before;
+        return false;
+    }
+    free(before);
+    char *note = tlsbox_xasprintf("refused: %s; trying again for %s", refused, d->rcpt);
+    notify_store_update(n, d->row, "retrying", try, code, note);
+    n->host->log(n->self, TLSBOX_LOG_WARN,
+                 "%s mailed (try %d, SMTP %ld); refused: %s; next try for %s in %ld s", d->event,
+                 try, code, refused, d->rcpt, wait_s);
+    *later = NULL; /* d owns it now */
+    free(note);
+    return true;
 }
 
 /*
@@ -173,10 +216,10 @@ void notify_deliver_job(void *arg, struct tlsbox_job *job)
     /* Read at each try: a URL or server mended meanwhile is used by the retry. */
     long timeout_s = n->host->setting_get_int(n->self, "timeout_seconds", 10);
     long code = 0;
-    char *err = NULL, *refused = NULL;
+    char *err = NULL, *refused = NULL, *later = NULL;
     int rc;
     if (d->mail) {
-        rc = notify_mail_send(n, job, d->body, timeout_s, &code, &refused, &err);
+        rc = notify_mail_send(n, job, d->body, d->rcpt, timeout_s, &code, &refused, &later, &err);
     } else {
         char *url = n->host->setting_get(n->self, "url");
         char *secret = n->host->setting_get(n->self, "secret");
@@ -189,9 +232,14 @@ void notify_deliver_job(void *arg, struct tlsbox_job *job)
             tlsbox_wipe_free_str(secret);
     }
     const char *how = d->mail ? "mailed" : "delivered", *proto = d->mail ? "SMTP" : "HTTP";
+    if (rc == 0 && mail_retry_later(d, job, try, code, refused, &later)) {
+        free(refused);
+        return;
+    }
+    free(later);
     if (rc == 0) {
-        /* Some recipients refused: told, not retried; a retry would mail
-         * the others again, and a refused address stays refused. */
+        /* Some recipients refused for good (5xx), or still after the last
+         * try: told, not retried. */
         char *note = refused ? tlsbox_xasprintf("refused: %s", refused) : NULL;
         notify_store_update(n, d->row, "delivered", try, code, note);
         n->host->metric_add(n->m_sent, 1);
@@ -203,11 +251,9 @@ void notify_deliver_job(void *arg, struct tlsbox_job *job)
         delivery_done(d);
         return;
     }
-    /* retry_seconds, then twice and four times that. */
-    long wait_s = n->host->setting_get_int(n->self, "retry_seconds", 30) << (try - 1);
     bool last = try == NOTIFY_TRIES || rc == -ENOENT || n->host->job_cancelled(job);
-    if (!last && n->host->timer_add(n->self, "notify-retry", (uint64_t)wait_s * 1000, 0, 0,
-                                    notify_deliver_job, d) < 0)
+    long wait_s = last ? -1 : retry_later(d, try);
+    if (wait_s < 0)
         last = true; /* tlsboxd stops */
     notify_store_update(n, d->row, last ? "failed" : "retrying", try, code, err);
     if (last) {

@@ -40,7 +40,7 @@ sink() { # sink NAME ARGS...: an SMTP server writing to $TB_TMP/NAME; its port i
 }
 sink tls --tls "$TB_TMP/mail.crt" "$TB_TMP/mail.key" --auth box "$PASS"
 P_TLS=$port
-sink plain --refuse gone@example.test
+sink plain --refuse gone@example.test --greylist late@example.test
 P_PLAIN=$port
 sink smtps --tls "$TB_TMP/mail.crt" "$TB_TMP/mail.key" --implicit --auth box "$PASS"
 P_SMTPS=$port
@@ -202,6 +202,24 @@ tb_ctl set notify.mail_to "gone@example.test" >/dev/null
 is "$(first_try)" "mail retrying 1 550 smtp://127.0.0.1:$P_PLAIN: no recipient accepted: gone@example.test (SMTP 550 5.1.1 <gone@example.test>: no such user here)" \
     "every recipient refused: the try fails, saying whom and why, and is retried"
 is "$(mails plain)" 2 "and the server got nothing more"
+
+# 7c. A recipient refused for now (450: greylisting) gets the next try, alone:
+# the others are not mailed twice.
+tb_ctl set notify.retry_seconds 1 >/dev/null
+tb_ctl set notify.mail_to "ops@example.test,late@example.test" >/dev/null
+site_api POST notify/test '{}' >/dev/null
+id=$(newest)
+is "$(wait_mails plain 3)" 3 "one of two recipients greylisted: the server gets the mail for the other"
+is "$(mail plain 3 | jq -c .rcpt_tos)" '["ops@example.test"]' "  for ops@example.test only"
+is "$(wait_mails plain 4)" 4 "  and a second try"
+is "$(mail plain 4 | jq -c .rcpt_tos)" '["late@example.test"]' "  for late@example.test only"
+is "$(header plain 4 To)" "ops@example.test,late@example.test" "  its To: names both, as the first"
+is "$(header plain 4 Subject)" "$(header plain 3 Subject)" "  and its subject is the first's"
+want="mail delivered 2 250 null"
+is "$(wait_delivery "$id" "$want")" "$want" "GET notify/deliveries: delivered at the second try"
+like "$(cat "$TB_TMP/daemon.log")" "WARN.*notify.test mailed \(try 1, SMTP 250\); refused: late@example.test \(SMTP 450 4.2.0 <late@example.test>: greylisted, try again later\); next try for late@example.test in 1 s" \
+    "the log says who was refused for now, and when the next try is"
+tb_ctl set notify.retry_seconds 300 >/dev/null
 tb_ctl set notify.mail_to "ops@example.test,second@example.test" >/dev/null
 tb_ctl set notify.smtp_tls required >/dev/null
 

@@ -4,13 +4,15 @@
 DIR/N.json as {"mail_from", "rcpt_tos", "tls", "user", "data"}.
 
   smtp_sink.py PORT DIR [--tls CERT KEY] [--implicit] [--auth USER PASSWORD]
-                       [--refuse ADDRESS]...
+                       [--refuse ADDRESS]... [--greylist ADDRESS]...
 
 --tls offers STARTTLS with CERT/KEY (and then requires it before MAIL);
 with --implicit the port speaks TLS from the first byte (smtps) instead.
 --auth requires a login (PLAIN or LOGIN), over TLS only.  Without --tls,
 no STARTTLS is offered.  --refuse answers RCPT TO:<ADDRESS> with 550, as
-a server does for an unknown user.  Runs until killed."""
+a server does for an unknown user.  --greylist answers the first RCPT
+TO:<ADDRESS> with 450 (greylisting: "try again later") and takes the next
+ones.  Runs until killed."""
 import json
 import os
 import ssl
@@ -22,15 +24,19 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 
 
 class Sink:
-    def __init__(self, out, refuse):
+    def __init__(self, out, refuse, greylist):
         self.out = out
         self.refuse = refuse
+        self.greylist = set(greylist)
         self.n = 0
         self.lock = threading.Lock()
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         if address in self.refuse:
             return "550 5.1.1 <%s>: no such user here" % address
+        if address in self.greylist:
+            self.greylist.discard(address)
+            return "450 4.2.0 <%s>: greylisted, try again later" % address
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
@@ -86,7 +92,8 @@ def main():
     else:
         kw["auth_require_tls"] = False
     refuse = [args[i + 1] for i, a in enumerate(args) if a == "--refuse"]
-    c = Controller(Sink(out, refuse), hostname="127.0.0.1", port=port, **kw)
+    greylist = [args[i + 1] for i, a in enumerate(args) if a == "--greylist"]
+    c = Controller(Sink(out, refuse, greylist), hostname="127.0.0.1", port=port, **kw)
     c.start()
     threading.Event().wait()
 
