@@ -82,8 +82,10 @@ void admin_connlimit_notify(void *cls, struct MHD_Connection *conn, void **socke
  * wait starts again now.  The connection's own thread. */
 void admin_connlimit_mark(struct MHD_Connection *conn, bool answering);
 
-/* The admin server's own certificate source (admin_cert.c): the TLS
- * bundle's first certificate, re-read when the bundle's generation changes. */
+/* The admin server's own certificate source (admin_cert.c): among the TLS
+ * bundle's certificates, the one that names the client's server name, else
+ * the address it reached, else the first; re-read when the bundle's
+ * generation changes.  Called by GnuTLS on the connection's thread. */
 int admin_cert_callback(gnutls_session_t session, const struct gnutls_cert_retr_st *info,
                         gnutls_pcert_st **certs, unsigned int *pcert_length,
                         gnutls_ocsp_data_st **ocsp, unsigned int *ocsp_length,

@@ -1,66 +1,205 @@
-/* The admin server's certificate: the TLS bundle's first certificate chain
- * and key (the one the site prefers), copied out of the bundle's credentials.
- * A new bundle generation (certificate renewed, imported, policy changed)
- * reaches the next handshake without a restart.  Copies are kept until
- * admin_cert_free: a handshake in flight may still use an older one, and
- * bundles change rarely. */
+/* The admin server's certificate, chosen per handshake among the TLS
+ * bundle's certificates as the site chooses (core/tls_select.c): the one
+ * that names the client's server name exactly, else a wildcard that matches
+ * it, else one that names the address the client reached (a browser opened
+ * on https://192.0.2.10:9443/ sends no server name), else the first.  Among
+ * those, one whose key the client can use comes first.
+ *
+ * The chains and keys are copied out of the bundle's credentials once per
+ * bundle generation, so a certificate renewed or imported reaches the next
+ * handshake without a restart.  A handshake uses the copy it was given
+ * within the gnutls_handshake() call that asked for it (the server's flight
+ * is written then), so a copy replaced ten minutes ago is freed. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "core/admin.h"
 #include "core/log.h"
 #include "core/tls.h"
+#include "core/tls_addr.h"
 #include "core/tls_bundle.h"
 #include "core/xalloc.h"
 
 #define MAX_CHAIN 8
+/* More certificates than the admin server chooses among (the rest: not at all). */
+#define MAX_CERTS 64
+/* How long a replaced copy is kept for a handshake that may still use it. */
+#define RETIRED_KEEP_S 600
 
-struct certset {
-    uint64_t generation;
+struct certentry {
     gnutls_pcert_st pcerts[MAX_CHAIN];
     unsigned n;
     gnutls_privkey_t key;
+    gnutls_x509_crt_t leaf; /* to match names and addresses */
+    gnutls_pk_algorithm_t pk;
+};
+
+struct certset {
+    uint64_t generation;
+    struct certentry certs[MAX_CERTS];
+    size_t ncerts;
+    time_t retired; /* when a newer set replaced it (0: current) */
     struct certset *older;
 };
 
 static pthread_mutex_t cert_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct certset *current;
 
+static void certentry_free(struct certentry *e)
+{
+    for (unsigned i = 0; i < e->n; i++)
+        gnutls_pcert_deinit(&e->pcerts[i]);
+    if (e->key)
+        gnutls_privkey_deinit(e->key);
+    if (e->leaf)
+        gnutls_x509_crt_deinit(e->leaf);
+}
+
 static void certset_free(struct certset *c)
 {
-    for (unsigned i = 0; i < c->n; i++)
-        gnutls_pcert_deinit(&c->pcerts[i]);
-    if (c->key)
-        gnutls_privkey_deinit(c->key);
+    for (size_t k = 0; k < c->ncerts; k++)
+        certentry_free(&c->certs[k]);
     free(c);
 }
 
-/* Copy credential 0 of @p b.  NULL (logged) on failure. */
+/* Copy certificate @p idx of @p cred (its chain and key) into @p e, zeroed
+ * by the caller: 0, or -1 when there is none (certentry_free() it anyway). */
+static int certentry_from(struct certentry *e, gnutls_certificate_credentials_t cred, unsigned idx)
+{
+    gnutls_datum_t der;
+    while (e->n < MAX_CHAIN && gnutls_certificate_get_crt_raw(cred, idx, e->n, &der) == 0) {
+        if (e->n == 0 && (gnutls_x509_crt_init(&e->leaf) < 0 ||
+                          gnutls_x509_crt_import(e->leaf, &der, GNUTLS_X509_FMT_DER) < 0))
+            return -1;
+        if (gnutls_pcert_import_x509_raw(&e->pcerts[e->n], &der, GNUTLS_X509_FMT_DER, 0) < 0)
+            break;
+        e->n++;
+    }
+    gnutls_x509_privkey_t xkey = NULL;
+    if (e->n == 0 || gnutls_certificate_get_x509_key(cred, idx, &xkey) < 0)
+        return -1;
+    if (gnutls_privkey_init(&e->key) < 0 ||
+        gnutls_privkey_import_x509(e->key, xkey, GNUTLS_PRIVKEY_IMPORT_AUTO_RELEASE) < 0) {
+        gnutls_x509_privkey_deinit(xkey);
+        return -1;
+    }
+    e->pk = (gnutls_pk_algorithm_t)gnutls_pubkey_get_pk_algorithm(e->pcerts[0].pubkey, NULL);
+    return 0;
+}
+
+/* Copy every certificate of @p b, in its order.  NULL (logged) when it has none. */
 static struct certset *certset_from(struct tlsbox_bundle *b)
 {
     gnutls_certificate_credentials_t cred = tls_bundle_credentials(b);
     struct certset *c = xcalloc(1, sizeof *c);
     c->generation = tls_bundle_generation(b);
-    gnutls_datum_t der;
-    while (c->n < MAX_CHAIN && gnutls_certificate_get_crt_raw(cred, 0, c->n, &der) == 0) {
-        if (gnutls_pcert_import_x509_raw(&c->pcerts[c->n], &der, GNUTLS_X509_FMT_DER, 0) < 0)
+    while (c->ncerts < MAX_CERTS) {
+        struct certentry e = {0};
+        if (certentry_from(&e, cred, (unsigned)c->ncerts) < 0) {
+            certentry_free(&e);
             break;
-        c->n++;
+        }
+        c->certs[c->ncerts++] = e;
     }
-    gnutls_x509_privkey_t xkey = NULL;
-    if (c->n == 0 || gnutls_certificate_get_x509_key(cred, 0, &xkey) < 0)
-        goto fail;
-    if (gnutls_privkey_init(&c->key) < 0 ||
-        gnutls_privkey_import_x509(c->key, xkey, GNUTLS_PRIVKEY_IMPORT_AUTO_RELEASE) < 0) {
-        gnutls_x509_privkey_deinit(xkey);
-        goto fail;
+    if (c->ncerts == 0) {
+        log_err("admin: no certificate in TLS bundle generation %llu",
+                (unsigned long long)c->generation);
+        certset_free(c);
+        return NULL;
     }
     return c;
-fail:
-    log_err("admin: no certificate in TLS bundle generation %llu",
-            (unsigned long long)c->generation);
-    certset_free(c);
+}
+
+/* Whether the client can use @p e's key: its signature algorithms list the
+ * key's algorithm (an empty list: it said nothing, so any). */
+static bool usable(const struct certentry *e, const struct gnutls_cert_retr_st *info)
+{
+    if (!info || info->pk_algos_length == 0)
+        return true;
+    for (unsigned i = 0; i < info->pk_algos_length; i++)
+        if (info->pk_algos[i] == e->pk ||
+            (e->pk == GNUTLS_PK_RSA && info->pk_algos[i] == GNUTLS_PK_RSA_PSS))
+            return true;
+    return false;
+}
+
+/* The first certificate of @p c the client can use (all of them when
+ * @p any_key) that @p match accepts; NULL when none does. */
+static const struct certentry *first_where(const struct certset *c,
+                                           const struct gnutls_cert_retr_st *info, bool any_key,
+                                           bool (*match)(const struct certentry *, const void *),
+                                           const void *arg)
+{
+    for (size_t k = 0; k < c->ncerts; k++)
+        if ((any_key || usable(&c->certs[k], info)) && match(&c->certs[k], arg))
+            return &c->certs[k];
     return NULL;
+}
+
+static bool names_exactly(const struct certentry *e, const void *sni)
+{
+    return gnutls_x509_crt_check_hostname2(e->leaf, sni, GNUTLS_VERIFY_DO_NOT_ALLOW_WILDCARDS);
+}
+
+static bool names_by_wildcard(const struct certentry *e, const void *sni)
+{
+    return gnutls_x509_crt_check_hostname2(e->leaf, sni, 0);
+}
+
+static bool names_address(const struct certentry *e, const void *addr)
+{
+    const struct tls_addr *a = addr;
+    return gnutls_x509_crt_check_ip(e->leaf, a->ip, a->len, 0);
+}
+
+static bool any(const struct certentry *e, const void *arg)
+{
+    (void)e, (void)arg;
+    return true;
+}
+
+/* The certificate for @p session: see the top of this file. */
+static const struct certentry *choose(const struct certset *c, gnutls_session_t session,
+                                      const struct gnutls_cert_retr_st *info)
+{
+    char sni[256];
+    size_t len = sizeof(sni) - 1;
+    unsigned type;
+    bool has_sni = gnutls_server_name_get(session, sni, &len, &type, 0) == 0 &&
+                   type == GNUTLS_NAME_DNS && len > 0;
+    if (has_sni)
+        sni[len] = '\0';
+    /* The socket MHD gave GnuTLS: the address the client reached. */
+    struct tls_addr addr;
+    int fd = gnutls_transport_get_int(session);
+    bool has_addr = fd >= 0 && tls_addr_local(fd, &addr) == 0;
+    for (int any_key = 0; any_key <= 1; any_key++) {
+        const struct certentry *e = NULL;
+        if (has_sni && !(e = first_where(c, info, any_key, names_exactly, sni)))
+            e = first_where(c, info, any_key, names_by_wildcard, sni);
+        if (!e && has_addr)
+            e = first_where(c, info, any_key, names_address, &addr);
+        if (!e)
+            e = first_where(c, info, any_key, any, NULL);
+        if (e)
+            return e;
+    }
+    return &c->certs[0];
+}
+
+/* Free the sets replaced more than RETIRED_KEEP_S ago (cert_lock held). */
+static void retired_free(time_t now)
+{
+    for (struct certset **pp = &current->older; *pp;) {
+        struct certset *o = *pp;
+        if (now - o->retired > RETIRED_KEEP_S) {
+            *pp = o->older;
+            certset_free(o);
+        } else {
+            pp = &o->older;
+        }
+    }
 }
 
 int admin_cert_callback(gnutls_session_t session, const struct gnutls_cert_retr_st *info,
@@ -75,10 +214,14 @@ int admin_cert_callback(gnutls_session_t session, const struct gnutls_cert_retr_
     if (!current || current->generation != tls_bundle_generation(b)) {
         struct certset *c = certset_from(b);
         if (c) {
+            time_t now = time(NULL);
+            if (current)
+                current->retired = now;
             c->older = current;
             current = c;
-            log_info("admin: serving the certificate of TLS bundle generation %llu",
-                     (unsigned long long)c->generation);
+            retired_free(now);
+            log_info("admin: serving the %zu certificate(s) of TLS bundle generation %llu",
+                     c->ncerts, (unsigned long long)c->generation);
         }
     }
     struct certset *c = current;
@@ -86,9 +229,10 @@ int admin_cert_callback(gnutls_session_t session, const struct gnutls_cert_retr_
     tls_bundle_release(b);
     if (!c)
         return -1;
-    *certs = c->pcerts;
-    *pcert_length = c->n;
-    *privkey = c->key;
+    const struct certentry *e = choose(c, session, info);
+    *certs = (gnutls_pcert_st *)e->pcerts;
+    *pcert_length = e->n;
+    *privkey = e->key;
     *ocsp = NULL;
     *ocsp_length = 0;
     *flags = 0;

@@ -10,7 +10,8 @@
 # two wildcards and an exact name under one of them, and the internal leaf
 # (the machine's name and addresses, localhost, 127.0.0.1, ::1).  Real
 # clients: openssl s_client with and without SNI, curl verifying each
-# address and a wildcard against its certificate.
+# address and a wildcard against its certificate.  The admin web UI
+# chooses the same way.
 . "$(dirname "$0")/lib.sh"
 . "$top_srcdir/plugins/site/tests/site_itest.sh"
 tb_setup
@@ -115,6 +116,19 @@ for v in 1.1 2; do
         -o /dev/null -w '%{http_version} %{http_code}' "https://y.b.example:$P_HTTPS/f16k.txt")" \
         "$v 200" "curl --http$v https://y.b.example/ verifies against wb and gets 200"
 done
+
+
+# The admin web UI (libmicrohttpd, on 127.0.0.1) chooses the same way.
+A="127.0.0.1:$TB_ADMIN_PORT"
+is "$(served "$A")" "$leaf" "admin UI at 127.0.0.1 without SNI: the internal leaf, which names 127.0.0.1 (not two, the first)"
+is "$(served "$A" -tls1_2)" "$leaf" "  over TLS 1.2 too"
+is "$(sni "$A" named.example)|$(sni "$A" exact.b.example)" "named|exactb" "admin UI: an exact name gets its certificate"
+is "$(sni "$A" x.a.example)|$(sni "$A" Y.B.Example)" "wa|wb" "admin UI: a name only a wildcard matches gets the wildcard's"
+is "$(sni "$A" x.y.a.example)" "$leaf" "admin UI: a name no certificate matches gets the address's"
+is "$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}' "https://$A/")" 200 \
+    "curl https://127.0.0.1:<admin port>/ verifies against the internal CA and gets 200"
+like "$(grep 'admin: serving the' "$TB_TMP/daemon.log" | tail -1)" "admin: serving the 7 certificate\(s\) of TLS bundle generation" \
+    "the log says how many certificates the admin UI chooses among"
 
 is "$(site_metric 'tlsbox_site_handshake_failures_total{reason="setup"}')" 0 "no session failed its setup"
 tb_stop_daemon
