@@ -398,6 +398,7 @@ static void acme_fini(void *state)
         free(a->chal[i].key_auth);
     }
     free(a->chal);
+    acme_answer_forget_all(a);
     free(a->status_json);
     pthread_mutex_destroy(&a->chal_lock);
     pthread_mutex_destroy(&a->run_lock);

@@ -160,6 +160,63 @@ static int dns_record_find(struct acme *a, const struct dns_settings *d, const c
     return ret;
 }
 
+/* A dns-01 record put: deleted from where it went, not from where a new
+ * question might say now (a resolver down, a CNAME changed meanwhile). */
+struct acme_dns_put {
+    char *identifier, *value, *fqdn;
+    struct acme_dns_put *next;
+};
+
+static void dns_put_free(struct acme_dns_put *p)
+{
+    free(p->identifier);
+    free(p->value);
+    free(p->fqdn);
+    free(p);
+}
+
+static void dns_put_remember(struct acme *a, const char *identifier, const char *value,
+                             const char *fqdn)
+{
+    struct acme_dns_put *p = tlsbox_xcalloc(1, sizeof(*p));
+    p->identifier = tlsbox_xstrdup(identifier);
+    p->value = tlsbox_xstrdup(value);
+    p->fqdn = tlsbox_xstrdup(fqdn);
+    pthread_mutex_lock(&a->chal_lock);
+    p->next = a->dns_puts;
+    a->dns_puts = p;
+    pthread_mutex_unlock(&a->chal_lock);
+}
+
+/* Where the record of @p identifier with @p value went (caller frees), or
+ * NULL when none was put; forgotten either way. */
+static char *dns_put_forget(struct acme *a, const char *identifier, const char *value)
+{
+    char *fqdn = NULL;
+    pthread_mutex_lock(&a->chal_lock);
+    for (struct acme_dns_put **pp = &a->dns_puts; *pp; pp = &(*pp)->next) {
+        struct acme_dns_put *p = *pp;
+        if (strcmp(p->identifier, identifier) == 0 && strcmp(p->value, value) == 0) {
+            *pp = p->next;
+            fqdn = p->fqdn;
+            p->fqdn = NULL;
+            dns_put_free(p);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&a->chal_lock);
+    return fqdn;
+}
+
+void acme_answer_forget_all(struct acme *a)
+{
+    while (a->dns_puts) {
+        struct acme_dns_put *p = a->dns_puts;
+        a->dns_puts = p->next;
+        dns_put_free(p);
+    }
+}
+
 char *acme_answer_dns_hint(struct acme *a)
 {
     char *alias = setting(a, "dns_alias"), *hint = NULL;
@@ -199,6 +256,7 @@ static int dns_put(struct acme *a, const char *identifier, const char *key_auth,
         goto out;
     if ((ret = acme_dns_update(&d.conf, true, fqdn, value, DNS_TTL, why)) < 0)
         goto out;
+    dns_put_remember(a, identifier, value, fqdn);
     if (via)
         a->host->log(a->self, TLSBOX_LOG_INFO,
                      "_acme-challenge.%s: dns-01 record put at %s (%s) on %s", identifier, fqdn,
@@ -253,13 +311,14 @@ out:
 
 static void dns_del(struct acme *a, const char *identifier, const char *key_auth)
 {
-    struct dns_settings d;
     char *value = dns_value(key_auth), *fqdn = NULL, *err = NULL;
+    if (!value || !(fqdn = dns_put_forget(a, identifier, value))) {
+        free(value); /* nothing was put */
+        return;
+    }
+    struct dns_settings d;
     dns_settings_load(a, &d);
-    const char *via;
-    /* Where it cannot be found now, the put failed the same way: nothing to take back. */
-    if (value && dns_record_find(a, &d, identifier, &fqdn, &via, &err) == 0 &&
-        acme_dns_update(&d.conf, false, fqdn, value, 0, &err) < 0)
+    if (acme_dns_update(&d.conf, false, fqdn, value, 0, &err) < 0)
         a->host->log(a->self, TLSBOX_LOG_WARN, "dns-01 record left behind: %s", err);
     free(err);
     free(fqdn);

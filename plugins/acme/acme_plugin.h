@@ -26,6 +26,8 @@ struct acme {
     pthread_mutex_t chal_lock;
     struct acme_chal *chal;
     size_t nchal;
+    /* dns-01 records put and not yet deleted (chal_lock): where each went. */
+    struct acme_dns_put *dns_puts;
 
     /* One check/issuance at a time; a request that finds it busy sets again. */
     pthread_mutex_t run_lock;
@@ -81,6 +83,8 @@ void acme_answer_del(void *arg, const char *type, const char *identifier, const 
 /* What to check when the CA found no dns-01 record: with acme.dns_alias,
  * the CNAME the user sets up (a string to free), else NULL. */
 char *acme_answer_dns_hint(struct acme *a);
+/* Forget the dns-01 records put (acme_fini: tlsboxd stops). */
+void acme_answer_forget_all(struct acme *a);
 
 /* acme_run.c: jobs */
 void acme_run_check(void *arg, struct tlsbox_job *job);

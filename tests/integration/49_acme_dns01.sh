@@ -149,6 +149,9 @@ tb_ctl set acme.domains cn2.static.test >/dev/null
 issued_at cn2.static.test _acme-challenge.found.example.test CNAME \
     "_acme-challenge a CNAME to a CNAME into example.test, found by asking"
 
+# Each record put was deleted where it went; those refused were not taken back.
+is "$(grep -c 'dns-01 record left behind' "$TB_TMP/daemon.log")" 0 "no 'dns-01 record left behind' in the whole run"
+
 # The secret stays secret.
 is "$(grep -c -F "$BIND_SECRET" "$TB_TMP/daemon.log")" 0 "the secret is not in tlsboxd's log"
 is "$( (tb_ctl --json acme status; tb_ctl settings acme; tb_ctl --json settings acme) 2>&1 | grep -c -F "$BIND_SECRET")" 0 \
