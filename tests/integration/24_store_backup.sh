@@ -195,9 +195,12 @@ like "$(kept_all | paste -sd' ')" "${three%%$'\n'*}-shm" \
     "  the one restored from in 5. has the -shm SQLite left beside it"
 stamp() { date -u -d "@$1" +%Y%m%dT%H%M%SZ; }
 now=$(date +%s)
+# (A restore above may have set its store aside in this very second: kept.)
 for i in $(seq 0 9); do
-    : >"$TB_STATE/tlsbox.db.before-restore-$(stamp $((now + i)))"
+    f="$TB_STATE/tlsbox.db.before-restore-$(stamp $((now + i)))"
+    [ -e "$f" ] || : >"$f"
 done
+others=$(kept_all | grep -cE 'Z$')
 out=$(tb_ctl restore "$TB_TMP/b1.db")
 is "$?" 0 "a fourth restore"
 made=$(printf '%s\n' "$out" | sed -n 's|^The store before it is kept as '"$TB_STATE"'/\(.*\)\.$|\1|p')
@@ -207,8 +210,8 @@ is "$(sqlite3 "$TB_STATE/$made" 'PRAGMA user_version')" "$known" "  that is the 
 is "$(kept_all)" "$(printf '%s\n' "$made" "tlsbox.db.before-restore-$(stamp $((now + 8)))" \
     "tlsbox.db.before-restore-$(stamp $((now + 9)))" | sort)" \
     "three stay: that one and the two newest others (no -shm nor -wal of the others)"
-is "$(printf '%s\n' "$out" | grep -c '^Removed an older store set aside: ')" 11 \
-    "it says which 11 it removed"
+is "$(printf '%s\n' "$out" | grep -c '^Removed an older store set aside: ')" $((others - 2)) \
+    "it says which $((others - 2)) it removed (all $others but the two newest)"
 for k in $three; do
     like "$out" "Removed an older store set aside: $TB_STATE/$k \(3 are kept\)\." "  among them $k"
 done
