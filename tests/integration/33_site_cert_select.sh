@@ -117,7 +117,6 @@ for v in 1.1 2; do
         "$v 200" "curl --http$v https://y.b.example/ verifies against wb and gets 200"
 done
 
-
 # The admin web UI (libmicrohttpd, on 127.0.0.1) chooses the same way.
 A="127.0.0.1:$TB_ADMIN_PORT"
 is "$(served "$A")" "$leaf" "admin UI at 127.0.0.1 without SNI: the internal leaf, which names 127.0.0.1 (not two, the first)"
