@@ -186,10 +186,10 @@ ok $? "tlsboxd stops cleanly"
 # 7. Stores set aside do not pile up (each holds the keys of its time): a
 # restore keeps its own and the 2 newest others.  Here the clock is behind
 # them (a Pi without a real-time clock, before NTP): copies named from this
-# second to 9 s ahead exist.  The new one stays anyway, named -2 beside the
-# one of its second.
+# second to 9 s ahead exist.  The new one stays anyway, named -2 (or -3...)
+# beside the one of its second.  Restores in one second are named so too.
 kept_all() { ls "$TB_STATE" | grep -E '^tlsbox\.db\.before-restore-' | sort; }
-three=$(kept_all | grep -E '^tlsbox\.db\.before-restore-[0-9]{8}T[0-9]{6}Z$')
+three=$(kept_all | grep -E '^tlsbox\.db\.before-restore-[0-9]{8}T[0-9]{6}Z(-[0-9]+)?$')
 is "$(printf '%s\n' "$three" | wc -l)" 3 "three restores set three stores aside (nothing removed yet)"
 like "$(kept_all | paste -sd' ')" "${three%%$'\n'*}-shm" \
     "  the one restored from in 5. has the -shm SQLite left beside it"
@@ -200,12 +200,12 @@ for i in $(seq 0 9); do
     f="$TB_STATE/tlsbox.db.before-restore-$(stamp $((now + i)))"
     [ -e "$f" ] || : >"$f"
 done
-others=$(kept_all | grep -cE 'Z$')
+others=$(kept_all | grep -cE 'Z(-[0-9]+)?$')
 out=$(tb_ctl restore "$TB_TMP/b1.db")
 is "$?" 0 "a fourth restore"
 made=$(printf '%s\n' "$out" | sed -n 's|^The store before it is kept as '"$TB_STATE"'/\(.*\)\.$|\1|p')
-like "$made" '^tlsbox\.db\.before-restore-[0-9]{8}T[0-9]{6}Z-2$' \
-    "the store is set aside as ...Z-2, its second's name being taken: $made"
+like "$made" '^tlsbox\.db\.before-restore-[0-9]{8}T[0-9]{6}Z-[0-9]+$' \
+    "the store is set aside as ...Z-N, its second's name being taken: $made"
 is "$(sqlite3 "$TB_STATE/$made" 'PRAGMA user_version')" "$known" "  that is the store it replaced"
 is "$(kept_all)" "$(printf '%s\n' "$made" "tlsbox.db.before-restore-$(stamp $((now + 8)))" \
     "tlsbox.db.before-restore-$(stamp $((now + 9)))" | sort)" \
