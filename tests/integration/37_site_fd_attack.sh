@@ -21,12 +21,23 @@ H2S="$top_srcdir/plugins/site/tests/h2_streams.py"
 nfds() { ls /proc/"$TB_PID"/fd 2>/dev/null | wc -l; }
 # wait_conns N: wait (bounded, 8 s) until the site holds N connections; prints how many it holds.
 wait_conns() {
-    local i
+    local i n=0
     for i in $(seq 1 80); do
-        [ "$(site_metric tlsbox_site_connections_open)" -ge "$1" ] && break
+        n=$(site_metric tlsbox_site_connections_open)
+        [ "$n" -ge "$1" ] && break
         sleep 0.1
     done
-    site_metric tlsbox_site_connections_open
+    echo "$n"
+}
+# wait_closed: wait (bounded, 15 s) until the site holds no connection; prints how many it holds.
+wait_closed() {
+    local i n=0
+    for i in $(seq 1 150); do
+        n=$(site_metric tlsbox_site_connections_open)
+        [ "$n" -eq 0 ] && break
+        sleep 0.1
+    done
+    echo "$n"
 }
 # max_fds: the most descriptors the daemon held in 6 samples over 3 s.
 max_fds() {
@@ -63,6 +74,9 @@ tb_ctl set site.access_log off >/dev/null && v=$(tb_ctl get site.access_log)
 is "$v" "off" "the store takes a setting meanwhile"
 kill -INT $h2pid 2>/dev/null
 wait $h2pid 2>/dev/null
+# The flood's connections are closed first: counted with the next run's,
+# they made "20 connections" true before its clients were in.
+is "$(wait_closed)" 0 "the flood's $conns connections are closed once its client stops"
 
 # ---- one-byte windows: h2load -w 1 (2^1 - 1 bytes per stream) ----------------------------------
 # Each stream's window opens one byte at a time (h2load grants a byte back
