@@ -39,7 +39,7 @@ struct certset {
     uint64_t generation;
     struct certentry certs[MAX_CERTS];
     size_t ncerts;
-    time_t retired; /* when a newer set replaced it (0: current) */
+    time_t retired; /* monotonic second a newer set replaced it (0: current) */
     struct certset *older;
 };
 
@@ -214,7 +214,10 @@ int admin_cert_callback(gnutls_session_t session, const struct gnutls_cert_retr_
     if (!current || current->generation != tls_bundle_generation(b)) {
         struct certset *c = certset_from(b);
         if (c) {
-            time_t now = time(NULL);
+            /* Monotonic: a clock set by NTP (a Pi has no RTC) must not age a copy. */
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            time_t now = ts.tv_sec;
             if (current)
                 current->retired = now;
             c->older = current;
