@@ -294,8 +294,9 @@ is "$(h2end data /f16k.txt)" "status=413 bytes=123" "h2: GET with a 5-byte DATA 
 is "$(h2end clen /f16k.txt)" "status=413 bytes=123" "h2: GET with content-length: 5, answered 413 before the body"
 
 # ---- metrics ---------------------------------------------------------------------------
-sleep 1.2 # byte counters are flushed once a second
-m=$(site_api GET metrics)
+# Byte and CPU counters are flushed once a second: wait for both.
+tb_wait_like 10 'tlsbox_site_bytes_sent_total":[1-9]' site_api GET metrics >/dev/null
+m=$(tb_wait_like 10 'tlsbox_site_cpu_microseconds_total":[1-9]' site_api GET metrics)
 like "$m" 'tlsbox_site_requests_total\{proto=\\"h2\\",code=\\"2xx\\"\}":[1-9]' "metrics: h2 2xx requests"
 like "$m" 'tlsbox_site_requests_total\{proto=\\"h1\\",code=\\"4xx\\"\}":[1-9]' "metrics: h1 4xx requests"
 like "$m" 'tlsbox_site_requests_total\{proto=\\"http\\",code=\\"3xx\\"\}":[1-9]' "metrics: plain 3xx"

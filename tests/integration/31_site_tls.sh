@@ -44,9 +44,8 @@ for v in tls1_3 tls1_2; do
     out=$(echo | "${S[@]}" -$v -sess_in "$TB_TMP/sess" 2>&1)
     like "$out" "^Reused, " "openssl -$v: session resumed with -sess_in"
 done
-sleep 1.2
-like "$(site_api GET metrics)" 'tlsbox_site_handshakes_total\{kind=\\"resumed\\"\}":[1-9]' \
-    "metrics count resumed handshakes"
+re='tlsbox_site_handshakes_total\{kind=\\"resumed\\"\}":[1-9]'
+like "$(tb_wait_like 10 "$re" site_api GET metrics)" "$re" "metrics count resumed handshakes"
 
 # ---- gnutls-cli ---------------------------------------------------------------------
 out=$( (printf 'GET /sub/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'; sleep 2) |
@@ -141,9 +140,8 @@ out=$(echo | "${S[@]}" -tls1_2 2>&1)
 like "$out" "New, \(NONE\), Cipher is \(NONE\)" "after the switch to modern, TLS 1.2 is refused"
 out=$(echo | "${S[@]}" -tls1_3 2>&1)
 like "$out" "Protocol *: TLSv1.3" "and TLS 1.3 works"
-sleep 1.2
-like "$(site_api GET metrics)" 'tlsbox_site_handshake_failures_total\{reason=' \
-    "handshake failures are counted by alert"
+re='tlsbox_site_handshake_failures_total\{reason='
+like "$(tb_wait_like 10 "$re" site_api GET metrics)" "$re" "handshake failures are counted by alert"
 tb_stop_daemon
 ok $? "daemon stops"
 done_testing

@@ -177,7 +177,11 @@ print("after:", line)
 PY
 like "$(cat "$TB_TMP/maxc")" "over: closed" "the connection past max_connections is closed"
 like "$(cat "$TB_TMP/maxc")" "after: HTTP/1.1 200" "once some close, new connections are served"
-sleep 1.2
+for re in 'tlsbox_site_connections_refused_total":[1-9]' \
+    'tlsbox_site_handshake_failures_total\{reason=\\"timeout\\"\}":[1-9]' \
+    'tlsbox_site_h2_refused_streams_total":[1-9]'; do
+    tb_wait_like 10 "$re" site_api GET metrics >/dev/null
+done
 m=$(site_api GET metrics)
 like "$m" 'tlsbox_site_connections_refused_total":[1-9]' "refused connections are counted"
 like "$m" 'tlsbox_site_handshake_failures_total\{reason=\\"timeout\\"\}":[1-9]' \

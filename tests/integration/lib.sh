@@ -372,6 +372,21 @@ tb_wait_says() {
     echo "$got"
 }
 
+# tb_wait_like SECONDS RE CMD...: run CMD every 0.1 s until what it prints
+# matches the extended regex RE, at most SECONDS; prints what it printed last
+# (for like to check).  For values a daemon publishes on a timer (counters
+# flushed once a second): a fixed sleep races a loaded machine.
+tb_wait_like() {
+    local secs=$1 re=$2 got i
+    shift 2
+    for i in $(seq 1 $((secs * 10))); do
+        got=$("$@")
+        printf '%s' "$got" | grep -Eq -- "$re" && break
+        sleep 0.1
+    done
+    printf '%s\n' "$got"
+}
+
 # Wait until a TCP port on 127.0.0.1 accepts connections (max ~5 s).
 tb_wait_port() {
     local port=$1 i
