@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <gnutls/abstract.h>
+#include <gnutls/crypto.h>
 
 #include "plugins/ocsp/ocsp.h"
 #include "plugins/ocsp/ocsp_der.h"
@@ -201,6 +202,93 @@ static int check_extensions(const struct crl *c, const char *url, char *err, siz
     return 0;
 }
 
+/* GnuTLS declares its OID lookups __attribute__((const)), as if they did
+ * not read the string they are given.  With one stack buffer rewritten
+ * between two lookups GCC 12 -O2 handed the second lookup's answer (or a
+ * stale one) to the first: SHA-256 in RSA-PSS parameters came out unknown.
+ * Called through volatile pointers, every lookup runs, after its buffer is
+ * written. */
+static gnutls_digest_algorithm_t (*volatile const oid_to_digest)(const char *) =
+    gnutls_oid_to_digest;
+static gnutls_sign_algorithm_t (*volatile const oid_to_sign)(const char *) = gnutls_oid_to_sign;
+
+/* The hash named by an AlgorithmIdentifier SEQUENCE at *p, or
+ * GNUTLS_DIG_UNKNOWN. */
+static gnutls_digest_algorithm_t alg_digest(const unsigned char **p, const unsigned char *end)
+{
+    struct der seq, oid;
+    char txt[64];
+    const unsigned char *q;
+    if (der_next(p, end, &seq) < 0 || seq.tag != DER_SEQUENCE)
+        return GNUTLS_DIG_UNKNOWN;
+    q = seq.val;
+    if (der_next(&q, der_end(&seq), &oid) < 0 || oid.tag != DER_OID ||
+        der_oid_text(&oid, txt, sizeof txt) < 0)
+        return GNUTLS_DIG_UNKNOWN;
+    return oid_to_digest(txt);
+}
+
+#define OID_RSA_PSS "1.2.840.113549.1.1.10"
+#define OID_MGF1 "1.2.840.113549.1.1.8"
+
+/* RSASSA-PSS names its hash in the algorithm's parameters (RFC 4055 3.1),
+ * which gnutls_oid_to_sign() does not read: for the bare OID it answers
+ * SHA-256, and a CRL signed with SHA-384 or SHA-512 would "not verify".
+ * Reads hashAlgorithm [0] (SHA-1 when absent), checks that the mask is MGF1
+ * with the same hash and that the salt is the hash's length (the only salt
+ * GnuTLS checks with a plain RSA key), and names the signature algorithm. */
+static int pss_sign_alg(const struct der *params, gnutls_sign_algorithm_t *sa, char *err,
+                        size_t errlen)
+{
+    gnutls_digest_algorithm_t dig = GNUTLS_DIG_SHA1, mgf = GNUTLS_DIG_SHA1;
+    unsigned long salt = 20;
+    const unsigned char *p = params->val, *end = der_end(params);
+    struct der f, x;
+    if (params->tag != DER_SEQUENCE)
+        return ocsp_errf(err, errlen, "unreadable RSA-PSS parameters");
+    while (p < end) {
+        if (der_next(&p, end, &f) < 0)
+            return ocsp_errf(err, errlen, "unreadable RSA-PSS parameters");
+        const unsigned char *q = f.val, *fend = der_end(&f);
+        if (f.tag == 0xa0) {
+            dig = alg_digest(&q, fend);
+        } else if (f.tag == 0xa1) {
+            struct der oid;
+            char txt[64];
+            if (der_next(&q, fend, &x) < 0 || x.tag != DER_SEQUENCE)
+                return ocsp_errf(err, errlen, "unreadable RSA-PSS mask generation");
+            q = x.val;
+            if (der_next(&q, der_end(&x), &oid) < 0 || der_oid_text(&oid, txt, sizeof txt) < 0 ||
+                strcmp(txt, OID_MGF1) != 0)
+                return ocsp_errf(err, errlen, "an RSA-PSS mask generation other than MGF1");
+            mgf = alg_digest(&q, der_end(&x));
+        } else if (f.tag == 0xa2) {
+            if (der_next(&q, fend, &x) < 0 || x.tag != DER_INTEGER || x.len == 0 || x.len > 4 ||
+                (x.val[0] & 0x80))
+                return ocsp_errf(err, errlen, "unreadable RSA-PSS salt length");
+            salt = 0;
+            for (size_t i = 0; i < x.len; i++)
+                salt = salt << 8 | x.val[i];
+        } else if (f.tag == 0xa3) {
+            /* trailerField: 1, the only value RFC 4055 defines */
+            if (der_next(&q, fend, &x) < 0 || x.tag != DER_INTEGER || x.len != 1 || x.val[0] != 1)
+                return ocsp_errf(err, errlen, "an RSA-PSS trailer field other than 1");
+        } else {
+            return ocsp_errf(err, errlen, "unreadable RSA-PSS parameters");
+        }
+    }
+    if (mgf != dig)
+        return ocsp_errf(err, errlen, "RSA-PSS with MGF1 over another hash than the signature's");
+    *sa = gnutls_pk_to_sign(GNUTLS_PK_RSA_PSS, dig);
+    if (*sa == GNUTLS_SIGN_UNKNOWN)
+        return ocsp_errf(err, errlen, "unsupported RSA-PSS hash %s",
+                         dig == GNUTLS_DIG_UNKNOWN ? "(unknown)" : gnutls_digest_get_name(dig));
+    if (salt != gnutls_hash_get_len(dig))
+        return ocsp_errf(err, errlen, "unsupported RSA-PSS salt length %lu (want %u, the hash's)",
+                         salt, gnutls_hash_get_len(dig));
+    return 0;
+}
+
 /* Issued by @p issuer (its subject, byte for byte), which is a CA allowed
  * to sign CRLs, and signed with its key over the exact tbsCertList bytes. */
 static int check_signature(const struct crl *c, gnutls_x509_crt_t issuer, char *err, size_t errlen)
@@ -227,7 +315,15 @@ static int check_signature(const struct crl *c, gnutls_x509_crt_t issuer, char *
         memcmp(c->tbs_alg.tlv, c->sig_alg.tlv, alen) != 0 ||
         der_next(&q, der_end(&c->sig_alg), &alg) < 0 || der_oid_text(&alg, oid, sizeof oid) < 0)
         return ocsp_errf(err, errlen, "unreadable or inconsistent signature algorithm");
-    gnutls_sign_algorithm_t sa = gnutls_oid_to_sign(oid);
+    gnutls_sign_algorithm_t sa = oid_to_sign(oid);
+    if (strcmp(oid, OID_RSA_PSS) == 0) {
+        struct der params;
+        if (der_next(&q, der_end(&c->sig_alg), &params) < 0)
+            return ocsp_errf(err, errlen, "RSA-PSS without its parameters");
+        int r = pss_sign_alg(&params, &sa, err, errlen);
+        if (r < 0)
+            return r;
+    }
     if (sa == GNUTLS_SIGN_UNKNOWN)
         return ocsp_errf(err, errlen, "unsupported signature algorithm %s", oid);
     if (c->sig.len < 2 || c->sig.val[0] != 0)

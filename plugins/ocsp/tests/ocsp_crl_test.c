@@ -1,9 +1,10 @@
 /* The ocsp plugin's CRL check against CRLs made by the real `openssl ca
  * -gencrl` (fixtures made at test time in a temp dir; no key is
  * committed): the distribution point read from a leaf, a listed and an
- * unlisted serial, and every refusal: another CA, a forged signature,
- * another shard, partial scopes, a delta, an unknown critical extension,
- * stale or future times, garbage. */
+ * unlisted serial, CRLs signed with RSA (PKCS#1 v1.5 and RSA-PSS with
+ * each hash), and every refusal: another CA, a forged signature, another
+ * shard, partial scopes, a delta, an unknown critical extension, PSS
+ * parameters GnuTLS cannot check, stale or future times, garbage. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,12 @@ static const char fixtures[] =
     "leaf() { openssl req -new -key $1.key -subj /CN=$1 | openssl x509 -req -CA inter.pem "
     "  -CAkey inter.key -CAcreateserial -days 20 -extfile $1.ext -out $1.pem; }\n"
     "leaf leaf; leaf other; leaf bare\n"
+    /* An RSA intermediate and its leaf, for CRLs signed with RSA */
+    "openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out rinter.key\n"
+    "openssl req -new -key rinter.key -subj /CN=RInter | openssl x509 -req -CA root.pem "
+    "  -CAkey root.key -CAcreateserial -days 30 -extfile ca.ext -out rinter.pem\n"
+    "openssl req -new -key leaf.key -subj /CN=rleaf | openssl x509 -req -CA rinter.pem "
+    "  -CAkey rinter.key -CAcreateserial -days 20 -extfile leaf.ext -out rleaf.pem\n"
     "cat >ca.cnf <<'EOF'\n"
     "[ca]\n"
     "default_ca = d\n"
@@ -89,6 +96,14 @@ static const char fixtures[] =
     "g indirect indirect inter; g onlyca onlyca inter; g delta delta inter\n"
     "g unknown unknown inter; g plain root root; g plain rogue rogue\n"
     "g plain byleaf other; g plain nocrlsig nocrl\n"
+    /* RSA-PSS CRLs: their hash is in the algorithm's parameters */
+    "pss() { g plain $1 rinter \"-md $2 -sigopt rsa_padding_mode:pss $3\"; }\n"
+    "g plain rsa384 rinter '-md sha384'\n"
+    "pss pss256 sha256 '-sigopt rsa_pss_saltlen:digest'\n"
+    "pss pss384 sha384 '-sigopt rsa_pss_saltlen:digest'\n"
+    "pss pss512 sha512 '-sigopt rsa_pss_saltlen:digest'\n"
+    "pss psssalt sha384 '-sigopt rsa_pss_saltlen:max'\n"
+    "pss pssmgf sha384 '-sigopt rsa_pss_saltlen:digest -sigopt rsa_mgf1_md:sha256'\n"
     "openssl ca -config ca.cnf -revoke leaf.pem -keyfile inter.key -cert inter.pem "
     "  -crl_reason keyCompromise\n"
     "g idp revoked inter\n"
@@ -189,6 +204,50 @@ static void test_check(void)
     ok(rc == -EBADMSG, "an HTML page: %s", err);
 }
 
+/* CRLs of an RSA CA: PKCS#1 v1.5, and RSA-PSS with each hash GnuTLS
+ * verifies (read from the parameters, not assumed SHA-256); a salt or mask
+ * GnuTLS cannot check is named, and a changed signature does not verify. */
+static void test_rsa(void)
+{
+    static const struct {
+        const char *file, *why;
+    } good[] = {{"rsa384.der", "RSA PKCS#1 v1.5 with SHA-384"},
+                {"pss256.der", "RSA-PSS with SHA-256"},
+                {"pss384.der", "RSA-PSS with SHA-384"},
+                {"pss512.der", "RSA-PSS with SHA-512"}};
+    gnutls_x509_crt_t rl = fx_crt("rleaf.pem"), ri = fx_crt("rinter.pem");
+    time_t now = time(NULL);
+    struct ocsp_answer a;
+    char err[256];
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        gnutls_datum_t d = fx_slurp(good[i].file);
+        err[0] = 0;
+        int rc = ocsp_crl_check(d.data, d.size, URL, rl, ri, now, &a, err, sizeof(err));
+        ok(rc == 0 && a.status == OCSP_STATUS_GOOD, "a CRL signed with %s: good (%s)", good[i].why,
+           err);
+        if (i == 2 && d.size > 0) {
+            d.data[d.size - 1] ^= 1; /* the signature's last byte */
+            rc = ocsp_crl_check(d.data, d.size, URL, rl, ri, now, &a, err, sizeof(err));
+            ok(rc < 0 && strstr(err, "does not verify"),
+               "the RSA-PSS SHA-384 CRL with one signature bit changed: %s", err);
+        }
+        gnutls_free(d.data);
+    }
+    static const struct {
+        const char *file, *why, *want;
+    } bad[] = {{"psssalt.der", "RSA-PSS with the longest salt", "salt length 206 (want 48"},
+               {"pssmgf.der", "RSA-PSS SHA-384 with MGF1 over SHA-256", "MGF1 over another hash"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        gnutls_datum_t d = fx_slurp(bad[i].file);
+        err[0] = 0;
+        int rc = ocsp_crl_check(d.data, d.size, URL, rl, ri, now, &a, err, sizeof(err));
+        ok(rc < 0 && strstr(err, bad[i].want), "%s refused: %s", bad[i].why, err);
+        gnutls_free(d.data);
+    }
+    gnutls_x509_crt_deinit(rl);
+    gnutls_x509_crt_deinit(ri);
+}
+
 /* The hand-written DER times and OIDs (ocsp_der.c). */
 static void test_der(void)
 {
@@ -261,6 +320,7 @@ int main(void)
     inter = fx_crt("inter.pem");
     test_url();
     test_check();
+    test_rsa();
     test_der();
     test_idp();
     gnutls_x509_crt_deinit(leaf);
