@@ -2,7 +2,7 @@
 # `make check` each target is linked with replay.c and run over its committed
 # corpus (tests/fuzz/corpus/NAME); `make fuzz` builds real libFuzzer binaries
 # with clang and runs each for FUZZ_TIME seconds.
-FUZZ_TARGETS = site_h1 site_h2 settings tls_policy acme ocsp site_path
+FUZZ_TARGETS = site_h1 site_h2 settings tls_policy acme acme_dns ocsp site_path
 
 fuzz_site_h1_sources = tests/fuzz/site_h1_fuzz.c $(site_sources)
 fuzz_site_h1_cflags = $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) $(SQLITE_CFLAGS) -I$(top_srcdir)/plugins/site
@@ -32,6 +32,18 @@ fuzz_acme_sources = tests/fuzz/acme_fuzz.c plugins/acme/acme.h plugins/acme/acme
 	plugins/acme/acme_jws.c plugins/acme/acme_csr.c plugins/acme/acme_renew.c
 fuzz_acme_cflags = $(GNUTLS_CFLAGS) $(JANSSON_CFLAGS) $(CURL_CFLAGS) $(SQLITE_CFLAGS)
 fuzz_acme_libs = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS)
+
+# acme_dns_fuzz.c includes acme_dns.c (static callbacks), so it is not listed.
+fuzz_acme_dns_sources = tests/fuzz/acme_dns_fuzz.c plugins/acme/acme_dns.h \
+	plugins/acme/acme_dns_int.h plugins/acme/acme_dns_wire.c plugins/acme/acme_dns_tsig.c
+fuzz_acme_dns_cflags = $(GNUTLS_CFLAGS)
+fuzz_acme_dns_libs = $(GNUTLS_LIBS)
+
+check_PROGRAMS += tests/fuzz/acme_dns_replay
+TESTS += tests/fuzz/acme_dns_replay
+tests_fuzz_acme_dns_replay_SOURCES = tests/fuzz/replay.c $(fuzz_acme_dns_sources)
+tests_fuzz_acme_dns_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_acme_dns_cflags)
+tests_fuzz_acme_dns_replay_LDADD = $(fuzz_acme_dns_libs)
 
 fuzz_ocsp_sources = tests/fuzz/ocsp_fuzz.c plugins/ocsp/ocsp.h plugins/ocsp/ocsp_cert.c \
 	plugins/ocsp/ocsp_crl.c plugins/ocsp/ocsp_der.c plugins/ocsp/ocsp_der.h \
