@@ -1,9 +1,11 @@
 /* libFuzzer target: the OCSP response reader and verifier of the ocsp
- * plugin, and its CRL checker (the CRL and its Issuing Distribution Point
- * reader, which is hand-written DER).  Responses come from a responder over the network (plain
- * HTTP, usually): untrusted.  The leaf and issuer are made once, in memory, at the first call (no
- * key or certificate is committed); inputs signed by anyone else stop at the signature check, so
- * the target also walks every SingleResponse the way the verifier does after it. */
+ * plugin, and its CRL checker (the CRL, its Issuing Distribution Point and
+ * RSA-PSS parameter readers, which are hand-written DER).  Responses come
+ * from a responder over the network (plain HTTP, usually): untrusted.  The
+ * leaf and issuer are made once, in memory, at the first call (no key or
+ * certificate is committed); inputs signed by anyone else stop at the
+ * signature check, so the target also walks every SingleResponse the way
+ * the verifier does after it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +131,57 @@ static void signed_crl(const uint8_t *data, size_t size)
     gnutls_free(dn.data);
 }
 
+/* The input as the parameters of an RSASSA-PSS signature algorithm, in a
+ * CRL of the issuer's name: the hand-written PSS parameter reader (the
+ * signature itself then fails, the issuer's key being ECDSA). */
+static void pss_params_crl(const uint8_t *data, size_t size)
+{
+    static const unsigned char pss[] = {0x06, 0x09, 0x2a, 0x86, 0x48, 0x86,
+                                        0xf7, 0x0d, 0x01, 0x01, 0x0a}; /* id-RSASSA-PSS */
+    static const unsigned char times[] = "\x17\x0d"
+                                         "270101000000Z"
+                                         "\x17\x0d"
+                                         "271231000000Z";
+    gnutls_datum_t dn = {NULL, 0};
+    if (size > 4096 || gnutls_x509_crt_get_raw_dn(issuer, &dn) < 0)
+        return;
+    unsigned char alg[4096 + 32];
+    size_t an = der_head(alg, 0x30, sizeof pss + size);
+    memcpy(alg + an, pss, sizeof pss);
+    an += sizeof pss;
+    memcpy(alg + an, data, size);
+    an += size;
+    size_t body = 3 + an + dn.size + sizeof times - 1;
+    unsigned char *tbs = malloc(body + 8);
+    size_t n = der_head(tbs, 0x30, body);
+    memcpy(tbs + n, "\x02\x01\x01", 3);
+    n += 3;
+    memcpy(tbs + n, alg, an);
+    n += an;
+    memcpy(tbs + n, dn.data, dn.size);
+    n += dn.size;
+    memcpy(tbs + n, times, sizeof times - 1);
+    n += sizeof times - 1;
+    size_t outer = n + an + 2 + 65; /* tbs, algorithm, BIT STRING of 65 bytes */
+    unsigned char *crl = malloc(outer + 8);
+    size_t m = der_head(crl, 0x30, outer);
+    memcpy(crl + m, tbs, n);
+    m += n;
+    memcpy(crl + m, alg, an);
+    m += an;
+    m += der_head(crl + m, 0x03, 65);
+    crl[m++] = 0;
+    memset(crl + m, 0x5a, 64); /* a signature of the right size, never valid */
+    m += 64;
+    struct ocsp_answer a;
+    char err[256];
+    (void)ocsp_crl_check(crl, m, "http://127.0.0.1:9/1.crl", leaf, issuer, 1800000000, &a, err,
+                         sizeof(err));
+    free(tbs);
+    free(crl);
+    gnutls_free(dn.data);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!leaf)
@@ -140,6 +193,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                          sizeof(err));
     (void)ocsp_crl_idp_check(data, size, "http://127.0.0.1:9/1.crl", err, sizeof(err));
     signed_crl(data, size);
+    pss_params_crl(data, size);
 
     gnutls_ocsp_resp_t resp;
     gnutls_datum_t d = {(unsigned char *)data, (unsigned)size};
