@@ -203,11 +203,10 @@ static int check_extensions(const struct crl *c, const char *url, char *err, siz
 }
 
 /* GnuTLS declares its OID lookups __attribute__((const)), as if they did
- * not read the string they are given.  With one stack buffer rewritten
- * between two lookups GCC 12 -O2 handed the second lookup's answer (or a
- * stale one) to the first: SHA-256 in RSA-PSS parameters came out unknown.
- * Called through volatile pointers, every lookup runs, after its buffer is
- * written. */
+ * not read the string they are given.  With two lookups on one stack
+ * buffer rewritten in between, GCC 12 -O2 gave the first a wrong answer:
+ * SHA-256 in RSA-PSS parameters came out unknown.  Called through volatile
+ * pointers, every lookup runs, after its buffer is written. */
 static gnutls_digest_algorithm_t (*volatile const oid_to_digest)(const char *) =
     gnutls_oid_to_digest;
 static gnutls_sign_algorithm_t (*volatile const oid_to_sign)(const char *) = gnutls_oid_to_sign;
