@@ -11,6 +11,9 @@
 #include "core/jobs.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -109,6 +112,33 @@ static void jobs_drop(struct job_list *dropped)
     }
 }
 
+/* A job that runs long allocates much, then frees it all: an ACME attempt
+ * or an OCSP fetch has libcurl parse the system CA store (about 5 MB of
+ * small blocks) on each new connection.  glibc keeps what was freed in the
+ * job thread's arena, so the daemon's RSS stayed some 14 MB above its start
+ * after the first such jobs (tests/perf/acme_retry_mem.sh).  malloc_trim
+ * hands the free pages back.  It walks every arena, the site workers' too,
+ * so it runs only after a job of 20 ms or more (network, crypto), not after
+ * the once-a-second gauge jobs. */
+#define JOBS_TRIM_AFTER_NS (20 * 1000000LL)
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void release_free_memory(int64_t ran_ns)
+{
+#ifdef __GLIBC__
+    if (ran_ns >= JOBS_TRIM_AFTER_NS)
+        malloc_trim(0);
+#else
+    (void)ran_ns;
+#endif
+}
+
 static void *jobs_worker(void *unused)
 {
     pthread_mutex_lock(&jobs_lock);
@@ -123,10 +153,12 @@ static void *jobs_worker(void *unused)
         pthread_mutex_unlock(&jobs_lock);
 
         jobs_current = j;
+        int64_t t0 = mono_ns();
         j->fn(j->arg, j);
         if (j->free_arg)
             j->free_arg(j->arg);
         jobs_current = NULL;
+        release_free_memory(mono_ns() - t0);
 
         pthread_mutex_lock(&jobs_lock);
         list_remove(&jobs_running, j);
