@@ -35,3 +35,11 @@ perf-crl: all
 	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' \
 		$(SHELL) $(top_srcdir)/tests/perf/crl_check.sh $(PERF_ARGS)
 .PHONY: perf-crl
+
+# tlsboxd's memory, store and log size across failed ACME attempts (prints a
+# table; PERF_ARGS is the number of attempts, 300 by default).
+EXTRA_DIST += tests/perf/acme_retry_mem.sh
+perf-acme-retry: all
+	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' \
+		$(SHELL) $(top_srcdir)/tests/perf/acme_retry_mem.sh $(PERF_ARGS)
+.PHONY: perf-acme-retry
