@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "core/log.h"
+#include "core/mono_clock.h"
 #include "core/xalloc.h"
 
 #define JOBS_THREADS_MAX 64
@@ -120,16 +121,9 @@ static void jobs_drop(struct job_list *dropped)
  * malloc_trim hands the free pages back.  It walks every arena, the site
  * workers' too, so it runs only after a job of 20 ms or more (network,
  * crypto), not after the once-a-second gauge jobs. */
-#define JOBS_TRIM_AFTER_NS (20 * 1000000LL)
+#define JOBS_TRIM_AFTER_NS (20 * 1000000ULL)
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static void release_free_memory(int64_t ran_ns)
+static void release_free_memory(uint64_t ran_ns)
 {
 #ifdef __GLIBC__
     if (ran_ns >= JOBS_TRIM_AFTER_NS)
@@ -153,7 +147,7 @@ static void *jobs_worker(void *unused)
         pthread_mutex_unlock(&jobs_lock);
 
         jobs_current = j;
-        int64_t t0 = mono_ns();
+        uint64_t t0 = mono_ns();
         j->fn(j->arg, j);
         if (j->free_arg)
             j->free_arg(j->arg);

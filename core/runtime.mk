@@ -1,5 +1,5 @@
 # Core runtime services: events, jobs and timers, metrics, the system sampler.
-core_runtime_sources += core/events.c core/events.h core/jobs.c core/timers.c core/jobs.h \
+core_runtime_sources += core/events.c core/events.h core/jobs.c core/timers.c core/jobs.h core/mono_clock.h \
 	core/metrics.c core/sysstat.c core/metrics.h
 
 # Unit tests list the sources they need, so they build without the rest of the core.

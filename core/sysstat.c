@@ -27,6 +27,7 @@
 
 #include "core/jobs.h"
 #include "core/log.h"
+#include "core/mono_clock.h"
 #include "core/store.h"
 #include "core/xalloc.h"
 
@@ -395,13 +396,6 @@ out:
     sqlite3_finalize(ins);
     sqlite3_finalize(del);
     return rc;
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 static void sysstat_job(void *arg, struct tlsbox_job *job)

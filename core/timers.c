@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/mono_clock.h"
 #include "core/xalloc.h"
 
 #define NS_PER_MS 1000000ULL
@@ -56,13 +57,6 @@ static void timers_init_once(void)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&timers_cond, &ca);
     pthread_condattr_destroy(&ca);
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 static struct timespec ns_to_timespec(uint64_t ns)
