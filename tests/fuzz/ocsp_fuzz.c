@@ -77,6 +77,60 @@ static size_t der_head(unsigned char *b, unsigned tag, size_t len)
     return n;
 }
 
+static const unsigned char crl_times[] = "\x17\x0d"
+                                         "270101000000Z"
+                                         "\x17\x0d"
+                                         "271231000000Z";
+
+/* A tbsCertList by the issuer's name: version 2, @p alg (a whole
+ * AlgorithmIdentifier), the issuer, two times, then @p tail as is.
+ * malloc'd; its length in *n. */
+static unsigned char *tbs_build(const unsigned char *alg, size_t an, const gnutls_datum_t *dn,
+                                const uint8_t *tail, size_t tn, size_t *n)
+{
+    size_t body = 3 + an + dn->size + sizeof crl_times - 1 + tn;
+    unsigned char *tbs = malloc(body + 8);
+    size_t k = der_head(tbs, 0x30, body);
+    memcpy(tbs + k, "\x02\x01\x01", 3);
+    k += 3;
+    memcpy(tbs + k, alg, an);
+    k += an;
+    memcpy(tbs + k, dn->data, dn->size);
+    k += dn->size;
+    memcpy(tbs + k, crl_times, sizeof crl_times - 1);
+    k += sizeof crl_times - 1;
+    if (tn)
+        memcpy(tbs + k, tail, tn);
+    *n = k + tn;
+    return tbs;
+}
+
+/* Wrap @p tbs into a CertificateList with @p alg and the signature bytes
+ * @p sig, and run the CRL check on it. */
+static void crl_check_built(const unsigned char *tbs, size_t n, const unsigned char *alg, size_t an,
+                            const unsigned char *sig, size_t sn)
+{
+    unsigned char bits[8];
+    size_t bh = der_head(bits, 0x03, sn + 1);
+    size_t all = n + an + bh + 1 + sn;
+    unsigned char *crl = malloc(all + 8);
+    size_t m = der_head(crl, 0x30, all);
+    memcpy(crl + m, tbs, n);
+    m += n;
+    memcpy(crl + m, alg, an);
+    m += an;
+    memcpy(crl + m, bits, bh);
+    m += bh;
+    crl[m++] = 0;
+    memcpy(crl + m, sig, sn);
+    m += sn;
+    struct ocsp_answer a;
+    char err[256];
+    (void)ocsp_crl_check(crl, m, "http://127.0.0.1:9/1.crl", leaf, issuer, 1800000000, &a, err,
+                         sizeof(err));
+    free(crl);
+}
+
 /* The input as what follows nextUpdate in a CRL (its entries, its
  * extensions) that the issuer really signed: the checks after the
  * signature, and the hand-written entry reader, see fuzzed bytes too. */
@@ -84,48 +138,14 @@ static void signed_crl(const uint8_t *data, size_t size)
 {
     static const unsigned char alg[] = {0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86,
                                         0x48, 0xce, 0x3d, 0x04, 0x03, 0x02}; /* ecdsa-with-SHA256 */
-    static const unsigned char times[] = "\x17\x0d"
-                                         "270101000000Z"
-                                         "\x17\x0d"
-                                         "271231000000Z";
     gnutls_datum_t dn = {NULL, 0}, sig = {NULL, 0};
     if (size > 1 << 20 || gnutls_x509_crt_get_raw_dn(issuer, &dn) < 0)
         return;
-    size_t body = 3 + sizeof alg + dn.size + sizeof times - 1 + size;
-    unsigned char *tbs = malloc(body + 8), *crl = NULL;
-    size_t n = der_head(tbs, 0x30, body);
-    memcpy(tbs + n, "\x02\x01\x01", 3);
-    n += 3;
-    memcpy(tbs + n, alg, sizeof alg);
-    n += sizeof alg;
-    memcpy(tbs + n, dn.data, dn.size);
-    n += dn.size;
-    memcpy(tbs + n, times, sizeof times - 1);
-    n += sizeof times - 1;
-    memcpy(tbs + n, data, size);
-    n += size;
+    size_t n;
+    unsigned char *tbs = tbs_build(alg, sizeof alg, &dn, data, size, &n);
     gnutls_datum_t t = {tbs, (unsigned)n};
-    if (gnutls_privkey_sign_data2(issuer_key, GNUTLS_SIGN_ECDSA_SHA256, 0, &t, &sig) == 0) {
-        unsigned char bits[8];
-        size_t bh = der_head(bits, 0x03, sig.size + 1);
-        size_t all = n + sizeof alg + bh + 1 + sig.size;
-        crl = malloc(all + 8);
-        size_t m = der_head(crl, 0x30, all);
-        memcpy(crl + m, tbs, n);
-        m += n;
-        memcpy(crl + m, alg, sizeof alg);
-        m += sizeof alg;
-        memcpy(crl + m, bits, bh);
-        m += bh;
-        crl[m++] = 0;
-        memcpy(crl + m, sig.data, sig.size);
-        m += sig.size;
-        struct ocsp_answer a;
-        char err[256];
-        (void)ocsp_crl_check(crl, m, "http://127.0.0.1:9/1.crl", leaf, issuer, 1800000000, &a, err,
-                             sizeof(err));
-    }
-    free(crl);
+    if (gnutls_privkey_sign_data2(issuer_key, GNUTLS_SIGN_ECDSA_SHA256, 0, &t, &sig) == 0)
+        crl_check_built(tbs, n, alg, sizeof alg, sig.data, sig.size);
     free(tbs);
     gnutls_free(sig.data);
     gnutls_free(dn.data);
@@ -138,47 +158,20 @@ static void pss_params_crl(const uint8_t *data, size_t size)
 {
     static const unsigned char pss[] = {0x06, 0x09, 0x2a, 0x86, 0x48, 0x86,
                                         0xf7, 0x0d, 0x01, 0x01, 0x0a}; /* id-RSASSA-PSS */
-    static const unsigned char times[] = "\x17\x0d"
-                                         "270101000000Z"
-                                         "\x17\x0d"
-                                         "271231000000Z";
+    unsigned char alg[4096 + 32], sig[64];
     gnutls_datum_t dn = {NULL, 0};
     if (size > 4096 || gnutls_x509_crt_get_raw_dn(issuer, &dn) < 0)
         return;
-    unsigned char alg[4096 + 32];
     size_t an = der_head(alg, 0x30, sizeof pss + size);
     memcpy(alg + an, pss, sizeof pss);
     an += sizeof pss;
     memcpy(alg + an, data, size);
     an += size;
-    size_t body = 3 + an + dn.size + sizeof times - 1;
-    unsigned char *tbs = malloc(body + 8);
-    size_t n = der_head(tbs, 0x30, body);
-    memcpy(tbs + n, "\x02\x01\x01", 3);
-    n += 3;
-    memcpy(tbs + n, alg, an);
-    n += an;
-    memcpy(tbs + n, dn.data, dn.size);
-    n += dn.size;
-    memcpy(tbs + n, times, sizeof times - 1);
-    n += sizeof times - 1;
-    size_t outer = n + an + 2 + 65; /* tbs, algorithm, BIT STRING of 65 bytes */
-    unsigned char *crl = malloc(outer + 8);
-    size_t m = der_head(crl, 0x30, outer);
-    memcpy(crl + m, tbs, n);
-    m += n;
-    memcpy(crl + m, alg, an);
-    m += an;
-    m += der_head(crl + m, 0x03, 65);
-    crl[m++] = 0;
-    memset(crl + m, 0x5a, 64); /* a signature of the right size, never valid */
-    m += 64;
-    struct ocsp_answer a;
-    char err[256];
-    (void)ocsp_crl_check(crl, m, "http://127.0.0.1:9/1.crl", leaf, issuer, 1800000000, &a, err,
-                         sizeof(err));
+    memset(sig, 0x5a, sizeof sig); /* a signature of the right size, never valid */
+    size_t n;
+    unsigned char *tbs = tbs_build(alg, an, &dn, NULL, 0, &n);
+    crl_check_built(tbs, n, alg, an, sig, sizeof sig);
     free(tbs);
-    free(crl);
     gnutls_free(dn.data);
 }
 
