@@ -1,9 +1,11 @@
-/* tlsboxctl status | plugins | settings | get | set | metrics | version */
+/* tlsboxctl status | plugins | settings [history|undo] | get | set | metrics | version */
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/ctl.h"
+#include "core/xalloc.h"
 
 static int usage_error(const char *what)
 {
@@ -105,6 +107,89 @@ static int cmd_settings(struct ctl *c, int argc, char **argv)
     return rc;
 }
 
+/* A history value: null is the declared default, a secret is never shown. */
+static const char *history_value(json_t *item, const char *which)
+{
+    if (json_is_true(json_object_get(item, "secret")))
+        return "********";
+    const char *v = json_string_value(json_object_get(item, which));
+    return !v ? "(default)" : *v ? v : "\"\"";
+}
+
+static void show_history(struct ctl *c, json_t *j)
+{
+    size_t i, k;
+    json_t *ch, *it;
+    json_t *changes = json_object_get(j, "changes");
+    if (!json_array_size(changes)) {
+        printf("no settings changes recorded\n");
+        return;
+    }
+    printf("%-7s %-20s %-12s %-32s %s\n", "CHANGE", "TIME (UTC)", "BY", "SETTING", "OLD -> NEW");
+    json_array_foreach(changes, i, ch)
+    {
+        char when[32];
+        ctl_utc((time_t)num(ch, "at"), when, sizeof when);
+        json_array_foreach(json_object_get(ch, "items"), k, it)
+        {
+            if (k == 0)
+                printf("%-7lld %-20s %-12s ", num(ch, "id"), when, str(ch, "actor"));
+            else
+                printf("%-7s %-20s %-12s ", "", "", "");
+            printf("%-32s %s -> %s\n", str(it, "key"), history_value(it, "old"),
+                   history_value(it, "new"));
+        }
+        if (json_is_integer(json_object_get(ch, "undo_of")))
+            printf("%-41s (undid change %lld)\n", "", num(ch, "undo_of"));
+        if (json_is_integer(json_object_get(ch, "undone_by")))
+            printf("%-41s (undone by change %lld)\n", "", num(ch, "undone_by"));
+        else if (!json_is_true(json_object_get(ch, "undoable")))
+            printf("%-41s (cannot be undone: %s)\n", "", str(ch, "undo_blocked"));
+    }
+    if (num(j, "next_before"))
+        printf("older changes: tlsboxctl settings history --before %lld\n", num(j, "next_before"));
+}
+
+static int cmd_settings_history(struct ctl *c, int argc, char **argv)
+{
+    const char *plugin = NULL, *before = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--before") == 0 && i + 1 < argc)
+            before = argv[++i];
+        else if (argv[i][0] != '-' && !plugin)
+            plugin = argv[i];
+        else
+            return usage_error("settings history [PLUGIN] [--before CHANGE]");
+    }
+    char *p = plugin ? ctl_escape(plugin) : NULL, *b = before ? ctl_escape(before) : NULL;
+    char *path = xasprintf("settings/history?limit=50%s%s%s%s", p ? "&plugin=" : "", p ? p : "",
+                           b ? "&before=" : "", b ? b : "");
+    int rc = ctl_show(c, "GET", path, NULL, show_history);
+    free(path);
+    free(p);
+    free(b);
+    return rc;
+}
+
+static void show_undo(struct ctl *c, json_t *j)
+{
+    const char *note = json_string_value(json_object_get(j, "note"));
+    printf("change %lld undone by change %lld%s%s%s\n", num(j, "undo_of"), num(j, "id"),
+           note ? " (" : "", note ? note : "", note ? ")" : "");
+}
+
+static int cmd_settings_undo(struct ctl *c, int argc, char **argv)
+{
+    char *end = NULL;
+    long long id = argc == 1 ? strtoll(argv[0], &end, 10) : 0;
+    if (argc != 1 || *end || id <= 0)
+        return usage_error("settings undo CHANGE   (numbers from tlsboxctl settings history)");
+    char *path = xasprintf("settings/history/%lld/undo", id);
+    int rc = ctl_show(c, "POST", path, "{}", show_undo);
+    free(path);
+    return rc;
+}
+
 static void show_value(struct ctl *c, json_t *j)
 {
     printf("%s\n", str(j, "value"));
@@ -202,6 +287,12 @@ static int cmd_restart(struct ctl *c, int argc, char **argv)
 const struct ctl_command ctl_core_commands[] = {
     {"status", NULL, "", "daemon version, uptime, store, TLS bundle, plugins", cmd_status},
     {"plugins", NULL, "", "loaded plugins, their ABI and state", cmd_plugins},
+    /* Before "settings PLUGIN": the first entry that matches runs. */
+    {"settings", "history", "[PLUGIN] [--before CHANGE]",
+     "settings changes, newest first: what changed from what to what, by whom",
+     cmd_settings_history},
+    {"settings", "undo", "CHANGE", "put the settings a change changed back (as a new change)",
+     cmd_settings_undo},
     {"settings", NULL, "PLUGIN", "every setting of a plugin (or core)", cmd_settings},
     {"get", NULL, "PLUGIN.KEY", "print one setting", cmd_get},
     {"set", NULL, "PLUGIN.KEY VALUE", "validate and store one setting", cmd_set},

@@ -1,5 +1,7 @@
-/* The core's own API handlers: status, plugins, settings, metrics. */
+/* The core's own API handlers: status, plugins, settings and their history, metrics. */
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +191,80 @@ static void on_setting(void *arg, const struct tlsbox_api_request *req,
     api_reply_json(reply, 200, j);
 }
 
+/* A query parameter as a whole number in [lo, hi]; @p dflt when absent.
+ * -1 (reply filled with 400) when present but not such a number. */
+static long long query_number(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply,
+                              const char *key, long long dflt, long long lo, long long hi)
+{
+    char *v = api_query_get(req->query, key), *end = NULL;
+    if (!v)
+        return dflt;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || errno || n < lo || n > hi) {
+        api_reply_error(reply, 400, "%s=%s: expected a whole number from %lld to %lld", key, v, lo,
+                        hi);
+        n = -1;
+    }
+    free(v);
+    return n;
+}
+
+/* GET settings/history[?plugin=NAME&limit=N&before=ID]: the changes, newest first. */
+static void on_settings_history(void *arg, const struct tlsbox_api_request *req,
+                                struct tlsbox_api_reply *reply)
+{
+    long long limit = query_number(req, reply, "limit", 50, 1, 500);
+    long long before = limit < 0 ? -1 : query_number(req, reply, "before", 0, 0, LLONG_MAX);
+    if (limit < 0 || before < 0)
+        return;
+    char *owner = api_query_get(req->query, "plugin");
+    if (owner && !*owner) {
+        free(owner);
+        owner = NULL;
+    }
+    char *err = NULL;
+    json_t *j = settings_history_json(owner, (int)limit, before, &err);
+    if (j)
+        api_reply_json(reply, 200, j);
+    else
+        api_reply_error(reply, 500, "%s", err ? err : "settings history: store error");
+    free(err);
+    free(owner);
+}
+
+/* POST settings/history/<id>/undo: put what change <id> changed back. */
+static void on_settings_undo(void *arg, const struct tlsbox_api_request *req,
+                             struct tlsbox_api_reply *reply)
+{
+    const char *rest = req->path + strlen("settings/history/");
+    char *end = NULL;
+    errno = 0;
+    long long id = strtoll(rest, &end, 10);
+    if (!isdigit((unsigned char)*rest) || errno || id <= 0 || strcmp(end, "/undo") != 0) {
+        api_reply_error(reply, 404, "no such API path: /api/v1/%s (settings/history/ID/undo)",
+                        req->path);
+        return;
+    }
+    char *err = NULL;
+    long long new_id = 0;
+    int rc = settings_undo(id, req->user, &new_id, &err);
+    if (rc < 0) {
+        api_reply_error(reply,
+                        rc == -ENOENT                 ? 404
+                        : rc == -EINVAL || rc == -EIO ? 400
+                                                      : 409,
+                        "%s", err ? err : "refused");
+    } else {
+        json_t *j = json_pack("{s:I,s:I,s:b}", "id", (json_int_t)new_id, "undo_of", (json_int_t)id,
+                              "restart_needed", rc > 0);
+        if (rc > 0)
+            json_object_set_new(j, "note", json_string(err ? err : "takes effect at restart"));
+        api_reply_json(reply, 200, j);
+    }
+    free(err);
+}
+
 static void on_metrics(void *arg, const struct tlsbox_api_request *req,
                        struct tlsbox_api_reply *reply)
 {
@@ -210,5 +286,8 @@ void api_core_register(void)
     api_route_add(self, "PUT", "plugins/*", on_plugin_settings, NULL);
     api_route_add(self, "GET", "settings/*", on_setting, NULL);
     api_route_add(self, "PUT", "settings/*", on_setting, NULL);
+    /* A literal route, and a longer prefix, win over the settings prefix (keys have a dot). */
+    api_route_add(self, "GET", "settings/history", on_settings_history, NULL);
+    api_route_add(self, "POST", "settings/history/*", on_settings_undo, NULL);
     api_route_add(self, "GET", "metrics", on_metrics, NULL);
 }

@@ -28,6 +28,7 @@
 #include "core/events.h"
 #include "core/log.h"
 #include "core/settings_check.h"
+#include "core/settings_history.h"
 #include "core/store.h"
 #include "core/xalloc.h"
 
@@ -743,11 +744,41 @@ static int apply_changes(struct change *c, size_t n, char **err, char **notes)
     return 0;
 }
 
+/* What a write is besides its values: an undo of an earlier change, whose
+ * settings must still hold the values it left (else -ESTALE, *stale the
+ * index of the first that does not); and the history id it got. */
+struct write_opts {
+    long long undo_of;         /* 0: not an undo */
+    const char *const *expect; /* with undo_of: the stored value each key must have */
+    size_t stale;              /* out: with -ESTALE */
+    long long change_id;       /* out: the history's id of this change (0: none) */
+};
+
+/* Record @p c in the settings history, in the open transaction on @p db.
+ * set_lock held: o->stored is the value in the store. */
+static int record_history(sqlite3 *db, const struct change *c, size_t n, const char *actor,
+                          struct write_opts *opts, char **err)
+{
+    struct settings_history_item *items = xcalloc(n, sizeof(*items));
+    for (size_t k = 0; k < n; k++) {
+        items[k].key = c[k].full_key;
+        items[k].secret = c[k].secret;
+        if (!c[k].secret) {
+            items[k].old_value = c[k].o->stored[c[k].i];
+            items[k].new_value = c[k].value;
+        }
+    }
+    int rc = settings_history_record(db, actor, opts->undo_of, items, n, &opts->change_id, err);
+    free(items);
+    return rc;
+}
+
 /*
- * Write @p n validated changes in one transaction with an audit row each,
- * then update the cache.  set_lock held by the caller.
+ * Write @p n validated changes in one transaction with an audit row each and
+ * a history entry, then update the cache.  set_lock held by the caller.
  */
-static int write_changes(struct change *c, size_t n, const char *actor, char **err)
+static int write_changes(struct change *c, size_t n, const char *actor, struct write_opts *opts,
+                         char **err)
 {
     static const char upsert[] =
         "INSERT INTO settings (key, value, updated_at, updated_by) VALUES (?1, ?2, ?3, ?4) "
@@ -792,6 +823,8 @@ static int write_changes(struct change *c, size_t n, const char *actor, char **e
     sqlite3_finalize(up);
     sqlite3_finalize(rm);
     up = rm = NULL;
+    if (record_history(db, c, n, actor, opts, err) < 0)
+        goto out;
     /* Inside the transaction: a change its owner cannot apply (a port in use)
      * is refused to the caller and never stored, so what the store says is
      * what runs. */
@@ -836,9 +869,16 @@ out:
     return rc;
 }
 
+/* True when the stored value of @p c (NULL: none) is @p want. */
+static bool stored_is(const struct change *c, const char *want)
+{
+    const char *have = c->o->stored[c->i];
+    return have == want || (have && want && strcmp(have, want) == 0);
+}
+
 /* Validate all of @p keys/@p values, then write them all or nothing. */
 static int set_pairs(const char *const *keys, const char *const *values, size_t n,
-                     const char *actor, char **err)
+                     const char *actor, struct write_opts *opts, char **err)
 {
     struct change *c = xcalloc(n ? n : 1, sizeof(*c));
     int rc = -EINVAL;
@@ -857,10 +897,17 @@ static int set_pairs(const char *const *keys, const char *const *values, size_t 
                 goto out;
             }
         }
+        /* Checked under set_lock: no write can come between this and ours. */
+        if (opts->expect && !stored_is(&c[k], opts->expect[k])) {
+            pthread_rwlock_unlock(&reg_lock);
+            opts->stale = k;
+            rc = -ESTALE;
+            goto out;
+        }
     }
     pthread_rwlock_unlock(&reg_lock);
     /* Owners cannot go away while set_lock is held: @p c stays valid. */
-    rc = n ? write_changes(c, n, actor, err) : 0;
+    rc = n ? write_changes(c, n, actor, opts, err) : 0;
 out:
     pthread_mutex_unlock(&set_lock);
     /* The news goes out with no lock held: a subscriber may read settings
@@ -885,7 +932,7 @@ int settings_set(const char *full_key, const char *value, const char *actor, cha
         xset_err(err, "settings: no key given");
         return -EINVAL;
     }
-    return set_pairs(&full_key, &value, 1, actor, err);
+    return set_pairs(&full_key, &value, 1, actor, &(struct write_opts){0}, err);
 }
 
 int settings_reset(const char *full_key, const char *actor, char **err)
@@ -895,7 +942,7 @@ int settings_reset(const char *full_key, const char *actor, char **err)
         xset_err(err, "settings: no key given");
         return -EINVAL;
     }
-    return set_pairs(&full_key, &value, 1, actor, err);
+    return set_pairs(&full_key, &value, 1, actor, &(struct write_opts){0}, err);
 }
 
 /* A JSON value as setting text: strings as they are, integers in decimal,
@@ -989,7 +1036,8 @@ int settings_set_many(json_t *pairs, const char *owner, const char *actor, char 
         }
         k++;
     }
-    rc = set_pairs((const char *const *)keys, (const char *const *)vals, n, actor, err);
+    rc = set_pairs((const char *const *)keys, (const char *const *)vals, n, actor,
+                   &(struct write_opts){0}, err);
 out:
     for (size_t i = 0; i < n; i++) {
         free(keys[i]);
@@ -998,6 +1046,136 @@ out:
     free(keys);
     free(vals);
     return rc;
+}
+
+/* ---- history: undo ---------------------------------------------------- */
+
+int settings_undo(long long id, const char *actor, long long *new_id, char **err)
+{
+    struct settings_history_change ch = {0};
+    char *why = NULL;
+    int rc;
+
+    *new_id = 0;
+    sqlite3 *db = store_connect();
+    if (!db) {
+        xset_err(err, "settings: cannot open the store%s%s", store_path() ? " " : "",
+                 store_path() ? store_path() : "");
+        return -EIO;
+    }
+    if ((rc = settings_history_load(db, id, &ch, err)) < 0)
+        goto out;
+    const char **keys = xcalloc(ch.n, sizeof(*keys));
+    const char **olds = xcalloc(ch.n, sizeof(*olds));
+    const char **news = xcalloc(ch.n, sizeof(*news));
+    for (size_t k = 0; k < ch.n; k++) {
+        const struct settings_history_item *it = &ch.items[k];
+        if (it->secret) {
+            xset_err(err,
+                     "cannot undo settings change %lld: it set %s, a secret, whose old value "
+                     "is not kept; set it again (tlsboxctl set %s VALUE)",
+                     id, it->key, it->key);
+            rc = -EPERM;
+            goto free_arrays;
+        }
+        keys[k] = it->key;
+        olds[k] = it->old_value;
+        news[k] = it->new_value;
+    }
+    struct write_opts opts = {.undo_of = id, .expect = news};
+    rc = set_pairs(keys, olds, ch.n, actor, &opts, &why);
+    if (rc == -ESTALE) {
+        const struct settings_history_item *it = &ch.items[opts.stale];
+        long long newer = settings_history_newer(db, it->key, id);
+        char *now = settings_get_stored(it->key);
+        if (newer)
+            xset_err(err,
+                     "cannot undo settings change %lld: %s was changed again by change %lld "
+                     "(it is %s now); undo that one first",
+                     id, it->key, newer, now ? now : "the default");
+        else
+            xset_err(err, "cannot undo settings change %lld: %s is %s now, not the %s it left", id,
+                     it->key, now ? now : "the default", it->new_value ? it->new_value : "default");
+        free(now);
+    } else if (rc < 0) {
+        xset_err(err, "cannot undo settings change %lld: %s", id, why ? why : "refused");
+    } else {
+        *new_id = opts.change_id;
+        /* A setting read only at start says so, as tlsboxctl set does. */
+        for (size_t k = 0; rc == 0 && k < ch.n; k++) {
+            const struct tlsbox_setting_def *d = settings_def(ch.items[k].key);
+            if (d && (d->flags & TLSBOX_SETTING_RESTART)) {
+                why = xasprintf("%s takes effect when tlsboxd restarts", ch.items[k].key);
+                rc = 1;
+            }
+        }
+        if (rc > 0 && err) { /* stored, in effect at the next start: the note */
+            free(*err);
+            *err = why;
+            why = NULL;
+        }
+    }
+free_arrays:
+    free(keys);
+    free(olds);
+    free(news);
+out:
+    free(why);
+    settings_history_change_free(&ch);
+    store_disconnect(db);
+    return rc;
+}
+
+/* Why change @p c of a history listing cannot be undone now, or NULL. */
+static char *undo_blocker(sqlite3 *db, json_t *c)
+{
+    long long id = (long long)json_integer_value(json_object_get(c, "id"));
+    size_t i;
+    json_t *it;
+    json_array_foreach(json_object_get(c, "items"), i, it)
+    {
+        const char *key = json_string_value(json_object_get(it, "key"));
+        const char *want = json_string_value(json_object_get(it, "new")); /* NULL: default */
+        if (json_is_true(json_object_get(it, "secret")))
+            return xasprintf("%s is a secret: its old value is not kept", key);
+        if (!settings_def(key))
+            return xasprintf("%s: no such setting now", key);
+        char *now = settings_get_stored(key);
+        bool same = now == want || (now && want && strcmp(now, want) == 0);
+        free(now);
+        if (!same) {
+            long long newer = settings_history_newer(db, key, id);
+            return newer ? xasprintf("%s was changed again by change %lld", key, newer)
+                         : xasprintf("%s was changed since", key);
+        }
+    }
+    return NULL;
+}
+
+json_t *settings_history_json(const char *owner, int limit, long long before, char **err)
+{
+    long long next = 0;
+    sqlite3 *db = store_connect();
+    if (!db) {
+        xset_err(err, "settings: cannot open the store");
+        return NULL;
+    }
+    json_t *changes = settings_history_list(db, owner, limit, before, &next, err);
+    if (changes) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(changes, i, c)
+        {
+            char *why = undo_blocker(db, c);
+            json_object_set_new(c, "undoable", json_boolean(!why));
+            if (why)
+                json_object_set_new(c, "undo_blocked", json_string(why));
+            free(why);
+        }
+    }
+    store_disconnect(db);
+    return changes ? json_pack("{s:o,s:I}", "changes", changes, "next_before", (json_int_t)next)
+                   : NULL;
 }
 
 static json_t *describe_one(const struct owner *o, size_t i)

@@ -81,6 +81,27 @@ int settings_set_many(json_t *pairs, const char *owner, const char *actor, char 
  */
 int settings_reset(const char *full_key, const char *actor, char **err);
 
+/*
+ * Undo settings change @p id of the history (core/settings_history.h): put
+ * each setting it changed back to the value it had before, as one new change
+ * (*new_id; its "undo_of" is @p id), validated, applied and audited like
+ * settings_set_many.  Refused, with nothing written and *err saying why:
+ * -ENOENT no such change (or dropped: the newest SETTINGS_HISTORY_KEEP are
+ * kept); -EPERM it changed a secret (whose old value is not kept); -ESTALE
+ * a setting it changed holds another value now (changed again since: that
+ * change must be undone first); -EINVAL an old value no longer valid or a
+ * setting no longer declared; or an applier's refusal.  Returns 1 with the
+ * note in *err when stored but in effect at the next start.  As
+ * settings_set: not from a site worker nor an applier.
+ */
+int settings_undo(long long id, const char *actor, long long *new_id, char **err);
+/*
+ * The settings history, newest first: {"changes": [...], "next_before": N}
+ * as settings_history_list() gives it for @p owner (NULL: every owner),
+ * each change with "undoable" and, when false, "undo_blocked" (why not).
+ * New reference, or NULL with *err on a store error.  Any thread.
+ */
+json_t *settings_history_json(const char *owner, int limit, long long before, char **err);
 /* JSON array describing @p owner's settings: key, type, value, default, limits,
  * help, flags (secrets shown as "********").  New reference.  @p owner NULL:
  * every owner's; an owner without settings (or unknown): an empty array. */

@@ -12,12 +12,14 @@ TLSBOX_MIGRATIONS = \
 	db/migrations/0006_drop_bench_runs.sql \
 	db/migrations/0007_admin_totp.sql \
 	db/migrations/0008_admin_recovery.sql \
-	db/migrations/0009_cert_expiry.sql
+	db/migrations/0009_cert_expiry.sql \
+	db/migrations/0010_settings_history.sql
 
 core_store_sources += \
 	core/store.c core/store.h \
 	core/settings.c core/settings.h \
-	core/settings_check.c core/settings_check.h
+	core/settings_check.c core/settings_check.h \
+	core/settings_history.c core/settings_history.h
 
 # Generated into the build tree, never distributed: a tarball regenerates it.
 nodist_core_libtlsboxcore_la_SOURCES = core/migrations_embedded.c
@@ -36,8 +38,10 @@ STORE_TEST_SOURCES = core/store.c core/xalloc.c core/log.c
 STORE_TEST_CFLAGS = $(AM_CFLAGS) $(SQLITE_CFLAGS) $(JANSSON_CFLAGS)
 STORE_TEST_LIBS = $(SQLITE_LIBS) $(JANSSON_LIBS)
 
-check_PROGRAMS += tests/unit/core/store_test tests/unit/core/settings_test
-TESTS += tests/unit/core/store_test tests/unit/core/settings_test
+check_PROGRAMS += tests/unit/core/store_test tests/unit/core/settings_test \
+	tests/unit/core/settings_history_test
+TESTS += tests/unit/core/store_test tests/unit/core/settings_test \
+	tests/unit/core/settings_history_test
 
 tests_unit_core_store_test_SOURCES = tests/unit/core/store_test.c tests/tap.h \
 	$(STORE_TEST_SOURCES)
@@ -46,7 +50,15 @@ tests_unit_core_store_test_CFLAGS = $(STORE_TEST_CFLAGS)
 tests_unit_core_store_test_LDADD = $(STORE_TEST_LIBS)
 
 tests_unit_core_settings_test_SOURCES = tests/unit/core/settings_test.c tests/tap.h \
-	$(STORE_TEST_SOURCES) core/settings.c core/settings_check.c core/utf8.c
+	$(STORE_TEST_SOURCES) core/settings.c core/settings_check.c core/settings_history.c \
+	core/utf8.c
 nodist_tests_unit_core_settings_test_SOURCES = core/migrations_embedded.c
 tests_unit_core_settings_test_CFLAGS = $(STORE_TEST_CFLAGS)
 tests_unit_core_settings_test_LDADD = $(STORE_TEST_LIBS)
+
+tests_unit_core_settings_history_test_SOURCES = tests/unit/core/settings_history_test.c tests/tap.h \
+	$(STORE_TEST_SOURCES) core/settings.c core/settings_check.c core/settings_history.c \
+	core/utf8.c
+nodist_tests_unit_core_settings_history_test_SOURCES = core/migrations_embedded.c
+tests_unit_core_settings_history_test_CFLAGS = $(STORE_TEST_CFLAGS)
+tests_unit_core_settings_history_test_LDADD = $(STORE_TEST_LIBS)

@@ -31,6 +31,10 @@ static int is_core_object(const char *name)
                                        "plugin_schema",
                                        "policy_one_active",
                                        "policy_versions",
+                                       "settings_change_items",
+                                       "settings_change_items_key",
+                                       "settings_changes",
+                                       "settings_changes_undo",
                                        "ticket_keys",
                                        "tls_dh",
                                        "tls_staples"};

@@ -43,7 +43,8 @@ unlike "$(grep -vE '\.[ch]$' "$TB_TMP/strings")" "$srcdir|plugins/site/www" \
 # parameters the bundle serves), ocsp (tls_staples holds the staple the bundle
 # loads) and bench_runs (0006; the bench plugin keeps its own tables).
 core_tables="admin_recovery_codes admin_sessions admin_users audit certificates internal_ca
-metrics_history plugin_kv plugin_schema policy_versions settings ticket_keys tls_dh tls_staples"
+metrics_history plugin_kv plugin_schema policy_versions settings settings_change_items
+settings_changes ticket_keys tls_dh tls_staples"
 mkdir -p "$TB_TMP/none"
 TB_PLUGINS="$TB_TMP/none"
 TB_STATE="$TB_TMP/bare"
