@@ -3,7 +3,8 @@
 Chromium: its card says it failed and why; a bind address this machine
 has, saved in its form, starts it without a restart, and the card and the
 form say so; its Disable and Enable buttons stop and start it at once;
-Restart tlsboxd, not under systemd, says why it cannot.  Helpers and output format as in admin_ui.py ("PASS", "FAIL",
+the Recent settings changes card lists those changes and undoes one with a
+click (a refused undo says why and changes nothing); Restart tlsboxd, not under systemd, says why it cannot.  Helpers and output format as in admin_ui.py ("PASS", "FAIL",
 "# ..."), read by 62_admin_ui_mend.sh.
 
 Environment: as admin_ui.py."""
@@ -85,6 +86,70 @@ def site_disabled_and_enabled(d):
     A.shot(d, "04-site-enabled")
 
 
+def changes_undone(d):
+    """The Recent settings changes card: newest first; an undo the site
+    refuses (the address it mended from) says why and changes nothing; a
+    change made over says it cannot be undone; a Save shows up at once and
+    its Undo puts the old value back into the store and the form."""
+    A.open_page(d, "plugins", "#settings-changes tbody tr")
+    hist = A.ctl_json("settings", "history")["changes"]
+    enable, disable, mend = hist[0], hist[1], hist[2]
+    A.check([i["key"] for i in mend["items"]] == ["site.bind"] and mend["items"][0]["old"] == "192.0.2.1",
+            "the history has the mend: site.bind from 192.0.2.1", mend)
+    rows = d.find_elements(By.CSS_SELECTOR, "#settings-changes tbody tr")
+    A.check(rows[0].get_attribute("id") == f"change-{enable['id']}", "the card lists the newest first",
+            rows[0].get_attribute("id"))
+    row = d.find_element(By.ID, f"change-{mend['id']}")
+    A.check("site.bind: 192.0.2.1 → 127.0.0.1" in row.text, "the mend's row says what changed", row.text)
+    row = d.find_element(By.ID, f"change-{disable['id']}")
+    A.check(f"cannot be undone: core.plugins_disabled was changed again by change {enable['id']}" in row.text,
+            "the Disable's row says why it cannot be undone", row.text)
+    A.shot(d, "05-changes")
+
+    d.find_element(By.ID, f"undo-{mend['id']}").click()
+    st = d.find_element(By.ID, "changes-status")
+    try:
+        A.wait(d, lambda _: st.text != "", 15)
+    except TimeoutException:
+        pass
+    A.check(st.text.startswith(f"cannot undo settings change {mend['id']}: site.bind: cannot listen on 192.0.2.1"),
+            "undoing the mend is refused: the site cannot listen there", st.text)
+    A.check(A.ctl("get", "site.bind").strip() == "127.0.0.1", "site.bind stays 127.0.0.1",
+            A.ctl("get", "site.bind"))
+    A.check(site_status() == 200, "and the site answers", site_status())
+    A.check(len(A.ctl_json("settings", "history")["changes"]) == len(hist), "no change was recorded",
+            len(A.ctl_json("settings", "history")["changes"]))
+
+    f = d.find_element(By.ID, "set-site-idle_timeout")
+    old = f.get_attribute("value")
+    f.clear()
+    f.send_keys("31")
+    d.find_element(By.CSS_SELECTOR, "#settings-site button[type=submit]").click()
+    newest = None
+    try:
+        A.wait(d, lambda _: A.ctl("get", "site.idle_timeout").strip() == "31", 10)
+        newest = A.ctl_json("settings", "history")["changes"][0]["id"]
+        A.wait(d, lambda _: d.find_elements(By.ID, f"undo-{newest}"), 10)
+    except TimeoutException:
+        pass
+    A.check(newest and d.find_elements(By.ID, f"undo-{newest}"),
+            "a Save shows up on the card at once, with Undo", newest)
+    d.find_element(By.ID, f"undo-{newest}").click()
+    try:
+        A.wait(d, lambda _: st.text.startswith(f"Change {newest} undone"), 15)
+    except TimeoutException:
+        pass
+    A.check(st.text.startswith(f"Change {newest} undone (now change {newest + 1})."),
+            "Undo says the change is undone", st.text)
+    A.check(A.ctl("get", "site.idle_timeout").strip() == old,
+            f"site.idle_timeout is {old} again in the store", A.ctl("get", "site.idle_timeout"))
+    A.check(d.find_element(By.ID, "set-site-idle_timeout").get_attribute("value") == old,
+            "and in the form", d.find_element(By.ID, "set-site-idle_timeout").get_attribute("value"))
+    row = d.find_element(By.ID, f"change-{newest}")
+    A.check(f"undone by change {newest + 1}" in row.text, "its row says it was undone", row.text)
+    A.shot(d, "06-change-undone")
+
+
 def restart_refused(d):
     """Restart tlsboxd, asked of a tlsboxd that systemd did not start: the
     card says why it cannot, and the same process runs on."""
@@ -99,8 +164,9 @@ def restart_refused(d):
     A.check(st.text.startswith("tlsboxd was not started by systemd (tlsbox.service)"),
             "Restart, not under systemd: the card says why it cannot", st.text)
     A.check(A.ctl_json("status")["pid"] == pid, "and the same tlsboxd runs on", pid)
-    A.shot(d, "05-restart-refused")
+    A.shot(d, "07-restart-refused")
 
 
 if __name__ == "__main__":
-    sys.exit(A.run_steps(failed_site_mended, site_disabled_and_enabled, restart_refused))
+    sys.exit(A.run_steps(failed_site_mended, site_disabled_and_enabled, changes_undone,
+                             restart_refused))

@@ -1,8 +1,9 @@
 // Plugins: state, enable/disable (core.plugins_disabled: at once),
-// and a settings form generated from each plugin's settings table; a refused
-// value is shown next to its field.
+// a settings form generated from each plugin's settings table (a refused
+// value is shown next to its field), and the recent settings changes, each
+// undone with one click.
 import { get, post, put } from "../api.js";
-import { el, field, fieldError, status } from "../ui.js";
+import { el, field, fieldError, status, when } from "../ui.js";
 
 export const title = "Plugins";
 
@@ -35,6 +36,31 @@ function inputFor(s) {
     attrs.autocomplete = "off";
   }
   return el("input", attrs);
+}
+
+// Put a setting's value (fresh from the box) into its input.
+function showValue(s, input) {
+  if (s.type === "bool") input.checked = s.value === "true";
+  else if (!s.secret) input.value = text(s.value);
+}
+
+// Each form's settings and inputs by plugin: an undo refreshes the forms
+// of the settings it changed.
+const forms = new Map();
+
+async function refreshForms(names) {
+  for (const name of names) {
+    const f = forms.get(name);
+    if (!f) continue;
+    const fresh = await get(`plugins/${name}/settings`);
+    for (const s of fresh) {
+      const i = f.settings.findIndex((x) => x.key === s.key);
+      if (i < 0) continue;
+      f.settings[i] = s;
+      showValue(s, f.inputs[s.key]);
+      fieldError(f.inputs[s.key], null);
+    }
+  }
 }
 
 function valueOf(s, input) {
@@ -99,6 +125,7 @@ async function watchToggle(p, show, st, off) {
 function settingsForm(name, settings, afterSave) {
   const inputs = {};
   const clears = {};
+  forms.set(name, { settings, inputs });
   const st = status();
   const form = el("form", { class: "settings", id: `settings-${name}`, novalidate: true },
     settings.map((s) => {
@@ -156,6 +183,69 @@ function settingsForm(name, settings, afterSave) {
   return form;
 }
 
+// One side of a change: null is the declared default, a secret is never shown.
+function changeValue(item, v) {
+  if (item.secret) return "********";
+  if (v === null) return "(default)";
+  return v === "" ? '""' : v;
+}
+
+// The newest settings changes, each with Undo when it can be undone (else
+// why not): an undo is a new change, validated and applied like a Save.
+function changesCard() {
+  const st = status();
+  st.id = "changes-status";
+  const body = el("tbody");
+  const card = el("section", { class: "card", id: "settings-changes" },
+    el("h2", { text: "Recent settings changes" }),
+    el("p", { class: "help", text: "Each Save is one change. Undo puts the values from before it back, " +
+      "as a new change; a setting changed again since needs that newer change undone first." }),
+    el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, el("tr", {},
+      ["Change", "When", "Who", "What", ""].map((h) => el("th", { text: h })))), body)), st);
+
+  function row(c) {
+    let action;
+    if (c.undoable) {
+      action = el("button", { type: "button", class: "small", id: `undo-${c.id}`, text: "Undo" });
+      action.addEventListener("click", async () => {
+        st.clear();
+        action.disabled = true;
+        try {
+          const r = await post(`settings/history/${c.id}/undo`);
+          const done = `Change ${c.id} undone (now change ${r.id}).${r.note ? ` ${r.note}` : ""}`;
+          if (c.items.some((i) => i.key === "core.plugins_disabled")) {
+            // Plugins stop or start: the cards' states and buttons are shown anew.
+            st.ok(`${done} The page reloads to show the plugins as they are now.`);
+            setTimeout(() => window.location.reload(), 1500);
+            return;
+          }
+          await refreshForms(new Set(c.items.map((i) => i.key.split(".")[0])));
+          await card.reload();
+          st.ok(done);
+        } catch (e) {
+          st.fail(e.message);
+          action.disabled = false;
+        }
+      });
+    } else {
+      action = el("span", { class: "muted", text: c.undone_by ? `undone by change ${c.undone_by}`
+        : `cannot be undone: ${c.undo_blocked}` });
+    }
+    const what = el("ul", { class: "mono small" }, c.items.map((i) =>
+      el("li", { text: `${i.key}: ${changeValue(i, i.old)} → ${changeValue(i, i.new)}` })));
+    if (c.undo_of) what.append(el("li", { class: "muted", text: `(undid change ${c.undo_of})` }));
+    return el("tr", { id: `change-${c.id}` }, el("td", { text: c.id }), el("td", { text: when(c.at) }),
+      el("td", { text: c.actor }), el("td", {}, what), el("td", {}, action));
+  }
+
+  card.reload = async () => {
+    const h = await get("settings/history?limit=20");
+    body.replaceChildren(...(h.changes.length ? h.changes.map(row)
+      : [el("tr", {}, el("td", { colspan: "5", text: "No settings changed yet." }))]));
+  };
+  return card;
+}
+
 // Settings marked "takes effect at the next start" need tlsboxd started
 // again: under systemd it stops and the unit starts it (POST restart);
 // wait (30 s at most) for a new process to answer, then show the page anew.
@@ -203,6 +293,13 @@ export default async function render(root) {
   const [list, disabledSetting, status0] = await Promise.all([get("plugins"),
     get("settings/core.plugins_disabled"), get("status")]);
   root.append(restartCard(status0));
+  const changes = changesCard();
+  try {
+    await changes.reload();
+  } catch (e) {
+    changes.append(el("p", { class: "status error", text: e.message }));
+  }
+  root.append(changes);
   // The web UI's own settings (port, sessions, lockout) sit after the core's.
   const plugins = list.slice(0, 1).concat([{ name: "admin", state: "running", version: list[0].version,
     abi: list[0].abi, description: "the admin web UI (part of the core)" }], list.slice(1));
@@ -236,6 +333,8 @@ export default async function render(root) {
           await put("settings/core.plugins_disabled", { value: [...next].join(",") });
           if (off) disabled.add(p.name); else disabled.delete(p.name);
           t.textContent = label();
+          changes.reload().catch(() => {});
+          refreshForms(["core"]).catch(() => {});
           await watchToggle(p, show, toggleStatus, off);
         } catch (e) {
           toggleStatus.fail(e.message);
@@ -251,7 +350,10 @@ export default async function render(root) {
         const details = el("details", { open: p.name !== "core" && p.name !== "admin" ? true : null },
           el("summary", { text: `Settings (${settings.length})` }),
           // Asked at each save: a plugin started again no longer needs watching.
-          settingsForm(p.name, settings, (st, saved) => p.state === "failed" && watchRestart(p, show, st, saved)));
+          settingsForm(p.name, settings, (st, saved) => {
+            changes.reload().catch(() => {}); // the list is a view: the Save stands either way
+            if (p.state === "failed") watchRestart(p, show, st, saved);
+          }));
         card.append(details);
       }
     } catch (e) {
