@@ -125,7 +125,7 @@ static void show_history(struct ctl *c, json_t *j)
         printf("no settings changes recorded\n");
         return;
     }
-    printf("%-7s %-20s %-12s %-32s %s\n", "CHANGE", "TIME (UTC)", "BY", "SETTING", "OLD -> NEW");
+    printf("%-7s %-20s %-14s %-32s %s\n", "CHANGE", "TIME (UTC)", "BY", "SETTING", "OLD -> NEW");
     json_array_foreach(changes, i, ch)
     {
         char when[32];
@@ -133,18 +133,18 @@ static void show_history(struct ctl *c, json_t *j)
         json_array_foreach(json_object_get(ch, "items"), k, it)
         {
             if (k == 0)
-                printf("%-7lld %-20s %-12s ", num(ch, "id"), when, str(ch, "actor"));
+                printf("%-7lld %-20s %-14s ", num(ch, "id"), when, str(ch, "actor"));
             else
-                printf("%-7s %-20s %-12s ", "", "", "");
+                printf("%-7s %-20s %-14s ", "", "", "");
             printf("%-32s %s -> %s\n", str(it, "key"), history_value(it, "old"),
                    history_value(it, "new"));
         }
         if (json_is_integer(json_object_get(ch, "undo_of")))
-            printf("%-41s (undid change %lld)\n", "", num(ch, "undo_of"));
+            printf("%-43s (undid change %lld)\n", "", num(ch, "undo_of"));
         if (json_is_integer(json_object_get(ch, "undone_by")))
-            printf("%-41s (undone by change %lld)\n", "", num(ch, "undone_by"));
+            printf("%-43s (undone by change %lld)\n", "", num(ch, "undone_by"));
         else if (!json_is_true(json_object_get(ch, "undoable")))
-            printf("%-41s (cannot be undone: %s)\n", "", str(ch, "undo_blocked"));
+            printf("%-43s (cannot be undone: %s)\n", "", str(ch, "undo_blocked"));
     }
     if (num(j, "next_before"))
         printf("older changes: tlsboxctl settings history --before %lld\n", num(j, "next_before"));
