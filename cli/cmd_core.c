@@ -1,8 +1,8 @@
 /* tlsboxctl status | plugins | settings [history|undo] | get | set | metrics | version */
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/ctl.h"
 #include "core/xalloc.h"
