@@ -129,12 +129,18 @@ P3=$(tb_free_port)
 tb_ctl set site.https_port "$P3" >/dev/null
 cp=$(last_change)
 tb_wait_port "$P3" || diag "the site did not move to $P3"
+# The site's old listener may still be closing: bind until it is free (10 s at most).
 python3 -c 'import socket,sys,time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print("up", flush=True); time.sleep(60)' "$P1" \
-    >"$TB_TMP/holder.out" &
+for _ in range(100):
+    try:
+        s.bind(("127.0.0.1", int(sys.argv[1]))); break
+    except OSError:
+        time.sleep(0.1)
+s.listen(1); print("up", flush=True); time.sleep(60)' "$P1" >"$TB_TMP/holder.out" &
 holder=$!
 tb_wait_file "$TB_TMP/holder.out" "$holder"
+is "$(cat "$TB_TMP/holder.out")" up "another process listens on $P1 now"
 before=$(snapshot)
 out=$(tb_ctl settings undo "$cp" 2>&1)
 rc=$?
