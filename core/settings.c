@@ -760,15 +760,21 @@ static int record_history(sqlite3 *db, const struct change *c, size_t n, const c
                           struct write_opts *opts, char **err)
 {
     struct settings_history_item *items = xcalloc(n, sizeof(*items));
+    size_t m = 0;
     for (size_t k = 0; k < n; k++) {
-        items[k].key = c[k].full_key;
-        items[k].secret = c[k].secret;
-        if (!c[k].secret) {
-            items[k].old_value = c[k].o->stored[c[k].i];
-            items[k].new_value = c[k].value;
+        char *before = c[k].o->stored[c[k].i], *after = c[k].value;
+        if (c[k].secret) {
+            /* Compared here: the history never sees a secret's values. */
+            if (before == after || (before && after && strcmp(before, after) == 0))
+                continue;
+            before = after = NULL;
         }
+        items[m].key = c[k].full_key;
+        items[m].secret = c[k].secret;
+        items[m].old_value = before;
+        items[m++].new_value = after;
     }
-    int rc = settings_history_record(db, actor, opts->undo_of, items, n, &opts->change_id, err);
+    int rc = settings_history_record(db, actor, opts->undo_of, items, m, &opts->change_id, err);
     free(items);
     return rc;
 }

@@ -244,6 +244,9 @@ static void test_undo(void)
 
     /* A secret. */
     settings_set("t.token", "s3cret", "alice", &err);
+    long long sid = newest();
+    settings_set("t.token", "s3cret", "alice", &err);
+    is_int(newest(), sid, "setting a secret to the value it has records nothing");
     refused(newest(), -EPERM, "a secret's change",
             "cannot undo settings change %lld: it set t.token, a secret, whose old value is not "
             "kept; set it again (tlsboxctl set t.token VALUE)",
