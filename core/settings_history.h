@@ -37,8 +37,9 @@ struct settings_history_change {
  * Record one change of @p n items by @p actor (@p undo_of: the change it
  * undid, 0 for none), inside the transaction the caller has open on @p db,
  * so the history commits or rolls back with the settings.  Items whose old
- * and new values are equal are left out; when none is left nothing is
- * recorded and *id is 0.  Changes older than the newest
+ * and new values are equal are left out (a secret's item is kept: its
+ * values are not given, so the caller leaves out an unchanged one); when
+ * none is left nothing is recorded and *id is 0.  Changes older than the newest
  * SETTINGS_HISTORY_KEEP are deleted.  Returns 0 with *id, or -EIO with *err.
  */
 int settings_history_record(sqlite3 *db, const char *actor, long long undo_of,
