@@ -7,9 +7,19 @@
 # wrong secret refused by the server and named in the error, dns-01 asked
 # for by name, a wildcard without the DNS settings told what to set,
 # acme.dns_alias (a CNAME from a zone that takes no updates), and without it
-# the CNAME chain found by asking the resolver (named too: it recurses).
-# The secret never shows in the log, the status or the settings list.
+# the CNAME chain found by asking the resolver (named too: it recurses),
+# last with acme.dns_resolver empty: the first nameserver of /etc/resolv.conf
+# (tlsboxd started again in a mount namespace whose resolv.conf names
+# named's second address, on port 53).  The secret never shows in the log,
+# the status or the settings list.  The whole test runs in a network
+# namespace of its own: named's second address (and its port 53) exists
+# only there.
+if [ -z "${TB_NETNS:-}" ]; then
+    exec env TB_NETNS=1 unshare -n bash "$0" "$@"
+fi
 . "$(dirname "$0")/lib.sh"
+ip link set lo up || bail "lo up in the test's network namespace"
+ip addr add 127.0.53.53/32 dev lo || bail "adding 127.0.53.53 to lo"
 . "$(dirname "$0")/pebble.sh"
 . "$(dirname "$0")/bind_lib.sh"
 tb_setup
@@ -17,8 +27,9 @@ tb_setup
 BIND_STATIC='_acme-challenge.cn IN CNAME _acme-challenge.proof.example.test.
 _acme-challenge.cn2 IN CNAME hop.static.test.
 hop IN CNAME _acme-challenge.found.example.test.
-_acme-challenge.out IN CNAME _acme-challenge.elsewhere.other.test.' \
-    bind_start wild dns nodns proof || bail "named did not start"
+_acme-challenge.out IN CNAME _acme-challenge.elsewhere.other.test.
+_acme-challenge.viaresolv IN CNAME _acme-challenge.found.example.test.' \
+    BIND_STUB=127.0.53.53 bind_start wild dns nodns proof || bail "named did not start"
 SITE_HTTP=$(tb_free_port)
 SITE_HTTPS=$(tb_free_port)
 PB_HTTP_PORT=$SITE_HTTP PB_DNS_SERVER=$BIND_SERVER pb_start || bail "pebble did not start"
@@ -156,6 +167,26 @@ is "$(grep -c 'dns-01 record left behind' "$TB_TMP/daemon.log")" 0 "no 'dns-01 r
 is "$(grep -c -F "$BIND_SECRET" "$TB_TMP/daemon.log")" 0 "the secret is not in tlsboxd's log"
 is "$( (tb_ctl --json acme status; tb_ctl settings acme; tb_ctl --json settings acme) 2>&1 | grep -c -F "$BIND_SECRET")" 0 \
     "nor in acme status or the settings list"
+
+# acme.dns_resolver empty: the first nameserver of /etc/resolv.conf is asked.
+tb_stop_daemon
+ok $? "tlsboxd stops"
+host_resolv=$(cat /etc/resolv.conf)
+printf '# resolv.conf as the daemon sees it\nnameserver 127.0.53.53\nnameserver 192.0.2.1\n' \
+    >"$TB_TMP/resolv.conf"
+chmod 644 "$TB_TMP/resolv.conf"
+TB_DAEMON_RESOLV=$TB_TMP/resolv.conf pb_start_tlsbox || bail "tlsboxd did not start again"
+is "$(grep nameserver "/proc/$TB_PID/root/etc/resolv.conf" | head -1)" "nameserver 127.0.53.53" \
+    "tlsboxd runs again, its /etc/resolv.conf naming named at 127.0.53.53"
+is "$(cat /etc/resolv.conf)" "$host_resolv" "  the machine's own is untouched"
+tb_ctl set acme.dns_resolver "" >/dev/null
+ok $? "acme.dns_resolver emptied"
+tb_ctl set acme.domains nocn.static.test >/dev/null
+is "$(tb_wait_says 40 1 says "nocn.static.test: cannot answer dns-01: _acme-challenge.nocn.static.test is not in acme.dns_zone example.test, nor a CNAME to a name in it (asked 127.0.53.53; or set acme.dns_alias)")" \
+    1 "the error names the resolver it asked: the first nameserver of resolv.conf"
+tb_ctl set acme.domains viaresolv.static.test >/dev/null
+issued_at viaresolv.static.test _acme-challenge.found.example.test CNAME \
+    "_acme-challenge a CNAME into example.test, found by asking resolv.conf's nameserver"
 
 tb_stop_daemon
 ok $? "tlsboxd stops cleanly"

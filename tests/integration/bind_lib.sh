@@ -11,6 +11,8 @@
 #       It is primary for static.test too, which takes no updates (a zone
 #       at a DNS provider without an API): *.static.test has 127.0.0.1, and
 #       BIND_STATIC holds more of its records, as zone file lines.
+#       With BIND_STUB=ADDRESS (a loopback address) named answers on
+#       ADDRESS port 53 too: what a resolv.conf can name (it has no port).
 #   bind_txt NAME       the TXT strings named answers for NAME, one a line
 #   bind_stop           stop it
 
@@ -48,6 +50,8 @@ ZONE
     for l in "$@"; do
         printf '%s IN A 127.0.0.1\n' "$l" >>"$BIND_DIR/example.test.zone"
     done
+    local stub=""
+    [ -n "${BIND_STUB:-}" ] && stub="listen-on port 53 { $BIND_STUB; };"
     # No control channel (port 953) and no session key or managed keys in
     # /run or /var: each are the machine's, shared by every named on it.
     cat >"$BIND_DIR/named.conf" <<CONF
@@ -58,6 +62,7 @@ options {
     session-keyfile "$BIND_DIR/session.key";
     managed-keys-directory "$BIND_DIR";
     listen-on port $BIND_PORT { 127.0.0.1; };
+    $stub
     listen-on-v6 { none; };
     // Recursion for loopback only, so that a CNAME from static.test into
     // example.test is followed, as a resolver does for the CA (this server
@@ -89,6 +94,8 @@ CONF
     local i
     for i in $(seq 1 100); do
         [ "$(dig +short +time=1 +tries=1 -p "$BIND_PORT" @127.0.0.1 ns.example.test A 2>/dev/null)" = 127.0.0.1 ] &&
+            { [ -z "${BIND_STUB:-}" ] ||
+                [ "$(dig +short +time=1 +tries=1 -p 53 "@$BIND_STUB" ns.example.test A 2>/dev/null)" = 127.0.0.1 ]; } &&
             return 0
         sleep 0.1
     done

@@ -281,6 +281,12 @@ tb_start_daemon() {
     # still the daemon's pid.
     local pin=()
     [ -n "${TB_DAEMON_CPUS:-}" ] && pin=(taskset -c "$TB_DAEMON_CPUS")
+    # TB_DAEMON_RESOLV=FILE: the daemon sees FILE as /etc/resolv.conf, in a
+    # mount namespace of its own (the machine's file is untouched).  unshare
+    # and sh exec, so $! is still the daemon's pid.
+    [ -n "${TB_DAEMON_RESOLV:-}" ] &&
+        pin=(unshare -m --propagation private /bin/sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"'
+            "$TB_DAEMON_RESOLV" "${pin[@]}")
     # TB_LOG_LEVEL set but empty: no --log-level, the core.log_level setting rules.
     local level=(--log-level "${TB_LOG_LEVEL:-info}")
     [ -n "${TB_LOG_LEVEL-info}" ] || level=()
