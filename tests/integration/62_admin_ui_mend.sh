@@ -16,7 +16,7 @@ sqlite3 "$TB_STATE/tlsbox.db" \
 tb_start_daemon --demo || bail "daemon did not start again"
 is "$(curl -s --unix-socket "$TB_STATE/control.sock" http://x/api/v1/plugins |
     jq -r '.[] | select(.name == "site") | .state')" failed "the site failed to start, as set up"
-tb_ui_run admin_ui_mend.py 240 34
+tb_ui_run admin_ui_mend.py 240 42
 like "$(cat "$TB_TMP/daemon.log")" "plugin site: starting again \\(its settings changed\\)" \
     "the log says the site was started again"
 is "$(grep -o 'plugin site stopped: core.plugins_disabled names it now\|plugin site: starting (core.plugins_disabled no longer names it)' \

@@ -4,7 +4,8 @@ Chromium: its card says it failed and why; a bind address this machine
 has, saved in its form, starts it without a restart, and the card and the
 form say so; its Disable and Enable buttons stop and start it at once;
 the Recent settings changes card lists those changes and undoes one with a
-click (a refused undo says why and changes nothing); Restart tlsboxd, not under systemd, says why it cannot.  Helpers and output format as in admin_ui.py ("PASS", "FAIL",
+click (a refused undo says why and changes nothing); a setting goes back
+to its default with one click; Restart tlsboxd, not under systemd, says why it cannot.  Helpers and output format as in admin_ui.py ("PASS", "FAIL",
 "# ..."), read by 62_admin_ui_mend.sh.
 
 Environment: as admin_ui.py."""
@@ -150,6 +151,43 @@ def changes_undone(d):
     A.shot(d, "06-change-undone")
 
 
+def reset_to_default(d):
+    """A setting away from its default has Reset to default: one click
+    stores no value, the form shows the default, and the history has it."""
+    dflt = next(x for x in A.ctl_json("settings", "site") if x["key"] == "idle_timeout")["default"]
+    A.open_page(d, "plugins", "#reset-site-idle_timeout")
+    b = d.find_element(By.ID, "reset-site-idle_timeout")
+    A.check(not b.is_displayed(), "at its default, idle_timeout offers no reset", b.text)
+    f = d.find_element(By.ID, "set-site-idle_timeout")
+    f.clear()
+    f.send_keys("33")
+    d.find_element(By.CSS_SELECTOR, "#settings-site button[type=submit]").click()
+    try:
+        A.wait(d, lambda _: b.is_displayed(), 10)
+    except TimeoutException:
+        pass
+    A.check(b.is_displayed() and b.text == f"Reset to default ({dflt})",
+            "saved as 33, it offers Reset to default, naming the default", b.text)
+    other = d.find_element(By.ID, "reset-site-max_header_size")
+    A.check(not other.is_displayed(), "a setting at its default does not", other.text)
+    b.click()
+    st = d.find_element(By.CSS_SELECTOR, "#settings-site .status")
+    try:
+        A.wait(d, lambda _: st.text != "", 15)
+    except TimeoutException:
+        pass
+    A.check(st.text == "Reset: idle_timeout is back to its default.", "the form says so", st.text)
+    A.check(A.ctl("get", "site.idle_timeout").strip() == dflt, f"site.idle_timeout is {dflt} again",
+            A.ctl("get", "site.idle_timeout"))
+    f = d.find_element(By.ID, "set-site-idle_timeout")
+    A.check(f.get_attribute("value") == dflt, "the field shows the default", f.get_attribute("value"))
+    A.check(not b.is_displayed(), "and the button is gone", b.text)
+    items = A.ctl_json("settings", "history")["changes"][0]["items"]
+    A.check(items == [{"key": "site.idle_timeout", "old": "33", "new": None, "secret": False}],
+            "the history has it: 33 -> the default (no stored value)", items)
+    A.shot(d, "07-reset-to-default")
+
+
 def restart_refused(d):
     """Restart tlsboxd, asked of a tlsboxd that systemd did not start: the
     card says why it cannot, and the same process runs on."""
@@ -164,9 +202,9 @@ def restart_refused(d):
     A.check(st.text.startswith("tlsboxd was not started by systemd (tlsbox.service)"),
             "Restart, not under systemd: the card says why it cannot", st.text)
     A.check(A.ctl_json("status")["pid"] == pid, "and the same tlsboxd runs on", pid)
-    A.shot(d, "07-restart-refused")
+    A.shot(d, "08-restart-refused")
 
 
 if __name__ == "__main__":
     sys.exit(A.run_steps(failed_site_mended, site_disabled_and_enabled, changes_undone,
-                             restart_refused))
+                             reset_to_default, restart_refused))

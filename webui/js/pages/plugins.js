@@ -60,6 +60,7 @@ async function refreshForms(names) {
       showValue(s, f.inputs[s.key]);
       fieldError(f.inputs[s.key], null);
     }
+    f.sync();
   }
 }
 
@@ -125,15 +126,49 @@ async function watchToggle(p, show, st, off) {
 function settingsForm(name, settings, afterSave) {
   const inputs = {};
   const clears = {};
-  forms.set(name, { settings, inputs });
+  const resets = {};
   const st = status();
+  // A setting away from its default offers to go back to it.
+  const sync = () => {
+    for (const s of settings) {
+      if (!resets[s.key]) continue;
+      resets[s.key].hidden = s.is_default;
+      resets[s.key].textContent = `Reset to default (${s.default === "" ? '""' : s.default})`;
+    }
+  };
+  forms.set(name, { settings, inputs, sync });
+  // Stored as "no value" (JSON null): the default serves, and it is one
+  // change in the history like any other.  Other fields keep what is typed.
+  async function resetOne(key) {
+    st.clear();
+    fieldError(inputs[key], null);
+    try {
+      const fresh = await put(`plugins/${name}/settings`, { [key]: null });
+      const s = fresh.find((x) => x.key === key);
+      settings[settings.findIndex((x) => x.key === key)] = s;
+      showValue(s, inputs[key]);
+      sync();
+      const saved = `Reset: ${key} is back to its default.`;
+      st.ok(`${saved}${s.note ? ` ${s.note}` : ""}`);
+      if (afterSave) afterSave(st, saved);
+    } catch (e) {
+      fieldError(inputs[key], e.message);
+      st.fail("Not reset: see the field marked above.");
+    }
+  }
   const form = el("form", { class: "settings", id: `settings-${name}`, novalidate: true },
     settings.map((s) => {
       const input = inputFor(s);
       input.id = `set-${name}-${s.key}`;
       input.name = s.key;
       inputs[s.key] = input;
-      if (!s.secret) return field(s.key, input, limits(s));
+      if (!s.secret) {
+        const f = field(s.key, input, limits(s));
+        resets[s.key] = el("button", { type: "button", class: "small", id: `reset-${name}-${s.key}` });
+        resets[s.key].addEventListener("click", () => resetOne(s.key));
+        f.append(resets[s.key]);
+        return f;
+      }
       // A secret is never shown and an empty field keeps it, so setting it
       // empty (admin.metrics_token: that turns /metrics off) needs a box.
       clears[s.key] = el("input", { type: "checkbox", id: `${input.id}-clear` });
@@ -141,6 +176,7 @@ function settingsForm(name, settings, afterSave) {
         el("p", {}, clears[s.key], " ", el("label", { for: clears[s.key].id, text: "set it empty" }))];
     }),
     el("button", { type: "submit", text: `Save ${name} settings` }), st);
+  sync();
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     st.clear();
@@ -161,6 +197,7 @@ function settingsForm(name, settings, afterSave) {
     try {
       const fresh = await put(`plugins/${name}/settings`, changes);
       fresh.forEach((s) => { const i = settings.findIndex((x) => x.key === s.key); if (i >= 0) settings[i] = s; });
+      sync();
       // A value stored but in effect only at the next start (a port below
       // 1024) carries the plugin's note: say it, or the form would claim
       // the new value serves.
