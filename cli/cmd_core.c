@@ -1,4 +1,4 @@
-/* tlsboxctl status | plugins | settings [history|undo] | get | set | metrics | version */
+/* tlsboxctl status | plugins | settings [history|undo] | get | set | reset | metrics | version */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +228,44 @@ static int cmd_set(struct ctl *c, int argc, char **argv)
     return rc;
 }
 
+/* No stored value: the default serves again (PUT plugins/OWNER/settings
+ * {"KEY": null}, one change in the settings history). */
+static int cmd_reset(struct ctl *c, int argc, char **argv)
+{
+    const char *dot = argc == 1 ? strchr(argv[0], '.') : NULL;
+    if (!dot || dot == argv[0] || !dot[1])
+        return usage_error("reset PLUGIN.KEY");
+    char *owner = xstrndup(argv[0], (size_t)(dot - argv[0]));
+    char *path = ctl_path("plugins", owner, "/settings");
+    json_t *body = json_object();
+    json_object_set_new(body, dot + 1, json_null());
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    json_t *reply = NULL;
+    int rc = ctl_call(c, "PUT", path, text, &reply);
+    if (rc == CTL_EXIT_OK && c->json) {
+        ctl_print_json(c, reply);
+    } else if (rc == CTL_EXIT_OK) {
+        size_t i;
+        json_t *s;
+        json_array_foreach(reply, i, s)
+        {
+            if (strcmp(str(s, "key"), dot + 1) != 0)
+                continue;
+            const char *note = json_string_value(json_object_get(s, "note"));
+            if (!note && json_is_true(json_object_get(s, "restart")))
+                note = "takes effect when tlsboxd restarts"; /* as set says */
+            printf("%s = %s (the default)%s%s%s\n", argv[0], str(s, "value"), note ? " (" : "",
+                   note ? note : "", note ? ")" : "");
+        }
+    }
+    json_decref(reply);
+    free(text);
+    free(path);
+    free(owner);
+    return rc;
+}
+
 static void show_metrics(struct ctl *c, json_t *j)
 {
     const char *k;
@@ -296,6 +334,8 @@ const struct ctl_command ctl_core_commands[] = {
     {"settings", NULL, "PLUGIN", "every setting of a plugin (or core)", cmd_settings},
     {"get", NULL, "PLUGIN.KEY", "print one setting", cmd_get},
     {"set", NULL, "PLUGIN.KEY VALUE", "validate and store one setting", cmd_set},
+    {"reset", NULL, "PLUGIN.KEY", "store no value for a setting: its default serves again",
+     cmd_reset},
     {"metrics", NULL, "", "current metrics", cmd_metrics},
     {"version", NULL, "", "client and daemon versions", cmd_version},
     {"restart", NULL, "", "stop tlsboxd cleanly for systemd to start it again", cmd_restart},

@@ -163,6 +163,24 @@ out=$(tb_ctl settings undo "$cm")
 like "$out" "^change $cm undone by change [0-9]+ \(.*restart" "an undo of a start-only setting says it waits for a restart"
 is "$(db "SELECT count(*) FROM settings WHERE key = 'core.maintenance_threads'")" 0 "its old (default) value is stored"
 
+# ---- tlsboxctl reset: no stored value, one change like any other --------
+tb_ctl set site.idle_timeout 50 >/dev/null
+dflt=$(tb_ctl --json settings site | jq -r '.[] | select(.key == "idle_timeout") | .default')
+out=$(tb_ctl reset site.idle_timeout)
+is "$? $out" "0 site.idle_timeout = $dflt (the default)" "reset prints the declared default ($dflt)"
+is "$(tb_ctl get site.idle_timeout)" "$dflt" "which serves again"
+is "$(db "SELECT count(*) FROM settings WHERE key = 'site.idle_timeout'")" 0 "and stores no value for it"
+is "$(db "SELECT quote(old_value), quote(new_value) FROM settings_change_items
+          WHERE change_id = $(last_change)")" "'50'|NULL" "the history has 50 -> the default"
+out=$(tb_ctl settings undo "$(last_change)")
+is "$(tb_ctl get site.idle_timeout)" 50 "and undo brings 50 back"
+before=$(snapshot)
+out=$(tb_ctl reset site.nosuch 2>&1)
+is "$? $out" "1 tlsboxctl: site.nosuch: no such setting" "reset of an unknown setting is refused"
+out=$(tb_ctl reset site 2>&1)
+is "$?" 2 "reset without a key is a usage error"
+is "$(snapshot)" "$before" "neither wrote anything"
+
 # ---- listing: paging, filter, survives a restart ------------------------
 n_site=$(db "SELECT count(DISTINCT change_id) FROM settings_change_items WHERE key LIKE 'site.%'")
 ids=$(api "http://x/api/v1/settings/history?plugin=site&limit=2" | jq -r '[.changes[].id] | join(" ")')
@@ -188,7 +206,7 @@ is "$(tb_ctl --json settings history site | jq '.changes | length')" "$(( n_site
     "the history is still there after a restart"
 tb_ctl set site.idle_timeout 60 >/dev/null
 tb_ctl settings undo "$(last_change)" >/dev/null
-is "$(tb_ctl get site.idle_timeout)" 45 "and undo works after it"
+is "$(tb_ctl get site.idle_timeout)" 50 "and undo works after it (back to 50)"
 
 tb_stop_daemon
 ok $? "daemon stops cleanly"
