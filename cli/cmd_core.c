@@ -238,7 +238,13 @@ static int cmd_reset(struct ctl *c, int argc, char **argv)
     char *owner = xstrndup(argv[0], (size_t)(dot - argv[0]));
     char *path = ctl_path("plugins", owner, "/settings");
     json_t *body = json_object();
-    json_object_set_new(body, dot + 1, json_null());
+    if (json_object_set_new(body, dot + 1, json_null()) < 0) { /* jansson keys are UTF-8 */
+        fprintf(stderr, "tlsboxctl: reset: %s is not a setting name (not UTF-8)\n", argv[0]);
+        json_decref(body);
+        free(path);
+        free(owner);
+        return CTL_EXIT_USAGE;
+    }
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     json_t *reply = NULL;

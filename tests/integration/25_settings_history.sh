@@ -179,7 +179,9 @@ out=$(tb_ctl reset site.nosuch 2>&1)
 is "$? $out" "1 tlsboxctl: site.nosuch: no such setting" "reset of an unknown setting is refused"
 out=$(tb_ctl reset site 2>&1)
 is "$?" 2 "reset without a key is a usage error"
-is "$(snapshot)" "$before" "neither wrote anything"
+out=$(tb_ctl reset "site.$(printf '\377')" 2>&1)
+is "$?" 2 "reset of a name that is not UTF-8 is a usage error"
+is "$(snapshot)" "$before" "none of these wrote anything"
 
 # ---- listing: paging, filter, survives a restart ------------------------
 n_site=$(db "SELECT count(DISTINCT change_id) FROM settings_change_items WHERE key LIKE 'site.%'")
