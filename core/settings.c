@@ -754,6 +754,12 @@ struct write_opts {
     long long change_id;       /* out: the history's id of this change (0: none) */
 };
 
+/* Two stored values (NULL: none stored, the default serves) are the same. */
+static bool same_text(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
 /* Record @p c in the settings history, in the open transaction on @p db.
  * set_lock held: o->stored is the value in the store. */
 static int record_history(sqlite3 *db, const struct change *c, size_t n, const char *actor,
@@ -765,7 +771,7 @@ static int record_history(sqlite3 *db, const struct change *c, size_t n, const c
         char *before = c[k].o->stored[c[k].i], *after = c[k].value;
         if (c[k].secret) {
             /* Compared here: the history never sees a secret's values. */
-            if (before == after || (before && after && strcmp(before, after) == 0))
+            if (same_text(before, after))
                 continue;
             before = after = NULL;
         }
@@ -875,13 +881,6 @@ out:
     return rc;
 }
 
-/* True when the stored value of @p c (NULL: none) is @p want. */
-static bool stored_is(const struct change *c, const char *want)
-{
-    const char *have = c->o->stored[c->i];
-    return have == want || (have && want && strcmp(have, want) == 0);
-}
-
 /* Validate all of @p keys/@p values, then write them all or nothing. */
 static int set_pairs(const char *const *keys, const char *const *values, size_t n,
                      const char *actor, struct write_opts *opts, char **err)
@@ -904,7 +903,7 @@ static int set_pairs(const char *const *keys, const char *const *values, size_t 
             }
         }
         /* Checked under set_lock: no write can come between this and ours. */
-        if (opts->expect && !stored_is(&c[k], opts->expect[k])) {
+        if (opts->expect && !same_text(c[k].o->stored[c[k].i], opts->expect[k])) {
             pthread_rwlock_unlock(&reg_lock);
             opts->stale = k;
             rc = -ESTALE;
@@ -1147,7 +1146,7 @@ static char *undo_blocker(sqlite3 *db, json_t *c)
         if (!settings_def(key))
             return xasprintf("%s: no such setting now", key);
         char *now = settings_get_stored(key);
-        bool same = now == want || (now && want && strcmp(now, want) == 0);
+        bool same = same_text(now, want);
         free(now);
         if (!same) {
             long long newer = settings_history_newer(db, key, id);

@@ -49,16 +49,18 @@ nodist_tests_unit_core_store_test_SOURCES = core/migrations_embedded.c
 tests_unit_core_store_test_CFLAGS = $(STORE_TEST_CFLAGS)
 tests_unit_core_store_test_LDADD = $(STORE_TEST_LIBS)
 
-tests_unit_core_settings_test_SOURCES = tests/unit/core/settings_test.c tests/tap.h \
-	$(STORE_TEST_SOURCES) core/settings.c core/settings_check.c core/settings_history.c \
-	core/utf8.c
+# The settings registry with what it needs, for the two settings tests.
+SETTINGS_TEST_SOURCES = tests/tap.h $(STORE_TEST_SOURCES) core/settings.c \
+	core/settings_check.c core/settings_history.c core/utf8.c
+
+tests_unit_core_settings_test_SOURCES = tests/unit/core/settings_test.c \
+	$(SETTINGS_TEST_SOURCES)
 nodist_tests_unit_core_settings_test_SOURCES = core/migrations_embedded.c
 tests_unit_core_settings_test_CFLAGS = $(STORE_TEST_CFLAGS)
 tests_unit_core_settings_test_LDADD = $(STORE_TEST_LIBS)
 
-tests_unit_core_settings_history_test_SOURCES = tests/unit/core/settings_history_test.c tests/tap.h \
-	$(STORE_TEST_SOURCES) core/settings.c core/settings_check.c core/settings_history.c \
-	core/utf8.c
+tests_unit_core_settings_history_test_SOURCES = tests/unit/core/settings_history_test.c \
+	$(SETTINGS_TEST_SOURCES)
 nodist_tests_unit_core_settings_history_test_SOURCES = core/migrations_embedded.c
 tests_unit_core_settings_history_test_CFLAGS = $(STORE_TEST_CFLAGS)
 tests_unit_core_settings_history_test_LDADD = $(STORE_TEST_LIBS)
