@@ -67,7 +67,7 @@ struct site_metrics {
     struct tlsbox_metric *conns_open, *conns_total, *conns_refused;
     struct tlsbox_metric *requests[SITE_PROTO_MAX][6]; /* [proto][status/100], 0 = other */
     struct tlsbox_metric *bytes_in, *bytes_out, *cpu_us;
-    struct tlsbox_metric *h2_refused_streams;
+    struct tlsbox_metric *h2_refused_streams, *h2_glitch_goaways;
     struct tlsbox_metric *batches_woken, *batches_polled;
 };
 
@@ -358,7 +358,11 @@ struct site_conn {
     bool h2_fbuf_idle; /* released, untouched since */
     uint8_t h2_lazy_n; /* blocks in h2_lazy not yet freed */
     uint16_t h2_lazy_off;
+    /* stream resets a client made us send (site_h2.c's h2_glitch): tokens
+     * left, and the second (worker clock) they were last topped up */
+    uint16_t h2_glitch_tokens;
     uint32_t h2_fbuf_len;
+    uint32_t h2_glitch_sec;
     void *h2_fbuf;
     /* one mmap()ed page holding nghttp2's two HPACK table indexes, which
      * stay unwritten, so not resident, until a header is indexed */
@@ -634,6 +638,8 @@ void site_metrics_handshake(struct site_worker *w, gnutls_session_t session, dou
 void site_metrics_hs_fail(struct site_worker *w, const char *reason);
 void site_metrics_request(struct site_worker *w, enum site_proto p, int status);
 void site_metrics_tick(struct site_worker *w);
+/* The client's address as text into @p peer ("-" when unknown); returns peer. */
+const char *site_peer_name(const struct site_conn *c, char *peer, size_t cap);
 void site_access_log(struct site_conn *c, const struct site_req *rq, int status, uint64_t bytes,
                      const char *proto);
 

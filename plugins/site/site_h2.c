@@ -3,6 +3,7 @@
  * are written with NO_COPY straight from the cached file or pread() into the
  * connection's output buffer, so a body is copied once before encryption.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,58 @@ struct h2_stream {
 static nghttp2_session_callbacks *h2_callbacks;
 static nghttp2_option *h2_option;
 static pthread_once_t h2_once = PTHREAD_ONCE_INIT;
+
+/*
+ * Stream resets a client makes the server send, per connection: a burst of
+ * H2_GLITCH_BURST, then H2_GLITCH_RATE a second.  The same as nghttp2's
+ * limit on the resets a client sends (CVE-2023-44487, h2_global_init).
+ */
+#define H2_GLITCH_BURST 1000
+#define H2_GLITCH_RATE 33
+
+/*
+ * MadeYouReset (CVE-2025-8671): a client can end each stream it opens
+ * without sending RST_STREAM itself, by a frame the server must answer
+ * with a stream reset: a WINDOW_UPDATE that overflows the stream's
+ * window, a stream past the advertised limit, a malformed request, a
+ * header list past max_header_size.  nghttp2 1.52 does not count these
+ * (1.67 does, as "glitches"), so the client escapes both the stream limit
+ * and the rapid-reset limit, and has request after request served on one
+ * connection while it reads none of the answers.  Counted here at the
+ * moment the reset is decided; past the budget the connection ends as
+ * nghttp2 1.67 ends it, with GOAWAY ENHANCE_YOUR_CALM, and the rest of
+ * what the client sends is discarded (c->linger, as for a CONTINUATION
+ * flood in site_h2_on_data).  Returns false once the connection is ended.
+ */
+static bool h2_glitch(struct site_conn *c)
+{
+    if (c->linger)
+        return false;
+    uint32_t now = (uint32_t)(c->w->now_ms / 1000);
+    if (now != c->h2_glitch_sec) {
+        uint64_t t =
+            c->h2_glitch_tokens + (uint64_t)(uint32_t)(now - c->h2_glitch_sec) * H2_GLITCH_RATE;
+        c->h2_glitch_tokens = (uint16_t)(t < H2_GLITCH_BURST ? t : H2_GLITCH_BURST);
+        c->h2_glitch_sec = now;
+    }
+    if (c->h2_glitch_tokens > 0) {
+        c->h2_glitch_tokens--;
+        return true;
+    }
+    /* Sets nghttp2's "terminating" state: no new stream is taken in from
+     * here on, and after the GOAWAY it wants neither to read nor to write. */
+    nghttp2_session_terminate_session(c->h2, NGHTTP2_ENHANCE_YOUR_CALM);
+    c->linger = true;
+    struct site *s = c->w->s;
+    if (s->m.h2_glitch_goaways)
+        s->host->metric_add(s->m.h2_glitch_goaways, 1);
+    char peer[INET6_ADDRSTRLEN];
+    site_warn(c->w,
+              "site: HTTP/2 client %s made the server reset more than %d streams at over %d a "
+              "second (MadeYouReset?): connection ended with GOAWAY ENHANCE_YOUR_CALM",
+              site_peer_name(c, peer, sizeof(peer)), H2_GLITCH_BURST, H2_GLITCH_RATE);
+    return false;
+}
 
 static struct h2_stream *stream_new(struct site_conn *c, int32_t id)
 {
@@ -162,8 +215,10 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
     /* nghttp2 1.52 advertises SETTINGS_MAX_HEADER_LIST_SIZE but does not
      * enforce it: count as RFC 9113 does and reset the stream past it. */
     st->hdr_bytes += (uint32_t)(namelen + valuelen + 32);
-    if (st->hdr_bytes > (uint32_t)c->w->s->cfg.max_header_size)
+    if (st->hdr_bytes > (uint32_t)c->w->s->cfg.max_header_size) {
+        h2_glitch(c);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
     switch (namelen) {
     case 4:
         if (NAME_IS("host"))
@@ -219,8 +274,10 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
         break;
     }
     /* Past the connection's budget: the stream is reset, as past its own. */
-    if (keep && !stream_keep(c, st, keep, value, valuelen))
+    if (keep && !stream_keep(c, st, keep, value, valuelen)) {
+        h2_glitch(c);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
     return 0;
 }
 
@@ -519,6 +576,15 @@ static int on_frame_send(nghttp2_session *h2, const nghttp2_frame *frame, void *
     return 0;
 }
 
+/* nghttp2 found a frame invalid: a stream reset it decided (or a
+ * connection error, which ends the session anyway). */
+static int on_invalid_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame,
+                                 int lib_error_code, void *user)
+{
+    h2_glitch(user);
+    return 0;
+}
+
 static int on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code, void *user)
 {
     struct site_conn *c = user;
@@ -537,6 +603,8 @@ static void h2_global_init(void)
     nghttp2_session_callbacks_set_on_stream_close_callback(h2_callbacks, on_stream_close);
     nghttp2_session_callbacks_set_send_data_callback(h2_callbacks, on_send_data);
     nghttp2_session_callbacks_set_on_frame_send_callback(h2_callbacks, on_frame_send);
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(h2_callbacks,
+                                                                 on_invalid_frame_recv);
 
     nghttp2_option_new(&h2_option);
     nghttp2_option_set_max_outbound_ack(h2_option, 1000);
@@ -583,6 +651,8 @@ int site_h2_start(struct site_conn *c)
         c->h2 = NULL;
         return -1;
     }
+    c->h2_glitch_tokens = H2_GLITCH_BURST;
+    c->h2_glitch_sec = (uint32_t)(c->w->now_ms / 1000);
     /* SETTINGS first, before reading anything (RFC 9113 3.4). */
     if (nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0)
         return -1;

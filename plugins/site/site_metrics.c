@@ -34,6 +34,10 @@ void site_metrics_register(struct site *s)
     m->cpu_us = C("tlsbox_site_cpu_microseconds_total", "CPU time of the site worker threads");
     m->h2_refused_streams =
         C("tlsbox_site_h2_refused_streams_total", "HTTP/2 streams refused or reset by the server");
+    m->h2_glitch_goaways =
+        C("tlsbox_site_h2_reset_floods_total",
+          "HTTP/2 connections ended (GOAWAY ENHANCE_YOUR_CALM) for making the server reset "
+          "streams faster than 33 a second after a burst of 1000 (MadeYouReset)");
     for (int p = 0; p < SITE_PROTO_MAX; p++)
         for (int k = 0; k < 6; k++) {
             char name[128];
@@ -219,23 +223,30 @@ static const char *log_escape(const char *p, size_t n, char *out, size_t cap)
     return out;
 }
 
+const char *site_peer_name(const struct site_conn *c, char *peer, size_t cap)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    snprintf(peer, cap, "-");
+    if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET)
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, peer, (socklen_t)cap);
+        else if (ss.ss_family == AF_INET6)
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, peer, (socklen_t)cap);
+    }
+    return peer;
+}
+
 void site_access_log(struct site_conn *c, const struct site_req *rq, int status, uint64_t bytes,
                      const char *proto)
 {
     struct site *s = c->w->s;
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char peer[INET6_ADDRSTRLEN] = "-";
+    char peer[INET6_ADDRSTRLEN];
     char method[64], target[2048], host[300];
 
     if (!atomic_load_explicit(&s->cfg.access_log, memory_order_relaxed))
         return;
-    if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0) {
-        if (ss.ss_family == AF_INET)
-            inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, peer, sizeof(peer));
-        else if (ss.ss_family == AF_INET6)
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, peer, sizeof(peer));
-    }
+    site_peer_name(c, peer, sizeof(peer));
     /* One fprintf: stdio locks the stream, so lines of workers never mix. */
     fprintf(stderr, "site access: %s %s %s %s %d %llu host=%s\n", peer,
             log_escape(rq->method_s.p, rq->method_s.n, method, sizeof(method)),

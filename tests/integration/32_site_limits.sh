@@ -1,7 +1,7 @@
 #!/bin/bash
 # The site's limits: a slowloris client is cut by the header timeout, 200 h2
 # streams on one connection are capped at the advertised 100, an oversized
-# h2 header list is reset, rapid-reset and CONTINUATION floods end early
+# h2 header list is reset, rapid-reset, MadeYouReset and CONTINUATION floods end early
 # with bounded memory and CPU, 414/431 on HTTP/1, max_connections refuses past
 # the limit, and a handshake that never comes is cut by its timeout.
 . "$(dirname "$0")/lib.sh"
@@ -102,15 +102,42 @@ rss_below() {
 served() {
     curl -s --cacert "$CA" --http2 --max-time 10 "$URL/index.html" | cmp -s - "$TB_TMP/www/index.html"
 }
-out=$(flood rapidreset 20000)
-is "$(field "$out" closed) $(field "$out" goaway)" "yes 2" \
-    "rapid reset (20000 HEADERS + RST_STREAM): GOAWAY INTERNAL_ERROR, connection closed ($out)"
+# flood_cut KIND N GOAWAY WHAT: a flood of N groups of KIND over one
+# connection ends with a GOAWAY of code GOAWAY and the close, after at most
+# 1500 streams, with bounded memory and CPU; then a new client is served.
+flood_cut() {
+    local out n
+    out=$(flood "$1" "$2")
+    is "$(field "$out" closed) $(field "$out" goaway)" "yes $3" \
+        "$4 ($2 groups): GOAWAY $3, connection closed ($out)"
+    n=$(field "$out" streams)
+    ok "$(below "$n" 1501; echo $?)" "the server took in at most 1500 of the $2 streams (${n:-?})"
+    rss_below "$(field "$out" rss_kb)" "the $1 flood"
+    n=$(field "$out" cpu_ms)
+    ok "$(below "$n" 2000; echo $?)" "the daemon spent less than 2 s of CPU on it (${n:-?} ms)"
+    ok "$(served; echo $?)" "a new client is served the whole page after the $1 flood"
+}
+flood_cut rapidreset 20000 2 "rapid reset (HEADERS + RST_STREAM), GOAWAY INTERNAL_ERROR"
+# MadeYouReset (CVE-2025-8671): the client never sends RST_STREAM, but
+# follows each request with a WINDOW_UPDATE that overflows the stream's
+# window, which the server must answer with a reset.  Neither the stream
+# limit nor nghttp2 1.52's rapid-reset limit sees it; site_h2.c counts the
+# resets it is made to send (a burst of 1000, then 33 a second).
+floods() { site_api GET metrics | jq '.["tlsbox_site_h2_reset_floods_total"]'; }
+is "$(floods)" 0 "no connection has been ended for forced resets yet"
+flood_cut madeyoureset 100000 11 \
+    "MadeYouReset (HEADERS + overflowing WINDOW_UPDATE), GOAWAY ENHANCE_YOUR_CALM"
+is "$(floods)" 1 "the connection is counted in tlsbox_site_h2_reset_floods_total"
+like "$(grep MadeYouReset "$TB_TMP/daemon.log")" \
+    "HTTP/2 client 127.0.0.1 made the server reset more than 1000 streams" \
+    "the log names the client that was cut off"
+# The other MadeYouReset lever, DATA on a stream the client ended: nghttp2
+# 1.52 ends the connection at the first one (GOAWAY STREAM_CLOSED).
+out=$(flood madeyoureset-data 100000)
+is "$(field "$out" closed)" yes "MadeYouReset with DATA frames: the connection is closed ($out)"
 n=$(field "$out" streams)
-ok "$(below "$n" 1501; echo $?)" "the server took in at most 1500 of the 20000 streams (${n:-?})"
-rss_below "$(field "$out" rss_kb)" "the rapid reset"
-n=$(field "$out" cpu_ms)
-ok "$(below "$n" 2000; echo $?)" "the daemon spent less than 2 s of CPU on it (${n:-?} ms)"
-ok "$(served; echo $?)" "a new client is served the whole page after the rapid reset"
+ok "$(below "$n" 1501; echo $?)" "the server took in at most 1500 of those streams (${n:-?})"
+ok "$(served; echo $?)" "a new client is served the whole page after it"
 # 2000 frames of 16 KB (32 MB of header data), then 2,000,000 empty ones
 # (18 MB): far more than the socket buffers take in before a server that
 # stops reading closes, so only a server that reads them all shows sent=all.

