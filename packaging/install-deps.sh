@@ -29,9 +29,11 @@ TEST="clang libclang-rt-14-dev clang-format
   pebble certbot bind9 bind9-dnsutils
   nginx h2o apache2-utils
   chromium chromium-driver python3-selenium
-  libjs-chart.js nodejs zbar-tools python3-aiosmtpd"
+  libjs-chart.js nodejs zbar-tools python3-aiosmtpd
+  brotli zstd"
 # (libjs-chart.js is also a run-time dependency: the admin UI serves its Chart.js.
-# nodejs renders plugin pages with a stub DOM in 62_webui_no_inline.)
+# nodejs renders plugin pages with a stub DOM in 62_webui_no_inline.
+# brotli and zstd make the precompressed siblings 30_site_basic serves.)
 
 # packaging/build-deb.sh and packaging/check-*.sh (make check-package): the
 # arm64 cross build, a bookworm root file system booted under qemu-user.

@@ -184,6 +184,10 @@ struct site_str {
  * sent the file (never a 304 for a line not looked at). */
 #define SITE_INM_LINES 8
 
+/* Content codings of precompressed siblings (site_files.c), in the order a
+ * tie between equal weights and sizes is broken. */
+enum site_encoding { SITE_ENC_BR, SITE_ENC_ZSTD, SITE_ENC_GZIP, SITE_ENC_N };
+
 struct site_req {
     enum site_method method;
     struct site_str method_s;
@@ -194,7 +198,9 @@ struct site_req {
     bool inm_over;     /* more If-None-Match lines than SITE_INM_LINES */
     bool ims_conflict; /* If-Modified-Since lines that differ: no date to compare */
     struct site_str ims, range, if_range;
-    bool accept_gzip;
+    /* Accept-Encoding: the weight (0-1000) of each coding of enum
+     * site_encoding; 0 = not acceptable (not named, or q=0) */
+    uint16_t accept_q[SITE_ENC_N];
     bool http10;     /* h1 only */
     bool keep_alive; /* h1 only: what the client asked for */
     bool has_body;   /* Content-Length > 0 or Transfer-Encoding */
@@ -216,7 +222,8 @@ struct site_resp {
     char etag[48];
     char lastmod[32];
     time_t mtime;
-    bool gz, vary;
+    uint8_t enc; /* 0 = identity, else the sibling's enum site_encoding + 1 */
+    bool vary;
     bool range; /* 206: Content-Range bytes range_start-..../total */
     uint64_t total;
     /* body source */
@@ -547,8 +554,12 @@ void site_tls_count_timeout(struct site_conn *c);
 /* Parse one request from buf.  Returns bytes consumed (>0) and fills rq, 0 when
  * more input is needed, or -status (400, 413, 414, 431, 505) on a bad request. */
 long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, struct site_req *rq);
-/* Accept-Encoding allows gzip (and does not say q=0). */
-bool site_accepts_gzip(const char *p, size_t n);
+/* Parse an Accept-Encoding value into @p q: each coding's weight (RFC 9110
+ * 12.4.2, 0-1000), 0 when not acceptable.  "*" gives its weight to the
+ * codings the value does not name; a malformed weight counts as 1000. */
+void site_accept_encoding(const char *p, size_t n, uint16_t q[SITE_ENC_N]);
+/* The name of a coding as in Content-Encoding (site_files.c). */
+const char *site_encoding_name(enum site_encoding e);
 void site_h1_on_data(struct site_conn *c, const char *data, size_t n);
 /* Unparsed HTTP/1 input buffered before reading pauses (above any allowed head). */
 size_t site_h1_in_limit(const struct site_config *cfg);

@@ -1,6 +1,6 @@
 /*
  * Static files: safe path resolution under the root, validators (ETag,
- * Last-Modified, 304), Range (206/416), precompressed .gz siblings, error
+ * Last-Modified, 304), Range (206/416), precompressed .br/.zst/.gz siblings, error
  * pages, and a per-worker cache of small files.
  *
  * Safety does not rest on string checks alone: every open goes through
@@ -41,9 +41,34 @@ struct site_centry {
     char lastmod[32];
 };
 
-/* "Not there" entries (for .gz siblings) are few and small: a flood of
+/* "Not there" entries (for precompressed siblings) are few and small: a flood of
  * requests for random names must not push real files out. */
 #define CACHE_MISSING_MAX 256
+
+/* Precompressed siblings, by enum site_encoding. */
+static const struct {
+    const char *name, *suffix;
+} encodings[SITE_ENC_N] = {
+    [SITE_ENC_BR] = {"br", ".br"},
+    [SITE_ENC_ZSTD] = {"zstd", ".zst"},
+    [SITE_ENC_GZIP] = {"gzip", ".gz"},
+};
+
+const char *site_encoding_name(enum site_encoding e)
+{
+    return encodings[e].name;
+}
+
+/* @p rel (@p len bytes) names a precompressed sibling. */
+static bool is_sibling_name(const char *rel, size_t len)
+{
+    for (int e = 0; e < SITE_ENC_N; e++) {
+        size_t sn = strlen(encodings[e].suffix);
+        if (len > sn && strcmp(rel + len - sn, encodings[e].suffix) == 0)
+            return true;
+    }
+    return false;
+}
 
 struct site_cache {
     struct site_centry **buckets;
@@ -139,7 +164,8 @@ void site_resp_init(struct site_resp *rs)
     rs->extra_len = 0;
     rs->mtime = 0;
     rs->etag[0] = rs->lastmod[0] = 0;
-    rs->has_validators = rs->gz = rs->vary = rs->range = false;
+    rs->has_validators = rs->vary = rs->range = false;
+    rs->enc = 0;
     rs->ce = NULL;
     rs->fd = -1;
     rs->nfiles = NULL;
@@ -750,9 +776,10 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
     f = file_open(w, rel);
     if (f < 0) {
         if (f == -ENOENT || f == -ENOTDIR) {
-            /* Remember misses only for .gz siblings, asked for on every request. */
+            /* Remember misses only for precompressed siblings, asked for
+             * on every request. */
             size_t len = strlen(rel);
-            if (len > 3 && strcmp(rel + len - 3, ".gz") == 0) {
+            if (is_sibling_name(rel, len)) {
                 e = site_xcalloc(1, sizeof(*e));
                 e->refs = 1;
                 e->missing = true;
@@ -812,16 +839,65 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
     return 0;
 }
 
-static bool has_gz_sibling(struct site_worker *w, const char *rel, struct site_centry **ce, int *fd,
-                           struct stat *st)
+static bool has_sibling(struct site_worker *w, const char *rel, enum site_encoding e,
+                        struct site_centry **ce, int *fd, struct stat *st)
 {
-    char gz[4200];
-    size_t n = strlen(rel);
-    if (n + 4 > sizeof(gz))
+    char name[4200];
+    size_t n = strlen(rel), sn = strlen(encodings[e].suffix);
+    if (n + sn + 1 > sizeof(name))
         return false;
-    memcpy(gz, rel, n);
-    memcpy(gz + n, ".gz", 4);
-    return lookup(w, gz, ce, fd, st) == 0;
+    memcpy(name, rel, n);
+    memcpy(name + n, encodings[e].suffix, sn + 1);
+    return lookup(w, name, ce, fd, st) == 0;
+}
+
+static void drop_file(struct site_worker *w, struct site_centry **ce, int *fd)
+{
+    if (*ce)
+        centry_unref(*ce);
+    if (*fd >= 0)
+        file_close(w->s, *fd);
+    *ce = NULL;
+    *fd = -1;
+}
+
+/*
+ * The precompressed sibling of @p rel to send ("x.br", "x.zst" or "x.gz"),
+ * or -1 for the file itself; *vary when there is any sibling at all, since
+ * the answer then depends on Accept-Encoding.  Among the siblings the
+ * client accepts, the highest weight wins, then the smallest file (a
+ * browser takes all three alike), then br, zstd, gzip.  A range request
+ * gets the file itself (ranges of an encoding are rarely what a client
+ * can resume).
+ */
+static int pick_sibling(struct site_worker *w, const struct site_req *rq, const char *rel,
+                        struct site_centry **ce, int *fd, struct stat *st, bool *vary)
+{
+    int best = -1;
+    uint64_t best_size = 0;
+    for (int e = 0; e < SITE_ENC_N; e++) {
+        struct site_centry *sce = NULL;
+        int sfd = -1;
+        struct stat sst;
+        if (!has_sibling(w, rel, (enum site_encoding)e, &sce, &sfd, &sst))
+            continue;
+        *vary = true;
+        uint64_t size = sce ? sce->size : (uint64_t)sst.st_size;
+        uint16_t q = rq->accept_q[e];
+        if (q == 0 || rq->range.n != 0 ||
+            (best >= 0 &&
+             (q < rq->accept_q[best] || (q == rq->accept_q[best] && size >= best_size)))) {
+            drop_file(w, &sce, &sfd);
+            continue;
+        }
+        drop_file(w, ce, fd);
+        *ce = sce;
+        *fd = sfd;
+        *st = sst;
+        best = e;
+        best_size = size;
+    }
+    return best;
 }
 
 /* ---- serving -------------------------------------------------------------- */
@@ -884,10 +960,10 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
 {
     char rel[4200];
     struct site_centry *ce = NULL, *gce = NULL;
-    int fd = -1, gfd = -1, r;
+    int fd = -1, gfd = -1, r, enc;
     struct stat st, gst;
     size_t n;
-    bool use_gz = false, index;
+    bool index;
     uint64_t size;
     time_t mtime;
     const char *etag;
@@ -948,34 +1024,21 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
                                                         : 404);
         return;
     }
-    /* A .gz sibling, when the client takes gzip and asks no range. */
-    if (has_gz_sibling(w, rel, &gce, &gfd, &gst)) {
-        rs->vary = true;
-        if (rq->accept_gzip && rq->range.n == 0) {
-            use_gz = true;
-            rs->gz = true;
-            rs->ctype = ce ? ce->ctype : site_mime_type(rel);
-            if (ce)
-                centry_unref(ce);
-            if (fd >= 0)
-                file_close(w->s, fd);
-            ce = gce;
-            fd = gfd;
-            st = gst;
-            gce = NULL;
-            gfd = -1;
-        } else {
-            if (gce)
-                centry_unref(gce);
-            if (gfd >= 0)
-                file_close(w->s, gfd);
-        }
+    /* A precompressed sibling, when the client takes its coding. */
+    enc = pick_sibling(w, rq, rel, &gce, &gfd, &gst, &rs->vary);
+    if (enc >= 0) {
+        rs->enc = (uint8_t)(enc + 1);
+        rs->ctype = ce ? ce->ctype : site_mime_type(rel);
+        drop_file(w, &ce, &fd);
+        ce = gce;
+        fd = gfd;
+        st = gst;
     }
     if (ce) {
         size = ce->size;
         mtime = ce->mtim.tv_sec;
         etag = ce->etag;
-        if (!use_gz)
+        if (!rs->enc)
             rs->ctype = ce->ctype;
         rs->ce = ce;
         rs->mem = ce->data;
@@ -985,12 +1048,13 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
         mtime = st.st_mtime;
         site_etag(&st, etag_buf, sizeof(etag_buf));
         etag = etag_buf;
-        if (!use_gz)
+        const char *suffix = rs->enc ? encodings[rs->enc - 1].suffix : "";
+        if (!rs->enc)
             rs->ctype = site_mime_type(rel);
         rs->fd = fd;
         rs->nfiles = &w->s->nfiles;
-        rs->file = site_xmalloc(strlen(rel) + 4);
-        snprintf(rs->file, strlen(rel) + 4, "%s%s", rel, use_gz ? ".gz" : "");
+        rs->file = site_xmalloc(strlen(rel) + strlen(suffix) + 1);
+        snprintf(rs->file, strlen(rel) + strlen(suffix) + 1, "%s%s", rel, suffix);
         rs->dev = st.st_dev;
         rs->ino = st.st_ino;
         rs->mtim = st.st_mtim;

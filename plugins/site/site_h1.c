@@ -36,40 +36,6 @@ static bool has_token(const char *p, size_t n, const char *tok)
     return false;
 }
 
-bool site_accepts_gzip(const char *p, size_t n)
-{
-    for (size_t i = 0; i + 4 <= n; i++) {
-        if (strncasecmp(p + i, "gzip", 4) != 0)
-            continue;
-        size_t j = i + 4;
-        while (j < n && p[j] == ' ')
-            j++;
-        if (j < n && p[j] == ';') {
-            /* gzip;q=0 (or 0.0, 0.00) refuses it */
-            const char *q = p + j + 1;
-            size_t left = n - j - 1;
-            while (left && *q == ' ')
-                q++, left--;
-            if (left >= 3 && strncasecmp(q, "q=0", 3) == 0) {
-                size_t k = 3;
-                while (k < left && (q[k] == '0' || q[k] == '.'))
-                    k++;
-                if (k == left || q[k] == ',' || q[k] == ' ')
-                    return false;
-            }
-        }
-        return true;
-    }
-    return false;
-}
-
-/* RFC 9110 5.6.2 token characters (methods, header names). */
-static bool is_tchar(unsigned char ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-           (ch && strchr("!#$%&'*+-.^_`|~", ch));
-}
-
 static struct site_str trim(const char *p, size_t n)
 {
     while (n && (*p == ' ' || *p == '\t'))
@@ -77,6 +43,89 @@ static struct site_str trim(const char *p, size_t n)
     while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
         n--;
     return (struct site_str){p, n};
+}
+
+/* A weight (RFC 9110 12.4.2: "0" ["." 0-3 digits] or "1" ["." 0-3 "0"]) in
+ * thousandths; -1 when malformed. */
+static int qvalue(const char *p, size_t n)
+{
+    if (n == 0 || (p[0] != '0' && p[0] != '1'))
+        return -1;
+    int v = (p[0] - '0') * 1000;
+    if (n == 1)
+        return v;
+    if (p[1] != '.' || n > 5)
+        return -1;
+    for (size_t i = 2, scale = 100; i < n; i++, scale /= 10) {
+        if (p[i] < '0' || p[i] > '9' || (v == 1000 && p[i] != '0'))
+            return -1;
+        v += (p[i] - '0') * (int)scale;
+    }
+    return v;
+}
+
+void site_accept_encoding(const char *p, size_t n, uint16_t q[SITE_ENC_N])
+{
+    static const struct {
+        const char *name;
+        size_t len;
+        int enc;
+    } names[] = {{"br", 2, SITE_ENC_BR},
+                 {"zstd", 4, SITE_ENC_ZSTD},
+                 {"gzip", 4, SITE_ENC_GZIP},
+                 {"x-gzip", 6, SITE_ENC_GZIP},
+                 {"*", 1, SITE_ENC_N}};
+    bool named[SITE_ENC_N] = {false};
+    int star = -1;
+    size_t i = 0;
+
+    for (int e = 0; e < SITE_ENC_N; e++)
+        q[e] = 0;
+    while (i < n) {
+        /* one element: coding *( OWS ";" OWS name "=" value ) */
+        size_t end = i;
+        while (end < n && p[end] != ',')
+            end++;
+        struct site_str el = trim(p + i, end - i);
+        i = end + 1;
+        size_t tl = 0;
+        while (tl < el.n && el.p[tl] != ';' && el.p[tl] != ' ' && el.p[tl] != '\t')
+            tl++;
+        int w = 1000;
+        for (size_t k = tl; k < el.n;) {
+            while (k < el.n && (el.p[k] == ';' || el.p[k] == ' ' || el.p[k] == '\t'))
+                k++;
+            size_t pe = k;
+            while (pe < el.n && el.p[pe] != ';')
+                pe++;
+            struct site_str prm = trim(el.p + k, pe - k);
+            if (prm.n >= 2 && (prm.p[0] == 'q' || prm.p[0] == 'Q') && prm.p[1] == '=') {
+                int v = qvalue(prm.p + 2, prm.n - 2);
+                w = v < 0 ? 1000 : v;
+            }
+            k = pe;
+        }
+        for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+            if (!name_is(el.p, tl, names[k].name, names[k].len))
+                continue;
+            if (names[k].enc == SITE_ENC_N) {
+                star = w;
+            } else {
+                q[names[k].enc] = (uint16_t)w;
+                named[names[k].enc] = true;
+            }
+        }
+    }
+    for (int e = 0; e < SITE_ENC_N; e++)
+        if (!named[e] && star >= 0)
+            q[e] = (uint16_t)star;
+}
+
+/* RFC 9110 5.6.2 token characters (methods, header names). */
+static bool is_tchar(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           (ch && strchr("!#$%&'*+-.^_`|~", ch));
 }
 
 long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, struct site_req *rq)
@@ -241,7 +290,7 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
             break;
         case 15:
             if (name_is(name.p, name.n, "accept-encoding", 15))
-                rq->accept_gzip = site_accepts_gzip(val.p, val.n);
+                site_accept_encoding(val.p, val.n, rq->accept_q);
             break;
         case 17:
             if (name_is(name.p, name.n, "if-modified-since", 17)) {
@@ -330,8 +379,12 @@ size_t site_h1_head(char *dst, size_t cap, const struct site_conn *c, const stru
         put(&b, rs->etag, strlen(rs->etag));
         PUTL(&b, "\r\nAccept-Ranges: bytes\r\n");
     }
-    if (rs->gz)
-        PUTL(&b, "Content-Encoding: gzip\r\n");
+    if (rs->enc) {
+        PUTL(&b, "Content-Encoding: ");
+        const char *ce = site_encoding_name(rs->enc - 1);
+        put(&b, ce, strlen(ce));
+        PUTL(&b, "\r\n");
+    }
     if (rs->vary)
         PUTL(&b, "Vary: Accept-Encoding\r\n");
     if (rs->extra_len)

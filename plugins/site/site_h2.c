@@ -21,12 +21,13 @@ struct h2_stream {
     struct h2_stream *prev, *next;
     int32_t id;
     uint32_t hdr_bytes;
-    bool accept_gzip, responded, refused;
+    bool responded, refused;
     bool has_file;               /* holds one of the connection's SITE_CONN_FILES */
     bool waiting;                /* deferred until a file slot frees */
     bool clen_body;              /* a content-length above 0: a body is coming */
     bool inm_over, ims_conflict; /* as in struct site_req */
     uint8_t ninm;
+    uint16_t accept_q[SITE_ENC_N]; /* as in struct site_req */
     struct h2_str method, path, authority, host, ims, range, if_range;
     struct h2_str inm[SITE_INM_LINES]; /* one per non-empty if-none-match field */
     char *buf;
@@ -260,7 +261,7 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
         break;
     case 15:
         if (NAME_IS("accept-encoding"))
-            st->accept_gzip = site_accepts_gzip((const char *)value, valuelen);
+            site_accept_encoding((const char *)value, valuelen, st->accept_q);
         break;
     case 17:
         /* A singleton: two different dates are no condition (see
@@ -423,7 +424,7 @@ static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
     rq.ims_conflict = st->ims_conflict;
     rq.range = sstr(st, st->range);
     rq.if_range = sstr(st, st->if_range);
-    rq.accept_gzip = st->accept_gzip;
+    memcpy(rq.accept_q, st->accept_q, sizeof(rq.accept_q));
     rq.keep_alive = true;
     head = rq.method == SITE_M_HEAD;
 
@@ -471,8 +472,10 @@ static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
         NV("etag", rs->etag, strlen(rs->etag));
         NV("accept-ranges", "bytes", 5);
     }
-    if (rs->gz)
-        NV("content-encoding", "gzip", 4);
+    if (rs->enc) {
+        const char *ce = site_encoding_name(rs->enc - 1);
+        NV("content-encoding", ce, strlen(ce));
+    }
     if (rs->vary)
         NV("vary", "accept-encoding", 15);
     if (rs->extra_len) {

@@ -62,7 +62,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)site_range_parse(buf, size, 12345, &start, &len);
         (void)site_etag_match(buf, size, "\"abc\"");
         (void)site_http_date_parse(buf, size, &t);
-        (void)site_accepts_gzip(buf, size);
+        uint16_t q[SITE_ENC_N];
+        site_accept_encoding(buf, size, q);
+        for (int e = 0; e < SITE_ENC_N; e++)
+            if (q[e] > 1000)
+                abort(); /* a weight is 0-1000 */
     }
     free(buf);
     return 0;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The site over HTTPS with real clients: ALPN h2 and http/1.1, bodies equal
-# the files, validators and 304, Range, .gz siblings, security headers,
+# the files, validators and 304, Range, .br/.zst/.gz siblings, security headers,
 # traversal refused, HTTP/1.0 and pipelining, the plain port's 301, IPv6,
 # nghttp's view of SETTINGS, metrics, and a graceful stop mid-download.
 . "$(dirname "$0")/lib.sh"
@@ -30,6 +30,21 @@ served_header() {
     "${C[@]}" $proto -D - -o /dev/null "$URL/$1" | tr -d '\r' |
         sed -n "s/^$2: //Ip"
 }
+
+# Precompressed siblings made by the real tools: brotli, zstd, gzip.
+for _ in $(seq 300); do cat "$top_srcdir/plugins/site/site_files.c"; done | head -c 200000 >"$W/app.js"
+brotli -q 11 -k "$W/app.js"
+zstd -q -19 -k "$W/app.js"
+gzip -9 -k "$W/app.js"
+# The one the site sends a client that takes all three alike: the smallest,
+# and on equal sizes br, then zstd, then gzip.
+smallest_size=
+for e in br:br zstd:zst gzip:gz; do
+    n=$(stat -c %s "$W/app.js.${e#*:}")
+    if [ -z "$smallest_size" ] || [ "$n" -lt "$smallest_size" ]; then
+        smallest_size=$n smallest_enc=${e%:*}
+    fi
+done
 
 # ---- protocols and bodies -------------------------------------------------
 for proto in --http2 --http1.1; do
@@ -168,6 +183,29 @@ for proto in --http2 --http1.1; do
     is "$out" "$(stat -c %s "$W/f16k.txt.gz")" "$proto: gzip client gets the .gz sibling"
     cmp -s "$TB_TMP/got" "$W/f16k.txt"
     ok $? "$proto: which decodes to the file"
+    # app.js has .br, .zst and .gz siblings (made below, before the loop).
+    # curl --compressed takes all three alike: the smallest is sent.
+    out=$("${C[@]}" $proto --compressed -D "$TB_TMP/hdr" -o "$TB_TMP/got" -w '%{size_download}' \
+        "$URL/app.js")
+    is "$(sed -n 's/^content-encoding: //Ip' "$TB_TMP/hdr" | tr -d '\r') $out" \
+        "$smallest_enc $smallest_size" \
+        "$proto: a client taking br, zstd and gzip gets the smallest sibling ($smallest_enc)"
+    cmp -s "$TB_TMP/got" "$W/app.js"
+    ok $? "$proto: which curl decodes to the file"
+    for want in br:br zstd:zst gzip:gz; do
+        out=$("${C[@]}" $proto -H "Accept-Encoding: ${want%:*}" -D "$TB_TMP/hdr" -o "$TB_TMP/raw" \
+            "$URL/app.js" && sed -n 's/^content-encoding: //Ip' "$TB_TMP/hdr" | tr -d '\r')
+        is "$out" "${want%:*}" "$proto: Accept-Encoding: ${want%:*} gets Content-Encoding: ${want%:*}"
+        cmp -s "$TB_TMP/raw" "$W/app.js.${want#*:}"
+        ok $? "$proto: the bytes of app.js.${want#*:}"
+    done
+    is "$(served_header app.js vary | tr A-Z a-z)" "accept-encoding" "$proto: Vary: Accept-Encoding"
+    out=$("${C[@]}" $proto -H "Accept-Encoding: br;q=0.2, zstd;q=0, gzip;q=0.9" -D - -o /dev/null \
+        "$URL/app.js" | tr -d '\r' | sed -n 's/^content-encoding: //Ip')
+    is "$out" gzip "$proto: the highest weight wins (gzip;q=0.9 over br;q=0.2; zstd;q=0 refused)"
+    out=$("${C[@]}" $proto -H "Accept-Encoding: identity" -o "$TB_TMP/got" -w '%{size_download}' \
+        "$URL/app.js")
+    is "$out" "$(stat -c %s "$W/app.js")" "$proto: a client taking no coding gets the file itself"
     is "$("${C[@]}" $proto -I -o /dev/null -w '%{http_code}' "$URL/f16k.txt")" 200 "$proto: HEAD"
 
     # ---- refusals ----

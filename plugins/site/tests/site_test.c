@@ -112,9 +112,34 @@ static void test_validators(void)
     is_str(site_mime_type("x.css"), "text/css; charset=utf-8", "css");
     is_str(site_mime_type("x.woff2"), "font/woff2", "woff2");
     is_str(site_mime_type("dir.d/noext"), "application/octet-stream", "no extension");
-    ok(site_accepts_gzip("gzip, deflate, br", 17), "accepts gzip");
-    ok(!site_accepts_gzip("gzip;q=0", 8), "gzip;q=0 refuses");
-    ok(!site_accepts_gzip("br", 2), "no gzip");
+    {
+        static const struct {
+            const char *v;
+            int br, zstd, gzip;
+            const char *what;
+        } ae[] = {
+            {"gzip, deflate, br, zstd", 1000, 1000, 1000, "a browser's list"},
+            {"gzip;q=0", 0, 0, 0, "gzip;q=0 refuses it"},
+            {"gzip; q=0.000, br", 1000, 0, 0, "q=0.000 with white space refuses"},
+            {"br;q=0.5 , gzip;Q=0.8", 500, 0, 800, "weights, upper-case Q"},
+            {"*;q=0.3, br;q=0", 0, 300, 300, "* weighs the codings not named"},
+            {"x-gzip", 0, 0, 1000, "x-gzip is gzip"},
+            {"brotli, gzipx, xgzip", 0, 0, 0, "names are whole tokens"},
+            {"BR;q=1.000", 1000, 0, 0, "case-insensitive names, q=1.000"},
+            {"br;q=2, zstd;q=0.1234, gzip;q=", 1000, 1000, 1000, "a malformed weight counts as 1"},
+            {"identity", 0, 0, 0, "identity only"},
+            {"", 0, 0, 0, "empty"},
+            {"br;level=5;q=0.7", 700, 0, 0, "other parameters skipped"},
+        };
+        for (size_t i = 0; i < sizeof(ae) / sizeof(ae[0]); i++) {
+            uint16_t q[SITE_ENC_N];
+            site_accept_encoding(ae[i].v, strlen(ae[i].v), q);
+            ok(q[SITE_ENC_BR] == ae[i].br && q[SITE_ENC_ZSTD] == ae[i].zstd &&
+                   q[SITE_ENC_GZIP] == ae[i].gzip,
+               "Accept-Encoding \"%s\": %s (br %d, zstd %d, gzip %d)", ae[i].v, ae[i].what,
+               q[SITE_ENC_BR], q[SITE_ENC_ZSTD], q[SITE_ENC_GZIP]);
+        }
+    }
 }
 
 static void test_hosts(void)
@@ -222,7 +247,8 @@ static void test_h1_parser(void)
                   strlen("GET / HTTP/1.1\r\nHost: a\r\nRange: bytes=1-2\r\nIf-None-Match: \"x\"\r\n"
                          "Accept-Encoding: gzip\r\n\r\n"),
                   &cfg, &rq);
-    ok(rq.range.n == 9 && rq.ninm == 1 && rq.inm[0].n == 3 && rq.accept_gzip,
+    ok(rq.range.n == 9 && rq.ninm == 1 && rq.inm[0].n == 3 && rq.accept_q[SITE_ENC_GZIP] == 1000 &&
+           rq.accept_q[SITE_ENC_BR] == 0,
        "Range, If-None-Match, gzip seen");
     {
         /* RFC 9110 5.3: several lines are one list; each is kept. */
@@ -374,6 +400,10 @@ static void test_files(void)
     put_file(dir, "data.txt", "0123456789");
     put_file(dir, "style.css", "body{}");
     put_file(dir, "style.css.gz", "GZDATA");
+    put_file(dir, "app.js", "console.log(1)");
+    put_file(dir, "app.js.gz", "GZIP-7");
+    put_file(dir, "app.js.br", "BR-4");
+    put_file(dir, "app.js.zst", "ZST-5");
     snprintf(path, sizeof(path), "%s/sub", dir);
     mkdir(path, 0755);
     put_file(path, "index.html", "sub");
@@ -469,15 +499,51 @@ static void test_files(void)
     }
 
     rq = req("/style.css");
-    rq.accept_gzip = true;
+    rq.accept_q[SITE_ENC_GZIP] = 1000;
+    rq.accept_q[SITE_ENC_BR] = 1000;
     serve(&rq, &rs);
-    ok(rs.gz && rs.vary && rs.len == 6, "gzip sibling chosen");
+    ok(rs.enc == SITE_ENC_GZIP + 1 && rs.vary && rs.len == 6, "gzip sibling chosen");
     is_str(rs.ctype, "text/css; charset=utf-8", "type of the original");
     site_resp_free(&rs);
-    rq.accept_gzip = false;
+    rq.accept_q[SITE_ENC_GZIP] = 0;
     serve(&rq, &rs);
-    ok(!rs.gz && rs.vary && rs.len == 6 && rs.total == 6, "identity when gzip not accepted");
+    ok(rs.enc == 0 && rs.vary && rs.len == 6 && rs.total == 6,
+       "identity when gzip not accepted (and there is no .br)");
     site_resp_free(&rs);
+    {
+        /* app.js has all three: .br 4 bytes, .zst 5, .gz 6 */
+        static const struct {
+            uint16_t br, zstd, gzip;
+            int enc;
+            size_t len;
+            const char *what;
+        } pick[] = {
+            {1000, 1000, 1000, SITE_ENC_BR + 1, 4, "all accepted alike: the smallest, br"},
+            {0, 1000, 1000, SITE_ENC_ZSTD + 1, 5, "no br: zstd, smaller than gzip"},
+            {500, 500, 1000, SITE_ENC_GZIP + 1, 6, "the highest weight wins over size"},
+            {0, 0, 1000, SITE_ENC_GZIP + 1, 6, "gzip only"},
+            {0, 0, 0, 0, 14, "none accepted: the file itself"},
+        };
+        for (size_t i = 0; i < sizeof(pick) / sizeof(pick[0]); i++) {
+            rq = req("/app.js");
+            rq.accept_q[SITE_ENC_BR] = pick[i].br;
+            rq.accept_q[SITE_ENC_ZSTD] = pick[i].zstd;
+            rq.accept_q[SITE_ENC_GZIP] = pick[i].gzip;
+            serve(&rq, &rs);
+            ok(rs.status == 200 && rs.enc == pick[i].enc && rs.len == pick[i].len && rs.vary,
+               "app.js: %s (enc %d, %zu bytes)", pick[i].what, rs.enc, (size_t)rs.len);
+            if (pick[i].enc)
+                is_str(rs.ctype, "text/javascript; charset=utf-8",
+                       "app.js: the type of the original");
+            site_resp_free(&rs);
+        }
+        rq = req("/app.js");
+        rq.accept_q[SITE_ENC_BR] = 1000;
+        rq.range = (struct site_str){"bytes=0-3", 9};
+        is_int(serve(&rq, &rs), 206, "app.js: a range of the file itself");
+        ok(rs.enc == 0 && rs.len == 4, "app.js: no coding for a range");
+        site_resp_free(&rs);
+    }
 
     rq = req("/sub");
     is_int(serve(&rq, &rs), 301, "directory without slash: 301");
