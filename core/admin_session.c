@@ -1,6 +1,8 @@
 /* Logins and sessions (see admin_auth.h).  The cookie value is random; the
  * store keeps only its SHA-256, so a copy of the database opens no session. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,20 +59,73 @@ static int session_create(sqlite3 *db, int64_t user_id, const char *source, stru
     return rc;
 }
 
+/* The most of a tried name that a failed login logs and audits (bytes; the
+ * throttle keys hold as much). */
+#define SHOWN_NAME_MAX 64
+
+/* @p name as a failed login shows it: cut at a character after
+ * SHOWN_NAME_MAX bytes, "..." marking the cut.  Anyone may try a 16 KB name,
+ * and each failure is a log line and an audit row. */
+static char *shown_name(const char *name)
+{
+    size_t n = strlen(name), clip = utf8_clip(name, n, SHOWN_NAME_MAX);
+    return clip < n ? xasprintf("%.*s...", (int)clip, name) : xstrdup(name);
+}
+
+/*
+ * "Refused" lines, of attempts the throttle turned away before any check:
+ * they cost the client nothing, so one connection could send thousands a
+ * second and drown the journal (and journald's rate limit would then drop
+ * the lines that matter).  One such line per 10 s at most, counting the
+ * ones left out.
+ */
+static void log_refused(const char *name, const char *source, const char *why, int seconds)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static time_t last;
+    static unsigned left_out;
+    time_t now = time(NULL);
+    unsigned skipped = 0;
+    bool say = false;
+    pthread_mutex_lock(&lock);
+    if (last == 0 || now - last >= 10) {
+        say = true;
+        skipped = left_out;
+        left_out = 0;
+        last = now;
+    } else {
+        left_out++;
+    }
+    pthread_mutex_unlock(&lock);
+    if (!say)
+        return;
+    char *shown = shown_name(name);
+    if (skipped)
+        log_warn("admin: login for user \"%s\" from %s refused: %s for %d s (and %u more refused "
+                 "logins since the last such line)",
+                 shown, source, why, seconds, skipped);
+    else
+        log_warn("admin: login for user \"%s\" from %s refused: %s for %d s", shown, source, why,
+                 seconds);
+    free(shown);
+}
+
 static void login_failed(const char *name, const char *source, const char *akey, const char *ukey,
                          unsigned locked)
 {
     int locked_a = locked & 1, locked_u = (locked & 2) != 0;
-    log_warn("admin: failed login for user \"%s\" from %s", name, source);
-    audit_event(name, source, "login.failed", name, NULL);
+    char *shown = shown_name(name);
+    log_warn("admin: failed login for user \"%s\" from %s", shown, source);
+    audit_event(shown, source, "login.failed", shown, NULL);
     if (locked_a || locked_u) {
         char *what = xasprintf("%s%s%s", locked_a ? akey : "", locked_a && locked_u ? ", " : "",
                                locked_u ? ukey : "");
         log_warn("admin: login locked out for %lld s: %s",
                  settings_get_int("admin.lockout_seconds", 900), what);
-        audit_event(name, source, "login.lockout", what, NULL);
+        audit_event(shown, source, "login.lockout", what, NULL);
         free(what);
     }
+    free(shown);
 }
 
 /*
@@ -127,9 +182,28 @@ static int stored_fail(sqlite3 *db, const char *name)
     /* The failure that reaches the limit locks; one more in flight at the
      * same time finds the lock already there and does not lock (or audit)
      * it again. */
-    if (store_step_row(st) == 0)
+    bool known = store_step_row(st) == 0;
+    if (known)
         locked = sqlite3_column_int64(st, 0) == after;
     sqlite3_finalize(st);
+    /* An unknown name writes the same page too, so that a failure costs
+     * the same commit and sync whether the name exists or not: on an SD
+     * card the sync alone would tell, by the answer's delay, which names
+     * are users (the password check already costs the same).  A row
+     * written back unchanged is not written at all (SQLite compares), so
+     * the first user's count goes up and down again in one transaction:
+     * the page is written, nothing changes. */
+    if (!known &&
+        sqlite3_exec(db,
+                     "BEGIN IMMEDIATE;"
+                     "UPDATE admin_users SET failed_logins = failed_logins + 1 "
+                     "WHERE id = (SELECT min(id) FROM admin_users);"
+                     "UPDATE admin_users SET failed_logins = failed_logins - 1 "
+                     "WHERE id = (SELECT min(id) FROM admin_users);"
+                     "COMMIT",
+                     NULL, NULL, NULL) != SQLITE_OK &&
+        !sqlite3_get_autocommit(db))
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     return locked;
 }
 
@@ -238,11 +312,11 @@ int admin_login(const char *name, const char *password, const char *code, const 
      * attempts count as the failures they may become. */
     int rc = throttle_begin(keys, 2, retry_after);
     if (rc < 0) {
-        log_warn("admin: login for user \"%s\" from %s refused: %s for %d s", name, source,
-                 rc == -EPERM   ? "locked out"
-                 : rc == -EBUSY ? "throttle table full"
-                                : "backing off",
-                 *retry_after);
+        log_refused(name, source,
+                    rc == -EPERM   ? "locked out"
+                    : rc == -EBUSY ? "throttle table full"
+                                   : "backing off",
+                    *retry_after);
         goto out;
     }
     int64_t uid = 0;
@@ -251,8 +325,7 @@ int admin_login(const char *name, const char *password, const char *code, const 
         /* Locked in the store, not (or no longer) in memory: not checked. */
         *retry_after = held;
         rc = -EPERM;
-        log_warn("admin: login for user \"%s\" from %s refused: locked out for %d s", name, source,
-                 held);
+        log_refused(name, source, "locked out", held);
     } else {
         rc = db ? admin_password_check(db, name, password, &uid) : -EIO;
     }
@@ -311,6 +384,17 @@ int admin_password_recheck(const char *name, const char *password, int (*factor)
         goto out;
     sqlite3 *db = store_connect();
     int64_t uid = 0;
+    /* Locked in the store counts here too: else each restart (which
+     * empties the in-memory table) would give a stolen session
+     * admin.lockout_after more guesses at the password. */
+    int held = db ? stored_lock(db, name) : 0;
+    if (held > 0) {
+        *retry_after = held;
+        rc = -EPERM;
+        attempt_end(NULL, name, keys, 1, rc);
+        store_disconnect(db);
+        goto out;
+    }
     rc = db ? admin_password_check(db, name, password, &uid) : -EIO;
     if (rc == 0 && factor)
         rc = factor(arg);

@@ -1,5 +1,6 @@
 #include "core/audit.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -16,6 +17,22 @@
 /* Longest stored texts: the audit log is for people, not a backup. */
 #define AUDIT_MAX_TEXT 8192
 #define MASK "********"
+
+/*
+ * Rows anyone can cause, without logging in: failed logins and the
+ * lockouts they bring.  The newest AUDIT_STRANGER_KEEP of them are kept;
+ * older ones go as new ones come.  Throttled as they are, a client with
+ * many addresses could still add rows without end to a store on an SD
+ * card.  Counting them apart means a flood of them never pushes out what
+ * the admins did.
+ */
+#define AUDIT_STRANGER_KEEP 1000
+#define STRANGER_ACTIONS "('login.failed', 'login.lockout')"
+
+static bool stranger_action(const char *action)
+{
+    return strcmp(action, "login.failed") == 0 || strcmp(action, "login.lockout") == 0;
+}
 
 char *audit_resource(const char *path)
 {
@@ -101,6 +118,22 @@ static void bind_clipped(sqlite3_stmt *st, int idx, const char *s)
         sqlite3_bind_text(st, idx, s, (int)utf8_clip(s, strlen(s), AUDIT_MAX_TEXT), SQLITE_STATIC);
 }
 
+/* Keep the newest AUDIT_STRANGER_KEEP rows of STRANGER_ACTIONS. */
+static void audit_prune_strangers(sqlite3 *db)
+{
+    static const char sql[] =
+        "DELETE FROM audit WHERE action IN " STRANGER_ACTIONS " AND id < "
+        "(SELECT id FROM audit WHERE action IN " STRANGER_ACTIONS " ORDER BY id DESC "
+        "LIMIT 1 OFFSET ?)";
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int(st, 1, AUDIT_STRANGER_KEEP - 1);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            log_err("audit: cannot drop old failed logins: %s", sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(st);
+}
+
 static void audit_insert(const char *actor, const char *source, const char *action,
                          const char *target, const char *detail, const char *before,
                          const char *after)
@@ -125,6 +158,8 @@ static void audit_insert(const char *actor, const char *source, const char *acti
         bind_clipped(st, 8, after);
         if (sqlite3_step(st) != SQLITE_DONE)
             log_err("audit: cannot record %s: %s", action, sqlite3_errmsg(db));
+        else if (stranger_action(action))
+            audit_prune_strangers(db);
     } else {
         log_err("audit: %s", sqlite3_errmsg(db));
     }

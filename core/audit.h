@@ -25,7 +25,9 @@ void audit_change(const char *user, const char *source, const char *method, cons
  * members masked (see audit_change); NULL for no body.  Caller frees. */
 char *audit_masked_body(const char *path, const char *body, size_t len);
 
-/* An event that is not an API change (login failed, lockout, session ended). */
+/* An event that is not an API change (login failed, lockout, session ended).
+ * Of "login.failed" and "login.lockout", which anyone can cause, only the
+ * newest 1000 rows are kept. */
 void audit_event(const char *actor, const char *source, const char *action, const char *target,
                  const char *detail);
 

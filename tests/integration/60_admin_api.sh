@@ -168,16 +168,21 @@ is "$("${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=50" |
     jq -r '[.entries[] | select(.action=="POST cert/import")][0].detail | fromjson | .key_pem')" \
     "********" "the audit log masks the key"
 
-# ---- audit keeps a row whose text is cut inside a character -------------
-# A failed login stores the name tried; 8191 bytes then a 2-byte character
-# straddle the 8192-byte limit.  From its own address: no effect on throttling.
-long=$(head -c 8191 /dev/zero | tr '\0' a)
+# ---- a failed login's name is kept short, cut between characters ---------
+# Anyone can send a 16 KB name, and each failure is a log line and an audit
+# row: 63 bytes then a 2-byte character straddle the 64 bytes kept, and
+# "..." marks the cut.  From its own address: no effect on throttling.
+long=$(head -c 63 /dev/zero | tr '\0' a)
 is "$("${CURL[@]}" --interface 127.0.0.3 -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/session/login" \
-    -d "$(jq -n --arg u "${long}é" '{user: $u, password: "x"}')")" 401 "a login with a long UTF-8 name fails"
+    -d "$(jq -n --arg u "${long}é$(head -c 8000 /dev/zero | tr '\0' b)" '{user: $u, password: "x"}')")" \
+    401 "a login with an 8065-byte UTF-8 name fails"
 "${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=1" >"$TB_TMP/audit1"
 is "$(jq -r '.entries | length' "$TB_TMP/audit1")" 1 "audit?limit=1 lists one entry"
-is "$(jq -r '.entries[0] | "\(.action) \(.source) \(.target | length) \(.actor | length)"' "$TB_TMP/audit1")" \
-    "login.failed 127.0.0.3 8191 8191" "it is the failed login, name and target cut before the character"
+is "$(jq -r '.entries[0] | "\(.action) \(.source) \(.target) \(.actor == .target)"' "$TB_TMP/audit1")" \
+    "login.failed 127.0.0.3 ${long}... true" \
+    "it is the failed login, name and target cut before the character, with \"...\""
+like "$(cat "$TB_TMP/daemon.log")" "failed login for user \"${long}\.\.\.\" from 127\.0\.0\.3" \
+    "the log line holds the same 66 bytes of the name"
 is "$(jq -r '(.next_before | type) == "number" and .next_before == .entries[0].id' "$TB_TMP/audit1")" \
     true "next_before: the id to list older entries from"
 is "$("${CURL[@]}" -b "$J" "$B/api/v1/audit?limit=1000" | jq -c 'has("next_before"), .next_before')" \

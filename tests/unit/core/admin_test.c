@@ -413,6 +413,109 @@ static void test_throttle(void)
         throttle_end(&f[i], 1, THROTTLE_ABORTED);
 }
 
+/* A long name tried is logged and audited cut; the rows anyone can cause
+ * are bounded; an unknown name's failure writes the store as a known
+ * one's does; a re-check of the password honours the lock in the store. */
+static void test_strangers(void)
+{
+    struct admin_session s;
+    int retry = 0;
+    char name[300];
+    memset(name, 'a', 62);
+    memcpy(name + 62, "\xc3\xa9", 2); /* a 2-byte character across byte 64 */
+    memset(name + 64, 'b', 200);
+    name[264] = '\0';
+    is_int(admin_login(name, "x", NULL, "192.0.2.90", NULL, &s, &retry), -EACCES,
+           "a login with a 264-byte name fails");
+    sqlite3 *db = store_connect();
+    sqlite3_stmt *st = NULL;
+    sqlite3_prepare_v2(db,
+                       "SELECT actor, target FROM audit WHERE action = 'login.failed' "
+                       "ORDER BY id DESC LIMIT 1",
+                       -1, &st, NULL);
+    char want[80];
+    snprintf(want, sizeof want, "%.64s...", name);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        is_str((const char *)sqlite3_column_text(st, 0), want,
+               "the audit row's actor: its first 64 bytes, then \"...\"");
+        is_str((const char *)sqlite3_column_text(st, 1), want, "and so is its target");
+    } else {
+        ok(0, "the failed login is audited");
+    }
+    sqlite3_finalize(st);
+
+    /* An unknown name's failure writes the store as a known name's does:
+     * the same number of pages reach the write-ahead log (emptied before
+     * each try), so the same syncs, and the same delay. */
+    sqlite3 *watch = store_connect();
+    long long frames[2] = {-1, -1};
+    for (int known = 0; known < 2; known++) {
+        sqlite3_exec(watch, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+        is_int(admin_password_recheck(known ? "admin" : "nobody-at-all", "wrong password", NULL,
+                                      NULL, &retry),
+               -EACCES, "a wrong password for %s", known ? "a known name" : "an unknown name");
+        sqlite3_prepare_v2(watch, "PRAGMA wal_checkpoint(PASSIVE)", -1, &st, NULL);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            frames[known] = sqlite3_column_int64(st, 1);
+        sqlite3_finalize(st);
+    }
+    ok(frames[1] > 0 && frames[0] == frames[1],
+       "an unknown name's failure writes as many pages as a known name's (%lld, %lld)", frames[0],
+       frames[1]);
+    store_disconnect(watch);
+    sqlite3_exec(db, "UPDATE admin_users SET failed_logins = 0, locked_until = 0", NULL, NULL,
+                 NULL);
+
+    /* Rows anyone can cause: the newest 1000 kept, the admins' rows all. */
+    sqlite3_exec(db, "DELETE FROM audit", NULL, NULL, NULL);
+    for (int i = 0; i < 1100; i++) {
+        audit_event("stranger", "192.0.2.91", i % 2 ? "login.failed" : "login.lockout", "x", NULL);
+        if (i % 100 == 0)
+            audit_event("admin", "192.0.2.1", "PUT settings/site.workers", "x", NULL);
+    }
+    long long strangers = -1, admins = -1, oldest = -1;
+    sqlite3_prepare_v2(db,
+                       "SELECT sum(action LIKE 'login.%'), sum(actor = 'admin'), "
+                       "min(CASE WHEN action LIKE 'login.%' THEN id END) - min(id) FROM audit",
+                       -1, &st, NULL);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        strangers = sqlite3_column_int64(st, 0);
+        admins = sqlite3_column_int64(st, 1);
+        oldest = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_finalize(st);
+    is_int(strangers, 1000, "of 1100 failed logins and lockouts, the newest 1000 are kept");
+    is_int(admins, 11, "every one of the 11 admin actions among them is kept");
+    ok(oldest > 0, "the oldest admin action is older than every stranger row kept (%lld)", oldest);
+
+    /* A long detail is cut at 8192 bytes, before a character it cannot
+     * hold whole. */
+    char *detail = xmalloc(8300);
+    memset(detail, 'd', 8191);
+    memcpy(detail + 8191, "\xc3\xa9tail", 7);
+    audit_event("admin", "192.0.2.1", "test.long", "x", detail);
+    free(detail);
+    sqlite3_prepare_v2(db,
+                       "SELECT length(CAST(detail AS BLOB)) FROM audit WHERE action = 'test.long'",
+                       -1, &st, NULL);
+    is_int(sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1, 8191,
+           "a long detail is kept to 8191 bytes, before the character across the limit");
+    sqlite3_finalize(st);
+
+    /* The lock in the store holds for a re-check of the password (the
+     * in-memory table is empty after a restart). */
+    lock_in_store("admin");
+    retry = 0;
+    is_int(admin_password_recheck("admin", "long enough pw", NULL, NULL, &retry), -EPERM,
+           "a re-check for a name locked in the store is refused, the right password too");
+    ok(retry > 800 && retry <= 900, "with the time left of the lock (%d s)", retry);
+    sqlite3_exec(db, "UPDATE admin_users SET failed_logins = 0, locked_until = 0", NULL, NULL,
+                 NULL);
+    is_int(admin_password_recheck("admin", "long enough pw", NULL, NULL, &retry), 0,
+           "unlocked, the re-check passes");
+    store_disconnect(db);
+}
+
 static void test_masking(void)
 {
     settings_register("t", test_settings);
@@ -488,6 +591,7 @@ int main(void)
     test_two_factor();
     test_devices();
     test_throttle();
+    test_strangers();
     test_masking();
     test_audit_list_bad_utf8();
     store_close();
