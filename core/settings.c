@@ -987,7 +987,10 @@ static int json_to_text(const char *full_key, json_t *v, char **out, char **err)
         {
             const char *t = json_string_value(item);
             if (strchr(t, ',')) {
-                xset_err(err, "%s: list item \"%s\" contains a comma", full_key, t);
+                /* By its place, not its text: the setting may be a secret. */
+                xset_err(err,
+                         "%s: list item %zu contains a comma (a list is stored comma-separated)",
+                         full_key, i + 1);
                 free(s);
                 return -EINVAL;
             }

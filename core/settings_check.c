@@ -273,6 +273,13 @@ int settings_check(const char *full_key, const struct tlsbox_setting_def *def, c
         return -EINVAL;
     }
     shown = show(def, value);
+    /* Values are text: the API, the history and the UI carry them in JSON,
+     * which cannot hold invalid UTF-8 (the value would vanish from them). */
+    size_t bad = utf8_invalid_at(value, strlen(value));
+    if (bad < strlen(value)) {
+        xset_err(err, "%s: the value is not valid UTF-8 (byte %zu)", full_key, bad + 1);
+        goto out;
+    }
     /* Control characters would break the one-line-per-record CLI and logs. */
     for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
         if (*p < 0x20 || *p == 0x7f) {

@@ -55,6 +55,18 @@ size_t utf8_clip(const char *s, size_t len, size_t max)
     return is_cont(u[n]) ? max : n;
 }
 
+size_t utf8_invalid_at(const char *s, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        size_t n = char_len(u + i, len - i);
+        if (n == 0)
+            return i;
+        i += n;
+    }
+    return len;
+}
+
 char *utf8_sanitize(const char *s, size_t len)
 {
     const unsigned char *u = (const unsigned char *)s;

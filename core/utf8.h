@@ -21,4 +21,9 @@ size_t utf8_clip(const char *s, size_t len, size_t max);
  */
 char *utf8_sanitize(const char *s, size_t len);
 
+/* The offset of the first byte at @p s that does not begin a valid UTF-8
+ * character (RFC 3629, as utf8_sanitize judges), or @p len when all
+ * @p len bytes are valid. */
+size_t utf8_invalid_at(const char *s, size_t len);
+
 #endif

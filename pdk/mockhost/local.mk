@@ -33,6 +33,7 @@ pdk_mockhost_libtlsbox_mockhost_a_CPPFLAGS = $(AM_CPPFLAGS) \
 	-Dsettings_check_type_name=tlsbox_mock_settings_check_type_name_ \
 	-Dsettings_parse_bool=tlsbox_mock_settings_parse_bool_ \
 	-Dutf8_clip=tlsbox_mock_utf8_clip_ -Dutf8_sanitize=tlsbox_mock_utf8_sanitize_ \
+	-Dutf8_invalid_at=tlsbox_mock_utf8_invalid_at_ \
 	-Dxset_err=tlsbox_mock_xset_err_
 pdk_mockhost_libtlsbox_mockhost_a_CFLAGS = $(AM_CFLAGS) -fPIC $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS)
 tlsboxinclude_HEADERS += include/tlsbox/mock_host.h

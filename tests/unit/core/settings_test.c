@@ -332,6 +332,33 @@ static void test_set_many(void)
     free(err);
     err = NULL;
 
+    /* A list item with a comma is refused by its place, not its text:
+     * the setting may be a secret. */
+    p = json_pack("{s:[s,s]}", "password", "first one", "hunter2,hunter3");
+    is_int(settings_set_many(p, "t", "bob", &err), -EINVAL, "a list item with a comma is refused");
+    is_str(err, "t.password: list item 2 contains a comma (a list is stored comma-separated)",
+           "the message names the item's place, not its text (no secret in it)");
+    json_decref(p);
+    free(err);
+    err = NULL;
+
+    /* Values are text: invalid UTF-8 is refused and changes nothing. */
+    is_int(settings_set("t.free", "ok\xff\xfe", "bob", &err), -EINVAL,
+           "a value that is not UTF-8 is refused");
+    is_str(err, "t.free: the value is not valid UTF-8 (byte 3)", "and the message says where");
+    free(err);
+    err = NULL;
+    is_int(settings_set("t.free", "caf\xc3\xa9 \xe2\x82\xac", "bob", &err), 0,
+           "valid UTF-8 is taken");
+    is_int(settings_set("t.free", "\xed\xa0\x80", "bob", &err), -EINVAL,
+           "a surrogate (invalid in UTF-8) is refused");
+    free(err);
+    err = NULL;
+    v = settings_get("t.free");
+    is_str(v, "caf\xc3\xa9 \xe2\x82\xac", "the refusals left the value as it was");
+    free(v);
+    settings_reset("t.free", "bob", NULL);
+
     /* All good, with JSON types and relative keys. */
     p = json_pack("{s:i, s:b, s:s, s:[s,s], s:n}", "workers", 10, "flag", 1, "t.mode", "slow",
                   "names", "p", "q", "name", "zz");
