@@ -328,6 +328,25 @@ static int daemon_listens(const char *sock)
     return up;
 }
 
+/*
+ * The pid of a process that has the store whose shared-memory file is
+ * @p shm open, or 0.  Each SQLite connection to a WAL database holds a read
+ * lock on one byte of that file (the unix VFS's "DMS" byte, offset 128)
+ * for as long as it is open.  This sees a tlsboxd whose control socket is
+ * not where this command looks (the packaged service's is under /run,
+ * whatever --state-dir says), and any other program with the store open.
+ */
+static pid_t store_open_by(const char *shm)
+{
+    int fd = open(shm, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 128, .l_len = 1};
+    pid_t pid = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK ? fl.l_pid : 0;
+    close(fd);
+    return pid;
+}
+
 /* Whether @p path is a tlsbox store this build can use: 0 with *db open on
  * it, or -1 with what is wrong printed, naming it @p shown (and nothing
  * opened). */
@@ -509,6 +528,17 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
     if (stat(c->state_dir, &dir_sb) < 0) {
         fprintf(stderr, "tlsboxctl: %s: %s\n", c->state_dir, strerror(errno));
         return CTL_EXIT_IO;
+    }
+    char *open_shm = xasprintf("%s/%s-shm", c->state_dir, STORE_FILE);
+    pid_t user = store_open_by(open_shm);
+    free(open_shm);
+    if (user > 0) {
+        fprintf(stderr,
+                "tlsboxctl: %s/%s is open in process %ld (tlsboxd, or another program using "
+                "it): stop it first (systemctl stop tlsbox), restore, then start it again; "
+                "nothing was changed\n",
+                c->state_dir, STORE_FILE, (long)user);
+        return CTL_EXIT_REFUSED;
     }
     if (!S_ISDIR(dir_sb.st_mode)) {
         fprintf(stderr, "tlsboxctl: %s: not a directory\n", c->state_dir);

@@ -104,6 +104,17 @@ is "$?" 1 "restore while tlsboxd runs: refused"
 like "$out" "tlsboxd is running \(.*control.sock\): stop it first \(systemctl stop tlsbox\), restore, then start it again; nothing was changed" \
     "saying to stop it first"
 is "$(tb_ctl get notify.retry_seconds)|$(names)" "88|$names_later" "the store is as it was"
+# The packaged service's socket is under /run, whatever --state-dir says: a
+# restore that does not find the socket must still see the store in use.
+# Here the socket is moved aside, so the check by socket finds nothing.
+mv "$TB_STATE/control.sock" "$TB_STATE/moved.sock"
+out=$("$TB_TLSBOXCTL" --state-dir "$TB_STATE" restore "$TB_TMP/b1.db" 2>&1)
+is "$?" 1 "restore while tlsboxd runs, its socket elsewhere: refused"
+like "$out" "^tlsboxctl: $TB_STATE/tlsbox.db is open in process $TB_PID \(tlsboxd, or another program using it\): stop it first" \
+    "naming the process that has the store open"
+is "$(ls "$TB_STATE" | grep -c before-restore)" 0 "nothing was set aside"
+mv "$TB_STATE/moved.sock" "$TB_STATE/control.sock"
+is "$(tb_ctl get notify.retry_seconds)|$(names)" "88|$names_later" "the store is as it was"
 
 tb_stop_daemon
 ok $? "tlsboxd stops cleanly"
