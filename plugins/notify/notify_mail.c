@@ -343,7 +343,7 @@ int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body,
     /* smtp://host[:port] names no EHLO domain: the box's own. */
     const char *sep = url ? strstr(url, "://") : NULL;
     bool has_path = sep && strchr(sep + 3, '/') && strchr(sep + 3, '/')[1];
-    char *full = !url ? NULL
+    char *full = !url || !*url ? NULL
                  : has_path
                      ? tlsbox_xstrdup(url)
                      : tlsbox_xasprintf("%s%s%s", url, url[strlen(url) - 1] == '/' ? "" : "/", box);

@@ -156,16 +156,24 @@ void notify_delivery_free(void *arg)
     free(d);
 }
 
-/* Set the timer for try @p try + 1 of @p d: retry_seconds, then twice and
- * four times that.  The wait in seconds, or -1 when tlsboxd stops. */
-static long retry_later(struct notify_delivery *d, int try)
+/* The wait before try @p try + 1: retry_seconds, then twice and four
+ * times that. */
+static long retry_wait(const struct notify *n, int try)
+{
+    return n->host->setting_get_int(n->self, "retry_seconds", 30) << (try - 1);
+}
+
+/* Set the timer that runs the next try of @p d in @p wait_s; 0, or -1 when
+ * tlsboxd stops.  The last use of @p d by this try: the timer may fire on
+ * another thread at once and free it, so the store and the log must be told
+ * before. */
+static int retry_arm(struct notify_delivery *d, long wait_s)
 {
     struct notify *n = d->n;
-    long wait_s = n->host->setting_get_int(n->self, "retry_seconds", 30) << (try - 1);
     return n->host->timer_add(n->self, "notify-retry", (uint64_t)wait_s * 1000, 0, 0,
                               notify_deliver_job, d) < 0
                ? -1
-               : wait_s;
+               : 0;
 }
 
 /*
@@ -179,22 +187,22 @@ static bool mail_retry_later(struct notify_delivery *d, struct tlsbox_job *job, 
     struct notify *n = d->n;
     if (!*later || try >= NOTIFY_TRIES || n->host->job_cancelled(job))
         return false;
-    /* Set before the timer: it may fire on another thread at once. */
-    char *before = d->rcpt;
-    d->rcpt = *later;
-    long wait_s = retry_later(d, try);
-    if (wait_s < 0) {
-        d->rcpt = before;
-        return false;
-    }
-    free(before);
-    char *note = tlsbox_xasprintf("refused: %s; trying again for %s", refused, d->rcpt);
+    /* All of it before the timer (retry_arm). */
+    long wait_s = retry_wait(n, try);
+    char *note = tlsbox_xasprintf("refused: %s; trying again for %s", refused, *later);
     notify_store_update(n, d->row, "retrying", try, code, note);
     n->host->log(n->self, TLSBOX_LOG_WARN,
                  "%s mailed (try %d, SMTP %ld); refused: %s; next try for %s in %ld s", d->event,
-                 try, code, refused, d->rcpt, wait_s);
-    *later = NULL; /* d owns it now */
+                 try, code, refused, *later, wait_s);
     free(note);
+    char *before = d->rcpt;
+    d->rcpt = *later;
+    if (retry_arm(d, wait_s) < 0) {
+        d->rcpt = before; /* tlsboxd stops: the caller records it delivered */
+        return false;
+    }
+    free(before);
+    *later = NULL; /* d owns it now */
     return true;
 }
 
@@ -252,19 +260,23 @@ void notify_deliver_job(void *arg, struct tlsbox_job *job)
         return;
     }
     bool last = try == NOTIFY_TRIES || rc == -ENOENT || n->host->job_cancelled(job);
-    long wait_s = last ? -1 : retry_later(d, try);
-    if (wait_s < 0)
-        last = true; /* tlsboxd stops */
-    notify_store_update(n, d->row, last ? "failed" : "retrying", try, code, err);
-    if (last) {
-        n->host->metric_add(n->m_failed, 1);
-        n->host->log(n->self, TLSBOX_LOG_WARN, "%s not %s: %s (try %d of %d); given up", d->event,
-                     how, err, try, NOTIFY_TRIES);
-        delivery_done(d);
-    } else {
+    if (!last) {
+        /* Told before the timer is set (retry_arm): after it, d may be gone. */
+        long wait_s = retry_wait(n, try);
+        notify_store_update(n, d->row, "retrying", try, code, err);
         n->host->log(n->self, TLSBOX_LOG_WARN, "%s not %s: %s (try %d of %d); next in %ld s",
                      d->event, how, err, try, NOTIFY_TRIES, wait_s);
+        if (retry_arm(d, wait_s) == 0) {
+            free(err);
+            return;
+        }
+        last = true; /* tlsboxd stops */
     }
+    notify_store_update(n, d->row, "failed", try, code, err);
+    n->host->metric_add(n->m_failed, 1);
+    n->host->log(n->self, TLSBOX_LOG_WARN, "%s not %s: %s (try %d of %d); given up", d->event, how,
+                 err, try, NOTIFY_TRIES);
+    delivery_done(d);
     free(err);
 }
 

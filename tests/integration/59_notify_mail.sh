@@ -219,6 +219,20 @@ want="mail delivered 2 250 null"
 is "$(wait_delivery "$id" "$want")" "$want" "GET notify/deliveries: delivered at the second try"
 like "$(cat "$TB_TMP/daemon.log")" "WARN.*notify.test mailed \(try 1, SMTP 250\); refused: late@example.test \(SMTP 450 4.2.0 <late@example.test>: greylisted, try again later\); next try for late@example.test in 1 s" \
     "the log says who was refused for now, and when the next try is"
+
+# 7d. The mail server's setting emptied while a retry waits: the retry
+# gives up at once, saying why (it read before the start of the URL).
+tb_ctl set notify.retry_seconds 5 >/dev/null
+tb_ctl set notify.mail_to "gone@example.test" >/dev/null
+site_api POST notify/test '{}' >/dev/null
+id=$(newest)
+want="mail retrying 1 550 smtp://127.0.0.1:$P_PLAIN: no recipient accepted: gone@example.test (SMTP 550 5.1.1 <gone@example.test>: no such user here)"
+is "$(wait_delivery "$id" "$want")" "$want" "a refused mail waits 5 s to retry"
+tb_ctl set notify.smtp_url '' >/dev/null
+want="mail failed 2 null notify.mail_to or notify.smtp_url is empty: nothing to send to"
+is "$(wait_delivery "$id" "$want")" "$want" \
+    "notify.smtp_url emptied meanwhile: the retry gives up at the second try, saying why"
+tb_ctl set notify.smtp_url "smtp://127.0.0.1:$P_PLAIN" >/dev/null
 tb_ctl set notify.retry_seconds 300 >/dev/null
 tb_ctl set notify.mail_to "ops@example.test,second@example.test" >/dev/null
 tb_ctl set notify.smtp_tls required >/dev/null
