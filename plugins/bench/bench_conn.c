@@ -54,16 +54,17 @@ int bench_conn_open(struct bench_conn *c)
     c->requests = 0;
     c->out_len = c->out_off = c->tls_pending = 0;
     c->h1_busy = c->draining = false;
-    c->g->st->connections++;
     c->state = CONN_CONNECTING;
     struct epoll_event ev = {.events = EPOLLOUT, .data.u32 = (uint32_t)c->slot};
     if (epoll_ctl(c->g->epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+        /* Counted (once) by the caller, as a connection that failed. */
         int e = -errno;
         close(c->fd);
         c->fd = -1;
         c->state = CONN_IDLE;
         return e;
     }
+    c->g->st->connections++;
     if (connect(c->fd, (const struct sockaddr *)&o->addr, o->addrlen) < 0 && errno != EINPROGRESS) {
         bench_conn_fail(c);
         return 0;

@@ -48,7 +48,8 @@ int bench_h1_begin(struct bench_conn *c)
     return h1_send_request(c);
 }
 
-/* Parse the header block in c->hdr (ends with CRLF CRLF). */
+/* Parse the header block in c->hdr (ends with CRLF CRLF): 0, 1 for an
+ * interim answer (1xx: the real one follows), or -EIO. */
 static int h1_parse_head(struct bench_conn *c)
 {
     c->hdr[c->hdr_len] = '\0';
@@ -57,6 +58,11 @@ static int h1_parse_head(struct bench_conn *c)
     c->status = atoi(c->hdr + 9);
     if (c->status < 100 || c->status > 599)
         return -EIO;
+    /* 100 Continue, 103 Early Hints: not the answer (RFC 9110 15.2), which
+     * comes next on the same request.  101 would switch protocols: no GET
+     * of ours asks for that. */
+    if (c->status < 200)
+        return c->status == 101 ? -EIO : 1;
     bool chunked = false;
     for (char *line = strstr(c->hdr, "\r\n"); line && line[2] != '\r';
          line = strstr(line + 2, "\r\n")) {
@@ -71,8 +77,8 @@ static int h1_parse_head(struct bench_conn *c)
     }
     if (chunked)
         return -EIO; /* static files never come chunked from the servers we measure */
-    /* 1xx, 204 and 304 have no body. */
-    if (c->status < 200 || c->status == 204 || c->status == 304)
+    /* 204 and 304 have no body. */
+    if (c->status == 204 || c->status == 304)
         c->remaining = 0;
     c->until_eof = c->remaining < 0;
     c->in_body = true;
@@ -140,10 +146,15 @@ static int h1_feed(struct bench_conn *c, const char *p, size_t n)
             size_t head = (size_t)(end + 4 - c->hdr);
             size_t used = head - old;
             c->hdr_len = head;
-            if (h1_parse_head(c) < 0)
+            int r = h1_parse_head(c);
+            if (r < 0)
                 return -EIO;
             p += used;
             n -= used;
+            if (r == 1) {
+                c->hdr_len = 0; /* an interim answer: the real head follows */
+                continue;
+            }
         }
         if (c->until_eof) {
             c->g->st->body += n;
