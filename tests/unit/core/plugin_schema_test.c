@@ -227,6 +227,96 @@ static void test_core_objects(sqlite3 *db)
     ok(n >= 13, "the core store has its objects (%d)", n);
 }
 
+/* A failing migration: -EIO, the message naming the step and @p what, the
+ * store file unchanged byte for byte. */
+static void refused_step(sqlite3 *db, const char *plugin, const struct tlsbox_migration *steps,
+                         const char *step, const char *what, const char *desc)
+{
+    char *err = NULL;
+    size_t len0, len1;
+    char *before = file_bytes(db, &len0);
+    is_int(plugin_schema_migrate(db, plugin, steps, &err), -EIO, "%s: refused", desc);
+    diag("%s", err ? err : "no message");
+    like(err, step, "%s: the message names the step", desc);
+    like(err, what, "%s: and what it changed", desc);
+    char *after = file_bytes(db, &len1);
+    ok(before && after && len0 == len1 && memcmp(before, after, len0) == 0,
+       "%s: the store file is unchanged byte for byte", desc);
+    is_int(plugin_schema_version(db, plugin), 0, "%s: no version recorded", desc);
+    ok(sqlite3_get_autocommit(db), "%s: no transaction left open", desc);
+    free(before);
+    free(after);
+    free(err);
+}
+
+/* What SQLite's authorizer does not show the guard, checked by the core
+ * after each step: the rows of sqlite_sequence a statement changes (a
+ * plugin's DROP and RENAME of its own AUTOINCREMENT table change them
+ * through the same actions). */
+static void test_checked_after_step(sqlite3 *db)
+{
+    char *err = NULL;
+    long long audit_seq = query_int(db, "SELECT seq FROM sqlite_sequence WHERE name = 'audit'");
+
+    /* The core's audit counter set to the largest rowid: its own counter
+     * moved onto audit's name. */
+    static const struct tlsbox_migration seq_move[] = {
+        {.name = "0001_t", .sql = "CREATE TABLE seqd_t (id INTEGER PRIMARY KEY AUTOINCREMENT);"},
+        {.name = "0002_full",
+         .sql = "INSERT INTO seqd_t (id) VALUES (9223372036854775807);"
+                "DELETE FROM sqlite_sequence WHERE name = 'audit';"
+                "UPDATE sqlite_sequence SET name = 'audit' WHERE name = 'seqd_t';"},
+        TLSBOX_MIGRATIONS_END};
+    refused_step(db, "seqd", seq_move, "migration 0002_full failed",
+                 "the AUTOINCREMENT counter of audit in sqlite_sequence (now "
+                 "9223372036854775807,",
+                 "a counter moved onto audit's name");
+    /* Without its row, audit would reuse the ids of deleted rows. */
+    static const struct tlsbox_migration seq_delete[] = {
+        {.name = "0001_forget", .sql = "DELETE FROM sqlite_sequence WHERE name = 'audit';"},
+        TLSBOX_MIGRATIONS_END};
+    refused_step(db, "seqe", seq_delete, "migration 0001_forget failed",
+                 "the AUTOINCREMENT counter of audit in sqlite_sequence (now none,",
+                 "audit's counter deleted");
+    is_int(query_int(db, "SELECT seq FROM sqlite_sequence WHERE name = 'audit'"), audit_seq,
+           "audit's counter is as it was");
+    is_int(store_exec(db, "INSERT INTO audit (at, actor, action) VALUES (1, 't', 't')", NULL), 0,
+           "the core still inserts into audit");
+
+    /* What a plugin's own migrations need still works: its own foreign
+     * keys, the columns of its tables, a table rebuilt under a new name and
+     * renamed back (SQLite's way to change a constraint), with its
+     * AUTOINCREMENT counter, and temporary tables it drops again. */
+    static const struct tlsbox_migration own[] = {
+        {.name = "0001_t",
+         .sql = "CREATE TABLE ownm_runs (id INTEGER PRIMARY KEY AUTOINCREMENT, s TEXT);"
+                "CREATE TABLE ownm_items (run INTEGER REFERENCES ownm_runs (id) ON DELETE "
+                "CASCADE);"
+                "INSERT INTO ownm_runs (s) VALUES ('a'), ('b');"},
+        {.name = "0002_cols",
+         .sql = "ALTER TABLE ownm_items ADD COLUMN note TEXT;"
+                "ALTER TABLE ownm_items RENAME COLUMN note TO text;"
+                "ALTER TABLE ownm_items DROP COLUMN text;"},
+        {.name = "0003_rebuild",
+         .sql = "CREATE TEMP TABLE ownm_scratch AS SELECT * FROM ownm_runs;"
+                "CREATE TABLE ownm_runs_new (id INTEGER PRIMARY KEY AUTOINCREMENT, s TEXT "
+                "CHECK (s <> ''));"
+                "INSERT INTO ownm_runs_new SELECT * FROM ownm_scratch;"
+                "DROP TABLE ownm_scratch;"
+                "DROP TABLE ownm_runs;"
+                "ALTER TABLE ownm_runs_new RENAME TO ownm_runs;"
+                "INSERT INTO ownm_runs (s) VALUES ('c');"},
+        TLSBOX_MIGRATIONS_END};
+    err = NULL;
+    is_int(plugin_schema_migrate(db, "ownm", own, &err), 3, "a plugin's own schema changes apply");
+    ok(err == NULL, "without an error (%s)", err ? err : "none");
+    is_int(query_int(db, "SELECT seq FROM sqlite_sequence WHERE name = 'ownm_runs'"), 3,
+           "its counter followed the rename");
+    is_int(query_int(db, "SELECT count(*) FROM sqlite_sequence WHERE name = 'ownm_runs_new'"), 0,
+           "and no counter is left under the old name");
+    free(err);
+}
+
 int main(void)
 {
     char *err = NULL;
@@ -241,6 +331,7 @@ int main(void)
     }
     sqlite3 *db = store_main();
     test_core_objects(db);
+    test_checked_after_step(db);
     test_apply_once(db);
     test_failing_step(db);
     test_commit_in_step(db);
