@@ -246,7 +246,9 @@ static int guard(const char *plugin, int migration, int action, const char *a1, 
     default:
         return SQLITE_OK; /* reads, transactions, functions */
     }
-    if (dbname && strcmp(dbname, "temp") == 0)
+    /* ALTER TABLE names the database first (and a dropped column third). */
+    if (action == SQLITE_ALTER_TABLE ? a1 && strcmp(a1, "temp") == 0
+                                     : dbname && strcmp(dbname, "temp") == 0)
         return SQLITE_OK;
     action_objects(action, a1, a2, &obj, &on);
     /* SQLite keeps the counter of an AUTOINCREMENT table without asking,
@@ -276,6 +278,18 @@ static int guard(const char *plugin, int migration, int action, const char *a1, 
     if (!store_guard_owns(plugin, obj))
         return on ? refuse_verb(plugin, "name an index or trigger", obj)
                   : refuse(plugin, action, obj);
+    /* SQLite names only the old table to the authorizer of a rename: the
+     * plugin could give its table the name of another plugin's or of a
+     * future core table.  A migration step's renames are checked after the
+     * step (store_guard_verify); on other connections no table is altered,
+     * which the guard cannot check. */
+    if (!migration && action == SQLITE_ALTER_TABLE) {
+        log_err("plugin %s: store: refused to alter table %s here: a plugin's tables are altered "
+                "only by its migration steps (struct tlsbox_migration), after which the core "
+                "checks them",
+                plugin, obj);
+        return SQLITE_DENY;
+    }
     return SQLITE_OK;
 }
 
@@ -326,10 +340,12 @@ void store_guard_detach(sqlite3 *db)
 
 /* One thing a migration step must leave as it was. */
 struct mark_item {
-    char kind;   /* 'c': the AUTOINCREMENT counter of a table the plugin does not own */
-    char *name;  /* of the table */
-    char *value; /* the counter */
-    char *key;   /* kind, name and value: what is compared */
+    char kind;   /* 'c': the AUTOINCREMENT counter of a table the plugin does not own;
+                  * 'o': a schema object it does not own */
+    char *type;  /* of the object: "table", "index"...; "" for a counter */
+    char *name;  /* of the object, or of the counter's table */
+    char *value; /* the counter, or the object's SQL */
+    char *key;   /* all of it: what is compared */
 };
 
 struct store_guard_mark {
@@ -345,6 +361,7 @@ static int item_cmp(const void *a, const void *b)
 static void mark_clear(struct store_guard_mark *m)
 {
     for (size_t i = 0; i < m->n; i++) {
+        free(m->items[i].type);
         free(m->items[i].name);
         free(m->items[i].value);
         free(m->items[i].key);
@@ -354,15 +371,20 @@ static void mark_clear(struct store_guard_mark *m)
     m->n = 0;
 }
 
-static void mark_add(struct store_guard_mark *m, char kind, const char *name, const char *value)
+static void mark_add(struct store_guard_mark *m, char kind, const char *type, const char *name,
+                     const char *value)
 {
     if ((m->n & (m->n - 1)) == 0) /* 0, 1, 2, 4...: double */
         m->items = xrealloc(m->items, (m->n ? 2 * m->n : 1) * sizeof *m->items);
     struct mark_item *it = &m->items[m->n++];
     it->kind = kind;
-    it->name = xstrdup(name);
-    it->value = xstrdup(value);
-    it->key = xasprintf("%c\x1f%s\x1f%s", kind, name, value);
+    it->type = xstrdup(type ? type : "");
+    it->name = xstrdup(name ? name : "");
+    it->value = xstrdup(value ? value : "");
+    /* Objects sort first: a table renamed with its counter is named as a
+     * table. */
+    it->key = xasprintf("%c%c\x1f%s\x1f%s\x1f%s", kind == 'c' ? '2' : '1', kind, it->name, it->type,
+                        it->value);
 }
 
 /* What of @p db the plugin may not change, sorted by key. */
@@ -370,13 +392,21 @@ static int collect(sqlite3 *db, const char *plugin, struct store_guard_mark *m, 
 {
     sqlite3_stmt *st = NULL;
     int has_counters = 0, rc;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT count(*) FROM main.sqlite_master "
-                           "WHERE type = 'table' AND name = 'sqlite_sequence'",
-                           -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_step(st) != SQLITE_ROW)
+    /* The objects (SQLite's own aside: an autoindex follows its table). */
+    if (sqlite3_prepare_v2(db, "SELECT type, name, sql FROM main.sqlite_master", -1, &st, NULL) !=
+        SQLITE_OK)
         goto fail;
-    has_counters = sqlite3_column_int(st, 0) > 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *type = (const char *)sqlite3_column_text(st, 0);
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        const char *sql = (const char *)sqlite3_column_text(st, 2);
+        if (name && strcmp(name, "sqlite_sequence") == 0)
+            has_counters = 1;
+        if (name && !is_internal(name) && !store_guard_owns(plugin, name))
+            mark_add(m, 'o', type, name, sql);
+    }
+    if (rc != SQLITE_DONE)
+        goto fail;
     sqlite3_finalize(st);
     st = NULL;
     if (has_counters) {
@@ -387,7 +417,7 @@ static int collect(sqlite3 *db, const char *plugin, struct store_guard_mark *m, 
             const char *name = (const char *)sqlite3_column_text(st, 0);
             const char *seq = (const char *)sqlite3_column_text(st, 1);
             if (!store_guard_owns(plugin, name))
-                mark_add(m, 'c', name ? name : "", seq ? seq : "");
+                mark_add(m, 'c', NULL, name, seq);
         }
         if (rc != SQLITE_DONE)
             goto fail;
@@ -434,12 +464,33 @@ static char *counter_values(const struct store_guard_mark *m, const char *name)
     return s ? s : xstrdup("none");
 }
 
+/* Whether @p m has an object of @p it's type and name. */
+static int has_object(const struct store_guard_mark *m, const struct mark_item *it)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (m->items[i].kind == 'o' && strcmp(m->items[i].name, it->name) == 0 &&
+            strcmp(m->items[i].type, it->type) == 0)
+            return 1;
+    return 0;
+}
+
 /* Say what differs: @p it is in @p before but not in @p now, or the other
  * way round. */
 static void describe(const char *plugin, const struct mark_item *it,
                      const struct store_guard_mark *before, const struct store_guard_mark *now,
                      char **err)
 {
+    if (it->kind == 'o') {
+        /* Only a rename makes a name here: the guard refuses to create one. */
+        if (!has_object(before, it))
+            xset_err(err,
+                     "it made %s %s, not plugin %s's: a step names its tables \"%s_...\", "
+                     "by a rename too",
+                     it->type, it->name, plugin, plugin);
+        else
+            xset_err(err, "it changed %s %s, not plugin %s's", it->type, it->name, plugin);
+        return;
+    }
     char *was = counter_values(before, it->name), *is = counter_values(now, it->name);
     xset_err(err,
              "it changed the AUTOINCREMENT counter of %s in sqlite_sequence (now %s, was %s), "

@@ -11,8 +11,9 @@
  * (INSERT/UPDATE/DELETE) or change the schema of (CREATE/DROP/ALTER) only
  * tables, indexes, triggers and views named "<plugin>_..." (temporary ones
  * are the connection's own and free); triggers and indexes must also sit on
- * such a table.  ATTACH, DETACH and pragmas that set a value are refused,
- * and so is reading the core's secret columns (private keys, ticket keys,
+ * such a table.  ALTER TABLE is refused (a rename shows the guard only the
+ * old name): a plugin's tables are altered by its migration steps.  ATTACH, DETACH and pragmas that
+ * set a value are refused, and so is reading the core's secret columns (private keys, ticket keys,
  * password hashes, session tokens), and writing sqlite_sequence (the
  * AUTOINCREMENT counters, the core's too: SQLite keeps the plugin's own).
  * A refused statement fails to prepare with SQLITE_AUTH ("not authorized")
@@ -35,9 +36,10 @@ struct tlsbox_plugin;
 void store_guard_set_plugins(struct tlsbox_plugin *(*first)(void));
 
 /* What a migration step of @p plugin must leave as it was, read before the
- * first step: the AUTOINCREMENT counters of the tables it does not own
- * (sqlite_sequence).  NULL with *err set (caller frees) when the store
- * cannot be read. */
+ * first step: the schema objects it does not own (their names, types and
+ * SQL: a rename makes a name the authorizer never sees) and the
+ * AUTOINCREMENT counters of their tables (sqlite_sequence).  NULL with *err set (caller frees) when
+ * the store cannot be read. */
 struct store_guard_mark;
 struct store_guard_mark *store_guard_mark(sqlite3 *db, const char *plugin, char **err);
 /* After each step, on its connection and inside its transaction, with the

@@ -41,6 +41,8 @@ static const struct {
     {"counted", "INSERT INTO rogue_counted (id, t) VALUES (9223372036854775807, 'last')"},
     {"seq_delete", "DELETE FROM sqlite_sequence WHERE name = 'audit'"},
     {"seq_rename", "UPDATE sqlite_sequence SET name = 'audit' WHERE name = 'rogue_counted'"},
+    /* SQLite tells the guard the old name of a rename, never the new one. */
+    {"rename", "ALTER TABLE rogue_counted RENAME TO rogue_schema_counted"},
 };
 
 static void on_try(void *arg, const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)

@@ -252,7 +252,7 @@ static void refused_step(sqlite3 *db, const char *plugin, const struct tlsbox_mi
 /* What SQLite's authorizer does not show the guard, checked by the core
  * after each step: the rows of sqlite_sequence a statement changes (a
  * plugin's DROP and RENAME of its own AUTOINCREMENT table change them
- * through the same actions). */
+ * through the same actions) and the new name of a rename. */
 static void test_checked_after_step(sqlite3 *db)
 {
     char *err = NULL;
@@ -282,6 +282,18 @@ static void test_checked_after_step(sqlite3 *db)
            "audit's counter is as it was");
     is_int(store_exec(db, "INSERT INTO audit (at, actor, action) VALUES (1, 't', 't')", NULL), 0,
            "the core still inserts into audit");
+
+    /* SQLite names only the old table to the authorizer of a rename. */
+    static const struct tlsbox_migration squat[] = {
+        {.name = "0001_t",
+         .sql = "CREATE TABLE ren_t (id INTEGER PRIMARY KEY AUTOINCREMENT);"
+                "INSERT INTO ren_t DEFAULT VALUES;"},
+        {.name = "0002_squat", .sql = "ALTER TABLE ren_t RENAME TO acme_kv;"},
+        TLSBOX_MIGRATIONS_END};
+    refused_step(db, "ren", squat, "migration 0002_squat failed",
+                 "it made table acme_kv, not plugin ren's", "a rename to another's name");
+    is_int(query_int(db, "SELECT count(*) FROM sqlite_master WHERE name IN ('ren_t', 'acme_kv')"),
+           0, "neither name is in the store");
 
     /* What a plugin's own migrations need still works: its own foreign
      * keys, the columns of its tables, a table rebuilt under a new name and
