@@ -278,16 +278,19 @@ static int guard(const char *plugin, int migration, int action, const char *a1, 
     if (!store_guard_owns(plugin, obj))
         return on ? refuse_verb(plugin, "name an index or trigger", obj)
                   : refuse(plugin, action, obj);
-    /* SQLite names only the old table to the authorizer of a rename: the
+    /* SQLite names only the old table to the authorizer of a rename (the
      * plugin could give its table the name of another plugin's or of a
-     * future core table.  A migration step's renames are checked after the
-     * step (store_guard_verify); on other connections no table is altered,
-     * which the guard cannot check. */
-    if (!migration && action == SQLITE_ALTER_TABLE) {
-        log_err("plugin %s: store: refused to alter table %s here: a plugin's tables are altered "
-                "only by its migration steps (struct tlsbox_migration), after which the core "
-                "checks them",
-                plugin, obj);
+     * future core table), and nothing of a table's foreign keys (one to a
+     * core table makes the core's deletes there cascade into the plugin's
+     * table, firing its triggers on the core's connection, or fail).  A
+     * migration step's tables are checked after the step
+     * (store_guard_verify); on other connections, where nothing can be
+     * checked after a statement, no table is created or altered. */
+    if (!migration && (action == SQLITE_CREATE_TABLE || action == SQLITE_ALTER_TABLE)) {
+        log_err("plugin %s: store: refused to %s %s here: a plugin's tables are created and "
+                "altered only by its migration steps (struct tlsbox_migration), after which the "
+                "core checks their names and foreign keys",
+                plugin, action_name(action), obj);
         return SQLITE_DENY;
     }
     return SQLITE_OK;
@@ -500,6 +503,39 @@ static void describe(const char *plugin, const struct mark_item *it,
     free(is);
 }
 
+/* A foreign key of one of the plugin's tables to a table it does not own. */
+static int check_foreign_keys(sqlite3 *db, const char *plugin, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = 0, s;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT m.name, f.\"table\" FROM main.sqlite_master AS m, "
+                           "pragma_foreign_key_list(m.name, 'main') AS f "
+                           "WHERE m.type = 'table' ORDER BY m.name, f.id",
+                           -1, &st, NULL) != SQLITE_OK) {
+        xset_err(err, "cannot read foreign keys: %s", sqlite3_errmsg(db));
+        return -EIO;
+    }
+    while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *table = (const char *)sqlite3_column_text(st, 0);
+        const char *to = (const char *)sqlite3_column_text(st, 1);
+        if (table && to && store_guard_owns(plugin, table) && !store_guard_owns(plugin, to)) {
+            xset_err(err,
+                     "table %s has a foreign key to %s, not plugin %s's: a plugin's foreign keys "
+                     "refer only to its own tables (the owner's deletes there would cascade "
+                     "into the plugin's table, or fail)",
+                     table, to, plugin);
+            rc = -EPERM;
+        }
+    }
+    if (rc == 0 && s != SQLITE_DONE) {
+        xset_err(err, "cannot read foreign keys: %s", sqlite3_errmsg(db));
+        rc = -EIO;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int store_guard_verify(sqlite3 *db, const char *plugin, const struct store_guard_mark *before,
                        char **err)
 {
@@ -519,6 +555,8 @@ int store_guard_verify(sqlite3 *db, const char *plugin, const struct store_guard
         describe(plugin, gone ? &before->items[i] : &now.items[j], before, &now, err);
         rc = -EPERM;
     }
+    if (rc == 0)
+        rc = check_foreign_keys(db, plugin, err);
     mark_clear(&now);
     return rc;
 }

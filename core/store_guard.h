@@ -11,8 +11,9 @@
  * (INSERT/UPDATE/DELETE) or change the schema of (CREATE/DROP/ALTER) only
  * tables, indexes, triggers and views named "<plugin>_..." (temporary ones
  * are the connection's own and free); triggers and indexes must also sit on
- * such a table.  ALTER TABLE is refused (a rename shows the guard only the
- * old name): a plugin's tables are altered by its migration steps.  ATTACH, DETACH and pragmas that
+ * such a table.  CREATE TABLE and ALTER TABLE are refused (the guard sees
+ * neither a table's foreign keys nor the new name of a rename): a plugin's
+ * tables are created and altered by its migration steps.  ATTACH, DETACH and pragmas that
  * set a value are refused, and so is reading the core's secret columns (private keys, ticket keys,
  * password hashes, session tokens), and writing sqlite_sequence (the
  * AUTOINCREMENT counters, the core's too: SQLite keeps the plugin's own).
@@ -44,7 +45,8 @@ struct store_guard_mark;
 struct store_guard_mark *store_guard_mark(sqlite3 *db, const char *plugin, char **err);
 /* After each step, on its connection and inside its transaction, with the
  * guard detached: what the authorizer cannot see.  0 when all of @p before
- * is as it was; else -EPERM with *err naming the first difference (caller
+ * is as it was and the plugin's tables have foreign keys only to its own
+ * tables; else -EPERM with *err naming the first difference (caller
  * frees), or -EIO. */
 int store_guard_verify(sqlite3 *db, const char *plugin, const struct store_guard_mark *before,
                        char **err);

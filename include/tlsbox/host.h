@@ -195,9 +195,10 @@ struct tlsbox_host {
      * too, and reading the core's secret columns (private keys, ticket keys,
      * password hashes, session tokens), and writing sqlite_sequence (the
      * AUTOINCREMENT counters of every table: SQLite keeps the plugin's own;
-     * drop or rename an AUTOINCREMENT table in a migration step).  ALTER
-     * TABLE is refused here too: a plugin's tables are altered by its
-     * migration steps, after which the core checks them.  Core data (certificates,
+     * drop or rename an AUTOINCREMENT table in a migration step).  CREATE
+     * TABLE and ALTER TABLE are refused here too: a plugin's tables are
+     * created and altered by its migration steps, after which the core
+     * checks their names and foreign keys.  Core data (certificates,
      * settings) is read and changed through host calls; its tables are not part of the ABI.
      */
     sqlite3 *(*store_open)(struct tlsbox_plugin *self);

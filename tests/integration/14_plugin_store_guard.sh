@@ -57,9 +57,9 @@ for what in certificates acme_orders settings drop create neighbour index pragma
         "$what: it names the plugin and the rule"
 done
 # What SQLite does not show the guard: the rows of sqlite_sequence a
-# statement changes, the new name of a rename.  Each is refused with one
-# line saying what, where and why.
-runtime="here: a plugin's tables are altered only by its migration steps"
+# statement changes, the new name of a rename, a table's foreign keys.  Each
+# is refused with one line saying what, where and why.
+runtime="here: a plugin's tables are created and altered only by its migration steps"
 counters="sqlite_sequence: it holds the AUTOINCREMENT counters of every table, the core's too"
 while IFS='|' read -r what re; do
     n0=$(wc -l <"$TB_TMP/daemon.log")
@@ -71,6 +71,8 @@ done <<EOF
 seq_delete|delete from $counters
 seq_rename|update $counters
 rename|alter table rogue_counted $runtime
+fk|create table rogue_linked $runtime
+add_fk|alter table rogue_notes $runtime
 EOF
 like "$(grep "refused to" "$TB_TMP/daemon.log" | grep -v rogue_schema | head -1)" "refused to update certificates" \
     "the line names the action and the table"

@@ -43,6 +43,11 @@ static const struct {
     {"seq_rename", "UPDATE sqlite_sequence SET name = 'audit' WHERE name = 'rogue_counted'"},
     /* SQLite tells the guard the old name of a rename, never the new one. */
     {"rename", "ALTER TABLE rogue_counted RENAME TO rogue_schema_counted"},
+    /* A foreign key to a core table: the core's deletes of settings would
+     * cascade into this table (and fire its triggers on the core's own
+     * connection), or fail. */
+    {"fk", "CREATE TABLE rogue_linked (k TEXT REFERENCES settings (key) ON DELETE CASCADE)"},
+    {"add_fk", "ALTER TABLE rogue_notes ADD COLUMN k TEXT REFERENCES settings (key)"},
 };
 
 static void on_try(void *arg, const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)

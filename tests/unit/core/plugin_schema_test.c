@@ -252,7 +252,8 @@ static void refused_step(sqlite3 *db, const char *plugin, const struct tlsbox_mi
 /* What SQLite's authorizer does not show the guard, checked by the core
  * after each step: the rows of sqlite_sequence a statement changes (a
  * plugin's DROP and RENAME of its own AUTOINCREMENT table change them
- * through the same actions) and the new name of a rename. */
+ * through the same actions), the new name of a rename, a table's foreign
+ * keys. */
 static void test_checked_after_step(sqlite3 *db)
 {
     char *err = NULL;
@@ -294,6 +295,43 @@ static void test_checked_after_step(sqlite3 *db)
                  "it made table acme_kv, not plugin ren's", "a rename to another's name");
     is_int(query_int(db, "SELECT count(*) FROM sqlite_master WHERE name IN ('ren_t', 'acme_kv')"),
            0, "neither name is in the store");
+
+    /* A foreign key to a core table: deleting the setting cascades into the
+     * plugin's table, whose trigger then runs on the core's connection,
+     * where no guard is. */
+    is_int(store_exec(
+               db, "INSERT INTO settings (key, value, updated_at) VALUES ('core.fk_test', '1', 0)",
+               NULL),
+           0, "a setting to refer to");
+    static const struct tlsbox_migration fk_core[] = {
+        {.name = "0001_link",
+         .sql = "CREATE TABLE fk_t (k TEXT REFERENCES settings (key) ON DELETE CASCADE);"
+                "CREATE TRIGGER fk_trg AFTER DELETE ON fk_t BEGIN "
+                "INSERT INTO audit (at, actor, action) VALUES (0, 'fk', 'cascaded'); END;"
+                "INSERT INTO fk_t VALUES ('core.fk_test');"},
+        TLSBOX_MIGRATIONS_END};
+    refused_step(db, "fk", fk_core, "migration 0001_link failed",
+                 "table fk_t has a foreign key to settings, not plugin fk's",
+                 "a foreign key to settings");
+    is_int(store_exec(db, "DELETE FROM settings WHERE key = 'core.fk_test'", NULL), 0,
+           "the core deletes the setting");
+    is_int(query_int(db, "SELECT count(*) FROM audit WHERE actor = 'fk'"), 0,
+           "and no trigger of the plugin ran on the core's connection");
+    static const struct tlsbox_migration fk_added[] = {
+        {.name = "0001_t", .sql = "CREATE TABLE fkb_t (x);"},
+        {.name = "0002_col",
+         .sql = "ALTER TABLE fkb_t ADD COLUMN k TEXT REFERENCES settings (key);"},
+        TLSBOX_MIGRATIONS_END};
+    refused_step(db, "fkb", fk_added, "migration 0002_col failed",
+                 "table fkb_t has a foreign key to settings, not plugin fkb's",
+                 "a foreign key added by ALTER TABLE");
+    /* acme_kv: another plugin's, even when that plugin is not loaded. */
+    static const struct tlsbox_migration fk_other[] = {
+        {.name = "0001_link", .sql = "CREATE TABLE fkc_t (k INTEGER REFERENCES acme_kv (id));"},
+        TLSBOX_MIGRATIONS_END};
+    refused_step(db, "fkc", fk_other, "migration 0001_link failed",
+                 "table fkc_t has a foreign key to acme_kv, not plugin fkc's",
+                 "a foreign key to another plugin's table");
 
     /* What a plugin's own migrations need still works: its own foreign
      * keys, the columns of its tables, a table rebuilt under a new name and
