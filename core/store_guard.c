@@ -344,7 +344,7 @@ void store_guard_detach(sqlite3 *db)
 /* One thing a migration step must leave as it was. */
 struct mark_item {
     char kind;   /* 'c': the AUTOINCREMENT counter of a table the plugin does not own;
-                  * 'o': a schema object it does not own */
+                  * 'o': a schema object it does not own; 't': a temporary object */
     char *type;  /* of the object: "table", "index"...; "" for a counter */
     char *name;  /* of the object, or of the counter's table */
     char *value; /* the counter, or the object's SQL */
@@ -395,18 +395,25 @@ static int collect(sqlite3 *db, const char *plugin, struct store_guard_mark *m, 
 {
     sqlite3_stmt *st = NULL;
     int has_counters = 0, rc;
-    /* The objects (SQLite's own aside: an autoindex follows its table). */
-    if (sqlite3_prepare_v2(db, "SELECT type, name, sql FROM main.sqlite_master", -1, &st, NULL) !=
-        SQLITE_OK)
+    /* The objects (SQLite's own aside: an autoindex follows its table).
+     * Temporary ones all count: a step runs on the core's connection, where
+     * a temporary view or table would stand in for the core's table of the
+     * same name, and a temporary trigger on a core table would fire for the
+     * core's writes, unguarded. */
+    if (sqlite3_prepare_v2(db,
+                           "SELECT 'o', type, name, sql FROM main.sqlite_master UNION ALL "
+                           "SELECT 't', type, name, sql FROM temp.sqlite_master",
+                           -1, &st, NULL) != SQLITE_OK)
         goto fail;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *type = (const char *)sqlite3_column_text(st, 0);
-        const char *name = (const char *)sqlite3_column_text(st, 1);
-        const char *sql = (const char *)sqlite3_column_text(st, 2);
-        if (name && strcmp(name, "sqlite_sequence") == 0)
+        char kind = *(const char *)sqlite3_column_text(st, 0);
+        const char *type = (const char *)sqlite3_column_text(st, 1);
+        const char *name = (const char *)sqlite3_column_text(st, 2);
+        const char *sql = (const char *)sqlite3_column_text(st, 3);
+        if (kind == 'o' && name && strcmp(name, "sqlite_sequence") == 0)
             has_counters = 1;
-        if (name && !is_internal(name) && !store_guard_owns(plugin, name))
-            mark_add(m, 'o', type, name, sql);
+        if (kind == 't' || (name && !is_internal(name) && !store_guard_owns(plugin, name)))
+            mark_add(m, kind, type, name, sql);
     }
     if (rc != SQLITE_DONE)
         goto fail;
@@ -471,7 +478,7 @@ static char *counter_values(const struct store_guard_mark *m, const char *name)
 static int has_object(const struct store_guard_mark *m, const struct mark_item *it)
 {
     for (size_t i = 0; i < m->n; i++)
-        if (m->items[i].kind == 'o' && strcmp(m->items[i].name, it->name) == 0 &&
+        if (m->items[i].kind == it->kind && strcmp(m->items[i].name, it->name) == 0 &&
             strcmp(m->items[i].type, it->type) == 0)
             return 1;
     return 0;
@@ -483,6 +490,17 @@ static void describe(const char *plugin, const struct mark_item *it,
                      const struct store_guard_mark *before, const struct store_guard_mark *now,
                      char **err)
 {
+    if (it->kind == 't') {
+        if (!has_object(before, it))
+            xset_err(err,
+                     "it left temporary %s %s on the core's connection: a step drops the "
+                     "temporary objects it makes",
+                     it->type, it->name);
+        else
+            xset_err(err, "it changed temporary %s %s of the core's connection", it->type,
+                     it->name);
+        return;
+    }
     if (it->kind == 'o') {
         /* Only a rename makes a name here: the guard refuses to create one. */
         if (!has_object(before, it))

@@ -38,8 +38,9 @@ void store_guard_set_plugins(struct tlsbox_plugin *(*first)(void));
 
 /* What a migration step of @p plugin must leave as it was, read before the
  * first step: the schema objects it does not own (their names, types and
- * SQL: a rename makes a name the authorizer never sees) and the
- * AUTOINCREMENT counters of their tables (sqlite_sequence).  NULL with *err set (caller frees) when
+ * SQL: a rename makes a name the authorizer never sees), the AUTOINCREMENT
+ * counters of their tables (sqlite_sequence) and the connection's
+ * temporary objects.  NULL with *err set (caller frees) when
  * the store cannot be read. */
 struct store_guard_mark;
 struct store_guard_mark *store_guard_mark(sqlite3 *db, const char *plugin, char **err);

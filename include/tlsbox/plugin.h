@@ -178,8 +178,9 @@ struct tlsbox_setting_def {
  * not own "site_stats_hits").  After each step the core checks what
  * SQLite does not show it while the step runs: a table renamed to a name
  * that is not the plugin's, a changed AUTOINCREMENT counter of a table
- * that is not the plugin's, or a foreign key of the plugin's tables to a
- * table that is not its own, fails the step.  The SQL is borrowed for the
+ * that is not the plugin's, a foreign key of the plugin's tables to a
+ * table that is not its own, or a temporary object left behind, fails
+ * the step.  The SQL is borrowed for the
  * plugin's whole life (static const data).
  */
 struct tlsbox_migration {

@@ -253,7 +253,7 @@ static void refused_step(sqlite3 *db, const char *plugin, const struct tlsbox_mi
  * after each step: the rows of sqlite_sequence a statement changes (a
  * plugin's DROP and RENAME of its own AUTOINCREMENT table change them
  * through the same actions), the new name of a rename, a table's foreign
- * keys. */
+ * keys, and the temporary objects a step leaves on the core's connection. */
 static void test_checked_after_step(sqlite3 *db)
 {
     char *err = NULL;
@@ -332,6 +332,18 @@ static void test_checked_after_step(sqlite3 *db)
     refused_step(db, "fkc", fk_other, "migration 0001_link failed",
                  "table fkc_t has a foreign key to acme_kv, not plugin fkc's",
                  "a foreign key to another plugin's table");
+
+    /* A step runs on the core's own connection: a temporary view named
+     * settings would stand in for the core's table there afterwards. */
+    static const struct tlsbox_migration temp_left[] = {
+        {.name = "0001_shadow",
+         .sql = "CREATE TEMP VIEW settings AS SELECT 'core.x' AS key, 'y' AS value;"},
+        TLSBOX_MIGRATIONS_END};
+    refused_step(db, "tmp", temp_left, "migration 0001_shadow failed",
+                 "it left temporary view settings on the core's connection",
+                 "a temporary view left behind");
+    is_int(query_int(db, "SELECT count(*) FROM temp.sqlite_master"), 0,
+           "no temporary object is left");
 
     /* What a plugin's own migrations need still works: its own foreign
      * keys, the columns of its tables, a table rebuilt under a new name and
