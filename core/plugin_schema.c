@@ -81,8 +81,9 @@ int plugin_schema_migrate(sqlite3 *db, const char *plugin, const struct tlsbox_m
     }
     /* The steps run under the plugin's guard, as its own connections do: a
      * step that touches a table the plugin does not own fails here.  What
-     * the guard cannot see (the rows of sqlite_sequence a statement
-     * changes) is checked after each step, still inside the transaction. */
+     * the guard cannot see (the counters in sqlite_sequence, the new name of
+     * a rename, foreign keys, temporary objects left on this connection) is
+     * checked after each step, still inside the transaction. */
     if (!(mark = store_guard_mark(db, plugin, &e))) {
         xset_err(err, "plugin %s: cannot apply its schema: %s", plugin, e);
         goto out;
