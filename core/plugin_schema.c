@@ -53,6 +53,7 @@ int plugin_schema_migrate(sqlite3 *db, const char *plugin, const struct tlsbox_m
     int n = plugin_schema_count(steps);
     int rc = -EIO;
     char *e = NULL;
+    struct store_guard_mark *mark = NULL;
 
     /* The version is read inside the write transaction, so two daemons on
      * one store cannot both apply the same step. */
@@ -79,16 +80,25 @@ int plugin_schema_migrate(sqlite3 *db, const char *plugin, const struct tlsbox_m
         return 0;
     }
     /* The steps run under the plugin's guard, as its own connections do: a
-     * step that touches a table the plugin does not own fails here. */
-    store_guard_attach_migration(db, plugin);
+     * step that touches a table the plugin does not own fails here.  What
+     * the guard cannot see (the counters in sqlite_sequence, the new name of
+     * a rename, foreign keys, temporary objects left on this connection) is
+     * checked after each step, still inside the transaction. */
+    if (!(mark = store_guard_mark(db, plugin, &e))) {
+        xset_err(err, "plugin %s: cannot apply its schema: %s", plugin, e);
+        goto out;
+    }
     for (int i = cur; i < n; i++) {
-        if (store_exec(db, steps[i].sql, &e) < 0) {
-            store_guard_detach(db);
+        store_guard_attach_migration(db, plugin);
+        int r = store_exec(db, steps[i].sql, &e);
+        store_guard_detach(db);
+        if (r == 0)
+            r = store_guard_verify(db, plugin, mark, &e);
+        if (r < 0) {
             xset_err(err, "plugin %s: migration %s failed: %s", plugin, steps[i].name, e);
             goto out;
         }
     }
-    store_guard_detach(db);
     if (record_version(db, plugin, n) < 0) {
         xset_err(err, "plugin %s: cannot record schema version %d: %s", plugin, n,
                  sqlite3_errmsg(db));
@@ -99,10 +109,12 @@ int plugin_schema_migrate(sqlite3 *db, const char *plugin, const struct tlsbox_m
         goto out;
     }
     log_info("store: plugin %s schema %d -> %d", plugin, cur, n);
+    store_guard_mark_free(mark);
     free(e);
     return n - cur;
 out:
     store_rollback(db);
+    store_guard_mark_free(mark);
     free(e);
     return rc;
 }

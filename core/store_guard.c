@@ -1,10 +1,12 @@
 #include "core/store_guard.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
 #include "core/plugin_loader.h"
+#include "core/xalloc.h"
 
 /* The loaded plugins (plugins_first), set by the loader; NULL where there is
  * no loader (the kit's mock host): then only the calling plugin's name counts. */
@@ -195,12 +197,13 @@ static void action_objects(int action, const char *a1, const char *a2, const cha
     }
 }
 
-static int on_authorize(void *arg, int action, const char *a1, const char *a2, const char *dbname,
-                        const char *trigger)
+/* The authorizer of a plugin's connections; @p migration for the one that
+ * applies its migration steps, after each of which the core checks what the
+ * authorizer cannot see (store_guard_verify). */
+static int guard(const char *plugin, int migration, int action, const char *a1, const char *a2,
+                 const char *dbname)
 {
-    const char *plugin = arg;
     const char *obj, *on;
-    (void)trigger;
 
     switch (action) {
     case SQLITE_INSERT:
@@ -243,17 +246,31 @@ static int on_authorize(void *arg, int action, const char *a1, const char *a2, c
     default:
         return SQLITE_OK; /* reads, transactions, functions */
     }
-    if (dbname && strcmp(dbname, "temp") == 0)
+    /* ALTER TABLE names the database first (and a dropped column third). */
+    if (action == SQLITE_ALTER_TABLE ? a1 && strcmp(a1, "temp") == 0
+                                     : dbname && strcmp(dbname, "temp") == 0)
         return SQLITE_OK;
     action_objects(action, a1, a2, &obj, &on);
-    /* SQLite writes sqlite_sequence by itself without asking, but for the
-     * DELETE of a DROP TABLE and the name UPDATE of a RENAME.  A plugin's own
-     * INSERT, or UPDATE of a counter, would set the core's AUTOINCREMENT
-     * counters: at the largest rowid every later insert into audit or
-     * policy_versions fails with "database or disk is full". */
+    /* SQLite keeps the counter of an AUTOINCREMENT table without asking,
+     * but for the DELETE of a DROP TABLE and the UPDATE of the name of a
+     * RENAME, which it asks for like a plugin's own statements: the guard
+     * cannot tell which rows they change.  A counter of the core's set to the
+     * largest rowid (its row deleted and a plugin's renamed to it) makes
+     * every later insert into audit or policy_versions fail with "database
+     * or disk is full".  So a plugin's connection writes none of it; a
+     * migration step may drop and rename its own AUTOINCREMENT tables, and
+     * the core then checks that no other table's counter changed. */
     if (obj && strcmp(obj, "sqlite_sequence") == 0 &&
-        (action == SQLITE_INSERT || (action == SQLITE_UPDATE && a2 && strcmp(a2, "seq") == 0)))
-        return refuse_verb(plugin, action_name(action), "sqlite_sequence (AUTOINCREMENT counters)");
+        (!migration || action == SQLITE_INSERT ||
+         (action == SQLITE_UPDATE && a2 && strcmp(a2, "seq") == 0))) {
+        log_err("plugin %s: store: refused to %s sqlite_sequence: it holds the AUTOINCREMENT "
+                "counters of every table, the core's too (SQLite keeps the plugin's own%s)",
+                plugin, action_name(action),
+                migration ? ""
+                          : "; a table with AUTOINCREMENT is dropped or renamed by a "
+                            "migration step");
+        return SQLITE_DENY;
+    }
     if (is_internal(obj))
         return SQLITE_OK;
     if (on && !is_internal(on) && !store_guard_owns(plugin, on))
@@ -261,7 +278,29 @@ static int on_authorize(void *arg, int action, const char *a1, const char *a2, c
     if (!store_guard_owns(plugin, obj))
         return on ? refuse_verb(plugin, "name an index or trigger", obj)
                   : refuse(plugin, action, obj);
+    /* SQLite names only the old table to the authorizer of a rename (the
+     * plugin could give its table the name of another plugin's or of a
+     * future core table), and nothing of a table's foreign keys (one to a
+     * core table makes the core's deletes there cascade into the plugin's
+     * table, firing its triggers on the core's connection, or fail).  A
+     * migration step's tables are checked after the step
+     * (store_guard_verify); on other connections, where nothing can be
+     * checked after a statement, no table is created or altered. */
+    if (!migration && (action == SQLITE_CREATE_TABLE || action == SQLITE_ALTER_TABLE)) {
+        log_err("plugin %s: store: refused to %s %s here: a plugin's tables are created and "
+                "altered only by its migration steps (struct tlsbox_migration), after which the "
+                "core checks their names and foreign keys",
+                plugin, action_name(action), obj);
+        return SQLITE_DENY;
+    }
     return SQLITE_OK;
+}
+
+static int on_authorize(void *arg, int action, const char *a1, const char *a2, const char *dbname,
+                        const char *trigger)
+{
+    (void)trigger;
+    return guard(arg, 0, action, a1, a2, dbname);
 }
 
 int store_guard_attach(sqlite3 *db, const char *plugin)
@@ -284,7 +323,8 @@ static int on_authorize_migration(void *arg, int action, const char *a1, const c
                 (const char *)arg, a1 ? a1 : "a transaction statement");
         return SQLITE_DENY;
     }
-    return on_authorize(arg, action, a1, a2, dbname, trigger);
+    (void)trigger;
+    return guard(arg, 1, action, a1, a2, dbname);
 }
 
 int store_guard_attach_migration(sqlite3 *db, const char *plugin)
@@ -299,4 +339,242 @@ void store_guard_detach(sqlite3 *db)
 {
     if (db)
         sqlite3_set_authorizer(db, NULL, NULL);
+}
+
+/* One thing a migration step must leave as it was. */
+struct mark_item {
+    char kind;   /* 'c': the AUTOINCREMENT counter of a table the plugin does not own;
+                  * 'o': a schema object it does not own; 't': a temporary object */
+    char *type;  /* of the object: "table", "index"...; "" for a counter */
+    char *name;  /* of the object, or of the counter's table */
+    char *value; /* the counter, or the object's SQL */
+    char *key;   /* all of it: what is compared */
+};
+
+struct store_guard_mark {
+    struct mark_item *items;
+    size_t n;
+};
+
+static int item_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct mark_item *)a)->key, ((const struct mark_item *)b)->key);
+}
+
+static void mark_clear(struct store_guard_mark *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->items[i].type);
+        free(m->items[i].name);
+        free(m->items[i].value);
+        free(m->items[i].key);
+    }
+    free(m->items);
+    m->items = NULL;
+    m->n = 0;
+}
+
+static void mark_add(struct store_guard_mark *m, char kind, const char *type, const char *name,
+                     const char *value)
+{
+    if ((m->n & (m->n - 1)) == 0) /* 0, 1, 2, 4...: double */
+        m->items = xrealloc(m->items, (m->n ? 2 * m->n : 1) * sizeof *m->items);
+    struct mark_item *it = &m->items[m->n++];
+    it->kind = kind;
+    it->type = xstrdup(type ? type : "");
+    it->name = xstrdup(name ? name : "");
+    it->value = xstrdup(value ? value : "");
+    /* Objects sort first: a table renamed with its counter is named as a
+     * table. */
+    it->key = xasprintf("%c%c\x1f%s\x1f%s\x1f%s", kind == 'c' ? '2' : '1', kind, it->name, it->type,
+                        it->value);
+}
+
+/* What of @p db the plugin may not change, sorted by key. */
+static int collect(sqlite3 *db, const char *plugin, struct store_guard_mark *m, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    int has_counters = 0, rc;
+    /* The objects (SQLite's own aside: an autoindex follows its table).
+     * Temporary ones all count: a step runs on the core's connection, where
+     * a temporary view or table would stand in for the core's table of the
+     * same name, and a temporary trigger on a core table would fire for the
+     * core's writes, unguarded. */
+    if (sqlite3_prepare_v2(db,
+                           "SELECT 'o', type, name, sql FROM main.sqlite_master UNION ALL "
+                           "SELECT 't', type, name, sql FROM temp.sqlite_master",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto fail;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        char kind = *(const char *)sqlite3_column_text(st, 0);
+        const char *type = (const char *)sqlite3_column_text(st, 1);
+        const char *name = (const char *)sqlite3_column_text(st, 2);
+        const char *sql = (const char *)sqlite3_column_text(st, 3);
+        if (kind == 'o' && name && strcmp(name, "sqlite_sequence") == 0)
+            has_counters = 1;
+        if (kind == 't' || (name && !is_internal(name) && !store_guard_owns(plugin, name)))
+            mark_add(m, kind, type, name, sql);
+    }
+    if (rc != SQLITE_DONE)
+        goto fail;
+    sqlite3_finalize(st);
+    st = NULL;
+    if (has_counters) {
+        if (sqlite3_prepare_v2(db, "SELECT name, seq FROM main.sqlite_sequence", -1, &st, NULL) !=
+            SQLITE_OK)
+            goto fail;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const char *name = (const char *)sqlite3_column_text(st, 0);
+            const char *seq = (const char *)sqlite3_column_text(st, 1);
+            if (!store_guard_owns(plugin, name))
+                mark_add(m, 'c', NULL, name, seq);
+        }
+        if (rc != SQLITE_DONE)
+            goto fail;
+        sqlite3_finalize(st);
+    }
+    if (m->n)
+        qsort(m->items, m->n, sizeof *m->items, item_cmp);
+    return 0;
+fail:
+    xset_err(err, "cannot read the store's schema: %s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    mark_clear(m);
+    return -EIO;
+}
+
+struct store_guard_mark *store_guard_mark(sqlite3 *db, const char *plugin, char **err)
+{
+    struct store_guard_mark *m = xcalloc(1, sizeof *m);
+    if (collect(db, plugin, m, err) < 0) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void store_guard_mark_free(struct store_guard_mark *m)
+{
+    if (m) {
+        mark_clear(m);
+        free(m);
+    }
+}
+
+/* The values of the counters named @p name in @p m, "none" when none. */
+static char *counter_values(const struct store_guard_mark *m, const char *name)
+{
+    char *s = NULL;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->items[i].kind == 'c' && strcmp(m->items[i].name, name) == 0) {
+            char *t = s ? xasprintf("%s and %s", s, m->items[i].value) : xstrdup(m->items[i].value);
+            free(s);
+            s = t;
+        }
+    return s ? s : xstrdup("none");
+}
+
+/* Whether @p m has an object of @p it's type and name. */
+static int has_object(const struct store_guard_mark *m, const struct mark_item *it)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (m->items[i].kind == it->kind && strcmp(m->items[i].name, it->name) == 0 &&
+            strcmp(m->items[i].type, it->type) == 0)
+            return 1;
+    return 0;
+}
+
+/* Say what differs: @p it is in @p before but not in @p now, or the other
+ * way round. */
+static void describe(const char *plugin, const struct mark_item *it,
+                     const struct store_guard_mark *before, const struct store_guard_mark *now,
+                     char **err)
+{
+    if (it->kind == 't') {
+        if (!has_object(before, it))
+            xset_err(err,
+                     "it left temporary %s %s on the core's connection: a step drops the "
+                     "temporary objects it makes",
+                     it->type, it->name);
+        else
+            xset_err(err, "it changed temporary %s %s of the core's connection", it->type,
+                     it->name);
+        return;
+    }
+    if (it->kind == 'o') {
+        /* Only a rename makes a name here: the guard refuses to create one. */
+        if (!has_object(before, it))
+            xset_err(err,
+                     "it made %s %s, not plugin %s's: a step names its tables \"%s_...\", "
+                     "by a rename too",
+                     it->type, it->name, plugin, plugin);
+        else
+            xset_err(err, "it changed %s %s, not plugin %s's", it->type, it->name, plugin);
+        return;
+    }
+    char *was = counter_values(before, it->name), *is = counter_values(now, it->name);
+    xset_err(err,
+             "it changed the AUTOINCREMENT counter of %s in sqlite_sequence (now %s, was %s), "
+             "not plugin %s's: a step changes only the counters of its own tables",
+             it->name, is, was, plugin);
+    free(was);
+    free(is);
+}
+
+/* A foreign key of one of the plugin's tables to a table it does not own. */
+static int check_foreign_keys(sqlite3 *db, const char *plugin, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = 0, s;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT m.name, f.\"table\" FROM main.sqlite_master AS m, "
+                           "pragma_foreign_key_list(m.name, 'main') AS f "
+                           "WHERE m.type = 'table' ORDER BY m.name, f.id",
+                           -1, &st, NULL) != SQLITE_OK) {
+        xset_err(err, "cannot read foreign keys: %s", sqlite3_errmsg(db));
+        return -EIO;
+    }
+    while (rc == 0 && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *table = (const char *)sqlite3_column_text(st, 0);
+        const char *to = (const char *)sqlite3_column_text(st, 1);
+        if (table && to && store_guard_owns(plugin, table) && !store_guard_owns(plugin, to)) {
+            xset_err(err,
+                     "table %s has a foreign key to %s, not plugin %s's: a plugin's foreign keys "
+                     "refer only to its own tables (the owner's deletes there would cascade "
+                     "into the plugin's table, or fail)",
+                     table, to, plugin);
+            rc = -EPERM;
+        }
+    }
+    if (rc == 0 && s != SQLITE_DONE) {
+        xset_err(err, "cannot read foreign keys: %s", sqlite3_errmsg(db));
+        rc = -EIO;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_guard_verify(sqlite3 *db, const char *plugin, const struct store_guard_mark *before,
+                       char **err)
+{
+    struct store_guard_mark now = {0};
+    if (!db || !plugin || !before)
+        return -EINVAL;
+    if (collect(db, plugin, &now, err) < 0)
+        return -EIO;
+    /* Both sorted: the first key that is in one and not in the other. */
+    size_t i = 0, j = 0;
+    while (i < before->n && j < now.n && strcmp(before->items[i].key, now.items[j].key) == 0)
+        i++, j++;
+    int rc = 0;
+    if (i < before->n || j < now.n) {
+        int gone =
+            j == now.n || (i < before->n && strcmp(before->items[i].key, now.items[j].key) < 0);
+        describe(plugin, gone ? &before->items[i] : &now.items[j], before, &now, err);
+        rc = -EPERM;
+    }
+    if (rc == 0)
+        rc = check_foreign_keys(db, plugin, err);
+    mark_clear(&now);
+    return rc;
 }

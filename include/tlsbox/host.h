@@ -193,9 +193,13 @@ struct tlsbox_host {
      * SQLITE_AUTH ("not authorized") and the core logs one line naming the
      * plugin and the table.  ATTACH and pragmas that set a value are refused
      * too, and reading the core's secret columns (private keys, ticket keys,
-     * password hashes, session tokens).  Core data (certificates, settings)
-     * is read and changed through host calls; its tables are not part of the
-     * ABI.
+     * password hashes, session tokens), and writing sqlite_sequence (the
+     * AUTOINCREMENT counters of every table: SQLite keeps the plugin's own;
+     * drop or rename an AUTOINCREMENT table in a migration step).  CREATE
+     * TABLE and ALTER TABLE are refused here too: a plugin's tables are
+     * created and altered by its migration steps, after which the core
+     * checks their names and foreign keys.  Core data (certificates,
+     * settings) is read and changed through host calls; its tables are not part of the ABI.
      */
     sqlite3 *(*store_open)(struct tlsbox_plugin *self);
     /** Close a connection from store_open. */

@@ -175,8 +175,13 @@ struct tlsbox_setting_def {
  * own.  The core's own tables are no plugin's whatever its name (a plugin
  * "admin" does not own admin_users), nor are those named for a loaded
  * plugin with a longer name (with "site_stats" loaded, plugin "site" does
- * not own "site_stats_hits").  The SQL is borrowed for the plugin's whole
- * life (static const data).
+ * not own "site_stats_hits").  After each step the core checks what
+ * SQLite does not show it while the step runs: a table renamed to a name
+ * that is not the plugin's, a changed AUTOINCREMENT counter of a table
+ * that is not the plugin's, a foreign key of the plugin's tables to a
+ * table that is not its own, or a temporary object left behind, fails
+ * the step.  The SQL is borrowed for the
+ * plugin's whole life (static const data).
  */
 struct tlsbox_migration {
     const char *name; /**< short name for logs, e.g. "0001_init" */

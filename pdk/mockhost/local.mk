@@ -21,6 +21,8 @@ pdk_mockhost_libtlsbox_mockhost_a_CPPFLAGS = $(AM_CPPFLAGS) \
 	-Dstore_guard_detach=tlsbox_mock_guard_detach_ -Dstore_guard_owns=tlsbox_mock_guard_owns_ \
 	-Dstore_guard_attach_migration=tlsbox_mock_guard_attach_migration_ \
 	-Dstore_guard_set_plugins=tlsbox_mock_guard_set_plugins_ \
+	-Dstore_guard_mark=tlsbox_mock_guard_mark_ -Dstore_guard_verify=tlsbox_mock_guard_verify_ \
+	-Dstore_guard_mark_free=tlsbox_mock_guard_mark_free_ \
 	-Dstore_migrations=tlsbox_mock_core_migrations_ \
 	-Dstore_migrations_count=tlsbox_mock_core_migrations_count_ \
 	-Dsettings_check=tlsbox_mock_settings_check_ \

@@ -43,7 +43,8 @@ static sqlite3 *open_conn(void)
 static int migrate(sqlite3 *db, const struct tlsbox_plugin_desc *d)
 {
     const struct tlsbox_migration *m = TLSBOX_DESC_HAS(d, migrations) ? d->migrations : NULL;
-    char *msg = NULL;
+    char *msg = NULL, *why = NULL;
+    struct store_guard_mark *mark = NULL;
     int rc = -EIO;
     if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK)
         goto out;
@@ -52,21 +53,31 @@ static int migrate(sqlite3 *db, const struct tlsbox_plugin_desc *d)
             fprintf(stderr, "# mock host: core schema %s: %s\n", store_migrations[i].name, msg);
             goto out;
         }
-    store_guard_attach_migration(db, d->name); /* no COMMIT in a step, as in the core */
-    for (; m && m->name; m++)
-        if (sqlite3_exec(db, m->sql, NULL, NULL, &msg) != SQLITE_OK) {
+    /* No COMMIT in a step, and after each step the core's checks of what
+     * the guard cannot see, as in the core (core/plugin_schema.c). */
+    if (!(mark = store_guard_mark(db, d->name, &why))) {
+        fprintf(stderr, "# mock host: plugin %s: %s\n", d->name, why);
+        goto out;
+    }
+    for (; m && m->name; m++) {
+        store_guard_attach_migration(db, d->name);
+        int ok = sqlite3_exec(db, m->sql, NULL, NULL, &msg) == SQLITE_OK;
+        store_guard_detach(db);
+        if (!ok || store_guard_verify(db, d->name, mark, &why) < 0) {
             fprintf(stderr, "# mock host: plugin %s: migration %s failed: %s\n", d->name, m->name,
-                    msg);
+                    ok ? why : msg);
             goto out;
         }
-    store_guard_detach(db);
+    }
     if (sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) == SQLITE_OK)
         rc = 0;
 out:
     store_guard_detach(db);
     if (rc < 0)
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    store_guard_mark_free(mark);
     sqlite3_free(msg);
+    free(why);
     return rc;
 }
 

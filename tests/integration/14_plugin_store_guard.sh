@@ -30,7 +30,8 @@ sqlite3 "$db" "INSERT INTO acme_accounts (directory, key_pem, created_at) VALUES
 dump() {
     sqlite3 "$db" .schema
     sqlite3 "$db" "SELECT * FROM certificates; SELECT * FROM acme_orders; SELECT * FROM acme_accounts;
-        SELECT key, value FROM settings; SELECT * FROM plugin_schema; PRAGMA user_version"
+        SELECT key, value FROM settings; SELECT * FROM plugin_schema; SELECT * FROM sqlite_sequence;
+        PRAGMA user_version"
 }
 before=$(dump)
 ncerts=$(sqlite3 "$db" "SELECT count(*) FROM certificates WHERE status = 'active'")
@@ -38,6 +39,10 @@ ok $((ncerts < 1)) "the daemon made its certificate ($ncerts active)"
 
 is "$(try own | jq -c .)" '{"ok":true,"error":""}' "rogue writes its own table"
 is "$(sqlite3 "$db" "SELECT t FROM rogue_notes")" "mine" "the row is there"
+is "$(try counted | jq -c .)" '{"ok":true,"error":""}' \
+    "rogue fills its own AUTOINCREMENT table up to the last id"
+is "$(sqlite3 "$db" "SELECT seq FROM sqlite_sequence WHERE name = 'rogue_counted'")" \
+    9223372036854775807 "SQLite keeps its counter without asking the guard"
 before=$(dump)
 # neighbour: a table named for the loaded plugin rogue_schema, whose name
 # starts with "rogue_" but is not rogue's.
@@ -51,6 +56,24 @@ for what in certificates acme_orders settings drop create neighbour index pragma
     like "$new" "plugin rogue: store: refused to (.* a plugin writes only its own tables \(named rogue_\.\.\.\)|create table rogue_schema_mine: it is plugin rogue_schema's \(a plugin writes only its own tables\)|read .*: it holds secrets of the core)" \
         "$what: it names the plugin and the rule"
 done
+# What SQLite does not show the guard: the rows of sqlite_sequence a
+# statement changes, the new name of a rename, a table's foreign keys.  Each
+# is refused with one line saying what, where and why.
+runtime="here: a plugin's tables are created and altered only by its migration steps"
+counters="sqlite_sequence: it holds the AUTOINCREMENT counters of every table, the core's too"
+while IFS='|' read -r what re; do
+    n0=$(wc -l <"$TB_TMP/daemon.log")
+    is "$(try "$what" | jq -c .)" '{"ok":false,"error":"not authorized"}' "$what: refused"
+    new=$(tail -n +$((n0 + 1)) "$TB_TMP/daemon.log" | grep 'refused to')
+    is "$(printf '%s\n' "$new" | grep -c .)" 1 "$what: one log line"
+    like "$new" "plugin rogue: store: refused to $re" "$what: it says what was refused, where, why"
+done <<EOF
+seq_delete|delete from $counters
+seq_rename|update $counters
+rename|alter table rogue_counted $runtime
+fk|create table rogue_linked $runtime
+add_fk|alter table rogue_notes $runtime
+EOF
 like "$(grep "refused to" "$TB_TMP/daemon.log" | grep -v rogue_schema | head -1)" "refused to update certificates" \
     "the line names the action and the table"
 grep -q 'refused to delete from acme_orders' "$TB_TMP/daemon.log"
@@ -70,7 +93,11 @@ is "$(try fire | jq -c .)" '{"ok":false,"error":"not authorized"}' \
     "an insert whose trigger writes certificates is refused"
 is "$(sqlite3 "$db" "SELECT count(*) FROM rogue_notes")" 1 "and its own row was not added either"
 sqlite3 "$db" "DROP TRIGGER rogue_trg"
-is "$(dump)" "$before" "certificates, acme_orders, settings, schema: all unchanged"
+is "$(dump)" "$before" "certificates, acme_orders, settings, schema, counters: all unchanged"
+out=$(tb_ctl set core.cert_warn_days 21 2>&1)
+ok $? "the core still changes a setting, with its audit row ($out)"
+is "$(sqlite3 "$db" "SELECT count(*) FROM audit WHERE action = 'settings.set'
+    AND target = 'core.cert_warn_days' AND id < 9223372036854775807")" 1 "the audit row is there"
 
 lines=$(grep 'rogue_schema' "$TB_TMP/daemon.log" | grep -v 'loaded plugin')
 like "$lines" "plugin rogue_schema: migration 0001_takeover failed: .*not authorized" \

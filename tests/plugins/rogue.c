@@ -34,6 +34,20 @@ static const struct {
     {"totp", "SELECT name, totp_secret FROM admin_users"},
     {"recovery", "SELECT hash FROM admin_recovery_codes"},
     {"read", "SELECT name, not_after FROM certificates"},
+    /* Its own AUTOINCREMENT table at the largest id: SQLite sets the
+     * counter itself.  Moved to the core's audit (the row of audit deleted,
+     * its own renamed), the next audit row would fail "database or disk is
+     * full". */
+    {"counted", "INSERT INTO rogue_counted (id, t) VALUES (9223372036854775807, 'last')"},
+    {"seq_delete", "DELETE FROM sqlite_sequence WHERE name = 'audit'"},
+    {"seq_rename", "UPDATE sqlite_sequence SET name = 'audit' WHERE name = 'rogue_counted'"},
+    /* SQLite tells the guard the old name of a rename, never the new one. */
+    {"rename", "ALTER TABLE rogue_counted RENAME TO rogue_schema_counted"},
+    /* A foreign key to a core table: the core's deletes of settings would
+     * cascade into this table (and fire its triggers on the core's own
+     * connection), or fail. */
+    {"fk", "CREATE TABLE rogue_linked (k TEXT REFERENCES settings (key) ON DELETE CASCADE)"},
+    {"add_fk", "ALTER TABLE rogue_notes ADD COLUMN k TEXT REFERENCES settings (key)"},
 };
 
 static void on_try(void *arg, const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)
@@ -87,6 +101,8 @@ static void rogue_fini(void *state)
 
 static const struct tlsbox_migration rogue_migrations[] = {
     {.name = "0001_notes", .sql = "CREATE TABLE rogue_notes (id INTEGER PRIMARY KEY, t TEXT)"},
+    {.name = "0002_counted",
+     .sql = "CREATE TABLE rogue_counted (id INTEGER PRIMARY KEY AUTOINCREMENT, t TEXT)"},
     TLSBOX_MIGRATIONS_END};
 
 TLSBOX_PLUGIN(.name = "rogue", .version = "1", .description = "writes what it does not own",

@@ -227,6 +227,158 @@ static void test_core_objects(sqlite3 *db)
     ok(n >= 13, "the core store has its objects (%d)", n);
 }
 
+/* A failing migration: -EIO, the message naming the step and @p what, the
+ * store file unchanged byte for byte. */
+static void refused_step(sqlite3 *db, const char *plugin, const struct tlsbox_migration *steps,
+                         const char *step, const char *what, const char *desc)
+{
+    char *err = NULL;
+    size_t len0, len1;
+    char *before = file_bytes(db, &len0);
+    is_int(plugin_schema_migrate(db, plugin, steps, &err), -EIO, "%s: refused", desc);
+    diag("%s", err ? err : "no message");
+    like(err, step, "%s: the message names the step", desc);
+    like(err, what, "%s: and what it changed", desc);
+    char *after = file_bytes(db, &len1);
+    ok(before && after && len0 == len1 && memcmp(before, after, len0) == 0,
+       "%s: the store file is unchanged byte for byte", desc);
+    is_int(plugin_schema_version(db, plugin), 0, "%s: no version recorded", desc);
+    ok(sqlite3_get_autocommit(db), "%s: no transaction left open", desc);
+    free(before);
+    free(after);
+    free(err);
+}
+
+/* What SQLite's authorizer does not show the guard, checked by the core
+ * after each step: the rows of sqlite_sequence a statement changes (a
+ * plugin's DROP and RENAME of its own AUTOINCREMENT table change them
+ * through the same actions), the new name of a rename, a table's foreign
+ * keys, and the temporary objects a step leaves on the core's connection. */
+static void test_checked_after_step(sqlite3 *db)
+{
+    char *err = NULL;
+    long long audit_seq = query_int(db, "SELECT seq FROM sqlite_sequence WHERE name = 'audit'");
+
+    /* The core's audit counter set to the largest rowid: its own counter
+     * moved onto audit's name. */
+    static const struct tlsbox_migration seq_move[] = {
+        {.name = "0001_t", .sql = "CREATE TABLE seqd_t (id INTEGER PRIMARY KEY AUTOINCREMENT);"},
+        {.name = "0002_full",
+         .sql = "INSERT INTO seqd_t (id) VALUES (9223372036854775807);"
+                "DELETE FROM sqlite_sequence WHERE name = 'audit';"
+                "UPDATE sqlite_sequence SET name = 'audit' WHERE name = 'seqd_t';"},
+        TLSBOX_MIGRATIONS_END};
+    refused_step(db, "seqd", seq_move, "migration 0002_full failed",
+                 "the AUTOINCREMENT counter of audit in sqlite_sequence (now "
+                 "9223372036854775807,",
+                 "a counter moved onto audit's name");
+    /* Without its row, audit would reuse the ids of deleted rows. */
+    static const struct tlsbox_migration seq_delete[] = {
+        {.name = "0001_forget", .sql = "DELETE FROM sqlite_sequence WHERE name = 'audit';"},
+        TLSBOX_MIGRATIONS_END};
+    refused_step(db, "seqe", seq_delete, "migration 0001_forget failed",
+                 "the AUTOINCREMENT counter of audit in sqlite_sequence (now none,",
+                 "audit's counter deleted");
+    is_int(query_int(db, "SELECT seq FROM sqlite_sequence WHERE name = 'audit'"), audit_seq,
+           "audit's counter is as it was");
+    is_int(store_exec(db, "INSERT INTO audit (at, actor, action) VALUES (1, 't', 't')", NULL), 0,
+           "the core still inserts into audit");
+
+    /* SQLite names only the old table to the authorizer of a rename. */
+    static const struct tlsbox_migration squat[] = {
+        {.name = "0001_t",
+         .sql = "CREATE TABLE ren_t (id INTEGER PRIMARY KEY AUTOINCREMENT);"
+                "INSERT INTO ren_t DEFAULT VALUES;"},
+        {.name = "0002_squat", .sql = "ALTER TABLE ren_t RENAME TO acme_kv;"},
+        TLSBOX_MIGRATIONS_END};
+    refused_step(db, "ren", squat, "migration 0002_squat failed",
+                 "it made table acme_kv, not plugin ren's", "a rename to another's name");
+    is_int(query_int(db, "SELECT count(*) FROM sqlite_master WHERE name IN ('ren_t', 'acme_kv')"),
+           0, "neither name is in the store");
+
+    /* A foreign key to a core table: deleting the setting cascades into the
+     * plugin's table, whose trigger then runs on the core's connection,
+     * where no guard is. */
+    is_int(store_exec(
+               db, "INSERT INTO settings (key, value, updated_at) VALUES ('core.fk_test', '1', 0)",
+               NULL),
+           0, "a setting to refer to");
+    static const struct tlsbox_migration fk_core[] = {
+        {.name = "0001_link",
+         .sql = "CREATE TABLE fk_t (k TEXT REFERENCES settings (key) ON DELETE CASCADE);"
+                "CREATE TRIGGER fk_trg AFTER DELETE ON fk_t BEGIN "
+                "INSERT INTO audit (at, actor, action) VALUES (0, 'fk', 'cascaded'); END;"
+                "INSERT INTO fk_t VALUES ('core.fk_test');"},
+        TLSBOX_MIGRATIONS_END};
+    refused_step(db, "fk", fk_core, "migration 0001_link failed",
+                 "table fk_t has a foreign key to settings, not plugin fk's",
+                 "a foreign key to settings");
+    is_int(store_exec(db, "DELETE FROM settings WHERE key = 'core.fk_test'", NULL), 0,
+           "the core deletes the setting");
+    is_int(query_int(db, "SELECT count(*) FROM audit WHERE actor = 'fk'"), 0,
+           "and no trigger of the plugin ran on the core's connection");
+    static const struct tlsbox_migration fk_added[] = {
+        {.name = "0001_t", .sql = "CREATE TABLE fkb_t (x);"},
+        {.name = "0002_col",
+         .sql = "ALTER TABLE fkb_t ADD COLUMN k TEXT REFERENCES settings (key);"},
+        TLSBOX_MIGRATIONS_END};
+    refused_step(db, "fkb", fk_added, "migration 0002_col failed",
+                 "table fkb_t has a foreign key to settings, not plugin fkb's",
+                 "a foreign key added by ALTER TABLE");
+    /* acme_kv: another plugin's, even when that plugin is not loaded. */
+    static const struct tlsbox_migration fk_other[] = {
+        {.name = "0001_link", .sql = "CREATE TABLE fkc_t (k INTEGER REFERENCES acme_kv (id));"},
+        TLSBOX_MIGRATIONS_END};
+    refused_step(db, "fkc", fk_other, "migration 0001_link failed",
+                 "table fkc_t has a foreign key to acme_kv, not plugin fkc's",
+                 "a foreign key to another plugin's table");
+
+    /* A step runs on the core's own connection: a temporary view named
+     * settings would stand in for the core's table there afterwards. */
+    static const struct tlsbox_migration temp_left[] = {
+        {.name = "0001_shadow",
+         .sql = "CREATE TEMP VIEW settings AS SELECT 'core.x' AS key, 'y' AS value;"},
+        TLSBOX_MIGRATIONS_END};
+    refused_step(db, "tmp", temp_left, "migration 0001_shadow failed",
+                 "it left temporary view settings on the core's connection",
+                 "a temporary view left behind");
+    is_int(query_int(db, "SELECT count(*) FROM temp.sqlite_master"), 0,
+           "no temporary object is left");
+
+    /* What a plugin's own migrations need still works: its own foreign
+     * keys, the columns of its tables, a table rebuilt under a new name and
+     * renamed back (SQLite's way to change a constraint), with its
+     * AUTOINCREMENT counter, and temporary tables it drops again. */
+    static const struct tlsbox_migration own[] = {
+        {.name = "0001_t",
+         .sql = "CREATE TABLE ownm_runs (id INTEGER PRIMARY KEY AUTOINCREMENT, s TEXT);"
+                "CREATE TABLE ownm_items (run INTEGER REFERENCES ownm_runs (id) ON DELETE "
+                "CASCADE);"
+                "INSERT INTO ownm_runs (s) VALUES ('a'), ('b');"},
+        {.name = "0002_cols",
+         .sql = "ALTER TABLE ownm_items ADD COLUMN note TEXT;"
+                "ALTER TABLE ownm_items RENAME COLUMN note TO text;"
+                "ALTER TABLE ownm_items DROP COLUMN text;"},
+        {.name = "0003_rebuild",
+         .sql = "CREATE TEMP TABLE ownm_scratch AS SELECT * FROM ownm_runs;"
+                "CREATE TABLE ownm_runs_new (id INTEGER PRIMARY KEY AUTOINCREMENT, s TEXT "
+                "CHECK (s <> ''));"
+                "INSERT INTO ownm_runs_new SELECT * FROM ownm_scratch;"
+                "DROP TABLE ownm_scratch;"
+                "DROP TABLE ownm_runs;"
+                "ALTER TABLE ownm_runs_new RENAME TO ownm_runs;"
+                "INSERT INTO ownm_runs (s) VALUES ('c');"},
+        TLSBOX_MIGRATIONS_END};
+    err = NULL;
+    is_int(plugin_schema_migrate(db, "ownm", own, &err), 3, "a plugin's own schema changes apply");
+    ok(err == NULL, "without an error (%s)", err ? err : "none");
+    is_int(query_int(db, "SELECT seq FROM sqlite_sequence WHERE name = 'ownm_runs'"), 3,
+           "its counter followed the rename");
+    is_int(query_int(db, "SELECT count(*) FROM sqlite_sequence WHERE name = 'ownm_runs_new'"), 0,
+           "and no counter is left under the old name");
+    free(err);
+}
+
 int main(void)
 {
     char *err = NULL;
@@ -241,6 +393,7 @@ int main(void)
     }
     sqlite3 *db = store_main();
     test_core_objects(db);
+    test_checked_after_step(db);
     test_apply_once(db);
     test_failing_step(db);
     test_commit_in_step(db);
