@@ -235,8 +235,9 @@ static void run_revoked(struct ocsp *o, const struct ocsp_conf *conf, struct run
                         struct ocsp_row *row, const struct ocsp_answer *a, time_t now)
 {
     bool news = !row->state || strcmp(row->state, "revoked") != 0;
-    if (row->stapled)
-        o->host->staple_set(o->self, row->cert_name, NULL, 0, 0);
+    /* Whatever the row says: a row that was lost (or is stale) must not
+     * leave a good staple in the core's bundle.  -ENOENT: none to drop. */
+    o->host->staple_set(o->self, row->cert_name, NULL, 0, 0);
     row->stapled = false;
     set_str(&row->state, "revoked");
     set_str(&row->last_error, NULL);
@@ -590,9 +591,14 @@ static void run_once(struct ocsp *o, uint64_t run)
     {
         const char *name = json_string_value(json_object_get(e, "name"));
         const char *status = json_string_value(json_object_get(e, "status"));
-        if (!name || !status || strcmp(status, "active") != 0 || atomic_load(&o->stopping))
+        if (!name || !status || strcmp(status, "active") != 0)
             continue;
+        /* Named before the stop is looked at: the rows of certificates a
+         * stop keeps this run from reaching must stay (stapled, revoked,
+         * backoff), only those of certificates that are gone are pruned. */
         json_array_append_new(names, json_string(name));
+        if (atomic_load(&o->stopping))
+            continue;
         run_cert(o, db, &conf, e, run_forced(forced, nforced, name),
                  run_forced(installed, ninstalled, name), hung, time(NULL), &wake);
     }
