@@ -244,7 +244,9 @@ static void run_revoked(struct ocsp *o, const struct ocsp_conf *conf, struct run
     row->failures = 0;
     row->revoked_at = a->revoked_at > 0 ? a->revoked_at : now;
     row->this_update = a->this_update;
-    row->next_update = a->next_update;
+    /* A REVOKED answer may have no nextUpdate: stored as none (NULL), not
+     * as -1, which the status and tlsboxctl would show as a 1969 date. */
+    row->next_update = a->next_update > 0 ? a->next_update : 0;
     row->produced_at = a->produced_at;
     row->fetched_at = now;
     row->next_refresh = now + conf->retry_max;

@@ -62,6 +62,8 @@ static const char fixtures[] =
     "r good.idx inter inter other.req othercert.der '-ndays 1'\n"
     "r good.idx inter inter leaf.req nonext.der ''\n"
     "r good.idx inter inter leaf.req pastexpiry.der '-ndays 25'\n"
+    "r revoked.idx inter inter leaf.req revoked_nonext.der ''\n"
+    "r revoked.idx inter inter leaf.req revoked_pastexpiry.der '-ndays 25'\n"
     "r good.idx inter inter leaf.req unknownidx.der '-ndays 1' || true\n";
 
 static gnutls_x509_crt_t leaf, inter;
@@ -114,6 +116,32 @@ static void test_verify(void)
     unsigned char try_later[] = {0x30, 0x03, 0x0a, 0x01, 0x03};
     rc = ocsp_verify(try_later, sizeof(try_later), leaf, inter, now, &a, err, sizeof(err));
     ok(rc < 0 && strstr(err, "tryLater"), "tryLater: %s", err);
+}
+
+/* A REVOKED answer is final: what would refuse a GOOD one for its
+ * nextUpdate (absent, past, after the leaf expires) must not hide it.
+ * Only a thisUpdate ahead of our clock is refused. */
+static void test_verify_revoked(void)
+{
+    struct ocsp_answer a;
+    char err[256];
+    time_t now = time(NULL);
+    int rc = verify("revoked_nonext.der", &a, err, sizeof(err));
+    ok(rc == 0 && a.status == OCSP_STATUS_REVOKED, "REVOKED without nextUpdate accepted (%s)", err);
+    is_int((long long)a.next_update, -1, "and read as no nextUpdate (-1)");
+    ok(a.this_update <= now && a.this_update > now - 120, "its thisUpdate is now");
+    rc = verify("revoked_pastexpiry.der", &a, err, sizeof(err));
+    ok(rc == 0 && a.status == OCSP_STATUS_REVOKED,
+       "REVOKED whose nextUpdate outlives the certificate accepted (%s)", err);
+    gnutls_datum_t d = fx_slurp("revoked.der");
+    err[0] = 0;
+    rc = ocsp_verify(d.data, d.size, leaf, inter, now + 2 * 86400, &a, err, sizeof(err));
+    ok(rc == 0 && a.status == OCSP_STATUS_REVOKED,
+       "the same REVOKED answer two days later, past its nextUpdate, accepted (%s)", err);
+    rc = ocsp_verify(d.data, d.size, leaf, inter, now - OCSP_CLOCK_SKEW - 60, &a, err, sizeof(err));
+    ok(rc < 0 && strstr(err, "thisUpdate is in the future"),
+       "a REVOKED answer from beyond the clock skew refused: %s", err);
+    gnutls_free(d.data);
 }
 
 static void test_leaf(void)
@@ -221,6 +249,7 @@ int main(void)
     leaf = fx_crt("leaf.pem");
     inter = fx_crt("inter.pem");
     test_verify();
+    test_verify_revoked();
     test_leaf();
     test_schedule();
     test_fetch();
