@@ -96,6 +96,19 @@ int ocsp_crl_check(const unsigned char *data, size_t len, const char *url, gnutl
 int ocsp_crl_idp_check(const unsigned char *der, size_t len, const char *url, char *err,
                        size_t errlen);
 
+/*
+ * Refuse a GOOD @p what ("answer" or "CRL") whose thisUpdate @p this_update
+ * is before @p held, the thisUpdate of the answer or CRL accepted last for
+ * the same certificate (0: none yet).  An older one, still within its
+ * validity, is what a replay or a stale cache in front of the responder or
+ * CRL server hands out: believed, it would make a certificate seen revoked
+ * good again, or re-staple an answer that a newer one replaced.  The same
+ * thisUpdate is fine (the same answer again).  0, or -EINVAL with a reason
+ * in @p err.
+ */
+int ocsp_check_not_older(const char *what, time_t this_update, time_t held, char *err,
+                         size_t errlen);
+
 /* Schedule: a staple leaves the bundle at nextUpdate minus
  * min(@p margin, a quarter of thisUpdate..nextUpdate). */
 time_t ocsp_serve_until(time_t this_update, time_t next_update, time_t margin);

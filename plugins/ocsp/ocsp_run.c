@@ -329,10 +329,19 @@ static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run
         run_crl_unchanged(o, conf, row, now);
         goto out;
     }
-    if (r < 0 || (c->crl_url ? ocsp_crl_check(body.data, body.len, c->crl_url, c->crts[0], issuer,
-                                              now, &a, err, sizeof(err))
-                             : ocsp_verify(body.data, body.len, c->crts[0], issuer, now, &a, err,
-                                           sizeof(err))) < 0) {
+    /* Never a GOOD answer older than the one held: a replay or a stale
+     * cache would re-staple it over a newer one, or turn a certificate seen
+     * revoked good again.  A REVOKED one is taken whatever its age, as
+     * whatever its nextUpdate (see ocsp_verify).  The core's own CA signs a
+     * fresh one each time: only our clock going back could make it older. */
+    if (r < 0 ||
+        (c->crl_url ? ocsp_crl_check(body.data, body.len, c->crl_url, c->crts[0], issuer, now, &a,
+                                     err, sizeof(err))
+                    : ocsp_verify(body.data, body.len, c->crts[0], issuer, now, &a, err,
+                                  sizeof(err))) < 0 ||
+        (a.status == OCSP_STATUS_GOOD && !c->internal &&
+         ocsp_check_not_older(c->crl_url ? "CRL" : "answer", a.this_update,
+                              (time_t)row->this_update, err, sizeof(err)) < 0)) {
         if (c->crl_url && r == 0) {
             /* Say which check refused it, and where it came from. */
             char msg[640];

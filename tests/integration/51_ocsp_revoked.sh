@@ -3,7 +3,8 @@
 # the next refresh says REVOKED loudly (status, log line, metric, event seen
 # by the daemon), the staple leaves the bundle; a must-staple leaf without a
 # valid staple carries a warning in the status.  A revocation takes the
-# served staple away even when the plugin lost its row for that certificate.
+# served staple away even when the plugin lost its row for that certificate,
+# and whatever its nextUpdate; an older GOOD answer does not undo it.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 . "$(dirname "$0")/ocsp_lib.sh"
@@ -47,10 +48,28 @@ like "$(tb_ctl metrics)" "tlsbox_ocsp_revoked_total 1" "metric counts the revoca
 tb_ctl ocsp refresh ocsp.test >/dev/null
 is "$(grep -c 'certificate REVOKED' "$TB_TMP/daemon.log")" 1 "one alarm per revocation"
 
+# An older GOOD answer (replayed, or from a cache behind the responder),
+# still within its validity, must not undo the revocation.
+/usr/bin/python3 "$top_srcdir/tests/integration/ocsp_craft.py" "$OC/inter.pem" "$OC/inter.key" \
+    "$OC/ocsp.test.pem" -600 3600 "$OC/older_good.der" >>"$OC/setup.log" 2>&1 ||
+    bail "crafted answer"
+tu=$(oc_status ocsp.test this_update)
+cp "$OC/older_good.der" "$OC/override.der"
+out=$(tb_ctl ocsp refresh ocsp.test)
+rm -f "$OC/override.der"
+like "$out" "status +REVOKED" "an older good answer: still REVOKED"
+like "$(oc_status ocsp.test last_error)" \
+    "^the answer \(thisUpdate [0-9TZ:-]+\) is older than the one already held" "refused, saying why"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT state, stapled, this_update FROM ocsp_certs
+    WHERE cert_name = 'ocsp.test'")" "revoked|0|$tu" "the store keeps the revocation answer"
+like "$(oc_staple ocsp.test)" "OCSP response: no response sent" "and nothing is stapled"
+
 # A REVOKED answer holds however its nextUpdate reads: RFC 6960 lets it
 # leave nextUpdate out, and one that ends after the certificate or has
 # ended says all the same that the certificate was revoked.  Each must
-# count (status, store, alarm) and take the good staple away.
+# count (status, store, alarm) and take the good staple away.  (The one
+# that has ended is also older than the good answer held: a REVOKED
+# answer is taken whatever its age.)
 db="$TB_STATE/tlsbox.db"
 for n in nonext.test late.test past.test; do
     oc_wait_status $n stapled true 20

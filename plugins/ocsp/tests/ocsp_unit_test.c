@@ -195,6 +195,29 @@ static void test_schedule(void)
        "backoff 60, 120, ... capped at 3600");
 }
 
+/* An answer (or CRL) older than the one held is refused, naming both
+ * times; the same one again, or a newer one, is not. */
+static void test_not_older(void)
+{
+    char err[256] = "";
+    time_t held = 1796547600; /* 2026-12-06T09:00:00Z */
+    int rc = ocsp_check_not_older("answer", held - 3600, held, err, sizeof(err));
+    ok(rc == -EINVAL && strcmp(err, "the answer (thisUpdate 2026-12-06T08:00:00Z) is older than "
+                                    "the one already held (thisUpdate 2026-12-06T09:00:00Z): a "
+                                    "replayed or cached old answer does not replace a newer "
+                                    "one") == 0,
+       "an answer an hour older than the one held is refused: %s", err);
+    rc = ocsp_check_not_older("CRL", held - 1, held, err, sizeof(err));
+    ok(rc == -EINVAL && strncmp(err, "the CRL (thisUpdate", 19) == 0,
+       "a CRL a second older is refused: %s", err);
+    is_int(ocsp_check_not_older("answer", held, held, err, sizeof(err)), 0,
+           "the same thisUpdate again is taken (a cache giving the same answer)");
+    is_int(ocsp_check_not_older("answer", held + 1, held, err, sizeof(err)), 0,
+           "a newer one is taken");
+    is_int(ocsp_check_not_older("answer", held - 86400, 0, err, sizeof(err)), 0,
+           "anything is taken when none is held yet");
+}
+
 static void *cancel_later(void *arg)
 {
     usleep(300 * 1000);
@@ -252,6 +275,7 @@ int main(void)
     test_verify_revoked();
     test_leaf();
     test_schedule();
+    test_not_older();
     test_fetch();
     gnutls_x509_crt_deinit(leaf);
     gnutls_x509_crt_deinit(inter);
