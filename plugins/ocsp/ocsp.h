@@ -33,6 +33,7 @@ enum ocsp_cert_status {
 
 struct ocsp_answer {
     enum ocsp_cert_status status;
+    /* next_update is (time_t)-1 when the answer has none (REVOKED only). */
     time_t produced_at, this_update, next_update;
     time_t revoked_at; /* REVOKED only */
     int revocation_reason;
@@ -56,7 +57,8 @@ int ocsp_request_build(gnutls_x509_crt_t leaf, gnutls_x509_crt_t issuer, gnutls_
  * Verify a DER OCSPResponse for @p leaf at @p now: status successful; signed
  * by @p issuer or by a responder certificate that @p issuer signed for
  * OCSP signing (EKU); a SingleResponse whose CertID matches @p leaf;
- * thisUpdate not in the future (beyond OCSP_CLOCK_SKEW); nextUpdate present,
+ * thisUpdate not in the future (beyond OCSP_CLOCK_SKEW); unless the status
+ * is REVOKED (final: nextUpdate may be absent or past), nextUpdate present,
  * after thisUpdate and after @p now, and not after the leaf's expiry.
  * Returns 0 with @p out filled (good, revoked or unknown), or -EINVAL /
  * -EBADMSG with a reason in @p err (@p errlen bytes).
@@ -93,6 +95,19 @@ int ocsp_crl_check(const unsigned char *data, size_t len, const char *url, gnutl
  * reason.  Exposed for the fuzz target. */
 int ocsp_crl_idp_check(const unsigned char *der, size_t len, const char *url, char *err,
                        size_t errlen);
+
+/*
+ * Refuse a GOOD @p what ("answer" or "CRL") whose thisUpdate @p this_update
+ * is before @p held, the thisUpdate of the answer or CRL accepted last for
+ * the same certificate (0: none yet).  An older one, still within its
+ * validity, is what a replay or a stale cache in front of the responder or
+ * CRL server hands out: believed, it would make a certificate seen revoked
+ * good again, or re-staple an answer that a newer one replaced.  The same
+ * thisUpdate is fine (the same answer again).  0, or -EINVAL with a reason
+ * in @p err.
+ */
+int ocsp_check_not_older(const char *what, time_t this_update, time_t held, char *err,
+                         size_t errlen);
 
 /* Schedule: a staple leaves the bundle at nextUpdate minus
  * min(@p margin, a quarter of thisUpdate..nextUpdate). */

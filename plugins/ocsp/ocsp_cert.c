@@ -73,6 +73,23 @@ int ocsp_request_build(gnutls_x509_crt_t leaf, gnutls_x509_crt_t issuer, gnutls_
     return rc;
 }
 
+int ocsp_check_not_older(const char *what, time_t this_update, time_t held, char *err,
+                         size_t errlen)
+{
+    if (held <= 0 || this_update >= held)
+        return 0;
+    char got[32] = "?", have[32] = "?";
+    struct tm tm;
+    if (gmtime_r(&this_update, &tm))
+        strftime(got, sizeof(got), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (gmtime_r(&held, &tm))
+        strftime(have, sizeof(have), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return ocsp_errf(err, errlen,
+                     "the %s (thisUpdate %s) is older than the one already held (thisUpdate %s): "
+                     "a replayed or cached old %s does not replace a newer one",
+                     what, got, have, what);
+}
+
 time_t ocsp_serve_until(time_t this_update, time_t next_update, time_t margin)
 {
     time_t quarter = (next_update - this_update) / 4;

@@ -235,15 +235,18 @@ static void run_revoked(struct ocsp *o, const struct ocsp_conf *conf, struct run
                         struct ocsp_row *row, const struct ocsp_answer *a, time_t now)
 {
     bool news = !row->state || strcmp(row->state, "revoked") != 0;
-    if (row->stapled)
-        o->host->staple_set(o->self, row->cert_name, NULL, 0, 0);
+    /* Whatever the row says: a row that was lost (or is stale) must not
+     * leave a good staple in the core's bundle.  -ENOENT: none to drop. */
+    o->host->staple_set(o->self, row->cert_name, NULL, 0, 0);
     row->stapled = false;
     set_str(&row->state, "revoked");
     set_str(&row->last_error, NULL);
     row->failures = 0;
     row->revoked_at = a->revoked_at > 0 ? a->revoked_at : now;
     row->this_update = a->this_update;
-    row->next_update = a->next_update;
+    /* A REVOKED answer may have no nextUpdate: stored as none (NULL), not
+     * as -1, which the status and tlsboxctl would show as a 1969 date. */
+    row->next_update = a->next_update > 0 ? a->next_update : 0;
     row->produced_at = a->produced_at;
     row->fetched_at = now;
     row->next_refresh = now + conf->retry_max;
@@ -326,10 +329,19 @@ static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run
         run_crl_unchanged(o, conf, row, now);
         goto out;
     }
-    if (r < 0 || (c->crl_url ? ocsp_crl_check(body.data, body.len, c->crl_url, c->crts[0], issuer,
-                                              now, &a, err, sizeof(err))
-                             : ocsp_verify(body.data, body.len, c->crts[0], issuer, now, &a, err,
-                                           sizeof(err))) < 0) {
+    /* Never a GOOD answer older than the one held: a replay or a stale
+     * cache would re-staple it over a newer one, or turn a certificate seen
+     * revoked good again.  A REVOKED one is taken whatever its age, as
+     * whatever its nextUpdate (see ocsp_verify).  The core's own CA signs a
+     * fresh one each time: only our clock going back could make it older. */
+    if (r < 0 ||
+        (c->crl_url ? ocsp_crl_check(body.data, body.len, c->crl_url, c->crts[0], issuer, now, &a,
+                                     err, sizeof(err))
+                    : ocsp_verify(body.data, body.len, c->crts[0], issuer, now, &a, err,
+                                  sizeof(err))) < 0 ||
+        (a.status == OCSP_STATUS_GOOD && !c->internal &&
+         ocsp_check_not_older(c->crl_url ? "CRL" : "answer", a.this_update,
+                              (time_t)row->this_update, err, sizeof(err)) < 0)) {
         if (c->crl_url && r == 0) {
             /* Say which check refused it, and where it came from. */
             char msg[640];
@@ -590,9 +602,14 @@ static void run_once(struct ocsp *o, uint64_t run)
     {
         const char *name = json_string_value(json_object_get(e, "name"));
         const char *status = json_string_value(json_object_get(e, "status"));
-        if (!name || !status || strcmp(status, "active") != 0 || atomic_load(&o->stopping))
+        if (!name || !status || strcmp(status, "active") != 0)
             continue;
+        /* Named before the stop is looked at: the rows of certificates a
+         * stop keeps this run from reaching must stay (stapled, revoked,
+         * backoff), only those of certificates that are gone are pruned. */
         json_array_append_new(names, json_string(name));
+        if (atomic_load(&o->stopping))
+            continue;
         run_cert(o, db, &conf, e, run_forced(forced, nforced, name),
                  run_forced(installed, ninstalled, name), hung, time(NULL), &wake);
     }

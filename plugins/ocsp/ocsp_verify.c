@@ -40,13 +40,22 @@ static int find_single(gnutls_ocsp_resp_t resp, gnutls_x509_crt_t leaf)
     return -1;
 }
 
-/* Times: thisUpdate not ahead of us, nextUpdate present, ahead, before expiry. */
+/* Times: thisUpdate readable and not ahead of us, whatever the status.  A
+ * GOOD (or UNKNOWN) answer is stapled and believed until its nextUpdate:
+ * that must be present, ahead, and not after the leaf expires.  A REVOKED
+ * answer says something that does not run out: RFC 6960 lets it leave
+ * nextUpdate out, and one past it or outliving the leaf still tells that
+ * the certificate was revoked (refusing it would keep a good staple). */
 static int check_times(const struct ocsp_answer *a, gnutls_x509_crt_t leaf, time_t now, char *err,
                        size_t errlen)
 {
-    if (a->this_update == (time_t)-1 || a->this_update > now + OCSP_CLOCK_SKEW)
+    if (a->this_update == (time_t)-1)
+        return ocsp_errf(err, errlen, "unreadable thisUpdate");
+    if (a->this_update > now + OCSP_CLOCK_SKEW)
         return ocsp_errf(err, errlen, "thisUpdate is in the future (%lld s ahead)",
                          (long long)(a->this_update - now));
+    if (a->status == OCSP_STATUS_REVOKED)
+        return 0;
     if (a->next_update == (time_t)-1)
         return ocsp_errf(err, errlen, "no nextUpdate: cannot tell how long the answer holds");
     if (a->next_update <= a->this_update)

@@ -3,7 +3,8 @@
 # staple stays: signed by a key that is not the issuer's, an answer about
 # another certificate, and an expired answer.  The first two come from the
 # real `openssl ocsp` (non-server mode), the third is crafted with python3
-# (openssl cannot date an answer in the past).
+# (openssl cannot date an answer in the past).  An answer older than the
+# one held (replayed or cached, still within its validity) is refused too.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 . "$(dirname "$0")/ocsp_lib.sh"
@@ -66,24 +67,48 @@ ok "$([ "$(oc_status ocsp.test produced_at)" -gt "$produced" ] && echo 0 || echo
     "and is the new staple"
 
 # A good answer already past its half-life (a responder's cache handing out
-# an old one: thisUpdate 2 h ago, nextUpdate in 1 h) is stapled, and the
-# next ask waits retry_min_seconds (60 s by default) instead of coming back
-# every second for the same old answer until it leaves the bundle.
+# an old one: thisUpdate 2 h ago, nextUpdate in 1 h), as the first answer
+# for other.test, is stapled, and the next ask waits retry_min_seconds (60 s
+# by default) instead of coming back every second for the same old answer
+# until it leaves the bundle.
 /usr/bin/python3 "$top_srcdir/tests/integration/ocsp_craft.py" "$OC/inter.pem" "$OC/inter.key" \
-    "$OC/ocsp.test.pem" -7200 3600 "$OC/old.der" >>"$OC/setup.log" 2>&1 || bail "old answer"
-cp "$OC/old.der" "$OC/override.der"
-tb_ctl ocsp refresh ocsp.test >/dev/null
-tu=$(oc_status ocsp.test this_update)
-fetched=$(oc_status ocsp.test fetched_at)
-is "$(oc_status ocsp.test next_update)" "$((tu + 10800))" "an answer past its half-life is taken"
-is "$(oc_status ocsp.test stapled)" true "and stapled"
-nr=$(oc_status ocsp.test next_refresh)
+    "$OC/other.test.pem" -7200 3600 "$OC/old_other.der" >>"$OC/setup.log" 2>&1 || bail "old answer"
+cp "$OC/old_other.der" "$OC/override.der"
+tb_ctl cert import --cert "$OC/other.test.pem" --chain "$OC/inter.pem" --key "$OC/other.test.key" \
+    --name other.test >/dev/null || bail "import other.test"
+oc_wait_status other.test stapled true 20
+ok $? "other.test stapled with the old answer"
+tu=$(oc_status other.test this_update)
+fetched=$(oc_status other.test fetched_at)
+is "$(oc_status other.test next_update)" "$((tu + 10800))" "an answer past its half-life is taken"
+nr=$(oc_status other.test next_refresh)
 ok "$([ "$nr" -ge $((fetched + 60)) ] && echo 0 || echo 1)" \
     "its refresh waits retry_min_seconds (+$((nr - fetched)) s, want >= 60)"
 before=$(oc_requests)
 sleep 5
 is "$(oc_requests)" "$before" "the responder is not asked again meanwhile"
 rm -f "$OC/override.der"
+
+# But once a newer answer is held, an older one (replayed, or from a cache
+# behind the responder), still within its validity, is refused: the newer
+# one stays in the store and is still what clients get.
+/usr/bin/python3 "$top_srcdir/tests/integration/ocsp_craft.py" "$OC/inter.pem" "$OC/inter.key" \
+    "$OC/ocsp.test.pem" -7200 3600 "$OC/old.der" >>"$OC/setup.log" 2>&1 || bail "old answer"
+tu=$(oc_status ocsp.test this_update)
+produced=$(oc_status ocsp.test produced_at)
+served=$(oc_staple ocsp.test | sed -n 's/^ *This Update: //p')
+cp "$OC/old.der" "$OC/override.der"
+tb_ctl ocsp refresh ocsp.test >/dev/null
+rm -f "$OC/override.der"
+like "$(oc_status ocsp.test last_error)" \
+    "^the answer \(thisUpdate [0-9TZ:-]+\) is older than the one already held \(thisUpdate [0-9TZ:-]+\)" \
+    "an older good answer is refused, saying why"
+is "$(oc_status ocsp.test status) $(oc_status ocsp.test failures)" "good 1" \
+    "status still good, one failure"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT state, stapled, this_update, produced_at FROM ocsp_certs
+    WHERE cert_name = 'ocsp.test'")" "good|1|$tu|$produced" "the store keeps the newer answer"
+is "$(oc_staple ocsp.test | sed -n 's/^ *This Update: //p')" "$served" \
+    "and s_client is still sent the newer one (thisUpdate $served)"
 tb_stop_daemon
 ok $? "daemon stops"
 done_testing

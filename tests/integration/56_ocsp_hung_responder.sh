@@ -6,7 +6,10 @@
 # first timeout the run asks that URL nothing more: a2 and a3 fail at once
 # with the reason, keep their last good staple and are retried with the
 # usual backoff.  Checked by counting the requests each responder got in
-# one forced run, not by timing it.
+# one forced run, not by timing it.  A stop while a run waits on that
+# responder leaves the rows of the certificates it had not reached as they
+# were (the store is compared value for value), and a revocation found
+# after the restart takes the old good staple out of the bundle.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 . "$(dirname "$0")/ocsp_lib.sh"
@@ -63,7 +66,50 @@ for n in a2 a3; do
 done
 like "$(oc_staple a2.test)" "Cert Status: good" "a2.test keeps its last good staple"
 
+# A stop while a run waits on the silent responder: the certificates that
+# run had not reached yet keep their rows as they were (state, stapled,
+# failures, backoff), or the next start would not know their staple is
+# served.  a1.test is asked first (certificates come in name order); the
+# timeout is raised so that the stop, not the timeout, ends the wait.
+db="$TB_STATE/tlsbox.db"
+rows() {
+    sqlite3 "$db" "SELECT cert_name, state, stapled, this_update, next_update, serve_until,
+        failures, next_refresh, ifnull(last_error, '-') FROM ocsp_certs ORDER BY cert_name"
+}
+tb_ctl set ocsp.timeout_seconds 30 >/dev/null
+before=$(rows)
+is "$(printf '%s\n' "$before" | cut -d'|' -f1-3 | paste -sd' ')" \
+    "a1.test|good|1 a2.test|good|1 a3.test|good|1 b.test|good|1 internal|good|1" \
+    "every row good and stapled (the internal CA's leaf too)"
+: >"$OC/requests.log"
+is "$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$TB_STATE/control.sock" \
+    -X POST -d '{}' http://x/api/v1/ocsp/refresh)" 202 "a forced refresh of all is queued"
+held=1
+for _ in $(seq 1 150); do
+    [ "$(oc_requests)" -ge 1 ] && held=0 && break
+    sleep 0.1
+done
+ok $held "the run asked the silent responder for a1.test and waits"
+tb_stop_daemon TERM 10
+ok $? "daemon stops within 10 s while the run waits"
+like "$(cat "$TB_TMP/daemon.log")" "a1.test: http://127.0.0.1:$OC_PORT/: cancelled \(stopping\)" \
+    "the wait was cancelled by the stop"
+is "$(rows)" "$before" "every row is as it was before the interrupted run"
+
+# After the restart, a revocation of a certificate the interrupted run
+# skipped takes its staple out of what clients get.
 rm -f "$OC/hang"
+oc_revoke a3.test || bail "responder restart"
+oc_start_tlsbox || bail "tlsboxd did not start again"
+tb_wait_port "$SITE_HTTPS" || bail "site not listening after the restart"
+like "$(oc_staple a3.test)" "Cert Status: good" "after the restart a3.test is still served its staple"
+out=$(tb_ctl ocsp refresh a3.test)
+like "$out" "status +REVOKED" "a3.test is now revoked"
+like "$(tb_wait_like 10 "no response sent" oc_staple a3.test)" "OCSP response: no response sent" \
+    "and its old good staple is no longer served"
+is "$(sqlite3 "$db" "SELECT state, stapled FROM ocsp_certs WHERE cert_name = 'a3.test'")" \
+    "revoked|0" "the store says revoked, not stapled"
+like "$(oc_staple a2.test)" "Cert Status: good" "a2.test still served its staple"
 tb_stop_daemon
 ok $? "daemon stops"
 done_testing

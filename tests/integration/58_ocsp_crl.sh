@@ -4,12 +4,14 @@
 # checked against their CA's CRL, made by the real `openssl ca -gencrl` and
 # served on loopback by python3's http.server.  What a user checks: the
 # status says good, by CRL, until when, and that nothing is stapled; every
-# bad CRL (another CA, another shard, garbage, too big, gone) is refused,
-# saying what and where, and leaves the status as it was; a CRL that runs
-# out reads STALE; a revocation listed in the CRL reads REVOKED in
-# tlsboxctl, the log, the metric, the webhook and the web UI.  An unchanged
-# CRL is asked for conditionally and not downloaded again: If-Modified-Since
-# to http.server, If-None-Match and If-Modified-Since to nginx.
+# bad CRL (older than the one held, another CA, another shard, garbage, too
+# big, gone) is refused, saying what and where, and leaves the status as it
+# was; a CRL that runs out reads STALE; a revocation listed in the CRL
+# reads REVOKED in tlsboxctl, the log, the metric, the webhook and the web
+# UI, and an older CRL that does not list it yet does not undo it.  An
+# unchanged CRL is asked for conditionally and not downloaded again:
+# If-Modified-Since to http.server, If-None-Match and If-Modified-Since to
+# nginx.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 . "$(dirname "$0")/ocsp_lib.sh"
@@ -168,6 +170,12 @@ refused() { # refused WHAT WANT: refresh crl.test and check the refusal
     is "$(oc_status crl.test status)" good "$1: the status stays good"
     is "$(oc_status crl.test this_update)" "$this" "$1: the stored CRL facts stay"
 }
+older() { # a CRL timestamp an hour before the one held
+    date -u -d "@$(($(oc_status crl.test this_update) - 3600))" +%Y%m%d%H%M%SZ
+}
+crl_publish idp inter -crl_lastupdate "$(older)" || bail "older CRL"
+refused "an older CRL (replayed or cached)" \
+    "^$URL: CRL refused: the CRL \(thisUpdate [0-9TZ:-]+\) is older than the one already held"
 crl_publish plain root || bail "root CRL"
 refused "a CRL signed by another CA" "^$URL: CRL refused: the CRL is from another issuer"
 crl_publish shard || bail "shard CRL"
@@ -184,7 +192,7 @@ tb_ctl set ocsp.max_crl_kib 16 >/dev/null
 head -c 20000 /dev/zero >"$WWW/inter.crl"
 refused "a 20 kB CRL over max_crl_kib 16" "^$URL: CRL larger than 16384 bytes \(ocsp.max_crl_kib\)$"
 tb_ctl set ocsp.max_crl_kib 10240 >/dev/null
-is "$(oc_status crl.test failures)" 5 "five failures in a row counted"
+is "$(oc_status crl.test failures)" 6 "six failures in a row counted"
 
 # 3. A CRL that runs out: STALE (revocation unknown), then fresh again.
 crl_publish idp inter -crlsec 10 || bail "short CRL"
@@ -203,6 +211,9 @@ is "$(oc_status crl.test failures)" 0 "failures reset"
 # (openssl -serial leaves it out; about 1 run in 256 has such a serial here).
 serial=$(openssl x509 -in "$OC/crl.test.pem" -noout -serial | cut -d= -f2 | tr A-F a-f)
 case $serial in [89a-f]*) serial=00$serial ;; esac
+# An older CRL that does not list it yet, for later.
+mkdir -p "$OC/older"
+WWW="$OC/older" crl_publish idp inter -crl_lastupdate "$(older)" || bail "older CRL"
 openssl ca -config "$OC/crl.cnf" -revoke "$OC/crl.test.pem" -keyfile "$OC/inter.key" \
     -cert "$OC/inter.pem" -crl_reason keyCompromise >>"$OC/setup.log" 2>&1 || bail "revoke"
 crl_publish idp || bail "CRL with the revocation"
@@ -224,6 +235,21 @@ tb_ctl ocsp refresh crl2.test >/dev/null
 is "$(oc_status crl2.test status)" good "the other leaf of the same CRL stays good"
 tb_ctl ocsp refresh crl.test >/dev/null
 is "$(grep -c 'certificate REVOKED' "$TB_TMP/daemon.log")" 1 "one alarm per revocation"
+# That older CRL again (replayed, or from a cache in front of the CRL
+# server): it must not make the revoked certificate good again.
+this=$(oc_status crl.test this_update)
+cp "$OC/older/inter.crl" "$WWW/.next" && mv "$WWW/.next" "$WWW/inter.crl"
+out=$(tb_ctl ocsp refresh crl.test)
+like "$out" "status +REVOKED" "an older CRL that does not list it: still REVOKED"
+like "$(oc_status crl.test last_error)" \
+    "^$URL: CRL refused: the CRL \(thisUpdate [0-9TZ:-]+\) is older than the one already held" \
+    "refused, saying why"
+is "$(sqlite3 "$db" "SELECT state, this_update, revoked_at FROM ocsp_certs WHERE cert_name = 'crl.test'")" \
+    "revoked|$this|$(date -u -d "$when" +%s)" "the store keeps the revocation and its CRL's thisUpdate"
+openssl crl -in "$OC/last.crl.pem" -outform DER -out "$WWW/.next" && mv "$WWW/.next" "$WWW/inter.crl"
+tb_ctl ocsp refresh crl.test >/dev/null
+is "$(oc_status crl.test status) $(oc_status crl.test failures)" "revoked 0" \
+    "the current CRL again: revoked, no failure"
 
 # 5. The web UI, in headless Chromium.
 tb_need_browser

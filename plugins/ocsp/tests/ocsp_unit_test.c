@@ -62,6 +62,8 @@ static const char fixtures[] =
     "r good.idx inter inter other.req othercert.der '-ndays 1'\n"
     "r good.idx inter inter leaf.req nonext.der ''\n"
     "r good.idx inter inter leaf.req pastexpiry.der '-ndays 25'\n"
+    "r revoked.idx inter inter leaf.req revoked_nonext.der ''\n"
+    "r revoked.idx inter inter leaf.req revoked_pastexpiry.der '-ndays 25'\n"
     "r good.idx inter inter leaf.req unknownidx.der '-ndays 1' || true\n";
 
 static gnutls_x509_crt_t leaf, inter;
@@ -116,6 +118,32 @@ static void test_verify(void)
     ok(rc < 0 && strstr(err, "tryLater"), "tryLater: %s", err);
 }
 
+/* A REVOKED answer is final: what would refuse a GOOD one for its
+ * nextUpdate (absent, past, after the leaf expires) must not hide it.
+ * Only a thisUpdate ahead of our clock is refused. */
+static void test_verify_revoked(void)
+{
+    struct ocsp_answer a;
+    char err[256];
+    time_t now = time(NULL);
+    int rc = verify("revoked_nonext.der", &a, err, sizeof(err));
+    ok(rc == 0 && a.status == OCSP_STATUS_REVOKED, "REVOKED without nextUpdate accepted (%s)", err);
+    is_int((long long)a.next_update, -1, "and read as no nextUpdate (-1)");
+    ok(a.this_update <= now && a.this_update > now - 120, "its thisUpdate is now");
+    rc = verify("revoked_pastexpiry.der", &a, err, sizeof(err));
+    ok(rc == 0 && a.status == OCSP_STATUS_REVOKED,
+       "REVOKED whose nextUpdate outlives the certificate accepted (%s)", err);
+    gnutls_datum_t d = fx_slurp("revoked.der");
+    err[0] = 0;
+    rc = ocsp_verify(d.data, d.size, leaf, inter, now + 2 * 86400, &a, err, sizeof(err));
+    ok(rc == 0 && a.status == OCSP_STATUS_REVOKED,
+       "the same REVOKED answer two days later, past its nextUpdate, accepted (%s)", err);
+    rc = ocsp_verify(d.data, d.size, leaf, inter, now - OCSP_CLOCK_SKEW - 60, &a, err, sizeof(err));
+    ok(rc < 0 && strstr(err, "thisUpdate is in the future"),
+       "a REVOKED answer from beyond the clock skew refused: %s", err);
+    gnutls_free(d.data);
+}
+
 static void test_leaf(void)
 {
     char *url = ocsp_responder_url(leaf);
@@ -165,6 +193,29 @@ static void test_schedule(void)
     ok(ocsp_backoff(1, 60, 3600) == 60 && ocsp_backoff(2, 60, 3600) == 120 &&
            ocsp_backoff(20, 60, 3600) == 3600,
        "backoff 60, 120, ... capped at 3600");
+}
+
+/* An answer (or CRL) older than the one held is refused, naming both
+ * times; the same one again, or a newer one, is not. */
+static void test_not_older(void)
+{
+    char err[256] = "";
+    time_t held = 1796547600; /* 2026-12-06T09:00:00Z */
+    int rc = ocsp_check_not_older("answer", held - 3600, held, err, sizeof(err));
+    ok(rc == -EINVAL && strcmp(err, "the answer (thisUpdate 2026-12-06T08:00:00Z) is older than "
+                                    "the one already held (thisUpdate 2026-12-06T09:00:00Z): a "
+                                    "replayed or cached old answer does not replace a newer "
+                                    "one") == 0,
+       "an answer an hour older than the one held is refused: %s", err);
+    rc = ocsp_check_not_older("CRL", held - 1, held, err, sizeof(err));
+    ok(rc == -EINVAL && strncmp(err, "the CRL (thisUpdate", 19) == 0,
+       "a CRL a second older is refused: %s", err);
+    is_int(ocsp_check_not_older("answer", held, held, err, sizeof(err)), 0,
+           "the same thisUpdate again is taken (a cache giving the same answer)");
+    is_int(ocsp_check_not_older("answer", held + 1, held, err, sizeof(err)), 0,
+           "a newer one is taken");
+    is_int(ocsp_check_not_older("answer", held - 86400, 0, err, sizeof(err)), 0,
+           "anything is taken when none is held yet");
 }
 
 static void *cancel_later(void *arg)
@@ -221,8 +272,10 @@ int main(void)
     leaf = fx_crt("leaf.pem");
     inter = fx_crt("inter.pem");
     test_verify();
+    test_verify_revoked();
     test_leaf();
     test_schedule();
+    test_not_older();
     test_fetch();
     gnutls_x509_crt_deinit(leaf);
     gnutls_x509_crt_deinit(inter);
