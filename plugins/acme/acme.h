@@ -277,6 +277,10 @@ struct acme_order_req {
     /* Optional: called after each persisted step (tests kill here). */
     void (*on_step)(void *arg, const char *step);
     void *step_arg;
+    /* Optional: told what the flow did about a CA's refusal that it got past
+     * (for the log: the attempt itself goes on and may succeed). */
+    void (*note)(void *arg, const char *msg);
+    void *note_arg;
 };
 
 struct acme_issued {

@@ -210,16 +210,39 @@ static int flow_new_order(struct acme_client *c, sqlite3 *db, const struct acme_
         if (json_is_object(profiles))
             json_object_set_new(p, "profile", json_string(req->profile));
     }
-    /* "replaces" only where the CA speaks ARI; a refusal retries without it. */
+    /* "replaces" only where the CA speaks ARI. */
     bool with_replaces = o->replaces && acme_client_dir_url(c, "renewalInfo");
     if (with_replaces)
         json_object_set_new(p, "replaces", json_string(o->replaces));
     char *text = json_dumps(p, JSON_COMPACT);
     int ret = acme_post(c, "order", acme_client_dir_url(c, "newOrder"), text, NULL, r, e);
     free(text);
-    if (ret == -EPROTO && with_replaces &&
-        (e->http_status == 409 || (e->type && strstr(e->type, "Replaced")))) {
+    /*
+     * "replaces" is advice (RFC 9773 section 5): a CA refuses it for reasons
+     * that do not stop it issuing, and says so in many ways: Let's Encrypt
+     * answers 403 unauthorized for a certificate another account ordered (an
+     * imported one, or one from the staging CA) and 400 malformed for an
+     * issuer it does not know; others 404 or 409 alreadyReplaced.  Sending it
+     * again could only fail again, for ever, so any refusal is asked once
+     * more at once without it.  Not when the CA asked us to wait (a rate
+     * limit, an overload): that wait holds for the plain order too.
+     */
+    if (ret == -EPROTO && with_replaces && e->http_status >= 400 && !e->retry_after &&
+        !(e->type && strstr(e->type, ":rateLimited"))) {
+        if (req->note) {
+            char *msg = tlsbox_xasprintf(
+                "the CA refused the order replacing %s (HTTP %ld, %s: %s); ordering again "
+                "without \"replaces\"",
+                o->replaces, e->http_status, e->type ? e->type : "no problem type",
+                e->detail ? e->detail : "");
+            req->note(req->note_arg, msg);
+            free(msg);
+        }
+        /* What failed is said above; a later failure must not be told with it. */
+        acme_err_clear(e);
         json_object_del(p, "replaces");
+        free(o->replaces);
+        o->replaces = NULL;
         text = json_dumps(p, JSON_COMPACT);
         ret = acme_post(c, "order", acme_client_dir_url(c, "newOrder"), text, NULL, r, e);
         free(text);

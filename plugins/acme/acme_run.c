@@ -323,6 +323,17 @@ static int run_install(struct acme *a, const struct acme_conf *conf, struct acme
     return ret;
 }
 
+struct run_note_ctx {
+    struct acme *a;
+    const char *name;
+};
+
+static void run_note(void *arg, const char *msg)
+{
+    struct run_note_ctx *n = arg;
+    n->a->host->log(n->a->self, TLSBOX_LOG_WARN, "%s: %s", n->name, msg);
+}
+
 /* One attempt for one certificate.  Returns 0 when it was issued and installed. */
 static int run_attempt(struct acme *a, struct acme_client *c, sqlite3 *db,
                        const struct acme_conf *conf, struct run_cert *rc, struct acme_err *e)
@@ -335,6 +346,7 @@ static int run_attempt(struct acme *a, struct acme_client *c, sqlite3 *db,
     int ret = 0;
     if (!c->kid && (ret = acme_flow_account(c, db, &ar, e)) < 0)
         return ret;
+    struct run_note_ctx note = {a, rc->name};
     struct acme_order_req req = {.cert_name = rc->name,
                                  .domains = (const char *const *)conf->domains,
                                  .ndomains = conf->ndomains,
@@ -349,7 +361,9 @@ static int run_attempt(struct acme *a, struct acme_client *c, sqlite3 *db,
                                  .challenge_fallback = conf->challenge_fallback,
                                  .answer_types = acme_answer_types(a),
                                  .answer_put = acme_answer_put,
-                                 .answer_del = acme_answer_del};
+                                 .answer_del = acme_answer_del,
+                                 .note = run_note,
+                                 .note_arg = &note};
     /* auto, when the last try's challenge of the preferred type failed:
      * the other one (port 80 may be blocked upstream, or 443 forwarded
      * elsewhere); when that fails too, the preferred one again. */
