@@ -287,6 +287,7 @@ struct acme_issued {
     char *chain_pem;
     char *key_pem; /* wipe */
     int64_t order_id;
+    char *order_url; /* for errors about the certificate */
 };
 void acme_issued_free(struct acme_issued *is);
 
@@ -302,7 +303,8 @@ int acme_flow_account(struct acme_client *c, sqlite3 *db, const struct acme_acco
  * with a fresh key, download (preferred chain).  The order row is kept up to
  * date at every step, so a crash anywhere resumes or restarts cleanly.
  * On success the order row is left "valid": the caller marks it "done" after
- * installing the certificate.
+ * installing the certificate, or "abandoned" when the install refuses it (a
+ * "valid" order is resumed, and would hand out the same certificate again).
  */
 int acme_flow_issue(struct acme_client *c, sqlite3 *db, const struct acme_order_req *req,
                     struct acme_issued *out, struct acme_err *e);

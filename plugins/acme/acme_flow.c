@@ -19,6 +19,7 @@ void acme_issued_free(struct acme_issued *is)
 {
     free(is->chain_pem);
     tlsbox_wipe_free_str(is->key_pem);
+    free(is->order_url);
     memset(is, 0, sizeof(*is));
 }
 
@@ -809,6 +810,8 @@ again:
     out->key_pem = o.key_pem;
     o.key_pem = NULL;
     out->order_id = o.id;
+    out->order_url = o.order_url;
+    o.order_url = NULL;
 out:
     if (ret < 0 && o.id && strcmp(e->type ? e->type : "", "tlsbox:cancelled") != 0 && o.status &&
         strcmp(o.status, "invalid") != 0 && e->step[0] && strcmp(e->step, "challenge") == 0) {

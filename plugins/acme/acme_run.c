@@ -315,7 +315,12 @@ static int run_install(struct acme *a, const struct acme_conf *conf, struct acme
                                      .ari_id = ari,
                                      .meta_json = meta_text};
     int ret = a->host->cert_install(a->self, &in, &err);
-    if (ret < 0)
+    if (ret == -EINVAL)
+        acme_err_set(e, "install", "tlsbox:install",
+                     "the certificate of order %s was refused: %s; the order is abandoned: the "
+                     "next attempt places a new one",
+                     is->order_url ? is->order_url : "?", err ? err : strerror(-ret));
+    else if (ret < 0)
         acme_err_set(e, "install", "tlsbox:install", "%s", err ? err : strerror(-ret));
     free(err);
     free(ari);
@@ -398,8 +403,18 @@ static int run_attempt(struct acme *a, struct acme_client *c, sqlite3 *db,
         goto out;
     }
     acme_store_kv_put(db, key, NULL);
-    if ((ret = run_install(a, conf, c, rc, &is, e)) < 0)
+    if ((ret = run_install(a, conf, c, rc, &is, e)) < 0) {
+        /*
+         * Refused for what it is (expired while the box was off, a chain
+         * that does not verify): the order is "valid" and would be resumed
+         * by every attempt, downloading the same certificate for ever.  So
+         * it is done with; that wipes its key, and the next attempt places a
+         * new order.  A store failure (not -EINVAL) may pass: kept.
+         */
+        if (ret == -EINVAL)
+            acme_store_order_set_status(db, is.order_id, "abandoned");
         goto out;
+    }
     acme_store_order_set_status(db, is.order_id, "done");
     snprintf(key, sizeof(key), "revoked:%s", rc->name);
     acme_store_kv_put(db, key, NULL);

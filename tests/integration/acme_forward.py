@@ -9,8 +9,9 @@ to pebble on 127.0.0.1:PEBBLE_PORT (trusting CA).  The client's Host header
 goes along unchanged: pebble builds its URLs (directory, Location, Link) from
 it and checks the JWS "url" against it, so the client only ever sees this
 front.  Each request appends "TIME KIND METHOD PATH STATUS" to
-DIR/requests.log (TIME when it came in), KIND being newOrder, order or
-finalize (a POST to an order's URL or finalize URL pebble handed out) or -.  STATUS tells pebble's badNonce
+DIR/requests.log (TIME when it came in), KIND being newOrder, order,
+finalize or cert (a POST to an order's URL, finalize URL or certificate URL
+pebble handed out) or -.  STATUS tells pebble's badNonce
 rejections (400, retried at once by design) from the answers that count.
 
 Injections, read at each request:
@@ -36,6 +37,11 @@ Injections, read at each request:
                       Replay-Nonce), as a CA refusing to let the order replace
                       a certificate; pebble does not see it.  A newOrder
                       without "replaces" is forwarded.
+  DIR/cert_expired    a certificate download is answered with a certificate
+                      for the CSR of the last finalize that expired on
+                      2020-01-02, issued by a CA of the front's own (made in
+                      DIR/expired-ca), then that CA: the key matches and the
+                      chain verifies, but it can never be installed.
 A newOrder whose payload has "replaces" is logged with KIND newOrder+replaces,
 and "TIME ID STATUS" goes to DIR/replaces.log.
 Exits on SIGTERM."""
@@ -45,13 +51,15 @@ import http.server
 import json
 import os
 import ssl
+import subprocess
 import sys
 import threading
 import time
 from urllib.parse import urlsplit
 
 PORT, PEBBLE, CERT, KEY, CA, DIR = (int(sys.argv[1]), int(sys.argv[2]), *sys.argv[3:7])
-state = {"newOrder": None, "newNonce": None, "orders": set(), "finalize": set()}
+state = {"newOrder": None, "newNonce": None, "orders": set(), "finalize": set(), "certs": set(),
+         "csr": None}
 lock = threading.Lock()
 # Hop-by-hop or recomputed: never copied from pebble's answer.
 SKIP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
@@ -83,6 +91,37 @@ def payload_of(body):
 
 def rfc3339(t):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def expired_chain(csr_der):
+    """A certificate for the CSR valid only on 2020-01-01, then its CA (PEM)."""
+    d = os.path.join(DIR, "expired-ca")
+    with lock:
+        if not os.path.exists(os.path.join(d, "ca.pem")):
+            os.makedirs(d, exist_ok=True)
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                            "ec_paramgen_curve:P-256", "-nodes", "-keyout", d + "/ca.key",
+                            "-out", d + "/ca.pem", "-days", "30",
+                            "-subj", "/CN=acme_forward expired-certificate CA"],
+                           check=True, capture_output=True)
+            open(d + "/index.txt", "w").close()
+            with open(d + "/serial", "w") as f:
+                f.write("1000\n")
+            with open(d + "/ca.cnf", "w") as f:
+                f.write("[ca]\ndefault_ca = c\n[c]\ndatabase = %s/index.txt\n"
+                        "new_certs_dir = %s\nserial = %s/serial\ndefault_md = sha256\n"
+                        "policy = p\ncopy_extensions = copy\nunique_subject = no\n"
+                        "x509_extensions = x\n[p]\ncommonName = optional\n"
+                        "[x]\nbasicConstraints = CA:FALSE\n"
+                        "authorityKeyIdentifier = keyid\n" % (d, d, d))
+        pem = "-----BEGIN CERTIFICATE REQUEST-----\n%s\n-----END CERTIFICATE REQUEST-----\n" % \
+            base64.encodebytes(csr_der).decode().strip()
+        out = subprocess.run(["openssl", "ca", "-batch", "-notext", "-config", d + "/ca.cnf",
+                              "-cert", d + "/ca.pem", "-keyfile", d + "/ca.key",
+                              "-startdate", "20200101000000Z", "-enddate", "20200102000000Z",
+                              "-in", "/dev/stdin", "-out", "/dev/stdout"],
+                             input=pem.encode(), check=True, capture_output=True).stdout
+    return out + open(d + "/ca.pem", "rb").read()
 
 
 def log(t, kind, method, path, status):
@@ -122,7 +161,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with lock:
             kind = ("newOrder" if path == state["newOrder"] else
                     "order" if self.command == "POST" and path in state["orders"] else
-                    "finalize" if self.command == "POST" and path in state["finalize"] else "-")
+                    "finalize" if self.command == "POST" and path in state["finalize"] else
+                    "cert" if self.command == "POST" and path in state["certs"] else "-")
         t = time.time()
         fwd = {k: v for k, v in self.headers.items()
                if k.lower() in ("content-type", "accept", "user-agent")}
@@ -188,6 +228,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if no_authz:
                 o.pop("authorizations", None)
             data = json.dumps(o).encode()
+        if kind == "finalize":
+            with lock:
+                state["csr"] = (payload_of(body) or {}).get("csr")
+        if kind in ("order", "finalize") and status == 200:
+            cert = json.loads(data).get("certificate")
+            if cert:
+                with lock:
+                    state["certs"].add(urlsplit(cert).path)
+        if kind == "cert" and status == 200 and state["csr"] and os.path.exists(
+                os.path.join(DIR, "cert_expired")):
+            data = expired_chain(b64url(state["csr"]))
         if kind == "order" and status == 200 and os.path.exists(
                 os.path.join(DIR, "order_invalid")):
             o = json.loads(data)
