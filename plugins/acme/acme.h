@@ -42,6 +42,8 @@ struct acme_err {
     char challenge[16]; /* the challenge type that failed ("http-01", ...), or "" */
 };
 
+/* Fill @p e anew: http_status, retry_after and challenge are reset too (the
+ * step is kept when @p step is NULL). */
 void acme_err_set(struct acme_err *e, const char *step, const char *type, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void acme_err_clear(struct acme_err *e);

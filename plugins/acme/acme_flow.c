@@ -169,8 +169,8 @@ static int flow_poll_wait(struct acme_client *c, const struct acme_resp *r, unsi
         ms = r->retry_after > now ? (uint64_t)(r->retry_after - now) * 1000 : 1000;
     if (*waited + ms > FLOW_POLL_LIMIT_MS) {
         /* The CA's time still counts (no order before it), whichever limit ended the wait. */
-        e->retry_after = r->retry_after > now ? r->retry_after : 0;
-        if (e->retry_after && ms > FLOW_POLL_LIMIT_MS)
+        time_t until = r->retry_after > now ? r->retry_after : 0;
+        if (until && ms > FLOW_POLL_LIMIT_MS)
             acme_err_set(e, step, "tlsbox:timeout",
                          "%s: the CA asks to look again in %llu s, longer than the %u s an "
                          "attempt waits; the next attempt is after that",
@@ -178,6 +178,7 @@ static int flow_poll_wait(struct acme_client *c, const struct acme_resp *r, unsi
         else
             acme_err_set(e, step, "tlsbox:timeout", "%s after %llu s", what,
                          (unsigned long long)(*waited / 1000));
+        e->retry_after = until; /* after acme_err_set, which resets it */
         return -ETIMEDOUT;
     }
     *waited += ms;
