@@ -42,6 +42,8 @@ struct acme_err {
     char challenge[16]; /* the challenge type that failed ("http-01", ...), or "" */
 };
 
+/* Fill @p e anew: http_status, retry_after and challenge are reset too (the
+ * step is kept when @p step is NULL). */
 void acme_err_set(struct acme_err *e, const char *step, const char *type, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void acme_err_clear(struct acme_err *e);
@@ -277,12 +279,17 @@ struct acme_order_req {
     /* Optional: called after each persisted step (tests kill here). */
     void (*on_step)(void *arg, const char *step);
     void *step_arg;
+    /* Optional: told what the flow did about a CA's refusal that it got past
+     * (for the log: the attempt itself goes on and may succeed). */
+    void (*note)(void *arg, const char *msg);
+    void *note_arg;
 };
 
 struct acme_issued {
     char *chain_pem;
     char *key_pem; /* wipe */
     int64_t order_id;
+    char *order_url; /* for errors about the certificate */
 };
 void acme_issued_free(struct acme_issued *is);
 
@@ -298,7 +305,8 @@ int acme_flow_account(struct acme_client *c, sqlite3 *db, const struct acme_acco
  * with a fresh key, download (preferred chain).  The order row is kept up to
  * date at every step, so a crash anywhere resumes or restarts cleanly.
  * On success the order row is left "valid": the caller marks it "done" after
- * installing the certificate.
+ * installing the certificate, or "abandoned" when the install refuses it (a
+ * "valid" order is resumed, and would hand out the same certificate again).
  */
 int acme_flow_issue(struct acme_client *c, sqlite3 *db, const struct acme_order_req *req,
                     struct acme_issued *out, struct acme_err *e);

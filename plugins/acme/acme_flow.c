@@ -19,6 +19,7 @@ void acme_issued_free(struct acme_issued *is)
 {
     free(is->chain_pem);
     tlsbox_wipe_free_str(is->key_pem);
+    free(is->order_url);
     memset(is, 0, sizeof(*is));
 }
 
@@ -168,8 +169,8 @@ static int flow_poll_wait(struct acme_client *c, const struct acme_resp *r, unsi
         ms = r->retry_after > now ? (uint64_t)(r->retry_after - now) * 1000 : 1000;
     if (*waited + ms > FLOW_POLL_LIMIT_MS) {
         /* The CA's time still counts (no order before it), whichever limit ended the wait. */
-        e->retry_after = r->retry_after > now ? r->retry_after : 0;
-        if (e->retry_after && ms > FLOW_POLL_LIMIT_MS)
+        time_t until = r->retry_after > now ? r->retry_after : 0;
+        if (until && ms > FLOW_POLL_LIMIT_MS)
             acme_err_set(e, step, "tlsbox:timeout",
                          "%s: the CA asks to look again in %llu s, longer than the %u s an "
                          "attempt waits; the next attempt is after that",
@@ -177,6 +178,7 @@ static int flow_poll_wait(struct acme_client *c, const struct acme_resp *r, unsi
         else
             acme_err_set(e, step, "tlsbox:timeout", "%s after %llu s", what,
                          (unsigned long long)(*waited / 1000));
+        e->retry_after = until; /* after acme_err_set, which resets it */
         return -ETIMEDOUT;
     }
     *waited += ms;
@@ -210,16 +212,39 @@ static int flow_new_order(struct acme_client *c, sqlite3 *db, const struct acme_
         if (json_is_object(profiles))
             json_object_set_new(p, "profile", json_string(req->profile));
     }
-    /* "replaces" only where the CA speaks ARI; a refusal retries without it. */
+    /* "replaces" only where the CA speaks ARI. */
     bool with_replaces = o->replaces && acme_client_dir_url(c, "renewalInfo");
     if (with_replaces)
         json_object_set_new(p, "replaces", json_string(o->replaces));
     char *text = json_dumps(p, JSON_COMPACT);
     int ret = acme_post(c, "order", acme_client_dir_url(c, "newOrder"), text, NULL, r, e);
     free(text);
-    if (ret == -EPROTO && with_replaces &&
-        (e->http_status == 409 || (e->type && strstr(e->type, "Replaced")))) {
+    /*
+     * "replaces" is advice (RFC 9773 section 5): a CA refuses it for reasons
+     * that do not stop it issuing, and says so in many ways: Let's Encrypt
+     * answers 403 unauthorized for a certificate another account ordered (an
+     * imported one, or one from the staging CA) and 400 malformed for an
+     * issuer it does not know; others 404 or 409 alreadyReplaced.  Sending it
+     * again could only fail again, for ever, so any refusal is asked once
+     * more at once without it.  Not when the CA asked us to wait (a rate
+     * limit, an overload): that wait holds for the plain order too.
+     */
+    if (ret == -EPROTO && with_replaces && e->http_status >= 400 && !e->retry_after &&
+        !(e->type && strstr(e->type, ":rateLimited"))) {
+        if (req->note) {
+            char *msg = tlsbox_xasprintf(
+                "the CA refused the order replacing %s (HTTP %ld, %s: %s); ordering again "
+                "without \"replaces\"",
+                o->replaces, e->http_status, e->type ? e->type : "no problem type",
+                e->detail ? e->detail : "");
+            req->note(req->note_arg, msg);
+            free(msg);
+        }
+        /* What failed is said above; a later failure must not be told with it. */
+        acme_err_clear(e);
         json_object_del(p, "replaces");
+        free(o->replaces);
+        o->replaces = NULL;
         text = json_dumps(p, JSON_COMPACT);
         ret = acme_post(c, "order", acme_client_dir_url(c, "newOrder"), text, NULL, r, e);
         free(text);
@@ -786,6 +811,8 @@ again:
     out->key_pem = o.key_pem;
     o.key_pem = NULL;
     out->order_id = o.id;
+    out->order_url = o.order_url;
+    o.order_url = NULL;
 out:
     if (ret < 0 && o.id && strcmp(e->type ? e->type : "", "tlsbox:cancelled") != 0 && o.status &&
         strcmp(o.status, "invalid") != 0 && e->step[0] && strcmp(e->step, "challenge") == 0) {

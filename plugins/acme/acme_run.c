@@ -315,12 +315,28 @@ static int run_install(struct acme *a, const struct acme_conf *conf, struct acme
                                      .ari_id = ari,
                                      .meta_json = meta_text};
     int ret = a->host->cert_install(a->self, &in, &err);
-    if (ret < 0)
+    if (ret == -EINVAL)
+        acme_err_set(e, "install", "tlsbox:install",
+                     "the certificate of order %s was refused: %s; the order is abandoned: the "
+                     "next attempt places a new one",
+                     is->order_url ? is->order_url : "?", err ? err : strerror(-ret));
+    else if (ret < 0)
         acme_err_set(e, "install", "tlsbox:install", "%s", err ? err : strerror(-ret));
     free(err);
     free(ari);
     free(meta_text);
     return ret;
+}
+
+struct run_note_ctx {
+    struct acme *a;
+    const char *name;
+};
+
+static void run_note(void *arg, const char *msg)
+{
+    struct run_note_ctx *n = arg;
+    n->a->host->log(n->a->self, TLSBOX_LOG_WARN, "%s: %s", n->name, msg);
 }
 
 /* One attempt for one certificate.  Returns 0 when it was issued and installed. */
@@ -335,6 +351,7 @@ static int run_attempt(struct acme *a, struct acme_client *c, sqlite3 *db,
     int ret = 0;
     if (!c->kid && (ret = acme_flow_account(c, db, &ar, e)) < 0)
         return ret;
+    struct run_note_ctx note = {a, rc->name};
     struct acme_order_req req = {.cert_name = rc->name,
                                  .domains = (const char *const *)conf->domains,
                                  .ndomains = conf->ndomains,
@@ -349,7 +366,9 @@ static int run_attempt(struct acme *a, struct acme_client *c, sqlite3 *db,
                                  .challenge_fallback = conf->challenge_fallback,
                                  .answer_types = acme_answer_types(a),
                                  .answer_put = acme_answer_put,
-                                 .answer_del = acme_answer_del};
+                                 .answer_del = acme_answer_del,
+                                 .note = run_note,
+                                 .note_arg = &note};
     /* auto, when the last try's challenge of the preferred type failed:
      * the other one (port 80 may be blocked upstream, or 443 forwarded
      * elsewhere); when that fails too, the preferred one again. */
@@ -384,8 +403,18 @@ static int run_attempt(struct acme *a, struct acme_client *c, sqlite3 *db,
         goto out;
     }
     acme_store_kv_put(db, key, NULL);
-    if ((ret = run_install(a, conf, c, rc, &is, e)) < 0)
+    if ((ret = run_install(a, conf, c, rc, &is, e)) < 0) {
+        /*
+         * Refused for what it is (expired while the box was off, a chain
+         * that does not verify): the order is "valid" and would be resumed
+         * by every attempt, downloading the same certificate for ever.  So
+         * it is done with; that wipes its key, and the next attempt places a
+         * new order.  A store failure (not -EINVAL) may pass: kept.
+         */
+        if (ret == -EINVAL)
+            acme_store_order_set_status(db, is.order_id, "abandoned");
         goto out;
+    }
     acme_store_order_set_status(db, is.order_id, "done");
     snprintf(key, sizeof(key), "revoked:%s", rc->name);
     acme_store_kv_put(db, key, NULL);

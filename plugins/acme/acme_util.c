@@ -27,6 +27,13 @@ void acme_err_set(struct acme_err *e, const char *step, const char *type, const 
     free(e->detail);
     e->type = NULL;
     e->detail = NULL;
+    /* A new error replaces the whole record: an HTTP status, a Retry-After
+     * (a CA's wait imposed on the next order) or a failed challenge type left
+     * from an earlier error that was got past would be told as this one's.
+     * Whoever has them sets them after this call. */
+    e->http_status = 0;
+    e->retry_after = 0;
+    e->challenge[0] = '\0';
     if (step)
         snprintf(e->step, sizeof(e->step), "%s", step);
     e->type = type ? tlsbox_xstrdup(type) : NULL;

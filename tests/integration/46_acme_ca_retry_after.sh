@@ -18,45 +18,27 @@ PB_DIRECTORY=$FW_DIRECTORY pb_start_tlsbox || bail "tlsboxd did not start"
 # newOrder requests that reached the front, and those pebble took (201).
 new_orders() { grep -c ' newOrder ' "$FW/requests.log"; }
 orders_placed() { grep -c ' newOrder .* 201$' "$FW/requests.log"; }
-# A field of the status JSON, by a python expression over s (the status).
-st_get() {
-    tb_ctl --json acme status | python3 -c '
-import json,sys
-s=json.load(sys.stdin)
-c=(s.get("certificates") or [{}])[0]
-e=(s.get("events") or [{}])[0]
-print(eval(sys.argv[1]))' "$1" 2>/dev/null
-}
-# Wait until the python expression is true.
-st_wait() {
-    local i
-    for i in $(seq 1 200); do
-        [ "$(st_get "$1")" = True ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
 # Run a command that makes the daemon check again, and wait until a check
 # started after it has rebuilt the status (checked_at moved past the last one).
 after_check() {
     local c0
-    c0=$(st_get 's.get("checked_at", 0)')
+    c0=$(pb_st_get 's.get("checked_at", 0)')
     while [ "$(date +%s)" -le "$c0" ]; do sleep 0.05; done
     "$@" >/dev/null
-    st_wait "s.get(\"checked_at\", 0) > $c0"
+    pb_st_wait "s.get(\"checked_at\", 0) > $c0"
 }
 
 t0=$(date +%s)
 tb_ctl set acme.domains rl.test >/dev/null
-st_wait '"rateLimited" in e.get("problem_type", "")'
+pb_st_wait '"rateLimited" in e.get("problem_type", "")'
 ok $? "newOrder answered 429 rateLimited is recorded"
 t1=$(date +%s)
 is "$(new_orders)" 1 "one newOrder reached the CA"
-is "$(st_get 'e["step"]')" order "the failed step is order"
-next=$(st_get 'c["next_attempt"]')
+is "$(pb_st_get 'e["step"]')" order "the failed step is order"
+next=$(pb_st_get 'c["next_attempt"]')
 ok "$([ "$next" -ge $((t0 + 3600)) ] && [ "$next" -le $((t1 + 3601)) ] && echo 0 || echo 1)" \
     "next attempt is the CA's Retry-After: now + 3600 s ($next, $t0..$t1)"
-is "$(st_get 'c.get("ca_retry_after")')" "$next" "the status says the CA asked to wait until then"
+is "$(pb_st_get 'c.get("ca_retry_after")')" "$next" "the status says the CA asked to wait until then"
 like "$(tb_ctl acme status)" "CA wait until +[-0-9]+ [0-9:]+ UTC \(in (59m|1h00m)" \
     "tlsboxctl acme status shows the CA's wait"
 
@@ -73,17 +55,17 @@ like "$(grep 'rl.test' "$TB_TMP/daemon.log")" "CA asked to wait until" \
     "the log says why the forced renewal waits"
 after_check tb_ctl acme revoke rl.test
 ok $? "a failed revoke (nothing issued yet) and the check after it ran"
-is "$(st_get 'e["step"] + " " + str(e["ok"])')" "revoke False" "the revoke failure is recorded"
+is "$(pb_st_get 'e["step"] + " " + str(e["ok"])')" "revoke False" "the revoke failure is recorded"
 is "$(new_orders)" 1 "the check after the revoke sent no new order"
-is "$(st_get 'c["next_attempt"]')" "$next" "the next attempt is still the CA's time"
-is "$(st_get 'c.get("ca_retry_after")')" "$next" "and the status still names the CA's wait"
+is "$(pb_st_get 'c["next_attempt"]')" "$next" "the next attempt is still the CA's time"
+is "$(pb_st_get 'c.get("ca_retry_after")')" "$next" "and the status still names the CA's wait"
 
 # A short Retry-After, for another certificate name: after it, the order goes through.
 echo 3 >"$FW/ratelimit"
 tb_ctl set acme.domains rl2.test >/dev/null
-st_wait '"rateLimited" in e.get("problem_type", "") and e["cert"] == "rl2.test"'
+pb_st_wait '"rateLimited" in e.get("problem_type", "") and e["cert"] == "rl2.test"'
 ok $? "rl2.test: 429 with Retry-After: 3 recorded"
-ca=$(st_get 'c.get("ca_retry_after")')
+ca=$(pb_st_get 'c.get("ca_retry_after")')
 like "$ca" '^[0-9]+$' "the CA's wait is shown ($ca)"
 rm -f "$FW/ratelimit"
 n=$(wc -l <"$FW/requests.log")
@@ -96,7 +78,7 @@ is "$(orders_placed)" 1 "with exactly one order placed"
 first=$(tail -n +"$((n + 1))" "$FW/requests.log" | grep ' newOrder ' | head -1 | cut -d. -f1)
 ok "$([ -n "$first" ] && [ "$first" -ge "$ca" ] && echo 0 || echo 1)" \
     "the first newOrder after the 429 came no earlier than the CA allowed ($first >= $ca)"
-st_wait 'e["cert"] == "rl2.test" and e["ok"] and c.get("ca_retry_after") is None'
+pb_st_wait 'e["cert"] == "rl2.test" and e["ok"] and c.get("ca_retry_after") is None'
 ok $? "success recorded; the CA's wait is gone from the status"
 tb_stop_daemon
 ok $? "daemon stops promptly"

@@ -9,8 +9,9 @@ to pebble on 127.0.0.1:PEBBLE_PORT (trusting CA).  The client's Host header
 goes along unchanged: pebble builds its URLs (directory, Location, Link) from
 it and checks the JWS "url" against it, so the client only ever sees this
 front.  Each request appends "TIME KIND METHOD PATH STATUS" to
-DIR/requests.log (TIME when it came in), KIND being newOrder, order or
-finalize (a POST to an order's URL or finalize URL pebble handed out) or -.  STATUS tells pebble's badNonce
+DIR/requests.log (TIME when it came in), KIND being newOrder, order,
+finalize or cert (a POST to an order's URL, finalize URL or certificate URL
+pebble handed out) or -.  STATUS tells pebble's badNonce
 rejections (400, retried at once by design) from the answers that count.
 
 Injections, read at each request:
@@ -24,19 +25,41 @@ Injections, read at each request:
   DIR/order_retry_after  order fetches carry "Retry-After: <the file's number>".
   DIR/finalize_ready  a finalize is forwarded, and its answer (the order) comes
                       back still "ready".
+  DIR/order_invalid   order fetches come back "invalid" (no "error" member).
+  DIR/ari             ARI (RFC 9773), which pebble 2.4.0 lacks: the directory
+                      gains "renewalInfo" (at this front), and GET
+                      renewalInfo/<id> is answered 200 with a suggestedWindow
+                      that ended an hour ago when <id> is a line of this file
+                      (renew now), else one 30 to 31 days ahead.
+  DIR/replaces_refuse "STATUS TYPE" (e.g. "403 unauthorized"): a newOrder whose
+                      JWS payload has "replaces" is answered STATUS with the
+                      problem urn:ietf:params:acme:error:TYPE (and a fresh
+                      Replay-Nonce), as a CA refusing to let the order replace
+                      a certificate; pebble does not see it.  A newOrder
+                      without "replaces" is forwarded.
+  DIR/cert_expired    a certificate download is answered with a certificate
+                      for the CSR of the last finalize that expired on
+                      2020-01-02, issued by a CA of the front's own (made in
+                      DIR/expired-ca), then that CA: the key matches and the
+                      chain verifies, but it can never be installed.
+A newOrder whose payload has "replaces" is logged with KIND newOrder+replaces,
+and "TIME ID STATUS" goes to DIR/replaces.log.
 Exits on SIGTERM."""
+import base64
 import http.client
 import http.server
 import json
 import os
 import ssl
+import subprocess
 import sys
 import threading
 import time
 from urllib.parse import urlsplit
 
 PORT, PEBBLE, CERT, KEY, CA, DIR = (int(sys.argv[1]), int(sys.argv[2]), *sys.argv[3:7])
-state = {"newOrder": None, "newNonce": None, "orders": set(), "finalize": set()}
+state = {"newOrder": None, "newNonce": None, "orders": set(), "finalize": set(), "certs": set(),
+         "csr": None}
 lock = threading.Lock()
 # Hop-by-hop or recomputed: never copied from pebble's answer.
 SKIP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
@@ -52,6 +75,53 @@ def pebble(method, path, host, body=None, headers=None):
     data = resp.read()
     conn.close()
     return resp.status, resp.getheaders(), data
+
+
+def b64url(s):
+    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+
+def payload_of(body):
+    """The JWS payload of a request body as JSON, or None."""
+    try:
+        return json.loads(b64url(json.loads(body)["payload"]) or b"null")
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def rfc3339(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def expired_chain(csr_der):
+    """A certificate for the CSR valid only on 2020-01-01, then its CA (PEM)."""
+    d = os.path.join(DIR, "expired-ca")
+    with lock:
+        if not os.path.exists(os.path.join(d, "ca.pem")):
+            os.makedirs(d, exist_ok=True)
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                            "ec_paramgen_curve:P-256", "-nodes", "-keyout", d + "/ca.key",
+                            "-out", d + "/ca.pem", "-days", "30",
+                            "-subj", "/CN=acme_forward expired-certificate CA"],
+                           check=True, capture_output=True)
+            open(d + "/index.txt", "w").close()
+            with open(d + "/serial", "w") as f:
+                f.write("1000\n")
+            with open(d + "/ca.cnf", "w") as f:
+                f.write("[ca]\ndefault_ca = c\n[c]\ndatabase = %s/index.txt\n"
+                        "new_certs_dir = %s\nserial = %s/serial\ndefault_md = sha256\n"
+                        "policy = p\ncopy_extensions = copy\nunique_subject = no\n"
+                        "x509_extensions = x\n[p]\ncommonName = optional\n"
+                        "[x]\nbasicConstraints = CA:FALSE\n"
+                        "authorityKeyIdentifier = keyid\n" % (d, d, d))
+        pem = "-----BEGIN CERTIFICATE REQUEST-----\n%s\n-----END CERTIFICATE REQUEST-----\n" % \
+            base64.encodebytes(csr_der).decode().strip()
+        out = subprocess.run(["openssl", "ca", "-batch", "-notext", "-config", d + "/ca.cnf",
+                              "-cert", d + "/ca.pem", "-keyfile", d + "/ca.key",
+                              "-startdate", "20200101000000Z", "-enddate", "20200102000000Z",
+                              "-in", "/dev/stdin", "-out", "/dev/stdout"],
+                             input=pem.encode(), check=True, capture_output=True).stdout
+    return out + open(d + "/ca.pem", "rb").read()
 
 
 def log(t, kind, method, path, status):
@@ -75,6 +145,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
+    def problem(self, host, status, ptype, detail, extra=()):
+        """An RFC 8555 problem answer, with a fresh nonce from pebble."""
+        _, nh, _ = pebble("HEAD", state["newNonce"], host)
+        body = json.dumps({"type": "urn:ietf:params:acme:error:" + ptype, "detail": detail,
+                           "status": status}).encode()
+        self.reply(status, [(k, v) for k, v in nh if k.lower() == "replay-nonce"] +
+                   [("Content-Type", "application/problem+json")] + list(extra), body)
+
     def handle_any(self):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else None
@@ -83,22 +161,44 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with lock:
             kind = ("newOrder" if path == state["newOrder"] else
                     "order" if self.command == "POST" and path in state["orders"] else
-                    "finalize" if self.command == "POST" and path in state["finalize"] else "-")
+                    "finalize" if self.command == "POST" and path in state["finalize"] else
+                    "cert" if self.command == "POST" and path in state["certs"] else "-")
         t = time.time()
         fwd = {k: v for k, v in self.headers.items()
                if k.lower() in ("content-type", "accept", "user-agent")}
+        ari = os.path.join(DIR, "ari")
+        if path.startswith("/renewal-info/") and self.command == "GET":
+            due = os.path.exists(ari) and path[len("/renewal-info/"):] in \
+                open(ari).read().split()
+            start = t - 7200 if due else t + 30 * 86400
+            self.reply(200, [("Content-Type", "application/json")], json.dumps({
+                "suggestedWindow": {"start": rfc3339(start), "end": rfc3339(start + 3600 if due
+                                                                          else start + 86400)}
+            }).encode())
+            log(t, "renewalInfo", self.command, path, 200)
+            return
+        replaces = None
+        if kind == "newOrder":
+            replaces = (payload_of(body) or {}).get("replaces")
+            if replaces is not None:
+                kind = "newOrder+replaces"
         limit = os.path.join(DIR, "ratelimit")
-        if kind == "newOrder" and os.path.exists(limit):
+        if kind.startswith("newOrder") and os.path.exists(limit):
             secs = open(limit).read().strip()
-            _, nh, _ = pebble("HEAD", state["newNonce"], host)
-            problem = json.dumps({
-                "type": "urn:ietf:params:acme:error:rateLimited",
-                "detail": "too many new orders recently: retry after %s s" % secs,
-                "status": 429}).encode()
-            self.reply(429, [(k, v) for k, v in nh if k.lower() == "replay-nonce"] +
-                       [("Content-Type", "application/problem+json"), ("Retry-After", secs)],
-                       problem)
+            self.problem(host, 429, "rateLimited",
+                         "too many new orders recently: retry after %s s" % secs,
+                         [("Retry-After", secs)])
             log(t, kind, self.command, path, 429)
+            return
+        refuse = os.path.join(DIR, "replaces_refuse")
+        if replaces is not None and os.path.exists(refuse):
+            code, ptype = open(refuse).read().split()[:2]
+            self.problem(host, int(code), ptype,
+                         "the certificate being replaced (%s) was not issued to the requester "
+                         "account" % replaces)
+            log(t, kind, self.command, path, int(code))
+            with lock, open(os.path.join(DIR, "replaces.log"), "a") as f:
+                f.write("%.3f %s %s\n" % (t, replaces, code))
             return
         status, headers, data = pebble(self.command, path, host, body, fwd)
         if path == "/dir" and status == 200:
@@ -106,7 +206,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with lock:
                 state["newOrder"] = urlsplit(d["newOrder"]).path
                 state["newNonce"] = urlsplit(d["newNonce"]).path
-        if kind == "newOrder" and status == 201:
+            if os.path.exists(ari):
+                d["renewalInfo"] = "https://%s/renewal-info/" % host
+                data = json.dumps(d).encode()
+        if replaces is not None:
+            with lock, open(os.path.join(DIR, "replaces.log"), "a") as f:
+                f.write("%.3f %s %d\n" % (t, replaces, status))
+        if kind.startswith("newOrder") and status == 201:
             loc = dict((k.lower(), v) for k, v in headers).get("location")
             fin = json.loads(data).get("finalize")
             with lock:
@@ -121,6 +227,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
             o["status"] = "pending"
             if no_authz:
                 o.pop("authorizations", None)
+            data = json.dumps(o).encode()
+        if kind == "finalize":
+            with lock:
+                state["csr"] = (payload_of(body) or {}).get("csr")
+        if kind in ("order", "finalize") and status == 200:
+            cert = json.loads(data).get("certificate")
+            if cert:
+                with lock:
+                    state["certs"].add(urlsplit(cert).path)
+        if kind == "cert" and status == 200 and state["csr"] and os.path.exists(
+                os.path.join(DIR, "cert_expired")):
+            data = expired_chain(b64url(state["csr"]))
+        if kind == "order" and status == 200 and os.path.exists(
+                os.path.join(DIR, "order_invalid")):
+            o = json.loads(data)
+            o["status"] = "invalid"
+            o.pop("error", None)
             data = json.dumps(o).encode()
         if kind == "finalize" and status == 200 and os.path.exists(
                 os.path.join(DIR, "finalize_ready")):

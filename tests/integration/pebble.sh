@@ -27,6 +27,9 @@
 #       other than OLD; prints the serial served last
 #   pb_wait_failure [SECS]        wait until `acme status` counts a failure;
 #       prints its JSON (the last one read when none came)
+#   pb_st_get EXPR                a python expression over the `acme status`
+#       JSON: s (all of it), c (its first certificate), e (its newest event)
+#   pb_st_wait EXPR [SECS]        wait until pb_st_get EXPR prints True
 
 if ! type tb_free_port >/dev/null 2>&1; then
     tb_free_port() {
@@ -177,4 +180,22 @@ pb_wait_failure() {
         sleep 0.1
     done
     printf '%s\n' "$json"
+}
+
+pb_st_get() {
+    tb_ctl --json acme status | python3 -c '
+import json,sys
+s=json.load(sys.stdin)
+c=(s.get("certificates") or [{}])[0]
+e=(s.get("events") or [{}])[0]
+print(eval(sys.argv[1]))' "$1" 2>/dev/null
+}
+
+pb_st_wait() {
+    local i
+    for i in $(seq 1 $((${2:-20} * 10))); do
+        [ "$(pb_st_get "$1")" = True ] && return 0
+        sleep 0.1
+    done
+    return 1
 }

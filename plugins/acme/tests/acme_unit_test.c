@@ -398,8 +398,33 @@ static void test_csr_ip(void)
     gnutls_privkey_deinit(key);
 }
 
+/* An error set anew carries nothing of the one before it. */
+static void test_err(void)
+{
+    struct acme_err e = {0};
+    /* As http_problem leaves a refused request: status and Retry-After set after the text. */
+    acme_err_set(&e, "order", "urn:ietf:params:acme:error:alreadyReplaced", "replaced already");
+    e.http_status = 409;
+    e.retry_after = 1234567890;
+    snprintf(e.challenge, sizeof(e.challenge), "http-01");
+    acme_err_set(&e, "download", "tlsbox:connection", "%s: %s", "https://ca.test/cert/1", "reset");
+    is_str(e.step, "download", "step replaced");
+    is_str(e.type, "tlsbox:connection", "type replaced");
+    is_str(e.detail, "https://ca.test/cert/1: reset", "detail replaced");
+    ok(e.http_status == 0, "no HTTP status left from the earlier error (%ld)", e.http_status);
+    ok(e.retry_after == 0, "no Retry-After left from the earlier error (%lld)",
+       (long long)e.retry_after);
+    is_str(e.challenge, "", "no failed challenge left from the earlier error");
+    acme_err_set(&e, NULL, NULL, "no step given");
+    is_str(e.step, "download", "a NULL step keeps the step");
+    ok(e.type == NULL, "a NULL type is none");
+    acme_err_clear(&e);
+    ok(e.detail == NULL && e.step[0] == '\0', "cleared");
+}
+
 int main(void)
 {
+    test_err();
     test_b64url();
     test_thumbprint();
     test_rs();
