@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/log.h"
 #include "core/plugin_loader.h"
@@ -40,17 +41,21 @@ static int is_core_object(const char *name)
                                        "ticket_keys",
                                        "tls_dh",
                                        "tls_staples"};
+    /* SQLite's names are the same in any case of ASCII letters: so are these
+     * comparisons, or "settings_CHANGES" would pass for another name. */
     for (size_t i = 0; i < sizeof core / sizeof *core; i++)
-        if (strcmp(name, core[i]) == 0)
+        if (strcasecmp(name, core[i]) == 0)
             return 1;
     return 0;
 }
 
-/* "<plugin>_" followed by at least one character. */
+/* "<plugin>_" followed by at least one character, in any case (as SQLite
+ * compares names: plugin "site" must not lose "site_stats_x" to "site" as
+ * "site_STATS_x"). */
 static int named_for(const char *plugin, const char *name)
 {
     size_t n = strlen(plugin);
-    return name && strncmp(name, plugin, n) == 0 && name[n] == '_' && name[n + 1] != '\0';
+    return name && strncasecmp(name, plugin, n) == 0 && name[n] == '_' && name[n + 1] != '\0';
 }
 
 /* The loaded plugin with a longer name than @p plugin that @p name is named
@@ -89,7 +94,7 @@ static int pragma_reads(const char *name)
  * SQLite itself refuses to let SQL create, alter or drop them by name. */
 static int is_internal(const char *name)
 {
-    return name && strncmp(name, "sqlite_", 7) == 0;
+    return name && strncasecmp(name, "sqlite_", 7) == 0;
 }
 
 static const char *action_name(int action)
@@ -260,7 +265,7 @@ static int guard(const char *plugin, int migration, int action, const char *a1, 
      * or disk is full".  So a plugin's connection writes none of it; a
      * migration step may drop and rename its own AUTOINCREMENT tables, and
      * the core then checks that no other table's counter changed. */
-    if (obj && strcmp(obj, "sqlite_sequence") == 0 &&
+    if (obj && strcasecmp(obj, "sqlite_sequence") == 0 &&
         (!migration || action == SQLITE_INSERT ||
          (action == SQLITE_UPDATE && a2 && strcmp(a2, "seq") == 0))) {
         log_err("plugin %s: store: refused to %s sqlite_sequence: it holds the AUTOINCREMENT "

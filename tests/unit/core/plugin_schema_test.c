@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/plugin_loader.h"
 #include "core/store.h"
 #include "core/store_guard.h"
 #include "core/xalloc.h"
@@ -143,6 +144,14 @@ static void test_downgrade(sqlite3 *db)
 
 /* A plugin whose name is the first word of a core table ("admin", "tls",
  * "plugin") owns no core table by the "<plugin>_..." rule. */
+/* Two loaded plugins whose names overlap, for the guard's longest-name rule. */
+static struct tlsbox_plugin fake_long = {.name = "rogue_schema"};
+static struct tlsbox_plugin fake_short = {.name = "rogue", .next = &fake_long};
+static struct tlsbox_plugin *fake_plugins(void)
+{
+    return &fake_short;
+}
+
 static void test_core_objects(sqlite3 *db)
 {
     char *err = NULL;
@@ -225,6 +234,18 @@ static void test_core_objects(sqlite3 *db)
     }
     sqlite3_finalize(st);
     ok(n >= 13, "the core store has its objects (%d)", n);
+
+    /* Names in any case, as SQLite compares them. */
+    ok(!store_guard_owns("settings", "settings_CHANGES"),
+       "settings_CHANGES is the core's settings_changes: no plugin's");
+    ok(!store_guard_owns("settings", "Settings_Change_Items_key"), "nor in mixed case");
+    ok(!store_guard_owns("rogue", "SQLITE_x"), "SQLITE_x is SQLite's prefix");
+    store_guard_set_plugins(fake_plugins);
+    ok(!store_guard_owns("rogue", "rogue_SCHEMA_kv"),
+       "with rogue_schema loaded, rogue_SCHEMA_kv is not rogue's");
+    ok(store_guard_owns("rogue_schema", "ROGUE_SCHEMA_kv"), "but rogue_schema's, in any case");
+    ok(store_guard_owns("rogue", "rogue_kv"), "and rogue keeps its own");
+    store_guard_set_plugins(NULL);
 }
 
 /* A failing migration: -EIO, the message naming the step and @p what, the
