@@ -15,6 +15,14 @@
 /* Longest wait for one authorization or order to leave pending/processing. */
 #define FLOW_POLL_LIMIT_MS (180 * 1000)
 
+/*
+ * Passes over a pending order's authorizations that found one not valid yet,
+ * per attempt.  A real CA needs one (a second when its order status lags);
+ * a CA, or a cache in front of it, that keeps answering them pending again
+ * would otherwise keep one attempt going for ever, with no wait in between.
+ */
+#define FLOW_AUTHZ_PASSES 4
+
 void acme_issued_free(struct acme_issued *is)
 {
     free(is->chain_pem);
@@ -361,6 +369,17 @@ struct flow_tokens {
     size_t n;
 };
 
+/* Whether this answer is published already (by an earlier pass over the order). */
+static bool flow_tokens_has(const struct flow_tokens *t, const char *type, const char *id,
+                            const char *key_auth)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->v[i].type, type) == 0 && strcmp(t->v[i].id, id) == 0 &&
+            strcmp(t->v[i].key_auth ? t->v[i].key_auth : "", key_auth ? key_auth : "") == 0)
+            return true;
+    return false;
+}
+
 static void flow_tokens_add(struct flow_tokens *t, const char *type, const char *id,
                             const char *key_auth)
 {
@@ -439,7 +458,11 @@ static int flow_authorizations(struct acme_client *c, const struct acme_order_re
         }
         waiting[i] = tlsbox_xasprintf("%s: authorization still pending", ident);
         char *ka = tlsbox_xasprintf("%s.%s", token, c->thumbprint);
-        if (strcmp(type, "http-01") != 0) {
+        if (flow_tokens_has(tokens, type, strcmp(type, "http-01") != 0 ? ident : token,
+                            strcmp(type, "http-01") != 0 ? ka : NULL)) {
+            /* Published by an earlier pass and still served (withdrawn only
+             * at the end): publishing it again would only grow both lists. */
+        } else if (strcmp(type, "http-01") != 0) {
             /* Listed first: a put that fails half-way (a DNS record added
              * that never showed) is still withdrawn. */
             flow_tokens_add(tokens, type, ident, ka);
@@ -709,8 +732,19 @@ again:
     }
 
     uint64_t waited = 0;
+    unsigned passes = 0; /* over the authorizations, that found one not valid yet */
     for (unsigned k = 0;; k++) {
         const char *st = json_string_value(json_object_get(r.json, "status")) ?: "";
+        if (strcmp(st, "pending") == 0 && passes >= FLOW_AUTHZ_PASSES) {
+            /* The order stays with the CA: the next attempt looks at it again. */
+            acme_err_set(e, "order", "tlsbox:protocol",
+                         "%s: the order is still pending after %u passes over its "
+                         "authorizations: the CA keeps answering them pending again after they "
+                         "were valid",
+                         o.order_url, passes);
+            ret = -EPROTO;
+            goto out;
+        }
         if (strcmp(st, "pending") == 0) {
             /* Without authorizations there is nothing to answer: polling could never end. */
             json_t *urls = json_object_get(r.json, "authorizations"), *u;
@@ -739,6 +773,7 @@ again:
             }
             if (ret < 0)
                 goto out;
+            passes += progress;
             /* Every authorization was valid already, yet the order is pending: wait. */
             if (!progress)
                 ret = flow_poll_wait(c, &r, k, &waited, e, "order",

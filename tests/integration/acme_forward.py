@@ -10,8 +10,8 @@ goes along unchanged: pebble builds its URLs (directory, Location, Link) from
 it and checks the JWS "url" against it, so the client only ever sees this
 front.  Each request appends "TIME KIND METHOD PATH STATUS" to
 DIR/requests.log (TIME when it came in), KIND being newOrder, order,
-finalize or cert (a POST to an order's URL, finalize URL or certificate URL
-pebble handed out) or -.  STATUS tells pebble's badNonce
+finalize, cert or authz (a POST to an order's URL, finalize URL,
+certificate URL or authorization URL pebble handed out) or -.  STATUS tells pebble's badNonce
 rejections (400, retried at once by design) from the answers that count.
 
 Injections, read at each request:
@@ -42,8 +42,16 @@ Injections, read at each request:
                       2020-01-02, issued by a CA of the front's own (made in
                       DIR/expired-ca), then that CA: the key matches and the
                       chain verifies, but it can never be installed.
+  DIR/authz_flap      a CA (or a cache in front of it) that cannot make up its
+                      mind: order fetches come back "pending" (as with
+                      order_pending), and an authorization pebble answers
+                      "valid" comes back "pending" on every other fetch of it
+                      (the 1st, 3rd, ... valid answer while this file is
+                      there); those are logged with KIND authz+pending.
 A newOrder whose payload has "replaces" is logged with KIND newOrder+replaces,
-and "TIME ID STATUS" goes to DIR/replaces.log.
+and "TIME ID STATUS" goes to DIR/replaces.log.  A POST to an authorization URL
+of an order is logged with KIND authz, and the token of each of its challenges
+goes to DIR/tokens.log once.
 Exits on SIGTERM."""
 import base64
 import http.client
@@ -59,7 +67,7 @@ from urllib.parse import urlsplit
 
 PORT, PEBBLE, CERT, KEY, CA, DIR = (int(sys.argv[1]), int(sys.argv[2]), *sys.argv[3:7])
 state = {"newOrder": None, "newNonce": None, "orders": set(), "finalize": set(), "certs": set(),
-         "csr": None}
+         "csr": None, "authz": set(), "valid_seen": {}, "tokens": set()}
 lock = threading.Lock()
 # Hop-by-hop or recomputed: never copied from pebble's answer.
 SKIP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
@@ -162,7 +170,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             kind = ("newOrder" if path == state["newOrder"] else
                     "order" if self.command == "POST" and path in state["orders"] else
                     "finalize" if self.command == "POST" and path in state["finalize"] else
-                    "cert" if self.command == "POST" and path in state["certs"] else "-")
+                    "cert" if self.command == "POST" and path in state["certs"] else
+                    "authz" if self.command == "POST" and path in state["authz"] else "-")
         t = time.time()
         fwd = {k: v for k, v in self.headers.items()
                if k.lower() in ("content-type", "accept", "user-agent")}
@@ -220,9 +229,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     state["orders"].add(urlsplit(loc).path)
                 if fin:
                     state["finalize"].add(urlsplit(fin).path)
+        if kind in ("newOrder", "newOrder+replaces", "order") and status in (200, 201):
+            with lock:
+                state["authz"].update(urlsplit(u).path
+                                      for u in json.loads(data).get("authorizations") or [])
+        flap = os.path.exists(os.path.join(DIR, "authz_flap"))
+        if kind == "authz" and status == 200:
+            a = json.loads(data)
+            with lock:
+                new = {c["token"] for c in a.get("challenges") or [] if "token" in c} - \
+                    state["tokens"]
+                state["tokens"] |= new
+                if new:
+                    with open(os.path.join(DIR, "tokens.log"), "a") as f:
+                        f.write("".join(tok + "\n" for tok in sorted(new)))
+                n = 0
+                if flap and a.get("status") == "valid":
+                    n = state["valid_seen"][path] = state["valid_seen"].get(path, 0) + 1
+            if flap and n % 2 == 1:
+                a["status"] = "pending"
+                data = json.dumps(a).encode()
+                kind = "authz+pending"
         no_authz = os.path.exists(os.path.join(DIR, "order_no_authz"))
         if kind == "order" and status == 200 and (
-                no_authz or os.path.exists(os.path.join(DIR, "order_pending"))):
+                no_authz or flap or os.path.exists(os.path.join(DIR, "order_pending"))):
             o = json.loads(data)
             o["status"] = "pending"
             if no_authz:

@@ -30,6 +30,8 @@
 #   pb_st_get EXPR                a python expression over the `acme status`
 #       JSON: s (all of it), c (its first certificate), e (its newest event)
 #   pb_st_wait EXPR [SECS]        wait until pb_st_get EXPR prints True
+#   pb_st_until EXPR SECS         the same, bounded by wall time (each status
+#       read takes a while on a loaded machine: pb_st_wait's SECS count polls)
 
 if ! type tb_free_port >/dev/null 2>&1; then
     tb_free_port() {
@@ -196,6 +198,15 @@ pb_st_wait() {
     for i in $(seq 1 $((${2:-20} * 10))); do
         [ "$(pb_st_get "$1")" = True ] && return 0
         sleep 0.1
+    done
+    return 1
+}
+
+pb_st_until() {
+    local end=$((SECONDS + $2))
+    while [ $SECONDS -lt $end ]; do
+        [ "$(pb_st_get "$1")" = True ] && return 0
+        sleep 0.2
     done
     return 1
 }
