@@ -310,7 +310,11 @@ int acme_flow_account(struct acme_client *c, sqlite3 *db, const struct acme_acco
  */
 int acme_flow_issue(struct acme_client *c, sqlite3 *db, const struct acme_order_req *req,
                     struct acme_issued *out, struct acme_err *e);
-/* Revoke the leaf of @p chain_pem (reason: RFC 5280 code, 0 unspecified). */
+/*
+ * Revoke the leaf of @p chain_pem (reason: RFC 5280 code, 0 unspecified).
+ * Returns 0 when revoked now, 1 when the CA says it was revoked already
+ * (alreadyRevoked: an earlier revoke whose answer was lost), or -errno.
+ */
 int acme_flow_revoke(struct acme_client *c, const char *chain_pem, int reason, struct acme_err *e);
 /*
  * RFC 9773: fetch the suggested window for @p ari_id.  -ENOTSUP when the CA

@@ -885,6 +885,16 @@ int acme_flow_revoke(struct acme_client *c, const char *chain_pem, int reason, s
     free(b64);
     ret = acme_post(c, "revoke", url, payload, NULL, &r, e);
     free(payload);
+    /*
+     * RFC 8555 7.6: the CA says it is revoked already, most likely by an
+     * earlier revoke whose answer was lost.  What was asked for holds: a
+     * failure here would leave the revoked certificate served, unreplaced.
+     */
+    if (ret == -EPROTO && e->type && strlen(e->type) >= 15 &&
+        strcmp(e->type + strlen(e->type) - 15, ":alreadyRevoked") == 0) {
+        acme_err_clear(e);
+        ret = 1;
+    }
 out:
     gnutls_free(der.data);
     if (crt)

@@ -716,14 +716,23 @@ static void run_revoke_job(void *arg, struct tlsbox_job *job)
                                   .agree_tos = conf.agree_tos,
                                   .eab_kid = conf.eab_kid,
                                   .eab_hmac = conf.eab_hmac};
+    int rr = -1;
     if (acme_flow_account(&c, db, &ar, &e) == 0 &&
-        acme_flow_revoke(&c, row.chain_pem, 0, &e) == 0) {
+        (rr = acme_flow_revoke(&c, row.chain_pem, 0, &e)) >= 0) {
         char key[300];
         snprintf(key, sizeof(key), "revoked:%s", rv->name);
         acme_store_kv_put(db, key, row.serial);
         /* A deliberate step that worked: the replacement is ordered without backoff. */
         acme_store_event(db, rv->name, "revoke", true, NULL,
-                         "revoked on request; a replacement is being ordered", 0);
+                         rr ? "revoked on request (the CA had revoked it already: an earlier "
+                              "revoke's answer was lost); a replacement is being ordered"
+                            : "revoked on request; a replacement is being ordered",
+                         0);
+        if (rr)
+            a->host->log(a->self, TLSBOX_LOG_INFO,
+                         "%s: the CA answered alreadyRevoked: taken as done (an earlier revoke "
+                         "reached it, its answer did not reach us)",
+                         rv->name);
         a->host->log(a->self, TLSBOX_LOG_INFO, "%s: revoked; ordering a replacement", rv->name);
         goto out;
     }

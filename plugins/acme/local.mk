@@ -54,6 +54,7 @@ acme_integration_tests = tests/integration/40_acme_issue.sh tests/integration/41
 	tests/integration/46_acme_ca_retry_after.sh tests/integration/47_acme_order_stuck.sh \
 	tests/integration/48_acme_ip.sh tests/integration/49_acme_tls_alpn.sh \
 	tests/integration/49_acme_dns01.sh tests/integration/49_acme_ari_replaces.sh \
-	tests/integration/49_acme_install_refused.sh tests/integration/49_acme_authz_flap.sh
+	tests/integration/49_acme_install_refused.sh tests/integration/49_acme_authz_flap.sh \
+	tests/integration/49_acme_revoke_lost.sh
 TESTS += $(acme_integration_tests)
 EXTRA_DIST += $(acme_integration_tests)

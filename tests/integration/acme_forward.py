@@ -10,8 +10,9 @@ goes along unchanged: pebble builds its URLs (directory, Location, Link) from
 it and checks the JWS "url" against it, so the client only ever sees this
 front.  Each request appends "TIME KIND METHOD PATH STATUS" to
 DIR/requests.log (TIME when it came in), KIND being newOrder, order,
-finalize, cert or authz (a POST to an order's URL, finalize URL,
-certificate URL or authorization URL pebble handed out) or -.  STATUS tells pebble's badNonce
+finalize, cert, authz or revoke (a POST to an order's URL, finalize URL,
+certificate URL or authorization URL pebble handed out, or to revokeCert)
+or -.  STATUS tells pebble's badNonce
 rejections (400, retried at once by design) from the answers that count.
 
 Injections, read at each request:
@@ -48,6 +49,9 @@ Injections, read at each request:
                       "valid" comes back "pending" on every other fetch of it
                       (the 1st, 3rd, ... valid answer while this file is
                       there); those are logged with KIND authz+pending.
+  DIR/revoke_lost     a revoke is forwarded to pebble (which revokes), and its
+                      answer lost: the front answers 504 with no problem
+                      document, as a proxy whose wait for the CA ran out.
 A newOrder whose payload has "replaces" is logged with KIND newOrder+replaces,
 and "TIME ID STATUS" goes to DIR/replaces.log.  A POST to an authorization URL
 of an order is logged with KIND authz, and the token of each of its challenges
@@ -67,7 +71,7 @@ from urllib.parse import urlsplit
 
 PORT, PEBBLE, CERT, KEY, CA, DIR = (int(sys.argv[1]), int(sys.argv[2]), *sys.argv[3:7])
 state = {"newOrder": None, "newNonce": None, "orders": set(), "finalize": set(), "certs": set(),
-         "csr": None, "authz": set(), "valid_seen": {}, "tokens": set()}
+         "csr": None, "revokeCert": None, "authz": set(), "valid_seen": {}, "tokens": set()}
 lock = threading.Lock()
 # Hop-by-hop or recomputed: never copied from pebble's answer.
 SKIP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
@@ -171,7 +175,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     "order" if self.command == "POST" and path in state["orders"] else
                     "finalize" if self.command == "POST" and path in state["finalize"] else
                     "cert" if self.command == "POST" and path in state["certs"] else
-                    "authz" if self.command == "POST" and path in state["authz"] else "-")
+                    "authz" if self.command == "POST" and path in state["authz"] else
+                    "revoke" if self.command == "POST" and path == state["revokeCert"] else "-")
         t = time.time()
         fwd = {k: v for k, v in self.headers.items()
                if k.lower() in ("content-type", "accept", "user-agent")}
@@ -210,11 +215,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 f.write("%.3f %s %s\n" % (t, replaces, code))
             return
         status, headers, data = pebble(self.command, path, host, body, fwd)
+        if kind == "revoke" and os.path.exists(os.path.join(DIR, "revoke_lost")):
+            # (not a dropped connection: libcurl would send it again at once)
+            self.reply(504, [("Content-Type", "text/plain")], b"gateway timeout\n")
+            log(t, kind, self.command, path, 504)
+            return
         if path == "/dir" and status == 200:
             d = json.loads(data)
             with lock:
                 state["newOrder"] = urlsplit(d["newOrder"]).path
                 state["newNonce"] = urlsplit(d["newNonce"]).path
+                state["revokeCert"] = urlsplit(d.get("revokeCert", "")).path or None
             if os.path.exists(ari):
                 d["renewalInfo"] = "https://%s/renewal-info/" % host
                 data = json.dumps(d).encode()
