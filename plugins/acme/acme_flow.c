@@ -714,12 +714,29 @@ again:
             goto out;
         fresh = true;
     } else if ((ret = flow_fetch_order(c, &o, &r, e)) < 0) {
-        /* The CA forgot or expired the order: start over once with a new one. */
-        if (ret == -EPROTO && !restarted) {
+        /*
+         * The CA forgot the order (404, 410; an expired one is answered
+         * "invalid", below) or answered it as no order: start over once with
+         * a new one.  Any other error (an overload, a rate limit, a CA being
+         * restarted) says nothing about the order, which may be valid with
+         * its certificate issued: a new order would issue a duplicate (counted
+         * against the CA's duplicate-certificate limit) and ignore the CA's
+         * Retry-After.  Then this attempt fails keeping the order, and the
+         * next one, after the Retry-After (kept in e), resumes it.
+         */
+        bool gone = e->http_status == 404 || e->http_status == 410 || e->http_status < 400;
+        if (ret == -EPROTO && !restarted && gone) {
             flow_order_reset(&o);
             restarted = true;
             acme_err_clear(e);
             goto again;
+        }
+        if (ret == -EPROTO && !gone) {
+            /* Say which order waits, and that it is not given up. */
+            char *d = tlsbox_xasprintf("%s: HTTP %ld: %s; the order is kept for the next attempt",
+                                       o.order_url, e->http_status, e->detail ? e->detail : "");
+            free(e->detail);
+            e->detail = d;
         }
         goto out;
     }

@@ -52,6 +52,11 @@ Injections, read at each request:
   DIR/revoke_lost     a revoke is forwarded to pebble (which revokes), and its
                       answer lost: the front answers 504 with no problem
                       document, as a proxy whose wait for the CA ran out.
+  DIR/unavailable_once "KIND SECS" (e.g. "order 3"): the next request of that
+                      KIND is answered 503 serverInternal (with a fresh
+                      Replay-Nonce) and "Retry-After: SECS" unless SECS is 0,
+                      as a CA busy for a moment; pebble does not see it, and
+                      the file is removed.
 A newOrder whose payload has "replaces" is logged with KIND newOrder+replaces,
 and "TIME ID STATUS" goes to DIR/replaces.log.  A POST to an authorization URL
 of an order is logged with KIND authz, and the token of each of its challenges
@@ -196,6 +201,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             replaces = (payload_of(body) or {}).get("replaces")
             if replaces is not None:
                 kind = "newOrder+replaces"
+        once = os.path.join(DIR, "unavailable_once")
+        with lock:
+            spec = open(once).read().split() if os.path.exists(once) else []
+            busy = len(spec) == 2 and spec[0] == kind
+            if busy:
+                os.remove(once)
+        if busy:
+            self.problem(host, 503, "serverInternal", "the CA is busy: try again later",
+                         [("Retry-After", spec[1])] if spec[1] != "0" else [])
+            log(t, kind, self.command, path, 503)
+            return
         limit = os.path.join(DIR, "ratelimit")
         if kind.startswith("newOrder") and os.path.exists(limit):
             secs = open(limit).read().strip()
