@@ -14,10 +14,7 @@
 . "$(dirname "$0")/pebble.sh"
 tb_setup
 
-SITE_HTTP=$(tb_free_port)
-SITE_HTTPS=$(tb_free_port)
-PB_HTTP_PORT=$SITE_HTTP pb_start || bail "pebble did not start"
-pb_start_forward || bail "acme_forward.py did not start"
+pb_setup_forward
 
 # The RFC 9773 id of a PEM certificate: base64url(AKI key id) "."
 # base64url(serial as DER integer content, with its leading zero if any).

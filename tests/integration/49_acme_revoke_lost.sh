@@ -9,10 +9,7 @@
 . "$(dirname "$0")/pebble.sh"
 tb_setup
 
-SITE_HTTP=$(tb_free_port)
-SITE_HTTPS=$(tb_free_port)
-PB_HTTP_PORT=$SITE_HTTP pb_start || bail "pebble did not start"
-pb_start_forward || bail "acme_forward.py did not start"
+pb_setup_forward
 PB_DIRECTORY=$FW_DIRECTORY pb_start_tlsbox || bail "tlsboxd did not start"
 
 # Revokes that reached the front, by what it answered: "504 400 other".

@@ -147,6 +147,17 @@ pb_start_forward() {
     FW_DIRECTORY="https://127.0.0.1:$port/dir"
 }
 
+# pb_setup_forward: the site's ports (SITE_HTTP, SITE_HTTPS), pebble answering
+# http-01 on SITE_HTTP, and acme_forward.py in front of it (FW, FW_DIRECTORY);
+# bails when one does not start.  Then pb_start_tlsbox with
+# PB_DIRECTORY=$FW_DIRECTORY.
+pb_setup_forward() {
+    SITE_HTTP=$(tb_free_port)
+    SITE_HTTPS=$(tb_free_port)
+    PB_HTTP_PORT=$SITE_HTTP pb_start || bail "pebble did not start"
+    pb_start_forward || bail "acme_forward.py did not start"
+}
+
 pb_wait_served() {
     local name=$1 secs=${2:-30} i
     for i in $(seq 1 $((secs * 20))); do
