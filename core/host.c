@@ -107,11 +107,13 @@ static int host_setting_set(struct tlsbox_plugin *self, const char *key, const c
     return rc;
 }
 
-/* A plugin's connection writes only the plugin's own tables. */
+/* A plugin's connection writes only the plugin's own tables.  Its triggers
+ * fire there (store_connect turns them off): the guard checks what they do
+ * as it checks the statement that fires them. */
 static sqlite3 *host_store_open(struct tlsbox_plugin *self)
 {
     sqlite3 *db = store_connect();
-    if (db && store_guard_attach(db, who(self)) < 0) {
+    if (db && (store_guard_attach(db, who(self)) < 0 || store_set_triggers(db, 1) < 0)) {
         log_err("plugin %s: store: cannot install the table guard", who(self));
         store_disconnect(db);
         db = NULL;

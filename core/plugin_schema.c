@@ -47,6 +47,27 @@ static int record_version(sqlite3 *db, const char *plugin, int version)
     return rc;
 }
 
+/* One step on the core's connection @p db, under the plugin's guard.  Its
+ * triggers fire in it (a step may insert into a table of the plugin's with
+ * one), checked by the guard like the step; off again after it, as on every
+ * core connection (store_set_triggers). */
+static int run_step(sqlite3 *db, const char *plugin, const struct tlsbox_migration *step,
+                    char **err)
+{
+    if (store_guard_attach_migration(db, plugin) < 0 || store_set_triggers(db, 1) < 0) {
+        store_guard_detach(db);
+        xset_err(err, "cannot install the table guard");
+        return -EIO;
+    }
+    int r = store_exec(db, step->sql, err);
+    if (store_set_triggers(db, 0) < 0 && r == 0) {
+        xset_err(err, "cannot turn triggers off again: %s", sqlite3_errmsg(db));
+        r = -EIO;
+    }
+    store_guard_detach(db);
+    return r;
+}
+
 int plugin_schema_migrate(sqlite3 *db, const char *plugin, const struct tlsbox_migration *steps,
                           char **err)
 {
@@ -89,9 +110,7 @@ int plugin_schema_migrate(sqlite3 *db, const char *plugin, const struct tlsbox_m
         goto out;
     }
     for (int i = cur; i < n; i++) {
-        store_guard_attach_migration(db, plugin);
-        int r = store_exec(db, steps[i].sql, &e);
-        store_guard_detach(db);
+        int r = run_step(db, plugin, &steps[i], &e);
         if (r == 0)
             r = store_guard_verify(db, plugin, mark, &e);
         if (r < 0) {

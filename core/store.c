@@ -145,6 +145,15 @@ fail:
     return rc;
 }
 
+int store_set_triggers(sqlite3 *db, int on)
+{
+    int now = -1;
+    if (sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, on ? 1 : 0, &now) != SQLITE_OK ||
+        now != (on ? 1 : 0))
+        return -EIO;
+    return 0;
+}
+
 /* Apply the connection settings every connection shares. */
 static int setup_conn(sqlite3 *db, char **err)
 {
@@ -167,6 +176,11 @@ static int setup_conn(sqlite3 *db, char **err)
     }
     if (store_exec(db, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON", err) < 0)
         goto out;
+    /* A core connection: no plugin's trigger runs with its rights. */
+    if (store_set_triggers(db, 0) < 0) {
+        xset_err(err, "%s: cannot turn triggers off: %s", db_name(db), sqlite3_errmsg(db));
+        goto out;
+    }
     rc = 0;
 out:
     sqlite3_finalize(st);

@@ -20,7 +20,8 @@ extern const int store_migrations_count;
 /*
  * Open (creating when absent) "<state_dir>/tlsbox.db": the directory is made
  * 0700 when missing, the file created 0600 with O_EXCL before SQLite opens it,
- * WAL, busy timeout 5 s, synchronous FULL, foreign keys on; then migrate.
+ * WAL, busy timeout 5 s, synchronous FULL, foreign keys on, triggers off
+ * (store_set_triggers); then migrate.
  * Remembers the path for store_connect.  Returns 0, or a negative errno with
  * *err set (caller frees): -EPROTO for a store newer than this build knows,
  * -EIO for SQLite, the errno of a file operation, -EALREADY when open.
@@ -32,6 +33,17 @@ sqlite3 *store_main(void);
 const char *store_path(void);
 /* A new connection for the calling thread, set up like the main one; NULL on failure. */
 sqlite3 *store_connect(void);
+/*
+ * Whether the triggers of the store's schema fire on @p db (temporary
+ * triggers, the connection's own, always do).  A trigger runs with the
+ * rights of the connection that fires it, and every trigger in the store is
+ * a plugin's (the core's schema has none): fired on a core connection, by a
+ * core delete that cascades into a plugin's table, its body would write core
+ * tables past the guard of store_guard.h.  So the core's connections keep
+ * them off; the core turns them on only under a plugin's guard (the
+ * plugin's connections, its migration steps).  0, or -EIO.
+ */
+int store_set_triggers(sqlite3 *db, int on);
 /* Close a connection from store_connect. */
 void store_disconnect(sqlite3 *db);
 /* Close the main connection. */

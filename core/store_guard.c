@@ -287,7 +287,8 @@ static int guard(const char *plugin, int migration, int action, const char *a1, 
      * plugin could give its table the name of another plugin's or of a
      * future core table), and nothing of a table's foreign keys (one to a
      * core table makes the core's deletes there cascade into the plugin's
-     * table, firing its triggers on the core's connection, or fail).  A
+     * table, or fail; the core's connections fire no trigger of the
+     * plugin's there, store_set_triggers).  A
      * migration step's tables are checked after the step
      * (store_guard_verify); on other connections, where nothing can be
      * checked after a statement, no table is created or altered. */

@@ -198,7 +198,9 @@ struct tlsbox_host {
      * drop or rename an AUTOINCREMENT table in a migration step).  CREATE
      * TABLE and ALTER TABLE are refused here too: a plugin's tables are
      * created and altered by its migration steps, after which the core
-     * checks their names and foreign keys.  Core data (certificates,
+     * checks their names and foreign keys.  The plugin's triggers fire on
+     * this connection, and what they do is checked like the statement
+     * that fires them.  Core data (certificates,
      * settings) is read and changed through host calls; its tables are not part of the ABI.
      */
     sqlite3 *(*store_open)(struct tlsbox_plugin *self);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/host.h"
 #include "core/plugin_loader.h"
 #include "core/store.h"
 #include "core/store_guard.h"
@@ -317,9 +318,8 @@ static void test_checked_after_step(sqlite3 *db)
     is_int(query_int(db, "SELECT count(*) FROM sqlite_master WHERE name IN ('ren_t', 'acme_kv')"),
            0, "neither name is in the store");
 
-    /* A foreign key to a core table: deleting the setting cascades into the
-     * plugin's table, whose trigger then runs on the core's connection,
-     * where no guard is. */
+    /* A foreign key to a core table: deleting the setting would cascade
+     * into the plugin's table (test_triggers: no trigger runs there). */
     is_int(store_exec(
                db, "INSERT INTO settings (key, value, updated_at) VALUES ('core.fk_test', '1', 0)",
                NULL),
@@ -400,6 +400,69 @@ static void test_checked_after_step(sqlite3 *db)
     free(err);
 }
 
+/* A trigger of the store's schema runs with the rights of the connection
+ * that fires it.  A plugin's trigger on its own table, fired on a core
+ * connection (by a core delete that cascades through a foreign key into
+ * the table, as a store made before the guard checked foreign keys allows),
+ * would write core tables past the guard.  Core connections fire no trigger;
+ * a plugin's connection and its migration steps fire them, under its guard. */
+static void test_triggers(sqlite3 *db)
+{
+    char *err = NULL;
+    /* Made by the core's connection, as an old store (or a hand) left it. */
+    is_int(store_exec(db,
+                      "INSERT INTO settings (key, value, updated_at) VALUES "
+                      "('core.lg_a', '1', 0), ('core.lg_b', '1', 0);"
+                      "CREATE TABLE lg_t (k TEXT REFERENCES settings (key) ON DELETE CASCADE);"
+                      "CREATE TABLE lg_log (x TEXT);"
+                      "CREATE TRIGGER lg_trg AFTER DELETE ON lg_t BEGIN "
+                      "INSERT INTO audit (at, actor, action) VALUES (0, 'lg', 'cascaded'); END;"
+                      "CREATE TRIGGER lg_mine AFTER INSERT ON lg_t BEGIN "
+                      "INSERT INTO lg_log VALUES (NEW.k); END;",
+                      &err),
+           0, "a plugin table with a foreign key to settings and triggers (%s)",
+           err ? err : "made");
+    free(err);
+    err = NULL;
+    /* Inserted on a plugin's connection: its own trigger runs there. */
+    struct tlsbox_plugin lg = {.name = "lg"};
+    sqlite3 *pc = host_table()->store_open(&lg);
+    ok(pc != NULL, "plugin lg's connection");
+    is_int(store_exec(pc, "INSERT INTO lg_t VALUES ('core.lg_a'), ('core.lg_b')", &err), 0,
+           "lg inserts into its own table (%s)", err ? err : "ok");
+    is_int(query_int(db, "SELECT count(*) FROM lg_log"), 2,
+           "its own trigger ran on its connection");
+    host_table()->store_close(&lg, pc);
+    long long audit = query_int(db, "SELECT count(*) FROM audit");
+    sqlite3 *cc = store_connect();
+    is_int(store_exec(cc, "DELETE FROM settings WHERE key = 'core.lg_a'", NULL), 0,
+           "the core deletes a setting on a connection of its own");
+    store_disconnect(cc);
+    is_int(store_exec(db, "DELETE FROM settings WHERE key = 'core.lg_b'", NULL), 0,
+           "and one on its main connection");
+    is_int(query_int(db, "SELECT count(*) FROM lg_t"), 0, "the deletes cascaded into lg_t");
+    is_int(query_int(db, "SELECT count(*) FROM audit"), audit,
+           "but lg's trigger wrote no audit row on the core's connections");
+    is_int(query_int(db, "SELECT count(*) FROM audit WHERE actor = 'lg'"), 0, "none of lg's");
+
+    /* A migration step's own triggers run in the step; after it, the core's
+     * connection fires them no more. */
+    static const struct tlsbox_migration trg[] = {
+        {.name = "0001_t",
+         .sql = "CREATE TABLE trg_t (x INTEGER); CREATE TABLE trg_log (x INTEGER);"
+                "CREATE TRIGGER trg_copy AFTER INSERT ON trg_t BEGIN "
+                "INSERT INTO trg_log VALUES (NEW.x); END;"
+                "INSERT INTO trg_t VALUES (7);"},
+        TLSBOX_MIGRATIONS_END};
+    is_int(plugin_schema_migrate(db, "trg", trg, &err), 1, "a step with a trigger applies (%s)",
+           err ? err : "ok");
+    is_int(query_int(db, "SELECT total(x) FROM trg_log"), 7, "its trigger ran in the step");
+    is_int(store_exec(db, "INSERT INTO trg_t VALUES (8)", NULL), 0,
+           "the core's connection inserts after the step");
+    is_int(query_int(db, "SELECT total(x) FROM trg_log"), 7, "and fired no trigger");
+    free(err);
+}
+
 int main(void)
 {
     char *err = NULL;
@@ -415,6 +478,7 @@ int main(void)
     sqlite3 *db = store_main();
     test_core_objects(db);
     test_checked_after_step(db);
+    test_triggers(db);
     test_apply_once(db);
     test_failing_step(db);
     test_commit_in_step(db);
