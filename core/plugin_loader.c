@@ -157,6 +157,24 @@ static void plugin_apply_schema(struct tlsbox_plugin *p)
     log_err("%s; tlsboxd goes on without it", p->error);
 }
 
+/* Refuse to start a plugin whose tables, as the store holds them, refer to
+ * tables it does not own (plugin_schema_check): marked failed like a
+ * schema that cannot be applied, the store unchanged.  Once every plugin is
+ * loaded: which tables are a plugin's depends on the others' names.  0, or
+ * -1 when refused.  Main thread. */
+static int plugin_check_tables(struct tlsbox_plugin *p)
+{
+    char *err = NULL;
+    if (!store_main() || plugin_schema_check(store_main(), p->name, &err) == 0)
+        return 0;
+    plugin_retire_error(p);
+    p->error = err;
+    p->pstate = PLUGIN_FAILED;
+    p->schema_failed = true;
+    log_err("%s; tlsboxd goes on without it", p->error);
+    return -1;
+}
+
 int plugins_load_file(const char *path)
 {
     char *err = NULL;
@@ -419,6 +437,11 @@ int plugins_start_all(void)
                 settings_set_applier(p->name, not_running_apply, p);
             continue;
         }
+        if (plugin_check_tables(p) < 0) {
+            if (p->desc->settings)
+                settings_set_applier(p->name, not_running_apply, p);
+            continue;
+        }
         if (plugin_start_one(p) == -EADDRINUSE)
             ret = -EADDRINUSE;
     }
@@ -537,6 +560,8 @@ void plugins_follow_disabled(void)
             if (p->pstate == PLUGIN_FAILED)
                 continue;
         }
+        if (plugin_check_tables(p) < 0)
+            continue;
         /* Started, it has its own applier; failed, not_running_apply again. */
         if (plugin_start_one(p) == 0)
             log_info("plugin %s started", p->name);

@@ -137,3 +137,19 @@ out:
     free(e);
     return rc;
 }
+
+int plugin_schema_check(sqlite3 *db, const char *plugin, char **err)
+{
+    char *e = NULL;
+    int rc = store_guard_check_foreign_keys(db, plugin, &e);
+    if (rc == -EPERM)
+        xset_err(err,
+                 "plugin %s: refused: %s; the store is left as it is: a migration step of the "
+                 "plugin that rebuilds the table without that foreign key, or dropping the "
+                 "table, lets the plugin start",
+                 plugin, e);
+    else if (rc < 0)
+        xset_err(err, "plugin %s: cannot check its tables: %s", plugin, e);
+    free(e);
+    return rc;
+}

@@ -26,4 +26,15 @@ int plugin_schema_version(sqlite3 *db, const char *plugin);
 int plugin_schema_migrate(sqlite3 *db, const char *plugin, const struct tlsbox_migration *steps,
                           char **err);
 
+/*
+ * Whether the tables @p plugin already has may be used: 0 when each refers
+ * (by foreign key) only to the plugin's own tables; else -EPERM with *err
+ * set (caller frees) naming the plugin, the table and the table it refers
+ * to, or -EIO.  A store made before the core checked foreign keys after each
+ * step may hold such a table: the core's deletes would cascade into it.
+ * Reads only: the store is left as it is.  Main thread, before the plugin
+ * starts, once every plugin is loaded (ownership follows store_guard_owns).
+ */
+int plugin_schema_check(sqlite3 *db, const char *plugin, char **err);
+
 #endif

@@ -527,8 +527,7 @@ static void describe(const char *plugin, const struct mark_item *it,
     free(is);
 }
 
-/* A foreign key of one of the plugin's tables to a table it does not own. */
-static int check_foreign_keys(sqlite3 *db, const char *plugin, char **err)
+int store_guard_check_foreign_keys(sqlite3 *db, const char *plugin, char **err)
 {
     sqlite3_stmt *st = NULL;
     int rc = 0, s;
@@ -580,7 +579,7 @@ int store_guard_verify(sqlite3 *db, const char *plugin, const struct store_guard
         rc = -EPERM;
     }
     if (rc == 0)
-        rc = check_foreign_keys(db, plugin, err);
+        rc = store_guard_check_foreign_keys(db, plugin, err);
     mark_clear(&now);
     return rc;
 }

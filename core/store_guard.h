@@ -52,6 +52,11 @@ struct store_guard_mark *store_guard_mark(sqlite3 *db, const char *plugin, char 
 int store_guard_verify(sqlite3 *db, const char *plugin, const struct store_guard_mark *before,
                        char **err);
 void store_guard_mark_free(struct store_guard_mark *m);
+/* The foreign keys part of store_guard_verify, alone: 0 when every table of
+ * @p plugin refers only to its own tables, else -EPERM with *err naming the
+ * first table and the table it refers to (caller frees), or -EIO.  Reads
+ * only. */
+int store_guard_check_foreign_keys(sqlite3 *db, const char *plugin, char **err);
 
 /* Remove the guard (the core's own statements follow). */
 void store_guard_detach(sqlite3 *db);

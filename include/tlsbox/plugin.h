@@ -180,10 +180,12 @@ struct tlsbox_setting_def {
  * that is not the plugin's, a changed AUTOINCREMENT counter of a table
  * that is not the plugin's, a foreign key of the plugin's tables to a
  * table that is not its own, or a temporary object left behind, fails
- * the step.  The plugin's triggers fire in its steps and on its
- * connections, under the same rule; the core's own connections fire no
- * trigger.  The SQL is borrowed for the plugin's whole life (static const
- * data).
+ * the step.  A table of the plugin's that the store already holds with
+ * such a foreign key (from before this check) keeps the plugin from
+ * starting, the store unchanged, until a step rebuilds the table.  The
+ * plugin's triggers fire in its steps and on its connections, under the
+ * same rule; the core's own connections fire no trigger.  The SQL is
+ * borrowed for the plugin's whole life (static const data).
  */
 struct tlsbox_migration {
     const char *name; /**< short name for logs, e.g. "0001_init" */

@@ -4,7 +4,9 @@
 # acme_orders, settings, or changing the schema of what it does not own is
 # refused with one log line each, and nothing changes; its own table takes
 # writes.  A migration that writes a core table fails the plugin, store
-# unchanged.
+# unchanged.  A table of rogue's with a foreign key to settings, already in
+# the store, keeps rogue from starting, store unchanged; the core's delete
+# that cascades into it runs none of its triggers.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 db="$TB_STATE/tlsbox.db"
@@ -108,6 +110,48 @@ is "$(sqlite3 "$db" "SELECT count(*) FROM sqlite_master WHERE name LIKE 'rogue_s
     "its own table of that step is not in the store"
 is "$(sqlite3 "$db" "SELECT count(*) FROM certificates WHERE status = 'revoked'")" 0 \
     "no certificate was revoked"
+tb_stop_daemon
+ok $? "stops cleanly"
+
+# A store made before the core checked a plugin's foreign keys (made here by
+# hand): rogue's table refers to settings, ON DELETE CASCADE, and its
+# trigger revokes every certificate.  rogue is not started, saying which
+# table refers to what, and nothing of the store changes; the others start.
+# The core's delete of that setting cascades into the table, but fires no
+# trigger on the core's connection, where no guard is.
+sqlite3 "$db" "CREATE TABLE rogue_legacy (k TEXT REFERENCES settings (key) ON DELETE CASCADE);
+    INSERT INTO rogue_legacy VALUES ('core.cert_warn_days');
+    CREATE TRIGGER rogue_legacy_trg AFTER DELETE ON rogue_legacy BEGIN
+    UPDATE certificates SET status = 'revoked'; END"
+# (tb_start_daemon stores admin.port and admin.bind at each start.)
+stored() {
+    sqlite3 "$db" .schema
+    sqlite3 "$db" "SELECT id, name, serial, status, updated_at FROM certificates;
+        SELECT key, value, updated_at FROM settings WHERE key NOT LIKE 'admin.%';
+        SELECT * FROM plugin_schema;
+        SELECT * FROM rogue_legacy; SELECT id, name, created_at FROM admin_users;
+        SELECT * FROM sqlite_sequence WHERE name <> 'audit'; PRAGMA user_version"
+}
+before=$(stored)
+active=$(sqlite3 "$db" "SELECT count(*) FROM certificates WHERE status = 'active'")
+n0=$(wc -l <"$TB_TMP/daemon.log")
+tb_start_daemon
+ok $? "tlsboxd starts with a rogue table that refers to settings"
+new=$(tail -n +$((n0 + 1)) "$TB_TMP/daemon.log" | grep 'plugin rogue: refused')
+is "$(printf '%s\n' "$new" | grep -c .)" 1 "one log line refuses rogue"
+like "$new" "plugin rogue: refused: table rogue_legacy has a foreign key to settings, not plugin rogue's" \
+    "it names the table and the table it refers to"
+out=$(tb_ctl plugins)
+like "$out" "rogue +[^ ]+ +[^ ]+ +failed" "rogue is not running"
+like "$out" "acme +[^ ]+ +[^ ]+ +running" "acme runs"
+after=$(stored)
+diff <(echo "$before") <(echo "$after") | sed 's/^/# /'
+is "$after" "$before" "schema, certificates, settings, plugin versions: all unchanged"
+out=$(tb_ctl reset core.cert_warn_days 2>&1)
+ok $? "the core deletes the setting rogue_legacy refers to ($out)"
+is "$(sqlite3 "$db" "SELECT count(*) FROM rogue_legacy")" 0 "the delete cascaded into rogue_legacy"
+is "$(sqlite3 "$db" "SELECT count(*) FROM certificates WHERE status = 'active'")" "$active" \
+    "and rogue's trigger did not run on the core's connection: no certificate was revoked"
 tb_stop_daemon
 ok $? "stops cleanly"
 

@@ -463,6 +463,40 @@ static void test_triggers(sqlite3 *db)
     free(err);
 }
 
+/* A plugin's table with a foreign key to a table it does not own, left by
+ * a store made before the check after each step (test_triggers made lg_t):
+ * the plugin is refused until a step of its own rebuilds the table; the
+ * refusal changes nothing. */
+static void test_existing_foreign_keys(sqlite3 *db)
+{
+    char *err = NULL;
+    size_t len0, len1;
+    char *before = file_bytes(db, &len0);
+    is_int(plugin_schema_check(db, "lg", &err), -EPERM, "plugin lg is refused");
+    diag("%s", err ? err : "no message");
+    like(err, "plugin lg: refused: table lg_t has a foreign key to settings, not plugin lg's",
+         "the message names the plugin, its table and what it refers to");
+    char *after = file_bytes(db, &len1);
+    ok(before && after && len0 == len1 && memcmp(before, after, len0) == 0,
+       "the store file is unchanged byte for byte");
+    free(before);
+    free(after);
+    free(err);
+    err = NULL;
+    is_int(plugin_schema_check(db, "trg", &err), 0, "plugin trg's tables pass");
+    ok(err == NULL, "without a message");
+    is_int(plugin_schema_check(db, "nosuch", &err), 0, "so does a plugin without tables");
+    static const struct tlsbox_migration mend[] = {
+        {.name = "0001_unlink",
+         .sql = "CREATE TABLE lg_new (k TEXT); INSERT INTO lg_new SELECT k FROM lg_t;"
+                "DROP TABLE lg_t; ALTER TABLE lg_new RENAME TO lg_t;"},
+        TLSBOX_MIGRATIONS_END};
+    is_int(plugin_schema_migrate(db, "lg", mend, &err), 1,
+           "a step that rebuilds the table without the foreign key applies (%s)", err ? err : "ok");
+    is_int(plugin_schema_check(db, "lg", &err), 0, "then lg passes");
+    free(err);
+}
+
 int main(void)
 {
     char *err = NULL;
@@ -479,6 +513,7 @@ int main(void)
     test_core_objects(db);
     test_checked_after_step(db);
     test_triggers(db);
+    test_existing_foreign_keys(db);
     test_apply_once(db);
     test_failing_step(db);
     test_commit_in_step(db);
