@@ -53,6 +53,13 @@ static const char *const banned_ciphers[] = {"ARCFOUR-128", "ARCFOUR-40", "3DES-
                                              "DES-CBC",     "RC2-40",     NULL};
 static const char *const banned_macs[] = {"MD5", "NULL", NULL};
 
+/* Signatures over MD5 (or MD2) are broken like the MAC: never allowed. */
+static bool sign_banned(gnutls_sign_algorithm_t a)
+{
+    gnutls_digest_algorithm_t h = gnutls_sign_get_hash_algorithm(a);
+    return h == GNUTLS_DIG_MD5 || h == GNUTLS_DIG_MD2;
+}
+
 static const struct field *field_find(const char *name)
 {
     for (const struct field *f = fields; f->name; f++)
@@ -291,7 +298,8 @@ static json_t *norm_list(const struct field *f, json_t *v, char **err)
             c = s;
         } else {
             if ((f->kind == L_CIPHER && in_list(banned_ciphers, s)) ||
-                (f->kind == L_MAC && in_list(banned_macs, s))) {
+                (f->kind == L_MAC && in_list(banned_macs, s)) ||
+                (f->kind == L_SIGN && sign_banned(gnutls_sign_get_id(s)))) {
                 *err = xasprintf("%s: '%s' is never allowed (broken)", f->name, s);
                 goto fail;
             }
@@ -609,6 +617,24 @@ int tls_policy_check_priority(const char *prio, gnutls_priority_t *out, char **e
         if (name && in_list(banned_macs, name)) {
             long at = find_token(prio, name);
             *err = xasprintf("priority string: MAC %s at position %ld is never allowed", name, at);
+            goto fail;
+        }
+    }
+    n = gnutls_priority_sign_list(p, &l);
+    for (int i = 0; i < n; i++) {
+        const char *name = gnutls_sign_get_name(l[i]);
+        if (name && sign_banned(l[i])) {
+            char *tok = xasprintf("SIGN-%s", name);
+            long at = find_token(prio, tok);
+            free(tok);
+            if (at >= 0)
+                *err = xasprintf("priority string: signature algorithm %s at position %ld is "
+                                 "never allowed",
+                                 name, at);
+            else
+                *err = xasprintf("priority string enables signature algorithm %s, which is never "
+                                 "allowed",
+                                 name);
             goto fail;
         }
     }

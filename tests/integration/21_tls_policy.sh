@@ -44,6 +44,15 @@ is "$(db 'SELECT count(*) FROM policy_versions')" "$before" "nothing stored"
 is "$(db 'SELECT id FROM policy_versions WHERE active = 1')" 2 "version 2 still active"
 tb_ctl policy raw "NORMAL:+3DES-CBC" >/dev/null 2>"$TB_TMP/err"
 like "$(cat "$TB_TMP/err")" "3DES-CBC at position 7 is never allowed" "3DES is never allowed"
+# MD5 signatures are broken like the MD5 MAC: refused in a raw string and as
+# a field, and nothing is stored.
+tb_ctl policy raw "NORMAL:+SIGN-RSA-MD5" >/dev/null 2>"$TB_TMP/err"
+is "$?" 1 "a raw string enabling RSA-MD5 signatures is refused"
+like "$(cat "$TB_TMP/err")" "signature algorithm RSA-MD5 at position 7 is never allowed" \
+    "  the error names it and its position"
+tb_ctl policy set sigalgs "RSA-SHA256,RSA-MD5" >/dev/null 2>"$TB_TMP/err"
+is "$?" 1 "sigalgs with RSA-MD5 is refused"
+like "$(cat "$TB_TMP/err")" "sigalgs: 'RSA-MD5' is never allowed" "  the error names the field and the value"
 tb_ctl policy set ciphers "AES-128-GCM,FOO" >/dev/null 2>"$TB_TMP/err"
 like "$(cat "$TB_TMP/err")" "ciphers: 'FOO' is not a cipher GnuTLS knows" "unknown cipher named"
 tb_ctl policy set hsts_preload true >/dev/null 2>"$TB_TMP/err"
