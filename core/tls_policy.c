@@ -52,6 +52,18 @@ static const struct field fields[] = {
 static const char *const banned_ciphers[] = {"ARCFOUR-128", "ARCFOUR-40", "3DES-CBC", "NULL",
                                              "DES-CBC",     "RC2-40",     NULL};
 static const char *const banned_macs[] = {"MD5", "NULL", NULL};
+/* Priority-string flags that weaken every connection without the preview
+ * (protocols, suites, groups, signatures) showing it: never allowed. */
+static const struct {
+    const char *flag, *why;
+} banned_flags[] = {
+    {"%NO_SESSION_HASH", "turns off the extended master secret (RFC 7627)"},
+    {"%NO_EXTENSIONS", "turns off the extended master secret and secure renegotiation"},
+    {"%DISABLE_SAFE_RENEGOTIATION", "turns off secure renegotiation (RFC 5746)"},
+    {"%UNSAFE_RENEGOTIATION", "allows renegotiation without RFC 5746"},
+    {"%NO_ETM", "turns off encrypt-then-MAC for CBC suites (RFC 7366)"},
+    {"%DEBUG_ALLOW_KEY_USAGE_VIOLATIONS", "uses keys against their certificate's key usage"},
+};
 
 /* Signatures over MD5 (or MD2) are broken like the MAC: never allowed. */
 static bool sign_banned(gnutls_sign_algorithm_t a)
@@ -572,6 +584,24 @@ static long find_token(const char *prio, const char *tok)
     return -ENOENT;
 }
 
+/* The first banned flag of @p prio (GnuTLS reads them in any case): its
+ * message in *err, or 0 when none. */
+static int check_flags(const char *prio, char **err)
+{
+    for (const char *p = prio; *p;) {
+        size_t len = strcspn(p, ":");
+        for (size_t i = 0; i < sizeof(banned_flags) / sizeof(banned_flags[0]); i++)
+            if (len == strlen(banned_flags[i].flag) &&
+                strncasecmp(p, banned_flags[i].flag, len) == 0) {
+                *err = xasprintf("priority string: %s at position %zu is never allowed: it %s",
+                                 banned_flags[i].flag, (size_t)(p - prio), banned_flags[i].why);
+                return -EINVAL;
+            }
+        p += len + (p[len] == ':');
+    }
+    return 0;
+}
+
 int tls_policy_check_priority(const char *prio, gnutls_priority_t *out, char **err)
 {
     gnutls_priority_t p = NULL;
@@ -597,6 +627,8 @@ int tls_policy_check_priority(const char *prio, gnutls_priority_t *out, char **e
         *err = xasprintf("priority string: %s", gnutls_strerror(r));
         return -EINVAL;
     }
+    if (check_flags(prio, err) < 0)
+        goto fail;
     const unsigned *l;
     int n = gnutls_priority_cipher_list(p, &l);
     for (int i = 0; i < n; i++) {

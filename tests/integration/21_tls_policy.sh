@@ -85,6 +85,25 @@ tb_ctl policy rollback 99 >/dev/null 2>"$TB_TMP/err"
 is "$?" 1 "rollback to an unknown version fails"
 like "$(cat "$TB_TMP/err")" "version 99 does not exist" "and says so"
 
+# Flags that weaken every connection where the preview shows nothing: a
+# raw string with one is refused, and the site keeps what a client checks.
+ems() {
+    timeout 10 openssl s_client -connect "127.0.0.1:$P1" -tls1_2 </dev/null 2>/dev/null |
+        sed -n 's/^ *Extended master secret: *//p; s/^Secure Renegotiation IS \(.*\)supported$/renegotiation \1ok/p' |
+        tr '\n' ' '
+}
+is "$(ems)" "renegotiation ok yes " "openssl s_client: secure renegotiation and the extended master secret"
+before=$(db 'SELECT count(*) FROM policy_versions')
+tb_ctl policy raw "NORMAL:%NO_SESSION_HASH" >/dev/null 2>"$TB_TMP/err"
+is "$?" 1 "a raw string with %NO_SESSION_HASH is refused"
+like "$(cat "$TB_TMP/err")" "%NO_SESSION_HASH at position 7 is never allowed: it turns off the extended master secret" \
+    "  the error names the flag, its position and what it does"
+tb_ctl policy raw "SECURE256:%DISABLE_SAFE_RENEGOTIATION" >/dev/null 2>"$TB_TMP/err"
+like "$(cat "$TB_TMP/err")" "%DISABLE_SAFE_RENEGOTIATION at position 10 is never allowed" \
+    "%DISABLE_SAFE_RENEGOTIATION is refused too"
+is "$(db 'SELECT count(*) FROM policy_versions')" "$before" "  nothing stored"
+is "$(ems)" "renegotiation ok yes " "  openssl s_client still gets both"
+
 out=$(tb_ctl policy preview)
 like "$out" "protocols +TLS1\.3 TLS1\.2" "preview: protocols GnuTLS derives"
 like "$out" "ciphers +AES-128-GCM AES-256-GCM CHACHA20-POLY1305" "preview: ciphers"
