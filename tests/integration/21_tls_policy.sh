@@ -141,4 +141,26 @@ is "$(fam "$(tb_ctl --json policy preview --preset compat)" tls1.0-only '"\(.ok)
 like "$(tb_ctl policy preview --preset modern)" "java-8 +refused +No supported cipher suites" \
     "tlsboxctl policy preview lists the refused families with GnuTLS' reason"
 is "$(db "SELECT count(*) FROM audit WHERE action = 'policy.set'")" 6 "an audit row per version"
+
+# A stored policy that leaves nothing to serve survives a restart with its
+# routes: tlsboxctl fixes it and HTTPS comes back.  The only certificate is
+# the internal ECDSA leaf.
+served() {
+    timeout 10 openssl s_client -connect "127.0.0.1:$P1" </dev/null 2>/dev/null |
+        openssl x509 -noout -subject 2>/dev/null | sed 's/.*CN *= *//'
+}
+cn=$(served)
+like "$cn" "." "HTTPS serves the internal leaf (CN=$cn)"
+tb_ctl policy set key_types ed25519 >/dev/null
+ok $? "key_types ed25519 is stored (the last good bundle keeps serving)"
+tb_stop_daemon
+tb_start_daemon --set site.https_port="$P1" --set site.http_port="$P2"
+ok $? "tlsboxd restarts"
+like "$(grep 'rebuild after start' "$TB_TMP/daemon.log")" "no active certificate of an allowed key type" \
+    "the log says why there is no bundle"
+is "$(served)" "" "  and HTTPS serves no certificate"
+out=$(tb_ctl policy preset intermediate 2>&1)
+ok $? "tlsboxctl policy preset intermediate still works"
+like "$out" "key_types +ecdsa rsa ed25519" "  and allows ECDSA again"
+is "$(tb_wait_says 20 "$cn" served)" "$cn" "HTTPS serves the internal leaf again"
 done_testing
