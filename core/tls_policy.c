@@ -824,6 +824,19 @@ json_t *tls_policy_preview(const char *prio, char **err)
     return j;
 }
 
+bool tls_policy_key_type_allowed(json_t *policy, const char *key_type)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(policy, "key_types"), i, e)
+    {
+        const char *t = json_string_value(e);
+        if (t && key_type && strncmp(key_type, t, strlen(t)) == 0)
+            return true;
+    }
+    return false;
+}
+
 char *tls_policy_hsts(json_t *policy)
 {
     json_int_t age = json_integer_value(json_object_get(policy, "hsts_max_age"));

@@ -142,25 +142,35 @@ like "$(tb_ctl policy preview --preset modern)" "java-8 +refused +No supported c
     "tlsboxctl policy preview lists the refused families with GnuTLS' reason"
 is "$(db "SELECT count(*) FROM audit WHERE action = 'policy.set'")" 6 "an audit row per version"
 
-# A stored policy that leaves nothing to serve survives a restart with its
-# routes: tlsboxctl fixes it and HTTPS comes back.  The only certificate is
-# the internal ECDSA leaf.
+# key_types that allow none of the certificates (the only one is the
+# internal ECDSA leaf) are refused: stored, they would be ignored while the
+# old bundle served, and serve nothing after a restart.
 served() {
     timeout 10 openssl s_client -connect "127.0.0.1:$P1" </dev/null 2>/dev/null |
         openssl x509 -noout -subject 2>/dev/null | sed 's/.*CN *= *//'
 }
 cn=$(served)
 like "$cn" "." "HTTPS serves the internal leaf (CN=$cn)"
-tb_ctl policy set key_types ed25519 >/dev/null
-ok $? "key_types ed25519 is stored (the last good bundle keeps serving)"
+before=$(db 'SELECT count(*) FROM policy_versions')
+tb_ctl policy set key_types ed25519 >/dev/null 2>"$TB_TMP/err"
+is "$?" 1 "key_types ed25519 is refused"
+like "$(cat "$TB_TMP/err")" 'key_types: \["ed25519"\] allows none of the active certificates \(their keys: ecdsa-p256\)' \
+    "  the error says which key types the certificates have"
+is "$(db 'SELECT count(*) FROM policy_versions')" "$before" "  nothing stored"
+
+# A stored policy this version cannot serve (a raw string an older one
+# took) survives a restart with its routes: tlsboxctl fixes it and HTTPS
+# comes back.
 tb_stop_daemon
+db "UPDATE policy_versions SET policy_json = json_set(policy_json, '\$.priority_override',
+    'NORMAL:%NO_SESSION_HASH') WHERE active = 1"
 tb_start_daemon --set site.https_port="$P1" --set site.http_port="$P2"
-ok $? "tlsboxd restarts"
-like "$(grep 'rebuild after start' "$TB_TMP/daemon.log")" "no active certificate of an allowed key type" \
+ok $? "tlsboxd restarts with a stored policy it refuses"
+like "$(grep 'rebuild after start' "$TB_TMP/daemon.log")" "%NO_SESSION_HASH at position 7 is never allowed" \
     "the log says why there is no bundle"
 is "$(served)" "" "  and HTTPS serves no certificate"
 out=$(tb_ctl policy preset intermediate 2>&1)
 ok $? "tlsboxctl policy preset intermediate still works"
-like "$out" "key_types +ecdsa rsa ed25519" "  and allows ECDSA again"
+like "$out" "priority_override +-" "  and clears the raw string"
 is "$(tb_wait_says 20 "$cn" served)" "$cn" "HTTPS serves the internal leaf again"
 done_testing
