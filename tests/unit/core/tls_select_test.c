@@ -60,7 +60,7 @@ int main(void)
     const struct tls_select_cert certs[] = {
         {"c0", "[\"*.x.example\",\"a.example\",\"192.0.2.1\"]"},
         {"c1", "[\"*.y.example\",\"192.0.2.2\"]"},
-        {"c2", "[\"*.X.example\",\"b.example\"]"},
+        {"c2", "[\"*.X.example\",\"b.example\",\"c.example\"]"},
         {"internal", "[\"localhost\",\"127.0.0.1\",\"192.0.2.2\"]"},
     };
     struct tls_select s = {0};
@@ -96,10 +96,13 @@ int main(void)
     is_str(name_of(&s, main, "other.example"), "keep", "other.example: nothing to switch to");
 
     /* By name in another case: GnuTLS compares names byte for byte. */
-    is_int(s.nnames, 3, "3 names (a.example, b.example, localhost)");
+    is_int(s.nnames, 4, "4 names (a.example, b.example, c.example, localhost)");
     is_str(order[3], "2013", "b.example's: c2 first");
     is_str(order[4], "3012", "localhost's: internal first");
     is_str(name_of(&s, main, "B.Example"), "c2", "B.Example: c2, which names b.example");
+    is_str(name_of(&s, main, "C.example"), "c2", "C.example: c2 too");
+    ok(tls_select_by_name(&s, main, "C.example") == tls_select_by_name(&s, main, "B.Example"),
+       "  with the same credentials (one for the names of one certificate)");
     is_str(name_of(&s, main, "LOCALHOST"), "internal", "LOCALHOST: the internal leaf");
     is_str(name_of(&s, main, "A.EXAMPLE"), "main", "A.EXAMPLE: c0, the bundle's first");
     is_str(name_of(&s, main, "localhost"), "keep", "localhost as spelt: GnuTLS finds it");
