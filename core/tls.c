@@ -390,8 +390,11 @@ int tls_start(void)
     if (!cache)
         cache = tls_session_cache_new(SESSION_CACHE_ENTRIES, SESSION_CACHE_LIFETIME);
     tls_running = true;
-    if (tls_rebuild(db, "start") < 0)
-        goto out;
+    /* A first bundle that cannot be built (a stored policy a newer tlsbox
+     * refuses, no certificate of an allowed key type) leaves HTTPS down, but
+     * the events, timers and routes start anyway: `tlsboxctl policy` and
+     * `cert import` are how it is fixed, and their change rebuilds. */
+    int built = tls_rebuild(db, "start");
     for (size_t i = 0; i < sizeof(watched) / sizeof(watched[0]); i++)
         subs[i] = events_subscribe(core_self(), watched[i], on_event, NULL);
     ticket_timer = timers_add(core_self(), "tls.ticket-rotation", TICKET_CHECK_MS, TICKET_CHECK_MS,
@@ -399,7 +402,7 @@ int tls_start(void)
     leaf_timer = timers_add(core_self(), "tls.internal-leaf", LEAF_CHECK_MS, LEAF_CHECK_MS,
                             10 * 60 * 1000, on_leaf_timer, NULL);
     tls_api_register();
-    rc = 0;
+    rc = built < 0 ? built : 0;
 out:
     free(err);
     return rc;

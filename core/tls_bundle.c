@@ -344,19 +344,6 @@ const char *tls_bundle_dh_text(const struct tlsbox_bundle *b)
     return b ? b->dh_text : NULL;
 }
 
-static bool type_allowed(json_t *policy, const char *key_type)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(policy, "key_types"), i, e)
-    {
-        const char *t = json_string_value(e);
-        if (t && strncmp(key_type, t, strlen(t)) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* Load the OCSP staple of @p name into certificate @p idx while it may be
  * served; remember the earliest end so the core can rebuild at that moment. */
 static void load_staple(sqlite3 *db, struct tlsbox_bundle *b, gnutls_certificate_credentials_t cred,
@@ -466,7 +453,7 @@ static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time
     sqlite3_bind_int64(st, 1, (sqlite3_int64)now);
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *type = (const char *)sqlite3_column_text(st, 3);
-        if (!type_allowed(policy, type))
+        if (!tls_policy_key_type_allowed(policy, type))
             continue;
         rows = xrealloc(rows, (n + 1) * sizeof(*rows));
         struct cert_row *r = &rows[n++];

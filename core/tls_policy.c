@@ -52,6 +52,25 @@ static const struct field fields[] = {
 static const char *const banned_ciphers[] = {"ARCFOUR-128", "ARCFOUR-40", "3DES-CBC", "NULL",
                                              "DES-CBC",     "RC2-40",     NULL};
 static const char *const banned_macs[] = {"MD5", "NULL", NULL};
+/* Priority-string flags that weaken every connection without the preview
+ * (protocols, suites, groups, signatures) showing it: never allowed. */
+static const struct {
+    const char *flag, *why;
+} banned_flags[] = {
+    {"%NO_SESSION_HASH", "turns off the extended master secret (RFC 7627)"},
+    {"%NO_EXTENSIONS", "turns off the extended master secret and secure renegotiation"},
+    {"%DISABLE_SAFE_RENEGOTIATION", "turns off secure renegotiation (RFC 5746)"},
+    {"%UNSAFE_RENEGOTIATION", "allows renegotiation without RFC 5746"},
+    {"%NO_ETM", "turns off encrypt-then-MAC for CBC suites (RFC 7366)"},
+    {"%DEBUG_ALLOW_KEY_USAGE_VIOLATIONS", "uses keys against their certificate's key usage"},
+};
+
+/* Signatures over MD5 (or MD2) are broken like the MAC: never allowed. */
+static bool sign_banned(gnutls_sign_algorithm_t a)
+{
+    gnutls_digest_algorithm_t h = gnutls_sign_get_hash_algorithm(a);
+    return h == GNUTLS_DIG_MD5 || h == GNUTLS_DIG_MD2;
+}
 
 static const struct field *field_find(const char *name)
 {
@@ -291,7 +310,8 @@ static json_t *norm_list(const struct field *f, json_t *v, char **err)
             c = s;
         } else {
             if ((f->kind == L_CIPHER && in_list(banned_ciphers, s)) ||
-                (f->kind == L_MAC && in_list(banned_macs, s))) {
+                (f->kind == L_MAC && in_list(banned_macs, s)) ||
+                (f->kind == L_SIGN && sign_banned(gnutls_sign_get_id(s)))) {
                 *err = xasprintf("%s: '%s' is never allowed (broken)", f->name, s);
                 goto fail;
             }
@@ -564,6 +584,24 @@ static long find_token(const char *prio, const char *tok)
     return -ENOENT;
 }
 
+/* The first banned flag of @p prio (GnuTLS reads them in any case): its
+ * message in *err, or 0 when none. */
+static int check_flags(const char *prio, char **err)
+{
+    for (const char *p = prio; *p;) {
+        size_t len = strcspn(p, ":");
+        for (size_t i = 0; i < sizeof(banned_flags) / sizeof(banned_flags[0]); i++)
+            if (len == strlen(banned_flags[i].flag) &&
+                strncasecmp(p, banned_flags[i].flag, len) == 0) {
+                *err = xasprintf("priority string: %s at position %zu is never allowed: it %s",
+                                 banned_flags[i].flag, (size_t)(p - prio), banned_flags[i].why);
+                return -EINVAL;
+            }
+        p += len + (p[len] == ':');
+    }
+    return 0;
+}
+
 int tls_policy_check_priority(const char *prio, gnutls_priority_t *out, char **err)
 {
     gnutls_priority_t p = NULL;
@@ -589,6 +627,8 @@ int tls_policy_check_priority(const char *prio, gnutls_priority_t *out, char **e
         *err = xasprintf("priority string: %s", gnutls_strerror(r));
         return -EINVAL;
     }
+    if (check_flags(prio, err) < 0)
+        goto fail;
     const unsigned *l;
     int n = gnutls_priority_cipher_list(p, &l);
     for (int i = 0; i < n; i++) {
@@ -609,6 +649,24 @@ int tls_policy_check_priority(const char *prio, gnutls_priority_t *out, char **e
         if (name && in_list(banned_macs, name)) {
             long at = find_token(prio, name);
             *err = xasprintf("priority string: MAC %s at position %ld is never allowed", name, at);
+            goto fail;
+        }
+    }
+    n = gnutls_priority_sign_list(p, &l);
+    for (int i = 0; i < n; i++) {
+        const char *name = gnutls_sign_get_name(l[i]);
+        if (name && sign_banned(l[i])) {
+            char *tok = xasprintf("SIGN-%s", name);
+            long at = find_token(prio, tok);
+            free(tok);
+            if (at >= 0)
+                *err = xasprintf("priority string: signature algorithm %s at position %ld is "
+                                 "never allowed",
+                                 name, at);
+            else
+                *err = xasprintf("priority string enables signature algorithm %s, which is never "
+                                 "allowed",
+                                 name);
             goto fail;
         }
     }
@@ -764,6 +822,19 @@ json_t *tls_policy_preview(const char *prio, char **err)
     json_object_set_new(j, "suites", suites);
     gnutls_priority_deinit(p);
     return j;
+}
+
+bool tls_policy_key_type_allowed(json_t *policy, const char *key_type)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(policy, "key_types"), i, e)
+    {
+        const char *t = json_string_value(e);
+        if (t && key_type && strncmp(key_type, t, strlen(t)) == 0)
+            return true;
+    }
+    return false;
 }
 
 char *tls_policy_hsts(json_t *policy)

@@ -81,6 +81,10 @@ int tls_policy_check_priority(const char *prio, gnutls_priority_t *out, char **e
 json_t *tls_policy_preview(const char *prio, char **err);
 
 /* The Strict-Transport-Security value for @p policy, or NULL (caller frees). */
+/* Whether the policy's key_types allow a certificate of @p key_type
+ * (certificates.key_type: "ecdsa-p256", "rsa-2048", "ed25519"). */
+bool tls_policy_key_type_allowed(json_t *policy, const char *key_type);
+
 char *tls_policy_hsts(json_t *policy);
 
 #endif

@@ -65,6 +65,46 @@ out:
     return rc;
 }
 
+/*
+ * -EINVAL with *err when @p policy's key_types allow none of the active
+ * certificates: stored, it would only be logged as a failed rebuild while
+ * the old policy went on serving, and after a restart nothing would.  A
+ * store without certificates (the first start) has nothing to judge by.
+ */
+static int check_key_types(sqlite3 *db, json_t *policy, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    bool any = false, allowed = false;
+    char *have = xstrdup("");
+    if (sqlite3_prepare_v2(db,
+                           "SELECT DISTINCT key_type FROM certificates WHERE status = 'active' "
+                           "ORDER BY key_type",
+                           -1, &st, NULL) != SQLITE_OK) {
+        free(have);
+        return 0; /* the bundle's rebuild will say it */
+    }
+    while (sqlite3_step(st) == SQLITE_ROW && !allowed) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        any = true;
+        allowed = tls_policy_key_type_allowed(policy, t);
+        char *n = xasprintf("%s%s%s", have, *have ? ", " : "", t ? t : "?");
+        free(have);
+        have = n;
+    }
+    sqlite3_finalize(st);
+    int rc = 0;
+    if (any && !allowed) {
+        char *want = json_dumps(json_object_get(policy, "key_types"), JSON_COMPACT);
+        *err = xasprintf("key_types: %s allows none of the active certificates (their keys: %s); "
+                         "install one of an allowed type first",
+                         want ? want : "[]", have);
+        free(want);
+        rc = -EINVAL;
+    }
+    free(have);
+    return rc;
+}
+
 int tls_policy_store_save(sqlite3 *db, json_t *policy, const char *author, const char *comment,
                           int64_t *id, char **err)
 {
@@ -77,7 +117,7 @@ int tls_policy_store_save(sqlite3 *db, json_t *policy, const char *author, const
     if (!norm)
         goto out;
     prio = tls_policy_compile(norm, NULL, err);
-    if (!prio)
+    if (!prio || check_key_types(db, norm, err) < 0)
         goto out;
     /* Sorted keys: two equal policies are byte-equal in the store. */
     text = json_dumps(norm, JSON_COMPACT | JSON_SORT_KEYS);

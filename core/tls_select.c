@@ -1,6 +1,7 @@
 /* Which certificate a TLS client gets, by address and by wildcard (see tls_select.h). */
 #include "core/tls_select.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,67 @@ static void build_wildcards(struct tls_select *s, const struct tls_select_cert *
     }
 }
 
+/* Whether @p s is an IPv4 or IPv6 address: no SNI names one (RFC 6066). */
+static bool is_address(const char *s)
+{
+    unsigned char buf[16];
+    return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
+}
+
+/* The credentials of an earlier name that put the same certificates first
+ * (names of one certificate share them), or NULL.  @p vecs holds each
+ * name's @p first, @p n entries apiece. */
+static gnutls_certificate_credentials_t name_cred_like(const struct tls_select *s, const bool *vecs,
+                                                       const bool *first, size_t n)
+{
+    for (size_t k = 0; k < s->nnames; k++)
+        if (s->names[k].cred && memcmp(vecs + k * n, first, n * sizeof(*first)) == 0)
+            return s->names[k].cred;
+    return NULL;
+}
+
+/*
+ * GnuTLS finds a name only spelt as the certificate spells it, byte for
+ * byte; a client may send it in any case (RFC 6066 section 3), and would
+ * then get the first certificate.  So each name gets credentials that put
+ * the certificates naming it first, shared by the names of the same
+ * certificates (one for all of the internal leaf's names).
+ */
+static void build_names(struct tls_select *s, const struct tls_select_cert *certs,
+                        const struct names *nm, size_t n, bool *first, tls_select_load_fn load,
+                        void *arg)
+{
+    bool *vecs = xcalloc(TLS_NAME_MAX * n, sizeof(*vecs));
+    for (size_t i = 0; i < n; i++) {
+        size_t k;
+        json_t *e;
+        json_array_foreach(nm[i].sans, k, e)
+        {
+            const char *w = json_string_value(e);
+            if (!w || w[0] == '*' || is_address(w) || s->nnames == TLS_NAME_MAX)
+                continue;
+            bool seen = false;
+            for (size_t j = 0; j < s->nnames && !seen; j++)
+                seen = strcasecmp(s->names[j].wild, w) == 0;
+            if (seen)
+                continue;
+            struct tls_select_pref p = {.addr = {{0}, 0}};
+            for (size_t j = 0; j < n; j++)
+                first[j] = names_wild(&nm[j], w);
+            if (i > 0 && (p.cred = name_cred_like(s, vecs, first, n)) != NULL)
+                p.shared = true;
+            else if (!pref_cred(&p, i, first, n, load, arg, w))
+                continue; /* its clients get the first certificate, as before */
+            memcpy(vecs + s->nnames * n, first, n * sizeof(*first));
+            p.wild = lower_dup(w);
+            p.name = xstrdup(certs[i].name);
+            s->nname_creds += p.cred != NULL;
+            s->names[s->nnames++] = p;
+        }
+    }
+    free(vecs);
+}
+
 static void build_exact(struct tls_select *s, const struct names *nm, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -152,7 +214,7 @@ static void build_exact(struct tls_select *s, const struct names *nm, size_t n)
             if (!name || name[0] == '*')
                 continue;
             s->exact = xrealloc(s->exact, (s->nexact + 1) * sizeof(*s->exact));
-            s->exact[s->nexact++] = lower_dup(name);
+            s->exact[s->nexact++] = xstrdup(name);
         }
     }
 }
@@ -170,7 +232,8 @@ void tls_select_build(struct tls_select *s, const struct tls_select_cert *certs,
     }
     build_addresses(s, certs, nm, n, first, load, arg);
     build_wildcards(s, certs, nm, n, first, load, arg);
-    if (s->nwilds)
+    build_names(s, certs, nm, n, first, load, arg);
+    if (s->nwilds || s->nnames)
         build_exact(s, nm, n);
     for (size_t i = 0; i < n; i++)
         json_decref(nm[i].sans);
@@ -186,11 +249,14 @@ void tls_select_set_dh(struct tls_select *s, gnutls_dh_params_t dh)
     for (size_t i = 0; dh && i < s->nwilds; i++)
         if (s->wilds[i].cred)
             gnutls_certificate_set_dh_params(s->wilds[i].cred, dh);
+    for (size_t i = 0; dh && i < s->nnames; i++)
+        if (s->names[i].cred && !s->names[i].shared)
+            gnutls_certificate_set_dh_params(s->names[i].cred, dh);
 }
 
 static void pref_free(struct tls_select_pref *p)
 {
-    if (p->cred)
+    if (p->cred && !p->shared)
         gnutls_certificate_free_credentials(p->cred);
     free(p->wild);
     free(p->name);
@@ -202,6 +268,8 @@ void tls_select_free(struct tls_select *s)
         pref_free(&s->addrs[i]);
     for (size_t i = 0; i < s->nwilds; i++)
         pref_free(&s->wilds[i]);
+    for (size_t i = 0; i < s->nnames; i++)
+        pref_free(&s->names[i]);
     for (size_t i = 0; i < s->nexact; i++)
         free(s->exact[i]);
     free(s->exact);
@@ -215,6 +283,9 @@ bool tls_select_owns(const struct tls_select *s, const void *cred)
             return true;
     for (size_t i = 0; i < s->nwilds; i++)
         if (s->wilds[i].cred && (const void *)s->wilds[i].cred == cred)
+            return true;
+    for (size_t i = 0; i < s->nnames; i++)
+        if (s->names[i].cred && (const void *)s->names[i].cred == cred)
             return true;
     return false;
 }
@@ -232,7 +303,7 @@ gnutls_certificate_credentials_t tls_select_by_name(const struct tls_select *s,
                                                     gnutls_certificate_credentials_t main,
                                                     const char *sni)
 {
-    if (s->nwilds == 0 || !sni)
+    if ((s->nwilds == 0 && s->nnames == 0) || !sni)
         return NULL;
     char lower[256];
     size_t len = strlen(sni);
@@ -241,8 +312,14 @@ gnutls_certificate_credentials_t tls_select_by_name(const struct tls_select *s,
     for (size_t i = 0; i <= len; i++)
         lower[i] = (char)tolower((unsigned char)sni[i]);
     for (size_t i = 0; i < s->nexact; i++)
-        if (strcmp(s->exact[i], lower) == 0)
-            return NULL; /* GnuTLS finds it in any order */
+        if (strcmp(s->exact[i], sni) == 0)
+            return NULL; /* spelt alike: GnuTLS finds it in any order */
+    for (size_t i = 0; i < s->nnames; i++)
+        if (strcmp(s->names[i].wild, lower) == 0)
+            return s->names[i].cred ? s->names[i].cred : main;
+    for (size_t i = 0; i < s->nexact; i++)
+        if (strcasecmp(s->exact[i], sni) == 0)
+            return NULL; /* beyond TLS_NAME_MAX: an exact name still wins */
     /* A wildcard stands for one whole label (RFC 6125 section 6.4.3). */
     const char *dot = strchr(lower, '.');
     if (!dot || dot == lower)

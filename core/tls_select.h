@@ -1,13 +1,15 @@
 /*
  * Which certificate a TLS client gets, where GnuTLS alone would pick wrong.
  * GnuTLS picks the certificate whose name equals the client's SNI exactly,
- * else the first that fits the client.  Two kinds of client then get the
+ * else the first that fits the client.  Some clients then get the
  * first certificate whatever they asked for:
  *   - one that connects by IP address: it sends no SNI (RFC 6066 allows no
  *     address there), so the address it reached is the only name it asks for;
  *   - one whose SNI only a wildcard certificate matches ("*.example.org" for
- *     "www.example.org"): GnuTLS does not match wildcards.
- * For each such address and wildcard that the first certificate does not
+ *     "www.example.org"): GnuTLS does not match wildcards;
+ *   - one that spells its SNI in another case than the certificate does
+ *     ("WWW.Example.org"): GnuTLS compares names byte for byte.
+ * For each such address, wildcard and name that the first certificate does not
  * name, the bundle keeps credentials holding the same certificates with the
  * ones that name it first; a session is switched to them, by the local
  * address of its connection at setup and by its SNI after the ClientHello.
@@ -29,6 +31,9 @@
 
 /* The most wildcards chosen by (more are served as before). */
 #define TLS_WILD_MAX 16
+/* The most exact names chosen by when a client spells them in another case
+ * (more are served as before). */
+#define TLS_NAME_MAX 32
 
 /* One certificate of the bundle, in its credentials' order. */
 struct tls_select_cert {
@@ -43,18 +48,20 @@ typedef int (*tls_select_load_fn)(void *arg, gnutls_certificate_credentials_t cr
 
 /* Credentials that put the certificates naming one address or wildcard first. */
 struct tls_select_pref {
-    struct tls_addr addr;                  /* by address, or: */
-    char *wild;                            /* by wildcard ("*.example.org", lower case) */
-    char *name;                            /* the certificate such a client gets */
+    struct tls_addr addr; /* by address, or: */
+    char *wild; /* by wildcard ("*.example.org") or by name ("www.example.org"), lower case */
+    char *name; /* the certificate such a client gets */
     gnutls_certificate_credentials_t cred; /* NULL: the bundle's own serve it */
+    bool shared;                           /* cred is an earlier name's: not freed with this */
 };
 
 struct tls_select {
-    struct tls_select_pref addrs[TLS_ADDR_MAX], wilds[TLS_WILD_MAX];
-    size_t naddrs, nwilds;
+    struct tls_select_pref addrs[TLS_ADDR_MAX], wilds[TLS_WILD_MAX], names[TLS_NAME_MAX];
+    size_t naddrs, nwilds, nnames;
     size_t naddr_creds; /* addresses with credentials of their own */
     size_t nwild_creds; /* wildcards with credentials of their own */
-    char **exact;       /* every certificate's DNS names but wildcards, lower case */
+    size_t nname_creds; /* names with credentials other than the bundle's */
+    char **exact;       /* every certificate's DNS names but wildcards, as spelt */
     size_t nexact;
 };
 
@@ -78,16 +85,20 @@ static inline bool tls_select_by_address_needed(const struct tls_select *s)
 /* The credentials for a client that reached @p a, or NULL: keep the bundle's. */
 gnutls_certificate_credentials_t tls_select_by_address(const struct tls_select *s,
                                                        const struct tls_addr *a);
-/* Whether a session's SNI may call for other credentials: a wildcard not of
- * the first certificate, or any wildcard while a session may have been
- * given an address's credentials. */
+/* Whether a session's SNI may call for other credentials: a wildcard or a
+ * name not of the first certificate, or any of them while a session may
+ * have been given an address's credentials. */
 static inline bool tls_select_by_name_needed(const struct tls_select *s)
 {
-    return s->nwild_creds > 0 || (s->nwilds > 0 && s->naddr_creds > 0);
+    return s->nwild_creds > 0 || s->nname_creds > 0 ||
+           ((s->nwilds > 0 || s->nnames > 0) && s->naddr_creds > 0);
 }
-/* For a client that sent @p sni: the credentials of the wildcard it matches
- * when no certificate names it exactly, @p main for a wildcard of the first
- * certificate; NULL: keep the session's. */
+/* For a client that sent @p sni: NULL (keep the session's) when a
+ * certificate spells it so (GnuTLS compares names byte for byte); for a name
+ * a certificate spells in another case (RFC 6066: case does not matter),
+ * the credentials that put the certificates naming it first; else the
+ * credentials of the wildcard it matches.  @p main stands for the first
+ * certificate's. */
 gnutls_certificate_credentials_t tls_select_by_name(const struct tls_select *s,
                                                     gnutls_certificate_credentials_t main,
                                                     const char *sni);

@@ -44,6 +44,15 @@ is "$(db 'SELECT count(*) FROM policy_versions')" "$before" "nothing stored"
 is "$(db 'SELECT id FROM policy_versions WHERE active = 1')" 2 "version 2 still active"
 tb_ctl policy raw "NORMAL:+3DES-CBC" >/dev/null 2>"$TB_TMP/err"
 like "$(cat "$TB_TMP/err")" "3DES-CBC at position 7 is never allowed" "3DES is never allowed"
+# MD5 signatures are broken like the MD5 MAC: refused in a raw string and as
+# a field, and nothing is stored.
+tb_ctl policy raw "NORMAL:+SIGN-RSA-MD5" >/dev/null 2>"$TB_TMP/err"
+is "$?" 1 "a raw string enabling RSA-MD5 signatures is refused"
+like "$(cat "$TB_TMP/err")" "signature algorithm RSA-MD5 at position 7 is never allowed" \
+    "  the error names it and its position"
+tb_ctl policy set sigalgs "RSA-SHA256,RSA-MD5" >/dev/null 2>"$TB_TMP/err"
+is "$?" 1 "sigalgs with RSA-MD5 is refused"
+like "$(cat "$TB_TMP/err")" "sigalgs: 'RSA-MD5' is never allowed" "  the error names the field and the value"
 tb_ctl policy set ciphers "AES-128-GCM,FOO" >/dev/null 2>"$TB_TMP/err"
 like "$(cat "$TB_TMP/err")" "ciphers: 'FOO' is not a cipher GnuTLS knows" "unknown cipher named"
 tb_ctl policy set hsts_preload true >/dev/null 2>"$TB_TMP/err"
@@ -75,6 +84,25 @@ like "$(tb_ctl policy history | sed -n 2p)" "rollback to version 1" "history say
 tb_ctl policy rollback 99 >/dev/null 2>"$TB_TMP/err"
 is "$?" 1 "rollback to an unknown version fails"
 like "$(cat "$TB_TMP/err")" "version 99 does not exist" "and says so"
+
+# Flags that weaken every connection where the preview shows nothing: a
+# raw string with one is refused, and the site keeps what a client checks.
+ems() {
+    timeout 10 openssl s_client -connect "127.0.0.1:$P1" -tls1_2 </dev/null 2>/dev/null |
+        sed -n 's/^ *Extended master secret: *//p; s/^Secure Renegotiation IS \(.*\)supported$/renegotiation \1ok/p' |
+        tr '\n' ' '
+}
+is "$(ems)" "renegotiation ok yes " "openssl s_client: secure renegotiation and the extended master secret"
+before=$(db 'SELECT count(*) FROM policy_versions')
+tb_ctl policy raw "NORMAL:%NO_SESSION_HASH" >/dev/null 2>"$TB_TMP/err"
+is "$?" 1 "a raw string with %NO_SESSION_HASH is refused"
+like "$(cat "$TB_TMP/err")" "%NO_SESSION_HASH at position 7 is never allowed: it turns off the extended master secret" \
+    "  the error names the flag, its position and what it does"
+tb_ctl policy raw "SECURE256:%DISABLE_SAFE_RENEGOTIATION" >/dev/null 2>"$TB_TMP/err"
+like "$(cat "$TB_TMP/err")" "%DISABLE_SAFE_RENEGOTIATION at position 10 is never allowed" \
+    "%DISABLE_SAFE_RENEGOTIATION is refused too"
+is "$(db 'SELECT count(*) FROM policy_versions')" "$before" "  nothing stored"
+is "$(ems)" "renegotiation ok yes " "  openssl s_client still gets both"
 
 out=$(tb_ctl policy preview)
 like "$out" "protocols +TLS1\.3 TLS1\.2" "preview: protocols GnuTLS derives"
@@ -113,4 +141,36 @@ is "$(fam "$(tb_ctl --json policy preview --preset compat)" tls1.0-only '"\(.ok)
 like "$(tb_ctl policy preview --preset modern)" "java-8 +refused +No supported cipher suites" \
     "tlsboxctl policy preview lists the refused families with GnuTLS' reason"
 is "$(db "SELECT count(*) FROM audit WHERE action = 'policy.set'")" 6 "an audit row per version"
+
+# key_types that allow none of the certificates (the only one is the
+# internal ECDSA leaf) are refused: stored, they would be ignored while the
+# old bundle served, and serve nothing after a restart.
+served() {
+    timeout 10 openssl s_client -connect "127.0.0.1:$P1" </dev/null 2>/dev/null |
+        openssl x509 -noout -subject 2>/dev/null | sed 's/.*CN *= *//'
+}
+cn=$(served)
+like "$cn" "." "HTTPS serves the internal leaf (CN=$cn)"
+before=$(db 'SELECT count(*) FROM policy_versions')
+tb_ctl policy set key_types ed25519 >/dev/null 2>"$TB_TMP/err"
+is "$?" 1 "key_types ed25519 is refused"
+like "$(cat "$TB_TMP/err")" 'key_types: \["ed25519"\] allows none of the active certificates \(their keys: ecdsa-p256\)' \
+    "  the error says which key types the certificates have"
+is "$(db 'SELECT count(*) FROM policy_versions')" "$before" "  nothing stored"
+
+# A stored policy this version cannot serve (a raw string an older one
+# took) survives a restart with its routes: tlsboxctl fixes it and HTTPS
+# comes back.
+tb_stop_daemon
+db "UPDATE policy_versions SET policy_json = json_set(policy_json, '\$.priority_override',
+    'NORMAL:%NO_SESSION_HASH') WHERE active = 1"
+tb_start_daemon --set site.https_port="$P1" --set site.http_port="$P2"
+ok $? "tlsboxd restarts with a stored policy it refuses"
+like "$(grep 'rebuild after start' "$TB_TMP/daemon.log")" "%NO_SESSION_HASH at position 7 is never allowed" \
+    "the log says why there is no bundle"
+is "$(served)" "" "  and HTTPS serves no certificate"
+out=$(tb_ctl policy preset intermediate 2>&1)
+ok $? "tlsboxctl policy preset intermediate still works"
+like "$out" "priority_override +-" "  and clears the raw string"
+is "$(tb_wait_says 20 "$cn" served)" "$cn" "HTTPS serves the internal leaf again"
 done_testing

@@ -108,6 +108,11 @@ is "$(sni "127.0.0.2:$P_HTTPS" exact.b.example)" exactb "exact.b.example gets it
 is "$(sni "127.0.0.2:$P_HTTPS" x.y.a.example)" two "x.y.a.example (two labels) is not matched: the address's"
 is "$(sni "127.0.0.2:$P_HTTPS" a.example)" two "nor is a.example"
 is "$(sni "127.0.0.2:$P_HTTPS" named.example)" named "named.example still gets named"
+# Names are not case-sensitive (RFC 6066): GnuTLS compares them byte for byte.
+for at in 127.0.0.1 127.0.0.2; do
+    is "$(sni "$at:$P_HTTPS" NAMED.Example)|$(sni "$at:$P_HTTPS" Exact.B.Example)" "named|exactb" \
+        "at $at, SNI NAMED.Example gets named and Exact.B.Example gets exactb (not wb)"
+done
 out=$(timeout 10 openssl s_client -connect "127.0.0.1:$P_HTTPS" -servername y.b.example -tls1_2 \
     </dev/null 2>/dev/null | openssl x509 -noout -subject 2>/dev/null | sed 's/.*CN *= *//')
 is "$out" wb "  over TLS 1.2 too"

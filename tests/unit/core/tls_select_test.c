@@ -49,6 +49,9 @@ static const char *name_of(const struct tls_select *s, gnutls_certificate_creden
     for (size_t i = 0; i < s->nwilds; i++)
         if (s->wilds[i].cred == c)
             return s->wilds[i].name;
+    for (size_t i = 0; i < s->nnames; i++)
+        if (s->names[i].cred == c)
+            return s->names[i].name;
     return "?";
 }
 
@@ -57,7 +60,7 @@ int main(void)
     const struct tls_select_cert certs[] = {
         {"c0", "[\"*.x.example\",\"a.example\",\"192.0.2.1\"]"},
         {"c1", "[\"*.y.example\",\"192.0.2.2\"]"},
-        {"c2", "[\"*.X.example\",\"b.example\"]"},
+        {"c2", "[\"*.X.example\",\"b.example\",\"c.example\"]"},
         {"internal", "[\"localhost\",\"127.0.0.1\",\"192.0.2.2\"]"},
     };
     struct tls_select s = {0};
@@ -73,7 +76,7 @@ int main(void)
     is_str(addr_of(&s, "127.0.0.1"), "internal", "127.0.0.1: the internal leaf");
     is_str(addr_of(&s, "10.0.0.1"), "keep", "10.0.0.1, named by none: kept");
     is_str(addr_of(&s, "::1"), "keep", "::1, named by none: kept");
-    is_int(norders, 3, "3 credentials made (2 addresses, 1 wildcard)");
+    is_int(norders, 5, "5 credentials made (2 addresses, 1 wildcard, 2 for names)");
     is_str(order[0], "1302", "192.0.2.2's: c1 and internal first, then the others in order");
     is_str(order[1], "3012", "127.0.0.1's: internal first");
 
@@ -91,6 +94,18 @@ int main(void)
     is_str(name_of(&s, main, "y.example"), "keep", "y.example: not below the wildcard");
     is_str(name_of(&s, main, ".y.example"), "keep", ".y.example: an empty label");
     is_str(name_of(&s, main, "other.example"), "keep", "other.example: nothing to switch to");
+
+    /* By name in another case: GnuTLS compares names byte for byte. */
+    is_int(s.nnames, 4, "4 names (a.example, b.example, c.example, localhost)");
+    is_str(order[3], "2013", "b.example's: c2 first");
+    is_str(order[4], "3012", "localhost's: internal first");
+    is_str(name_of(&s, main, "B.Example"), "c2", "B.Example: c2, which names b.example");
+    is_str(name_of(&s, main, "C.example"), "c2", "C.example: c2 too");
+    ok(tls_select_by_name(&s, main, "C.example") == tls_select_by_name(&s, main, "B.Example"),
+       "  with the same credentials (one for the names of one certificate)");
+    is_str(name_of(&s, main, "LOCALHOST"), "internal", "LOCALHOST: the internal leaf");
+    is_str(name_of(&s, main, "A.EXAMPLE"), "main", "A.EXAMPLE: c0, the bundle's first");
+    is_str(name_of(&s, main, "localhost"), "keep", "localhost as spelt: GnuTLS finds it");
     ok(tls_select_owns(&s, s.wilds[1].cred), "the wildcard's credentials are the bundle's");
     ok(!tls_select_owns(&s, main), "the bundle's own are not in the list");
 
