@@ -232,6 +232,9 @@ static void print_policy(json_t *j)
         }
     }
     printf("%-24s%s\n", "priority", str(j, "priority"));
+    const char *refused = json_string_value(json_object_get(j, "refused"));
+    if (refused)
+        printf("NOT SERVED: %s; the default policy serves until another is set\n", refused);
 }
 
 static int policy_call(struct ctl *c, const char *method, const char *path, json_t *req)

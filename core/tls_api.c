@@ -161,6 +161,11 @@ static json_t *policy_reply(sqlite3 *db)
     json_t *j = json_pack("{s:I, s:o, s:s}", "id", (json_int_t)id, "policy", p, "priority",
                           prio ? prio : "");
     free(prio);
+    /* The stored policy a newer tlsbox refuses: the default serves instead. */
+    struct tlsbox_bundle *b = tls_bundle_acquire();
+    if (b && tls_bundle_policy_id(b) == id && tls_bundle_policy_refused(b))
+        json_object_set_new(j, "refused", json_string(tls_bundle_policy_refused(b)));
+    tls_bundle_release(b);
     return j;
 }
 

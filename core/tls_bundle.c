@@ -30,6 +30,7 @@ struct tlsbox_bundle {
     gnutls_priority_t prio;
     char *priority;
     int64_t policy_id;
+    char *policy_refused; /* why the stored policy was not used, or NULL */
     int ncerts;
     json_t *cert_names;
     bool tickets;
@@ -109,6 +110,7 @@ static void bundle_free(struct tlsbox_bundle *b)
     if (b->prio)
         gnutls_priority_deinit(b->prio);
     free(b->priority);
+    free(b->policy_refused);
     json_decref(b->cert_names);
     free(b->hsts);
     free(b->dh_text);
@@ -330,18 +332,28 @@ json_t *tls_bundle_describe(const struct tlsbox_bundle *b)
     json_t *alpn_names = json_array();
     for (size_t i = 0; i < b->nalpn; i++)
         json_array_append_new(alpn_names, json_string(b->alpn[i]->ident));
-    return json_pack("{s:I, s:O, s:s, s:I, s:b, s:s?, s:o, s:o, s:o, s:o}", "generation",
+    return json_pack("{s:I, s:O, s:s, s:I, s:s?, s:b, s:s?, s:o, s:o, s:o, s:o}", "generation",
                      (json_int_t)b->generation, "certificates", b->cert_names, "priority",
-                     b->priority, "policy_id", (json_int_t)b->policy_id, "tickets", b->tickets,
-                     "hsts", b->hsts, "dh", dh ? dh : json_null(), "tls_alpn_challenges",
-                     alpn_names, "certificates_by_address",
-                     tls_select_describe_addresses(&b->select), "certificates_by_wildcard",
-                     tls_select_describe_wildcards(&b->select));
+                     b->priority, "policy_id", (json_int_t)b->policy_id, "policy_refused",
+                     b->policy_refused, "tickets", b->tickets, "hsts", b->hsts, "dh",
+                     dh ? dh : json_null(), "tls_alpn_challenges", alpn_names,
+                     "certificates_by_address", tls_select_describe_addresses(&b->select),
+                     "certificates_by_wildcard", tls_select_describe_wildcards(&b->select));
 }
 
 const char *tls_bundle_dh_text(const struct tlsbox_bundle *b)
 {
     return b ? b->dh_text : NULL;
+}
+
+const char *tls_bundle_policy_refused(const struct tlsbox_bundle *b)
+{
+    return b ? b->policy_refused : NULL;
+}
+
+int64_t tls_bundle_policy_id(const struct tlsbox_bundle *b)
+{
+    return b ? b->policy_id : 0;
 }
 
 /* Load the OCSP staple of @p name into certificate @p idx while it may be
@@ -485,6 +497,34 @@ out:
     return rc;
 }
 
+/*
+ * The stored policy no longer compiles: a newer tlsbox refuses more (MD5
+ * signatures, flags that turn protections off).  Taking HTTPS down after a
+ * package upgrade would punish the admin for what the old version allowed,
+ * so the default policy serves until another is set; the log says so at
+ * each rebuild and the bundle's description names the refusal (*err, taken
+ * over here).  -EINVAL only when the default does not compile either.
+ */
+static int fall_back_to_default(struct tlsbox_bundle *b, json_t **policy, char **err)
+{
+    json_t *def = tls_policy_default();
+    char *err2 = NULL;
+    b->priority = def ? tls_policy_compile(def, &b->prio, &err2) : NULL;
+    if (!b->priority) {
+        json_decref(def);
+        free(err2);
+        return -EINVAL;
+    }
+    log_err("tls: stored policy version %lld is refused (%s); serving the default "
+            "policy until another is set",
+            (long long)b->policy_id, *err ? *err : "?");
+    b->policy_refused = *err;
+    *err = NULL;
+    json_decref(*policy);
+    *policy = def;
+    return 0;
+}
+
 int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
                      struct tlsbox_bundle **out, char **err)
 {
@@ -507,10 +547,8 @@ int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
     /* Compile again rather than trusting the stored string: the GnuTLS
      * library may have changed under an old row. */
     b->priority = tls_policy_compile(policy, &b->prio, err);
-    if (!b->priority) {
-        rc = -EINVAL;
+    if (!b->priority && (rc = fall_back_to_default(b, &policy, err)) < 0)
         goto fail;
-    }
     if ((rc = gnutls_certificate_allocate_credentials(&b->cred)) < 0) {
         *err = xasprintf("credentials: %s", gnutls_strerror(rc));
         rc = -ENOMEM;

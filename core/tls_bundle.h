@@ -42,6 +42,11 @@ gnutls_certificate_credentials_t tls_bundle_credentials(const struct tlsbox_bund
 /* What the bundle serves for Diffie-Hellman (see tls_dh_load), as JSON text
  * with "bundle": generation; borrowed for the reference's life.  Any thread. */
 const char *tls_bundle_dh_text(const struct tlsbox_bundle *b);
+/** Why the stored policy was refused and the default serves instead, or
+ *  NULL; owned by @p b (valid while the caller holds it). */
+const char *tls_bundle_policy_refused(const struct tlsbox_bundle *b);
+/** The stored policy version @p b was built from. */
+int64_t tls_bundle_policy_id(const struct tlsbox_bundle *b);
 /* The earliest moment a staple in @p b must stop being served (0: no staple). */
 time_t tls_bundle_staple_until(const struct tlsbox_bundle *b);
 
