@@ -63,24 +63,39 @@ void admin_sockaddr_text(const struct sockaddr *sa, char *out, size_t n);
 #define ADMIN_CONN_PER_CLIENT 16
 /* Connections the admin port holds in all.  At this count a new connection
  * closes the one that has waited longest without being answered (idle, in
- * its handshake, or sending its request): clients that open many
- * connections and send nothing cannot keep the admin UI from others. */
+ * its handshake, or sending its request) or whose answer without a session
+ * has run ADMIN_ANON_ANSWER_S: clients that open many connections and send
+ * nothing, or read their answers a byte at a time, cannot keep the admin UI
+ * from others. */
 #define ADMIN_CONN_MAX 64
 /* Room above ADMIN_CONN_MAX in libmicrohttpd's own limit for connections
  * closed that way whose thread has not ended yet. */
 #define ADMIN_CONN_CLOSING 16
 /* libmicrohttpd's accept policy: refuse a client at its limit; at
- * ADMIN_CONN_MAX close the longest waiting connection, or refuse when all
- * are being answered.  Listening thread. */
+ * ADMIN_CONN_MAX close the longest waiting connection, or refuse when none
+ * may be closed.  Listening thread. */
 enum MHD_Result admin_connlimit_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
 /* MHD_OPTION_NOTIFY_CONNECTION: count a client's connections; sets
  * *socket_context for a counted one.  Any thread. */
 void admin_connlimit_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
                             enum MHD_ConnectionNotificationCode code);
-/* @p conn's request has its head read and will be answered (@p answering
- * false: still reading its body, or its answer is done).  Either way its
- * wait starts again now.  The connection's own thread. */
-void admin_connlimit_mark(struct MHD_Connection *conn, bool answering);
+/* An answer to a request without a session (the UI's files, Chart.js, the
+ * log-in) that has run this long may be closed for a new connection when
+ * ADMIN_CONN_MAX are held: a slow reader of Chart.js must not hold its
+ * connection for good.  A browser gets the 550 KB of chart.js in a second
+ * on a LAN, and in 10 s even at 440 kbit/s. */
+#define ADMIN_ANON_ANSWER_S 10
+/* What a connection is doing, for admin_connlimit_mark. */
+enum admin_conn_state {
+    ADMIN_CONN_WAITING,        /* for a request, or for the rest of its body */
+    ADMIN_CONN_ANSWERING_ANON, /* answering a request without a session */
+    ADMIN_CONN_ANSWERING,      /* answering behind a session or the metrics token */
+};
+/* @p conn is now in @p state (its head read and answered without a session
+ * until the session or token is checked; waiting again when its answer is
+ * done).  Either way its wait or answer starts now.  The connection's own
+ * thread. */
+void admin_connlimit_mark(struct MHD_Connection *conn, enum admin_conn_state state);
 
 /* The admin server's own certificate source (admin_cert.c): among the TLS
  * bundle's certificates, the one that names the client's server name, else

@@ -12,8 +12,23 @@
  * held, a new connection now closes the one that has waited longest without
  * being answered: idle between requests, in its TLS handshake, or still
  * sending its request head or body.  nginx treats its idle keep-alive
- * connections the same way when it runs out.  A connection whose request is
- * being answered (a live metrics stream, a download) is never closed here.
+ * connections the same way when it runs out.
+ *
+ * Answers: four clients that ask for Chart.js (200 KB, no login needed) on
+ * their 16 connections each and read it a few bytes at a time (a small
+ * receive window) kept all 64 answering, and each byte read is progress to
+ * libmicrohttpd's timeout, so none ever closed.  nginx closes a connection
+ * that has not taken a write for send_timeout; libmicrohttpd does not say
+ * how an answer progresses (a file is sent from inside it), and an attacker
+ * can read just often enough anyway.  So an answer to a request without a
+ * session that has run ADMIN_ANON_ANSWER_S counts as waiting since it
+ * started: the UI's files and the log-in answer take well under a second,
+ * so only a slow reader is closed, and only when a new connection needs
+ * its room.  Such a connection is reset, not shut down gracefully: the rest
+ * of its answer is dropped from the kernel's send buffer at once, as nginx's
+ * reset_timedout_connection does.  An answer behind a session or the
+ * metrics token (a live metrics stream, an admin's download) is never
+ * closed here: those clients have logged in.
  *
  * Counted from libmicrohttpd's connection notifications and checked by its
  * accept policy (both in the listening thread for a new connection; closes,
@@ -45,8 +60,8 @@ struct held {
     struct client *client;
     int fd;
     uint64_t since_ms; /* accepted, or its last request head read or answered */
-    bool answering;    /* a request is being answered: never closed here */
-    bool closing;      /* shut down here; no longer counted */
+    enum admin_conn_state state;
+    bool closing; /* shut down here; no longer counted */
     char addr[INET6_ADDRSTRLEN];
 };
 
@@ -110,34 +125,50 @@ static unsigned counted(void)
     return n;
 }
 
-/* Shut down the counted connection that has waited longest unanswered, for
- * a new one from @p for_addr; false when every one is being answered.
- * Under lock. */
+/* May @p h be closed for a new connection at @p now?  Under lock. */
+static bool closable(const struct held *h, uint64_t now)
+{
+    if (!h->conn || h->closing)
+        return false;
+    return h->state == ADMIN_CONN_WAITING ||
+           (h->state == ADMIN_CONN_ANSWERING_ANON &&
+            now - h->since_ms >= (uint64_t)ADMIN_ANON_ANSWER_S * 1000);
+}
+
+/* Shut down the counted connection that has waited longest unanswered, or
+ * answered longest without a session past ADMIN_ANON_ANSWER_S, for a new
+ * one from @p for_addr; false when there is none.  Under lock. */
 static bool close_longest_waiting(const struct sockaddr *for_addr)
 {
+    uint64_t now = now_ms();
     struct held *pick = NULL;
     for (int i = 0; i < SLOTS; i++) {
         struct held *h = &helds[i];
-        if (h->conn && !h->closing && !h->answering && (!pick || h->since_ms < pick->since_ms))
+        if (closable(h, now) && (!pick || h->since_ms < pick->since_ms))
             pick = h;
     }
     if (!pick)
         return false;
+    bool answering = pick->state != ADMIN_CONN_WAITING;
+    if (answering) { /* libmicrohttpd's close() then resets it */
+        struct linger reset = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(pick->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    }
     shutdown(pick->fd, SHUT_RDWR);
     pick->closing = true;
     if (pick->client)
         pick->client->n--;
-    uint64_t now = now_ms();
     closed_unlogged++;
     /* One line per 10 s at most: a client that keeps connecting must not
      * flood the log. */
     if (last_log_ms == 0 || now - last_log_ms >= 10000) {
         char text[INET6_ADDRSTRLEN];
         admin_sockaddr_text(for_addr, text, sizeof text);
-        log_warn("admin: all %d admin connections held: closed the one from %s, waiting %llu s "
-                 "unanswered, for a new one from %s (%u closed so since the previous such line)",
-                 ADMIN_CONN_MAX, pick->addr, (unsigned long long)(now - pick->since_ms) / 1000,
-                 text, closed_unlogged);
+        log_warn("admin: all %d admin connections held: closed the one from %s, %s %llu s%s, for "
+                 "a new one from %s (%u closed so since the previous such line)",
+                 ADMIN_CONN_MAX, pick->addr, answering ? "answering" : "waiting",
+                 (unsigned long long)(now - pick->since_ms) / 1000,
+                 answering ? " without a session" : " unanswered", text, closed_unlogged);
         closed_unlogged = 0;
         last_log_ms = now;
     }
@@ -159,9 +190,9 @@ enum MHD_Result admin_connlimit_accept(void *cls, const struct sockaddr *addr, s
         if (!ok) {
             char text[INET6_ADDRSTRLEN];
             admin_sockaddr_text(addr, text, sizeof text);
-            log_warn("admin: all %d admin connections are answering requests: a new one from %s "
-                     "refused",
-                     ADMIN_CONN_MAX, text);
+            log_warn("admin: all %d admin connections are answering requests (none without a "
+                     "session for %d s): a new one from %s refused",
+                     ADMIN_CONN_MAX, ADMIN_ANON_ANSWER_S, text);
         }
     }
     pthread_mutex_unlock(&lock);
@@ -206,7 +237,7 @@ void admin_connlimit_notify(void *cls, struct MHD_Connection *conn, void **socke
     pthread_mutex_unlock(&lock);
 }
 
-void admin_connlimit_mark(struct MHD_Connection *conn, bool answering)
+void admin_connlimit_mark(struct MHD_Connection *conn, enum admin_conn_state state)
 {
     const union MHD_ConnectionInfo *si =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -214,7 +245,7 @@ void admin_connlimit_mark(struct MHD_Connection *conn, bool answering)
         return;
     pthread_mutex_lock(&lock);
     struct held *h = si->socket_context;
-    h->answering = answering;
+    h->state = state;
     h->since_ms = now_ms();
     pthread_mutex_unlock(&lock);
 }

@@ -297,6 +297,7 @@ static enum MHD_Result metrics_endpoint(struct MHD_Connection *conn)
     if (!ok)
         return api_mhd_error(conn, 401,
                              "/metrics needs Authorization: Bearer <admin.metrics_token>");
+    admin_connlimit_mark(conn, ADMIN_CONN_ANSWERING);
     return api_mhd_respond(conn, 200, metrics_render_prometheus(),
                            "text/plain; version=0.0.4; charset=utf-8");
 }
@@ -309,6 +310,8 @@ static enum MHD_Result api_endpoint(struct MHD_Connection *conn, const char *url
     struct admin_session s;
     if (admin_session_get(cookie, &s) < 0)
         return api_mhd_error(conn, 401, "log in first (no session, or it expired)");
+    /* Logged in: never closed for a new connection (the live stream). */
+    admin_connlimit_mark(conn, ADMIN_CONN_ANSWERING);
     if (strcmp(url, API_PREFIX "live") == 0 && strcmp(method, "GET") == 0)
         return admin_live_serve(conn, cookie);
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
@@ -352,10 +355,11 @@ static enum MHD_Result admin_access(void *cls, struct MHD_Connection *conn, cons
     if (api_mhd_collect(*con_cls ? 0 : body_limit(conn, url), conn, upload_data, upload_data_size,
                         con_cls)) {
         if (head_only) /* a body may follow: still waiting on the client */
-            admin_connlimit_mark(conn, false);
+            admin_connlimit_mark(conn, ADMIN_CONN_WAITING);
         return MHD_YES;
     }
-    admin_connlimit_mark(conn, true);
+    /* Without a session until api_endpoint or /metrics finds one. */
+    admin_connlimit_mark(conn, ADMIN_CONN_ANSWERING_ANON);
     const struct api_mhd_request *rq = *con_cls;
     if (rq->too_large)
         return api_mhd_error(conn, 413, "request body too large");
@@ -380,7 +384,7 @@ static enum MHD_Result admin_access(void *cls, struct MHD_Connection *conn, cons
 static void admin_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                             enum MHD_RequestTerminationCode toe)
 {
-    admin_connlimit_mark(conn, false);
+    admin_connlimit_mark(conn, ADMIN_CONN_WAITING);
     api_mhd_completed(cls, conn, con_cls, toe);
 }
 
