@@ -59,7 +59,8 @@ int ocsp_request_build(gnutls_x509_crt_t leaf, gnutls_x509_crt_t issuer, gnutls_
  * OCSP signing (EKU); a SingleResponse whose CertID matches @p leaf;
  * thisUpdate not in the future (beyond OCSP_CLOCK_SKEW); unless the status
  * is REVOKED (final: nextUpdate may be absent or past), nextUpdate present,
- * after thisUpdate and after @p now, and not after the leaf's expiry.
+ * after thisUpdate and after @p now.  A nextUpdate after the leaf's expiry
+ * is accepted (see ocsp_staple_until).
  * Returns 0 with @p out filled (good, revoked or unknown), or -EINVAL /
  * -EBADMSG with a reason in @p err (@p errlen bytes).
  */
@@ -112,6 +113,11 @@ int ocsp_check_not_older(const char *what, time_t this_update, time_t held, char
 /* Schedule: a staple leaves the bundle at nextUpdate minus
  * min(@p margin, a quarter of thisUpdate..nextUpdate). */
 time_t ocsp_serve_until(time_t this_update, time_t next_update, time_t margin);
+/* ocsp_serve_until, but never after @p not_after, the leaf's expiry
+ * ((time_t)-1: unknown): an answer may hold longer than its certificate,
+ * a staple must not.  No margin before not_after: a client checks the
+ * leaf's expiry itself. */
+time_t ocsp_staple_until(time_t this_update, time_t next_update, time_t not_after, time_t margin);
 /* Refresh at half of thisUpdate..nextUpdate plus @p jitter_permille / 1000 of
  * a tenth of it, but not before @p now + @p min_gap: an answer already past
  * its half-life (a responder or its cache handing out an old one) would
