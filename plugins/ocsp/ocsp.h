@@ -31,6 +31,10 @@ enum ocsp_cert_status {
     OCSP_STATUS_MAX
 };
 
+/* CRLReason certificateHold (RFC 5280 5.3.1): the one revocation that
+ * may be undone. */
+#define OCSP_REASON_CERTIFICATE_HOLD 6
+
 struct ocsp_answer {
     enum ocsp_cert_status status;
     /* next_update is (time_t)-1 when the answer has none (REVOKED only). */
@@ -81,10 +85,13 @@ char *ocsp_crl_url(gnutls_x509_crt_t leaf);
  * CRLs); every critical extension understood; complete and for @p url (no
  * delta CRL; an issuing distribution point, when present, names @p url and
  * limits neither reasons nor issuers); thisUpdate not in the future (beyond
- * OCSP_CLOCK_SKEW); nextUpdate present and after @p now.  Returns 0 with
- * @p out filled: GOOD when @p leaf's serial is not listed, REVOKED with
- * revoked_at when it is (produced_at = thisUpdate; revocation_reason -1),
- * or -EINVAL / -EBADMSG with a reason in @p err (@p errlen bytes).
+ * OCSP_CLOCK_SKEW).  Returns 0 with @p out filled: GOOD when @p leaf's
+ * serial is not listed and nextUpdate is present and after @p now; REVOKED
+ * with revoked_at and revocation_reason (-1: none given) when it is listed,
+ * whatever the nextUpdate (a revocation is final), except on hold
+ * (OCSP_REASON_CERTIFICATE_HOLD: it may be lifted), which needs nextUpdate
+ * present and after @p now as GOOD does (produced_at = thisUpdate); or
+ * -EINVAL / -EBADMSG with a reason in @p err (@p errlen bytes).
  */
 int ocsp_crl_check(const unsigned char *data, size_t len, const char *url, gnutls_x509_crt_t leaf,
                    gnutls_x509_crt_t issuer, time_t now, struct ocsp_answer *out, char *err,
