@@ -103,8 +103,13 @@ int tls_staple_store(sqlite3 *db, const char *name, const unsigned char *der, si
         goto out;
     if ((rc = staple_check(der, len, leaf, now, &tu, &nu, err)) < 0)
         goto out;
+    /* Never past the answer's nextUpdate, nor past the leaf's expiry: an
+     * answer may hold longer than its certificate, a staple must not. */
+    time_t not_after = gnutls_x509_crt_get_expiration_time(leaf);
     if (serve_until > nu)
         serve_until = nu;
+    if (not_after != (time_t)-1 && serve_until > not_after)
+        serve_until = not_after;
     if (serve_until <= now) {
         *err = xstrdup("the OCSP response would be served for no time at all");
         rc = -EINVAL;

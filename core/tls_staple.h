@@ -1,7 +1,7 @@
 /* OCSP staples the TLS bundle loads: the tls_staples table (migration 0005).
  * The ocsp plugin fetches and verifies; the core checks again what it is
  * given, keeps one staple per certificate and never serves one past its
- * serve_until (itself never past nextUpdate). */
+ * serve_until (itself never past nextUpdate nor the leaf's expiry). */
 #ifndef TLSBOX_CORE_TLS_STAPLE_H
 #define TLSBOX_CORE_TLS_STAPLE_H
 
@@ -13,7 +13,8 @@
 
 /*
  * Store @p der (a DER OCSPResponse) as the staple of certificate @p name, to
- * be served until @p serve_until (clipped to the response's nextUpdate), or
+ * be served until @p serve_until (clipped to the response's nextUpdate and to
+ * the leaf's expiry: a nextUpdate after it is allowed), or
  * delete the staple when @p der is NULL.  The response must be successful,
  * answer for the stored leaf (CertID) with status good, and have a nextUpdate
  * after @p now.  Returns 0; -ENOENT (no certificate of that name, or nothing

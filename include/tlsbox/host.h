@@ -425,7 +425,9 @@ struct tlsbox_host {
      * Set the OCSP staple of certificate @p cert_name to @p der (a DER
      * OCSPResponse, @p der_len bytes, copied), served until @p serve_until
      * (Unix seconds; clipped to the response's nextUpdate, after which GnuTLS
-     * would refuse it anyway); or clear it when @p der is NULL.  The core
+     * would refuse it anyway, and to the leaf's expiry: a nextUpdate after it
+     * is allowed, a staple outliving its certificate is not); or clear it
+     * when @p der is NULL.  The core
      * checks the response is successful, answers for the stored leaf with
      * status good and is not past nextUpdate (it does not check the
      * signature: that is the caller's job), stores it, publishes

@@ -31,6 +31,10 @@ enum ocsp_cert_status {
     OCSP_STATUS_MAX
 };
 
+/* CRLReason certificateHold (RFC 5280 5.3.1): the one revocation that
+ * may be undone. */
+#define OCSP_REASON_CERTIFICATE_HOLD 6
+
 struct ocsp_answer {
     enum ocsp_cert_status status;
     /* next_update is (time_t)-1 when the answer has none (REVOKED only). */
@@ -59,7 +63,8 @@ int ocsp_request_build(gnutls_x509_crt_t leaf, gnutls_x509_crt_t issuer, gnutls_
  * OCSP signing (EKU); a SingleResponse whose CertID matches @p leaf;
  * thisUpdate not in the future (beyond OCSP_CLOCK_SKEW); unless the status
  * is REVOKED (final: nextUpdate may be absent or past), nextUpdate present,
- * after thisUpdate and after @p now, and not after the leaf's expiry.
+ * after thisUpdate and after @p now.  A nextUpdate after the leaf's expiry
+ * is accepted (see ocsp_staple_until).
  * Returns 0 with @p out filled (good, revoked or unknown), or -EINVAL /
  * -EBADMSG with a reason in @p err (@p errlen bytes).
  */
@@ -80,10 +85,13 @@ char *ocsp_crl_url(gnutls_x509_crt_t leaf);
  * CRLs); every critical extension understood; complete and for @p url (no
  * delta CRL; an issuing distribution point, when present, names @p url and
  * limits neither reasons nor issuers); thisUpdate not in the future (beyond
- * OCSP_CLOCK_SKEW); nextUpdate present and after @p now.  Returns 0 with
- * @p out filled: GOOD when @p leaf's serial is not listed, REVOKED with
- * revoked_at when it is (produced_at = thisUpdate; revocation_reason -1),
- * or -EINVAL / -EBADMSG with a reason in @p err (@p errlen bytes).
+ * OCSP_CLOCK_SKEW).  Returns 0 with @p out filled: GOOD when @p leaf's
+ * serial is not listed and nextUpdate is present and after @p now; REVOKED
+ * with revoked_at and revocation_reason (-1: none given) when it is listed,
+ * whatever the nextUpdate (a revocation is final), except on hold
+ * (OCSP_REASON_CERTIFICATE_HOLD: it may be lifted), which needs nextUpdate
+ * present and after @p now as GOOD does (produced_at = thisUpdate); or
+ * -EINVAL / -EBADMSG with a reason in @p err (@p errlen bytes).
  */
 int ocsp_crl_check(const unsigned char *data, size_t len, const char *url, gnutls_x509_crt_t leaf,
                    gnutls_x509_crt_t issuer, time_t now, struct ocsp_answer *out, char *err,
@@ -112,6 +120,11 @@ int ocsp_check_not_older(const char *what, time_t this_update, time_t held, char
 /* Schedule: a staple leaves the bundle at nextUpdate minus
  * min(@p margin, a quarter of thisUpdate..nextUpdate). */
 time_t ocsp_serve_until(time_t this_update, time_t next_update, time_t margin);
+/* ocsp_serve_until, but never after @p not_after, the leaf's expiry
+ * ((time_t)-1: unknown): an answer may hold longer than its certificate,
+ * a staple must not.  No margin before not_after: a client checks the
+ * leaf's expiry itself. */
+time_t ocsp_staple_until(time_t this_update, time_t next_update, time_t not_after, time_t margin);
 /* Refresh at half of thisUpdate..nextUpdate plus @p jitter_permille / 1000 of
  * a tenth of it, but not before @p now + @p min_gap: an answer already past
  * its half-life (a responder or its cache handing out an old one) would

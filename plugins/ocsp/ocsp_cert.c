@@ -96,6 +96,12 @@ time_t ocsp_serve_until(time_t this_update, time_t next_update, time_t margin)
     return next_update - (margin < quarter ? margin : quarter);
 }
 
+time_t ocsp_staple_until(time_t this_update, time_t next_update, time_t not_after, time_t margin)
+{
+    time_t until = ocsp_serve_until(this_update, next_update, margin);
+    return not_after != (time_t)-1 && not_after < until ? not_after : until;
+}
+
 time_t ocsp_refresh_at(time_t this_update, time_t next_update, time_t serve_until, time_t now,
                        time_t min_gap, unsigned jitter_permille)
 {

@@ -432,6 +432,27 @@ static time_t clamp_time(int64_t t)
     return (time_t)t;
 }
 
+/* The CRL's nextUpdate, judged by what it says of the leaf (@p found: its
+ * serial is listed, for @p reason).  "Not listed" holds only until
+ * nextUpdate: it must be present and ahead.  A revocation is final (RFC
+ * 5280 3.3): a CRL that lists the serial proves it however old, as a
+ * REVOKED OCSP answer does whatever its nextUpdate.  Except a hold, which
+ * may be lifted since: on hold is believed only from a current CRL. */
+static int crl_check_next(const struct crl *c, int found, int reason, time_t now, char *err,
+                          size_t errlen)
+{
+    if (found && reason != OCSP_REASON_CERTIFICATE_HOLD)
+        return 0;
+    const char *held =
+        found ? " (it lists the certificate on hold, which may have been lifted)" : "";
+    if (!c->has_next)
+        return ocsp_errf(err, errlen, "no nextUpdate: cannot tell how long the CRL holds%s", held);
+    if (c->next_update <= (int64_t)now)
+        return ocsp_errf(err, errlen, "expired: nextUpdate was %lld s ago%s",
+                         (long long)((int64_t)now - c->next_update), held);
+    return 0;
+}
+
 int ocsp_crl_check(const unsigned char *data, size_t len, const char *url, gnutls_x509_crt_t leaf,
                    gnutls_x509_crt_t issuer, time_t now, struct ocsp_answer *out, char *err,
                    size_t errlen)
@@ -467,20 +488,13 @@ int ocsp_crl_check(const unsigned char *data, size_t len, const char *url, gnutl
                        (long long)(c.this_update - (int64_t)now));
         goto out;
     }
-    if (!c.has_next) {
-        rc = ocsp_errf(err, errlen, "no nextUpdate: cannot tell how long the CRL holds");
-        goto out;
-    }
-    if (c.next_update <= (int64_t)now) {
-        rc = ocsp_errf(err, errlen, "expired: nextUpdate was %lld s ago",
-                       (long long)((int64_t)now - c.next_update));
-        goto out;
-    }
     int found = find_serial(&c, leaf, out, err, errlen);
     if (found < 0) {
         rc = found;
         goto out;
     }
+    if ((rc = crl_check_next(&c, found, out->revocation_reason, now, err, errlen)) < 0)
+        goto out;
     out->status = found ? OCSP_STATUS_REVOKED : OCSP_STATUS_GOOD;
     if (!found)
         out->revoked_at = 0;

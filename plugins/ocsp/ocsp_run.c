@@ -131,10 +131,18 @@ static int run_fetch(struct ocsp *o, const struct ocsp_conf *conf, struct run_ce
     return r;
 }
 
+/* A good answer: stapled until its nextUpdate (less the margin) or the
+ * leaf's expiry @p not_after, whichever comes first, and refreshed at its
+ * half-life but never after that end. */
 static void run_good(struct ocsp *o, const struct ocsp_conf *conf, struct ocsp_row *row,
-                     const struct ocsp_body *body, const struct ocsp_answer *a, time_t now)
+                     const struct ocsp_body *body, const struct ocsp_answer *a, time_t not_after,
+                     time_t now)
 {
-    time_t until = ocsp_serve_until(a->this_update, a->next_update, conf->margin);
+    if (not_after != (time_t)-1 && not_after <= now) {
+        run_fail(o, conf, row, "the certificate has expired: nothing to staple", now);
+        return;
+    }
+    time_t until = ocsp_staple_until(a->this_update, a->next_update, not_after, conf->margin);
     int r = o->host->staple_set(o->self, row->cert_name, body->data, body->len, until);
     if (r < 0) {
         run_fail(o, conf, row, "the core refused the staple (see its log)", now);
@@ -159,8 +167,11 @@ static void run_good(struct ocsp *o, const struct ocsp_conf *conf, struct ocsp_r
     row->next_refresh =
         ocsp_refresh_at(a->this_update, a->next_update, until, now, conf->retry_min, rnd % 1001);
     o->host->log(o->self, TLSBOX_LOG_INFO,
-                 "%s: OCSP good, stapled until %lld (nextUpdate %lld), refresh at %lld",
+                 "%s: OCSP good, stapled until %lld (nextUpdate %lld%s), refresh at %lld",
                  row->cert_name, (long long)until, (long long)a->next_update,
+                 not_after != (time_t)-1 && a->next_update > not_after
+                     ? ", after the certificate expires"
+                     : "",
                  (long long)row->next_refresh);
 }
 
@@ -355,7 +366,7 @@ static void run_refresh(struct ocsp *o, const struct ocsp_conf *conf, struct run
         set_str(&row->crl_etag, v.new_etag);
         set_str(&row->crl_last_modified, v.new_last_modified);
     } else if (a.status == OCSP_STATUS_GOOD) {
-        run_good(o, conf, row, &body, &a, now);
+        run_good(o, conf, row, &body, &a, gnutls_x509_crt_get_expiration_time(c->crts[0]), now);
     } else if (a.status == OCSP_STATUS_REVOKED) {
         run_revoked(o, conf, c, row, &a, now);
     } else {

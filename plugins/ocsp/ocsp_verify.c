@@ -42,12 +42,14 @@ static int find_single(gnutls_ocsp_resp_t resp, gnutls_x509_crt_t leaf)
 
 /* Times: thisUpdate readable and not ahead of us, whatever the status.  A
  * GOOD (or UNKNOWN) answer is stapled and believed until its nextUpdate:
- * that must be present, ahead, and not after the leaf expires.  A REVOKED
- * answer says something that does not run out: RFC 6960 lets it leave
- * nextUpdate out, and one past it or outliving the leaf still tells that
- * the certificate was revoked (refusing it would keep a good staple). */
-static int check_times(const struct ocsp_answer *a, gnutls_x509_crt_t leaf, time_t now, char *err,
-                       size_t errlen)
+ * that must be present and ahead.  It may run past the leaf's expiry (RFC
+ * 6960 does not forbid it, and a responder giving 7-day answers does so in
+ * each certificate's last days): the staple is then kept only until the
+ * leaf expires (ocsp_staple_until).  A REVOKED answer says something that
+ * does not run out: RFC 6960 lets it leave nextUpdate out, and one past it
+ * still tells that the certificate was revoked (refusing it would keep a
+ * good staple). */
+static int check_times(const struct ocsp_answer *a, time_t now, char *err, size_t errlen)
 {
     if (a->this_update == (time_t)-1)
         return ocsp_errf(err, errlen, "unreadable thisUpdate");
@@ -63,9 +65,6 @@ static int check_times(const struct ocsp_answer *a, gnutls_x509_crt_t leaf, time
     if (a->next_update <= now)
         return ocsp_errf(err, errlen, "expired: nextUpdate was %lld s ago",
                          (long long)(now - a->next_update));
-    time_t expiry = gnutls_x509_crt_get_expiration_time(leaf);
-    if (expiry != (time_t)-1 && a->next_update > expiry)
-        return ocsp_errf(err, errlen, "nextUpdate is after the certificate expires");
     return 0;
 }
 
@@ -119,7 +118,7 @@ int ocsp_verify(const unsigned char *der, size_t len, gnutls_x509_crt_t leaf,
                                                        : OCSP_STATUS_UNKNOWN;
     out->revoked_at = out->status == OCSP_STATUS_REVOKED ? revoked_at : 0;
     out->revocation_reason = (int)reason;
-    rc = check_times(out, leaf, now, err, errlen);
+    rc = check_times(out, now, err, errlen);
 out:
     gnutls_ocsp_resp_deinit(resp);
     return rc;

@@ -6,7 +6,8 @@
 # agree; a certificate without a responder URL and a short-lived one are
 # "not applicable" and cause no request; metrics count the fetch.  With
 # the policy's ocsp_stapling off the status, tlsboxctl and the staple age
-# gauge say no staple is sent, and why.
+# gauge say no staple is sent, and why.  A good answer whose nextUpdate is
+# after the certificate expires is stapled until the certificate expires.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 . "$(dirname "$0")/ocsp_lib.sh"
@@ -33,19 +34,32 @@ is "$(oc_status ocsp.test responder)" "http://127.0.0.1:$OC_PORT/" "responder re
 n_req=$(oc_requests)
 is "$n_req" 1 "one request reached the responder"
 
-serial=$(openssl x509 -in "$OC/ocsp.test.pem" -noout -serial | cut -d= -f2)
-out=$(oc_staple ocsp.test)
-like "$out" "OCSP Response Status: successful" "s_client -status: successful"
-like "$out" "Cert Status: good" "s_client -status: Cert Status good"
-like "$out" "Serial Number: $serial" "the staple answers for the served leaf's serial"
-next=$(oc_status ocsp.test next_update)
-like "$out" "Next Update: $(date -u -d "@$next" '+%b %e %H:%M:%S %Y' | sed 's/  / +/')" \
-    "the staple's Next Update is the one tlsboxctl shows"
-g=$(timeout 10 gnutls-cli --ocsp --x509cafile "$OC/root.pem" --port "$SITE_HTTPS" \
-    --sni-hostname ocsp.test --verify-hostname ocsp.test 127.0.0.1 </dev/null 2>&1)
-like "$g" "Options: OCSP status request" "gnutls-cli --ocsp: a checked OCSP staple"
-like "$g" "Status: The certificate is trusted" "gnutls-cli --ocsp: trusted (the staple says good)"
-unlike "$g" "OCSP status: revoked|Cannot verify OCSP" "gnutls-cli has no OCSP complaint"
+# gnutls_ocsp NAME: gnutls-cli --ocsp (it checks the staple) against the site.
+gnutls_ocsp() {
+    timeout 10 gnutls-cli --ocsp --x509cafile "$OC/root.pem" --port "$SITE_HTTPS" \
+        --sni-hostname "$1" --verify-hostname "$1" 127.0.0.1 </dev/null 2>&1
+}
+# staple_served NAME: what openssl s_client -status and gnutls-cli --ocsp
+# are sent for NAME is a good answer for its serial, with the This and
+# Next Update tlsboxctl shows.
+staple_served() {
+    local name=$1 out g serial when
+    serial=$(openssl x509 -in "$OC/$name.pem" -noout -serial | cut -d= -f2)
+    out=$(oc_staple "$name")
+    like "$out" "OCSP Response Status: successful" "$name: s_client -status: successful"
+    like "$out" "Cert Status: good" "$name: s_client -status: Cert Status good"
+    like "$out" "Serial Number: $serial" "$name: the staple answers for the served leaf's serial"
+    for when in This:this_update Next:next_update; do
+        like "$out" "${when%%:*} Update: $(date -u -d "@$(oc_status "$name" "${when#*:}")" \
+            '+%b %e %H:%M:%S %Y' | sed 's/  / +/')" \
+            "$name: the staple's ${when%%:*} Update is the one tlsboxctl shows"
+    done
+    g=$(gnutls_ocsp "$name")
+    like "$g" "Options: OCSP status request" "$name: gnutls-cli --ocsp: a checked OCSP staple"
+    like "$g" "Status: The certificate is trusted" "$name: gnutls-cli --ocsp: trusted (good)"
+    unlike "$g" "OCSP status: revoked|Cannot verify OCSP" "$name: gnutls-cli has no OCSP complaint"
+}
+staple_served ocsp.test
 
 # Not applicable: no responder URL; short-lived (5 days).
 tb_ctl cert import --cert "$OC/noaia.pem" --key "$OC/noaia.key" --name noaia.test >/dev/null
@@ -139,10 +153,42 @@ tb_wait_port "$SITE_HTTPS" || bail "site not listening after restart"
 out=$(oc_staple ocsp.test)
 like "$out" "OCSP Response Status: successful" "first connection after the restart: successful"
 like "$out" "Cert Status: good" "first connection after the restart: good"
-g=$(timeout 10 gnutls-cli --ocsp --x509cafile "$OC/root.pem" --port "$SITE_HTTPS" \
-    --sni-hostname ocsp.test --verify-hostname ocsp.test 127.0.0.1 </dev/null 2>&1)
-like "$g" "Options: OCSP status request" "gnutls-cli --ocsp agrees after the restart"
+like "$(gnutls_ocsp ocsp.test)" "Options: OCSP status request" \
+    "gnutls-cli --ocsp agrees after the restart"
 sleep 1
 is "$(oc_requests)" "$n_req" "no request after the restart: the staple was still fresh"
+
+# A good answer whose nextUpdate is after the certificate expires, as a
+# responder with 7-day answers gives in each certificate's last days (here
+# an 8-day leaf and 9-day answers): stapled, and kept only until the
+# certificate expires, by the plugin and by the core.
+oc_make_leaf late.test 8 || bail "leaf late.test"
+oc_start_responder -ndays 9 || bail "responder with 9-day answers"
+tb_ctl cert import --cert "$OC/late.test.pem" --chain "$OC/inter.pem" --key "$OC/late.test.key" \
+    --name late.test >/dev/null || bail "import late.test"
+oc_wait_status late.test stapled true 20
+ok $? "an answer that outlives the certificate: stapled"
+is "$(oc_status late.test status)/$(oc_status late.test last_error)/$(oc_status late.test failures)" \
+    "good/null/0" "status good, no error, no failure"
+[ "$(oc_status late.test stapled)" = true ] ||
+    bail "late.test is not stapled: $(oc_status late.test last_error)"
+not_after=$(date -u -d "$(openssl x509 -in "$OC/late.test.pem" -noout -enddate | cut -d= -f2)" +%s)
+tu=$(oc_status late.test this_update)
+next=$(oc_status late.test next_update)
+# openssl ocsp reads the clock once for each: a second may pass between.
+d=$((next - tu - 9 * 86400))
+ok $((d < 0 || d > 1)) "the answer's nextUpdate is kept as it is (9 days on, +$d s)"
+ok $((next <= not_after)) "which is after the certificate expires (+$((next - not_after)) s)"
+is "$(oc_status late.test serve_until)" "$not_after" \
+    "the staple is served until the certificate expires, not after"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" "SELECT serve_until, next_update FROM tls_staples
+    WHERE cert_name = 'late.test'")" "$not_after|$next" \
+    "the core keeps it until the certificate expires too (its nextUpdate as it is)"
+nr=$(oc_status late.test next_refresh)
+ok $((nr >= not_after)) "refreshed before the certificate expires ($((not_after - nr)) s before)"
+like "$(grep 'late.test: OCSP good' "$TB_TMP/daemon.log")" \
+    "stapled until $not_after \(nextUpdate $next, after the certificate expires\)" \
+    "the log says so"
+staple_served late.test # its Next Update after the certificate expires
 tb_stop_daemon
 done_testing

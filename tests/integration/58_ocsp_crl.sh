@@ -8,7 +8,9 @@
 # big, gone) is refused, saying what and where, and leaves the status as it
 # was; a CRL that runs out reads STALE; a revocation listed in the CRL
 # reads REVOKED in tlsboxctl, the log, the metric, the webhook and the web
-# UI, and an older CRL that does not list it yet does not undo it.  An
+# UI, and an older CRL that does not list it yet does not undo it.  A stale
+# CRL (past its nextUpdate) that lists a certificate proves it revoked all
+# the same, unless on hold; one that does not list it does not make it good.  An
 # unchanged CRL is asked for conditionally and not downloaded again:
 # If-Modified-Since to http.server, If-None-Match and If-Modified-Since to
 # nginx.
@@ -263,6 +265,72 @@ ok $? "tlsboxd stops cleanly"
 oc_start_tlsbox || bail "tlsboxd did not start again"
 is "$(tb_wait_says 20 revoked oc_status crl.test status)" revoked "after a restart: still revoked"
 is "$(oc_status crl2.test method)" crl "and the other still checked by CRL"
+
+# 7. A stale CRL (past its nextUpdate) cannot say "not listed, so good"
+# any more, but one that lists a certificate still proves it revoked: a
+# revocation is final, as a REVOKED OCSP answer is whatever its nextUpdate.
+# Not a hold, which may have been lifted since.  Its own URL, a plain CRL.
+SURL="http://127.0.0.1:$CP/stale/inter.crl"
+for n in stale.test held.test unlisted.test; do
+    OC_AIA=0 oc_make_leaf "$n" 30 "crlDistributionPoints=URI:$SURL" || bail "leaf $n"
+done
+openssl ca -config "$OC/crl.cnf" -revoke "$OC/stale.test.pem" -keyfile "$OC/inter.key" \
+    -cert "$OC/inter.pem" -crl_reason keyCompromise >>"$OC/setup.log" 2>&1 || bail "revoke"
+openssl ca -config "$OC/crl.cnf" -revoke "$OC/held.test.pem" -keyfile "$OC/inter.key" \
+    -cert "$OC/inter.pem" -crl_hold holdInstructionNone >>"$OC/setup.log" 2>&1 || bail "hold"
+mkdir -p "$WWW/stale"
+WWW="$WWW/stale" crl_publish plain inter -crl_lastupdate "$(date -u -d '-2 days' +%Y%m%d%H%M%SZ)" \
+    -crl_nextupdate "$(date -u -d '-1 day' +%Y%m%d%H%M%SZ)" || bail "stale CRL"
+stale_next=$(crl_next_update)
+ok $((stale_next >= $(date +%s))) "the CRL's nextUpdate is a day ago"
+# when_of NAME: the revocation date the CRL gives NAME's serial, in seconds.
+when_of() {
+    local s
+    s=$(openssl x509 -in "$OC/$1.pem" -noout -serial | cut -d= -f2)
+    date -u -d "$(openssl crl -in "$OC/last.crl.pem" -noout -text |
+        awk -v s="$s" '$1 == "Serial" && $3 == s {getline; sub(/.*Revocation Date: /, ""); print}')" +%s
+}
+like "$(openssl crl -in "$OC/last.crl.pem" -noout -text)" "Certificate Hold" \
+    "it lists held.test on hold"
+revoked_before=$(tb_ctl metrics | awk '$1 == "tlsbox_ocsp_revoked_total" {print $2}')
+for n in stale.test held.test unlisted.test; do
+    tb_ctl cert import --cert "$OC/$n.pem" --chain "$OC/inter.pem" --key "$OC/$n.key" \
+        --name "$n" >/dev/null || bail "import $n"
+done
+oc_wait_status stale.test status revoked 20
+ok $? "a stale CRL listing the certificate (keyCompromise): status revoked"
+is "$(oc_status stale.test answer)/$(oc_status stale.test stapled)/$(oc_status stale.test last_error)" \
+    "revoked/false/null" "the API: answer revoked, not stapled, no error"
+is "$(oc_status stale.test revoked_at)" "$(when_of stale.test)" "revoked at the CRL's date for it"
+is "$(oc_status stale.test next_update)" "$stale_next" "the CRL's nextUpdate, past, as it is"
+like "$(tb_ctl ocsp status stale.test)" "status +REVOKED" "tlsboxctl ocsp status: REVOKED"
+like "$(oc_staple stale.test)" "OCSP response: no response sent" "no staple is sent"
+is "$(sqlite3 "$db" "SELECT count(*) FROM tls_staples WHERE cert_name = 'stale.test'")" 0 \
+    "the core holds no staple for it"
+sserial=$(openssl x509 -in "$OC/stale.test.pem" -noout -serial | cut -d= -f2 | tr A-F a-f)
+case $sserial in [89a-f]*) sserial=00$sserial ;; esac
+like "$(grep ERR "$TB_TMP/daemon.log")" \
+    "ocsp: stale.test: certificate REVOKED \(serial $sserial, at [0-9]+, reason 1\) says the CRL at $SURL" \
+    "the error line in the log"
+is "$(tb_ctl metrics | awk '$1 == "tlsbox_ocsp_revoked_total" {print $2}')" \
+    "$((revoked_before + 1))" "the metric counts the revocation"
+is "$(tb_wait_says 20 2 grep -c '"event": "ocsp.revoked"' "$hooks")" 2 "a second ocsp.revoked event"
+is "$(grep '"event": "ocsp.revoked"' "$hooks" | jq -r '.body | fromjson | .data |
+    select(.name == "stale.test") | .method + " " + .serial')" "crl $sserial" \
+    "the webhook is told: stale.test revoked, by CRL"
+oc_wait_status unlisted.test failures 1 20
+ok $? "the same stale CRL, not listing another certificate: refused"
+like "$(oc_status unlisted.test last_error)" "^$SURL: CRL refused: expired: nextUpdate was [0-9]+ s ago$" \
+    "saying it ran out"
+is "$(oc_status unlisted.test status)/$(oc_status unlisted.test next_update)" "pending/null" \
+    "not made good: still pending, no CRL facts kept"
+oc_wait_status held.test failures 1 20
+ok $? "the same stale CRL, listing a certificate on hold: refused"
+like "$(oc_status held.test last_error)" \
+    "^$SURL: CRL refused: expired: nextUpdate was [0-9]+ s ago \(it lists the certificate on hold, which may have been lifted\)$" \
+    "saying it ran out and the hold may have been lifted"
+is "$(oc_status held.test status)" pending "neither revoked nor good"
+is "$(grep -c 'held.test: certificate REVOKED' "$TB_TMP/daemon.log")" 0 "and no alarm for it"
 
 kill "$crl_server" "$receiver" 2>/dev/null
 wait "$crl_server" "$receiver" 2>/dev/null

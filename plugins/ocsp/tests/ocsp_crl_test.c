@@ -107,19 +107,30 @@ static const char fixtures[] =
     "openssl ca -config ca.cnf -revoke leaf.pem -keyfile inter.key -cert inter.pem "
     "  -crl_reason keyCompromise\n"
     "g idp revoked inter\n"
+    /* other.pem put on hold: a revocation that may be lifted */
+    "openssl ca -config ca.cnf -revoke other.pem -keyfile inter.key -cert inter.pem "
+    "  -crl_hold holdInstructionNone\n"
+    "g plain held inter\n"
     "openssl crl -in revoked.pem -noout -text | sed -n 's/.*Revocation Date: //p' | head -1 "
     "  >revoked.when\n";
 
 static gnutls_x509_crt_t leaf, inter;
 
-/* Check CRL file @p name for the leaf at @p now: its return code, *a, err. */
-static int check(const char *name, time_t now, struct ocsp_answer *a, char *err, size_t errlen)
+/* Check CRL file @p name for @p crt at @p now: its return code, *a, err. */
+static int check_crt(const char *name, gnutls_x509_crt_t crt, time_t now, struct ocsp_answer *a,
+                     char *err, size_t errlen)
 {
     gnutls_datum_t d = fx_slurp(name);
     err[0] = 0;
-    int rc = ocsp_crl_check(d.data, d.size, URL, leaf, inter, now, a, err, errlen);
+    int rc = ocsp_crl_check(d.data, d.size, URL, crt, inter, now, a, err, errlen);
     gnutls_free(d.data);
     return rc;
+}
+
+/* The same for the leaf. */
+static int check(const char *name, time_t now, struct ocsp_answer *a, char *err, size_t errlen)
+{
+    return check_crt(name, leaf, now, a, err, errlen);
 }
 
 static void refused(const char *file, const char *why, const char *want)
@@ -202,6 +213,36 @@ static void test_check(void)
     rc = ocsp_crl_check((const unsigned char *)"<html>", 6, URL, leaf, inter, now, &a, err,
                         sizeof(err));
     ok(rc == -EBADMSG, "an HTML page: %s", err);
+}
+
+/* A CRL past its nextUpdate cannot say "not listed, so good" any more,
+ * but one that lists the leaf still proves it revoked: a revocation is
+ * final, as a REVOKED OCSP answer is whatever its nextUpdate.  Not a hold,
+ * which may have been lifted since: that needs a current CRL. */
+static void test_stale(void)
+{
+    struct ocsp_answer a;
+    char err[256];
+    time_t now = time(NULL), later = now + 8 * 86400;
+    int rc = check("revoked.der", later, &a, err, sizeof(err));
+    ok(rc == 0 && a.status == OCSP_STATUS_REVOKED,
+       "a CRL 8 days stale listing the leaf (keyCompromise): REVOKED (%s)", err);
+    is_int(a.revocation_reason, 1, "its reason read (keyCompromise)");
+    ok(a.next_update > 0 && a.next_update < later, "its nextUpdate is kept as it is, past");
+    rc = check("held.der", later, &a, err, sizeof(err));
+    ok(rc == 0 && a.status == OCSP_STATUS_REVOKED,
+       "a stale CRL that also lists another certificate on hold: the leaf REVOKED (%s)", err);
+    gnutls_x509_crt_t o = fx_crt("other.pem");
+    rc = check_crt("held.der", o, now, &a, err, sizeof(err));
+    ok(rc == 0 && a.status == OCSP_STATUS_REVOKED, "on hold in a current CRL: REVOKED (%s)", err);
+    is_int(a.revocation_reason, OCSP_REASON_CERTIFICATE_HOLD, "reason certificateHold (6)");
+    rc = check_crt("held.der", o, later, &a, err, sizeof(err));
+    ok(rc < 0 && strstr(err, "expired: nextUpdate was") && strstr(err, "on hold"),
+       "on hold in a stale CRL: refused, saying why: %s", err);
+    gnutls_x509_crt_deinit(o);
+    rc = check("revoked.der", now - 3600, &a, err, sizeof(err));
+    ok(rc < 0 && strstr(err, "in the future"),
+       "a CRL listing the leaf, seen from an hour ago: thisUpdate in the future: %s", err);
 }
 
 /* CRLs of an RSA CA: PKCS#1 v1.5, and RSA-PSS with each hash GnuTLS
@@ -320,6 +361,7 @@ int main(void)
     inter = fx_crt("inter.pem");
     test_url();
     test_check();
+    test_stale();
     test_rsa();
     test_der();
     test_idp();

@@ -105,8 +105,17 @@ static void test_verify(void)
     refused("wrongkey.der", "response signed by a key that is not the issuer's", "signed by");
     refused("othercert.der", "response for another certificate", "another certificate");
     refused("nonext.der", "response without nextUpdate", "no nextUpdate");
-    refused("pastexpiry.der", "response whose nextUpdate outlives the certificate",
-            "after the certificate expires");
+    /* Good for 25 days, the leaf for 20: a responder's long answer in the
+     * certificate's last days.  Taken; the staple ends with the leaf. */
+    rc = verify("pastexpiry.der", &a, err, sizeof(err));
+    ok(rc == 0 && a.status == OCSP_STATUS_GOOD,
+       "a good response whose nextUpdate outlives the certificate accepted (%s)", err);
+    time_t not_after = gnutls_x509_crt_get_expiration_time(leaf);
+    long long after = (long long)(a.next_update - not_after);
+    ok(after >= 5 * 86400 - 60 && after <= 5 * 86400 + 60,
+       "its nextUpdate is read as it is: 5 days after the leaf expires (%lld s)", after);
+    is_int((long long)ocsp_staple_until(a.this_update, a.next_update, not_after, 3600),
+           (long long)not_after, "and its staple is served until the leaf expires, not after");
     gnutls_datum_t d = fx_slurp("good.der");
     rc = ocsp_verify(d.data, d.size, leaf, inter, now + 2 * 86400, &a, err, sizeof(err));
     ok(rc < 0 && strstr(err, "expired"), "the same response two days later: %s", err);
@@ -172,6 +181,12 @@ static void test_schedule(void)
     time_t t = 1000000, n = t + 4 * 86400;
     ok(ocsp_serve_until(t, n, 3600) == n - 3600, "served until an hour before nextUpdate");
     ok(ocsp_serve_until(t, t + 60, 3600) == t + 45, "60 s validity: a quarter margin");
+    is_int((long long)ocsp_staple_until(t, n, n - 86400, 3600), (long long)(n - 86400),
+           "a leaf expiring a day before nextUpdate: served until it expires");
+    is_int((long long)ocsp_staple_until(t, n, n - 1800, 3600), (long long)(n - 3600),
+           "a leaf expiring within the margin: the margin comes first");
+    is_int((long long)ocsp_staple_until(t, n, (time_t)-1, 3600), (long long)(n - 3600),
+           "an unknown expiry: as ocsp_serve_until");
     ok(ocsp_refresh_at(t, n, n - 3600, t, 60, 0) == t + 2 * 86400, "refresh at half, no jitter");
     ok(ocsp_refresh_at(t, n, n - 3600, t, 60, 1000) == t + 2 * 86400 + 4 * 8640,
        "full jitter adds a tenth of the validity");

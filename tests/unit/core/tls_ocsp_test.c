@@ -102,6 +102,41 @@ static void check_url(sqlite3 *db)
     free(chain);
 }
 
+/* A good answer whose nextUpdate is after the leaf expires (100-day
+ * answers, a 90-day leaf), made by `openssl ocsp` with the test's own
+ * root: stored, and served until the leaf expires, not after. */
+static void check_outliving(sqlite3 *db, const char *leaf_pem, const char *root_pem,
+                            const char *root_key, time_t not_after, time_t now)
+{
+    char *err = NULL;
+    write_file("late_leaf.pem", leaf_pem, strlen(leaf_pem));
+    write_file("late_root.pem", root_pem, strlen(root_pem));
+    write_file("late_root.key", root_key, strlen(root_key));
+    int sh = tt_sh("set -e; s=$(openssl x509 -in late_leaf.pem -noout -serial | cut -d= -f2)\n"
+                   "printf 'V\\t%%s\\t\\t%%s\\tunknown\\t/CN=x\\n' 301231000000Z $s >late.idx\n"
+                   "openssl ocsp -issuer late_root.pem -cert late_leaf.pem -no_nonce "
+                   "-reqout late.req\n"
+                   "openssl ocsp -index late.idx -CA late_root.pem -rsigner late_root.pem "
+                   "-rkey late_root.key -reqin late.req -respout late.der -ndays 100\n"
+                   "rm -f late_root.key");
+    gnutls_datum_t der = {NULL, 0};
+    char *path = xasprintf("%s/late.der", tt_dir);
+    ok(sh == 0 && gnutls_load_file(path, &der) == 0 && der.size > 0,
+       "openssl ocsp made a 100-day answer for the 90-day leaf");
+    free(path);
+    int rc =
+        tls_staple_store(db, TLS_CA_LEAF_NAME, der.data, der.size, now + 100 * 86400, now, &err);
+    ok(rc == 0, "an answer whose nextUpdate is after the leaf expires is stored (%s)",
+       err ? err : "ok");
+    ok(tt_int(db, "SELECT next_update FROM tls_staples") > (long long)not_after,
+       "its nextUpdate, as it is, is after the leaf expires");
+    is_int(tt_int(db, "SELECT serve_until FROM tls_staples"), (long long)not_after,
+           "served until the leaf expires, not after");
+    free(err);
+    gnutls_free(der.data);
+    tls_staple_store(db, TLS_CA_LEAF_NAME, NULL, 0, 0, now, &err); /* as it was */
+}
+
 static void check_staples(sqlite3 *db, const unsigned char *der, size_t len, time_t now)
 {
     char *err = NULL;
@@ -149,6 +184,7 @@ static void check_staples(sqlite3 *db, const unsigned char *der, size_t len, tim
        "replacing the certificate drops its staple");
     rc = tls_staple_store(db, TLS_CA_LEAF_NAME, der, len, now + 60, now, &err);
     ok(rc == -EINVAL, "the old leaf's response does not fit the new leaf: %s", err ? err : "");
+    check_outliving(db, chain, ca, ca_key, info.not_after, now);
     tls_cert_info_clear(&info);
     free(err);
     free(chain);
