@@ -198,6 +198,12 @@ struct site_req {
     bool inm_over;     /* more If-None-Match lines than SITE_INM_LINES */
     bool ims_conflict; /* If-Modified-Since lines that differ: no date to compare */
     struct site_str ims, range, if_range;
+    /* If-Match (the last non-empty line) and If-Unmodified-Since, RFC 9110
+     * 13.1.1 and 13.1.4: a client resuming a download sends them with a
+     * Range so that it is never spliced from two versions of the file. */
+    struct site_str if_match, ius;
+    bool im_conflict;  /* If-Match lines that differ: not evaluated here, 412 */
+    bool ius_conflict; /* If-Unmodified-Since lines that differ: ignored */
     /* Accept-Encoding: the weight (0-1000) of each coding of enum
      * site_encoding; 0 = not acceptable (not named, or q=0) */
     uint16_t accept_q[SITE_ENC_N];
@@ -554,6 +560,10 @@ void site_tls_count_timeout(struct site_conn *c);
 /* Parse one request from buf.  Returns bytes consumed (>0) and fills rq, 0 when
  * more input is needed, or -status (400, 413, 414, 431, 505) on a bad request. */
 long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, struct site_req *rq);
+/* Note an If-Match or If-Unmodified-Since line (@p v: its trimmed value,
+ * kept where it lies), over HTTP/1 and HTTP/2 alike. */
+void site_req_if_match(struct site_req *rq, struct site_str v);
+void site_req_ius(struct site_req *rq, struct site_str v);
 /* Parse an Accept-Encoding value into @p q: each coding's weight (RFC 9110
  * 12.4.2, 0-1000), 0 when not acceptable.  "*" gives its weight to the
  * codings the value does not name; a malformed weight counts as 1000. */
@@ -629,6 +639,9 @@ void site_cache_free(struct site_cache *c);
 /* Exposed for unit tests. */
 int site_range_parse(const char *p, size_t n, uint64_t size, uint64_t *start, uint64_t *len);
 bool site_etag_match(const char *inm, size_t n, const char *etag);
+/* The same with the strong comparison (If-Match, RFC 9110 8.8.3.2): a weak
+ * tag ("W/...") never matches. */
+bool site_etag_match_strong(const char *p, size_t n, const char *etag);
 /* Whether @p rq's If-None-Match lines, read as one list, name @p etag. */
 bool site_inm_match(const struct site_req *rq, const char *etag);
 /* The strong ETag of a file with stat @p st, quoted, into buf (48 bytes hold

@@ -121,6 +121,27 @@ void site_accept_encoding(const char *p, size_t n, uint16_t q[SITE_ENC_N])
             q[e] = (uint16_t)star;
 }
 
+/* Two lines that differ cannot be told apart from a list of values
+ * (site_files.c decides what that means); the same line twice is one. */
+static bool same_again(struct site_str had, struct site_str v)
+{
+    return !had.n || (had.n == v.n && memcmp(had.p, v.p, v.n) == 0);
+}
+
+void site_req_if_match(struct site_req *rq, struct site_str v)
+{
+    if (!same_again(rq->if_match, v))
+        rq->im_conflict = true;
+    rq->if_match = v;
+}
+
+void site_req_ius(struct site_req *rq, struct site_str v)
+{
+    if (!same_again(rq->ius, v))
+        rq->ius_conflict = true;
+    rq->ius = v;
+}
+
 /* RFC 9110 5.6.2 token characters (methods, header names). */
 static bool is_tchar(unsigned char ch)
 {
@@ -255,8 +276,11 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
                 rq->range = val;
             break;
         case 8:
-            if (name_is(name.p, name.n, "if-range", 8))
+            if (name_is(name.p, name.n, "if-range", 8)) {
                 rq->if_range = val;
+            } else if (name_is(name.p, name.n, "if-match", 8) && val.n) {
+                site_req_if_match(rq, val);
+            }
             break;
         case 10:
             if (name_is(name.p, name.n, "connection", 10)) {
@@ -304,6 +328,10 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
                 rq->ims = val;
             } else if (name_is(name.p, name.n, "transfer-encoding", 17))
                 rq->has_body = true;
+            break;
+        case 19:
+            if (name_is(name.p, name.n, "if-unmodified-since", 19))
+                site_req_ius(rq, val);
             break;
         }
         p = nl + 1;

@@ -88,6 +88,10 @@ static void test_validators(void)
     ok(site_etag_match("*", 1, "\"abc\""), "star");
     ok(!site_etag_match("\"abd\"", 5, "\"abc\""), "etag differs");
     ok(!site_etag_match("\"ab", 3, "\"abc\""), "unterminated tag");
+    ok(site_etag_match_strong("\"x\", \"abc\"", 10, "\"abc\"") &&
+           !site_etag_match_strong("W/\"abc\"", 7, "\"abc\"") &&
+           site_etag_match_strong("*", 1, "\"abc\""),
+       "If-Match compares strongly: a weak tag never matches, * does");
     {
         struct stat st = {.st_size = 0x3eff};
         char t1[48], t2[48];
