@@ -608,6 +608,12 @@ void site_h2_mem_trim(uint64_t now_ms);
 size_t site_h2_mem_pooled(void);
 
 /* site_files.c */
+/* An absolute-form target ("https://host:port/p?q", RFC 9112 3.2.2) split
+ * into its authority (up to the first '/', '?' or '#'; may be empty) and
+ * the rest, which is the path and query (empty, or starting with '/', '?'
+ * or '#').  False for any other form. */
+bool site_target_absolute(struct site_str target, struct site_str *authority,
+                          struct site_str *rest);
 /* Decode and normalise a request target's path into out (NUL-terminated,
  * no leading '/', "" for the root).  Returns 0, or -400 for a path that must be
  * refused (NUL, bad escape, '..' above the root, too long). */

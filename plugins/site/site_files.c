@@ -291,23 +291,43 @@ static int hexval(char c)
     return -1;
 }
 
+bool site_target_absolute(struct site_str target, struct site_str *authority, struct site_str *rest)
+{
+    size_t skip = target.n >= 7 && strncasecmp(target.p, "http://", 7) == 0    ? 7
+                  : target.n >= 8 && strncasecmp(target.p, "https://", 8) == 0 ? 8
+                                                                               : 0;
+    size_t a = skip;
+    if (!skip)
+        return false;
+    /* The authority ends where the path, the query or a fragment starts
+     * (RFC 3986 3.2): "https://h?/x" is "/" with the query "/x", not /x. */
+    while (a < target.n && target.p[a] != '/' && target.p[a] != '?' && target.p[a] != '#')
+        a++;
+    *authority = (struct site_str){target.p + skip, a - skip};
+    *rest = (struct site_str){target.p + a, target.n - a};
+    return true;
+}
+
 int site_path_normalize(const char *target, size_t n, char *out, size_t cap)
 {
     size_t o = 0, i = 0;
     size_t seg_start;
+    struct site_str auth, rest;
 
-    /* absolute-form: http://host/path */
-    if (n > 7 &&
-        (strncasecmp(target, "http://", 7) == 0 || strncasecmp(target, "https://", 8) == 0)) {
-        const char *p = memchr(target + 8, '/', n - 8);
-        if (!p)
+    if (cap < 2)
+        return -400;
+    if (site_target_absolute((struct site_str){target, n}, &auth, &rest)) {
+        /* An http(s) URI with no host is invalid (RFC 9110 4.2.1). */
+        if (auth.n == 0)
             return -400;
-        n -= (size_t)(p - target);
-        target = p;
+        if (rest.n == 0 || rest.p[0] != '/') {
+            out[0] = 0; /* an empty path is "/" (RFC 9110 4.2.3) */
+            return 0;
+        }
+        target = rest.p;
+        n = rest.n;
     }
     if (n == 0 || target[0] != '/')
-        return -400;
-    if (cap < 2)
         return -400;
     /* Walk the decoded path segment by segment, writing into out without the
      * leading slash; a segment is judged once it is complete. */

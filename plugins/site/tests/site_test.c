@@ -50,6 +50,10 @@ static void test_paths(void)
     is_str(norm("/hello%20world.txt?x=1#f"), "hello world.txt", "decoded, query dropped");
     is_str(norm("a/b"), "(refused)", "relative target");
     is_str(norm("http://example.org/x/y"), "x/y", "absolute-form");
+    is_str(norm("https://example.org?/x/y"), "", "absolute-form: a query right after the host");
+    is_str(norm("https://example.org#/x/y"), "", "absolute-form: a fragment right after the host");
+    is_str(norm("HTTP://example.org"), "", "absolute-form with an empty path: the root");
+    is_str(norm("http:///x/y"), "(refused)", "absolute-form with no host");
     {
         char small[4];
         ok(site_path_normalize("/abcdef", 7, small, sizeof(small)) < 0, "too long for the buffer");
