@@ -210,19 +210,19 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
     {
         const char *v = sp2 + 1;
         size_t vn = linelen - (size_t)(v - line);
-        if (vn != 8 || memcmp(v, "HTTP/1.", 7) != 0) {
-            if (vn >= 5 && memcmp(v, "HTTP/", 5) == 0)
-                return -505;
+        /* HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 2.3): 505 is for
+         * a well-formed version we do not speak ("HTTP/2.0"); anything else
+         * ("HTTP/1.1 " with a trailing space, "HTTP/1.10") is no version at
+         * all, a malformed request line (400, RFC 9112 3). */
+        bool well_formed = vn == 8 && memcmp(v, "HTTP/", 5) == 0 && v[5] >= '0' && v[5] <= '9' &&
+                           v[6] == '.' && v[7] >= '0' && v[7] <= '9';
+        if (!well_formed)
             return -400;
-        }
+        if (v[5] != '1')
+            return -505;
         /* A later 1.x is read as 1.1, the highest we speak (RFC 9110 6.2);
          * the version is DIGIT "." DIGIT, so anything else is malformed. */
-        if (v[7] == '0')
-            rq->http10 = true;
-        else if (v[7] >= '1' && v[7] <= '9')
-            rq->http10 = false;
-        else
-            return -400;
+        rq->http10 = v[7] == '0';
     }
     for (i = 0; i < rq->target.n; i++)
         if ((unsigned char)rq->target.p[i] <= 0x20 || rq->target.p[i] == 0x7f)

@@ -211,6 +211,16 @@ static void test_h1_parser(void)
     is_int(site_h1_parse("GET / HTTP/1.x\r\nHost: a\r\n\r\n",
                          strlen("GET / HTTP/1.x\r\nHost: a\r\n\r\n"), &cfg, &rq),
            -400, "HTTP/1.x: not a version, 400");
+    {
+        static const char *bad[] = {"HTTP/1.1 ", "HTTP/1.10", "HTTP/11.1", "HTTP/1", "HTTP/"};
+        bool all = true;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            char req[64];
+            int n = snprintf(req, sizeof(req), "GET / %s\r\nHost: a\r\n\r\n", bad[i]);
+            all = all && site_h1_parse(req, (size_t)n, &cfg, &rq) == -400;
+        }
+        ok(all, "a malformed version (trailing space, two digits, no minor): 400, not 505");
+    }
     is_int(site_h1_parse("GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n",
                          strlen("GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n"), &cfg, &rq),
            -400, "obsolete folding refused");
