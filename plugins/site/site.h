@@ -159,8 +159,13 @@ struct site {
     int fd_budget;
     /* Open connections per client address (IPv4, or IPv6 /64), by hash:
      * two addresses in one bucket share a limit, which at SITE_IP_BUCKETS
-     * buckets is rare and only ever errs on the side of refusing. */
+     * buckets is rare and only ever errs on the side of refusing.  The hash
+     * is keyed with ip_key (random, per start): with a known hash a client
+     * picks an address of its own in a victim's bucket (an IPv6 /48 holds
+     * four per bucket) and locks the victim out with
+     * max_connections_per_ip connections. */
     _Atomic int *ip_conns;
+    uint64_t ip_key;
     int64_t sub_id;
     struct site_metrics m;
 };
