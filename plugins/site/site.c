@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/capability.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -521,6 +522,8 @@ static int site_init(struct tlsbox_plugin *self, const struct tlsbox_host *host,
     s->rootfd = -1;
     pthread_mutex_init(&s->root_lock, NULL);
     s->ip_conns = site_xcalloc(SITE_IP_BUCKETS, sizeof(*s->ip_conns));
+    if (getrandom(&s->ip_key, sizeof(s->ip_key), 0) != (ssize_t)sizeof(s->ip_key))
+        s->ip_key = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32); /* never seen fail */
     pthread_mutex_init(&s->gen_lock, NULL);
     cfg->workers = (int)host->setting_get_int(self, "workers", 0);
     s->nworkers = count_workers(cfg->workers);

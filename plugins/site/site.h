@@ -159,8 +159,13 @@ struct site {
     int fd_budget;
     /* Open connections per client address (IPv4, or IPv6 /64), by hash:
      * two addresses in one bucket share a limit, which at SITE_IP_BUCKETS
-     * buckets is rare and only ever errs on the side of refusing. */
+     * buckets is rare and only ever errs on the side of refusing.  The hash
+     * is keyed with ip_key (random, per start): with a known hash a client
+     * picks an address of its own in a victim's bucket (an IPv6 /48 holds
+     * four per bucket) and locks the victim out with
+     * max_connections_per_ip connections. */
     _Atomic int *ip_conns;
+    uint64_t ip_key;
     int64_t sub_id;
     struct site_metrics m;
 };
@@ -198,6 +203,12 @@ struct site_req {
     bool inm_over;     /* more If-None-Match lines than SITE_INM_LINES */
     bool ims_conflict; /* If-Modified-Since lines that differ: no date to compare */
     struct site_str ims, range, if_range;
+    /* If-Match (the last non-empty line) and If-Unmodified-Since, RFC 9110
+     * 13.1.1 and 13.1.4: a client resuming a download sends them with a
+     * Range so that it is never spliced from two versions of the file. */
+    struct site_str if_match, ius;
+    bool im_conflict;  /* If-Match lines that differ: not evaluated here, 412 */
+    bool ius_conflict; /* If-Unmodified-Since lines that differ: ignored */
     /* Accept-Encoding: the weight (0-1000) of each coding of enum
      * site_encoding; 0 = not acceptable (not named, or q=0) */
     uint16_t accept_q[SITE_ENC_N];
@@ -554,6 +565,10 @@ void site_tls_count_timeout(struct site_conn *c);
 /* Parse one request from buf.  Returns bytes consumed (>0) and fills rq, 0 when
  * more input is needed, or -status (400, 413, 414, 431, 505) on a bad request. */
 long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, struct site_req *rq);
+/* Note an If-Match or If-Unmodified-Since line (@p v: its trimmed value,
+ * kept where it lies), over HTTP/1 and HTTP/2 alike. */
+void site_req_if_match(struct site_req *rq, struct site_str v);
+void site_req_ius(struct site_req *rq, struct site_str v);
 /* Parse an Accept-Encoding value into @p q: each coding's weight (RFC 9110
  * 12.4.2, 0-1000), 0 when not acceptable.  "*" gives its weight to the
  * codings the value does not name; a malformed weight counts as 1000. */
@@ -598,6 +613,12 @@ void site_h2_mem_trim(uint64_t now_ms);
 size_t site_h2_mem_pooled(void);
 
 /* site_files.c */
+/* An absolute-form target ("https://host:port/p?q", RFC 9112 3.2.2) split
+ * into its authority (up to the first '/', '?' or '#'; may be empty) and
+ * the rest, which is the path and query (empty, or starting with '/', '?'
+ * or '#').  False for any other form. */
+bool site_target_absolute(struct site_str target, struct site_str *authority,
+                          struct site_str *rest);
 /* Decode and normalise a request target's path into out (NUL-terminated,
  * no leading '/', "" for the root).  Returns 0, or -400 for a path that must be
  * refused (NUL, bad escape, '..' above the root, too long). */
@@ -629,6 +650,9 @@ void site_cache_free(struct site_cache *c);
 /* Exposed for unit tests. */
 int site_range_parse(const char *p, size_t n, uint64_t size, uint64_t *start, uint64_t *len);
 bool site_etag_match(const char *inm, size_t n, const char *etag);
+/* The same with the strong comparison (If-Match, RFC 9110 8.8.3.2): a weak
+ * tag ("W/...") never matches. */
+bool site_etag_match_strong(const char *p, size_t n, const char *etag);
 /* Whether @p rq's If-None-Match lines, read as one list, name @p etag. */
 bool site_inm_match(const struct site_req *rq, const char *etag);
 /* The strong ETag of a file with stat @p st, quoted, into buf (48 bytes hold

@@ -105,6 +105,8 @@ const char *site_status_text(int status)
         return "Content Too Large";
     case 414:
         return "URI Too Long";
+    case 412:
+        return "Precondition Failed";
     case 416:
         return "Range Not Satisfiable";
     case 431:
@@ -143,6 +145,8 @@ static const char *error_page(int status)
         return ERR_PAGE("413", "Content Too Large");
     case 414:
         return ERR_PAGE("414", "URI Too Long");
+    case 412:
+        return ERR_PAGE("412", "Precondition Failed");
     case 416:
         return ERR_PAGE("416", "Range Not Satisfiable");
     case 431:
@@ -287,23 +291,43 @@ static int hexval(char c)
     return -1;
 }
 
+bool site_target_absolute(struct site_str target, struct site_str *authority, struct site_str *rest)
+{
+    size_t skip = target.n >= 7 && strncasecmp(target.p, "http://", 7) == 0    ? 7
+                  : target.n >= 8 && strncasecmp(target.p, "https://", 8) == 0 ? 8
+                                                                               : 0;
+    size_t a = skip;
+    if (!skip)
+        return false;
+    /* The authority ends where the path, the query or a fragment starts
+     * (RFC 3986 3.2): "https://h?/x" is "/" with the query "/x", not /x. */
+    while (a < target.n && target.p[a] != '/' && target.p[a] != '?' && target.p[a] != '#')
+        a++;
+    *authority = (struct site_str){target.p + skip, a - skip};
+    *rest = (struct site_str){target.p + a, target.n - a};
+    return true;
+}
+
 int site_path_normalize(const char *target, size_t n, char *out, size_t cap)
 {
     size_t o = 0, i = 0;
     size_t seg_start;
+    struct site_str auth, rest;
 
-    /* absolute-form: http://host/path */
-    if (n > 7 &&
-        (strncasecmp(target, "http://", 7) == 0 || strncasecmp(target, "https://", 8) == 0)) {
-        const char *p = memchr(target + 8, '/', n - 8);
-        if (!p)
+    if (cap < 2)
+        return -400;
+    if (site_target_absolute((struct site_str){target, n}, &auth, &rest)) {
+        /* An http(s) URI with no host is invalid (RFC 9110 4.2.1). */
+        if (auth.n == 0)
             return -400;
-        n -= (size_t)(p - target);
-        target = p;
+        if (rest.n == 0 || rest.p[0] != '/') {
+            out[0] = 0; /* an empty path is "/" (RFC 9110 4.2.3) */
+            return 0;
+        }
+        target = rest.p;
+        n = rest.n;
     }
     if (n == 0 || target[0] != '/')
-        return -400;
-    if (cap < 2)
         return -400;
     /* Walk the decoded path segment by segment, writing into out without the
      * leading slash; a segment is judged once it is complete. */
@@ -517,19 +541,22 @@ int site_etag(const struct stat *st, char *buf, size_t cap)
                     (unsigned long long)st->st_size);
 }
 
-bool site_etag_match(const char *p, size_t n, const char *etag)
+static bool etag_list_match(const char *p, size_t n, const char *etag, bool strong)
 {
     size_t en = strlen(etag), i = 0;
     while (i < n) {
         size_t start;
+        bool weak = false;
         while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == ','))
             i++;
         if (i >= n)
             break;
         if (p[i] == '*')
             return true;
-        if (i + 1 < n && p[i] == 'W' && p[i + 1] == '/')
+        if (i + 1 < n && p[i] == 'W' && p[i + 1] == '/') {
             i += 2;
+            weak = true;
+        }
         start = i;
         if (i < n && p[i] == '"') {
             const char *q = memchr(p + i + 1, '"', n - i - 1);
@@ -540,10 +567,20 @@ bool site_etag_match(const char *p, size_t n, const char *etag)
             while (i < n && p[i] != ',')
                 i++;
         }
-        if (i - start == en && memcmp(p + start, etag, en) == 0)
+        if (i - start == en && memcmp(p + start, etag, en) == 0 && !(strong && weak))
             return true;
     }
     return false;
+}
+
+bool site_etag_match(const char *p, size_t n, const char *etag)
+{
+    return etag_list_match(p, n, etag, false);
+}
+
+bool site_etag_match_strong(const char *p, size_t n, const char *etag)
+{
+    return etag_list_match(p, n, etag, true);
 }
 
 bool site_inm_match(const struct site_req *rq, const char *etag)
@@ -902,6 +939,26 @@ static int pick_sibling(struct site_worker *w, const struct site_req *rq, const 
 
 /* ---- serving -------------------------------------------------------------- */
 
+/*
+ * If-Match, else If-Unmodified-Since: steps 1 and 2 of RFC 9110 13.2.2,
+ * before If-None-Match.  False means 412.  A download manager resumes with
+ * "Range" and one of them: answered 206 from a file changed since, it would
+ * splice two versions into one corrupt download; the 412 makes it start
+ * over.  Several different If-Match lines are one list this parser does
+ * not join (the lines lie apart in the input): 412, the answer that never
+ * splices.  An If-Unmodified-Since that is no date, or two different ones,
+ * is ignored (13.1.4).
+ */
+static bool preconditions_hold(const struct site_req *rq, const char *etag, time_t mtime)
+{
+    time_t d;
+    if (rq->if_match.n)
+        return !rq->im_conflict && site_etag_match_strong(rq->if_match.p, rq->if_match.n, etag);
+    if (rq->ius.n && !rq->ius_conflict && site_http_date_parse(rq->ius.p, rq->ius.n, &d))
+        return mtime <= d;
+    return true;
+}
+
 /* Bytes a path segment may carry as they are (RFC 3986 pchar minus '%'). */
 static bool pchar_plain(unsigned char ch)
 {
@@ -1068,6 +1125,10 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
     rs->off = 0;
     rs->len = size;
 
+    if (!preconditions_hold(rq, etag, mtime)) {
+        site_resp_error(rs, 412);
+        return;
+    }
     /* If-None-Match, when sent, decides alone (RFC 9110 13.2.2). */
     bool has_inm = rq->ninm > 0 || rq->inm_over;
     if (has_inm && site_inm_match(rq, rs->etag)) {

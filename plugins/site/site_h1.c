@@ -121,6 +121,27 @@ void site_accept_encoding(const char *p, size_t n, uint16_t q[SITE_ENC_N])
             q[e] = (uint16_t)star;
 }
 
+/* Two lines that differ cannot be told apart from a list of values
+ * (site_files.c decides what that means); the same line twice is one. */
+static bool same_again(struct site_str had, struct site_str v)
+{
+    return !had.n || (had.n == v.n && memcmp(had.p, v.p, v.n) == 0);
+}
+
+void site_req_if_match(struct site_req *rq, struct site_str v)
+{
+    if (!same_again(rq->if_match, v))
+        rq->im_conflict = true;
+    rq->if_match = v;
+}
+
+void site_req_ius(struct site_req *rq, struct site_str v)
+{
+    if (!same_again(rq->ius, v))
+        rq->ius_conflict = true;
+    rq->ius = v;
+}
+
 /* RFC 9110 5.6.2 token characters (methods, header names). */
 static bool is_tchar(unsigned char ch)
 {
@@ -189,19 +210,19 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
     {
         const char *v = sp2 + 1;
         size_t vn = linelen - (size_t)(v - line);
-        if (vn != 8 || memcmp(v, "HTTP/1.", 7) != 0) {
-            if (vn >= 5 && memcmp(v, "HTTP/", 5) == 0)
-                return -505;
+        /* HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 2.3): 505 is for
+         * a well-formed version we do not speak ("HTTP/2.0"); anything else
+         * ("HTTP/1.1 " with a trailing space, "HTTP/1.10") is no version at
+         * all, a malformed request line (400, RFC 9112 3). */
+        bool well_formed = vn == 8 && memcmp(v, "HTTP/", 5) == 0 && v[5] >= '0' && v[5] <= '9' &&
+                           v[6] == '.' && v[7] >= '0' && v[7] <= '9';
+        if (!well_formed)
             return -400;
-        }
+        if (v[5] != '1')
+            return -505;
         /* A later 1.x is read as 1.1, the highest we speak (RFC 9110 6.2);
          * the version is DIGIT "." DIGIT, so anything else is malformed. */
-        if (v[7] == '0')
-            rq->http10 = true;
-        else if (v[7] >= '1' && v[7] <= '9')
-            rq->http10 = false;
-        else
-            return -400;
+        rq->http10 = v[7] == '0';
     }
     for (i = 0; i < rq->target.n; i++)
         if ((unsigned char)rq->target.p[i] <= 0x20 || rq->target.p[i] == 0x7f)
@@ -255,8 +276,11 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
                 rq->range = val;
             break;
         case 8:
-            if (name_is(name.p, name.n, "if-range", 8))
+            if (name_is(name.p, name.n, "if-range", 8)) {
                 rq->if_range = val;
+            } else if (name_is(name.p, name.n, "if-match", 8) && val.n) {
+                site_req_if_match(rq, val);
+            }
             break;
         case 10:
             if (name_is(name.p, name.n, "connection", 10)) {
@@ -304,6 +328,10 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
                 rq->ims = val;
             } else if (name_is(name.p, name.n, "transfer-encoding", 17))
                 rq->has_body = true;
+            break;
+        case 19:
+            if (name_is(name.p, name.n, "if-unmodified-since", 19))
+                site_req_ius(rq, val);
             break;
         }
         p = nl + 1;

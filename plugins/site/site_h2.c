@@ -26,9 +26,10 @@ struct h2_stream {
     bool waiting;                /* deferred until a file slot frees */
     bool clen_body;              /* a content-length above 0: a body is coming */
     bool inm_over, ims_conflict; /* as in struct site_req */
+    bool im_conflict, ius_conflict;
     uint8_t ninm;
     uint16_t accept_q[SITE_ENC_N]; /* as in struct site_req */
-    struct h2_str method, path, authority, host, ims, range, if_range;
+    struct h2_str method, path, authority, host, ims, range, if_range, if_match, ius;
     struct h2_str inm[SITE_INM_LINES]; /* one per non-empty if-none-match field */
     char *buf;
     uint32_t buf_len, buf_cap;
@@ -198,6 +199,19 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, voi
     return 0;
 }
 
+/* Where to keep a field that should come once (a singleton, or a list the
+ * server does not join): the first value is kept, a different one later
+ * sets *conflict, the same one again needs no second copy. */
+static struct h2_str *keep_first(const struct h2_stream *st, struct h2_str *had, bool *conflict,
+                                 const uint8_t *value, size_t valuelen)
+{
+    if (!had->n)
+        return had;
+    if (had->n != valuelen || memcmp(st->buf + had->off, value, valuelen) != 0)
+        *conflict = true;
+    return NULL;
+}
+
 #define NAME_IS(lit) (namelen == sizeof(lit) - 1 && memcmp(name, lit, sizeof(lit) - 1) == 0)
 
 static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint8_t *name,
@@ -238,6 +252,8 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
     case 8:
         if (NAME_IS("if-range"))
             keep = &st->if_range;
+        else if (NAME_IS("if-match") && valuelen)
+            keep = keep_first(st, &st->if_match, &st->im_conflict, value, valuelen);
         break;
     case 10:
         if (NAME_IS(":authority"))
@@ -266,12 +282,12 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
     case 17:
         /* A singleton: two different dates are no condition (see
          * site_h1.c); the same date again needs no second copy. */
-        if (NAME_IS("if-modified-since")) {
-            if (!st->ims.n)
-                keep = &st->ims;
-            else if (st->ims.n != valuelen || memcmp(st->buf + st->ims.off, value, valuelen) != 0)
-                st->ims_conflict = true;
-        }
+        if (NAME_IS("if-modified-since"))
+            keep = keep_first(st, &st->ims, &st->ims_conflict, value, valuelen);
+        break;
+    case 19:
+        if (NAME_IS("if-unmodified-since"))
+            keep = keep_first(st, &st->ius, &st->ius_conflict, value, valuelen);
         break;
     }
     /* Past the connection's budget: the stream is reset, as past its own. */
@@ -424,6 +440,10 @@ static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
     rq.ims_conflict = st->ims_conflict;
     rq.range = sstr(st, st->range);
     rq.if_range = sstr(st, st->if_range);
+    rq.if_match = sstr(st, st->if_match);
+    rq.im_conflict = st->im_conflict;
+    rq.ius = sstr(st, st->ius);
+    rq.ius_conflict = st->ius_conflict;
     memcpy(rq.accept_q, st->accept_q, sizeof(rq.accept_q));
     rq.keep_alive = true;
     head = rq.method == SITE_M_HEAD;

@@ -111,25 +111,15 @@ void site_redirect_serve(struct site_worker *w, const struct site_req *rq, struc
     }
     /* A server MUST accept the absolute-form and take the host from it, not
      * from Host (RFC 9112 3.2.2): "http://example.org/x" is /x on example.org. */
-    {
-        size_t skip = target.n >= 7 && strncasecmp(target.p, "http://", 7) == 0    ? 7
-                      : target.n >= 8 && strncasecmp(target.p, "https://", 8) == 0 ? 8
-                                                                                   : 0;
-        if (skip) {
-            size_t a = skip;
-            while (a < target.n && target.p[a] != '/' && target.p[a] != '?')
-                a++;
-            hostv = (struct site_str){target.p + skip, a - skip};
-            target = (struct site_str){target.p + a, target.n - a};
-            if (target.n == 0) {
-                target = (struct site_str){"/", 1}; /* an empty path is "/" */
-            } else if (target.p[0] == '?') {
-                /* "http://h?q" has an empty path too: it is "/?q" (RFC 3986
-                 * 6.2.3), not a target without its leading slash. */
-                rooted[0] = '/';
-                memcpy(rooted + 1, target.p, target.n);
-                target = (struct site_str){rooted, target.n + 1};
-            }
+    if (site_target_absolute(rq->target, &hostv, &target)) {
+        if (target.n == 0 || target.p[0] == '#') {
+            target = (struct site_str){"/", 1}; /* an empty path is "/" */
+        } else if (target.p[0] == '?') {
+            /* "http://h?q" has an empty path too: it is "/?q" (RFC 3986
+             * 6.2.3), not a target without its leading slash. */
+            rooted[0] = '/';
+            memcpy(rooted + 1, target.p, target.n);
+            target = (struct site_str){rooted, target.n + 1};
         }
     }
     if (target.n == 0 || target.p[0] != '/') {

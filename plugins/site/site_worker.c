@@ -224,12 +224,15 @@ static void listeners_pause(struct site_worker *w, bool on)
 }
 
 /* The bucket of a client address: IPv4, or the /64 of IPv6 (one host gets
- * a whole /64); -1 for anything else. */
-static int ip_bucket(const struct sockaddr_storage *ss)
+ * a whole /64); -1 for anything else.  FNV-1a from the secret key, then
+ * mixed (the splitmix64 finaliser) so that every bit of the key and the
+ * address reaches the bucket: the low bits of a plain FNV product depend on
+ * the low bits alone. */
+static int ip_bucket(const struct sockaddr_storage *ss, uint64_t key)
 {
     const unsigned char *p;
     size_t n;
-    uint32_t h = 2166136261u;
+    uint64_t h = key ^ 14695981039346656037u;
 
     if (ss->ss_family == AF_INET) {
         p = (const unsigned char *)&((const struct sockaddr_in *)ss)->sin_addr;
@@ -245,7 +248,10 @@ static int ip_bucket(const struct sockaddr_storage *ss)
         return -1;
     }
     for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 16777619u;
+        h = (h ^ p[i]) * 1099511628211u;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9u;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
+    h ^= h >> 31;
     return (int)(h % SITE_IP_BUCKETS);
 }
 
@@ -297,7 +303,7 @@ static void on_accept(struct site_worker *w, size_t idx)
             close(fd);
             continue;
         }
-        b = ip_bucket(&ss);
+        b = ip_bucket(&ss, s->ip_key);
         if (!ip_take(s, b)) {
             /* One client must not take every slot (idle h2 kept by PINGs). */
             atomic_fetch_sub_explicit(&s->nconns, 1, memory_order_relaxed);

@@ -27,8 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (r < 0 && r != -400 && r != -414 && r != -431 && r != -505)
         abort(); /* a refusal without a documented status */
     if (r > 0) {
-        const struct site_str *f[] = {&rq.method_s, &rq.target, &rq.host,
-                                      &rq.ims,      &rq.range,  &rq.if_range};
+        const struct site_str *f[] = {&rq.method_s, &rq.target,   &rq.host,     &rq.ims,
+                                      &rq.range,    &rq.if_range, &rq.if_match, &rq.ius};
         if ((size_t)r > size || rq.method_s.n == 0 || rq.target.n == 0 || rq.ninm > SITE_INM_LINES)
             abort();
         for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
@@ -61,6 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)site_path_normalize(buf, size, path, sizeof(path));
         (void)site_range_parse(buf, size, 12345, &start, &len);
         (void)site_etag_match(buf, size, "\"abc\"");
+        (void)site_etag_match_strong(buf, size, "\"abc\"");
         (void)site_http_date_parse(buf, size, &t);
         uint16_t q[SITE_ENC_N];
         site_accept_encoding(buf, size, q);

@@ -173,6 +173,29 @@ for proto in --http2 --http1.1; do
     lm_old=$(LC_ALL=C date -u -d @1700000000 '+%a, %d %b %Y %H:%M:%S GMT')
     is "$("${C[@]}" $proto -H "If-Modified-Since: $lm_old" -o /dev/null -w '%{http_code}' \
         "$URL/roll$proto.txt")" 304 "$proto: and its own Last-Modified still gets 304"
+    # A download resumed with Range and If-Match or If-Unmodified-Since
+    # (RFC 9110 13.1.1, 13.1.4): once the file changed (here to another of
+    # the same size) the answer is 412, never a range of the new file for
+    # the client to splice onto the old part.
+    put_served "resume$proto.txt" "first version" 1700000200
+    e1=$(served_header "resume$proto.txt" etag)
+    lm1=$(served_header "resume$proto.txt" last-modified)
+    rq() { "${C[@]}" $proto -r 6- -w ' %{http_code}' "$@" "$URL/resume$proto.txt"; }
+    is "$(rq -H "If-Match: $e1")" "version
+ 206" "$proto: If-Match with the current tag: the range"
+    is "$(rq -H "If-Unmodified-Since: $lm1")" "version
+ 206" "$proto: If-Unmodified-Since its Last-Modified: the range"
+    is "$(rq -H "If-Match: W/$e1" -o /dev/null)" " 412" \
+        "$proto: If-Match compares strongly, a weak tag never matches: 412"
+    is "$(rq -H "If-Unmodified-Since: not a date")" "version
+ 206" "$proto: an If-Unmodified-Since that is no date is ignored"
+    put_served "resume$proto.txt" "other version" 1700000300
+    is "$(rq -H "If-Match: $e1" -o /dev/null)" " 412" \
+        "$proto: If-Match with the tag from before the change: 412, not a range"
+    is "$(rq -H "If-Unmodified-Since: $lm1" -o /dev/null)" " 412" \
+        "$proto: If-Unmodified-Since the date from before the change: 412, not a range"
+    is "$(rq -H "If-Match: *")" "version
+ 206" "$proto: If-Match * holds for any current file"
     out=$("${C[@]}" $proto -r 1000-1999 -o "$TB_TMP/got" -w '%{http_code}' "$URL/big.bin")
     is "$out" 206 "$proto: Range gives 206"
     cmp -s "$TB_TMP/got" <(tail -c +1001 "$W/big.bin" | head -c 1000)

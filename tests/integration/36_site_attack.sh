@@ -98,6 +98,17 @@ is "$(raw 'GET / HTTP/1.1\r\nHost: a@b@localhost:443\r\n\r\n')" 400 "Host a@b@lo
 is "$(raw 'GET / HTTP/1.1\r\nHost:\r\n\r\n')" 400 "an empty Host: 400"
 is "$(raw 'GET / HTTP/1.1\r\nHost: LocalHost:443\r\n\r\n')" 200 "Host LocalHost:443: 200"
 is "$(raw 'GET / HTTP/1.0\r\n\r\n')" 200 "HTTP/1.0 without a Host: 200"
+# HTTP-version is "HTTP/" DIGIT "." DIGIT (RFC 9112 2.3): 505 only for a
+# version we do not speak, a malformed request line is a 400.
+is "$(raw 'GET / HTTP/1.1 \r\nHost: localhost\r\n\r\n')" 400 "a space after HTTP/1.1: 400"
+is "$(raw 'GET / HTTP/1.10\r\nHost: localhost\r\n\r\n')" 400 "HTTP/1.10: 400"
+is "$(raw 'GET / HTTP/3.0\r\nHost: localhost\r\n\r\n')" 505 "HTTP/3.0: 505"
+# Absolute-form (RFC 9112 3.2.2): the authority ends at '/', '?' or '#', so
+# a query right after the host is a query of "/", not the path.
+is "$(raw 'GET https://localhost?/nothing/here HTTP/1.1\r\nHost: localhost\r\n\r\n')" 200 \
+    "GET https://localhost?/nothing/here is / with a query: 200, not the 404 of /nothing/here"
+is "$(raw 'GET https://localhost HTTP/1.1\r\nHost: localhost\r\n\r\n')" 200 \
+    "GET https://localhost (an empty path is /): 200"
 is "$(code --http2 -H 'Host: me@localhost' "$URL/")" 400 "h2 :authority with user info: 400"
 h2st() { nghttp -n "$@" "https://127.0.0.1:$P_HTTPS/" 2>&1 | sed -n 's/.*:status: //p'; }
 is "$(h2st -v -H 'host: elsewhere.example')" 400 "h2 host naming another host than :authority: 400"

@@ -50,6 +50,10 @@ static void test_paths(void)
     is_str(norm("/hello%20world.txt?x=1#f"), "hello world.txt", "decoded, query dropped");
     is_str(norm("a/b"), "(refused)", "relative target");
     is_str(norm("http://example.org/x/y"), "x/y", "absolute-form");
+    is_str(norm("https://example.org?/x/y"), "", "absolute-form: a query right after the host");
+    is_str(norm("https://example.org#/x/y"), "", "absolute-form: a fragment right after the host");
+    is_str(norm("HTTP://example.org"), "", "absolute-form with an empty path: the root");
+    is_str(norm("http:///x/y"), "(refused)", "absolute-form with no host");
     {
         char small[4];
         ok(site_path_normalize("/abcdef", 7, small, sizeof(small)) < 0, "too long for the buffer");
@@ -88,6 +92,10 @@ static void test_validators(void)
     ok(site_etag_match("*", 1, "\"abc\""), "star");
     ok(!site_etag_match("\"abd\"", 5, "\"abc\""), "etag differs");
     ok(!site_etag_match("\"ab", 3, "\"abc\""), "unterminated tag");
+    ok(site_etag_match_strong("\"x\", \"abc\"", 10, "\"abc\"") &&
+           !site_etag_match_strong("W/\"abc\"", 7, "\"abc\"") &&
+           site_etag_match_strong("*", 1, "\"abc\""),
+       "If-Match compares strongly: a weak tag never matches, * does");
     {
         struct stat st = {.st_size = 0x3eff};
         char t1[48], t2[48];
@@ -203,6 +211,16 @@ static void test_h1_parser(void)
     is_int(site_h1_parse("GET / HTTP/1.x\r\nHost: a\r\n\r\n",
                          strlen("GET / HTTP/1.x\r\nHost: a\r\n\r\n"), &cfg, &rq),
            -400, "HTTP/1.x: not a version, 400");
+    {
+        static const char *bad[] = {"HTTP/1.1 ", "HTTP/1.10", "HTTP/11.1", "HTTP/1", "HTTP/"};
+        bool all = true;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            char req[64];
+            int n = snprintf(req, sizeof(req), "GET / %s\r\nHost: a\r\n\r\n", bad[i]);
+            all = all && site_h1_parse(req, (size_t)n, &cfg, &rq) == -400;
+        }
+        ok(all, "a malformed version (trailing space, two digits, no minor): 400, not 505");
+    }
     is_int(site_h1_parse("GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n",
                          strlen("GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n"), &cfg, &rq),
            -400, "obsolete folding refused");
