@@ -357,6 +357,9 @@ struct site_conn {
     /* output not yet sent */
     char *out;
     uint32_t out_off, out_len, out_cap;
+    /* bytes at the start of in known to hold no end of a request head: a
+     * head arriving in pieces is searched only in what is new */
+    uint32_t h1_scanned;
     /* TLS records not yet sent: GnuTLS's (our push function) and site_record.c's */
     char *enc;
     uint32_t enc_off, enc_len, enc_cap;
@@ -565,6 +568,11 @@ void site_tls_count_timeout(struct site_conn *c);
 /* Parse one request from buf.  Returns bytes consumed (>0) and fills rq, 0 when
  * more input is needed, or -status (400, 413, 414, 431, 505) on a bad request. */
 long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, struct site_req *rq);
+/* The same, told that the first @p scanned bytes of buf were parsed before
+ * (an answer of 0): the end of the head is looked for only from there, so a
+ * head sent in many small pieces costs linear, not quadratic, time. */
+long site_h1_parse_from(const char *buf, size_t len, size_t scanned, const struct site_config *cfg,
+                        struct site_req *rq);
 /* Note an If-Match or If-Unmodified-Since line (@p v: its trimmed value,
  * kept where it lies), over HTTP/1 and HTTP/2 alike. */
 void site_req_if_match(struct site_req *rq, struct site_str v);

@@ -546,7 +546,7 @@ static void conn_linger(struct site_conn *c)
     c->stash_off = c->stash_len = 0;
     free(c->in);
     c->in = NULL;
-    c->in_len = c->in_cap = 0;
+    c->in_len = c->in_cap = c->h1_scanned = 0;
     c->state = SITE_CS_LINGER;
     c->linger_shut = false;
     c->linger_end_ms = w->now_ms + (uint64_t)atomic_load_explicit(&w->s->cfg.lingering_time_ms,

@@ -151,6 +151,12 @@ static bool is_tchar(unsigned char ch)
 
 long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, struct site_req *rq)
 {
+    return site_h1_parse_from(buf, len, 0, cfg, rq);
+}
+
+long site_h1_parse_from(const char *buf, size_t len, size_t scanned, const struct site_config *cfg,
+                        struct site_req *rq)
+{
     size_t start = 0, i, lim;
     const char *eol, *sp1, *sp2, *hend;
     const char *line;
@@ -163,6 +169,7 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
         return start ? 0 : 0;
     buf += start;
     len -= start;
+    scanned = scanned > start && scanned - start <= len ? scanned - start : 0;
 
     lim = len < (size_t)cfg->max_request_line + 2 ? len : (size_t)cfg->max_request_line + 2;
     eol = memchr(buf, '\n', lim);
@@ -177,7 +184,15 @@ long site_h1_parse(const char *buf, size_t len, const struct site_config *cfg, s
     /* Headers end at an empty line; find it before parsing anything else. */
     lim = len < (size_t)cfg->max_header_size ? len : (size_t)cfg->max_header_size;
     hend = NULL;
-    for (const char *p = eol; p && p < buf + lim;) {
+    /* An end that was all there before ("\n\r\n" at most: 3 bytes) was
+     * found then; only one whose first LF is in the last 2 bytes seen, or
+     * later, can be new.  Without this, a head sent a line per record cost
+     * a pass over every line so far for each line (0.25 s of CPU for 16 KB
+     * of "a\n" lines). */
+    const char *from = eol;
+    if (scanned > 2 && buf + scanned - 2 > eol)
+        from = memchr(buf + scanned - 2, '\n', lim > scanned - 2 ? lim - (scanned - 2) : 0);
+    for (const char *p = from; p && p < buf + lim;) {
         const char *q = p + 1;
         if (q < buf + len && *q == '\n') {
             hend = q;
@@ -537,7 +552,8 @@ static void bad_request(struct site_conn *c, int status)
 /* Parse and answer as many complete requests as fit; returns bytes consumed. */
 static size_t process(struct site_conn *c, const char *p, size_t n)
 {
-    size_t used = 0;
+    size_t used = 0, scanned = c->h1_scanned;
+    c->h1_scanned = 0;
     while (used < n && !c->h1_body && !c->want_close && c->out_len < SITE_OUT_HIGH) {
         struct site_req rq;
         /* Empty lines before a request line are ignored (RFC 9112 2.2).  The
@@ -549,9 +565,13 @@ static size_t process(struct site_conn *c, const char *p, size_t n)
             used++;
         if (used == n)
             break;
-        long r = site_h1_parse(p + used, n - used, &c->w->s->cfg, &rq);
-        if (r == 0)
+        /* c->h1_scanned holds for the head at the start of p (the stash,
+         * where process_stashed and stash put the unfinished head). */
+        long r = site_h1_parse_from(p + used, n - used, used ? 0 : scanned, &c->w->s->cfg, &rq);
+        if (r == 0) {
+            c->h1_scanned = (uint32_t)(n - used);
             break;
+        }
         if (r < 0) {
             bad_request(c, (int)-r);
             used = n;

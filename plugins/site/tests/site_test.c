@@ -169,6 +169,40 @@ static void test_hosts(void)
     ok(!site_host_valid("user@host", 9, out, sizeof(out)), "userinfo");
 }
 
+/* A head fed in pieces, each time told how much was parsed before (as the
+ * site does), gets the answer it gets whole: 0 until its last byte. */
+static void test_h1_parse_pieces(void)
+{
+    struct site_config cfg = {.max_header_size = 1024, .max_request_line = 128};
+    static const char *const heads[] = {
+        "GET / HTTP/1.1\r\nHost: x\r\nA: b\r\n\r\n",     /* CRLF CRLF */
+        "GET / HTTP/1.1\nHost: x\nA: b\n\n",             /* bare LFs */
+        "GET / HTTP/1.1\r\nHost: x\n\r\n",               /* LF CRLF */
+        "\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",         /* leading CRLF */
+        "GET / HTTP/1.1\r\nHost: x\r\nBad line\r\n\r\n", /* refused at the end */
+    };
+    for (size_t h = 0; h < sizeof(heads) / sizeof(heads[0]); h++) {
+        struct site_req rq;
+        size_t n = strlen(heads[h]);
+        long whole = site_h1_parse(heads[h], n, &cfg, &rq), r = 0;
+        size_t scanned = 0, at = 0;
+        for (size_t len = 1; len <= n && r == 0; len++) {
+            r = site_h1_parse_from(heads[h], len, scanned, &cfg, &rq);
+            scanned = len;
+            at = len;
+        }
+        is_int(r, whole, "a head fed a byte at a time gets its whole answer");
+        is_int((long)at, (long)n, "  at its last byte");
+    }
+    /* Past the limit with no end: 431 whatever was scanned before. */
+    char big[1100];
+    memset(big, 'a', sizeof(big));
+    memcpy(big, "GET / HTTP/1.1\r\n", 16);
+    struct site_req rq;
+    is_int(site_h1_parse_from(big, sizeof(big), 1000, &cfg, &rq), -431,
+           "no end of the head within the limit: 431");
+}
+
 static void test_h1_parser(void)
 {
     struct site_config cfg = {.max_header_size = 1024, .max_request_line = 128};
@@ -862,6 +896,7 @@ int main(void)
     test_validators();
     test_hosts();
     test_h1_parser();
+    test_h1_parse_pieces();
     test_files();
     test_cache_oversize();
     test_h2_mem();
