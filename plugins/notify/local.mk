@@ -9,7 +9,8 @@ plugins_notify_notify_la_CFLAGS = $(PLUGIN_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLA
 plugins_notify_notify_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_notify_notify_la_LIBADD = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS)
 
-notify_integration_tests = tests/integration/57_notify_webhook.sh tests/integration/59_notify_mail.sh
+notify_integration_tests = tests/integration/57_notify_webhook.sh tests/integration/59_notify_mail.sh \
+	tests/integration/59_notify_stop.sh
 TESTS += $(notify_integration_tests)
 EXTRA_DIST += $(notify_integration_tests) tests/integration/webhook_receiver.py tests/ui/notify_ui.py \
 	tests/integration/smtp_sink.py tests/ui/notify_mail_ui.py
