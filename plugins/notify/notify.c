@@ -97,6 +97,11 @@ static const struct tlsbox_migration notify_migrations[] = {
             "event TEXT NOT NULL, origin TEXT NOT NULL, status TEXT NOT NULL, "
             "tries INTEGER NOT NULL DEFAULT 0, http_status INTEGER, error TEXT, "
             "updated_at INTEGER NOT NULL)"},
+    /* What a try sends, kept while the delivery is pending: a stop (the
+     * plugin turned off, tlsboxd stopping) leaves it for the next start. */
+    {.name = "0002_pending",
+     .sql = "ALTER TABLE notify_deliveries ADD COLUMN body TEXT; "
+            "ALTER TABLE notify_deliveries ADD COLUMN rcpt TEXT"},
     TLSBOX_MIGRATIONS_END};
 
 /* On the event thread: queue a delivery when the webhook wants this event. */
@@ -131,6 +136,7 @@ static int notify_init(struct tlsbox_plugin *self, const struct tlsbox_host *hos
     n->self = self;
     n->host = host;
     pthread_mutex_init(&n->lock, NULL);
+    atomic_init(&n->stopping, false);
     *state = n;
     return 0;
 }
@@ -155,11 +161,36 @@ static int notify_start(void *state)
         n->subs[n->nsubs++] = id;
         events += len + (events[len] == '|');
     }
-    return notify_api_register(n);
+    int rc = notify_api_register(n);
+    if (rc == 0)
+        notify_resume(n);
+    return rc;
 }
 
-/* After the core cancelled the plugin's jobs and timers: deliveries still
- * queued or waiting for a retry never run. */
+/*
+ * No try starts and no retry timer is set from now on (stopping, under the
+ * lock that retry_arm holds around its check and timer_add); the timers set
+ * before are cancelled here; a try in flight is cut off by libcurl's
+ * progress callback within about a second (it sees stopping), and the core
+ * waits for its job after this returns.  What is not delivered keeps its
+ * row and body: the next start sends it.
+ */
+static void notify_stop(void *state)
+{
+    struct notify *n = state;
+    pthread_mutex_lock(&n->lock);
+    atomic_store(&n->stopping, true);
+    for (struct notify_delivery *d = n->live; d; d = d->next) {
+        if (d->timer > 0)
+            n->host->timer_cancel(n->self, d->timer);
+        d->timer = 0;
+    }
+    pthread_mutex_unlock(&n->lock);
+}
+
+/* After stop, and after the core cancelled the plugin's jobs and timers and
+ * waited for its jobs: the deliveries still listed (queued, or waiting for
+ * a retry) are only freed here; their rows keep them for the next start. */
 static void notify_fini(void *state)
 {
     struct notify *n = state;
@@ -173,8 +204,8 @@ static void notify_fini(void *state)
     curl_global_cleanup();
 }
 
-TLSBOX_PLUGIN(.name = "notify", .version = "1.1",
+TLSBOX_PLUGIN(.name = "notify", .version = "1.2",
               .description =
                   "Webhook and e-mail told of certificate, ACME, OCSP and TLS policy events",
               .settings = notify_settings, .init = notify_init, .start = notify_start,
-              .fini = notify_fini, .migrations = notify_migrations);
+              .stop = notify_stop, .fini = notify_fini, .migrations = notify_migrations);

@@ -8,6 +8,7 @@
 #define TLSBOX_NOTIFY_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,8 +30,12 @@ struct notify {
     int64_t subs[8];
     size_t nsubs;
     struct tlsbox_metric *m_sent, *m_failed;
-    pthread_mutex_t lock;         /* live */
+    pthread_mutex_t lock;         /* live, the timers of its deliveries and stopping's turn */
     struct notify_delivery *live; /* queued or waiting to be retried */
+    /* Set by the stop hook under lock: no try starts and no retry timer is
+     * set after it; what is not delivered stays in the store (its body
+     * kept) and is sent again by the next start (notify_resume). */
+    atomic_bool stopping;
 };
 
 /* One delivery: what to send (owned), its row in notify_deliveries, the
@@ -43,6 +48,7 @@ struct notify_delivery {
     char *rcpt; /* mail: the recipients still to try (NULL: all of notify.mail_to) */
     int64_t row;
     int tries;
+    int64_t timer;                /* its retry timer, 0 when none (n->lock) */
     struct notify_delivery *next; /* in n->live */
 };
 
@@ -53,13 +59,18 @@ char *notify_signature(const char *secret, const char *body, size_t len);
  * webhook URL may be its secret (caller frees). */
 char *notify_url_origin(const char *url);
 /* POST @p body to @p url once; 0 and *http_status 2xx when delivered, else
- * a negative errno with *err saying why (caller frees).  @p job: cancel. */
+ * a negative errno with *err saying why (caller frees); -ECANCELED when
+ * cut off because @p job was cancelled or notify stops. */
 int notify_post(struct notify *n, struct tlsbox_job *job, const char *url, const char *secret,
                 const char *event, const char *body, long timeout_s, long *http_status, char **err);
 /* One try of delivery @p arg (a struct notify_delivery), as a job; a
  * failed try sets a timer for the next. */
 void notify_deliver_job(void *arg, struct tlsbox_job *job);
 void notify_delivery_free(void *arg);
+/* Whether tries must end now: notify stops, or @p job was cancelled. */
+bool notify_stopping(struct notify *n, struct tlsbox_job *job);
+/* At start: submit the deliveries a stop left undone (notify_store_pending). */
+void notify_resume(struct notify *n);
 /* Queue a delivery of @p event with @p data (JSON text, or NULL) on each
  * channel set up; 0 or a negative errno (*err says why when given; -ENOENT:
  * no channel set up).  Any thread. */
@@ -90,15 +101,23 @@ char *notify_mail_origin(struct notify *n);
  * replies, and *later those of them it refused with a 4xx, comma-separated;
  * else NULL), otherwise a negative errno with *err saying why and
  * *smtp_status the server's last reply code (0: none).  Caller frees
- * *refused, *later and *err.  @p job: cancel. */
+ * *refused, *later and *err.  -ECANCELED as notify_post. */
 int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body,
                      const char *only_to, long timeout_s, long *smtp_status, char **refused,
                      char **later, char **err);
 
-/* notify_store.c */
+/* notify_store.c.  A row is pending while it keeps a body: from queueing
+ * until it is delivered or failed for good (notify_store_update clears it
+ * then); those are sent again after a stop (notify_store_pending). */
 int64_t notify_store_add(struct notify *n, const char *event, const char *origin);
 void notify_store_update(struct notify *n, int64_t row, const char *status, int tries,
                          long http_status, const char *error);
+/* Keep what the next try of row @p row sends: @p body, and @p rcpt (the
+ * recipients still to try; NULL: all). */
+void notify_store_keep(struct notify *n, int64_t row, const char *body, const char *rcpt);
+/* The pending deliveries, oldest first, as a list through ->next (caller
+ * frees each with notify_delivery_free). */
+struct notify_delivery *notify_store_pending(struct notify *n);
 
 /* notify_api.c */
 int notify_api_register(struct notify *n);

@@ -225,7 +225,7 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 {
     struct cancel *c = arg;
     (void)dt, (void)dn, (void)ut, (void)un;
-    return c->job && c->n->host->job_cancelled(c->job) ? 1 : 0;
+    return notify_stopping(c->n, c->job) ? 1 : 0;
 }
 
 /*
@@ -411,7 +411,7 @@ int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body,
         else
             *smtp_status = 0;
         if (cr == CURLE_ABORTED_BY_CALLBACK)
-            *err = tlsbox_xasprintf("%s: cancelled (tlsboxd stops)", origin);
+            *err = tlsbox_xasprintf("%s: cut off: notify stops", origin);
         else if (cr == CURLE_SSL_CACERT_BADFILE)
             *err = tlsbox_xasprintf("%s: notify.ca_file %s cannot be read as PEM certificates",
                                     origin, ca);
@@ -423,7 +423,9 @@ int notify_mail_send(struct notify *n, struct tlsbox_job *job, const char *body,
                                     origin, code);
         else
             *err = tlsbox_xasprintf("%s: %s%s", origin, curl_easy_strerror(cr), code);
-        rc = cr == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+        rc = cr == CURLE_OPERATION_TIMEDOUT    ? -ETIMEDOUT
+             : cr == CURLE_ABORTED_BY_CALLBACK ? -ECANCELED
+                                               : -EIO;
     } else if (watch.refused) {
         *refused = watch.refused;
         watch.refused = NULL;

@@ -58,7 +58,12 @@ static int on_cancel(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, cur
 {
     struct cancel_ctx *c = arg;
     (void)dt, (void)dn, (void)ut, (void)un;
-    return c->job && c->n->host->job_cancelled(c->job) ? 1 : 0;
+    return notify_stopping(c->n, c->job) ? 1 : 0;
+}
+
+bool notify_stopping(struct notify *n, struct tlsbox_job *job)
+{
+    return atomic_load(&n->stopping) || (job && n->host->job_cancelled(job));
 }
 
 int notify_post(struct notify *n, struct tlsbox_job *job, const char *url, const char *secret,
@@ -111,9 +116,11 @@ int notify_post(struct notify *n, struct tlsbox_job *job, const char *url, const
                                     origin, ca);
         else
             *err = tlsbox_xasprintf("%s: %s", origin,
-                                    cr == CURLE_ABORTED_BY_CALLBACK ? "cancelled (tlsboxd stops)"
+                                    cr == CURLE_ABORTED_BY_CALLBACK ? "cut off: notify stops"
                                                                     : curl_easy_strerror(cr));
-        rc = cr == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+        rc = cr == CURLE_OPERATION_TIMEDOUT    ? -ETIMEDOUT
+             : cr == CURLE_ABORTED_BY_CALLBACK ? -ECANCELED
+                                               : -EIO;
     } else {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, http_status);
         if (*http_status < 200 || *http_status > 299) {
@@ -163,46 +170,66 @@ static long retry_wait(const struct notify *n, int try)
     return n->host->setting_get_int(n->self, "retry_seconds", 30) << (try - 1);
 }
 
-/* Set the timer that runs the next try of @p d in @p wait_s; 0, or -1 when
- * tlsboxd stops.  The last use of @p d by this try: the timer may fire on
- * another thread at once and free it, so the store and the log must be told
- * before. */
+/* Forget @p d when notify stops before its next try: its row keeps its
+ * body, and the next start sends it (notify_resume). */
+static void delivery_keep(struct notify_delivery *d)
+{
+    d->n->host->log(d->n->self, TLSBOX_LOG_INFO,
+                    "%s (delivery %lld): notify stops; its next try follows the next start",
+                    d->event, (long long)d->row);
+    delivery_done(d);
+}
+
+/*
+ * Set the timer that runs the next try of @p d in @p wait_s; 0, or a
+ * negative errno when notify or tlsboxd stops (the caller then keeps d for
+ * the next start: delivery_keep).  On 0 the last use of @p d by this try:
+ * the timer may fire on another thread at once and free it, so the store and
+ * the log must be told before.  The stopping check and timer_add are one
+ * step under n->lock, which the stop hook takes to set stopping and cancel
+ * the timers: a timer set after the core cancelled the plugin's timers
+ * would fire into freed state after fini.
+ */
 static int retry_arm(struct notify_delivery *d, long wait_s)
 {
     struct notify *n = d->n;
-    return n->host->timer_add(n->self, "notify-retry", (uint64_t)wait_s * 1000, 0, 0,
-                              notify_deliver_job, d) < 0
-               ? -1
-               : 0;
+    int64_t id = -ESHUTDOWN;
+    pthread_mutex_lock(&n->lock);
+    if (!atomic_load(&n->stopping))
+        id = n->host->timer_add(n->self, "notify-retry", (uint64_t)wait_s * 1000, 0, 0,
+                                notify_deliver_job, d);
+    d->timer = id > 0 ? id : 0;
+    pthread_mutex_unlock(&n->lock);
+    return id > 0 ? 0 : (int)id;
 }
 
 /*
  * Mailed, but some recipients said "not now" (4xx: greylisting, a full
  * mailbox): those alone get the next try, so nobody gets the mail twice.
- * Returns whether a next try was set (else the delivery is done).
+ * Returns whether a next try follows (set, or kept for the next start);
+ * else the delivery is done.
  */
-static bool mail_retry_later(struct notify_delivery *d, struct tlsbox_job *job, int try, long code,
-                             const char *refused, char **later)
+static bool mail_retry_later(struct notify_delivery *d, int try, long code, const char *refused,
+                             char **later)
 {
     struct notify *n = d->n;
-    if (!*later || try >= NOTIFY_TRIES || n->host->job_cancelled(job))
+    if (!*later || try >= NOTIFY_TRIES)
         return false;
-    /* All of it before the timer (retry_arm). */
+    free(d->rcpt);
+    d->rcpt = *later;
+    *later = NULL; /* d owns it now */
+    /* All of it before the timer (retry_arm); the store knows whom the next
+     * try is for, should it follow a stop. */
     long wait_s = retry_wait(n, try);
-    char *note = tlsbox_xasprintf("refused: %s; trying again for %s", refused, *later);
+    char *note = tlsbox_xasprintf("refused: %s; trying again for %s", refused, d->rcpt);
     notify_store_update(n, d->row, "retrying", try, code, note);
+    notify_store_keep(n, d->row, d->body, d->rcpt);
     n->host->log(n->self, TLSBOX_LOG_WARN,
                  "%s mailed (try %d, SMTP %ld); refused: %s; next try for %s in %ld s", d->event,
-                 try, code, refused, *later, wait_s);
+                 try, code, refused, d->rcpt, wait_s);
     free(note);
-    char *before = d->rcpt;
-    d->rcpt = *later;
-    if (retry_arm(d, wait_s) < 0) {
-        d->rcpt = before; /* tlsboxd stops: the caller records it delivered */
-        return false;
-    }
-    free(before);
-    *later = NULL; /* d owns it now */
+    if (retry_arm(d, wait_s) < 0)
+        delivery_keep(d);
     return true;
 }
 
@@ -215,12 +242,11 @@ void notify_deliver_job(void *arg, struct tlsbox_job *job)
 {
     struct notify_delivery *d = arg;
     struct notify *n = d->n;
-    int try = ++d->tries;
-    if (n->host->job_cancelled(job)) {
-        notify_store_update(n, d->row, "failed", try - 1, 0, "cancelled: tlsboxd stopped");
-        delivery_done(d);
+    if (notify_stopping(n, job)) {
+        delivery_keep(d); /* not tried: its row stays as it was */
         return;
     }
+    int try = ++d->tries;
     /* Read at each try: a URL or server mended meanwhile is used by the retry. */
     long timeout_s = n->host->setting_get_int(n->self, "timeout_seconds", 10);
     long code = 0;
@@ -240,7 +266,14 @@ void notify_deliver_job(void *arg, struct tlsbox_job *job)
             tlsbox_wipe_free_str(secret);
     }
     const char *how = d->mail ? "mailed" : "delivered", *proto = d->mail ? "SMTP" : "HTTP";
-    if (rc == 0 && mail_retry_later(d, job, try, code, refused, &later)) {
+    if (rc == -ECANCELED) {
+        /* Cut off by the stop, not refused: the try does not count. */
+        notify_store_update(n, d->row, try > 1 ? "retrying" : "queued", try - 1, 0, err);
+        delivery_keep(d);
+        free(err);
+        return;
+    }
+    if (rc == 0 && mail_retry_later(d, try, code, refused, &later)) {
         free(refused);
         return;
     }
@@ -259,18 +292,16 @@ void notify_deliver_job(void *arg, struct tlsbox_job *job)
         delivery_done(d);
         return;
     }
-    bool last = try == NOTIFY_TRIES || rc == -ENOENT || n->host->job_cancelled(job);
-    if (!last) {
+    if (try < NOTIFY_TRIES && rc != -ENOENT) {
         /* Told before the timer is set (retry_arm): after it, d may be gone. */
         long wait_s = retry_wait(n, try);
         notify_store_update(n, d->row, "retrying", try, code, err);
         n->host->log(n->self, TLSBOX_LOG_WARN, "%s not %s: %s (try %d of %d); next in %ld s",
                      d->event, how, err, try, NOTIFY_TRIES, wait_s);
-        if (retry_arm(d, wait_s) == 0) {
-            free(err);
-            return;
-        }
-        last = true; /* tlsboxd stops */
+        if (retry_arm(d, wait_s) < 0)
+            delivery_keep(d);
+        free(err);
+        return;
     }
     notify_store_update(n, d->row, "failed", try, code, err);
     n->host->metric_add(n->m_failed, 1);
@@ -278,6 +309,35 @@ void notify_deliver_job(void *arg, struct tlsbox_job *job)
                  err, try, NOTIFY_TRIES);
     delivery_done(d);
     free(err);
+}
+
+/*
+ * List @p d and submit its next try as a job; 0, or a negative errno when
+ * notify or tlsboxd stops: d is then forgotten, its row kept for the next
+ * start.  Listed until its last try: one whose job never runs (the plugin
+ * stopped) is freed by fini.  Submitted outside n->lock: a job may run at
+ * once on this thread (the unit tests' host), and the core waits for the
+ * event callbacks, API handlers and start hook that call this before it
+ * cancels the plugin's jobs.
+ */
+static int delivery_submit(struct notify_delivery *d)
+{
+    struct notify *n = d->n;
+    pthread_mutex_lock(&n->lock);
+    bool stopping = atomic_load(&n->stopping);
+    if (!stopping) {
+        d->next = n->live;
+        n->live = d;
+    }
+    pthread_mutex_unlock(&n->lock);
+    int64_t id = stopping
+                     ? -ESHUTDOWN
+                     : n->host->job_submit(n->self, "notify-deliver", notify_deliver_job, d, NULL);
+    if (id < 0) {
+        delivery_keep(d);
+        return (int)id;
+    }
+    return 0;
 }
 
 /* Queue one delivery of @p event (its @p data, borrowed) to the webhook or
@@ -295,21 +355,28 @@ static int queue_one(struct notify *n, const char *event, json_t *data, const ch
     dl->mail = mail;
     dl->row = row;
     json_decref(j);
-    /* Listed until its last try: one whose job or timer never runs (the
-     * plugin stopped) is freed by fini. */
-    pthread_mutex_lock(&n->lock);
-    dl->next = n->live;
-    n->live = dl;
-    pthread_mutex_unlock(&n->lock);
-    int64_t id = n->host->job_submit(n->self, "notify-deliver", notify_deliver_job, dl, NULL);
-    if (id < 0) {
-        notify_store_update(n, row, "failed", 0, 0, "not queued: tlsboxd stops");
-        if (err && !*err)
-            *err = tlsbox_xasprintf("cannot queue the delivery: %s", strerror((int)-id));
-        delivery_done(dl);
-        return (int)id;
+    /* Kept before the first try: a stop before the last leaves it for the
+     * next start. */
+    notify_store_keep(n, row, dl->body, NULL);
+    int rc = delivery_submit(dl);
+    if (rc < 0 && err && !*err)
+        *err = tlsbox_xasprintf("cannot queue the delivery now (%s): it is sent after the next "
+                                "start",
+                                strerror(-rc));
+    return rc;
+}
+
+void notify_resume(struct notify *n)
+{
+    struct notify_delivery *d = notify_store_pending(n);
+    while (d) {
+        struct notify_delivery *next = d->next;
+        d->n = n;
+        n->host->log(n->self, TLSBOX_LOG_INFO, "%s (delivery %lld): sent again after a stop",
+                     d->event, (long long)d->row);
+        delivery_submit(d);
+        d = next;
     }
-    return 0;
 }
 
 int notify_queue_on(struct notify *n, const char *event, const char *data, unsigned channels,

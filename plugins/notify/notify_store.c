@@ -1,10 +1,14 @@
 /* notify_deliveries: one row per delivery, updated after each try; the
- * newest NOTIFY_KEEP are kept.  Short writes, on the calling thread. */
+ * newest NOTIFY_KEEP are kept, and every pending one (with its body).
+ * Short writes, on the calling thread. */
 #include "plugins/notify/notify.h"
 
+#include <string.h>
 #include <time.h>
 
 #include <sqlite3.h>
+
+#include <tlsbox/xalloc.h>
 
 int64_t notify_store_add(struct notify *n, const char *event, const char *origin)
 {
@@ -28,8 +32,8 @@ int64_t notify_store_add(struct notify *n, const char *event, const char *origin
     if (!row)
         n->host->log(n->self, TLSBOX_LOG_WARN, "cannot record a delivery: %s", sqlite3_errmsg(db));
     sqlite3_exec(db,
-                 "DELETE FROM notify_deliveries WHERE id <= (SELECT id FROM notify_deliveries "
-                 "ORDER BY id DESC LIMIT 1 OFFSET 200)", /* NOTIFY_KEEP */
+                 "DELETE FROM notify_deliveries WHERE body IS NULL AND id <= (SELECT id FROM "
+                 "notify_deliveries ORDER BY id DESC LIMIT 1 OFFSET 200)", /* NOTIFY_KEEP */
                  NULL, NULL, NULL);
     n->host->store_close(n->self, db);
     return row;
@@ -46,7 +50,8 @@ void notify_store_update(struct notify *n, int64_t row, const char *status, int 
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db,
                            "UPDATE notify_deliveries SET status = ?2, tries = ?3, http_status = "
-                           "?4, error = ?5, updated_at = ?6 WHERE id = ?1",
+                           "?4, error = ?5, updated_at = ?6, body = CASE WHEN ?2 IN ('delivered', "
+                           "'failed') THEN NULL ELSE body END WHERE id = ?1",
                            -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, row);
         sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
@@ -66,4 +71,63 @@ void notify_store_update(struct notify *n, int64_t row, const char *status, int 
     }
     sqlite3_finalize(st);
     n->host->store_close(n->self, db);
+}
+
+void notify_store_keep(struct notify *n, int64_t row, const char *body, const char *rcpt)
+{
+    sqlite3 *db = row ? n->host->store_open(n->self) : NULL;
+    if (!db)
+        return;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "UPDATE notify_deliveries SET body = ?2, rcpt = ?3 WHERE id = ?1",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, row);
+        sqlite3_bind_text(st, 2, body, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, rcpt, -1, SQLITE_STATIC); /* NULL binds NULL */
+        if (sqlite3_step(st) != SQLITE_DONE)
+            n->host->log(n->self, TLSBOX_LOG_WARN,
+                         "cannot keep delivery %lld for a retry after a stop: %s", (long long)row,
+                         sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(st);
+    n->host->store_close(n->self, db);
+}
+
+/* A column's text, copied (NULL stays NULL). */
+static char *column_dup(sqlite3_stmt *st, int col)
+{
+    const char *t = (const char *)sqlite3_column_text(st, col);
+    return t ? tlsbox_xstrdup(t) : NULL;
+}
+
+struct notify_delivery *notify_store_pending(struct notify *n)
+{
+    sqlite3 *db = n->host->store_open(n->self);
+    if (!db)
+        return NULL;
+    struct notify_delivery *head = NULL, **tail = &head;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT id, event, origin, body, rcpt, tries FROM notify_deliveries "
+                           "WHERE body IS NOT NULL ORDER BY id",
+                           -1, &st, NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            struct notify_delivery *d = tlsbox_xcalloc(1, sizeof *d);
+            d->n = n;
+            d->row = sqlite3_column_int64(st, 0);
+            d->event = column_dup(st, 1);
+            /* As GET notify/deliveries tells the channel: a webhook's URL
+             * is http(s)://, the mail server's smtp(s)://. */
+            const char *origin = (const char *)sqlite3_column_text(st, 2);
+            d->mail = origin && strncmp(origin, "smtp", 4) == 0;
+            d->body = column_dup(st, 3);
+            d->rcpt = column_dup(st, 4);
+            d->tries = sqlite3_column_int(st, 5);
+            *tail = d;
+            tail = &d->next;
+        }
+    }
+    sqlite3_finalize(st);
+    n->host->store_close(n->self, db);
+    return head;
 }

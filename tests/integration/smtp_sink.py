@@ -4,7 +4,7 @@
 DIR/N.json as {"mail_from", "rcpt_tos", "tls", "user", "data"}.
 
   smtp_sink.py PORT DIR [--tls CERT KEY] [--implicit] [--auth USER PASSWORD]
-                       [--refuse ADDRESS]... [--greylist ADDRESS]...
+                       [--refuse ADDRESS]... [--greylist ADDRESS]... [--hold FILE]
 
 --tls offers STARTTLS with CERT/KEY (and then requires it before MAIL);
 with --implicit the port speaks TLS from the first byte (smtps) instead.
@@ -12,7 +12,10 @@ with --implicit the port speaks TLS from the first byte (smtps) instead.
 no STARTTLS is offered.  --refuse answers RCPT TO:<ADDRESS> with 550, as
 a server does for an unknown user.  --greylist answers the first RCPT
 TO:<ADDRESS> with 450 (greylisting: "try again later") and takes the next
-ones.  Runs until killed."""
+ones.  While FILE (--hold) exists, MAIL FROM is held unanswered (a slow
+server), FILE.held written meanwhile: a client that hangs up then has sent
+no mail.  Runs until killed."""
+import asyncio
 import json
 import os
 import ssl
@@ -24,12 +27,25 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 
 
 class Sink:
-    def __init__(self, out, refuse, greylist):
+    def __init__(self, out, refuse, greylist, hold):
         self.out = out
         self.refuse = refuse
         self.greylist = set(greylist)
+        self.hold = hold
         self.n = 0
         self.lock = threading.Lock()
+
+    async def handle_MAIL(self, server, session, envelope, address, mail_options):
+        if self.hold and os.path.exists(self.hold):
+            with open(self.hold + ".held", "w") as f:
+                f.write("1")
+            for _ in range(1200):  # at most 120 s
+                if not os.path.exists(self.hold):
+                    break
+                await asyncio.sleep(0.1)
+        envelope.mail_from = address
+        envelope.mail_options.extend(mail_options)
+        return "250 OK"
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         if address in self.refuse:
@@ -93,7 +109,8 @@ def main():
         kw["auth_require_tls"] = False
     refuse = [args[i + 1] for i, a in enumerate(args) if a == "--refuse"]
     greylist = [args[i + 1] for i, a in enumerate(args) if a == "--greylist"]
-    c = Controller(Sink(out, refuse, greylist), hostname="127.0.0.1", port=port, **kw)
+    hold = args[args.index("--hold") + 1] if "--hold" in args else None
+    c = Controller(Sink(out, refuse, greylist, hold), hostname="127.0.0.1", port=port, **kw)
     c.start()
     threading.Event().wait()
 

@@ -2,12 +2,19 @@
  * SHA256 vectors, the origin that logs and the API show instead of the
  * webhook URL (its path, query and user:password may be its key), and the
  * e-mail made from a delivery: its headers, that nothing an event carries
- * can add a header, CRLF line ends. */
+ * can add a header, CRLF line ends.  And on the mock host: stopped with a
+ * retry waiting, the stop hook cancels its timer and the store keeps the
+ * delivery, which the next start sends again. */
 #include <stdlib.h>
 #include <string.h>
 
+#include <tlsbox/mock_host.h>
+#include <tlsbox/plugin.h>
+
 #include "plugins/notify/notify.h"
 #include "tests/tap.h"
+
+extern const struct tlsbox_plugin_desc tlsbox_plugin_descriptor;
 
 static void origin(const char *url, const char *want)
 {
@@ -23,6 +30,69 @@ static void subject_is(const char *body, const char *want, const char *what)
     free(notify_mail_message(body, "f@x", "t@x", 0, &subject));
     is_str(subject, want, "%s", what);
     free(subject);
+}
+
+/* "status tries kept" of the only delivery ("kept": its body is). */
+static int64_t row_is(const char *status, int tries)
+{
+    char sql[200];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM notify_deliveries WHERE status = '%s' AND tries = %d AND "
+             "body IS NOT NULL",
+             status, tries);
+    return tlsbox_mock_query_int(sql);
+}
+
+/* Init and start notify on the mock; its state, or NULL. */
+static void *start(const struct tlsbox_plugin_desc *d)
+{
+    void *state = NULL;
+    if (d->init(tlsbox_mock_self(), &tlsbox_mock_host, &state) != 0 || d->start(state) != 0)
+        return NULL;
+    tlsbox_mock_started(state);
+    return state;
+}
+
+static void stop(const struct tlsbox_plugin_desc *d, void *state)
+{
+    tlsbox_mock_stopped();
+    if (d->stop)
+        d->stop(state);
+    d->fini(state);
+}
+
+static void test_stop_keeps_pending(void)
+{
+    const struct tlsbox_plugin_desc *d = &tlsbox_plugin_descriptor;
+    if (tlsbox_mock_setup(d) < 0) {
+        ok(0, "mock host with notify's migrations applied");
+        return;
+    }
+    /* Nothing listens on port 9 of loopback: each try is refused at once. */
+    tlsbox_mock_set("url", "http://127.0.0.1:9/hook");
+    tlsbox_mock_set("retry_seconds", "60");
+    void *state = start(d);
+    ok(state != NULL, "notify starts");
+    is_int(tlsbox_mock_api("POST", "notify/test", "{}", NULL), 202, "a test delivery is queued");
+    is_int(tlsbox_mock_timers(), 1, "its first try failed: a retry timer waits");
+    is_int((int)row_is("retrying", 1), 1, "the store says retrying after 1 try, its body kept");
+    ok(d->stop != NULL, "notify has a stop hook");
+    stop(d, state);
+    /* The core cancels a plugin's timers after its stop hook too; the hook
+     * must not count on that (a timer set meanwhile would outlive fini). */
+    is_int(tlsbox_mock_timers(), 0, "the stop hook cancelled the retry timer");
+    is_int((int)row_is("retrying", 1), 1, "the delivery is still pending in the store");
+    /* The mock keeps the first start's routes and subscriptions (the core
+     * drops them after stop): only the step of start that resumes. */
+    int jobs = tlsbox_mock_jobs_run();
+    state = NULL;
+    is_int(d->init(tlsbox_mock_self(), &tlsbox_mock_host, &state), 0, "notify inits again");
+    notify_resume(state);
+    is_int(tlsbox_mock_jobs_run(), jobs + 1, "the start sends the pending delivery again");
+    is_int((int)row_is("retrying", 2), 1, "its tries counted on: 2");
+    is_int(tlsbox_mock_timers(), 1, "and the next retry waits");
+    stop(d, state);
+    tlsbox_mock_teardown();
 }
 
 int main(void)
@@ -87,5 +157,6 @@ int main(void)
     subject_is("{\"event\":\"cert.expiring\",\"data\":{\"name\":\"shop\",\"days_left\":0,"
                "\"threshold\":0,\"expired\":true},\"host\":\"box\"}",
                "[tlsbox box] Certificate shop has EXPIRED", "and once it has expired");
+    test_stop_keeps_pending();
     return done_testing();
 }
