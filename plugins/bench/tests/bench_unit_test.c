@@ -10,6 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "plugins/bench/bench_conn.h"
 #include "plugins/bench/bench_export.h"
@@ -387,6 +391,59 @@ static void test_site_ip_room(void)
     free(json);
 }
 
+/* Fill the socket @p fd until it takes no more (at most @p cap bytes):
+ * the bytes written. */
+static size_t fill_socket(int fd, size_t cap)
+{
+    static char chunk[16384];
+    size_t total = 0;
+    memset(chunk, 'x', sizeof(chunk));
+    while (total < cap) {
+        ssize_t w = send(fd, chunk, sizeof(chunk), MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w <= 0)
+            break;
+        total += (size_t)w;
+    }
+    return total;
+}
+
+/* A server streaming a body faster than bench reads it: one epoll wake
+ * reads at most BENCH_READ_BUDGET (256 KiB) of it and leaves the rest in the
+ * socket for the next turn, so the connection cannot hold the generator's
+ * thread (the other connections, the clock, a cancel) for as long as the
+ * body lasts. */
+static void test_read_budget(void)
+{
+    struct bench_opts o = {.scenario = BENCH_SC_H1, .requests = 1, .max_requests = 1};
+    struct bench_stats st = {0};
+    struct bench_gen g = {.o = &o, .st = &st, .epfd = epoll_create1(0)};
+    struct bench_conn c = {.g = &g, .state = CONN_ACTIVE, .h1_busy = true, .remaining = -1};
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) < 0)
+        abort();
+    int sz = 4 << 20;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+    c.fd = sv[1];
+    static const char head[] = "HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n";
+    if (send(sv[0], head, sizeof(head) - 1, 0) != (ssize_t)sizeof(head) - 1)
+        abort();
+    size_t sent = sizeof(head) - 1 + fill_socket(sv[0], 4u << 20);
+    ok(sent > 2 * 256 * 1024, "the server has %zu bytes waiting (more than two wakes' worth)",
+       sent);
+    bench_conn_on_event(&c, EPOLLIN);
+    int left = 0;
+    ioctl(sv[1], FIONREAD, &left);
+    is_int((long)st.bytes, 256 * 1024, "one wake read 256 KiB (%zu were there)", sent);
+    ok(left > 0 && (size_t)left == sent - st.bytes,
+       "the rest (%d bytes) stays in the socket for the next turn", left);
+    ok(c.h1_busy && !st.complete && !st.failed, "the answer is still in progress: not counted");
+    bench_conn_on_event(&c, EPOLLIN);
+    is_int((long)st.bytes, 2 * 256 * 1024, "the next wake reads 256 KiB more");
+    close(sv[0]);
+    close(sv[1]);
+    close(g.epfd);
+}
+
 int main(void)
 {
     test_percentiles();
@@ -396,5 +453,6 @@ int main(void)
     test_site_room_why();
     test_csv();
     test_refused();
+    test_read_budget();
     return done_testing();
 }
