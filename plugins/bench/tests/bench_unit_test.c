@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "plugins/bench/bench_addr.h"
 #include "plugins/bench/bench_conn.h"
 #include "plugins/bench/bench_export.h"
 #include "plugins/bench/bench_opts.h"
@@ -373,7 +374,8 @@ static void test_site_ip_room(void)
         for (i = ifs; i && !own[0]; i = i->ifa_next)
             if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET) {
                 const struct in_addr *a = &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
-                if ((ntohl(a->s_addr) >> 24) != 127)
+                /* Not loopback, nor link-local (never a target). */
+                if ((ntohl(a->s_addr) >> 24) != 127 && (ntohl(a->s_addr) >> 16) != 0xa9fe)
                     inet_ntop(AF_INET, a, own, sizeof(own));
             }
     freeifaddrs(ifs);
@@ -444,6 +446,147 @@ static void test_read_budget(void)
     close(g.epfd);
 }
 
+/* The class of @p text (an IPv4 or IPv6 address), -1 if it does not parse. */
+static int addr_kind(const char *text, char *why, size_t cap)
+{
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, text, &a4->sin_addr) == 1)
+        ss.ss_family = AF_INET;
+    else if (inet_pton(AF_INET6, text, &a6->sin6_addr) == 1)
+        ss.ss_family = AF_INET6;
+    else
+        return -1;
+    struct bench_addr_class ac;
+    bench_addr_classify((const struct sockaddr *)&ss, &ac);
+    snprintf(why, cap, "%s", ac.why);
+    return (int)ac.kind;
+}
+
+/* Which targets bench may load, address by address. */
+static void test_addr_classes(void)
+{
+    enum {
+        LO = BENCH_ADDR_LOOPBACK,
+        PRIV = BENCH_ADDR_PRIVATE,
+        PUB = BENCH_ADDR_PUBLIC,
+        LL = BENCH_ADDR_LINK_LOCAL,
+        BAD = BENCH_ADDR_UNUSABLE
+    };
+    static const struct {
+        const char *addr;
+        int kind;
+        const char *why;
+    } t[] = {
+        {"127.0.0.1", LO, "127.0.0.0/8"},
+        {"127.255.255.254", LO, "127.0.0.0/8"},
+        {"10.1.2.3", PRIV, "10.0.0.0/8"},
+        {"172.16.0.1", PRIV, "172.16.0.0/12"},
+        {"172.31.255.255", PRIV, "172.16.0.0/12"},
+        {"172.32.0.1", PUB, ""},
+        {"192.168.1.1", PRIV, "192.168.0.0/16"},
+        {"169.254.169.254", LL, "169.254.0.0/16, link-local"},
+        {"169.254.0.1", LL, "169.254.0.0/16"},
+        {"169.253.255.255", PUB, ""},
+        {"0.0.0.0", BAD, "0.0.0.0/8"},
+        {"0.1.2.3", BAD, "0.0.0.0/8"},
+        {"100.64.0.1", PUB, "100.64.0.0/10, shared address space of carrier-grade NAT"},
+        {"100.127.255.255", PUB, "100.64.0.0/10"},
+        {"100.128.0.1", PUB, ""},
+        {"192.0.2.1", PUB, ""},
+        {"8.8.8.8", PUB, ""},
+        {"224.0.0.1", BAD, "224.0.0.0/4, multicast"},
+        {"255.255.255.255", BAD, "240.0.0.0/4"},
+        {"::1", LO, "::1/128"},
+        {"::", BAD, "::/128, unspecified"},
+        {"fe80::1", LL, "fe80::/10, link-local"},
+        {"febf::1", LL, "fe80::/10"},
+        {"fec0::1", PUB, ""},
+        {"fc00::1", PRIV, "fc00::/7"},
+        {"fd12:3456::1", PRIV, "fc00::/7"},
+        {"ff02::1", BAD, "ff00::/8, multicast"},
+        {"2001:db8::1", PUB, ""},
+        {"::ffff:127.0.0.1", LO, "::ffff:0:0/96 (IPv4-mapped) holding 127.0.0.0/8"},
+        {"::ffff:10.0.0.1", PRIV, "holding 10.0.0.0/8"},
+        {"::ffff:8.8.8.8", PUB, "::ffff:0:0/96 (IPv4-mapped) holding a public address"},
+        {"::ffff:169.254.169.254", LL, "(IPv4-mapped) holding 169.254.0.0/16, link-local"},
+        {"::ffff:0.0.0.0", BAD, "holding 0.0.0.0/8"},
+        {"64:ff9b::8.8.8.8", PUB, "64:ff9b::/96 (NAT64) holding a public address"},
+        {"64:ff9b::10.0.0.1", PUB, "64:ff9b::/96 (NAT64) holding 10.0.0.0/8"},
+        {"64:ff9b::127.0.0.1", PUB, "(NAT64) holding 127.0.0.0/8"},
+        {"64:ff9b::169.254.169.254", LL, "64:ff9b::/96 (NAT64) holding 169.254.0.0/16"},
+        {"64:ff9b:1::a9fe:a9fe", BAD, "local-use NAT64: the IPv4 address behind it cannot be"},
+        {"2002:a9fe:a9fe::1", LL, "2002::/16 (6to4) holding 169.254.0.0/16"},
+        {"2002:0a00:0001::1", PUB, "2002::/16 (6to4) holding 10.0.0.0/8"},
+        {"2002:0808:0808::1", PUB, "(6to4) holding a public address"},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        char why[160];
+        int k = addr_kind(t[i].addr, why, sizeof(why));
+        ok(k == t[i].kind && (t[i].why[0] ? strstr(why, t[i].why) != NULL : why[0] == '\0'),
+           "%s: class %d (want %d), \"%s\"", t[i].addr, k, t[i].kind, why);
+    }
+}
+
+/* What a run asks for, by url: link-local refused even with public targets
+ * allowed, saying which range; the others as their class says. */
+static void test_addr_targets(void)
+{
+    struct bench_limits any = lim;
+    any.allow_public = true;
+    static const struct {
+        const char *url;
+        bool allow_public;
+        const char *refusal; /* NULL: accepted */
+    } t[] = {
+        {"https://169.254.169.254/", false,
+         "bench: target 169.254.169.254 is a link-local address (169.254.0.0/16, link-local): "
+         "bench never loads link-local addresses"},
+        {"https://169.254.169.254/", true, "whatever bench.allow_public_targets says"},
+        /* The same address written as one number: the check is on the address. */
+        {"http://2852039166/latest/meta-data/", true,
+         "target 2852039166 is a link-local address (169.254.0.0/16"},
+        {"https://[fe80::1]/", true, "target fe80::1 is a link-local address (fe80::/10"},
+        {"https://[::ffff:169.254.169.254]/", true, "(IPv4-mapped) holding 169.254.0.0/16"},
+        {"https://[64:ff9b::a9fe:a9fe]/", true, "(NAT64) holding 169.254.0.0/16"},
+        {"https://0.0.0.0:8443/", true, "target 0.0.0.0 is not an address a server answers on"},
+        {"https://224.0.0.1/", true, "not an address a server answers on (224.0.0.0/4"},
+        {"https://100.64.0.1/", false,
+         "target 100.64.0.1 is a public address (100.64.0.0/10, shared address space of "
+         "carrier-grade NAT, not a private network): bench loads only loopback"},
+        {"https://[::ffff:8.8.8.8]/", false, "is a public address (::ffff:0:0/96"},
+        {"https://[64:ff9b::10.0.0.1]/", false, "is a public address (64:ff9b::/96 (NAT64)"},
+        {"https://100.64.0.1/", true, NULL},
+        {"https://[::ffff:10.1.2.3]/", false, NULL},
+        {"https://[fd00::5]/", false, NULL},
+        {"https://192.168.7.7/", false, NULL},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        char body[256];
+        snprintf(body, sizeof(body), "{\"scenario\":\"h1\",\"url\":\"%s\"}", t[i].url);
+        json_t *j = json_loads(body, 0, NULL);
+        struct bench_opts o;
+        char *err = NULL;
+        int r = bench_opts_parse(j, t[i].allow_public ? &any : &lim, &local, &o, &err);
+        json_decref(j);
+        if (t[i].refusal)
+            ok(r == -EINVAL && err && strstr(err, t[i].refusal), "%s (public %s): refused: %s",
+               t[i].url, t[i].allow_public ? "allowed" : "not allowed", err ? err : "(none)");
+        else
+            ok(r == 0, "%s (public %s): accepted %s", t[i].url,
+               t[i].allow_public ? "allowed" : "not allowed", err ? err : "");
+        free(err);
+    }
+    struct bench_opts o;
+    char *err = NULL;
+    json_t *j = json_loads("{\"url\":\"https://[::ffff:127.0.0.1]:9443/\"}", 0, NULL);
+    is_int(bench_opts_parse(j, &lim, &local, &o, &err), 0, "an IPv4-mapped loopback url");
+    ok(o.loopback, "is loopback");
+    json_decref(j);
+    free(err);
+}
+
 int main(void)
 {
     test_percentiles();
@@ -454,5 +597,7 @@ int main(void)
     test_csv();
     test_refused();
     test_read_budget();
+    test_addr_classes();
+    test_addr_targets();
     return done_testing();
 }
