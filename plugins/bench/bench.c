@@ -45,7 +45,8 @@ static const struct tlsbox_setting_def bench_settings[] = {
     {.key = "allow_public_targets",
      .type = TLSBOX_SETTING_BOOL,
      .default_value = "false",
-     .help = "Allow targets outside loopback and private networks (load only servers you run)"},
+     .help = "Allow public targets, outside loopback and private networks (load only servers "
+             "you run); link-local ones (169.254.0.0/16, fe80::/10) are never loaded"},
     TLSBOX_SETTINGS_END};
 
 void bench_limits_load(struct bench *b, struct bench_limits *lim)

@@ -173,8 +173,19 @@ int bench_conn_flush(struct bench_conn *c)
     return 0;
 }
 
+/* This wake's budget is used up: -EAGAIN, remembering records GnuTLS holds. */
+static long conn_recv_yield(struct bench_conn *c)
+{
+    c->more_in = c->tls && gnutls_record_check_pending(c->tls) > 0;
+    return -EAGAIN;
+}
+
 long bench_conn_recv(struct bench_conn *c, char *buf, size_t cap)
 {
+    if (c->read_left == 0)
+        return conn_recv_yield(c);
+    if (cap > c->read_left)
+        cap = c->read_left;
     for (;;) {
         ssize_t n;
         if (!c->tls) {
@@ -193,6 +204,7 @@ long bench_conn_recv(struct bench_conn *c, char *buf, size_t cap)
                 return -EIO;
         }
         if (n > 0) {
+            c->read_left -= (size_t)n;
             c->t_last_io = bench_now_us();
             c->g->st->bytes += (uint64_t)n;
             if (!c->got_byte) {
@@ -319,6 +331,8 @@ void bench_conn_on_event(struct bench_conn *c, uint32_t events)
     case CONN_ACTIVE:
         break;
     }
+    c->read_left = BENCH_READ_BUDGET;
+    c->more_in = false;
     if ((events & EPOLLOUT) && bench_conn_flush(c) < 0) {
         bench_conn_fail(c);
         return;

@@ -47,6 +47,12 @@ struct bench_conn {
     long requests; /* requests taken on this connection */
     bool reserved; /* new-connection scenarios: the request was taken at open */
 
+    /* Fairness: what this epoll wake may still read (bench_conn_recv), and
+     * whether a wake stopped with records GnuTLS had already read off the
+     * socket, which the level-triggered epoll cannot report again. */
+    size_t read_left;
+    bool more_in;
+
     char *out; /* plaintext waiting to be sent */
     size_t out_len, out_off, out_cap;
     size_t tls_pending; /* bytes of a gnutls_record_send that returned E_AGAIN */
@@ -82,8 +88,20 @@ struct bench_gen {
      * counted as retried when taken, as not_sent if the run ends first. */
     long given_back;
     int64_t t0, t_issue_end, t_hard_end, t_last_done;
+    /* Set when the run has no more requests to send: the ones in flight
+     * must be answered by then (timeout_ms later), else they fail. */
+    int64_t t_drain_end;
     bool stop_issuing;
 };
+
+/*
+ * Most plaintext one connection reads per epoll wake.  A server streaming a
+ * huge or endless body would otherwise keep the read loop going: the other
+ * connections on the thread starve, and the clock, the timeouts and a
+ * cancel wait until the socket runs dry.  256 KiB is 16 TLS records: a wake
+ * still takes whole answers of the usual sizes.
+ */
+#define BENCH_READ_BUDGET (256u * 1024u)
 
 /* ---- bench_gen.c: bookkeeping the drivers call ---- */
 /* May another request start?  Counts it as issued when it may. */
@@ -117,7 +135,10 @@ void bench_conn_fail(struct bench_conn *c);
 void bench_conn_queue(struct bench_conn *c, const void *data, size_t len);
 /* Send what is queued: 0 (all sent or would block), -EIO. */
 int bench_conn_flush(struct bench_conn *c);
-/* Read plaintext: > 0 bytes, 0 at the end of the stream, -EAGAIN, -EIO. */
+/* Read plaintext: > 0 bytes, 0 at the end of the stream, -EAGAIN, -EIO.
+ * -EAGAIN also once this wake's BENCH_READ_BUDGET is used: the loop comes
+ * back to the connection on its next turn (c->more_in when epoll would not
+ * say so). */
 long bench_conn_recv(struct bench_conn *c, char *buf, size_t cap);
 /* Register the events the connection waits for now. */
 void bench_conn_arm(struct bench_conn *c);

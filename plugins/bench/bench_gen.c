@@ -2,7 +2,9 @@
  * The load generator's loop: epoll over C connection slots, request
  * accounting, the time bounds and cancellation.  Everything runs on the
  * calling thread; the loop wakes at least every 100 ms to check the clock
- * and the cancel flag, so a cancel takes effect well within a second.
+ * and the cancel flag, and no connection reads more than BENCH_READ_BUDGET
+ * in one wake, so a cancel takes effect well within a second and a server
+ * streaming without end on one connection does not starve the others.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -198,31 +200,78 @@ static void gen_progress(struct bench_gen *g, int64_t now)
                        g->o->requests > 0 ? 0 : g->o->duration_ms);
 }
 
+/*
+ * Once the run has nothing more to send, what is in flight has timeout_ms
+ * to be answered, however busy its connection: a body that never ends (or
+ * trickles) would otherwise hold the run to its hard limit.  A request
+ * given back (h2, refused) and taken again moves the deadline.  True when
+ * it has passed: the run ends, and what is still in flight fails.
+ */
+static bool gen_drain_over(struct bench_gen *g, int64_t now)
+{
+    if (bench_gen_can_take(g)) {
+        g->t_drain_end = 0;
+        return false;
+    }
+    if (g->t_drain_end == 0)
+        g->t_drain_end = now + (int64_t)g->o->timeout_ms * 1000;
+    return now >= g->t_drain_end;
+}
+
+/* Give another turn to the connections whose last wake stopped at the read
+ * budget with records GnuTLS already holds (epoll does not see those).
+ * True if one still has more after its turn: do not sleep in epoll_wait. */
+static bool gen_serve_more_in(struct bench_gen *g)
+{
+    bool more = false;
+    for (int i = 0; i < g->o->concurrency; i++) {
+        struct bench_conn *c = &g->conns[i];
+        if (!c->more_in)
+            continue;
+        if (c->fd >= 0 && c->state == CONN_ACTIVE)
+            bench_conn_on_event(c, EPOLLIN);
+        else
+            c->more_in = false;
+        more |= c->more_in;
+    }
+    return more;
+}
+
+/* Must the loop stop now (cancelled, or past the hard limit: the result
+ * says which)?  Also ends a timed run's sending once its time is up. */
+static bool gen_should_stop(struct bench_gen *g, int64_t now)
+{
+    if (g->hooks && g->hooks->cancelled && g->hooks->cancelled(g->hooks->arg)) {
+        g->st->cancelled = true;
+        return true;
+    }
+    if (now >= g->t_hard_end) {
+        g->st->time_limited = true;
+        return true;
+    }
+    if (g->o->requests == 0 && now >= g->t_issue_end)
+        g->stop_issuing = true;
+    return false;
+}
+
 static void gen_loop(struct bench_gen *g)
 {
     struct epoll_event evs[64];
     int64_t next_progress = 0;
     for (;;) {
         int64_t now = bench_now_us();
-        if (g->hooks && g->hooks->cancelled && g->hooks->cancelled(g->hooks->arg)) {
-            g->st->cancelled = true;
+        if (gen_should_stop(g, now))
             break;
-        }
-        if (now >= g->t_hard_end) {
-            g->st->time_limited = true;
-            break;
-        }
-        if (g->o->requests == 0 && now >= g->t_issue_end)
-            g->stop_issuing = true;
         if (now >= next_progress) {
             gen_progress(g, now);
             next_progress = now + 200000;
         }
         gen_check_timeouts(g, now);
         gen_fill_slots(g);
-        if (gen_all_idle(g) && !bench_gen_can_take(g))
+        if ((gen_all_idle(g) && !bench_gen_can_take(g)) || gen_drain_over(g, now))
             break;
-        int n = epoll_wait(g->epfd, evs, 64, 100);
+        bool more = gen_serve_more_in(g);
+        int n = epoll_wait(g->epfd, evs, 64, more ? 0 : 100);
         for (int i = 0; i < n; i++) {
             struct bench_conn *c = &g->conns[evs[i].data.u32];
             if (c->fd >= 0)

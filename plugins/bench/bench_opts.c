@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugins/bench/bench_addr.h"
 #include "plugins/bench/bench_util.h"
 
 static int refuse(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -76,15 +77,44 @@ static int too_long(char **err, const char *what, const char *s, size_t cap)
                   strlen(s), cap - 1);
 }
 
-static bool addr_is_near(const struct sockaddr_storage *ss)
+/*
+ * May bench load the address @p o->addr (the url's @p host)?  Loopback and
+ * private networks always; public addresses with bench.allow_public_targets;
+ * link-local ones never: 169.254.169.254 is the cloud metadata service, and
+ * the rest of the segment is routers and printers, not servers one runs a
+ * benchmark against.  Nor anything that is not a unicast destination.
+ */
+static int target_allowed(struct bench_opts *o, const char *host, const struct bench_limits *lim,
+                          char **err)
 {
-    if (ss->ss_family == AF_INET) {
-        uint32_t a = ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr);
-        return (a >> 24) == 127 || (a >> 24) == 10 || (a >> 20) == (172u << 4 | 1) ||
-               (a >> 16) == (192u << 8 | 168) || (a >> 16) == (169u << 8 | 254);
+    struct bench_addr_class ac;
+    bench_addr_classify((const struct sockaddr *)&o->addr, &ac);
+    o->loopback = ac.kind == BENCH_ADDR_LOOPBACK;
+    switch (ac.kind) {
+    case BENCH_ADDR_LOOPBACK:
+    case BENCH_ADDR_PRIVATE:
+        return 0;
+    case BENCH_ADDR_PUBLIC:
+        if (lim->allow_public)
+            return 0;
+        return refuse(err,
+                      "bench: target %s is a public address%s%s%s: bench loads only loopback "
+                      "and private networks (set bench.allow_public_targets=true to load a "
+                      "server you run elsewhere)",
+                      host, ac.why[0] ? " (" : "", ac.why, ac.why[0] ? ")" : "");
+    case BENCH_ADDR_LINK_LOCAL:
+        return refuse(err,
+                      "bench: target %s is a link-local address (%s): bench never loads "
+                      "link-local addresses, where cloud metadata services (169.254.169.254) "
+                      "and the local segment's devices answer, whatever "
+                      "bench.allow_public_targets says",
+                      host, ac.why);
+    default:
+        return refuse(err,
+                      "bench: target %s is not an address a server answers on (%s): give the "
+                      "server's unicast address (127.0.0.1 for this host)",
+                      host, ac.why);
     }
-    const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-    return IN6_IS_ADDR_LOOPBACK(a6) || IN6_IS_ADDR_LINKLOCAL(a6) || (a6->s6_addr[0] & 0xfe) == 0xfc;
 }
 
 static int resolve(struct bench_opts *o, const char *host, int port, const struct bench_limits *lim,
@@ -102,16 +132,7 @@ static int resolve(struct bench_opts *o, const char *host, int port, const struc
     memcpy(&o->addr, res->ai_addr, res->ai_addrlen);
     o->addrlen = res->ai_addrlen;
     freeaddrinfo(res);
-    o->loopback = o->addr.ss_family == AF_INET
-                      ? (ntohl(((struct sockaddr_in *)&o->addr)->sin_addr.s_addr) >> 24) == 127
-                      : IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&o->addr)->sin6_addr);
-    if (!lim->allow_public && !addr_is_near(&o->addr))
-        return refuse(err,
-                      "bench: target %s is a public address: bench loads only loopback and "
-                      "private networks (set bench.allow_public_targets=true to load a server "
-                      "you run elsewhere)",
-                      host);
-    return 0;
+    return target_allowed(o, host, lim, err);
 }
 
 /* "http[s]://host[:port][/path]" with host an address ("[v6]") or localhost. */

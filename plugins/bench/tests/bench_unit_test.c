@@ -10,7 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <gnutls/x509.h>
+
+#include "plugins/bench/bench_addr.h"
 #include "plugins/bench/bench_conn.h"
 #include "plugins/bench/bench_export.h"
 #include "plugins/bench/bench_opts.h"
@@ -369,7 +377,8 @@ static void test_site_ip_room(void)
         for (i = ifs; i && !own[0]; i = i->ifa_next)
             if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET) {
                 const struct in_addr *a = &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
-                if ((ntohl(a->s_addr) >> 24) != 127)
+                /* Not loopback, nor link-local (never a target). */
+                if ((ntohl(a->s_addr) >> 24) != 127 && (ntohl(a->s_addr) >> 16) != 0xa9fe)
                     inet_ntop(AF_INET, a, own, sizeof(own));
             }
     freeifaddrs(ifs);
@@ -387,6 +396,303 @@ static void test_site_ip_room(void)
     free(json);
 }
 
+/* Fill the socket @p fd until it takes no more (at most @p cap bytes):
+ * the bytes written. */
+static size_t fill_socket(int fd, size_t cap)
+{
+    static char chunk[16384];
+    size_t total = 0;
+    memset(chunk, 'x', sizeof(chunk));
+    while (total < cap) {
+        ssize_t w = send(fd, chunk, sizeof(chunk), MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w <= 0)
+            break;
+        total += (size_t)w;
+    }
+    return total;
+}
+
+/* A server streaming a body faster than bench reads it: one epoll wake
+ * reads at most BENCH_READ_BUDGET (256 KiB) of it and leaves the rest in the
+ * socket for the next turn, so the connection cannot hold the generator's
+ * thread (the other connections, the clock, a cancel) for as long as the
+ * body lasts. */
+static void test_read_budget(void)
+{
+    struct bench_opts o = {.scenario = BENCH_SC_H1, .requests = 1, .max_requests = 1};
+    struct bench_stats st = {0};
+    struct bench_gen g = {.o = &o, .st = &st, .epfd = epoll_create1(0)};
+    struct bench_conn c = {.g = &g, .state = CONN_ACTIVE, .h1_busy = true, .remaining = -1};
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) < 0)
+        abort();
+    int sz = 4 << 20;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+    c.fd = sv[1];
+    static const char head[] = "HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\n";
+    if (send(sv[0], head, sizeof(head) - 1, 0) != (ssize_t)sizeof(head) - 1)
+        abort();
+    size_t sent = sizeof(head) - 1 + fill_socket(sv[0], 4u << 20);
+    ok(sent > 2 * 256 * 1024, "the server has %zu bytes waiting (more than two wakes' worth)",
+       sent);
+    bench_conn_on_event(&c, EPOLLIN);
+    int left = 0;
+    ioctl(sv[1], FIONREAD, &left);
+    is_int((long)st.bytes, 256 * 1024, "one wake read 256 KiB (%zu were there)", sent);
+    ok(left > 0 && (size_t)left == sent - st.bytes,
+       "the rest (%d bytes) stays in the socket for the next turn", left);
+    ok(c.h1_busy && !st.complete && !st.failed, "the answer is still in progress: not counted");
+    bench_conn_on_event(&c, EPOLLIN);
+    is_int((long)st.bytes, 2 * 256 * 1024, "the next wake reads 256 KiB more");
+    close(sv[0]);
+    close(sv[1]);
+    close(g.epfd);
+}
+
+/* A self-signed P-256 certificate and its key, for a TLS server in a test. */
+static gnutls_certificate_credentials_t test_server_cred(void)
+{
+    gnutls_x509_privkey_t key;
+    gnutls_x509_crt_t crt;
+    gnutls_certificate_credentials_t cred;
+    if (gnutls_x509_privkey_init(&key) < 0 ||
+        gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA,
+                                     GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0) < 0 ||
+        gnutls_x509_crt_init(&crt) < 0 || gnutls_x509_crt_set_version(crt, 3) < 0 ||
+        gnutls_x509_crt_set_serial(crt, "\x01", 1) < 0 ||
+        gnutls_x509_crt_set_activation_time(crt, time(NULL) - 60) < 0 ||
+        gnutls_x509_crt_set_expiration_time(crt, time(NULL) + 3600) < 0 ||
+        gnutls_x509_crt_set_key(crt, key) < 0 ||
+        gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0) < 0 ||
+        gnutls_certificate_allocate_credentials(&cred) < 0 ||
+        gnutls_certificate_set_x509_key(cred, &crt, 1, key) < 0)
+        abort();
+    gnutls_x509_crt_deinit(crt);
+    gnutls_x509_privkey_deinit(key);
+    return cred;
+}
+
+/* A non-blocking TLS session on @p fd with default priorities. */
+static gnutls_session_t test_session(unsigned flags, int fd, gnutls_certificate_credentials_t cred)
+{
+    gnutls_session_t s;
+    if (gnutls_init(&s, flags | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) < 0 ||
+        gnutls_set_default_priority(s) < 0 ||
+        gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred) < 0)
+        abort();
+    gnutls_transport_set_int(s, fd);
+    return s;
+}
+
+/* Both ends' handshakes, in turns (bounded): true when both are done. */
+static bool test_handshake(gnutls_session_t a, gnutls_session_t b)
+{
+    int ra = GNUTLS_E_AGAIN, rb = GNUTLS_E_AGAIN;
+    for (int i = 0; i < 100 && (ra != 0 || rb != 0); i++) {
+        if (ra != 0)
+            ra = gnutls_handshake(a);
+        if (rb != 0)
+            rb = gnutls_handshake(b);
+        if ((ra < 0 && gnutls_error_is_fatal(ra)) || (rb < 0 && gnutls_error_is_fatal(rb)))
+            return false;
+    }
+    return ra == 0 && rb == 0;
+}
+
+/* The read budget can end a wake in the middle of a TLS record: GnuTLS then
+ * holds the rest, which epoll cannot report.  The connection says so
+ * (more_in, served on the loop's next turn); its next wake reads it.  Here
+ * the answer's last record is the one cut, so nothing is left in the socket
+ * to wake the connection: forgotten, the answer would wait for --timeout. */
+static void test_read_budget_tls(void)
+{
+    struct bench_opts o = {.scenario = BENCH_SC_H1, .requests = 1, .max_requests = 1, .tls = true};
+    struct bench_stats st = {0};
+    struct bench_gen g = {.o = &o, .st = &st, .epfd = epoll_create1(0), .issued = 1};
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) < 0)
+        abort();
+    int sz = 4 << 20;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+    gnutls_certificate_credentials_t scred = test_server_cred(), ccred;
+    gnutls_certificate_allocate_credentials(&ccred);
+    gnutls_session_t srv = test_session(GNUTLS_SERVER, sv[0], scred);
+    struct bench_conn c = {.g = &g, .state = CONN_ACTIVE, .h1_busy = true, .remaining = -1};
+    c.fd = sv[1];
+    c.tls = test_session(GNUTLS_CLIENT, sv[1], ccred);
+    ok(test_handshake(c.tls, srv), "TLS handshake over a socket pair");
+    /* 27 records of 10,000 bytes after the head: the 256 KiB budget ends
+     * inside the last one. */
+    static char body[10000];
+    memset(body, 'b', sizeof(body));
+    static const char head[] = "HTTP/1.1 200 OK\r\nContent-Length: 270000\r\n\r\n";
+    bool sent = gnutls_record_send(srv, head, sizeof(head) - 1) == (ssize_t)sizeof(head) - 1;
+    for (int i = 0; i < 27; i++)
+        sent &= gnutls_record_send(srv, body, sizeof(body)) == (ssize_t)sizeof(body);
+    ok(sent, "the server sent the head and 27 records of 10,000 bytes");
+    struct epoll_event ev = {.events = EPOLLIN};
+    epoll_ctl(g.epfd, EPOLL_CTL_ADD, sv[1], &ev);
+
+    bench_conn_on_event(&c, EPOLLIN);
+    is_int((long)st.bytes, 256 * 1024, "one wake read 256 KiB of the %zu",
+           sizeof(head) - 1 + 270000);
+    ok(c.more_in && st.complete == 0, "the rest of the last record waits in GnuTLS: more_in");
+    is_int(epoll_wait(g.epfd, &ev, 1, 0), 0, "the socket is empty: epoll would not wake it");
+    bench_conn_on_event(&c, EPOLLIN); /* the loop's next turn */
+    ok(st.complete == 1 && st.failed == 0 && st.status[2] == 1 && st.body == 270000,
+       "the next turn reads the rest: the answer is complete (%ld complete, %llu body bytes)",
+       st.complete, (unsigned long long)st.body);
+    ok(!c.more_in, "and nothing more waits");
+    bench_conn_close(&c); /* no-op if the answer ended the connection */
+    gnutls_deinit(srv);
+    gnutls_certificate_free_credentials(scred);
+    gnutls_certificate_free_credentials(ccred);
+    close(sv[0]);
+    close(g.epfd);
+    free(c.out);
+}
+
+/* The class of @p text (an IPv4 or IPv6 address), -1 if it does not parse. */
+static int addr_kind(const char *text, char *why, size_t cap)
+{
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, text, &a4->sin_addr) == 1)
+        ss.ss_family = AF_INET;
+    else if (inet_pton(AF_INET6, text, &a6->sin6_addr) == 1)
+        ss.ss_family = AF_INET6;
+    else
+        return -1;
+    struct bench_addr_class ac;
+    bench_addr_classify((const struct sockaddr *)&ss, &ac);
+    snprintf(why, cap, "%s", ac.why);
+    return (int)ac.kind;
+}
+
+/* Which targets bench may load, address by address. */
+static void test_addr_classes(void)
+{
+    enum {
+        LO = BENCH_ADDR_LOOPBACK,
+        PRIV = BENCH_ADDR_PRIVATE,
+        PUB = BENCH_ADDR_PUBLIC,
+        LL = BENCH_ADDR_LINK_LOCAL,
+        BAD = BENCH_ADDR_UNUSABLE
+    };
+    static const struct {
+        const char *addr;
+        int kind;
+        const char *why;
+    } t[] = {
+        {"127.0.0.1", LO, "127.0.0.0/8"},
+        {"127.255.255.254", LO, "127.0.0.0/8"},
+        {"10.1.2.3", PRIV, "10.0.0.0/8"},
+        {"172.16.0.1", PRIV, "172.16.0.0/12"},
+        {"172.31.255.255", PRIV, "172.16.0.0/12"},
+        {"172.32.0.1", PUB, ""},
+        {"192.168.1.1", PRIV, "192.168.0.0/16"},
+        {"169.254.169.254", LL, "169.254.0.0/16, link-local"},
+        {"169.254.0.1", LL, "169.254.0.0/16"},
+        {"169.253.255.255", PUB, ""},
+        {"0.0.0.0", BAD, "0.0.0.0/8"},
+        {"0.1.2.3", BAD, "0.0.0.0/8"},
+        {"100.64.0.1", PUB, "100.64.0.0/10, shared address space of carrier-grade NAT"},
+        {"100.127.255.255", PUB, "100.64.0.0/10"},
+        {"100.128.0.1", PUB, ""},
+        {"192.0.2.1", PUB, ""},
+        {"8.8.8.8", PUB, ""},
+        {"224.0.0.1", BAD, "224.0.0.0/4, multicast"},
+        {"255.255.255.255", BAD, "240.0.0.0/4"},
+        {"::1", LO, "::1/128"},
+        {"::", BAD, "::/128, unspecified"},
+        {"fe80::1", LL, "fe80::/10, link-local"},
+        {"febf::1", LL, "fe80::/10"},
+        {"fec0::1", PUB, ""},
+        {"fc00::1", PRIV, "fc00::/7"},
+        {"fd12:3456::1", PRIV, "fc00::/7"},
+        {"ff02::1", BAD, "ff00::/8, multicast"},
+        {"2001:db8::1", PUB, ""},
+        {"::ffff:127.0.0.1", LO, "::ffff:0:0/96 (IPv4-mapped) holding 127.0.0.0/8"},
+        {"::ffff:10.0.0.1", PRIV, "holding 10.0.0.0/8"},
+        {"::ffff:8.8.8.8", PUB, "::ffff:0:0/96 (IPv4-mapped) holding a public address"},
+        {"::ffff:169.254.169.254", LL, "(IPv4-mapped) holding 169.254.0.0/16, link-local"},
+        {"::ffff:0.0.0.0", BAD, "holding 0.0.0.0/8"},
+        {"64:ff9b::8.8.8.8", PUB, "64:ff9b::/96 (NAT64) holding a public address"},
+        {"64:ff9b::10.0.0.1", PUB, "64:ff9b::/96 (NAT64) holding 10.0.0.0/8"},
+        {"64:ff9b::127.0.0.1", PUB, "(NAT64) holding 127.0.0.0/8"},
+        {"64:ff9b::169.254.169.254", LL, "64:ff9b::/96 (NAT64) holding 169.254.0.0/16"},
+        {"64:ff9b:1::a9fe:a9fe", BAD, "local-use NAT64: the IPv4 address behind it cannot be"},
+        {"2002:a9fe:a9fe::1", LL, "2002::/16 (6to4) holding 169.254.0.0/16"},
+        {"2002:0a00:0001::1", PUB, "2002::/16 (6to4) holding 10.0.0.0/8"},
+        {"2002:0808:0808::1", PUB, "(6to4) holding a public address"},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        char why[160];
+        int k = addr_kind(t[i].addr, why, sizeof(why));
+        ok(k == t[i].kind && (t[i].why[0] ? strstr(why, t[i].why) != NULL : why[0] == '\0'),
+           "%s: class %d (want %d), \"%s\"", t[i].addr, k, t[i].kind, why);
+    }
+}
+
+/* What a run asks for, by url: link-local refused even with public targets
+ * allowed, saying which range; the others as their class says. */
+static void test_addr_targets(void)
+{
+    struct bench_limits any = lim;
+    any.allow_public = true;
+    static const struct {
+        const char *url;
+        bool allow_public;
+        const char *refusal; /* NULL: accepted */
+    } t[] = {
+        {"https://169.254.169.254/", false,
+         "bench: target 169.254.169.254 is a link-local address (169.254.0.0/16, link-local): "
+         "bench never loads link-local addresses"},
+        {"https://169.254.169.254/", true, "whatever bench.allow_public_targets says"},
+        /* The same address written as one number: the check is on the address. */
+        {"http://2852039166/latest/meta-data/", true,
+         "target 2852039166 is a link-local address (169.254.0.0/16"},
+        {"https://[fe80::1]/", true, "target fe80::1 is a link-local address (fe80::/10"},
+        {"https://[::ffff:169.254.169.254]/", true, "(IPv4-mapped) holding 169.254.0.0/16"},
+        {"https://[64:ff9b::a9fe:a9fe]/", true, "(NAT64) holding 169.254.0.0/16"},
+        {"https://0.0.0.0:8443/", true, "target 0.0.0.0 is not an address a server answers on"},
+        {"https://224.0.0.1/", true, "not an address a server answers on (224.0.0.0/4"},
+        {"https://100.64.0.1/", false,
+         "target 100.64.0.1 is a public address (100.64.0.0/10, shared address space of "
+         "carrier-grade NAT, not a private network): bench loads only loopback"},
+        {"https://[::ffff:8.8.8.8]/", false, "is a public address (::ffff:0:0/96"},
+        {"https://[64:ff9b::10.0.0.1]/", false, "is a public address (64:ff9b::/96 (NAT64)"},
+        {"https://100.64.0.1/", true, NULL},
+        {"https://[::ffff:10.1.2.3]/", false, NULL},
+        {"https://[fd00::5]/", false, NULL},
+        {"https://192.168.7.7/", false, NULL},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        char body[256];
+        snprintf(body, sizeof(body), "{\"scenario\":\"h1\",\"url\":\"%s\"}", t[i].url);
+        json_t *j = json_loads(body, 0, NULL);
+        struct bench_opts o;
+        char *err = NULL;
+        int r = bench_opts_parse(j, t[i].allow_public ? &any : &lim, &local, &o, &err);
+        json_decref(j);
+        if (t[i].refusal)
+            ok(r == -EINVAL && err && strstr(err, t[i].refusal), "%s (public %s): refused: %s",
+               t[i].url, t[i].allow_public ? "allowed" : "not allowed", err ? err : "(none)");
+        else
+            ok(r == 0, "%s (public %s): accepted %s", t[i].url,
+               t[i].allow_public ? "allowed" : "not allowed", err ? err : "");
+        free(err);
+    }
+    struct bench_opts o;
+    char *err = NULL;
+    json_t *j = json_loads("{\"url\":\"https://[::ffff:127.0.0.1]:9443/\"}", 0, NULL);
+    is_int(bench_opts_parse(j, &lim, &local, &o, &err), 0, "an IPv4-mapped loopback url");
+    ok(o.loopback, "is loopback");
+    json_decref(j);
+    free(err);
+}
+
 int main(void)
 {
     test_percentiles();
@@ -396,5 +702,9 @@ int main(void)
     test_site_room_why();
     test_csv();
     test_refused();
+    test_read_budget();
+    test_read_budget_tls();
+    test_addr_classes();
+    test_addr_targets();
     return done_testing();
 }
