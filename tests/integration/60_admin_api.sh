@@ -34,6 +34,7 @@ check_headers() { # URL [curl args...]: every security header present
     local miss=""
     grep -qi "^content-security-policy: .*script-src 'self';.*frame-ancestors 'none'" <<<"$h" || miss="$miss csp"
     grep -qi "^content-security-policy: .*script-src[^;]*unsafe-inline" <<<"$h" && miss="$miss inline-script-allowed"
+    grep -qi "^content-security-policy: .*style-src[^;]*unsafe-inline" <<<"$h" && miss="$miss inline-style-allowed"
     grep -qi '^x-content-type-options: nosniff' <<<"$h" || miss="$miss nosniff"
     grep -qi '^referrer-policy: no-referrer' <<<"$h" || miss="$miss referrer"
     grep -qi '^strict-transport-security: max-age=[1-9]' <<<"$h" || miss="$miss hsts"
