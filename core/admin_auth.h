@@ -90,6 +90,10 @@ int admin_password_recheck(const char *name, const char *password, int (*factor)
 /* The session of cookie value @p cookie: 0 with *s filled (cookie left
  * empty), -ENOENT unknown or expired (idle or absolute). */
 int admin_session_get(const char *cookie, struct admin_session *s);
+/* admin_session_get without counting as use: for what the box sends by
+ * itself on an open connection (the live stream's ticks), which must not
+ * keep an unattended session from its admin.session_idle end. */
+int admin_session_alive(const char *cookie, struct admin_session *s);
 /* End the session of @p cookie (logout).  0 or -ENOENT. */
 int admin_session_end(const char *cookie);
 

@@ -2,7 +2,8 @@
  * with every metric (counters, gauges, histograms); the page derives rates,
  * ratios and percentiles.  The admin server runs a thread per connection,
  * so the reader may sleep; it wakes every 100 ms to notice a stop, and ends
- * the stream when the session ends (logout, expiry).
+ * the stream when the session ends (logout, expiry).  Its ticks do not count
+ * as use of the session: a dashboard left open idles out like any page.
  *
  * Ticks follow CLOCK_MONOTONIC, a period after the last event: a Raspberry
  * Pi has no RTC and NTP steps its wall clock after boot, which on a
@@ -69,7 +70,9 @@ static ssize_t live_read(void *cls, uint64_t pos, char *buf, size_t max)
         if (wait_tick(l) < 0)
             return MHD_CONTENT_READER_END_OF_STREAM;
         struct admin_session s;
-        if (admin_session_get(l->cookie, &s) < 0)
+        /* A tick is not a request: an open dashboard alone must let the
+         * session idle out (admin.session_idle), then the stream ends. */
+        if (admin_session_alive(l->cookie, &s) < 0)
             return MHD_CONTENT_READER_END_OF_STREAM;
         int64_t mono = now_ms(CLOCK_MONOTONIC);
         l->next_ms = mono + LIVE_PERIOD_MS;

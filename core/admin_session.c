@@ -408,7 +408,9 @@ out:
     return rc;
 }
 
-int admin_session_get(const char *cookie, struct admin_session *s)
+/* The session of @p cookie; @p touch: the request counts as use, moving
+ * last_seen (admin.session_idle counts from there). */
+static int session_lookup(const char *cookie, struct admin_session *s, bool touch)
 {
     if (!cookie || strlen(cookie) != ADMIN_TOKEN_HEX - 1)
         return -ENOENT;
@@ -440,7 +442,7 @@ int admin_session_get(const char *cookie, struct admin_session *s)
     st = NULL;
     /* Few writes (SD cards): last_seen moves at most every idle/4 (<= 60 s). */
     long long step = idle / 4 < 60 ? idle / 4 : 60;
-    if (now - last >= step &&
+    if (touch && now - last >= step &&
         sqlite3_prepare_v2(db, "UPDATE admin_sessions SET last_seen = ? WHERE token_hash = ?", -1,
                            &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, (sqlite3_int64)now);
@@ -451,6 +453,16 @@ out:
     sqlite3_finalize(st);
     store_disconnect(db);
     return rc;
+}
+
+int admin_session_get(const char *cookie, struct admin_session *s)
+{
+    return session_lookup(cookie, s, true);
+}
+
+int admin_session_alive(const char *cookie, struct admin_session *s)
+{
+    return session_lookup(cookie, s, false);
 }
 
 int admin_session_end(const char *cookie)

@@ -10,14 +10,15 @@
 
 void api_mhd_security_headers(struct MHD_Response *r)
 {
-    /* Scripts only from files of the box (no inline, no eval); Chart.js is
-     * served from the box too.  Inline style attributes are allowed: Chart.js
-     * sets canvas sizes through them. */
+    /* Scripts and styles only from files of the box (no inline, no eval);
+     * Chart.js is served from the box too.  No inline style either: Chart.js
+     * sizes its canvas through element.style (CSSOM), which a CSP does not
+     * govern, and an injected <style> or style="" could restyle the page
+     * (hide a warning, fake a button) or read it out through selectors. */
     MHD_add_response_header(r, "Content-Security-Policy",
-                            "default-src 'self'; script-src 'self'; style-src 'self' "
-                            "'unsafe-inline'; img-src 'self' data:; connect-src 'self'; "
-                            "object-src 'none'; base-uri 'none'; form-action 'self'; "
-                            "frame-ancestors 'none'");
+                            "default-src 'self'; script-src 'self'; style-src 'self'; "
+                            "img-src 'self' data:; connect-src 'self'; object-src 'none'; "
+                            "base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
     MHD_add_response_header(r, "X-Frame-Options", "DENY");

@@ -3,9 +3,10 @@
 # response, every route of the route table behind a session, first run with
 # the one-time token, CSRF on changes, an invalid policy refused with its
 # position and nothing stored, private keys never in a response, audit with
-# before/after, session expiry and logout, login throttling and lockout
-# (logged), /metrics behind the scrape token, a certificate change reaching
-# the admin port without a restart.
+# before/after, session expiry (an open live stream does not keep a session
+# alive) and logout, login throttling and lockout (logged), /metrics behind
+# the scrape token, a certificate change reaching the admin port without a
+# restart.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 
@@ -33,6 +34,7 @@ check_headers() { # URL [curl args...]: every security header present
     local miss=""
     grep -qi "^content-security-policy: .*script-src 'self';.*frame-ancestors 'none'" <<<"$h" || miss="$miss csp"
     grep -qi "^content-security-policy: .*script-src[^;]*unsafe-inline" <<<"$h" && miss="$miss inline-script-allowed"
+    grep -qi "^content-security-policy: .*style-src[^;]*unsafe-inline" <<<"$h" && miss="$miss inline-style-allowed"
     grep -qi '^x-content-type-options: nosniff' <<<"$h" || miss="$miss nosniff"
     grep -qi '^referrer-policy: no-referrer' <<<"$h" || miss="$miss referrer"
     grep -qi '^strict-transport-security: max-age=[1-9]' <<<"$h" || miss="$miss hsts"
@@ -282,6 +284,19 @@ login() { # USER PASSWORD [curl args]: prints the status
     "${CURL[@]}" -c "$J" -o "$TB_TMP/login" -w '%{http_code}' "$@" -X POST "$B/api/v1/session/login" \
         -d "{\"user\":\"$u\",\"password\":\"$p\"}"
 }
+# ---- a live stream alone does not keep its session in use ----------------
+# A dashboard left open gets a metrics event a second from the box; those
+# are not requests: the session still ends admin.session_idle after the last
+# one, and the stream with it (long before curl's 30 s limit).
+tb_ctl set admin.session_idle 3 >/dev/null
+is "$(login admin 'correct horse battery')" 200 "log in for a live stream"
+code=$(curl -skN --max-time 30 -b "$J" -o "$TB_TMP/live" -w '%{http_code}' "$B/api/v1/live")
+is "$? $code" "0 200" "a live stream left alone ends by itself (exit 0, not curl's time limit)"
+n=$(grep -c '^event: metrics' "$TB_TMP/live")
+ok $((n < 1)) "it sent metrics events while the session lasted ($n)"
+is "$("${CURL[@]}" -b "$J" -o /dev/null -w '%{http_code}' "$B/api/v1/status")" 401 \
+    "the session idled out under the open stream"
+tb_ctl set admin.session_idle 1800 >/dev/null
 # ---- admin.pbkdf2_iterations raised: the next login remakes the hash -------
 pw_iter() { sqlite3 "file:$TB_STATE/tlsbox.db?mode=ro" "SELECT pw_iterations FROM admin_users WHERE name='admin'"; }
 is "$(pw_iter)" 10000 "admin's stored hash has 10000 iterations"

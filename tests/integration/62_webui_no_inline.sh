@@ -1,8 +1,8 @@
 #!/bin/bash
-# The web UI carries no inline script (the CSP forbids it, and it is how
-# injected markup would run) and loads nothing from outside the box.  The
-# checker is shown to fail on each kind of inline script first, so this test
-# cannot pass by checking nothing.
+# The web UI carries no inline script or style (the CSP forbids both, and
+# they are how injected markup would act) and loads nothing from outside the
+# box.  The checker is shown to fail on each kind of inline script or style
+# first, so this test cannot pass by checking nothing.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 CHECK="$top_srcdir/tests/webui/check-no-inline.sh"
@@ -25,6 +25,13 @@ bad "eval" js 'const x = eval("1+1");'
 bad "new Function" js 'const f = new Function("return 1");'
 bad "a string timer" js 'setTimeout("go()", 10);'
 bad "innerHTML" js 'el.innerHTML = userText;'
+# The CSP has no 'unsafe-inline' for styles either (an injected <style> could
+# hide a warning or fake a button): the UI must not need it.
+bad "an inline style block" html '<style>p { color: red }</style>'
+bad "a style attribute" html '<p style="color: red">x</p>'
+bad "a style attribute set by script" js 'e.setAttribute("style", "color: red");'
+bad "a style attribute given to el()" js 'el("p", { style: "color: red", text: "x" });'
+bad "a style element made by script" js 'document.head.append(document.createElement("style"));'
 mkdir -p "$TB_TMP/good"
 printf '%s\n' '<script type="module" src="/js/app.js"></script>' >"$TB_TMP/good/x.html"
 "$CHECK" "$TB_TMP/good" >/dev/null

@@ -8,8 +8,9 @@ with the secret shown once (as text, link and a QR code that zbarimg
 must read back as the same URI) and confirmed by a code (computed as an app
 does, tests/integration/totp_code.py), the login form asking for the code
 after the password; ten recovery codes shown once, one logging in through
-the same field, a new set made with another; turned off again.  Helpers and output format as in
-admin_ui.py; run by 68_admin_account.sh.
+the same field, a new set made with another, one typed when the session
+ends kept nowhere for the next login; turned off again.  Helpers and
+output format as in admin_ui.py; run by 68_admin_account.sh.
 
 Environment: as admin_ui.py."""
 import json
@@ -27,6 +28,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 
 import admin_ui as A
+import admin_ui_live as L
 
 NEW = "a new ui password 2"
 TOTP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration", "totp_code.py")
@@ -133,6 +135,30 @@ def shown_codes(d):
     return [li.text for li in box.find_elements(By.TAG_NAME, "li")]
 
 
+def draft_keeps_no_code(d, secret, recovery):
+    """A recovery code typed in the card when the session ends (a logout
+    elsewhere) is not kept in the tab's storage for after the next login
+    (drafts.js), nor put back into the field then: it is a password that
+    logs in once."""
+    d.find_element(By.ID, "totp-password").send_keys(NEW)
+    d.find_element(By.ID, "totp-code").send_keys(recovery)
+    A.check(L.log_out_elsewhere(d) == "login", "the session ends under a typed recovery code")
+    d.find_element(By.ID, "totp-recovery-new").click()
+    pw = A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "form input[name=password]")), 20)
+    kept = d.execute_script("return sessionStorage.getItem('tlsbox.draft') || ''")
+    A.check(recovery not in kept, "the login form comes, and the recovery code is not kept in the "
+            "tab's storage", kept.replace(recovery, "(the recovery code)"))
+    pw.send_keys(NEW)
+    d.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    totp_said(d, "main form .status", "code")
+    d.find_element(By.ID, "login-code").send_keys(code(secret))
+    d.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    L.page_settled(d, "Account")
+    box = d.find_element(By.ID, "totp-code")
+    A.check(box.get_attribute("value") == "", "after logging in again, the code field is empty",
+            box.get_attribute("value").replace(recovery, "(the recovery code)"))
+
+
 def two_factor(d):
     A.open_page(d, "account", "#totp-state")
     A.check(d.find_element(By.ID, "totp-state").text == "Off: the password alone logs in.",
@@ -216,6 +242,7 @@ def two_factor(d):
     A.check(said == "New recovery codes are in use: the old ones no longer log in." and
             d.find_element(By.ID, "totp-recovery-left").text == "Recovery codes left: 10 of 10.",
             "and the card says the old ones are void, 10 of 10 left", said)
+    draft_keeps_no_code(d, secret, fresh[0])
 
     A.open_page(d, "account", "#totp-off")
     d.find_element(By.ID, "totp-password").send_keys(NEW)

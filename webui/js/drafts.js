@@ -57,14 +57,17 @@ export function written(ok) {
 
 // Fields that may be written to storage: those with an id a page gave them
 // (field() makes up ids that differ from one render to the next) and no
-// secret: password inputs (the login form, secret settings), file inputs
-// (a key file), fields marked data-no-draft (the certificate import's text:
-// a key pasted there, even without its PEM header, is only base64 lines
-// that no test of the text can tell from a chain), and any text holding a
-// private key.
+// secret: password inputs (the login form, secret settings), one-time code
+// inputs (autocomplete="one-time-code": a recovery code typed there logs in
+// in place of the app, a password in all but name), file inputs (a key
+// file), fields marked data-no-draft (the certificate import's text: a key
+// pasted there, even without its PEM header, is only base64 lines that no
+// test of the text can tell from a chain), and any text holding a private
+// key.
 function keepable(e) {
   if (!e.id || e.hasAttribute("data-generated-id")) return false;
   if (e.type === "password" || e.type === "file" || e.type === "hidden") return false;
+  if (/\bone-time-code\b/.test(e.getAttribute("autocomplete") || "")) return false;
   if (e.closest("[data-no-draft]")) return false;
   return !/PRIVATE KEY/.test(e.value || "");
 }
