@@ -1,6 +1,7 @@
 /* Certificates: validating a chain and its key, and the certificates table. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,174 @@ static int import_key(const char *key_pem, gnutls_x509_privkey_t *key, char **er
     return 0;
 }
 
+/* "certificate 1 (CN=...)" or "chain certificate 2 (CN=...)": which one, for messages. */
+static char *crt_label(gnutls_x509_crt_t crt, unsigned i)
+{
+    char *dn = crt_dn(crt, false);
+    char *s = xasprintf("%s %u (%s)", i == 0 ? "certificate" : "chain certificate", i + 1, dn);
+    free(dn);
+    return s;
+}
+
+/* *err = the label of certificate @p i, then the formatted fault; -EINVAL. */
+static int crt_refuse(char **err, gnutls_x509_crt_t crt, unsigned i, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int crt_refuse(char **err, gnutls_x509_crt_t crt, unsigned i, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *fault = xvasprintf(fmt, ap);
+    va_end(ap);
+    char *label = crt_label(crt, i);
+    *err = xasprintf("%s%s", label, fault);
+    free(label);
+    free(fault);
+    return -EINVAL;
+}
+
+static bool self_signed(gnutls_x509_crt_t crt)
+{
+    return gnutls_x509_crt_check_issuer(crt, crt) != 0;
+}
+
+/* A short name for the key purposes a wrong leaf tends to carry. */
+static const char *kp_name(const char *oid)
+{
+    static const struct {
+        const char *oid, *name;
+    } names[] = {
+        {GNUTLS_KP_TLS_WWW_SERVER, "serverAuth"},  {GNUTLS_KP_TLS_WWW_CLIENT, "clientAuth"},
+        {GNUTLS_KP_CODE_SIGNING, "codeSigning"},   {GNUTLS_KP_EMAIL_PROTECTION, "emailProtection"},
+        {GNUTLS_KP_TIME_STAMPING, "timeStamping"}, {GNUTLS_KP_OCSP_SIGNING, "OCSPSigning"},
+        {GNUTLS_KP_ANY, "anyExtendedKeyUsage"},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(oid, names[i].oid) == 0)
+            return names[i].name;
+    return oid;
+}
+
+/*
+ * Extended key usage: absent means any use (RFC 5280 4.2.1.12); present, it
+ * must name serverAuth, as browsers require (Firefox does not take
+ * anyExtendedKeyUsage for it, so neither do we).
+ */
+static int leaf_eku_ok(gnutls_x509_crt_t crt, char **err)
+{
+    char *have = NULL;
+    bool server = false;
+    unsigned seq;
+    for (seq = 0;; seq++) {
+        char oid[128];
+        size_t size = sizeof(oid);
+        int r = gnutls_x509_crt_get_key_purpose_oid(crt, seq, oid, &size, NULL);
+        if (r == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
+            break;
+        if (r < 0)
+            continue;
+        server = server || strcmp(oid, GNUTLS_KP_TLS_WWW_SERVER) == 0;
+        char *h = xasprintf("%s%s%s", have ? have : "", have ? ", " : "", kp_name(oid));
+        free(have);
+        have = h;
+    }
+    int rc = 0;
+    if (seq > 0 && !server)
+        rc = crt_refuse(err, crt, 0,
+                        " is not for TLS servers: its extended key usage is %s, without "
+                        "serverAuth; browsers refuse it for a web server",
+                        have ? have : "unreadable");
+    free(have);
+    return rc;
+}
+
+/* basicConstraints CA:TRUE on a leaf: browsers refuse a CA certificate as a
+ * server's.  A lone self-signed certificate is its own trust anchor (what
+ * `openssl req -x509` makes), trusted by hand; that one may be a CA. */
+static int leaf_not_ca(gnutls_x509_crt_t crt, unsigned n, char **err)
+{
+    if (gnutls_x509_crt_get_ca_status(crt, NULL) <= 0 || (n == 1 && self_signed(crt)))
+        return 0;
+    return crt_refuse(err, crt, 0,
+                      " is a CA certificate (basicConstraints CA:TRUE); browsers refuse a CA "
+                      "certificate as a web server's: reissue it with CA:FALSE");
+}
+
+/* keyUsage, when present, must allow signing the handshake: TLS 1.3 and every
+ * ECDHE key exchange sign with the key, whatever its type. */
+static int leaf_key_usage_ok(gnutls_x509_crt_t crt, const char *family, char **err)
+{
+    unsigned usage = 0;
+    if (gnutls_x509_crt_get_key_usage(crt, &usage, NULL) < 0 ||
+        (usage & GNUTLS_KEY_DIGITAL_SIGNATURE))
+        return 0;
+    bool rsa = strcmp(family, "rsa") == 0;
+    if (rsa && (usage & GNUTLS_KEY_KEY_ENCIPHERMENT))
+        return crt_refuse(err, crt, 0,
+                          ": its key usage has keyEncipherment but not digitalSignature; TLS 1.3 "
+                          "and every ECDHE key exchange need digitalSignature, so browsers "
+                          "refuse it");
+    return crt_refuse(err, crt, 0,
+                      ": its key usage lacks digitalSignature%s, which %s key needs to sign the "
+                      "TLS handshake; browsers refuse it",
+                      rsa ? " and keyEncipherment" : "",
+                      rsa                            ? "an RSA"
+                      : strcmp(family, "ecdsa") == 0 ? "an ECDSA"
+                                                     : "an Ed25519");
+}
+
+/* Browsers match the host name against the subjectAltName only, never the CN. */
+static int leaf_has_names(gnutls_x509_crt_t crt, json_t *sans, char **err)
+{
+    if (json_array_size(sans) > 0)
+        return 0;
+    return crt_refuse(err, crt, 0,
+                      " has no subjectAltName with a DNS name or IP address; browsers ignore the "
+                      "subject's CN: reissue it with the names in subjectAltName");
+}
+
+/*
+ * Each certificate a browser checks, the leaf and the intermediates: signed
+ * with neither SHA-1 nor MD5, and an intermediate's RSA key not under 2048
+ * bits (the leaf's is checked by crt_key_type).  A self-signed root at the end
+ * is a trust anchor: its own signature is never checked.
+ */
+static int chain_crypto_ok(gnutls_x509_crt_t *crts, unsigned n, char **err)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (i > 0 && self_signed(crts[i]))
+            continue;
+        int sign = gnutls_x509_crt_get_signature_algorithm(crts[i]);
+        gnutls_digest_algorithm_t dig =
+            sign > 0 ? gnutls_sign_get_hash_algorithm((gnutls_sign_algorithm_t)sign)
+                     : GNUTLS_DIG_UNKNOWN;
+        if (dig == GNUTLS_DIG_SHA1 || dig == GNUTLS_DIG_MD5 || dig == GNUTLS_DIG_MD2)
+            return crt_refuse(err, crts[i], i,
+                              " is signed with %s (%s); browsers refuse SHA-1 and MD5 "
+                              "signatures: get it reissued with SHA-256 or better",
+                              gnutls_digest_get_name(dig),
+                              gnutls_sign_get_name((gnutls_sign_algorithm_t)sign));
+        unsigned bits = 0;
+        if (i > 0 && gnutls_x509_crt_get_pk_algorithm(crts[i], &bits) == GNUTLS_PK_RSA &&
+            bits < 2048)
+            return crt_refuse(err, crts[i], i,
+                              " has an RSA key of %u bits; browsers refuse RSA keys under 2048 "
+                              "bits",
+                              bits);
+    }
+    return 0;
+}
+
+/* What browsers require of a web server's leaf beyond its validity. */
+static int leaf_fit_for_web(gnutls_x509_crt_t *crts, unsigned n, const struct tls_cert_info *info,
+                            char **err)
+{
+    if (leaf_eku_ok(crts[0], err) < 0 || leaf_not_ca(crts[0], n, err) < 0 ||
+        leaf_key_usage_ok(crts[0], info->family, err) < 0 ||
+        leaf_has_names(crts[0], info->sans, err) < 0)
+        return -EINVAL;
+    return 0;
+}
+
 int tls_cert_check(const char *chain_pem, const char *key_pem, time_t now,
                    struct tls_cert_info *info, char **err)
 {
@@ -262,6 +431,10 @@ int tls_cert_check(const char *chain_pem, const char *key_pem, time_t now,
         goto out;
     }
 
+    /* Before the signatures are verified: GnuTLS would only say "insecure
+     * algorithm", without which certificate or algorithm. */
+    if (chain_crypto_ok(crts, n, err) < 0)
+        goto out;
     /* Order and chaining: certificate i must be issued and signed by i + 1. */
     for (unsigned i = 0; i + 1 < n; i++) {
         if (!gnutls_x509_crt_check_issuer(crts[i], crts[i + 1])) {
@@ -299,17 +472,13 @@ int tls_cert_check(const char *chain_pem, const char *key_pem, time_t now,
         time_t nb = gnutls_x509_crt_get_activation_time(crts[i]);
         time_t na = gnutls_x509_crt_get_expiration_time(crts[i]);
         if (nb > now) {
-            a = crt_dn(crts[i], false);
             b = fmt_time(nb);
-            *err = xasprintf("%s %u (%s) is not yet valid: valid from %s",
-                             i == 0 ? "certificate" : "chain certificate", i + 1, a, b);
+            crt_refuse(err, crts[i], i, " is not yet valid: valid from %s", b);
             goto out;
         }
         if (na < now) {
-            a = crt_dn(crts[i], false);
             b = fmt_time(na);
-            *err = xasprintf("%s %u (%s) expired on %s",
-                             i == 0 ? "certificate" : "chain certificate", i + 1, a, b);
+            crt_refuse(err, crts[i], i, " expired on %s", b);
             goto out;
         }
     }
@@ -317,6 +486,8 @@ int tls_cert_check(const char *chain_pem, const char *key_pem, time_t now,
         goto out;
 
     info->sans = crt_sans(crts[0], &info->first_name);
+    if (leaf_fit_for_web(crts, n, info, err) < 0)
+        goto out;
     info->subject = crt_dn(crts[0], false);
     info->issuer = crt_dn(crts[0], true);
     info->serial = crt_serial(crts[0]);
