@@ -314,11 +314,13 @@ static int jobs_running_of(struct tlsbox_plugin *owner)
     return n;
 }
 
-void jobs_cancel_owner(struct tlsbox_plugin *owner)
+/* One round of jobs_cancel_owner: cancel the owner's timers, drop its
+ * queued jobs, flag its running ones and wait for them.  Returns how many
+ * of each it found (a job waiting for itself not counted). */
+static int cancel_round(struct tlsbox_plugin *owner)
 {
-    pthread_once(&jobs_once, jobs_init_once);
     /* Timers first, so no new job of this owner is submitted meanwhile. */
-    timers_cancel_owner(owner);
+    int found = timers_cancel_owner(owner);
 
     struct job_list dropped = {0};
     pthread_mutex_lock(&jobs_lock);
@@ -328,6 +330,7 @@ void jobs_cancel_owner(struct tlsbox_plugin *owner)
         if (j->owner == owner) {
             list_remove(&jobs_queue, j);
             list_push(&dropped, j);
+            found++;
         }
         j = next;
     }
@@ -342,9 +345,30 @@ void jobs_cancel_owner(struct tlsbox_plugin *owner)
     /* A job cancelling its own owner cannot wait for itself. */
     int self = jobs_current && jobs_current->owner == owner ? 1 : 0;
     pthread_mutex_lock(&jobs_lock);
+    found += jobs_running_of(owner) - self;
     while (jobs_running_of(owner) > self)
         pthread_cond_wait(&jobs_done, &jobs_lock);
     pthread_mutex_unlock(&jobs_lock);
+    return found;
+}
+
+/*
+ * A job still running when the owner's timers were cancelled may have
+ * checked job_cancelled just before, and set a timer or submitted a job
+ * just after: left there, that timer fires into the plugin's freed state
+ * (or its unloaded code).  Once none of the owner's jobs runs, another
+ * round finds what they left; rounds end when one finds nothing.  The
+ * bound only stops a plugin that re-arms from every job it is given.
+ */
+void jobs_cancel_owner(struct tlsbox_plugin *owner)
+{
+    pthread_once(&jobs_once, jobs_init_once);
+    int round = 0;
+    while (cancel_round(owner) > 0)
+        if (++round == 16) {
+            log_warn("jobs: a plugin's jobs kept setting timers or jobs while cancelled");
+            break;
+        }
 }
 
 bool job_cancelled(struct tlsbox_job *job)

@@ -21,7 +21,8 @@ int jobs_cancel_of(const struct tlsbox_plugin *owner, int64_t id);
 /* Cancel @p id only while it is still queued (it never runs, free_arg is
  * called); a running job is left alone.  0, or -ENOENT. */
 int jobs_cancel_queued(int64_t id);
-/* Cancel @p owner's jobs and timers and wait until none of its jobs runs. */
+/* Cancel @p owner's jobs and timers and wait until none of its jobs runs;
+ * a timer or job one of them set meanwhile is cancelled too. */
 void jobs_cancel_owner(struct tlsbox_plugin *owner);
 bool job_cancelled(struct tlsbox_job *job);
 bool job_sleep(struct tlsbox_job *job, uint64_t ms);
@@ -36,6 +37,7 @@ int64_t timers_add(struct tlsbox_plugin *owner, const char *name, uint64_t first
 int timers_cancel(int64_t id);
 /* timers_cancel for a plugin (host->timer_cancel): only its own timers. */
 int timers_cancel_of(const struct tlsbox_plugin *owner, int64_t id);
-void timers_cancel_owner(struct tlsbox_plugin *owner);
+/* Cancel every timer of @p owner; returns how many. */
+int timers_cancel_owner(struct tlsbox_plugin *owner);
 
 #endif

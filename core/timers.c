@@ -301,7 +301,7 @@ int timers_cancel_of(const struct tlsbox_plugin *owner, int64_t id)
     return timers_cancel_matching(false, owner, id, true) ? 0 : -ENOENT;
 }
 
-void timers_cancel_owner(struct tlsbox_plugin *owner)
+int timers_cancel_owner(struct tlsbox_plugin *owner)
 {
-    timers_cancel_matching(false, owner, 0, false);
+    return timers_cancel_matching(false, owner, 0, false);
 }

@@ -87,9 +87,34 @@ static void job_stubborn(void *arg, struct tlsbox_job *job)
     atomic_store(&p->done, 1);
 }
 
-static char owner_a_tag, owner_b_tag;
+/* Waits for the cancel, then sets a timer for its owner, as a job that
+ * checked job_cancelled just before the cancel would. */
+static atomic_int late_timer_rc;
+static void noop_timer(void *arg, struct tlsbox_job *job)
+{
+    (void)arg;
+    (void)job;
+}
+static void job_arms_after_cancel(void *arg, struct tlsbox_job *job);
+
+static char owner_a_tag, owner_b_tag, owner_c_tag;
 #define OWNER_A ((struct tlsbox_plugin *)(void *)&owner_a_tag)
 #define OWNER_B ((struct tlsbox_plugin *)(void *)&owner_b_tag)
+
+#define OWNER_C ((struct tlsbox_plugin *)(void *)&owner_c_tag)
+
+static void job_arms_after_cancel(void *arg, struct tlsbox_job *job)
+{
+    struct probe *p = arg;
+    atomic_store(&p->started, 1);
+    uint64_t t0 = now_ms();
+    while (!job_cancelled(job) && now_ms() - t0 < 5000)
+        usleep(1000);
+    usleep(20 * 1000); /* after timers_cancel_owner, for sure */
+    atomic_store(&late_timer_rc,
+                 (int)timers_add(OWNER_C, "late", 3600 * 1000, 0, 0, noop_timer, NULL));
+    atomic_store(&p->done, 1);
+}
 
 static atomic_int self_cancel_returned;
 static void job_cancels_own_owner(void *arg, struct tlsbox_job *job)
@@ -200,6 +225,17 @@ int main(void)
     /* A job cancelling its own owner does not wait for itself. */
     jobs_submit(OWNER_B, "self", job_cancels_own_owner, NULL, NULL);
     ok(wait_flag(&self_cancel_returned, 5000), "jobs_cancel_owner from the owner's own job");
+
+    /* A timer a running job sets after the cancel is cancelled too: left,
+     * it would fire into the plugin's freed state. */
+    p0 = FRESH();
+    jobs_submit(OWNER_C, "arms late", job_arms_after_cancel, p0, free_probe);
+    wait_flag(&p0->started, 5000);
+    jobs_cancel_owner(OWNER_C);
+    ok(atomic_load(&p0->done) && atomic_load(&late_timer_rc) > 0,
+       "the job set its timer after the cancel (%d)", atomic_load(&late_timer_rc));
+    is_int(timers_cancel_owner(OWNER_C), 0,
+           "no timer of the owner is left once jobs_cancel_owner returns");
 
     /* jobs_stop: running jobs see the stop, queued ones are dropped. */
     p0 = FRESH();
