@@ -2,6 +2,7 @@
  * network: every field is checked before anything is believed. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include <gnutls/ocsp.h>
@@ -48,7 +49,8 @@ static int find_single(gnutls_ocsp_resp_t resp, gnutls_x509_crt_t leaf)
  * leaf expires (ocsp_staple_until).  A REVOKED answer says something that
  * does not run out: RFC 6960 lets it leave nextUpdate out, and one past it
  * still tells that the certificate was revoked (refusing it would keep a
- * good staple). */
+ * good staple).  Except a hold (certificateHold), which may be lifted: it
+ * needs a current answer, as a GOOD one does and as the CRL path wants. */
 static int check_times(const struct ocsp_answer *a, time_t now, char *err, size_t errlen)
 {
     if (a->this_update == (time_t)-1)
@@ -56,15 +58,21 @@ static int check_times(const struct ocsp_answer *a, time_t now, char *err, size_
     if (a->this_update > now + OCSP_CLOCK_SKEW)
         return ocsp_errf(err, errlen, "thisUpdate is in the future (%lld s ahead)",
                          (long long)(a->this_update - now));
-    if (a->status == OCSP_STATUS_REVOKED)
+    /* A hold may be lifted since: believed only while current, as a CRL's. */
+    bool hold =
+        a->status == OCSP_STATUS_REVOKED && a->revocation_reason == OCSP_REASON_CERTIFICATE_HOLD;
+    if (a->status == OCSP_STATUS_REVOKED && !hold)
         return 0;
+    const char *held =
+        hold ? " (it says the certificate is on hold, which may have been lifted)" : "";
     if (a->next_update == (time_t)-1)
-        return ocsp_errf(err, errlen, "no nextUpdate: cannot tell how long the answer holds");
+        return ocsp_errf(err, errlen, "no nextUpdate: cannot tell how long the answer holds%s",
+                         held);
     if (a->next_update <= a->this_update)
-        return ocsp_errf(err, errlen, "nextUpdate is not after thisUpdate");
+        return ocsp_errf(err, errlen, "nextUpdate is not after thisUpdate%s", held);
     if (a->next_update <= now)
-        return ocsp_errf(err, errlen, "expired: nextUpdate was %lld s ago",
-                         (long long)(now - a->next_update));
+        return ocsp_errf(err, errlen, "expired: nextUpdate was %lld s ago%s",
+                         (long long)(now - a->next_update), held);
     return 0;
 }
 

@@ -50,6 +50,9 @@ static const char fixtures[] =
     "printf 'V\\t%s\\t\\t%s\\tunknown\\t/CN=leaf\\n' $(exp leaf.pem) $(s leaf.pem) >good.idx\n"
     "printf 'R\\t%s\\t250101000000Z,keyCompromise\\t%s\\tunknown\\t/CN=leaf\\n' $(exp leaf.pem) "
     "  $(s leaf.pem) >revoked.idx\n"
+    "printf "
+    "'R\\t%s\\t250101000000Z,certificateHold,holdInstructionReject\\t%s\\tunknown\\t/CN=leaf\\n' "
+    "  $(exp leaf.pem) $(s leaf.pem) >hold.idx\n"
     "openssl ocsp -issuer inter.pem -cert leaf.pem -no_nonce -reqout leaf.req\n"
     "openssl ocsp -issuer inter.pem -cert other.pem -no_nonce -reqout other.req\n"
     "r() { openssl ocsp -index $1 -CA inter.pem -rsigner $2.pem -rkey $3.key -reqin $4 "
@@ -64,6 +67,8 @@ static const char fixtures[] =
     "r good.idx inter inter leaf.req pastexpiry.der '-ndays 25'\n"
     "r revoked.idx inter inter leaf.req revoked_nonext.der ''\n"
     "r revoked.idx inter inter leaf.req revoked_pastexpiry.der '-ndays 25'\n"
+    "r hold.idx inter inter leaf.req hold.der '-ndays 1'\n"
+    "r hold.idx inter inter leaf.req hold_nonext.der ''\n"
     "r good.idx inter inter leaf.req unknownidx.der '-ndays 1' || true\n";
 
 static gnutls_x509_crt_t leaf, inter;
@@ -150,6 +155,21 @@ static void test_verify_revoked(void)
     rc = ocsp_verify(d.data, d.size, leaf, inter, now - OCSP_CLOCK_SKEW - 60, &a, err, sizeof(err));
     ok(rc < 0 && strstr(err, "thisUpdate is in the future"),
        "a REVOKED answer from beyond the clock skew refused: %s", err);
+    gnutls_free(d.data);
+
+    /* On hold: lifted maybe, so only a current answer says so. */
+    rc = verify("hold.der", &a, err, sizeof(err));
+    ok(rc == 0 && a.status == OCSP_STATUS_REVOKED &&
+           a.revocation_reason == OCSP_REASON_CERTIFICATE_HOLD,
+       "a current answer with the certificate on hold is REVOKED, reason 6 (%s)", err);
+    rc = verify("hold_nonext.der", &a, err, sizeof(err));
+    ok(rc < 0 && strstr(err, "no nextUpdate") && strstr(err, "on hold"),
+       "on hold without nextUpdate refused: %s", err);
+    d = fx_slurp("hold.der");
+    err[0] = 0;
+    rc = ocsp_verify(d.data, d.size, leaf, inter, now + 2 * 86400, &a, err, sizeof(err));
+    ok(rc < 0 && strstr(err, "expired") && strstr(err, "may have been lifted"),
+       "on hold, past its nextUpdate, refused: %s", err);
     gnutls_free(d.data);
 }
 
