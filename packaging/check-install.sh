@@ -11,7 +11,9 @@
 # restore, poweroff.
 # With --upgrade, the system starts from the previous package (TLSBOX_PREV_DEB,
 # else this tree built as an older version), gets a certificate and a setting,
-# is upgraded to this one and must keep both; then purge removes state and user.
+# is upgraded to this one and must keep both, with a copy of the store from
+# before the upgrade that postinst run again (a reinstall, with the service
+# stopped) leaves as it is; then purge removes state and user.
 #   packaging/check-install.sh amd64|arm64|armhf [--upgrade]
 # Needs root, mmdebstrap, systemd-container, qemu-user-static + binfmt for
 # arm64 (packaging/install-deps.sh --package).  Builds the .deb with
@@ -277,6 +279,27 @@ if [ "$upgrade" = --upgrade ]; then
         SELECT count(*) FROM certificates WHERE name = 'upgraded'")" "ok
 check.example
 1" "whole, with the setting and the certificate stored before the upgrade"
+    # postinst run again is no upgrade (dpkg -i of the same version, as
+    # apt-get install --reinstall does; dpkg-reconfigure; dpkg --configure
+    # after a failure): the copy from before the upgrade stays as it was and
+    # no copy "from" this version replaces it.  With the service stopped
+    # first: postinst must not need it running.
+    in_ct tlsboxctl set core.hostname after-upgrade.example >/dev/null
+    in_ct systemctl stop tlsbox
+    in_ct dpkg -i /root/new.deb >"$work/reinstall-same.log" 2>&1
+    ok $? "the same version installed again over itself, the service stopped: dpkg -i exits 0"
+    is "$(in_ct systemctl is-active tlsbox)" active "and the service is active again"
+    _snaps() { in_ct sh -c 'cd /var/lib/tlsbox && ls -d tlsbox.db.before-upgrade-from-* 2>/dev/null'; }
+    _snap_host() { sqlite3 "$root$snap" "SELECT value FROM settings WHERE key = 'core.hostname'" 2>&1; }
+    is "$(_snaps)" "${snap##*/}" "the one copy is still the one from before the upgrade"
+    is "$(_snap_host)" check.example "with the setting of its time (not the one set since)"
+    in_ct /var/lib/dpkg/info/tlsbox.postinst configure "$(dpkg-deb -f "$first" Version)" \
+        >"$work/postinst-again.log" 2>&1
+    ok $? "postinst configure $(dpkg-deb -f "$first" Version) run a second time: exit 0"
+    is "$(_snaps)" "${snap##*/}" "the copy from before the upgrade is still the only one"
+    is "$(_snap_host)" check.example "and still holds the setting of its time"
+    is "$(in_ct systemctl is-active tlsbox)" active "the service is active"
+    in_ct tlsboxctl set core.hostname check.example >/dev/null
 fi
 # The kit: a plugin built against tlsbox-dev loads into the installed daemon
 # (built here with the host's compiler: native architecture only).
