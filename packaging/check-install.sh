@@ -13,7 +13,8 @@
 # else this tree built as an older version), gets a certificate and a setting,
 # is upgraded to this one and must keep both, with a copy of the store from
 # before the upgrade that postinst run again (a reinstall, with the service
-# stopped) leaves as it is; then purge removes state and user.
+# stopped) leaves as it is; then remove keeps state and user, purge removes
+# them.  Lintian on the packages: no error, no warning.
 #   packaging/check-install.sh amd64|arm64|armhf [--upgrade]
 # Needs root, mmdebstrap, systemd-container, qemu-user-static + binfmt for
 # arm64 (packaging/install-deps.sh --package).  Builds the .deb with
@@ -28,7 +29,7 @@ EXPOSURE_GOAL=2.0
 t0=$(date +%s)
 
 [ "$(id -u)" = 0 ] || bail "$0 needs root (mmdebstrap, systemd-nspawn)"
-for tool in mmdebstrap systemd-nspawn nsenter curl openssl jq; do
+for tool in mmdebstrap systemd-nspawn nsenter curl openssl jq lintian; do
     command -v "$tool" >/dev/null || bail "no $tool: run packaging/install-deps.sh --package"
 done
 for tool in /usr/bin/chromium /usr/bin/chromedriver; do # the Restart button, in a browser
@@ -145,6 +146,11 @@ exposure=$(systemd-analyze security --offline=true --root="$root" tlsbox.service
 diag "exposure of tlsbox.service: ${exposure:-?} (goal <= $EXPOSURE_GOAL; nginx 9.6, caddy 9.0, h2o 9.3)"
 awk -v e="${exposure:-99}" -v g="$EXPOSURE_GOAL" 'BEGIN { exit !(e + 0 <= g + 0) }'
 ok $? "exposure ${exposure:-?} <= $EXPOSURE_GOAL"
+
+# Lintian on the packages built with this one (tlsbox, tlsbox-dev, dbgsym).
+out=$(lintian "$(dirname "$deb")"/*.deb 2>/dev/null)
+is "$(grep -c '^[EW]: ' <<<"$out")" 0 "lintian: no error and no warning"
+grep '^[EW]: ' <<<"$out" | sed 's/^/# /'
 
 # ---- boot ---------------------------------------------------------------------
 t=$(date +%s)
@@ -398,6 +404,14 @@ in_ct sh -c 'rm -f /root/box.db /var/lib/tlsbox/tlsbox.db.before-restore-*'
 service_checks
 if [ "$upgrade" = --upgrade ]; then
     like "$(in_ct tlsboxctl --json cert list 2>/dev/null)" '"upgraded"' "and the certificate"
+    # remove keeps the state (and the user): only purge takes them.
+    in_ct env DEBIAN_FRONTEND=noninteractive apt-get remove -y tlsbox >"$work/remove.log" 2>&1
+    ok $? "apt-get remove tlsbox"
+    is "$(in_ct systemctl is-active tlsbox)" inactive "remove stopped the service"
+    is "$(in_ct stat -c '%U %a' /var/lib/tlsbox /var/lib/tlsbox/tlsbox.db 2>&1)" "tlsbox 700
+tlsbox 600" "remove kept /var/lib/tlsbox (0700) and the store (0600), the service user's"
+    grep -q '^tlsbox:' "$root/etc/passwd"
+    ok $? "and the tlsbox user"
     in_ct env DEBIAN_FRONTEND=noninteractive apt-get purge -y tlsbox >"$work/purge.log" 2>&1
     rc=$?
     ok $rc "apt-get purge tlsbox"
