@@ -11,7 +11,10 @@
 # restore, poweroff.
 # With --upgrade, the system starts from the previous package (TLSBOX_PREV_DEB,
 # else this tree built as an older version), gets a certificate and a setting,
-# is upgraded to this one and must keep both; then purge removes state and user.
+# is upgraded to this one and must keep both, with a copy of the store from
+# before the upgrade that postinst run again (a reinstall, with the service
+# stopped) leaves as it is; then remove keeps state and user, purge removes
+# them.  Lintian on the packages: no error, no warning.
 #   packaging/check-install.sh amd64|arm64|armhf [--upgrade]
 # Needs root, mmdebstrap, systemd-container, qemu-user-static + binfmt for
 # arm64 (packaging/install-deps.sh --package).  Builds the .deb with
@@ -26,7 +29,7 @@ EXPOSURE_GOAL=2.0
 t0=$(date +%s)
 
 [ "$(id -u)" = 0 ] || bail "$0 needs root (mmdebstrap, systemd-nspawn)"
-for tool in mmdebstrap systemd-nspawn nsenter curl openssl jq; do
+for tool in mmdebstrap systemd-nspawn nsenter curl openssl jq lintian; do
     command -v "$tool" >/dev/null || bail "no $tool: run packaging/install-deps.sh --package"
 done
 for tool in /usr/bin/chromium /usr/bin/chromedriver; do # the Restart button, in a browser
@@ -143,6 +146,11 @@ exposure=$(systemd-analyze security --offline=true --root="$root" tlsbox.service
 diag "exposure of tlsbox.service: ${exposure:-?} (goal <= $EXPOSURE_GOAL; nginx 9.6, caddy 9.0, h2o 9.3)"
 awk -v e="${exposure:-99}" -v g="$EXPOSURE_GOAL" 'BEGIN { exit !(e + 0 <= g + 0) }'
 ok $? "exposure ${exposure:-?} <= $EXPOSURE_GOAL"
+
+# Lintian on the packages built with this one (tlsbox, tlsbox-dev, dbgsym).
+out=$(lintian "$(dirname "$deb")"/*.deb 2>/dev/null)
+is "$(grep -c '^[EW]: ' <<<"$out")" 0 "lintian: no error and no warning"
+grep '^[EW]: ' <<<"$out" | sed 's/^/# /'
 
 # ---- boot ---------------------------------------------------------------------
 t=$(date +%s)
@@ -277,6 +285,27 @@ if [ "$upgrade" = --upgrade ]; then
         SELECT count(*) FROM certificates WHERE name = 'upgraded'")" "ok
 check.example
 1" "whole, with the setting and the certificate stored before the upgrade"
+    # postinst run again is no upgrade (dpkg -i of the same version, as
+    # apt-get install --reinstall does; dpkg-reconfigure; dpkg --configure
+    # after a failure): the copy from before the upgrade stays as it was and
+    # no copy "from" this version replaces it.  With the service stopped
+    # first: postinst must not need it running.
+    in_ct tlsboxctl set core.hostname after-upgrade.example >/dev/null
+    in_ct systemctl stop tlsbox
+    in_ct dpkg -i /root/new.deb >"$work/reinstall-same.log" 2>&1
+    ok $? "the same version installed again over itself, the service stopped: dpkg -i exits 0"
+    is "$(in_ct systemctl is-active tlsbox)" active "and the service is active again"
+    _snaps() { in_ct sh -c 'cd /var/lib/tlsbox && ls -d tlsbox.db.before-upgrade-from-* 2>/dev/null'; }
+    _snap_host() { sqlite3 "$root$snap" "SELECT value FROM settings WHERE key = 'core.hostname'" 2>&1; }
+    is "$(_snaps)" "${snap##*/}" "the one copy is still the one from before the upgrade"
+    is "$(_snap_host)" check.example "with the setting of its time (not the one set since)"
+    in_ct /var/lib/dpkg/info/tlsbox.postinst configure "$(dpkg-deb -f "$first" Version)" \
+        >"$work/postinst-again.log" 2>&1
+    ok $? "postinst configure $(dpkg-deb -f "$first" Version) run a second time: exit 0"
+    is "$(_snaps)" "${snap##*/}" "the copy from before the upgrade is still the only one"
+    is "$(_snap_host)" check.example "and still holds the setting of its time"
+    is "$(in_ct systemctl is-active tlsbox)" active "the service is active"
+    in_ct tlsboxctl set core.hostname check.example >/dev/null
 fi
 # The kit: a plugin built against tlsbox-dev loads into the installed daemon
 # (built here with the host's compiler: native architecture only).
@@ -375,6 +404,14 @@ in_ct sh -c 'rm -f /root/box.db /var/lib/tlsbox/tlsbox.db.before-restore-*'
 service_checks
 if [ "$upgrade" = --upgrade ]; then
     like "$(in_ct tlsboxctl --json cert list 2>/dev/null)" '"upgraded"' "and the certificate"
+    # remove keeps the state (and the user): only purge takes them.
+    in_ct env DEBIAN_FRONTEND=noninteractive apt-get remove -y tlsbox >"$work/remove.log" 2>&1
+    ok $? "apt-get remove tlsbox"
+    is "$(in_ct systemctl is-active tlsbox)" inactive "remove stopped the service"
+    is "$(in_ct stat -c '%U %a' /var/lib/tlsbox /var/lib/tlsbox/tlsbox.db 2>&1)" "tlsbox 700
+tlsbox 600" "remove kept /var/lib/tlsbox (0700) and the store (0600), the service user's"
+    grep -q '^tlsbox:' "$root/etc/passwd"
+    ok $? "and the tlsbox user"
     in_ct env DEBIAN_FRONTEND=noninteractive apt-get purge -y tlsbox >"$work/purge.log" 2>&1
     rc=$?
     ok $rc "apt-get purge tlsbox"

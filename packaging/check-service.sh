@@ -74,16 +74,19 @@ svc_renew() {
     TB_TMP="$work" SITE_HTTPS=$P PB_VALIDITY=30 PB_HTTP_PORT=$PH pb_start ||
         { ok 1 "renew: pebble started on the loopback"; return; }
     ok 0 "renew: pebble and pebble-challtestsrv on 127.0.0.1 (directory $PB_DIRECTORY)"
-    # The trust anchor for pebble's own HTTPS, where the sandboxed service
-    # can read it (ProtectSystem=strict keeps /etc readable).
-    mkdir -p "$root/etc/tlsbox-check"
-    install -m 0644 "$PB_CA" "$root/etc/tlsbox-check/pebble-ca.pem"
+    # pebble's HTTPS trusted the way a public CA's is: through the system's
+    # trust store (ca-certificates), with no acme.ca_file, as a user of Let's
+    # Encrypt has it.  A system without ca-certificates has no store at all.
+    in_ct sh -c 'command -v update-ca-certificates' >/dev/null &&
+        install -m 0644 "$PB_CA" "$root/usr/local/share/ca-certificates/tlsbox-check-pebble.crt" &&
+        in_ct update-ca-certificates >/dev/null 2>&1 &&
+        grep -qF "$(sed -n 2p "$PB_CA")" "$root/etc/ssl/certs/ca-certificates.crt"
+    ok $? "renew: pebble's CA added to the system trust store (update-ca-certificates from ca-certificates)"
     in_ct tlsboxctl set acme.directory "$PB_DIRECTORY" >/dev/null &&
-        in_ct tlsboxctl set acme.ca_file /etc/tlsbox-check/pebble-ca.pem >/dev/null &&
         in_ct tlsboxctl set acme.agree_tos true >/dev/null &&
         in_ct tlsboxctl set acme.email admin@example.org >/dev/null &&
         in_ct tlsboxctl set acme.domains "$SVC_NAME" >/dev/null
-    ok $? "renew: acme set up with tlsboxctl set (pebble's directory and CA, $SVC_NAME)"
+    ok $? "renew: acme set up with tlsboxctl set (pebble's directory, $SVC_NAME, no acme.ca_file)"
     svc_wait 60 _svc_verifies
     ok $? "renew: $SVC_NAME served, verifying against pebble's root"
     chain=$(svc_sclient "$SVC_NAME" -showcerts | sed -n '/BEGIN CERT/,/END CERT/p')
@@ -111,6 +114,8 @@ svc_renew() {
     # Stop renewing before pebble goes: the rest must not log failures.
     in_ct tlsboxctl set acme.domains "" >/dev/null
     pb_stop
+    rm -f "$root/usr/local/share/ca-certificates/tlsbox-check-pebble.crt"
+    in_ct update-ca-certificates --fresh >/dev/null 2>&1
 }
 
 # A copy of the installed unit's sandbox running a probe that needs what the
