@@ -23,6 +23,7 @@ pdk_mockhost_libtlsbox_mockhost_a_CPPFLAGS = $(AM_CPPFLAGS) \
 	-Dstore_guard_set_plugins=tlsbox_mock_guard_set_plugins_ \
 	-Dstore_guard_mark=tlsbox_mock_guard_mark_ -Dstore_guard_verify=tlsbox_mock_guard_verify_ \
 	-Dstore_guard_mark_free=tlsbox_mock_guard_mark_free_ \
+	-Dstore_guard_check_foreign_keys=tlsbox_mock_guard_check_foreign_keys_ \
 	-Dstore_migrations=tlsbox_mock_core_migrations_ \
 	-Dstore_migrations_count=tlsbox_mock_core_migrations_count_ \
 	-Dsettings_check=tlsbox_mock_settings_check_ \
