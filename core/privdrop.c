@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdint.h>
@@ -281,12 +282,43 @@ static int become(const struct passwd *pw, char **err)
 /* Threads that exist before tlsboxd starts its first one are not its own:
  * under qemu-user (the arm64 and armhf package checks) the emulator runs a
  * host thread of its own that blocks every signal and can run no guest
- * code.  They are noted by privdrop_user() and left alone by the drop. */
+ * code; a ThreadSanitizer build has one too.  They are noted by
+ * privdrop_user() and left alone by the drop. */
 static pid_t foreign_tids[16];
 static int n_foreign;
 
+#if defined(__SANITIZE_THREAD__)
+#define TLSBOX_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TLSBOX_TSAN 1
+#endif
+#endif
+
+#ifdef TLSBOX_TSAN
+static void *no_op(void *arg)
+{
+    return arg;
+}
+
+/* ThreadSanitizer starts a runtime thread of its own at the first
+ * pthread_create, and that thread blocks every signal, as qemu-user's does:
+ * start (and join) one thread now, so that it exists to be noted. */
+static void start_sanitizer_thread(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, no_op, NULL) == 0)
+        pthread_join(t, NULL);
+}
+#else
+static void start_sanitizer_thread(void)
+{
+}
+#endif
+
 static void note_foreign_threads(void)
 {
+    start_sanitizer_thread();
     DIR *d = opendir("/proc/self/task");
     if (!d)
         return;
@@ -517,7 +549,7 @@ int privdrop_finish(char **err)
         return -1;
     }
     if (n_foreign)
-        log_info("%d thread%s not started by tlsboxd (an emulator's own, as under qemu-user) "
+        log_info("%d thread%s not started by tlsboxd (an emulator's or a sanitizer's own) "
                  "left as %s",
                  n_foreign, n_foreign == 1 ? "" : "s", n_foreign == 1 ? "it is" : "they are");
     char buf[4096];
