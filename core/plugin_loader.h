@@ -23,8 +23,14 @@ struct tlsbox_plugin {
     void *dl;   /* dlopen handle, NULL for "core" */
     const struct tlsbox_plugin_desc *desc;
     void *state;
-    enum plugin_state pstate;
-    char *error; /* why it failed, or NULL */
+    /* pstate, error and start_failed are written by the main thread (start,
+     * stop, disable) while the control and admin threads read them (GET
+     * status and plugins, not_running_apply): atomics, sequentially
+     * consistent, so that a reader that sees a new error pointer also sees
+     * the text it points to (on arm64 and armhf too), and no read is torn.
+     * An error text is retired, not freed, while the plugin is loaded. */
+    _Atomic(enum plugin_state) pstate;
+    _Atomic(char *) error; /* why it failed, or NULL */
     /* Earlier failures' texts, kept until unload (see plugin_retire_error). */
     char **errors_before;
     size_t n_errors_before;
@@ -32,8 +38,8 @@ struct tlsbox_plugin {
      * that a failed hook says why (plugin_note_error; under the loader's lock). */
     bool in_hooks;
     char *hook_err;
-    bool start_failed;  /* its init or start hook failed (not its schema) */
-    bool schema_failed; /* its migrations failed: applied again before it starts */
+    atomic_bool start_failed; /* its init or start hook failed (not its schema) */
+    bool schema_failed;       /* its migrations failed: applied again before it starts */
     /* A change of its settings was stored while it had failed: the main
      * thread starts it again (plugins_start_again). */
     atomic_bool start_again;

@@ -1,6 +1,10 @@
 /* Loader: a good plugin loads (its migrations applied when a store is open);
  * wrong major, newer minor and a missing symbol are refused with a message
- * naming the file and both versions. */
+ * naming the file and both versions.  A plugin disabled and enabled live
+ * while another thread reads its state and error, as GET /plugins does:
+ * under ThreadSanitizer, no data race (it exits non-zero on one). */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +20,49 @@ static char *built(const char *rel)
 {
     const char *b = getenv("top_builddir");
     return xasprintf("%s/%s", b ? b : ".", rel);
+}
+
+/* The reader: what api_core's plugin_json reads, until told to stop. */
+static atomic_bool stop_reading;
+static atomic_long reads;
+
+static void *read_state(void *arg)
+{
+    struct tlsbox_plugin *p = arg;
+    size_t len = 0;
+    while (!atomic_load(&stop_reading)) {
+        len += strlen(plugin_state_name(p->pstate));
+        const char *e = p->error;
+        len += e ? strlen(e) : 0;
+        atomic_fetch_add(&reads, 1);
+    }
+    return (void *)len;
+}
+
+/* Disable and enable @p ex 20 times (core.plugins_disabled, then
+ * plugins_follow_disabled, as the main thread does on SIGUSR2) while a
+ * reader thread reads its state; returns how many rounds ended running. */
+static int toggle_under_reader(struct tlsbox_plugin *ex)
+{
+    pthread_t t;
+    char *err = NULL;
+    int running = 0;
+    if (pthread_create(&t, NULL, read_state, ex) != 0)
+        return -1;
+    for (int i = 0; i < 20; i++) {
+        settings_set("core.plugins_disabled", "example", "test", &err);
+        free(err);
+        err = NULL;
+        plugins_follow_disabled();
+        settings_set("core.plugins_disabled", "", "test", &err);
+        free(err);
+        err = NULL;
+        plugins_follow_disabled();
+        running += ex->pstate == PLUGIN_STARTED;
+    }
+    atomic_store(&stop_reading, true);
+    pthread_join(t, NULL);
+    return running;
 }
 
 int main(void)
@@ -84,6 +131,11 @@ int main(void)
     ex = plugins_find("example");
     ok(ex != NULL && ex->pstate == PLUGIN_LOADED, "example is listed as loaded");
     is_int(plugin_schema_version(store_main(), "example"), 1, "its migration was applied");
+    settings_load();
+    is_int(plugins_start_all(), 0, "example starts");
+    ok(ex->pstate == PLUGIN_STARTED, "example is running");
+    is_int(toggle_under_reader(ex), 20, "disabled and enabled 20 times under a reader");
+    ok(atomic_load(&reads) > 0, "the reader read its state (%ld times)", atomic_load(&reads));
     plugins_stop_all();
     store_close();
     char *cmd = xasprintf("rm -rf '%s'", tmp);
