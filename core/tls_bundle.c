@@ -332,11 +332,18 @@ json_t *tls_bundle_describe(const struct tlsbox_bundle *b)
     json_t *alpn_names = json_array();
     for (size_t i = 0; i < b->nalpn; i++)
         json_array_append_new(alpn_names, json_string(b->alpn[i]->ident));
-    return json_pack("{s:I, s:O, s:s, s:I, s:s?, s:b, s:s?, s:o, s:o, s:o, s:o}", "generation",
-                     (json_int_t)b->generation, "certificates", b->cert_names, "priority",
-                     b->priority, "policy_id", (json_int_t)b->policy_id, "policy_refused",
-                     b->policy_refused, "tickets", b->tickets, "hsts", b->hsts, "dh",
-                     dh ? dh : json_null(), "tls_alpn_challenges", alpn_names,
+    /* A copy of the certificate names, not a reference: the description
+     * outlives the caller's reference to the bundle (an API reply is written
+     * after it is released), and a publish on another thread may free the
+     * bundle meanwhile.  Shared, the array's last reference would be dropped
+     * through jansson's count, which orders nothing for the thread that then
+     * frees it (its decrement is a release only): the reply read the names
+     * as that thread wiped and freed them. */
+    return json_pack("{s:I, s:o, s:s, s:I, s:s?, s:b, s:s?, s:o, s:o, s:o, s:o}", "generation",
+                     (json_int_t)b->generation, "certificates", json_deep_copy(b->cert_names),
+                     "priority", b->priority, "policy_id", (json_int_t)b->policy_id,
+                     "policy_refused", b->policy_refused, "tickets", b->tickets, "hsts", b->hsts,
+                     "dh", dh ? dh : json_null(), "tls_alpn_challenges", alpn_names,
                      "certificates_by_address", tls_select_describe_addresses(&b->select),
                      "certificates_by_wildcard", tls_select_describe_wildcards(&b->select));
 }
