@@ -242,8 +242,9 @@ _tb_release_ports() {
     return 0
 }
 
-# Sanitizer reports (ASan, LeakSanitizer, UBSan) in the daemon's log: a
-# sanitized tlsboxd writes them to stderr, which is the log.
+# Sanitizer reports (ASan, LeakSanitizer, UBSan, TSan) in the daemon's log: a
+# sanitized tlsboxd writes them to stderr, which is the log.  TSan's begin
+# with "WARNING: ThreadSanitizer" and end with a SUMMARY line.
 _tb_sanitizer_report() {
     [ -f "${TB_TMP:-/nonexistent}/daemon.log" ] &&
         grep -Eq '==[0-9]+==ERROR: [A-Za-z]+Sanitizer|^SUMMARY: [A-Za-z]+Sanitizer|: runtime error: ' \
@@ -252,7 +253,8 @@ _tb_sanitizer_report() {
 
 _tb_sanitizer_diag() {
     diag "sanitizer report in the daemon log:"
-    grep -E -A25 '==[0-9]+==ERROR: [A-Za-z]+Sanitizer|: runtime error: ' "$TB_TMP/daemon.log" |
+    grep -E -A25 '==[0-9]+==ERROR: [A-Za-z]+Sanitizer|^WARNING: ThreadSanitizer|: runtime error: ' \
+        "$TB_TMP/daemon.log" |
         head -n 60 | sed 's/^/#   /'
 }
 
