@@ -23,6 +23,11 @@ TB_TLSBOXD="${TB_TLSBOXD:-$top_builddir/core/tlsboxd}"
 TB_TLSBOXCTL="$top_builddir/cli/tlsboxctl"
 TB_PLUGINS="$top_builddir/build-plugins"
 
+# The store is live: a test's read may meet a writer's lock for a moment
+# (CI once saw "Error: in prepare, database is locked (5)" and an empty
+# answer), so the CLI waits for it, as the daemon's own connections do.
+sqlite3() { command sqlite3 -cmd ".timeout 5000" "$@"; }
+
 _tb_n=0
 _tb_failed=0
 _tb_pids=""
