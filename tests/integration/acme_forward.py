@@ -52,6 +52,9 @@ Injections, read at each request:
   DIR/revoke_lost     a revoke is forwarded to pebble (which revokes), and its
                       answer lost: the front answers 504 with no problem
                       document, as a proxy whose wait for the CA ran out.
+                      A revoke pebble answers badNonce (it refuses some
+                      nonces at random) is passed on, logged with KIND
+                      revoke+badNonce, with or without this file.
   DIR/unavailable_once "KIND SECS" (e.g. "order 3"): the next request of that
                       KIND is answered 503 serverInternal (with a fresh
                       Replay-Nonce) and "Retry-After: SECS" unless SECS is 0,
@@ -231,7 +234,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 f.write("%.3f %s %s\n" % (t, replaces, code))
             return
         status, headers, data = pebble(self.command, path, host, body, fwd)
-        if kind == "revoke" and os.path.exists(os.path.join(DIR, "revoke_lost")):
+        if kind == "revoke" and status == 400 and b"badNonce" in data:
+            # pebble refuses some nonces at random: not an answer to the
+            # revoke (nothing was revoked), passed on for the client to retry
+            # at once and logged apart from the answers.
+            kind = "revoke+badNonce"
+        elif kind == "revoke" and status == 200 and os.path.exists(
+                os.path.join(DIR, "revoke_lost")):
+            # Lost only once pebble revoked: a refused nonce is retried.
             # (not a dropped connection: libcurl would send it again at once)
             self.reply(504, [("Content-Type", "text/plain")], b"gateway timeout\n")
             log(t, kind, self.command, path, 504)
