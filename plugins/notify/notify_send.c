@@ -219,11 +219,13 @@ static bool mail_retry_later(struct notify_delivery *d, int try, long code, cons
     d->rcpt = *later;
     *later = NULL; /* d owns it now */
     /* All of it before the timer (retry_arm); the store knows whom the next
-     * try is for, should it follow a stop. */
+     * try is for, should it follow a stop.  Whom first: a row that says
+     * "retrying" already names only those left, so neither a reader nor a
+     * start after a crash between the two writes mails the others again. */
     long wait_s = retry_wait(n, try);
     char *note = tlsbox_xasprintf("refused: %s; trying again for %s", refused, d->rcpt);
-    notify_store_update(n, d->row, "retrying", try, code, note);
     notify_store_keep(n, d->row, d->body, d->rcpt);
+    notify_store_update(n, d->row, "retrying", try, code, note);
     n->host->log(n->self, TLSBOX_LOG_WARN,
                  "%s mailed (try %d, SMTP %ld); refused: %s; next try for %s in %ld s", d->event,
                  try, code, refused, d->rcpt, wait_s);
