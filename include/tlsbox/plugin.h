@@ -51,8 +51,19 @@
  *                 to clients that offer only ALPN "acme-tls/1").  A 1.0 to
  *                 1.2 plugin loads and runs unchanged.
  *   1.4  2026-12  Host: bundle_session_address (a client without SNI gets
- *                 the certificate naming the address it connected to).  A
- *                 1.0 to 1.3 plugin loads and runs unchanged.
+ *                 the certificate naming the address it connected to).
+ *                 Rule tightened for plugins of every version (security; no
+ *                 call added or changed): a connection from store_open
+ *                 refuses CREATE TABLE, as it refused ALTER TABLE, and a
+ *                 plugin's tables may have foreign keys only to its own
+ *                 tables (checked after each migration step; existing
+ *                 tables that break it stop the plugin at load, with a line
+ *                 naming both tables).  A core table's cascade could
+ *                 otherwise run a plugin's trigger on the core's connection.
+ *                 The guide always said to create tables only in
+ *                 .migrations; a plugin that made them at run time moves
+ *                 that SQL into a step.  Otherwise a 1.0 to 1.3 plugin loads
+ *                 and runs unchanged.
  *
  * A plugin is one shared object exporting exactly one symbol, the constant
  * descriptor made by TLSBOX_PLUGIN().  Everything else in the plugin is static.
