@@ -299,6 +299,29 @@ gnutls_certificate_credentials_t tls_select_by_address(const struct tls_select *
     return NULL;
 }
 
+/*
+ * @p sni as the name it asks for, in lower case into @p out: one trailing
+ * dot dropped ("www.example.org." is the same host; RFC 6066 forbids the
+ * dot but some clients send it, and nginx drops it too).  Returns whether
+ * it was dropped, false for a name too long.  "." and "a.example.." keep
+ * their dots: they name no host and match nothing.
+ */
+static bool sni_lower(const char *sni, char out[256], bool *dotted)
+{
+    size_t len = strlen(sni);
+    *dotted = false;
+    if (len == 0 || len >= 256)
+        return false;
+    if (len >= 2 && sni[len - 1] == '.' && sni[len - 2] != '.') {
+        *dotted = true;
+        len--;
+    }
+    for (size_t i = 0; i < len; i++)
+        out[i] = (char)tolower((unsigned char)sni[i]);
+    out[len] = 0;
+    return true;
+}
+
 gnutls_certificate_credentials_t tls_select_by_name(const struct tls_select *s,
                                                     gnutls_certificate_credentials_t main,
                                                     const char *sni)
@@ -306,19 +329,18 @@ gnutls_certificate_credentials_t tls_select_by_name(const struct tls_select *s,
     if ((s->nwilds == 0 && s->nnames == 0) || !sni)
         return NULL;
     char lower[256];
-    size_t len = strlen(sni);
-    if (len == 0 || len >= sizeof(lower))
+    bool dotted;
+    if (!sni_lower(sni, lower, &dotted))
         return NULL;
-    for (size_t i = 0; i <= len; i++)
-        lower[i] = (char)tolower((unsigned char)sni[i]);
-    for (size_t i = 0; i < s->nexact; i++)
+    /* GnuTLS compares the SNI as sent: with a dot it finds no certificate. */
+    for (size_t i = 0; i < s->nexact && !dotted; i++)
         if (strcmp(s->exact[i], sni) == 0)
             return NULL; /* spelt alike: GnuTLS finds it in any order */
     for (size_t i = 0; i < s->nnames; i++)
         if (strcmp(s->names[i].wild, lower) == 0)
             return s->names[i].cred ? s->names[i].cred : main;
     for (size_t i = 0; i < s->nexact; i++)
-        if (strcasecmp(s->exact[i], sni) == 0)
+        if (strcasecmp(s->exact[i], lower) == 0)
             return NULL; /* beyond TLS_NAME_MAX: an exact name still wins */
     /* A wildcard stands for one whole label (RFC 6125 section 6.4.3). */
     const char *dot = strchr(lower, '.');

@@ -8,7 +8,10 @@
  *   - one whose SNI only a wildcard certificate matches ("*.example.org" for
  *     "www.example.org"): GnuTLS does not match wildcards;
  *   - one that spells its SNI in another case than the certificate does
- *     ("WWW.Example.org"): GnuTLS compares names byte for byte.
+ *     ("WWW.Example.org"): GnuTLS compares names byte for byte;
+ *   - one that ends its SNI with a dot ("www.example.org."): RFC 6066
+ *     forbids it, some clients send it; one such dot is dropped before
+ *     matching, as nginx does ("a.example.." and "." name nothing).
  * For each such address, wildcard and name that the first certificate does not
  * name, the bundle keeps credentials holding the same certificates with the
  * ones that name it first; a session is switched to them, by the local
@@ -95,10 +98,10 @@ static inline bool tls_select_by_name_needed(const struct tls_select *s)
 }
 /* For a client that sent @p sni: NULL (keep the session's) when a
  * certificate spells it so (GnuTLS compares names byte for byte); for a name
- * a certificate spells in another case (RFC 6066: case does not matter),
- * the credentials that put the certificates naming it first; else the
- * credentials of the wildcard it matches.  @p main stands for the first
- * certificate's. */
+ * a certificate spells in another case (RFC 6066: case does not matter) or
+ * with one trailing dot, the credentials that put the certificates naming it
+ * first; else the credentials of the wildcard it matches.  @p main stands
+ * for the first certificate's. */
 gnutls_certificate_credentials_t tls_select_by_name(const struct tls_select *s,
                                                     gnutls_certificate_credentials_t main,
                                                     const char *sni);

@@ -113,6 +113,16 @@ for at in 127.0.0.1 127.0.0.2; do
     is "$(sni "$at:$P_HTTPS" NAMED.Example)|$(sni "$at:$P_HTTPS" Exact.B.Example)" "named|exactb" \
         "at $at, SNI NAMED.Example gets named and Exact.B.Example gets exactb (not wb)"
 done
+# One trailing dot names the same host (RFC 6066 forbids it, some clients
+# send it; nginx drops it): GnuTLS alone would find no certificate for it.
+for at in 127.0.0.1 127.0.0.2; do
+    is "$(sni "$at:$P_HTTPS" named.example.)|$(sni "$at:$P_HTTPS" Exact.B.Example.)|$(sni "$at:$P_HTTPS" y.b.example.)" \
+        "named|exactb|wb" "at $at, SNI named.example. gets named, Exact.B.Example. exactb, y.b.example. wb"
+done
+# Not a name: two dots at the end, a dot alone.  (openssl sends the name as
+# given; gnutls-cli would drop one dot itself.)
+is "$(sni "127.0.0.2:$P_HTTPS" named.example..)|$(sni "127.0.0.2:$P_HTTPS" .)" "two|two" \
+    "SNI named.example.. and SNI . name no host: the address's certificate (two)"
 out=$(timeout 10 openssl s_client -connect "127.0.0.1:$P_HTTPS" -servername y.b.example -tls1_2 \
     </dev/null 2>/dev/null | openssl x509 -noout -subject 2>/dev/null | sed 's/.*CN *= *//')
 is "$out" wb "  over TLS 1.2 too"

@@ -83,6 +83,37 @@ dh_wait_served source import 10
 ok $? "the imported parameters are served"
 is "$(dh_tls12_bits)" "4096" "import: TLS 1.2 DHE uses the imported 4096 bits"
 
+# ---- every credentials of the bundle serve the same parameters: a second
+# RSA certificate gets credentials of its own (core/tls_select.c) for SNI
+# second.test in another case; a TLS 1.2 DHE client asking for it gets it
+# and the same prime.
+before=$(dh_status '["served"]["bundle"]')
+openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=second.test \
+    -addext subjectAltName=DNS:second.test -keyout "$TB_TMP/second.key" \
+    -out "$TB_TMP/second.pem" 2>/dev/null &&
+    tb_ctl cert import --cert "$TB_TMP/second.pem" --key "$TB_TMP/second.key" \
+        --name second-rsa >/dev/null
+ok $? "a second RSA certificate (second.test) imported"
+dh_wait_bundle_after "$before"
+ok $? "the bundle with it is served"
+# gnutls_dhe SNI: "SUBJECT|KX" a TLS 1.2 DHE-RSA-only gnutls-cli (no FFDHE
+# group offered, so the server's own parameters are used) gets; KX is
+# DHE-CUSTOMn for parameters of n bits, DHE-FFDHEn for an RFC 7919 group.
+gnutls_dhe() {
+    timeout 20 gnutls-cli --insecure --sni-hostname "$1" -p "$DH_PORT" 127.0.0.1 \
+        --priority NORMAL:-VERS-ALL:+VERS-TLS1.2:-KX-ALL:+DHE-RSA:-GROUP-ALL:+GROUP-SECP256R1 \
+        </dev/null 2>&1 | sed -n "s/^ - subject \`\([^']*\)'.*/\1/p;
+                                  s/^- Description: (TLS1.2-X.509)-(\(DHE-[A-Z0-9]*\)).*/\1/p" |
+        paste -sd'|'
+}
+is "$(gnutls_dhe localhost)" "CN=localhost|DHE-CUSTOM4096" \
+    "gnutls-cli DHE-RSA, SNI localhost: localhost-rsa, the imported 4096-bit prime"
+# SECOND.test: GnuTLS compares names byte for byte, so the session is
+# switched to the credentials kept for that name (tls_select_by_name).
+is "$(gnutls_dhe second.test)/$(gnutls_dhe SECOND.test)" \
+    "CN=second.test|DHE-CUSTOM4096/CN=second.test|DHE-CUSTOM4096" \
+    "SNI second.test and SECOND.test: second-rsa, with the same 4096-bit prime"
+
 # ---- bad imports: refused with a message, nothing in the store changes.
 before=$(dh_rows)
 openssl dhparam -out "$TB_TMP/dh1024.pem" 1024 2>/dev/null
@@ -115,6 +146,8 @@ dh_wait_served source rfc7919 10
 ok $? "mode rfc7919: the RFC 7919 group is served again"
 is "$(dh_tls12_bits)" "2048" "TLS 1.2 DHE uses ffdhe2048 (no FFDHE group in the policy)"
 is "$(dh_status '["served"]["group"]')" "ffdhe2048" "status: ffdhe2048"
+is "$(gnutls_dhe localhost)/$(gnutls_dhe Second.Test)" "CN=localhost|DHE-CUSTOM2048/CN=second.test|DHE-CUSTOM2048" \
+    "gnutls-cli DHE-RSA: SNI localhost and Second.Test both get the ffdhe2048 prime"
 
 # ---- SIGHUP: dhparam.mode changed in the store behind the daemon (sqlite3,
 # a restored backup) is applied as tlsboxctl dh mode would, and back.

@@ -4,6 +4,7 @@
 #
 #   dh_start                 daemon on free ports ($DH_PORT), RSA cert, DHE policy
 #   dh_groups LIST           set the policy's groups (e.g. X25519,FFDHE3072)
+#   dh_wait_bundle_after G   wait until a bundle newer than generation G is served
 #   dh_tls12_bits            N of "Server Temp Key: DH, N bits" (TLS 1.2 DHE-RSA)
 #   dh_tls13_bits GROUPS     the same with TLS 1.3 and a client offering only GROUPS
 #   dh_status FIELD          a field of tlsboxctl --json dh status (python path)
@@ -30,11 +31,17 @@ dh_start() {
 
 # Apply a groups list and wait for the bundle built from it.
 dh_groups() {
-    local before i
+    local before
     before=$(dh_status '["served"]["bundle"]')
     tb_ctl policy set groups "$1" >/dev/null || return 1
+    dh_wait_bundle_after "$before"
+}
+
+# Wait (max 5 s) until a bundle newer than generation $1 is served.
+dh_wait_bundle_after() {
+    local i
     for i in $(seq 1 50); do
-        [ "$(dh_status '["served"]["bundle"]')" -gt "$before" ] && return 0
+        [ "$(dh_status '["served"]["bundle"]')" -gt "$1" ] && return 0
         sleep 0.1
     done
     return 1

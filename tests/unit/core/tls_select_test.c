@@ -1,7 +1,8 @@
 /* Which certificate a client gets: credentials by address and by wildcard,
  * the certificates' order in each (what GnuTLS picks first), the choice by
- * SNI (exact names win, a wildcard stands for one label, any case), and a
- * loader that fails costing only what it was building. */
+ * SNI (exact names win, a wildcard stands for one label, any case, one
+ * trailing dot dropped), and a loader that fails costing only what it was
+ * building. */
 #include <arpa/inet.h>
 #include <string.h>
 
@@ -106,6 +107,16 @@ int main(void)
     is_str(name_of(&s, main, "LOCALHOST"), "internal", "LOCALHOST: the internal leaf");
     is_str(name_of(&s, main, "A.EXAMPLE"), "main", "A.EXAMPLE: c0, the bundle's first");
     is_str(name_of(&s, main, "localhost"), "keep", "localhost as spelt: GnuTLS finds it");
+    /* One trailing dot (RFC 6066 forbids it, some clients send it): the same
+     * name, which GnuTLS, comparing bytes, would not find. */
+    is_str(name_of(&s, main, "b.example."), "c2", "b.example.: c2, as b.example");
+    is_str(name_of(&s, main, "C.Example."), "c2", "C.Example.: c2 too");
+    is_str(name_of(&s, main, "localhost."), "internal", "localhost.: the internal leaf");
+    is_str(name_of(&s, main, "a.example."), "main", "a.example.: c0, the bundle's first");
+    is_str(name_of(&s, main, "q.y.example."), "c1", "q.y.example.: c1, by its wildcard");
+    is_str(name_of(&s, main, "b.example.."), "keep", "b.example.. (two dots): no name, kept");
+    is_str(name_of(&s, main, "."), "keep", ". alone: kept");
+    is_str(name_of(&s, main, ".y.example."), "keep", ".y.example.: an empty label, kept");
     ok(tls_select_owns(&s, s.wilds[1].cred), "the wildcard's credentials are the bundle's");
     ok(!tls_select_owns(&s, main), "the bundle's own are not in the list");
 
