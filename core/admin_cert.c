@@ -168,8 +168,14 @@ static const struct certentry *choose(const struct certset *c, gnutls_session_t 
     unsigned type;
     bool has_sni = gnutls_server_name_get(session, sni, &len, &type, 0) == 0 &&
                    type == GNUTLS_NAME_DNS && len > 0;
-    if (has_sni)
+    if (has_sni) {
         sni[len] = '\0';
+        /* One trailing dot names the same host (RFC 6066 forbids it, some
+         * clients send it): GnuTLS's name check would match nothing.  The
+         * site's bundle does the same (tls_select_by_name). */
+        if (len >= 2 && sni[len - 1] == '.' && sni[len - 2] != '.')
+            sni[len - 1] = '\0';
+    }
     /* The socket MHD gave GnuTLS: the address the client reached. */
     struct tls_addr addr;
     int fd = gnutls_transport_get_int(session);

@@ -201,6 +201,9 @@ for _ in $(seq 1 50); do
     sleep 0.1
 done
 like "$subj" "CN ?= ?admin-test.example" "the admin port serves the newly imported certificate"
+subj=$(echo | openssl s_client -connect "127.0.0.1:$TB_ADMIN_PORT" -servername admin-test.example. 2>/dev/null |
+    openssl x509 -noout -subject 2>/dev/null)
+like "$subj" "CN ?= ?admin-test.example" "an SNI with a trailing dot gets the same certificate"
 
 # ---- settings refused by the field --------------------------------------
 is "$("${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o "$TB_TMP/out" -w '%{http_code}' -X PUT \
