@@ -431,6 +431,13 @@ static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
     else
         rq.method = SITE_M_OTHER;
     rq.target = sstr(st, st->path);
+    /* A CONNECT (RFC 9113 8.5; nghttp2 lets one through only with an
+     * :authority and no :scheme or :path) names its target in :authority,
+     * as HTTP/1.1's authority-form does (RFC 9112 3.2.3): so taken, it gets
+     * HTTP/1.1's answer, 405 with Allow (this server tunnels nothing), and
+     * the same access log line, instead of a 400 for a missing :path. */
+    if (!rq.target.n && rq.method_s.n == 7 && memcmp(rq.method_s.p, "CONNECT", 7) == 0)
+        rq.target = sstr(st, st->authority);
     rq.host = st->authority.n ? sstr(st, st->authority) : sstr(st, st->host);
     for (uint8_t i = 0; i < st->ninm; i++)
         rq.inm[i] = sstr(st, st->inm[i]);
