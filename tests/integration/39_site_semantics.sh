@@ -1,7 +1,8 @@
 #!/bin/bash
 # HTTP semantics a review found wrong, with real clients: an HTTP/2 CONNECT
 # (RFC 9113 8.5) is answered as HTTP/1.1 answers it, 405 with Allow, not
-# 400.
+# 400; :authority and host name one host whatever the case of its letters,
+# IPv6 literals included (RFC 9110 4.2.3), on the same port.
 . "$(dirname "$0")/lib.sh"
 . "$top_srcdir/plugins/site/tests/site_itest.sh"
 tb_setup
@@ -40,6 +41,21 @@ is "$(H2S fields 127.0.0.1 "$P_HTTPS" :method=GET :scheme=https :path=/ :authori
 is "$(grep -ao 'site access: 127.0.0.1 CONNECT .*' "$TB_TMP/daemon.log" | cut -d' ' -f4-7)" \
     "CONNECT localhost:443 HTTP/1.1 405
 CONNECT localhost:443 HTTP/2 405" "the access log names the authority as the target, over both"
+
+# ---- :authority and host ---------------------------------------------------------------------
+# h2st AUTHORITY HOST: the :status nghttp gets for / with these two fields.
+h2st() {
+    nghttp -n -v -H ":authority: $1" -H "host: $2" "https://127.0.0.1:$P_HTTPS/" 2>&1 |
+        sed -n 's/.*recv.*:status: //p'
+}
+is "$(h2st '[2001:DB8::1]:8443' '[2001:db8::1]:8443')" 200 \
+    "h2 :authority [2001:DB8::1]:8443 and host [2001:db8::1]:8443 name one host: 200"
+is "$(h2st '[2001:db8::a]' '[2001:DB8::A]')" 200 "the same without a port: 200"
+is "$(h2st 'LocalHost:8443' 'localhost:8443')" 200 "a name in another case: 200"
+is "$(h2st '[2001:db8::1]:8443' '[2001:db8::2]:8443')" 400 "two IPv6 hosts: 400"
+is "$(h2st 'localhost:8443' 'localhost:9443')" 400 "one host on two ports: 400"
+is "$(h2st '[2001:db8::1]:8443' '[2001:db8::1]:9443')" 400 "one IPv6 host on two ports: 400"
+is "$(h2st 'localhost:8443' 'LOCALHOST')" 200 "a host without a port agrees with any (as before): 200"
 
 tb_stop_daemon
 ok $? "tlsboxd stops"

@@ -158,6 +158,8 @@ static void test_hosts(void)
        "port stripped, lower-cased");
     ok(site_host_valid("192.168.1.2", 11, out, sizeof(out)), "IPv4");
     ok(site_host_valid("[::1]:80", 8, out, sizeof(out)) && !strcmp(out, "[::1]"), "IPv6");
+    ok(site_host_valid("[2001:DB8::A]:8443", 18, out, sizeof(out)) && !strcmp(out, "[2001:db8::a]"),
+       "IPv6 lower-cased, as a name (RFC 9110 4.2.3)");
     ok(!site_host_valid("", 0, out, sizeof(out)), "empty");
     ok(!site_host_valid("a b", 3, out, sizeof(out)), "space");
     ok(!site_host_valid("evil.org/x", 10, out, sizeof(out)), "slash");
