@@ -2,7 +2,10 @@
 # HTTP semantics a review found wrong, with real clients: an HTTP/2 CONNECT
 # (RFC 9113 8.5) is answered as HTTP/1.1 answers it, 405 with Allow, not
 # 400; :authority and host name one host whatever the case of its letters,
-# IPv6 literals included (RFC 9110 4.2.3), on the same port.
+# IPv6 literals included (RFC 9110 4.2.3), on the same port; and a date in
+# If-Range counts only when it is a strong validator (RFC 9110 13.1.5,
+# 8.8.2.2): a file dated less than a second before the answer (or after it)
+# gets its whole body, never a range.
 . "$(dirname "$0")/lib.sh"
 . "$top_srcdir/plugins/site/tests/site_itest.sh"
 tb_setup
@@ -56,6 +59,38 @@ is "$(h2st '[2001:db8::1]:8443' '[2001:db8::2]:8443')" 400 "two IPv6 hosts: 400"
 is "$(h2st 'localhost:8443' 'localhost:9443')" 400 "one host on two ports: 400"
 is "$(h2st '[2001:db8::1]:8443' '[2001:db8::1]:9443')" 400 "one IPv6 host on two ports: 400"
 is "$(h2st 'localhost:8443' 'LOCALHOST')" 200 "a host without a port agrees with any (as before): 200"
+
+# ---- If-Range with a date --------------------------------------------------------------------
+# ifr PROTO NAME IF-RANGE: "STATUS BODY" for bytes 4- of NAME under If-Range.
+ifr() {
+    "${C[@]}" "$1" -r 4- -H "If-Range: $3" -w ' %{http_code}' "$URL/$2"
+}
+lastmod() {
+    "${C[@]}" "$1" -D - -o /dev/null "$URL/$2" | tr -d '\r' | sed -n 's/^last-modified: //Ip'
+}
+now=$(date +%s)
+echo "0123456789" >"$W/future.txt"
+echo "0123456789" >"$W/past.txt"
+# Dated an hour ahead of the clock: its Last-Modified is not a strong
+# validator for a long while, however slowly the test runs.
+touch -d "@$((now + 3600))" "$W/future.txt"
+# Dated 5 s back: at least a second before any answer to come.
+touch -d "@$((now - 5))" "$W/past.txt"
+for proto in --http1.1 --http2; do
+    lm=$(lastmod $proto future.txt)
+    is "$lm" "$(TZ=GMT date -d "@$((now + 3600))" '+%a, %d %b %Y %H:%M:%S GMT')" \
+        "$proto: Last-Modified of future.txt is its mtime"
+    is "$(ifr $proto future.txt "$lm")" "0123456789
+ 200" "$proto: If-Range with the date of a file dated after the answer: the whole file, 200"
+    et=$("${C[@]}" $proto -D - -o /dev/null "$URL/future.txt" | tr -d '\r' | sed -n 's/^etag: //Ip')
+    is "$(ifr $proto future.txt "$et")" "456789
+ 206" "$proto: If-Range with its ETag (strong): 206"
+    lm=$(lastmod $proto past.txt)
+    is "$(ifr $proto past.txt "$lm")" "456789
+ 206" "$proto: If-Range with the date of a file dated 5 s before the answer: 206"
+    is "$(ifr $proto past.txt "Sat, 01 Jan 2000 00:00:00 GMT")" "0123456789
+ 200" "$proto: If-Range with another date: 200"
+done
 
 tb_stop_daemon
 ok $? "tlsboxd stops"

@@ -527,6 +527,24 @@ static void test_files(void)
         rq.if_range = (struct site_str){etag, strlen(etag)};
         is_int(serve(&rq, &rs), 206, "If-Range match: 206");
         site_resp_free(&rs);
+        /* A date is a strong validator only a second after it (RFC 9110
+         * 8.8.2.2); W.date_sec is the answer's Date. */
+        rq.if_range = (struct site_str){lm, strlen(lm)};
+        time_t lm_sec = 0;
+        ok(site_http_date_parse(lm, strlen(lm), &lm_sec), "Last-Modified parses");
+        W.date_sec = lm_sec;
+        is_int(serve(&rq, &rs), 200, "If-Range with a date of the answer's second: whole file");
+        site_resp_free(&rs);
+        W.date_sec = lm_sec - 10;
+        is_int(serve(&rq, &rs), 200, "If-Range with a date after the answer's: whole file");
+        site_resp_free(&rs);
+        W.date_sec = lm_sec + 1;
+        is_int(serve(&rq, &rs), 206, "If-Range with a date a second before the answer: 206");
+        site_resp_free(&rs);
+        rq.if_range = (struct site_str){"Sun, 06 Nov 1994 08:49:37 GMT", 29};
+        is_int(serve(&rq, &rs), 200, "If-Range with another date: whole file");
+        site_resp_free(&rs);
+        W.date_sec = 0;
         rq = req("/data.txt");
         rq.range = (struct site_str){"bytes=10-", 9};
         is_int(serve(&rq, &rs), 416, "Range past the end: 416");
