@@ -6,7 +6,8 @@ site_sources = \
 	plugins/site/site_files.c \
 	plugins/site/site_mime.c plugins/site/site_redirect.c plugins/site/site_metrics.c \
 	plugins/site/site_listen.c plugins/site/site_wait.c plugins/site/site_record.c \
-	plugins/site/site_limits.c plugins/site/site_limits.h
+	plugins/site/site_limits.c plugins/site/site_limits.h \
+	plugins/site/site_ipcount.c plugins/site/site_ipcount.h
 
 plugin_LTLIBRARIES += plugins/site/site.la
 plugins_site_site_la_SOURCES = $(site_sources)
