@@ -24,14 +24,15 @@ fi
 # the format check.
 TEST="clang libclang-rt-14-dev clang-format
   curl nghttp2-client gnutls-bin openssl sqlite3 ca-certificates
-  procps iproute2 python3 python3-cryptography jq bc
+  procps iproute2 python3 python3-cryptography python3-hpack jq bc
   testssl.sh
   pebble certbot bind9 bind9-dnsutils
   nginx h2o apache2-utils
   chromium chromium-driver python3-selenium
   libjs-chart.js nodejs zbar-tools python3-aiosmtpd
   brotli zstd"
-# (libjs-chart.js is also a run-time dependency: the admin UI serves its Chart.js.
+# (python3-hpack reads HTTP/2 answers in plugins/site/tests/h2_streams.py.
+# libjs-chart.js is also a run-time dependency: the admin UI serves its Chart.js.
 # nodejs renders plugin pages with a stub DOM in 62_webui_no_inline.
 # brotli and zstd make the precompressed siblings 30_site_basic serves.)
 

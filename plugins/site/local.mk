@@ -6,7 +6,8 @@ site_sources = \
 	plugins/site/site_files.c \
 	plugins/site/site_mime.c plugins/site/site_redirect.c plugins/site/site_metrics.c \
 	plugins/site/site_listen.c plugins/site/site_wait.c plugins/site/site_record.c \
-	plugins/site/site_limits.c plugins/site/site_limits.h
+	plugins/site/site_limits.c plugins/site/site_limits.h \
+	plugins/site/site_ipcount.c plugins/site/site_ipcount.h
 
 plugin_LTLIBRARIES += plugins/site/site.la
 plugins_site_site_la_SOURCES = $(site_sources)
@@ -63,6 +64,6 @@ site_itests = tests/integration/30_site_basic.sh tests/integration/31_site_tls.s
 	tests/integration/34_site_testssl.sh tests/integration/35_site_robust.sh \
 	tests/integration/36_site_attack.sh tests/integration/37_site_fd_attack.sh \
 	tests/integration/38_site_live.sh tests/integration/38_site_batch.sh \
-	tests/integration/39_site_h2_idle.sh
+	tests/integration/39_site_h2_idle.sh tests/integration/39_site_semantics.sh
 TESTS += $(site_itests)
 EXTRA_DIST += $(site_itests) plugins/site/tests/site_itest.sh

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "site.h"
+#include "site_ipcount.h"
 #include "site_limits.h"
 
 static const struct tlsbox_setting_def site_settings[] = {
@@ -515,15 +516,16 @@ static int site_init(struct tlsbox_plugin *self, const struct tlsbox_host *host,
 {
     struct site *s = site_xcalloc(1, sizeof(*s));
     struct site_config *cfg = &s->cfg;
+    uint64_t ip_key;
     char *v;
 
     s->self = self;
     s->host = host;
     s->rootfd = -1;
     pthread_mutex_init(&s->root_lock, NULL);
-    s->ip_conns = site_xcalloc(SITE_IP_BUCKETS, sizeof(*s->ip_conns));
-    if (getrandom(&s->ip_key, sizeof(s->ip_key), 0) != (ssize_t)sizeof(s->ip_key))
-        s->ip_key = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32); /* never seen fail */
+    if (getrandom(&ip_key, sizeof(ip_key), 0) != (ssize_t)sizeof(ip_key))
+        ip_key = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32); /* never seen fail */
+    s->ip_conns = site_ipcount_new(SITE_IP_BUCKETS, ip_key);
     pthread_mutex_init(&s->gen_lock, NULL);
     cfg->workers = (int)host->setting_get_int(self, "workers", 0);
     s->nworkers = count_workers(cfg->workers);
@@ -640,7 +642,7 @@ static void site_fini(void *state)
     if (s->rootfd >= 0)
         close(s->rootfd);
     free_bind(&s->cfg);
-    free((void *)s->ip_conns);
+    site_ipcount_free(s->ip_conns);
     pthread_mutex_destroy(&s->root_lock);
     pthread_mutex_destroy(&s->gen_lock);
     free(s->cfg.root);

@@ -23,6 +23,8 @@
 struct nghttp2_session;
 struct site_worker;
 struct site_centry;
+struct site_ipcount;
+struct site_ipcount_entry;
 
 /* ---- configuration (site.c) -------------------------------------------- */
 
@@ -157,15 +159,10 @@ struct site {
      * socket and other plugins (SITE_FD_RESERVE). */
     _Atomic int nfiles;
     int fd_budget;
-    /* Open connections per client address (IPv4, or IPv6 /64), by hash:
-     * two addresses in one bucket share a limit, which at SITE_IP_BUCKETS
-     * buckets is rare and only ever errs on the side of refusing.  The hash
-     * is keyed with ip_key (random, per start): with a known hash a client
-     * picks an address of its own in a victim's bucket (an IPv6 /48 holds
-     * four per bucket) and locks the victim out with
-     * max_connections_per_ip connections. */
-    _Atomic int *ip_conns;
-    uint64_t ip_key;
+    /* Open connections per client address (IPv4, or IPv6 /64), each
+     * counted exactly (site_ipcount.c), in SITE_IP_BUCKETS buckets by a
+     * hash keyed afresh at each start. */
+    struct site_ipcount *ip_conns;
     int64_t sub_id;
     struct site_metrics m;
 };
@@ -403,8 +400,8 @@ struct site_conn {
     uint32_t h2_kept;
     /* h2 streams holding an open file (at most SITE_CONN_FILES) */
     int files;
-    int h2_waiting; /* h2 streams deferred for want of a file slot */
-    int ip_bucket;  /* counted in s->ip_conns[ip_bucket], or -1 */
+    int h2_waiting;                /* h2 streams deferred for want of a file slot */
+    struct site_ipcount_entry *ip; /* counted in s->ip_conns, or NULL */
 };
 
 /* ---- worker (site_worker.c) -------------------------------------------- */
@@ -513,7 +510,7 @@ void site_worker_update_date(struct site_worker *w, time_t now);
 void site_warn(struct site_worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* site_conn.c */
-void site_conn_accept(struct site_worker *w, int fd, bool tls, int ip_bucket);
+void site_conn_accept(struct site_worker *w, int fd, bool tls, struct site_ipcount_entry *ip);
 void site_conn_on_event(struct site_conn *c, uint32_t events);
 void site_conn_close(struct site_conn *c);
 void site_conn_timeout(struct site_conn *c);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "site.h"
+#include "site_ipcount.h"
 
 #define TLS_CHUNK SITE_REC_PLAIN_MAX /* plaintext of one full TLS record (seal_out) */
 
@@ -389,7 +390,7 @@ long site_conn_seal_body(struct site_conn *c, char *data, size_t n, bool *copy)
 
 /* ---- lifecycle ------------------------------------------------------------ */
 
-void site_conn_accept(struct site_worker *w, int fd, bool tls, int ip_bucket)
+void site_conn_accept(struct site_worker *w, int fd, bool tls, struct site_ipcount_entry *ip)
 {
     struct site *s = w->s;
     struct site_conn *c = site_xcalloc(1, sizeof(*c));
@@ -398,7 +399,7 @@ void site_conn_accept(struct site_worker *w, int fd, bool tls, int ip_bucket)
     c->w = w;
     c->fd = fd;
     c->tls = tls;
-    c->ip_bucket = ip_bucket;
+    c->ip = ip;
     w->nconns++;
     s->host->metric_add(s->m.conns_open, 1);
     s->host->metric_add(s->m.conns_total, 1);
@@ -466,8 +467,8 @@ void site_conn_close(struct site_conn *c)
     close(c->fd);
     c->fd = -1;
     c->state = SITE_CS_CLOSED;
-    if (c->ip_bucket >= 0)
-        atomic_fetch_sub_explicit(&s->ip_conns[c->ip_bucket], 1, memory_order_relaxed);
+    site_ipcount_put(s->ip_conns, c->ip);
+    c->ip = NULL;
     w->nconns--;
     atomic_fetch_sub_explicit(&s->nconns, 1, memory_order_relaxed);
     s->host->metric_add(s->m.conns_open, -1);

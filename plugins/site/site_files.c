@@ -1013,6 +1013,20 @@ static void redirect_dir(struct site_worker *w, struct site_resp *rs, const stru
     free(loc);
 }
 
+/*
+ * A Last-Modified date is a strong validator only when it is at least a
+ * second before the answer's Date (RFC 9110 8.8.2.2): a file written within
+ * that second (or dated ahead of the clock) can be written again under the
+ * same date, and If-Range with such a date must not splice a range of the
+ * new content onto the old (RFC 9110 13.1.5: the whole file is sent).  The
+ * worker's date_sec is the Date this answer carries, never ahead of the
+ * clock, so no later write can take the date once it is past.
+ */
+static bool date_is_strong(const struct site_worker *w, time_t mtime)
+{
+    return mtime < w->date_sec;
+}
+
 void site_files_serve(struct site_worker *w, const struct site_req *rq, struct site_resp *rs)
 {
     char rel[4200];
@@ -1163,7 +1177,8 @@ void site_files_serve(struct site_worker *w, const struct site_req *rq, struct s
                 range_ok = rq->if_range.n == strlen(rs->etag) &&
                            memcmp(rq->if_range.p, rs->etag, rq->if_range.n) == 0;
             else
-                range_ok = site_http_date_parse(rq->if_range.p, rq->if_range.n, &d) && d == mtime;
+                range_ok = site_http_date_parse(rq->if_range.p, rq->if_range.n, &d) && d == mtime &&
+                           date_is_strong(w, mtime);
         }
         if (range_ok) {
             r = site_range_parse(rq->range.p, rq->range.n, size, &start, &len);

@@ -395,20 +395,42 @@ static int on_send_data(nghttp2_session *h2, nghttp2_frame *frame, const uint8_t
     return 0;
 }
 
+/* The port of a host[:port] that site_host_valid() took: its number, or
+ * -1 without one. */
+static long host_port(struct site_str v)
+{
+    const char *host_end = v.p[0] == '[' ? memchr(v.p, ']', v.n) : v.p;
+    const char *colon = memchr(host_end, ':', v.n - (size_t)(host_end - v.p));
+    long port = 0;
+
+    if (!colon)
+        return -1;
+    for (const char *d = colon + 1; d < v.p + v.n; d++)
+        port = port * 10 + (*d - '0');
+    return port;
+}
+
 /* The request's host: :authority and a host header, when present, are each
  * host[:port] with no userinfo (RFC 9113 8.3.1, RFC 9110 7.2), and when both
  * are sent they name the same host (RFC 9113 8.3.1: a host header naming
- * another entity makes the request malformed; ports are not compared, so
- * "a" and "a:443" agree).  A request that breaks this is answered 400, as
- * HTTP/1.1 answers a bad Host. */
+ * another entity makes the request malformed).  Hosts are compared without
+ * regard to case, IPv6 literals included (RFC 9110 4.2.3: site_host_valid
+ * gives them in lower case); ports only when both name one, so "a" and
+ * "a:443" agree but "a:8443" and "a:9443" do not.  A request that breaks
+ * this is answered 400, as HTTP/1.1 answers a bad Host. */
 static bool host_ok(struct site_str authority, struct site_str host)
 {
     char a[264], h[264];
+    long ap, hp;
     if (authority.n && !site_host_valid(authority.p, authority.n, a, sizeof(a)))
         return false;
     if (host.n && !site_host_valid(host.p, host.n, h, sizeof(h)))
         return false;
-    return !authority.n || !host.n || strcmp(a, h) == 0;
+    if (!authority.n || !host.n)
+        return true;
+    ap = host_port(authority);
+    hp = host_port(host);
+    return strcmp(a, h) == 0 && (ap < 0 || hp < 0 || ap == hp);
 }
 
 static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
@@ -431,6 +453,13 @@ static void serve(struct site_conn *c, struct h2_stream *st, bool has_body)
     else
         rq.method = SITE_M_OTHER;
     rq.target = sstr(st, st->path);
+    /* A CONNECT (RFC 9113 8.5; nghttp2 lets one through only with an
+     * :authority and no :scheme or :path) names its target in :authority,
+     * as HTTP/1.1's authority-form does (RFC 9112 3.2.3): so taken, it gets
+     * HTTP/1.1's answer, 405 with Allow (this server tunnels nothing), and
+     * the same access log line, instead of a 400 for a missing :path. */
+    if (!rq.target.n && rq.method_s.n == 7 && memcmp(rq.method_s.p, "CONNECT", 7) == 0)
+        rq.target = sstr(st, st->authority);
     rq.host = st->authority.n ? sstr(st, st->authority) : sstr(st, st->host);
     for (uint8_t i = 0; i < st->ninm; i++)
         rq.inm[i] = sstr(st, st->inm[i]);

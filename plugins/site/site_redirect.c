@@ -58,7 +58,9 @@ bool site_host_valid(const char *p, size_t n, char *out, size_t cap)
             return false;
         if (hn + 1 > cap)
             return false;
-        memcpy(out, p, hn);
+        /* Lower case, as a name: "[2001:DB8::1]" is "[2001:db8::1]". */
+        for (size_t i = 0; i < hn; i++)
+            out[i] = (p[i] >= 'A' && p[i] <= 'Z') ? (char)(p[i] + 32) : p[i];
         out[hn] = 0;
         return true;
     }

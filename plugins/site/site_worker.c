@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "site.h"
+#include "site_ipcount.h"
 
 #define EV_TAG_EVFD 0xffffu /* epoll data below this: listener index */
 #define MAX_EVENTS 256
@@ -223,58 +224,14 @@ static void listeners_pause(struct site_worker *w, bool on)
         w->accept_resume_ms = w->now_ms + ACCEPT_PAUSE_MS;
 }
 
-/* The bucket of a client address: IPv4, or the /64 of IPv6 (one host gets
- * a whole /64); -1 for anything else.  FNV-1a from the secret key, then
- * mixed (the splitmix64 finaliser) so that every bit of the key and the
- * address reaches the bucket: the low bits of a plain FNV product depend on
- * the low bits alone. */
-static int ip_bucket(const struct sockaddr_storage *ss, uint64_t key)
-{
-    const unsigned char *p;
-    size_t n;
-    uint64_t h = key ^ 14695981039346656037u;
-
-    if (ss->ss_family == AF_INET) {
-        p = (const unsigned char *)&((const struct sockaddr_in *)ss)->sin_addr;
-        n = 4;
-    } else if (ss->ss_family == AF_INET6) {
-        p = (const unsigned char *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
-        n = 8;
-        if (IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)p)) {
-            p += 12;
-            n = 4;
-        }
-    } else {
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211u;
-    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9u;
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebu;
-    h ^= h >> 31;
-    return (int)(h % SITE_IP_BUCKETS);
-}
-
-/* Count a connection from bucket @p b; false (not counted) past the limit. */
-static bool ip_take(struct site *s, int b)
-{
-    int max = atomic_load_explicit(&s->cfg.max_conns_per_ip, memory_order_relaxed);
-    if (b < 0)
-        return true;
-    if (atomic_fetch_add_explicit(&s->ip_conns[b], 1, memory_order_relaxed) >= max) {
-        atomic_fetch_sub_explicit(&s->ip_conns[b], 1, memory_order_relaxed);
-        return false;
-    }
-    return true;
-}
-
 static void on_accept(struct site_worker *w, size_t idx)
 {
     struct site *s = w->s;
     int lfd = w->lst->v[idx].fd;
 
     for (int i = 0; i < ACCEPT_BATCH && w->listening && !w->accept_paused; i++) {
-        int one = 1, b;
+        int one = 1;
+        struct site_ipcount_entry *ip;
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
         int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -303,8 +260,9 @@ static void on_accept(struct site_worker *w, size_t idx)
             close(fd);
             continue;
         }
-        b = ip_bucket(&ss, s->ip_key);
-        if (!ip_take(s, b)) {
+        if (site_ipcount_take(s->ip_conns, &ss,
+                              atomic_load_explicit(&s->cfg.max_conns_per_ip, memory_order_relaxed),
+                              &ip) < 0) {
             /* One client must not take every slot (idle h2 kept by PINGs). */
             atomic_fetch_sub_explicit(&s->nconns, 1, memory_order_relaxed);
             s->host->metric_add(s->m.conns_refused, 1);
@@ -312,7 +270,7 @@ static void on_accept(struct site_worker *w, size_t idx)
             continue;
         }
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        site_conn_accept(w, fd, w->lst->v[idx].tls, b);
+        site_conn_accept(w, fd, w->lst->v[idx].tls, ip);
     }
 }
 

@@ -287,7 +287,6 @@ static void run(const uint8_t *data, size_t size, bool per_frame)
     c.w = &W;
     c.fd = -1;
     c.state = SITE_CS_H2;
-    c.ip_bucket = -1;
     kept_peak = 0;
     /* A fresh cache: an input behaves the same whatever ran before it. */
     site_cache_free(W.cache);

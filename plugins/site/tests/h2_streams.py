@@ -79,6 +79,14 @@
       byte each), and one GET for /index.html.  Prints "answered=A reset=R rss_kb=G":
       the GETs answered 200, the streams the server reset, and how much
       server process PID's VmRSS grew while the connections are open.
+  h2_streams.py fields HOST PORT NAME=VALUE...
+      One HTTP/2 request made of exactly the fields given, in order (e.g.
+      ":method=CONNECT" ":authority=localhost:443": a CONNECT, RFC 9113
+      8.5, with no :scheme or :path).  Prints "status=S allow=A" (A: the
+      answer's allow field, "-" without one), "reset=CODE" when the stream
+      is reset first, or "none"; then "enable_connect_protocol=V" (the
+      server's SETTINGS value, "-" when not sent).  Needs python3-hpack
+      (Debian's /usr/bin/python3) to read the answer's fields.
   h2_streams.py burst HOST PORT PID N PATH [CMD...]
       Open N HTTP/1.1 connections (handshake and one request each), run
       CMD if given (and wait a second), stop the server process PID
@@ -799,6 +807,42 @@ def burst(host, port, pid, n, path, cmd):
     return 0
 
 
+def fields(host, port, pairs):
+    from hpack import Decoder  # only this command decodes whole answers
+
+    s = tls(host, port, ["h2"])
+    if s.selected_alpn_protocol() != "h2":
+        print("no h2")
+        return 1
+    block = b"".join(literal_new(*(x.encode() for x in p.split("=", 1))) for p in pairs)
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"") +
+              frame(1, 0x5, 1, block))
+    st = {"out": "none", "ecp": "-"}
+    dec = Decoder()
+
+    def until(ftype, flags, sid, payload):
+        if ftype == 4 and not flags & 1:
+            for i in range(0, len(payload), 6):
+                k, v = struct.unpack(">HI", payload[i:i + 6])
+                if k == 8:  # SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441)
+                    st["ecp"] = str(v)
+        if sid != 1:
+            return False
+        if ftype == 1:
+            h = dict(dec.decode(payload))
+            st["out"] = "status=%s allow=%s" % (h.get(":status"), h.get("allow", "-"))
+            return True
+        if ftype == 3:
+            st["out"] = "reset=%d" % struct.unpack(">I", payload[:4])[0]
+            return True
+        return False
+
+    read_frames(s, until, time.time() + 5)
+    print(st["out"])
+    print("enable_connect_protocol=%s" % st["ecp"])
+    return 0
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "streams":
@@ -832,6 +876,8 @@ if __name__ == "__main__":
         sys.exit(h2end(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]))
     if cmd == "contsplit":
         sys.exit(contsplit(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+    if cmd == "fields":
+        sys.exit(fields(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
     if cmd == "h1pipe":
         sys.exit(h1pipe(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
     sys.exit(2)

@@ -1,10 +1,12 @@
 /*
  * Unit tests of the site plugin's parsers and file logic, with the mock host
  * table: path normalisation and safety, Range, ETag/304, dates, MIME, Host
- * validation and redirects, the HTTP/1 parser (pipelining, limits), and
- * nghttp2's allocator (lazy page, pooled blocks zeroed for calloc), and the
- * workers' batched wait (on a real epoll with eventfds and a timerfd).
+ * validation and redirects, per-address connection counts, the HTTP/1 parser
+ * (pipelining, limits), and nghttp2's allocator (lazy page, pooled blocks
+ * zeroed for calloc), and the workers' batched wait (on a real epoll with
+ * eventfds and a timerfd).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,6 +22,7 @@
 
 #include "../../../tests/tap.h"
 #include "site.h"
+#include "site_ipcount.h"
 
 extern const struct tlsbox_plugin_desc tlsbox_plugin_descriptor;
 
@@ -158,6 +161,8 @@ static void test_hosts(void)
        "port stripped, lower-cased");
     ok(site_host_valid("192.168.1.2", 11, out, sizeof(out)), "IPv4");
     ok(site_host_valid("[::1]:80", 8, out, sizeof(out)) && !strcmp(out, "[::1]"), "IPv6");
+    ok(site_host_valid("[2001:DB8::A]:8443", 18, out, sizeof(out)) && !strcmp(out, "[2001:db8::a]"),
+       "IPv6 lower-cased, as a name (RFC 9110 4.2.3)");
     ok(!site_host_valid("", 0, out, sizeof(out)), "empty");
     ok(!site_host_valid("a b", 3, out, sizeof(out)), "space");
     ok(!site_host_valid("evil.org/x", 10, out, sizeof(out)), "slash");
@@ -167,6 +172,64 @@ static void test_hosts(void)
     ok(!site_host_valid("[::1", 4, out, sizeof(out)), "unterminated IPv6");
     ok(!site_host_valid("[::g]", 5, out, sizeof(out)), "bad IPv6 character");
     ok(!site_host_valid("user@host", 9, out, sizeof(out)), "userinfo");
+}
+
+static struct sockaddr_storage addr_of(const char *ip)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    if (strchr(ip, ':')) {
+        ss.ss_family = AF_INET6;
+        inet_pton(AF_INET6, ip, &((struct sockaddr_in6 *)&ss)->sin6_addr);
+    } else {
+        ss.ss_family = AF_INET;
+        inet_pton(AF_INET, ip, &((struct sockaddr_in *)&ss)->sin_addr);
+    }
+    return ss;
+}
+
+/* Connections from @p ip taken until refused (at most 10), all given back. */
+static int ip_room(struct site_ipcount *t, const char *ip, int max)
+{
+    struct sockaddr_storage ss = addr_of(ip);
+    struct site_ipcount_entry *e[10];
+    int n = 0;
+    while (n < 10 && site_ipcount_take(t, &ss, max, &e[n]) == 0)
+        n++;
+    for (int i = 0; i < n; i++)
+        site_ipcount_put(t, e[i]);
+    return n;
+}
+
+/* Every address in one bucket (a table of one): each keeps its own count. */
+static void test_ipcount(void)
+{
+    struct site_ipcount *t = site_ipcount_new(1, 42);
+    struct sockaddr_storage a = addr_of("127.0.0.1");
+    struct site_ipcount_entry *held[3], *e;
+    int n = 0;
+
+    while (n < 3 && site_ipcount_take(t, &a, 2, &held[n]) == 0)
+        n++;
+    is_int(n, 2, "127.0.0.1 takes its 2 connections, then is refused");
+    is_int(ip_room(t, "127.0.0.2", 2), 2, "127.0.0.2 in the same bucket still has its own 2");
+    is_int(ip_room(t, "::ffff:127.0.0.1", 2), 0, "::ffff:127.0.0.1 is 127.0.0.1: none left");
+    is_int(ip_room(t, "2001:db8::1", 3), 3, "an IPv6 client has its own count");
+    site_ipcount_take(t, &(struct sockaddr_storage){.ss_family = AF_UNIX}, 0, &e);
+    ok(e == NULL, "an address of another family is not counted");
+    site_ipcount_put(t, held[0]);
+    is_int(ip_room(t, "127.0.0.1", 2), 1, "one closed: room for one");
+    site_ipcount_put(t, held[1]);
+    is_int(ip_room(t, "127.0.0.1", 2), 2, "all closed: the count starts again");
+    {
+        /* One /64 is one client: a host gets the whole prefix. */
+        struct sockaddr_storage x = addr_of("2001:db8:0:1::1");
+        site_ipcount_take(t, &x, 5, &held[0]);
+        is_int(ip_room(t, "2001:db8:0:1::ffff", 2), 1, "the same /64 shares a count");
+        is_int(ip_room(t, "2001:db8:0:2::1", 2), 2, "another /64 has its own");
+        site_ipcount_put(t, held[0]);
+    }
+    site_ipcount_free(t);
 }
 
 /* A head fed in pieces, each time told how much was parsed before (as the
@@ -525,6 +588,24 @@ static void test_files(void)
         rq.if_range = (struct site_str){etag, strlen(etag)};
         is_int(serve(&rq, &rs), 206, "If-Range match: 206");
         site_resp_free(&rs);
+        /* A date is a strong validator only a second after it (RFC 9110
+         * 8.8.2.2); W.date_sec is the answer's Date. */
+        rq.if_range = (struct site_str){lm, strlen(lm)};
+        time_t lm_sec = 0;
+        ok(site_http_date_parse(lm, strlen(lm), &lm_sec), "Last-Modified parses");
+        W.date_sec = lm_sec;
+        is_int(serve(&rq, &rs), 200, "If-Range with a date of the answer's second: whole file");
+        site_resp_free(&rs);
+        W.date_sec = lm_sec - 10;
+        is_int(serve(&rq, &rs), 200, "If-Range with a date after the answer's: whole file");
+        site_resp_free(&rs);
+        W.date_sec = lm_sec + 1;
+        is_int(serve(&rq, &rs), 206, "If-Range with a date a second before the answer: 206");
+        site_resp_free(&rs);
+        rq.if_range = (struct site_str){"Sun, 06 Nov 1994 08:49:37 GMT", 29};
+        is_int(serve(&rq, &rs), 200, "If-Range with another date: whole file");
+        site_resp_free(&rs);
+        W.date_sec = 0;
         rq = req("/data.txt");
         rq.range = (struct site_str){"bytes=10-", 9};
         is_int(serve(&rq, &rs), 416, "Range past the end: 416");
@@ -895,6 +976,7 @@ int main(void)
     test_range();
     test_validators();
     test_hosts();
+    test_ipcount();
     test_h1_parser();
     test_h1_parse_pieces();
     test_files();
