@@ -44,7 +44,10 @@
  *    and tlsbox_mock_http() (http_route_dispatch works too, for a server);
  *  - log: every line is kept for tlsbox_mock_log_count() and also written to
  *    stderr as a TAP comment ("# plugin: ...");
- *  - metrics: values kept for tlsbox_mock_metric();
+ *  - metrics: a registration is checked by the daemon's own code (series
+ *    name, histogram buckets, one type per family): what the daemon
+ *    refuses is NULL here too, with its message logged; values kept for
+ *    tlsbox_mock_metric();
  *  - TLS bundle: built from PEM files by tlsbox_mock_bundle_load();
  *  - certificates: cert_install keeps the chain (never the key) and queues
  *    "cert.changed"; cert_get/cert_list answer from those and from
