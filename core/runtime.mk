@@ -1,7 +1,7 @@
 # Core runtime services: events, jobs and timers, metrics, the system sampler.
-core_runtime_sources += core/events.c core/events.h core/jobs.c core/timers.c core/jobs.h core/mono_clock.h \
-	core/metrics.c core/metrics_name.c core/sysstat.c core/metrics.h \
-	core/metrics_name.h
+core_runtime_sources += core/events.c core/events.h core/events_name.h core/jobs.c \
+	core/timers.c core/jobs.h core/mono_clock.h core/metrics.c core/metrics_name.c \
+	core/sysstat.c core/metrics.h core/metrics_name.h
 
 # Unit tests list the sources they need, so they build without the rest of the core.
 runtime_test_common = core/xalloc.c core/log.c

@@ -34,9 +34,11 @@
  *    descriptor's migrations applied at setup, in one transaction, under the
  *    same rule as the daemon (a plugin writes only tables named
  *    "<plugin>_..."); store_open connections are guarded the same way;
- *  - events: published events are recorded and queued; subscribers get them
- *    when the test calls tlsbox_mock_events_run() (never on the publishing
- *    thread, as in the core);
+ *  - events: names the daemon refuses are refused (-EINVAL); published
+ *    events are recorded and queued; subscribers get them when the test
+ *    calls tlsbox_mock_events_run() (never on the publishing thread, as in
+ *    the core), and a subscription removed meanwhile, even by another
+ *    callback of the same delivery, is not called again;
  *  - jobs: run at once, on the submitting thread, then free_arg; job_sleep
  *    does not sleep (it returns whether the job was cancelled);
  *  - timers: on a virtual clock that only tlsbox_mock_advance() moves;

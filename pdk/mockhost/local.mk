@@ -3,9 +3,10 @@
 # tests.  It compiles the core's table guard (core/store_guard.c), the
 # core's schema (core/migrations_embedded.c), the core's settings checks
 # (core/settings_check.c, with core/utf8.c and xset_err from core/xalloc.c)
-# and its metric name checks (core/metrics_name.c), so a plugin's tests meet
-# the same store, the same store rule and the same settings and metric rules
-# and messages as in the daemon.  Every symbol it defines is
+# and its metric and event name checks (core/metrics_name.c,
+# core/events_name.h), so a plugin's tests meet the same store, the same
+# store rule and the same settings, metric and event rules and messages as in
+# the daemon.  Every symbol it defines is
 # named tlsbox_mock_* (tlsbox_mockp_* for its own parts): the -D below rename
 # the core's, and tests/integration/12_pdk_out_of_tree.sh checks with nm.
 lib_LIBRARIES = pdk/mockhost/libtlsbox-mockhost.a
@@ -14,7 +15,8 @@ pdk_mockhost_libtlsbox_mockhost_a_SOURCES = pdk/mockhost/mock.h pdk/mockhost/moc
 	pdk/mockhost/mock_routes.c pdk/mockhost/mock_bundle.c pdk/mockhost/mock_dh.c \
 	pdk/mockhost/mock_alpn.c \
 	core/store_guard.c core/store_guard.h core/settings_check.c core/settings_check.h \
-	core/utf8.c core/utf8.h core/xalloc.c core/xalloc.h core/metrics_name.c core/metrics_name.h
+	core/utf8.c core/utf8.h core/xalloc.c core/xalloc.h core/metrics_name.c core/metrics_name.h \
+	core/events_name.h
 # The core's schema, so a plugin's migrations meet the store the daemon has.
 nodist_pdk_mockhost_libtlsbox_mockhost_a_SOURCES = core/migrations_embedded.c
 pdk_mockhost_libtlsbox_mockhost_a_CPPFLAGS = $(AM_CPPFLAGS) \
