@@ -15,13 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/events_name.h"
 #include "core/log.h"
 #include "core/xalloc.h"
 
 /* Publishing never blocks, so the queue is bounded instead: a flood (a bug
  * somewhere) costs dropped events and a warning, not the machine's memory. */
 #define EVENTS_QUEUE_MAX 8192
-#define EVENTS_NAME_MAX 128
 
 struct event {
     struct event *next;
@@ -60,21 +60,6 @@ static bool ev_warned_full;
 static bool events_on_dispatcher(void)
 {
     return ev_running && pthread_equal(pthread_self(), ev_thread);
-}
-
-static bool events_name_ok(const char *name, bool allow_star)
-{
-    size_t n = name ? strlen(name) : 0;
-    if (n == 0 || n > EVENTS_NAME_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)name[i];
-        if (c == '*' && allow_star && i == n - 1)
-            continue;
-        if (c <= ' ' || c >= 0x7f || c == '*')
-            return false;
-    }
-    return true;
 }
 
 static bool sub_matches(const struct subscription *s, const char *name)

@@ -20,11 +20,10 @@
  *    _count always equals the +Inf bucket.
  *  - Updates on NULL (a failed registration) or of the wrong kind are no-ops.
  *
- * Names: [a-zA-Z_:][a-zA-Z0-9_:]* optionally followed by
- * {label="value",...}; label names [a-zA-Z_][a-zA-Z0-9_]* not starting with
- * "__"; values escape \\, \" and \n.  The registry is keyed by the full
- * string as given; series of one family (same base name) share one type and
- * one HELP (the first registration's) and are rendered together. */
+ * Names: see core/metrics_name.c (the kit's mock host checks them with the
+ * same code).  The registry is keyed by the full string as given; series of
+ * one family (same base name) share one type and one HELP (the first
+ * registration's) and are rendered together. */
 #include "core/metrics.h"
 
 #include <errno.h>
@@ -37,12 +36,11 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/metrics_name.h"
 #include "core/xalloc.h"
 
 #define METRICS_SLOTS 16
 #define METRICS_CACHE_LINE 64
-#define METRICS_NAME_MAX 512
-#define METRICS_BUCKETS_MAX 64
 
 struct metrics_slot {
     _Atomic int64_t v;
@@ -89,9 +87,6 @@ static struct tlsbox_metric *metrics_retired; /* unlinked series, freed at exit 
 static _Atomic unsigned metrics_next_slot;
 static _Thread_local int metrics_tl_slot = -1;
 
-static const double metrics_default_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                 0.1,    0.25,  0.5,    1,     2.5,  5,     10};
-
 static inline unsigned metrics_slot(void)
 {
     if (metrics_tl_slot < 0)
@@ -111,77 +106,6 @@ static void *aligned_zalloc(size_t n)
     return p;
 }
 
-/* ---- names ------------------------------------------------------------ */
-
-static bool name_start(char c, bool colon)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon && c == ':');
-}
-
-static bool name_char(char c, bool colon)
-{
-    return name_start(c, colon) || (c >= '0' && c <= '9');
-}
-
-/* Split @p full into its family name and label text; false on a bad name.
- * @p histogram refuses the label "le" (the renderer adds it). */
-static bool metrics_parse_name(const char *full, bool histogram, char **family, char **labels)
-{
-    size_t n = strlen(full);
-    if (n == 0 || n > METRICS_NAME_MAX || !name_start(full[0], true))
-        return false;
-    size_t i = 1;
-    while (i < n && name_char(full[i], true))
-        i++;
-    size_t fam_len = i;
-    if (i == n) {
-        *family = xstrndup(full, fam_len);
-        *labels = NULL;
-        return true;
-    }
-    if (full[i] != '{' || full[n - 1] != '}')
-        return false;
-    i++;
-    size_t lab_start = i;
-    for (;;) {
-        /* label name */
-        size_t ln = i;
-        if (i >= n || !name_start(full[i], false))
-            return false;
-        while (i < n && name_char(full[i], false))
-            i++;
-        if (i - ln >= 2 && full[ln] == '_' && full[ln + 1] == '_')
-            return false;
-        if (histogram && i - ln == 2 && strncmp(full + ln, "le", 2) == 0)
-            return false;
-        if (i + 1 >= n || full[i] != '=' || full[i + 1] != '"')
-            return false;
-        i += 2;
-        /* label value */
-        while (i < n && full[i] != '"') {
-            if (full[i] == '\\') {
-                if (i + 1 >= n || !strchr("\\\"n", full[i + 1]))
-                    return false;
-                i++;
-            } else if ((unsigned char)full[i] < ' ') {
-                return false;
-            }
-            i++;
-        }
-        if (i >= n)
-            return false;
-        i++; /* closing quote */
-        if (i == n - 1)
-            break; /* at the closing brace */
-        if (full[i] != ',')
-            return false;
-        i++;
-    }
-    *family = xstrndup(full, fam_len);
-    *labels = xstrndup(full + lab_start, n - 1 - lab_start);
-    return true;
-}
-
 static struct metrics_family *family_find_locked(const char *name)
 {
     for (struct metrics_family *f = metrics_families; f; f = f->next)
@@ -198,47 +122,22 @@ static struct tlsbox_metric *series_find_locked(struct metrics_family *f, const 
     return NULL;
 }
 
-static bool buckets_ok(const double *b, size_t n)
-{
-    if (n == 0 || n > METRICS_BUCKETS_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(b[i]) || (i > 0 && b[i] <= b[i - 1]))
-            return false;
-    }
-    return true;
-}
-
 struct tlsbox_metric *metrics_register(struct tlsbox_plugin *owner, const char *name,
                                        enum tlsbox_metric_type type, const char *help,
                                        const double *buckets, size_t nbuckets)
 {
-    char *fam_name = NULL, *labels = NULL;
+    char *fam_name = NULL, *labels = NULL, *why = NULL;
     struct tlsbox_metric *m = NULL;
-    if (!name || (int)type < 0 || type >= TLSBOX_METRIC_TYPE_MAX) {
-        log_warn("metrics: bad registration of \"%s\"", name ? name : "(null)");
+    if (!metrics_name_check(name, type, &buckets, &nbuckets, &fam_name, &labels, &why)) {
+        log_warn("%s", why);
+        free(why);
         return NULL;
-    }
-    if (!metrics_parse_name(name, type == TLSBOX_METRIC_HISTOGRAM, &fam_name, &labels)) {
-        log_warn("metrics: \"%s\" is not a valid series name", name);
-        return NULL;
-    }
-    if (type == TLSBOX_METRIC_HISTOGRAM) {
-        if (!buckets) {
-            buckets = metrics_default_buckets;
-            nbuckets = sizeof(metrics_default_buckets) / sizeof(metrics_default_buckets[0]);
-        }
-        if (!buckets_ok(buckets, nbuckets)) {
-            log_warn("metrics: \"%s\": buckets must be 1..%d finite ascending bounds", name,
-                     METRICS_BUCKETS_MAX);
-            goto out;
-        }
     }
 
     pthread_mutex_lock(&metrics_lock);
     struct metrics_family *f = family_find_locked(fam_name);
     if (f && f->type != type) {
-        log_warn("metrics: \"%s\" clashes with the type of family %s", name, f->name);
+        log_warn(METRICS_CLASH_FMT, name, f->name);
         goto unlock;
     }
     m = series_find_locked(f, name);
@@ -283,7 +182,6 @@ struct tlsbox_metric *metrics_register(struct tlsbox_plugin *owner, const char *
     f->last = m;
 unlock:
     pthread_mutex_unlock(&metrics_lock);
-out:
     free(fam_name);
     free(labels);
     return m;
@@ -291,10 +189,14 @@ out:
 
 struct tlsbox_metric *metrics_find(const char *name)
 {
-    char *fam = NULL, *labels = NULL;
+    char *fam = NULL, *labels = NULL, *why = NULL;
+    const double *no_buckets = NULL;
+    size_t n = 0;
     struct tlsbox_metric *m = NULL;
-    if (!name || !metrics_parse_name(name, false, &fam, &labels))
+    if (!metrics_name_check(name, TLSBOX_METRIC_COUNTER, &no_buckets, &n, &fam, &labels, &why)) {
+        free(why);
         return NULL;
+    }
     pthread_mutex_lock(&metrics_lock);
     m = series_find_locked(family_find_locked(fam), name);
     pthread_mutex_unlock(&metrics_lock);

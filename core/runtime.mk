@@ -1,6 +1,7 @@
 # Core runtime services: events, jobs and timers, metrics, the system sampler.
-core_runtime_sources += core/events.c core/events.h core/jobs.c core/timers.c core/jobs.h core/mono_clock.h \
-	core/metrics.c core/sysstat.c core/metrics.h
+core_runtime_sources += core/events.c core/events.h core/events_name.h core/jobs.c \
+	core/timers.c core/jobs.h core/mono_clock.h core/metrics.c core/metrics_name.c \
+	core/sysstat.c core/metrics.h core/metrics_name.h
 
 # Unit tests list the sources they need, so they build without the rest of the core.
 runtime_test_common = core/xalloc.c core/log.c
@@ -26,13 +27,13 @@ tests_unit_core_timers_test_CFLAGS = $(CORE_CFLAGS)
 tests_unit_core_timers_test_LDADD = $(CORE_LIBS)
 
 tests_unit_core_metrics_test_SOURCES = tests/unit/core/metrics_test.c core/metrics.c \
-	$(runtime_test_common)
+	core/metrics_name.c tests/unit/metrics_bad_names.h $(runtime_test_common)
 tests_unit_core_metrics_test_CFLAGS = $(CORE_CFLAGS)
 tests_unit_core_metrics_test_LDADD = $(CORE_LIBS) -lm
 
 # Includes core/sysstat.c to reach its parsers, and stubs the store.
 tests_unit_core_sysstat_test_SOURCES = tests/unit/core/sysstat_test.c core/metrics.c \
-	core/jobs.c core/timers.c $(runtime_test_common)
+	core/metrics_name.c core/jobs.c core/timers.c $(runtime_test_common)
 tests_unit_core_sysstat_test_CFLAGS = $(CORE_CFLAGS)
 tests_unit_core_sysstat_test_LDADD = $(CORE_LIBS) -lm
 

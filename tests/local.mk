@@ -82,6 +82,19 @@ tests_unit_pdk_mock_settings_test_SOURCES = tests/unit/pdk/mock_settings_test.c 
 	core/settings_check.c core/utf8.c core/xalloc.c
 tests_unit_pdk_mock_settings_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS)
 tests_unit_pdk_mock_settings_test_LDADD = $(MOCKHOST_LIBS)
+# The mock's metric registrations refused as the core's are.
+check_PROGRAMS += tests/unit/pdk/mock_metrics_test
+TESTS += tests/unit/pdk/mock_metrics_test
+tests_unit_pdk_mock_metrics_test_SOURCES = tests/unit/pdk/mock_metrics_test.c tests/tap.h \
+	tests/unit/metrics_bad_names.h
+tests_unit_pdk_mock_metrics_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS)
+tests_unit_pdk_mock_metrics_test_LDADD = $(MOCKHOST_LIBS)
+# The mock's event deliveries and names as the core's.
+check_PROGRAMS += tests/unit/pdk/mock_events_test
+TESTS += tests/unit/pdk/mock_events_test
+tests_unit_pdk_mock_events_test_SOURCES = tests/unit/pdk/mock_events_test.c tests/tap.h
+tests_unit_pdk_mock_events_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS)
+tests_unit_pdk_mock_events_test_LDADD = $(MOCKHOST_LIBS)
 
 TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test \

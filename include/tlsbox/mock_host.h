@@ -34,9 +34,11 @@
  *    descriptor's migrations applied at setup, in one transaction, under the
  *    same rule as the daemon (a plugin writes only tables named
  *    "<plugin>_..."); store_open connections are guarded the same way;
- *  - events: published events are recorded and queued; subscribers get them
- *    when the test calls tlsbox_mock_events_run() (never on the publishing
- *    thread, as in the core);
+ *  - events: names the daemon refuses are refused (-EINVAL); published
+ *    events are recorded and queued; subscribers get them when the test
+ *    calls tlsbox_mock_events_run() (never on the publishing thread, as in
+ *    the core), and a subscription removed meanwhile, even by another
+ *    callback of the same delivery, is not called again;
  *  - jobs: run at once, on the submitting thread, then free_arg; job_sleep
  *    does not sleep (it returns whether the job was cancelled);
  *  - timers: on a virtual clock that only tlsbox_mock_advance() moves;
@@ -44,7 +46,10 @@
  *    and tlsbox_mock_http() (http_route_dispatch works too, for a server);
  *  - log: every line is kept for tlsbox_mock_log_count() and also written to
  *    stderr as a TAP comment ("# plugin: ...");
- *  - metrics: values kept for tlsbox_mock_metric();
+ *  - metrics: a registration is checked by the daemon's own code (series
+ *    name, histogram buckets, one type per family): what the daemon
+ *    refuses is NULL here too, with its message logged; values kept for
+ *    tlsbox_mock_metric();
  *  - TLS bundle: built from PEM files by tlsbox_mock_bundle_load();
  *  - certificates: cert_install keeps the chain (never the key) and queues
  *    "cert.changed"; cert_get/cert_list answer from those and from

@@ -1,10 +1,12 @@
 # The plugin kit's mock host: a static library installed with the kit
 # (pkg-config --variable=mockhost_libs tlsbox-plugin) for plugins' unit
 # tests.  It compiles the core's table guard (core/store_guard.c), the
-# core's schema (core/migrations_embedded.c) and the core's settings checks
-# (core/settings_check.c, with core/utf8.c and xset_err from core/xalloc.c),
-# so a plugin's tests meet the same store, the same store rule and the same
-# settings rules and messages as in the daemon.  Every symbol it defines is
+# core's schema (core/migrations_embedded.c), the core's settings checks
+# (core/settings_check.c, with core/utf8.c and xset_err from core/xalloc.c)
+# and its metric and event name checks (core/metrics_name.c,
+# core/events_name.h), so a plugin's tests meet the same store, the same
+# store rule and the same settings, metric and event rules and messages as in
+# the daemon.  Every symbol it defines is
 # named tlsbox_mock_* (tlsbox_mockp_* for its own parts): the -D below rename
 # the core's, and tests/integration/12_pdk_out_of_tree.sh checks with nm.
 lib_LIBRARIES = pdk/mockhost/libtlsbox-mockhost.a
@@ -13,7 +15,8 @@ pdk_mockhost_libtlsbox_mockhost_a_SOURCES = pdk/mockhost/mock.h pdk/mockhost/moc
 	pdk/mockhost/mock_routes.c pdk/mockhost/mock_bundle.c pdk/mockhost/mock_dh.c \
 	pdk/mockhost/mock_alpn.c \
 	core/store_guard.c core/store_guard.h core/settings_check.c core/settings_check.h \
-	core/utf8.c core/utf8.h core/xalloc.c core/xalloc.h
+	core/utf8.c core/utf8.h core/xalloc.c core/xalloc.h core/metrics_name.c core/metrics_name.h \
+	core/events_name.h
 # The core's schema, so a plugin's migrations meet the store the daemon has.
 nodist_pdk_mockhost_libtlsbox_mockhost_a_SOURCES = core/migrations_embedded.c
 pdk_mockhost_libtlsbox_mockhost_a_CPPFLAGS = $(AM_CPPFLAGS) \
@@ -37,7 +40,7 @@ pdk_mockhost_libtlsbox_mockhost_a_CPPFLAGS = $(AM_CPPFLAGS) \
 	-Dsettings_parse_bool=tlsbox_mock_settings_parse_bool_ \
 	-Dutf8_clip=tlsbox_mock_utf8_clip_ -Dutf8_sanitize=tlsbox_mock_utf8_sanitize_ \
 	-Dutf8_invalid_at=tlsbox_mock_utf8_invalid_at_ \
-	-Dxset_err=tlsbox_mock_xset_err_
+	-Dxset_err=tlsbox_mock_xset_err_ -Dmetrics_name_check=tlsbox_mock_metrics_name_check_
 pdk_mockhost_libtlsbox_mockhost_a_CFLAGS = $(AM_CFLAGS) -fPIC $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS)
 tlsboxinclude_HEADERS += include/tlsbox/mock_host.h
 

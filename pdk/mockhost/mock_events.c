@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/events_name.h"
 #include "mock.h"
 
 struct sub {
@@ -48,11 +49,28 @@ static int matches(const char *pattern, const char *event)
     return strcmp(pattern, event) == 0;
 }
 
+/* Whether subscription @p id is there still and takes @p event: then its
+ * callback in *fn and *arg. */
+static bool sub_for(int64_t id, const char *event, tlsbox_event_fn *fn, void **arg)
+{
+    bool found = false;
+    pthread_mutex_lock(&tlsbox_mockp.lock);
+    for (size_t i = 0; i < nsubs; i++)
+        if (subs[i].id == id) {
+            found = matches(subs[i].pattern, event);
+            *fn = subs[i].fn;
+            *arg = subs[i].arg;
+            break;
+        }
+    pthread_mutex_unlock(&tlsbox_mockp.lock);
+    return found;
+}
+
 int64_t tlsbox_mockp_event_subscribe(struct tlsbox_plugin *self, const char *event,
                                      tlsbox_event_fn fn, void *arg)
 {
     (void)self;
-    if (!event || !*event || !fn)
+    if (!fn || !events_name_ok(event, true))
         return -EINVAL;
     pthread_mutex_lock(&tlsbox_mockp.lock);
     subs = tlsbox_xrealloc(subs, (nsubs + 1) * sizeof *subs);
@@ -88,7 +106,7 @@ static void push(struct event **list, size_t *n, const char *event, const char *
 int tlsbox_mockp_event_publish(struct tlsbox_plugin *self, const char *event, const char *data)
 {
     (void)self;
-    if (!event || !*event)
+    if (!events_name_ok(event, false))
         return -EINVAL;
     pthread_mutex_lock(&tlsbox_mockp.lock);
     push(&queue, &nqueue, event, data, 1);
@@ -99,7 +117,7 @@ int tlsbox_mockp_event_publish(struct tlsbox_plugin *self, const char *event, co
 
 int tlsbox_mock_publish(const char *event, const char *data)
 {
-    if (!event || !*event)
+    if (!events_name_ok(event, false))
         return -EINVAL;
     pthread_mutex_lock(&tlsbox_mockp.lock);
     push(&queue, &nqueue, event, data, 0);
@@ -118,17 +136,23 @@ int tlsbox_mock_events_run(void)
         }
         struct event e = queue[0];
         memmove(queue, queue + 1, --nqueue * sizeof *queue);
-        /* Callbacks run without the lock: they may subscribe or publish. */
+        /* The subscriptions when the delivery began, by id: a callback runs
+         * without the lock (it may subscribe, publish or unsubscribe), and
+         * one unsubscribed meanwhile is never called again (host.h). */
         size_t n = nsubs;
-        struct sub *copy = tlsbox_xmalloc((n ? n : 1) * sizeof *copy);
-        memcpy(copy, subs, n * sizeof *copy);
-        pthread_mutex_unlock(&tlsbox_mockp.lock);
+        int64_t *ids = tlsbox_xmalloc((n ? n : 1) * sizeof *ids);
         for (size_t i = 0; i < n; i++)
-            if (matches(copy[i].pattern, e.name)) {
-                copy[i].fn(copy[i].arg, e.name, e.data);
+            ids[i] = subs[i].id;
+        pthread_mutex_unlock(&tlsbox_mockp.lock);
+        for (size_t i = 0; i < n; i++) {
+            tlsbox_event_fn fn;
+            void *arg;
+            if (sub_for(ids[i], e.name, &fn, &arg)) {
+                fn(arg, e.name, e.data);
                 delivered++;
             }
-        free(copy);
+        }
+        free(ids);
         free(e.name);
         free(e.data);
     }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metrics_name.h"
 #include "mock.h"
 
 struct tlsbox_mockp tlsbox_mockp = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -100,6 +101,7 @@ char *tlsbox_mockp_json_string(const char *s)
 
 struct tlsbox_metric {
     char *name;
+    char *family; /* its series share one type, as in the core */
     enum tlsbox_metric_type type;
     _Atomic long long value;
 };
@@ -114,22 +116,40 @@ static struct tlsbox_metric *tlsbox_mockp_metric_register(struct tlsbox_plugin *
                                                           size_t nbuckets)
 {
     struct tlsbox_metric *m = NULL;
-    (void)self, (void)help, (void)buckets, (void)nbuckets;
-    if (!name || !*name || type >= TLSBOX_METRIC_TYPE_MAX)
+    char *family, *labels, *why;
+    (void)self, (void)help;
+    /* The core's checks and messages: what the daemon refuses is refused here. */
+    if (!metrics_name_check(name, type, &buckets, &nbuckets, &family, &labels, &why)) {
+        tlsbox_mockp_log(NULL, TLSBOX_LOG_WARN, "%s", why);
+        free(why);
         return NULL;
+    }
+    free(labels);
     pthread_mutex_lock(&tlsbox_mockp.lock);
-    for (size_t i = 0; i < nmetrics; i++)
+    for (size_t i = 0; i < nmetrics; i++) {
+        if (strcmp(metrics[i]->family, family) != 0)
+            continue;
+        if (metrics[i]->type != type) {
+            pthread_mutex_unlock(&tlsbox_mockp.lock);
+            tlsbox_mockp_log(NULL, TLSBOX_LOG_WARN, METRICS_CLASH_FMT, name, family);
+            free(family);
+            return NULL;
+        }
         if (strcmp(metrics[i]->name, name) == 0) {
-            m = metrics[i]->type == type ? metrics[i] : NULL; /* a type clash is refused */
+            m = metrics[i];
             goto out;
         }
+    }
     m = tlsbox_xcalloc(1, sizeof *m);
     m->name = tlsbox_xstrdup(name);
+    m->family = family;
+    family = NULL;
     m->type = type;
     metrics = tlsbox_xrealloc(metrics, (nmetrics + 1) * sizeof *metrics);
     metrics[nmetrics++] = m;
 out:
     pthread_mutex_unlock(&tlsbox_mockp.lock);
+    free(family);
     return m;
 }
 
@@ -175,6 +195,7 @@ static void metrics_reset(void)
 {
     for (size_t i = 0; i < nmetrics; i++) {
         free(metrics[i]->name);
+        free(metrics[i]->family);
         free(metrics[i]);
     }
     free(metrics);

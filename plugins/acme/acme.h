@@ -146,6 +146,7 @@ struct acme_resp {
     time_t retry_after;  /* absolute, 0 = none */
     char *alternates[4]; /* Link: rel="alternate" */
     size_t nalternates;
+    bool too_large; /* the body went past what is read (then the transfer stopped) */
 };
 void acme_resp_free(struct acme_resp *r);
 

@@ -469,10 +469,17 @@ static int flow_authorizations(struct acme_client *c, const struct acme_order_re
             char *why = NULL;
             ret = req->answer_put ? req->answer_put(req->challenge_arg, type, ident, ka, &why)
                                   : -ENOTSUP;
-            if (ret < 0) {
+            if (ret == -ECANCELED) {
+                /* Stopping (in a dns-01 wait): no failure of the challenge,
+                 * which the CA has not been asked to check; the order is
+                 * kept for the next start. */
+                acme_err_set(e, "challenge", "tlsbox:cancelled", "%s: cancelled (stopping)", ident);
+            } else if (ret < 0) {
                 acme_err_set(e, "challenge", "tlsbox:answer", "%s: cannot answer %s: %s", ident,
                              type, why ? why : strerror(-ret));
                 snprintf(e->challenge, sizeof(e->challenge), "%s", type);
+            }
+            if (ret < 0) {
                 free(why);
                 free(ka);
                 goto out;
@@ -778,7 +785,8 @@ again:
             bool progress = false;
             ret = flow_authorizations(c, req, order, &tokens, &progress, e);
             json_decref(order);
-            if (ret < 0 && resumed && !restarted && !fresh && strcmp(e->step, "challenge") == 0) {
+            if (ret < 0 && ret != -ECANCELED && resumed && !restarted && !fresh &&
+                strcmp(e->step, "challenge") == 0) {
                 /*
                  * A resumed order whose validation ran while we were down (or
                  * restarting) fails for that reason alone: one fresh order.

@@ -14,6 +14,7 @@
 
 /* Nothing an ACME server legitimately sends comes near this. */
 #define HTTP_MAX_BODY (1024 * 1024)
+#define HTTP_MAX_BODY_TEXT "1 MiB"
 
 void acme_resp_free(struct acme_resp *r)
 {
@@ -31,8 +32,10 @@ static size_t http_on_body(char *ptr, size_t size, size_t nmemb, void *arg)
 {
     struct acme_resp *r = arg;
     size_t n = size * nmemb;
-    if (r->len + n > HTTP_MAX_BODY)
+    if (r->len + n > HTTP_MAX_BODY) {
+        r->too_large = true; /* said so by http_do: libcurl only calls it a write error */
         return 0;
+    }
     r->body = tlsbox_xrealloc(r->body, r->len + n + 1);
     memcpy(r->body + r->len, ptr, n);
     r->len += n;
@@ -200,6 +203,14 @@ static int http_do(struct acme_client *c, const char *step, const char *url, boo
         if (cc == CURLE_ABORTED_BY_CALLBACK) {
             acme_err_set(e, step, "tlsbox:cancelled", "%s: cancelled (stopping)", url);
             return -ECANCELED;
+        }
+        if (cc == CURLE_WRITE_ERROR && r->too_large) {
+            /* Still a transport error (-EIO): it says nothing about the order. */
+            acme_err_set(e, step, "tlsbox:too-large",
+                         "%s: the CA's answer is larger than " HTTP_MAX_BODY_TEXT
+                         " (no ACME answer comes near that); it was not read further",
+                         url);
+            return -EIO;
         }
         acme_err_set(e, step, "tlsbox:connection", "%s: %s", url,
                      errbuf[0] ? errbuf : curl_easy_strerror(cc));

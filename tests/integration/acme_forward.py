@@ -60,6 +60,10 @@ Injections, read at each request:
                       Replay-Nonce) and "Retry-After: SECS" unless SECS is 0,
                       as a CA busy for a moment; pebble does not see it, and
                       the file is removed.
+  DIR/huge_once       "KIND" (e.g. "cert"): the next answer pebble gives with
+                      status 200 to a request of that KIND comes with 2 MiB
+                      of blank lines after its body, as a broken or hostile
+                      CA; logged with KIND KIND+huge, and the file is removed.
 A newOrder whose payload has "replaces" is logged with KIND newOrder+replaces,
 and "TIME ID STATUS" goes to DIR/replaces.log.  A POST to an authorization URL
 of an order is logged with KIND authz, and the token of each of its challenges
@@ -317,6 +321,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             o = json.loads(data)
             o["status"] = "ready"
             data = json.dumps(o).encode()
+        huge = os.path.join(DIR, "huge_once")
+        with lock:
+            pad = status == 200 and os.path.exists(huge) and open(huge).read().split() == [kind]
+            if pad:
+                os.remove(huge)
+        if pad:
+            # Logged first: the client stops reading and closes the connection.
+            log(t, kind + "+huge", self.command, path, status)
+            try:
+                self.reply(status, headers, data + b"\n" * (2 << 20))
+            except OSError:
+                pass
+            return
         ra = os.path.join(DIR, "order_retry_after")
         if kind == "order" and os.path.exists(ra):
             headers = [(k, v) for k, v in headers if k.lower() != "retry-after"]

@@ -32,6 +32,8 @@
 #   pb_st_wait EXPR [SECS]        wait until pb_st_get EXPR prints True
 #   pb_st_until EXPR SECS         the same, bounded by wall time (each status
 #       read takes a while on a loaded machine: pb_st_wait's SECS count polls)
+#   pb_orders_placed              orders pebble took (201) through the front:
+#       not its badNonce answers (400, retried at once), which place nothing
 
 if ! type tb_free_port >/dev/null 2>&1; then
     tb_free_port() {
@@ -157,6 +159,8 @@ pb_setup_forward() {
     PB_HTTP_PORT=$SITE_HTTP pb_start || bail "pebble did not start"
     pb_start_forward || bail "acme_forward.py did not start"
 }
+
+pb_orders_placed() { grep -c ' newOrder .* 201$' "$FW/requests.log"; }
 
 pb_wait_served() {
     local name=$1 secs=${2:-30} i

@@ -6,6 +6,7 @@
 
 #include "core/metrics.h"
 #include "tests/tap.h"
+#include "tests/unit/metrics_bad_names.h"
 
 #define THREADS 4
 #define PER_THREAD 1000000
@@ -83,33 +84,16 @@ int main(void)
        "a series of a family with another type refused");
     ok(metrics_find("t_level") == g_shared, "metrics_find by name");
     ok(metrics_find("t_nope") == NULL, "metrics_find unknown: NULL");
-    static const char *bad[] = {"",
-                                "1abc",
-                                "a-b",
-                                "a b",
-                                "a{",
-                                "a{}",
-                                "a{b}",
-                                "a{b=\"c\"",
-                                "a{b=\"c\",}",
-                                "a{b=\"c\"}x",
-                                "a{__b=\"c\"}",
-                                "a{b=\"c\\x\"}",
-                                "a{b=c}",
-                                "a{1b=\"c\"}",
-                                "a{b:c=\"d\"}",
-                                "{b=\"c\"}",
-                                "a{b=\"c\"}{d=\"e\"}"};
     int refused = 0;
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    for (size_t i = 0; i < METRICS_BAD_NAMES; i++) {
         struct tlsbox_metric *m =
-            metrics_register(NULL, bad[i], TLSBOX_METRIC_COUNTER, NULL, NULL, 0);
+            metrics_register(NULL, metrics_bad_names[i], TLSBOX_METRIC_COUNTER, NULL, NULL, 0);
         if (!m)
             refused++;
         else
-            diag("  accepted bad name '%s'", bad[i]);
+            diag("  accepted bad name '%s'", metrics_bad_names[i]);
     }
-    is_int(refused, (int)(sizeof(bad) / sizeof(bad[0])), "every bad name refused");
+    is_int(refused, (int)(METRICS_BAD_NAMES), "every bad name refused");
     ok(metrics_register(NULL, "h{le=\"1\"}", TLSBOX_METRIC_HISTOGRAM, NULL, NULL, 0) == NULL,
        "label le refused on a histogram");
     double unsorted[] = {1, 0.5};
