@@ -62,18 +62,19 @@ void admin_sockaddr_text(const struct sockaddr *sa, char *out, size_t n);
  * tabs and live streams, not for one client to hold every connection. */
 #define ADMIN_CONN_PER_CLIENT 16
 /* Connections the admin port holds in all.  At this count a new connection
- * closes the one that has waited longest without being answered (idle, in
- * its handshake, or sending its request) or whose answer without a session
- * has run ADMIN_ANON_ANSWER_S: clients that open many connections and send
- * nothing, or read their answers a byte at a time, cannot keep the admin UI
- * from others. */
+ * closes one that waits (idle, in its handshake, or sending its request) or
+ * answers without a session: of a client (or IPv6 /48) holding more than
+ * its share of ADMIN_CONN_MAX whatever its age, else one that has waited,
+ * or answered ADMIN_ANON_ANSWER_S, longest.  Clients that open many
+ * connections and send nothing, read their answers a byte at a time, or
+ * open them anew every few seconds, cannot keep the admin UI from others. */
 #define ADMIN_CONN_MAX 64
 /* Room above ADMIN_CONN_MAX in libmicrohttpd's own limit for connections
  * closed that way whose thread has not ended yet. */
 #define ADMIN_CONN_CLOSING 16
 /* libmicrohttpd's accept policy: refuse a client at its limit; at
- * ADMIN_CONN_MAX close the longest waiting connection, or refuse when none
- * may be closed.  Listening thread. */
+ * ADMIN_CONN_MAX close a connection as said above, or refuse when none may
+ * be closed.  Listening thread. */
 enum MHD_Result admin_connlimit_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
 /* MHD_OPTION_NOTIFY_CONNECTION: count a client's connections; sets
  * *socket_context for a counted one.  Any thread. */

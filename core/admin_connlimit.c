@@ -30,6 +30,26 @@
  * metrics token (a live metrics stream, an admin's download) is never
  * closed here: those clients have logged in.
  *
+ * Fairness: four clients that asked for Chart.js on their 16 connections
+ * each and opened each anew every few seconds kept all 64 younger than
+ * ADMIN_ANON_ANSWER_S, and a new admin was refused as long as they went on.
+ * So when all are held, a client (or an IPv6 /48, a site: one attacker may
+ * have many /64s) holding more than its share, ADMIN_CONN_MAX over the
+ * clients (sites) holding any with the new one's counted in, loses its
+ * longest waiting connection that waits or answers without a session,
+ * whatever its age; only when no client holds more than its share does age
+ * decide as above.  Some client holds more than its share whenever one that
+ * holds none comes, so it gets in unless those hold only answers behind a
+ * session.  A share is at least 1: 65 clients holding one each are all
+ * within it (else the oldest anonymous answer, likely a user's log-in while
+ * a flood keeps its own connections young, would go).  nginx's limit_conn
+ * caps a key's connections (ADMIN_CONN_PER_CLIENT here) and limit_req a
+ * key's rate, a leaky bucket; h2o's soft-connection-limit closes idle
+ * connections past a minimum age.  None closes for a newcomer by share.  A
+ * per-client rate limit was not chosen: it must allow a browser's burst of
+ * connections, an attacker with a few more addresses stays under any rate
+ * that does, and a share needs no timing.
+ *
  * Counted from libmicrohttpd's connection notifications and checked by its
  * accept policy (both in the listening thread for a new connection; closes,
  * request starts and ends come from connection threads).  The socket is
@@ -68,9 +88,10 @@ struct held {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct client clients[SLOTS];
 static struct held helds[SLOTS];
-/* Closes for new connections since the last log line, and its time. */
-static unsigned closed_unlogged;
-static uint64_t last_log_ms;
+/* Closes for new connections since the last log line, and its time; the
+ * same for refusals. */
+static unsigned closed_unlogged, refused_unlogged;
+static uint64_t last_log_ms, last_refused_log_ms;
 
 static uint64_t now_ms(void)
 {
@@ -125,32 +146,133 @@ static unsigned counted(void)
     return n;
 }
 
-/* May @p h be closed for a new connection at @p now?  Under lock. */
-static bool closable(const struct held *h, uint64_t now)
+/* The network of client @p key: an IPv6 /48 (a site: 65536 /64s), an IPv4
+ * address itself. */
+static void network_key(const unsigned char key[17], unsigned char net[17])
 {
-    if (!h->conn || h->closing)
-        return false;
-    return h->state == ADMIN_CONN_WAITING ||
-           (h->state == ADMIN_CONN_ANSWERING_ANON &&
-            now - h->since_ms >= (uint64_t)ADMIN_ANON_ANSWER_S * 1000);
+    memcpy(net, key, 17);
+    if (net[0] == 6)
+        memset(net + 1 + 6, 0, 10);
 }
 
-/* Shut down the counted connection that has waited longest unanswered, or
- * answered longest without a session past ADMIN_ANON_ANSWER_S, for a new
- * one from @p for_addr; false when there is none.  Under lock. */
-static bool close_longest_waiting(const struct sockaddr *for_addr)
+/* Connections held by the network of @p key.  Under lock. */
+static unsigned network_holds(const unsigned char key[17])
+{
+    unsigned char net[17], other[17];
+    unsigned n = 0;
+    network_key(key, net);
+    for (int i = 0; i < SLOTS; i++) {
+        network_key(clients[i].key, other);
+        if (clients[i].n && memcmp(other, net, 17) == 0)
+            n += clients[i].n;
+    }
+    return n;
+}
+
+/* The fair shares when a new connection from @p for_key comes: all
+ * connections over the clients (and the networks) holding any, the new
+ * one's counted in; at least 1.  Under lock. */
+struct shares {
+    unsigned client, network;
+};
+static struct shares fair_shares(const unsigned char for_key[17])
+{
+    unsigned clients_n = 0, networks_n = 0;
+    bool new_client = true, new_network = true;
+    unsigned char net[17], for_net[17], other[17];
+    network_key(for_key, for_net);
+    for (int i = 0; i < SLOTS; i++) {
+        if (!clients[i].n)
+            continue;
+        clients_n++;
+        new_client &= memcmp(clients[i].key, for_key, 17) != 0;
+        network_key(clients[i].key, net);
+        new_network &= memcmp(net, for_net, 17) != 0;
+        /* A network is counted at its first client in the table. */
+        bool first = true;
+        for (int j = 0; j < i && first; j++) {
+            network_key(clients[j].key, other);
+            first = !(clients[j].n && memcmp(other, net, 17) == 0);
+        }
+        networks_n += first;
+    }
+    clients_n += new_client;
+    networks_n += new_network;
+    struct shares s = {ADMIN_CONN_MAX / clients_n, ADMIN_CONN_MAX / networks_n};
+    s.client += s.client == 0;
+    s.network += s.network == 0;
+    return s;
+}
+
+/* Why a connection may be closed for a new one: by share before by age. */
+enum why { WHY_CLIENT_SHARE, WHY_SITE_SHARE, WHY_AGE, WHY_NOT };
+static const char *const why_text[] = {"its client holding more than its share",
+                                       "its /48 holding more than a site's share",
+                                       "the longest waiting"};
+
+/* May @p h be closed for a new connection at @p now, and why?  Under lock. */
+static enum why closable(const struct held *h, uint64_t now, struct shares s)
+{
+    if (!h->conn || h->closing || h->state == ADMIN_CONN_ANSWERING)
+        return WHY_NOT;
+    if (h->client && h->client->n > s.client)
+        return WHY_CLIENT_SHARE;
+    if (h->client && network_holds(h->client->key) > s.network)
+        return WHY_SITE_SHARE;
+    return h->state == ADMIN_CONN_WAITING ||
+                   now - h->since_ms >= (uint64_t)ADMIN_ANON_ANSWER_S * 1000
+               ? WHY_AGE
+               : WHY_NOT;
+}
+
+/* Log closing @p pick for a new one from @p for_addr: one line per 10 s at
+ * most, so that a client that keeps connecting does not flood the log.
+ * Under lock. */
+static void log_close(const struct held *pick, const struct sockaddr *for_addr, enum why why,
+                      uint64_t now)
+{
+    closed_unlogged++;
+    if (last_log_ms != 0 && now - last_log_ms < 10000)
+        return;
+    bool answering = pick->state != ADMIN_CONN_WAITING;
+    char text[INET6_ADDRSTRLEN];
+    admin_sockaddr_text(for_addr, text, sizeof text);
+    log_warn("admin: all %d admin connections held: closed the one from %s, %s %llu s%s, for a "
+             "new one from %s, %s (%u closed so since the previous such line)",
+             ADMIN_CONN_MAX, pick->addr, answering ? "answering" : "waiting",
+             (unsigned long long)(now - pick->since_ms) / 1000,
+             answering ? " without a session" : " unanswered", text, why_text[why],
+             closed_unlogged);
+    closed_unlogged = 0;
+    last_log_ms = now;
+}
+
+/* Make room for a new connection from @p for_addr (client @p for_key):
+ * shut down a counted connection that waits or answers without a session,
+ * of a client (or network) holding more than its share if there is one,
+ * else one that has waited or answered ADMIN_ANON_ANSWER_S; the longest
+ * waiting first.  False when there is none.  Under lock. */
+static bool make_room(const struct sockaddr *for_addr, const unsigned char for_key[17])
 {
     uint64_t now = now_ms();
+    struct shares shares = fair_shares(for_key);
     struct held *pick = NULL;
+    enum why pick_why = WHY_NOT;
     for (int i = 0; i < SLOTS; i++) {
         struct held *h = &helds[i];
-        if (closable(h, now) && (!pick || h->since_ms < pick->since_ms))
+        /* By share (a client's or a site's) before by age; the longest waiting first. */
+        enum why why = closable(h, now, shares);
+        bool by_share = why < WHY_AGE, pick_by_share = pick_why < WHY_AGE;
+        if (why == WHY_NOT || (pick && by_share < pick_by_share))
+            continue;
+        if (!pick || by_share > pick_by_share || h->since_ms < pick->since_ms) {
             pick = h;
+            pick_why = why;
+        }
     }
     if (!pick)
         return false;
-    bool answering = pick->state != ADMIN_CONN_WAITING;
-    if (answering) { /* libmicrohttpd's close() then resets it */
+    if (pick->state != ADMIN_CONN_WAITING) { /* libmicrohttpd's close() then resets it */
         struct linger reset = {.l_onoff = 1, .l_linger = 0};
         setsockopt(pick->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
     }
@@ -158,21 +280,26 @@ static bool close_longest_waiting(const struct sockaddr *for_addr)
     pick->closing = true;
     if (pick->client)
         pick->client->n--;
-    closed_unlogged++;
-    /* One line per 10 s at most: a client that keeps connecting must not
-     * flood the log. */
-    if (last_log_ms == 0 || now - last_log_ms >= 10000) {
-        char text[INET6_ADDRSTRLEN];
-        admin_sockaddr_text(for_addr, text, sizeof text);
-        log_warn("admin: all %d admin connections held: closed the one from %s, %s %llu s%s, for "
-                 "a new one from %s (%u closed so since the previous such line)",
-                 ADMIN_CONN_MAX, pick->addr, answering ? "answering" : "waiting",
-                 (unsigned long long)(now - pick->since_ms) / 1000,
-                 answering ? " without a session" : " unanswered", text, closed_unlogged);
-        closed_unlogged = 0;
-        last_log_ms = now;
-    }
+    log_close(pick, for_addr, pick_why, now);
     return true;
+}
+
+/* Log refusing a new connection from @p addr: one line per 10 s at most,
+ * as log_close.  Under lock. */
+static void log_refused(const struct sockaddr *addr)
+{
+    uint64_t now = now_ms();
+    refused_unlogged++;
+    if (last_refused_log_ms != 0 && now - last_refused_log_ms < 10000)
+        return;
+    char text[INET6_ADDRSTRLEN];
+    admin_sockaddr_text(addr, text, sizeof text);
+    log_warn("admin: all %d admin connections are answering requests (none without a session "
+             "of a client holding more than its share, nor for %d s): a new one from %s "
+             "refused (%u refused so since the previous such line)",
+             ADMIN_CONN_MAX, ADMIN_ANON_ANSWER_S, text, refused_unlogged);
+    refused_unlogged = 0;
+    last_refused_log_ms = now;
 }
 
 enum MHD_Result admin_connlimit_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
@@ -186,14 +313,9 @@ enum MHD_Result admin_connlimit_accept(void *cls, const struct sockaddr *addr, s
     const struct client *c = find(key, 0);
     bool ok = !c || c->n < ADMIN_CONN_PER_CLIENT;
     if (ok && counted() >= ADMIN_CONN_MAX) {
-        ok = close_longest_waiting(addr);
-        if (!ok) {
-            char text[INET6_ADDRSTRLEN];
-            admin_sockaddr_text(addr, text, sizeof text);
-            log_warn("admin: all %d admin connections are answering requests (none without a "
-                     "session for %d s): a new one from %s refused",
-                     ADMIN_CONN_MAX, ADMIN_ANON_ANSWER_S, text);
-        }
+        ok = make_room(addr, key);
+        if (!ok)
+            log_refused(addr);
     }
     pthread_mutex_unlock(&lock);
     return ok ? MHD_YES : MHD_NO;

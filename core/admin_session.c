@@ -110,16 +110,23 @@ static void log_refused(const char *name, const char *source, const char *why, i
     free(shown);
 }
 
-static void login_failed(const char *name, const char *source, const char *akey, const char *ukey,
+/* Log and audit a failure; @p locked: the @p keys it locked, bit i for
+ * keys[i], named in one line. */
+static void login_failed(const char *name, const char *source, const char *const keys[], int n,
                          unsigned locked)
 {
-    int locked_a = locked & 1, locked_u = (locked & 2) != 0;
     char *shown = shown_name(name);
     log_warn("admin: failed login for user \"%s\" from %s", shown, source);
     audit_event(shown, source, "login.failed", shown, NULL);
-    if (locked_a || locked_u) {
-        char *what = xasprintf("%s%s%s", locked_a ? akey : "", locked_a && locked_u ? ", " : "",
-                               locked_u ? ukey : "");
+    if (locked) {
+        char *what = xstrdup("");
+        for (int i = 0; i < n; i++) {
+            if (!(locked & 1u << i))
+                continue;
+            char *more = xasprintf("%s%s%s", what, what[0] ? ", " : "", keys[i]);
+            free(what);
+            what = more;
+        }
         log_warn("admin: login locked out for %lld s: %s",
                  settings_get_int("admin.lockout_seconds", 900), what);
         audit_event(shown, source, "login.lockout", what, NULL);
@@ -304,13 +311,17 @@ int admin_login(const char *name, const char *password, const char *code, const 
      * in the store), which someone else may have locked on purpose. */
     int64_t dev = db ? device_valid(db, name, device) : 0;
     int clip = (int)utf8_clip(name, strlen(name), 64);
-    char *akey = throttle_addr_key(source),
-         *ukey = dev ? xasprintf("device:%.*s/%lld", clip, name, (long long)dev)
-                     : xasprintf("user:%.*s", clip, name);
-    const char *keys[2] = {akey, ukey};
+    /* The address's keys (an IPv6 address's /64, /56, /48), then the name's. */
+    char *owned[THROTTLE_ADDR_KEYS + 1];
+    int nkeys = throttle_addr_keys(source, owned);
+    owned[nkeys++] = dev ? xasprintf("device:%.*s/%lld", clip, name, (long long)dev)
+                         : xasprintf("user:%.*s", clip, name);
+    const char *keys[THROTTLE_ADDR_KEYS + 1];
+    for (int i = 0; i < nkeys; i++)
+        keys[i] = owned[i];
     /* Reserved before the password is checked (a PBKDF2 run): parallel
      * attempts count as the failures they may become. */
-    int rc = throttle_begin(keys, 2, retry_after);
+    int rc = throttle_begin(keys, nkeys, retry_after);
     if (rc < 0) {
         log_refused(name, source,
                     rc == -EPERM   ? "locked out"
@@ -352,9 +363,9 @@ int admin_login(const char *name, const char *password, const char *code, const 
         if (rc == 0)
             device_issue(db, name, s->device);
     }
-    unsigned locked = attempt_end(dev ? NULL : db, name, keys, 2, counted);
+    unsigned locked = attempt_end(dev ? NULL : db, name, keys, nkeys, counted);
     if (counted == -EACCES)
-        login_failed(name, source, akey, ukey, locked);
+        login_failed(name, source, keys, nkeys, locked);
     if (rc == 0 && recovered) {
         /* Worth a warning: the phone may be lost, or a code stolen. */
         char *left = xasprintf("%d recovery codes left", admin_recovery_left(db, uid, NULL));
@@ -369,8 +380,8 @@ int admin_login(const char *name, const char *password, const char *code, const 
     }
 out:
     store_disconnect(db);
-    free(akey);
-    free(ukey);
+    for (int i = 0; i < nkeys; i++)
+        free(owned[i]);
     return rc;
 }
 
@@ -402,7 +413,7 @@ int admin_password_recheck(const char *name, const char *password, int (*factor)
     unsigned locked = attempt_end(db, name, keys, 1, counted);
     store_disconnect(db);
     if (counted == -EACCES)
-        login_failed(name, "a web session", "", ukey, locked ? 2u : 0u);
+        login_failed(name, "a web session", keys, 1, locked);
 out:
     free(ukey);
     return rc;

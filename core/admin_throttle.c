@@ -16,6 +16,11 @@
 #define SLOTS 256
 #define FREE_FAILURES 3
 #define MAX_BACKOFF_S 60
+/* An IPv6 /56 key may fail this many times what one /64 may before it
+ * backs off or locks, a /48 key THROTTLE_SCALE_48 times: a few hosts of a
+ * home or office share them (see admin_throttle.h). */
+#define THROTTLE_SCALE_56 4
+#define THROTTLE_SCALE_48 16
 
 /* Times in milliseconds of CLOCK_MONOTONIC: a backoff of "1 s" must not
  * end at the next wall-clock second tick. */
@@ -26,6 +31,7 @@ struct slot {
     int64_t next_allowed;
     int64_t locked_until;
     int64_t last;
+    int scale; /* 1, or THROTTLE_SCALE_56/48 for an aggregate key */
 };
 
 static int64_t now_ms(void)
@@ -52,18 +58,36 @@ static int backoff_s(int failures)
     return shift > 5 ? MAX_BACKOFF_S : 1 << shift;
 }
 
-char *throttle_addr_key(const char *source)
+int throttle_addr_keys(const char *source, char *keys[THROTTLE_ADDR_KEYS])
 {
+    static const int prefixes[THROTTLE_ADDR_KEYS] = {64, 56, 48};
     struct in6_addr a;
     char net[INET6_ADDRSTRLEN];
     /* IPv4, and an IPv4 address in IPv6 form, is one client per address:
      * cut to its "/64", a mapped address would share one key with every
      * IPv4 client. */
-    if (inet_pton(AF_INET6, source, &a) != 1 || IN6_IS_ADDR_V4MAPPED(&a))
-        return xasprintf("addr:%s", source);
-    memset(a.s6_addr + 8, 0, 8);
-    inet_ntop(AF_INET6, &a, net, sizeof net);
-    return xasprintf("addr:%s/64", net);
+    if (inet_pton(AF_INET6, source, &a) != 1 || IN6_IS_ADDR_V4MAPPED(&a)) {
+        keys[0] = xasprintf("addr:%s", source);
+        return 1;
+    }
+    for (int i = 0; i < THROTTLE_ADDR_KEYS; i++) {
+        memset(a.s6_addr + prefixes[i] / 8, 0, 16 - prefixes[i] / 8);
+        inet_ntop(AF_INET6, &a, net, sizeof net);
+        keys[i] = xasprintf("addr:%s/%d", net, prefixes[i]);
+    }
+    return THROTTLE_ADDR_KEYS;
+}
+
+/* How many failures of a /64 key @p key stands for: 1, or more for an
+ * IPv6 /56 or /48 key of throttle_addr_keys. */
+static int key_scale(const char *key)
+{
+    size_t len = strlen(key);
+    if (strncmp(key, "addr:", 5) != 0 || len < 3)
+        return 1;
+    if (strcmp(key + len - 3, "/56") == 0)
+        return THROTTLE_SCALE_56;
+    return strcmp(key + len - 3, "/48") == 0 ? THROTTLE_SCALE_48 : 1;
 }
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -78,18 +102,48 @@ static void expire(struct slot *s, int64_t now)
     }
 }
 
-/* Forgetting a slot must not lift a lock or a backoff, nor lose an attempt
- * in flight: else filling the table with failures for other names from
- * other addresses would unlock a user. */
-static int evictable(const struct slot *s, int64_t now)
+/* Forgetting a slot must not lose an attempt in flight, nor lift a lock of
+ * a name: else filling the table with failures for other names from other
+ * addresses would unlock a user.  Among the rest, the least harmful first
+ * (a lower rank): one that restricts nothing, then an address's backoff or
+ * lock, then a name's backoff.  Under lock. */
+enum { RANK_FREE, RANK_ADDR, RANK_NAME_BACKOFF, RANK_KEEP };
+static int evict_rank(const struct slot *s, int64_t now)
 {
-    return s->pending == 0 && s->locked_until <= now && s->next_allowed <= now;
+    if (s->pending)
+        return RANK_KEEP;
+    if (s->locked_until <= now && s->next_allowed <= now)
+        return RANK_FREE;
+    if (strncmp(s->key, "addr:", 5) == 0)
+        return RANK_ADDR;
+    return s->locked_until > now ? RANK_KEEP : RANK_NAME_BACKOFF;
 }
 
-/* The slot of @p key; or (create) a free one, else the evictable one with
- * the fewest failures, least recently used among equals (a flood of single
- * failures pushes out its own slots first); NULL when there is none.
- * Under lock. */
+/* When @p s lets its key try again. */
+static int64_t restricted_until(const struct slot *s)
+{
+    return s->locked_until > s->next_allowed ? s->locked_until : s->next_allowed;
+}
+
+/* Would @p s rather be forgotten than @p than (NULL: anything is)?  Of two
+ * that restrict nothing, the one with fewer failures, least recently used
+ * among equals (a flood of single failures pushes out its own slots
+ * first); of two restrictions, the one nearer its end.  Under lock. */
+static int rather_evict(const struct slot *s, const struct slot *than, int64_t now)
+{
+    int rank = evict_rank(s, now);
+    if (rank == RANK_KEEP || !than)
+        return rank != RANK_KEEP;
+    int other = evict_rank(than, now);
+    if (rank != other)
+        return rank < other;
+    if (rank != RANK_FREE)
+        return restricted_until(s) < restricted_until(than);
+    return s->failures < than->failures || (s->failures == than->failures && s->last < than->last);
+}
+
+/* The slot of @p key; or (create) a free one, else the one least harmful
+ * to forget (rather_evict); NULL when there is none.  Under lock. */
 static struct slot *find(const char *key, int create, int64_t now)
 {
     struct slot *free_slot = NULL, *victim = NULL;
@@ -100,9 +154,7 @@ static struct slot *find(const char *key, int create, int64_t now)
         if (!s->key[0]) {
             if (!free_slot)
                 free_slot = s;
-        } else if (evictable(s, now) &&
-                   (!victim || s->failures < victim->failures ||
-                    (s->failures == victim->failures && s->last < victim->last)))
+        } else if (rather_evict(s, victim, now))
             victim = s;
     }
     if (free_slot)
@@ -112,11 +164,12 @@ static struct slot *find(const char *key, int create, int64_t now)
     memset(victim, 0, sizeof *victim);
     snprintf(victim->key, sizeof victim->key, "%s", key);
     victim->last = now;
+    victim->scale = key_scale(key);
     return victim;
 }
 
-/* When a slot is next evictable, for retry_after on a full table.  Under
- * lock. */
+/* When a slot is next evictable, for retry_after on a full table (of
+ * attempts in flight and names' locks).  Under lock. */
 static int seconds_until_room(int64_t now)
 {
     int64_t soonest = INT64_MAX;
@@ -148,8 +201,8 @@ static int slot_allows(struct slot *s, int64_t now, int *retry_after)
     }
     /* Were the attempts in flight to fail, this one would have to wait:
      * beyond the free failures one attempt at a time, as if serial. */
-    if (s->pending && s->failures + s->pending >= FREE_FAILURES) {
-        *retry_after = backoff_s(s->failures + s->pending);
+    if (s->pending && s->failures + s->pending >= FREE_FAILURES * s->scale) {
+        *retry_after = backoff_s((s->failures + s->pending) / s->scale);
         return -EAGAIN;
     }
     return 0;
@@ -192,13 +245,13 @@ static int slot_fail(struct slot *s, int64_t now)
     int lock_after = (int)settings_get_int("admin.lockout_after", 10);
     expire(s, now);
     s->failures++;
-    if (s->failures >= lock_after) {
+    if (s->failures >= lock_after * s->scale) {
         s->locked_until = now + 1000 * settings_get_int("admin.lockout_seconds", 900);
         s->next_allowed = 0;
         return 1;
     }
-    if (s->failures >= FREE_FAILURES)
-        s->next_allowed = now + 1000 * (int64_t)backoff_s(s->failures);
+    if (s->failures >= FREE_FAILURES * s->scale)
+        s->next_allowed = now + 1000 * (int64_t)backoff_s(s->failures / s->scale);
     return 0;
 }
 
@@ -225,6 +278,7 @@ unsigned throttle_end(const char *const keys[], int n, enum throttle_outcome out
                 snprintf(s->key, sizeof s->key, "%s", keys[i]);
                 s->pending = pending;
                 s->last = now;
+                s->scale = key_scale(keys[i]);
             }
         }
     }

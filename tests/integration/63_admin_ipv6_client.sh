@@ -4,16 +4,8 @@
 # count of failed logins, nor of open connections.  Another /64 keeps its
 # own counts.  Real curl from real addresses: the test makes them in a
 # network namespace of its own.
-if [ -z "${TB_NETNS:-}" ]; then
-    if [ "$(id -u)" != 0 ] || ! unshare -n true 2>/dev/null; then
-        echo "1..0 # SKIP needs root and unshare -n to add IPv6 test addresses"
-        exit 0
-    fi
-    exec env TB_NETNS=1 unshare -n bash "$0" "$@"
-fi
 . "$(dirname "$0")/lib.sh"
-
-ip link set lo up || bail "lo up in the test's network namespace"
+tb_netns "$@"
 NET=2001:db8:1:2 OTHER=2001:db8:1:3
 HOLD=()
 for i in $(seq 1 16); do HOLD+=("$NET::1:$i"); done

@@ -3,6 +3,7 @@
 # done_testing.  Output is TAP, read by automake's tap-driver.sh.
 #
 #   tb_setup                 temp dir $TB_TMP (removed at exit), state dir $TB_STATE
+#   tb_netns ARGS            run this test again in a network namespace of its own
 #   tb_free_port             print a free loopback TCP port
 #   tb_free_low_port         the same below 1024 (for CAP_NET_BIND_SERVICE)
 #   tb_start_daemon [ARGS]   start tlsboxd on $TB_STATE; waits for the control socket
@@ -122,6 +123,21 @@ _tb_cleanup() {
     fi
     [ -n "${TB_TMP:-}" ] && [ -z "${TB_KEEP:-}" ] && rm -rf "$TB_TMP"
     exit "$rc"
+}
+
+# tb_netns "$@": before tb_setup, run the test again (with its ARGS) in a
+# network namespace of its own, with lo up, where it may add addresses (IPv6
+# ones to stand for many clients); a skip without root or unshare -n.
+tb_netns() {
+    if [ -n "${TB_NETNS:-}" ]; then
+        ip link set lo up || bail "lo up in the test's network namespace"
+        return
+    fi
+    if [ "$(id -u)" != 0 ] || ! unshare -n true 2>/dev/null; then
+        echo "1..0 # SKIP needs root and unshare -n to add test addresses"
+        exit 0
+    fi
+    exec env TB_NETNS=1 unshare -n bash "$0" "$@"
 }
 
 tb_setup() {

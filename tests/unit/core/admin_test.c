@@ -347,19 +347,40 @@ static void test_throttle(void)
     is_int(throttle_begin(other, 1, &r), 0, "other keys are not affected");
     throttle_end(other, 1, THROTTLE_SUCCEEDED);
 
-    /* The address key: an IPv6 client by its /64, IPv4 by its address. */
+    /* The address keys: an IPv6 client by its /64, /56 and /48, IPv4 by
+     * its address. */
     const char *const addr_cases[][2] = {
         {"192.0.2.7", "addr:192.0.2.7"},
-        {"2001:db8:1:2:3:4:5:6", "addr:2001:db8:1:2::/64"},
-        {"2001:db8:1:2::ffff", "addr:2001:db8:1:2::/64"},
+        {"2001:db8:1:2:3:4:5:6",
+         "addr:2001:db8:1:2::/64 addr:2001:db8:1::/56 addr:2001:db8:1::/48"},
+        {"2001:db8:1:2ff::ffff",
+         "addr:2001:db8:1:2ff::/64 addr:2001:db8:1:200::/56 addr:2001:db8:1::/48"},
         {"::ffff:192.0.2.7", "addr:::ffff:192.0.2.7"},
         {"::ffff:192.0.2.8", "addr:::ffff:192.0.2.8"},
     };
     for (size_t i = 0; i < sizeof(addr_cases) / sizeof(addr_cases[0]); i++) {
-        char *key = throttle_addr_key(addr_cases[i][0]);
-        is_str(key, addr_cases[i][1], "throttle key of %s", addr_cases[i][0]);
-        free(key);
+        char *keys[THROTTLE_ADDR_KEYS], all[200] = "";
+        int n = throttle_addr_keys(addr_cases[i][0], keys);
+        for (int j = 0; j < n; j++) {
+            snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", j ? " " : "", keys[j]);
+            free(keys[j]);
+        }
+        is_str(all, addr_cases[i][1], "throttle keys of %s", addr_cases[i][0]);
     }
+
+    /* A /56 key fails 4 times, a /48 key 16 times what a /64 may. */
+    const char *k56[] = {"addr:2001:db8:9::/56"}, *k48[] = {"addr:2001:db8:9::/48"};
+    int free56 = 0, free48 = 0;
+    while (free56 < 100 && throttle_begin(k56, 1, &r) == 0) {
+        throttle_end(k56, 1, THROTTLE_FAILED);
+        free56++;
+    }
+    while (free48 < 100 && throttle_begin(k48, 1, &r) == 0) {
+        throttle_end(k48, 1, THROTTLE_FAILED);
+        free48++;
+    }
+    is_int(free56, 12, "a /56 backs off after 12 failures");
+    is_int(free48, 48, "a /48 after 48");
 
     /* Attempts in flight count as the failures they may become. */
     const char *p[] = {"addr:p", "user:p"};
@@ -390,7 +411,8 @@ static void test_throttle(void)
     is_int(throttle_begin(q, 1, &r), 0, "an attempt not checked (server error) counts nothing");
     throttle_end(q, 1, THROTTLE_ABORTED);
 
-    /* A full table refuses a new key rather than forget a backoff. */
+    /* A full table forgets the entry least harmful to lose: never an
+     * attempt in flight, nor a name's lock. */
     char names[300][16]; /* "f" and any int: gcc -O1 checks the whole range */
     const char *f[300];
     int rc = 0;
@@ -400,16 +422,53 @@ static void test_throttle(void)
         if ((rc = throttle_begin(&f[n], 1, &r)) < 0)
             break;
     }
-    ok(rc == -EBUSY && n < 256, "a table full of attempts in flight refuses a new key (%d fit)", n);
+    ok(rc == -EBUSY && n <= 256, "a table full of attempts in flight refuses a new key (%d fit)",
+       n);
     is_int(r, 1, "retry in a second, when an attempt in flight may have ended");
-    is_int(throttle_begin(k, 1, &r), -EAGAIN, "a key backing off is not forgotten");
-    is_int(throttle_begin(p, 2, &r), -EAGAIN, "nor are both keys of a login");
-    throttle_end(&f[0], 1, THROTTLE_ABORTED);
+    is_int(throttle_begin(k, 1, &r), -EBUSY, "a name's backoff was forgotten for them");
+    is_int(throttle_begin(p, 2, &r), -EBUSY, "so were an address's and a name's");
+    is_int(throttle_begin(k56, 1, &r), -EBUSY, "and the /56's");
+    /* Room for four: a name's lock, an address's lock and backoff, a
+     * name's backoff (failures counted without an attempt reserved). */
+    for (int i = 0; i < 4; i++)
+        throttle_end(&f[i], 1, THROTTLE_ABORTED);
+    const char *nl[] = {"user:locked"}, *al[] = {"addr:192.0.2.98"}, *ab[] = {"addr:192.0.2.99"},
+               *nb[] = {"user:backoff"};
+    for (int i = 0; i < 5; i++) {
+        throttle_end(nl, 1, THROTTLE_FAILED);
+        throttle_end(al, 1, THROTTLE_FAILED);
+    }
+    for (int i = 0; i < 3; i++) {
+        throttle_end(ab, 1, THROTTLE_FAILED);
+        throttle_end(nb, 1, THROTTLE_FAILED);
+    }
+    const char *x[] = {"x"}, *y[] = {"y"}, *w[] = {"w"}, *z[] = {"z"};
+    /* Probes of keys still there (a probe of one forgotten would take its
+     * room back); which one went is the one no longer there. */
+    is_int(throttle_begin(x, 1, &r), 0, "a full table takes a new key");
+    is_int(throttle_begin(al, 1, &r), -EPERM, "forgetting not the address's lock");
+    is_int(throttle_begin(nb, 1, &r), -EAGAIN, "nor the name's backoff");
+    is_int(throttle_begin(nl, 1, &r), -EPERM, "nor the name's lock (so the address's backoff)");
+    is_int(throttle_begin(y, 1, &r), 0, "another new key");
+    is_int(throttle_begin(nb, 1, &r), -EAGAIN, "forgets not the name's backoff");
+    is_int(throttle_begin(nl, 1, &r), -EPERM, "nor the name's lock (so the address's lock)");
+    is_int(throttle_begin(w, 1, &r), 0, "another");
+    is_int(throttle_begin(nl, 1, &r), -EPERM, "forgets not the name's lock (so its backoff)");
+    is_int(throttle_begin(z, 1, &r), -EBUSY, "then a new key finds no room: the name's lock stays");
+    is_int(throttle_begin(nl, 1, &r), -EPERM, "and holds");
+    ok(r > 800, "for the lockout (%d s)", r);
+    const char *gone[] = {ab[0], al[0], nb[0]};
+    for (int i = 0; i < 3; i++)
+        is_int(throttle_begin(&gone[i], 1, &r), -EBUSY, "%s is no longer there", gone[i]);
+    throttle_end(&f[4], 1, THROTTLE_ABORTED);
     const char *two[] = {"new1", "new2"}, *three[] = {"new3"};
     is_int(throttle_begin(two, 2, &r), -EBUSY, "room for one key: a login with two is refused");
     is_int(throttle_begin(three, 1, &r), 0, "and takes nothing: the room is still there");
     throttle_end(three, 1, THROTTLE_ABORTED);
-    for (int i = 1; i < n; i++)
+    throttle_end(x, 1, THROTTLE_ABORTED);
+    throttle_end(y, 1, THROTTLE_ABORTED);
+    throttle_end(w, 1, THROTTLE_ABORTED);
+    for (int i = 5; i < n; i++)
         throttle_end(&f[i], 1, THROTTLE_ABORTED);
 }
 
