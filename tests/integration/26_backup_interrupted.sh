@@ -69,7 +69,7 @@ is "$?" 143 "SIGTERM ends it (143)"
 exec 8>&-
 is "$(left)" "" "and nothing of the backup stays in TMPDIR"
 is "$(sha256sum <"$db")" "$before" "the store is unchanged"
-is "$(ls -A "$TB_STATE" | grep -c -e restoring -e before-restore)" 0 \
+is "$(find "$TB_STATE" \( -name '*restoring*' -o -name '*before-restore*' \) | wc -l)" 0 \
     "no copy set aside and none half made in the state directory"
 
 # 4. Uninterrupted, both still work and clean up.
