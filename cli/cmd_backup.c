@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,75 @@ static int cat_file(const char *path)
     return rc;
 }
 
+/*
+ * The files a copy passes through ($TMPDIR's for backup - and restore -,
+ * FILE.partial, the state directory's .tlsbox.db.restoring) each hold the
+ * private keys.  Ended by a signal midway (the reader of backup - gone:
+ * SIGPIPE; ssh dropped: SIGHUP; Ctrl-C), tlsboxctl removes them before it
+ * dies of that signal, so no copy of the keys is left where nobody looks.
+ */
+#define GUARD_MAX 12
+static char *volatile guarded[GUARD_MAX]; /* files; set before a copy starts */
+static char *volatile guarded_dir;        /* own_tmpdir's directory, or NULL */
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT};
+#define N_STOP_SIGNALS (sizeof stop_signals / sizeof *stop_signals)
+
+static void remove_guarded_and_die(int sig)
+{
+    for (size_t i = 0; i < GUARD_MAX; i++)
+        if (guarded[i])
+            unlink(guarded[i]); /* async-signal-safe, as rmdir */
+    if (guarded_dir)
+        rmdir(guarded_dir);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void stop_set(sigset_t *set)
+{
+    sigemptyset(set);
+    for (size_t i = 0; i < N_STOP_SIGNALS; i++)
+        sigaddset(set, stop_signals[i]);
+}
+
+static void guard_signals(void)
+{
+    struct sigaction sa = {.sa_handler = remove_guarded_and_die};
+    stop_set(&sa.sa_mask); /* one handler at a time */
+    for (size_t i = 0; i < N_STOP_SIGNALS; i++)
+        sigaction(stop_signals[i], &sa, NULL);
+}
+
+/* Remove @p file, and the journal, WAL and shm SQLite may put beside it,
+ * should a signal end tlsboxctl (the names are made now: the handler cannot
+ * allocate). */
+static void guard_file(const char *file)
+{
+    static const char *const sides[] = {"", "-journal", "-wal", "-shm"};
+    for (size_t s = 0; s < sizeof sides / sizeof *sides; s++) {
+        size_t i = 0;
+        while (i < GUARD_MAX && guarded[i])
+            i++;
+        if (i < GUARD_MAX)
+            guarded[i] = xasprintf("%s%s", file, sides[s]);
+    }
+}
+
+/* Nothing more to remove on a signal: the copies are gone or in place. */
+static void unguard_all(void)
+{
+    sigset_t stop, old;
+    stop_set(&stop);
+    sigprocmask(SIG_BLOCK, &stop, &old);
+    for (size_t i = 0; i < GUARD_MAX; i++) {
+        free(guarded[i]);
+        guarded[i] = NULL;
+    }
+    free(guarded_dir);
+    guarded_dir = NULL;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 /* Remove @p file (with the -wal and -shm SQLite may have put beside it)
  * and directory @p dir made by own_tmpdir. */
 static void drop_tmp(const char *dir, const char *file)
@@ -217,6 +287,7 @@ static char *own_tmpdir(void)
         free(dir);
         return NULL;
     }
+    guarded_dir = xstrdup(dir);
     return dir;
 }
 
@@ -237,6 +308,7 @@ static int cmd_backup(struct ctl *c, int argc, char **argv)
                         "or a pipe (tlsboxctl backup - > FILE)\n");
         return CTL_EXIT_USAGE;
     }
+    guard_signals();
     char *store = xasprintf("%s/%s", c->state_dir, STORE_FILE);
     char *tmpdir = NULL, *dest = NULL, *tmp = NULL, *what = NULL;
     sqlite3 *src = NULL;
@@ -262,6 +334,7 @@ static int cmd_backup(struct ctl *c, int argc, char **argv)
         if (!(tmpdir = own_tmpdir()))
             goto out;
         dest = xasprintf("%s/%s", tmpdir, STORE_FILE);
+        guard_file(dest); /* the copy that is sent */
     } else if (lstat(argv[0], &sb) == 0) {
         fprintf(stderr,
                 "tlsboxctl: %s exists: a backup never replaces a file (remove it or "
@@ -273,7 +346,8 @@ static int cmd_backup(struct ctl *c, int argc, char **argv)
     }
     what = describe(src);
     tmp = xasprintf("%s.partial", dest);
-    unlink(tmp); /* left by an interrupted backup */
+    unlink(tmp); /* left by a backup killed outright (SIGKILL) */
+    guard_file(tmp);
     if (copy_store(src, tmp, 0) < 0)
         goto out;
     if (rename(tmp, dest) < 0) {
@@ -304,6 +378,7 @@ out:
             unlink(tmp);
         drop_tmp(tmpdir, dest);
     }
+    unguard_all();
     sqlite3_close(src);
     free(what);
     free(tmp);
@@ -505,6 +580,36 @@ static int move_if_there(const char *from, const char *to)
     return rename(from, to) == 0 || errno == ENOENT ? 0 : -1;
 }
 
+/* Set @p store (when @p had) aside as @p keep, with its WAL, and put @p tmp
+ * in its place; 0, or -1 with why printed and the store as it was. */
+static int swap_in(const char *store, const char *tmp, const char *keep, bool had)
+{
+    char *store_wal = xasprintf("%s-wal", store), *keep_wal = xasprintf("%s-wal", keep);
+    char *store_shm = xasprintf("%s-shm", store);
+    int rc = -1;
+    /* The store as it was stays beside, whole: the database with its WAL. */
+    if (had && (move_if_there(store_wal, keep_wal) < 0 || rename(store, keep) < 0)) {
+        fprintf(stderr, "tlsboxctl: %s: cannot set the store aside: %s\n", store, strerror(errno));
+        move_if_there(keep_wal, store_wal);
+        unlink(tmp);
+        goto out;
+    }
+    unlink(store_shm);
+    if (rename(tmp, store) < 0) {
+        fprintf(stderr, "tlsboxctl: %s: %s\n", store, strerror(errno));
+        if (had && rename(keep, store) == 0)
+            move_if_there(keep_wal, store_wal);
+        unlink(tmp);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(store_wal);
+    free(keep_wal);
+    free(store_shm);
+    return rc;
+}
+
 static int cmd_restore(struct ctl *c, int argc, char **argv)
 {
     if (argc != 1) {
@@ -547,16 +652,19 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
     /* From standard input (ssh box tlsboxctl restore - < box.db): into a
      * file of its own first, which SQLite can read and check. */
     char *in_dir = NULL, *in_file = NULL;
+    guard_signals();
     if (from_stdin) {
         if (!(in_dir = own_tmpdir()))
             return CTL_EXIT_IO;
         in_file = xasprintf("%s/%s", in_dir, STORE_FILE);
+        guard_file(in_file);
         int fd = open(in_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0 || copy_fd(STDIN_FILENO, fd) < 0) {
             fprintf(stderr, "tlsboxctl: standard input: %s\n", strerror(errno));
             if (fd >= 0)
                 close(fd);
             drop_tmp(in_dir, in_file);
+            unguard_all();
             free(in_file);
             free(in_dir);
             return CTL_EXIT_IO;
@@ -570,6 +678,7 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
         fprintf(stderr, "tlsboxctl: nothing was changed\n");
         if (from_stdin)
             drop_tmp(in_dir, in_file);
+        unguard_all();
         free(in_file);
         free(in_dir);
         return CTL_EXIT_IO;
@@ -581,21 +690,19 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
     time_t now = time(NULL);
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime(&now));
     char *keep = keep_name(store, stamp);
-    char *store_wal = xasprintf("%s-wal", store), *keep_wal = NULL;
-    char *store_shm = xasprintf("%s-shm", store);
     int rc = CTL_EXIT_IO;
     if (!keep) {
         fprintf(stderr, "tlsboxctl: %s: 99 stores set aside this second; nothing was changed\n",
                 store);
         goto out;
     }
-    keep_wal = xasprintf("%s-wal", keep);
     /* The restored store belongs to whoever owned the one it replaces (the
      * packaged service's user), else to the state directory's owner. */
     int had = stat(store, &sb) == 0;
     uid_t uid = had ? sb.st_uid : dir_sb.st_uid;
     gid_t gid = had ? sb.st_gid : dir_sb.st_gid;
-    unlink(tmp); /* left by an interrupted restore */
+    unlink(tmp); /* left by a restore killed outright (SIGKILL) */
+    guard_file(tmp);
     if (copy_store(src, tmp, 1) < 0)
         goto out;
     if (chown(tmp, uid, gid) < 0 && geteuid() == 0) {
@@ -603,21 +710,15 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
         unlink(tmp);
         goto out;
     }
-    /* The store as it was stays beside, whole: the database with its WAL. */
-    if (had && (move_if_there(store_wal, keep_wal) < 0 || rename(store, keep) < 0)) {
-        fprintf(stderr, "tlsboxctl: %s: cannot set the store aside: %s\n", store, strerror(errno));
-        move_if_there(keep_wal, store_wal);
-        unlink(tmp);
+    /* From setting the old store aside to putting the new one in its place
+     * no signal may end tlsboxctl: there would be no store at all. */
+    sigset_t stop, unblocked;
+    stop_set(&stop);
+    sigprocmask(SIG_BLOCK, &stop, &unblocked);
+    int moved = swap_in(store, tmp, keep, had);
+    sigprocmask(SIG_SETMASK, &unblocked, NULL);
+    if (moved < 0)
         goto out;
-    }
-    unlink(store_shm);
-    if (rename(tmp, store) < 0) {
-        fprintf(stderr, "tlsboxctl: %s: %s\n", store, strerror(errno));
-        if (had && rename(keep, store) == 0)
-            move_if_there(keep_wal, store_wal);
-        unlink(tmp);
-        goto out;
-    }
     sync_path(c->state_dir, 1);
     printf("restored %s (%s) into %s.\n", shown, what, store);
     if (had) {
@@ -638,9 +739,7 @@ out:
     free(store);
     free(tmp);
     free(keep);
-    free(store_wal);
-    free(keep_wal);
-    free(store_shm);
+    unguard_all();
     return rc;
 }
 

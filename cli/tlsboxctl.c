@@ -49,6 +49,20 @@ static void usage(FILE *f)
                "4 local error (see tlsboxctl(1))\n");
 }
 
+/* @p rc, or CTL_EXIT_IO when what was printed did not all reach standard
+ * output (a full disk under "tlsboxctl cert export NAME > chain.pem"): the
+ * output is redirected, so stdio holds it until here, and a script must
+ * not take a truncated file for a whole one. */
+static int flush_stdout(int rc)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return rc;
+    fprintf(stderr, "tlsboxctl: standard output: %s; what was printed is not all there\n",
+            errno ? strerror(errno) : "write error");
+    return rc == CTL_EXIT_OK ? CTL_EXIT_IO : rc;
+}
+
 int main(int argc, char **argv)
 {
     struct ctl c = {0};
@@ -73,7 +87,7 @@ int main(int argc, char **argv)
             break;
         case 'h':
             usage(stdout);
-            return CTL_EXIT_OK;
+            return flush_stdout(CTL_EXIT_OK);
         default:
             usage(stderr);
             return CTL_EXIT_USAGE;
@@ -116,5 +130,5 @@ int main(int argc, char **argv)
     int rc = match->run(&c, argc - optind - skip, argv + optind + skip);
     curl_global_cleanup();
     free(c.socket_path);
-    return rc;
+    return flush_stdout(rc);
 }

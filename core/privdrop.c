@@ -28,6 +28,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -384,11 +385,104 @@ static int stored_user(const char *dir, char **user)
     return rc;
 }
 
+/* How many leading directories of @p path (absolute) user @p pw may pass
+ * through (search permission), told by a child that becomes that user as
+ * become() does (uid, primary gid, no other group), so that ACLs count as
+ * the kernel counts them; -1 when it cannot be told.  Before any thread. */
+static int passable_depth(const char *path, const struct passwd *pw)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        if (setgroups(0, NULL) < 0 || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) < 0 ||
+            setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) < 0)
+            _exit(255);
+        char *p = strdup(path);
+        int depth = 0;
+        for (char *slash = p ? strchr(p + 1, '/') : NULL; slash && depth < 254;
+             slash = strchr(slash + 1, '/'), depth++) {
+            *slash = '\0';
+            int pass = access(p, X_OK) == 0 || errno != EACCES;
+            *slash = '/';
+            if (!pass)
+                break;
+        }
+        _exit(p ? depth : 255);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) && WEXITSTATUS(st) != 255 ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * Started as root, tlsboxd opens the store in @p dir as the service user
+ * @p pw from privdrop_user() on: every directory above @p dir must let that
+ * user through (the state directory itself it is given).  One that does
+ * not (a home directory, 0700 on Debian 12) would leave tlsboxd running
+ * and "ready" with a store it cannot open, refusing every change: refused
+ * here, naming it.
+ */
+static int check_reach(const char *dir, const struct passwd *pw, char **err)
+{
+    char cwd[4096];
+    char *path = dir[0] == '/'             ? xstrdup(dir)
+                 : getcwd(cwd, sizeof cwd) ? xasprintf("%s/%s", cwd, dir)
+                                           : NULL;
+    if (!path)
+        return 0; /* the store's own open says what is wrong */
+    int parents = 0;
+    for (const char *c = path + 1; *c; c++)
+        parents += *c == '/' && c[1] != '\0';
+    int depth = passable_depth(path, pw);
+    if (depth < 0 || depth >= parents || depth >= 254) {
+        free(path);
+        return 0;
+    }
+    char *end = path;
+    for (int i = 0; i <= depth; i++)
+        end = strchr(end + 1, '/');
+    *end = '\0';
+    struct stat st = {0};
+    char buf[4096], owner[64];
+    struct passwd opw, *o = NULL;
+    if (stat(path, &st) == 0)
+        getpwuid_r(st.st_uid, &opw, buf, sizeof buf, &o);
+    if (o)
+        snprintf(owner, sizeof owner, "%s", o->pw_name);
+    else
+        snprintf(owner, sizeof owner, "uid %u", (unsigned)st.st_uid);
+    xset_err(err,
+             "%s: the service user '%s' cannot reach the store there: it may not pass through "
+             "%s (mode %03o, owner %s); started as root, tlsboxd opens its store as that user. "
+             "Let it through (chmod o+x %s, or an ACL for it) or name a state directory it can "
+             "reach with --state-dir",
+             dir, pw->pw_name, path, (unsigned)(st.st_mode & 07777), owner, path);
+    free(path);
+    return -1;
+}
+
+/* The state directory can be reached by the service user (--user, else the
+ * last --set core.user: @p user, else the default): -1 with *err if it
+ * cannot.  An unknown user is left for privdrop_user() to report. */
+static int check_reach_named(const char *dir, const char *user, char **err)
+{
+    struct passwd pw;
+    char *buf = NULL;
+    int rc = lookup(user ? user : "tlsbox", &pw, &buf, NULL) < 0 ? 0 : check_reach(dir, &pw, err);
+    free(buf);
+    return rc;
+}
+
 int privdrop_check_state_dir(const char *state_dir, const char *user, char **err)
 {
     memset(&seen, 0, sizeof seen);
-    if (geteuid() != 0 || note_state_dir(state_dir) < 0 || !seen.other[0])
+    if (geteuid() != 0)
         return 0;
+    if (note_state_dir(state_dir) < 0 || !seen.other[0])
+        return seen.store && !user ? 0 : check_reach_named(state_dir, user, err);
     /* The service user may be a core.user kept in that store.  That user is
      * never root (lookup), so a directory of root's is refused at once;
      * otherwise the store is read without writing to it, so that another
@@ -407,6 +501,8 @@ int privdrop_check_state_dir(const char *state_dir, const char *user, char **err
     int rc = lookup(user ? user : "tlsbox", &pw, &buf, err);
     if (rc == 0)
         rc = refuse_takeover(state_dir, &pw, err);
+    if (rc == 0)
+        rc = check_reach(state_dir, &pw, err);
     free(buf);
     free(kept);
     return rc;
@@ -430,6 +526,8 @@ int privdrop_user(const char *user, const char *state_dir, const char *control_s
     int rc = lookup(user, &pw, &buf, err);
     if (rc == 0)
         rc = refuse_takeover(state_dir, &pw, err);
+    if (rc == 0)
+        rc = check_reach(state_dir, &pw, err);
     if (rc == 0)
         rc = give_state_files(state_dir, pw.pw_uid, pw.pw_gid, err);
     if (rc == 0 && control_socket && lchown(control_socket, pw.pw_uid, pw.pw_gid) < 0) {

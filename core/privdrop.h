@@ -17,13 +17,16 @@ void privdrop_early(void);
  * the default "tlsbox"; a store that cannot be read so, or whose -wal is
  * not empty, is left to privdrop_user() to check once it is open; a
  * directory of root's is refused at once, no service user being root).
+ * Refused too: a @state_dir below a directory that user may not pass
+ * through (it could not open its store once it is that user).
  * Started as anyone else, there is nothing to give: 0.  Returns 0 or -1
  * with *err set naming the directory and what to do (caller frees). */
 int privdrop_check_state_dir(const char *state_dir, const char *user, char **err);
 
 /* Before the first thread starts (the store is open, the control socket
  * bound): started as root, give @user the state directory (refused as
- * privdrop_check_state_dir() says, the user now known), the store's files
+ * privdrop_check_state_dir() says, the user now known, and refused when
+ * a directory above @state_dir does not let @user through), the store's files
  * in it and @control_socket (may be NULL), then become @user (its uid and
  * primary gid, no supplementary groups) keeping only CAP_NET_BIND_SERVICE,
  * for the ports plugins bind when they start; the bounding set keeps

@@ -112,6 +112,9 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/19_daemon_restart.sh \
 	tests/integration/24_store_backup.sh \
 	tests/integration/25_settings_history.sh \
+	tests/integration/26_backup_interrupted.sh \
+	tests/integration/27_ctl_stdout_error.sh \
+	tests/integration/28_state_dir_unreachable.sh \
 	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
 	tests/integration/62_webui_no_inline.sh tests/integration/63_admin_login_throttle.sh \
 	tests/integration/63_admin_ipv6_client.sh tests/integration/63_admin_conn_hold.sh \
@@ -126,6 +129,9 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/15_store_upgrade.sh tests/fixtures/store_schema1.sql \
 	tests/integration/16_core_names_no_plugin.sh tests/integration/24_store_backup.sh \
 	tests/integration/25_settings_history.sh \
+	tests/integration/26_backup_interrupted.sh \
+	tests/integration/27_ctl_stdout_error.sh \
+	tests/integration/28_state_dir_unreachable.sh \
 	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
 	tests/integration/62_webui_no_inline.sh tests/integration/63_admin_login_throttle.sh \
 	tests/integration/63_admin_ipv6_client.sh tests/integration/63_admin_conn_hold.sh \
