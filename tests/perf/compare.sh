@@ -26,8 +26,10 @@
 #   streams: memory of 20 h2 connections that each hold 100 requests open
 #           (h2load -m 100 -w 0: the client grants no window, so every
 #           answer waits after its HEADERS): what a stream in flight costs;
-#   and the server's CPU time per operation: utime+stime of the server's
-#   process tree from /proc/PID/stat, read just before and after each run;
+#   and the server's CPU time per operation: the run time of every thread of
+#   the server's process tree (/proc/PID/task/TID/schedstat, nanoseconds),
+#   read just before and after each run (utime+stime of /proc/PID/stat,
+#   whole clock ticks, where schedstat is missing or a thread ended);
 #   and, as a noise indicator, the time a VM's host took of each core (steal).
 # All servers are started first; the runs are interleaved in rounds (every
 # server once per round) so noise from the rest of the machine spreads evenly;
@@ -244,6 +246,22 @@ cpu_ticks() {
     echo "$total"
 }
 
+# Server CPU time of the whole tree in nanoseconds: the run time the
+# scheduler counts for each thread (schedstat's first field).  A round of
+# 1,000 handshakes is 25-55 clock ticks, so whole ticks alone put 2-4% of
+# grain into every ratio.  A thread that ends between two readings takes its
+# time with it: run_load then uses the ticks, which keep a dead thread's.
+cpu_ns() {
+    local p f v total=0
+    for p in $(tree_pids "$1"); do
+        for f in /proc/"$p"/task/*/schedstat; do
+            read -r v _ 2>/dev/null <"$f" || continue
+            total=$((total + v))
+        done
+    done
+    echo "$total"
+}
+
 # Sum of a /proc memory figure in kB over the tree: VmRSS (status), Pss
 # (smaps_rollup; shared pages split between nginx's master and worker) or
 # Anonymous (smaps_rollup: heap and private mappings, no library pages).
@@ -416,22 +434,28 @@ parse_h2load() {
 }
 
 # run_load NAME H2LOAD_ARGS...: one h2load run on the client core, bracketed by
-# CPU readings of the server tree.  Sets H_* and H_TICKS.
+# CPU readings of the server tree.  Sets H_*, H_TICKS and H_TICKS_F.
 run_load() {
-    local name=$1 out c0 c1 b0 b1 t0 t1 s0 s1
+    local name=$1 out c0 c1 n0 n1 b0 b1 t0 t1 s0 s1
     shift
     out="$TMP/$CUR_NAME.$name.h2load"
     read -ra s0 <<<"$(core_steal)"
     b0=$(core_busy)
     t0=$(date +%s%N)
     c0=$(cpu_ticks "$CUR_PID")
+    n0=$(cpu_ns "$CUR_PID")
     timeout 120 taskset -c "$CLIENT_CPU" h2load "${TLS_OPTS[@]}" "$@" \
         "https://127.0.0.1:$CUR_PORT${LOAD_PATH:-$URL_PATH}" >"$out" 2>&1
+    n1=$(cpu_ns "$CUR_PID")
     c1=$(cpu_ticks "$CUR_PID")
     b1=$(core_busy)
     read -ra s1 <<<"$(core_steal)"
     t1=$(date +%s%N)
     H_TICKS=$((c1 - c0))
+    # The same in ticks with two decimals, from the nanoseconds, unless they
+    # lost a thread's time (more than a tick below the ticks) or are missing.
+    H_TICKS_F=$(awk -v n=$((n1 - n0)) -v t="$H_TICKS" -v hz="$CLK_TCK" 'BEGIN {
+        f = n * hz / 1e9; if (n <= 0 || f < t - 1) f = t; printf "%.2f", f }')
     H_STEAL_SRV=$((s1[0] - s0[0]))
     H_STEAL_CLI=$((s1[1] - s0[1]))
     # Whatever else ran on the server's core meanwhile (other programs, and the
@@ -481,15 +505,15 @@ account() {
     local s=$1 k=$2
     add "$s" "${k}_ok" "$H_OK"
     add "$s" "${k}_bad" "$H_BAD"
-    add "$s" "${k}_ticks" "$H_TICKS"
+    add "$s" "${k}_ticks" "$H_TICKS_F"
     add "$s" "${k}_runs" 1
     R[$s.${k}_rps_list]="${R[$s.${k}_rps_list]:-} $H_RPS"
-    R[$s.${k}_us_list]="${R[$s.${k}_us_list]:-} $(us_per_op "$H_TICKS" "$H_OK")"
+    R[$s.${k}_us_list]="${R[$s.${k}_us_list]:-} $(us_per_op "$H_TICKS_F" "$H_OK")"
     add "$s" other_ticks "$H_OTHER"
     add "$s" elapsed_ticks "$H_ELAPSED"
     add "$s" steal_cli_ticks "$H_STEAL_CLI"
     R[$s.tls]=$H_TLS
-    note "$s $k: $H_OK ok, $H_BAD failed, $H_RPS req/s, server $H_TICKS ticks," \
+    note "$s $k: $H_OK ok, $H_BAD failed, $H_RPS req/s, server $H_TICKS_F ticks," \
         "other work on core $SERVER_CPU $H_OTHER ticks," \
         "stolen by the host: core $SERVER_CPU $H_STEAL_SRV, core $CLIENT_CPU $H_STEAL_CLI ticks" \
         "of $H_ELAPSED ($H_TLS)"
@@ -759,6 +783,18 @@ if [ -n "$(echo " $RUNS " | sed 's/ idle / /g; s/ streams / /g' | tr -d ' ')" ];
     say ""
     say "## load runs (servers of their own)"
     start_all
+fi
+# One burst of each handshake run first, not counted: a server's first
+# 1,000 concurrent handshakes also grow its heap and map its pages (every
+# server's first round cost 1.3-2 times its later ones), and the rounds
+# compare the servers as they run, not as they start.
+if has_run hs || has_run h2hs; then
+    for s in $MEASURED; do
+        use "$s"
+        has_run hs && run_load handshake-warmup --h1 -n "$HS_CONNS" -c "$HS_CONNS"
+        has_run h2hs && run_load h2handshake-warmup -n "$HS_CONNS" -c "$HS_CONNS"
+        sleep 0.5
+    done
 fi
 for i in $(seq 1 "$HS_ROUNDS"); do
     for s in $MEASURED; do
