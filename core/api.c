@@ -1,6 +1,7 @@
 /* The JSON API route table, shared by the control socket and the admin server. */
 #include "core/api.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -97,10 +98,34 @@ static int route_matches(const struct api_route *r, const char *path)
     return strcmp(path, r->pattern) == 0;
 }
 
+/* 0 when every '%' of @p query starts an escape of two hex digits that is
+ * not %00; else a 400 in @p reply naming the byte.  A bad escape used to
+ * decode to a NUL that cut the value short: "?plugin=%00core" then
+ * filtered on nothing and listed every plugin's changes. */
+static int query_check(const char *query, struct tlsbox_api_reply *reply)
+{
+    for (const char *p = query; *p; p++) {
+        if (*p != '%')
+            continue;
+        if (!isxdigit((unsigned char)p[1]) || !isxdigit((unsigned char)p[2]) ||
+            (p[1] == '0' && p[2] == '0')) {
+            api_reply_error(reply, 400,
+                            "query string: bad percent escape at byte %zu (\"%%\" must be "
+                            "followed by two hex digits, and %%00 is not allowed)",
+                            (size_t)(p - query) + 1);
+            return -1;
+        }
+        p += 2;
+    }
+    return 0;
+}
+
 void api_dispatch(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)
 {
     reply->status = 200;
     reply->body = NULL;
+    if (req->query && query_check(req->query, reply) < 0)
+        return;
     /* Literal routes win over prefix routes; among prefixes the longest wins. */
     const struct api_route *best = NULL;
     int path_known = 0;

@@ -104,14 +104,22 @@ static void append(char **q, const char *s, int escape)
 }
 
 static enum MHD_Result add_query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     const char *value)
+                                     size_t key_size, const char *value, size_t value_size)
 {
+    (void)kind;
     char **q = cls;
     if (**q)
         append(q, "&", 0);
     append(q, key, 1);
+    /* MHD decoded a "%00": the C string stops there.  Passed on as %00, which
+     * api_dispatch refuses, rather than as a shorter value (an empty filter
+     * would list everything). */
+    if (strlen(key) != key_size)
+        append(q, "%00", 0);
     append(q, "=", 0);
     append(q, value ? value : "", 1);
+    if (value && strlen(value) != value_size)
+        append(q, "%00", 0);
     return MHD_YES;
 }
 
@@ -120,7 +128,7 @@ static enum MHD_Result add_query_arg(void *cls, enum MHD_ValueKind kind, const c
 static char *request_query(struct MHD_Connection *conn)
 {
     char *q = xstrdup("");
-    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_query_arg, &q);
+    MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, add_query_arg, &q);
     if (!*q) {
         free(q);
         return NULL;

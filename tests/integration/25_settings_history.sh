@@ -197,6 +197,15 @@ is "$(tb_ctl --json settings history site --before "$c2" | jq -r '[.changes[].id
     "settings history --before $c2 lists only older changes"
 like "$(tb_ctl settings history site --before "$c2")" "
 $c1 +[0-9-]+ [0-9:]+ +control +site\.idle_timeout +\(default\) -> 30" "among them change $c1"
+# %00 used to cut the value short: an empty filter that listed every change.
+# (Other bad escapes, "%zz", stay literal text, as libmicrohttpd leaves them.)
+is "$(api_code "http://x/api/v1/settings/history?plugin=%00site&limit=500")" 400 "%00 is refused"
+like "$(jq -r .error "$TB_TMP/reply")" '^query string: bad percent escape at byte [0-9]+ ' \
+    "saying where"
+is "$(api "http://x/api/v1/settings/history?plugin=%25zzsite&limit=500" | jq '.changes | length')" \
+    0 "a literal %zz names no plugin: nothing listed"
+is "$(api "http://x/api/v1/settings/history?plugin=%73ite&limit=500" | jq '.changes | length')" \
+    "$n_site" "an escaped name still filters (%73ite is site)"
 is "$(api_code "http://x/api/v1/settings/history?limit=0")" 400 "limit=0 is refused"
 is "$(jq -r .error "$TB_TMP/reply")" "limit=0: expected a whole number from 1 to 500" "saying the range"
 

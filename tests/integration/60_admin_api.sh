@@ -222,6 +222,13 @@ like "$(jq -r .error "$TB_TMP/out")" '^core\.hostname: "a{63}"\.\.\. does not ma
 is "$("${CURL[@]}" -b "$J" -o "$TB_TMP/out" -w '%{http_code}' "$B/api/v1/x%FF")" 404 \
     "an API path that is not UTF-8 is not found"
 like "$(jq -r .error "$TB_TMP/out")" '^no such API path: /api/v1/x' "and the reply says so"
+is "$("${CURL[@]}" -b "$J" -o "$TB_TMP/out" -w '%{http_code}' \
+    "$B/api/v1/settings/history?plugin=%00site")" 400 "a query value with %00 is refused"
+like "$(jq -r .error "$TB_TMP/out")" '^query string: bad percent escape at byte [0-9]+' \
+    "and the reply says where"
+is "$("${CURL[@]}" -b "$J" "$B/api/v1/settings/history?plugin=%73ite&limit=500" |
+    jq -r '[.changes[] | [.items[].key | startswith("site.")] | any] | length > 0 and all')" true \
+    "an escaped value still decodes (%73ite is site)"
 bind0=$(tb_ctl get admin.bind)
 for v in 1.2.3.4.5 :::: ...; do
     is "$(put_setting admin.bind "$v")" 400 "admin.bind $v is refused"
