@@ -90,6 +90,14 @@ static char *integrity(sqlite3 *db)
     return bad;
 }
 
+/* The files SQLite may put beside a database named NAME: NAME-journal,
+ * NAME-wal, NAME-shm (with "" first, for NAME itself). */
+static const char *const sqlite_sides[] = {"", "-journal", "-wal", "-shm"};
+#define N_SQLITE_SIDES (sizeof sqlite_sides / sizeof *sqlite_sides)
+
+static void guard_file(const char *file);
+static void stop_set(sigset_t *set);
+
 /* fsync a file or directory by name; 0 or -1. */
 static int sync_path(const char *path, int dir)
 {
@@ -103,15 +111,25 @@ static int sync_path(const char *path, int dir)
 
 /*
  * Copy store @p src into the new file @p to (created 0600, never over an
- * existing one) with SQLite's online backup, in rollback-journal mode (a
- * single file, no -wal beside it), synced.  When @p no_sessions, the copy
- * is emptied of web UI sessions.  0, or -1 with the reason printed.
+ * existing one nor through a symbolic link) with SQLite's online backup, in
+ * rollback-journal mode (a single file, no -wal beside it), synced.  When
+ * @p no_sessions, the copy is emptied of web UI sessions.  0, or -1 with the
+ * reason printed.  @p to is removed on a signal from its creation on.
  */
 static int copy_store(sqlite3 *src, const char *to, int no_sessions)
 {
+    /* Guarded only once it is ours: the handler must never remove a file
+     * that was there before (O_EXCL failed), and none may land between. */
+    sigset_t stop, old;
+    stop_set(&stop);
+    sigprocmask(SIG_BLOCK, &stop, &old);
     int fd = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int e = errno;
+    if (fd >= 0)
+        guard_file(to);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     if (fd < 0) {
-        fprintf(stderr, "tlsboxctl: %s: %s\n", to, strerror(errno));
+        fprintf(stderr, "tlsboxctl: %s: %s\n", to, strerror(e));
         return -1;
     }
     close(fd);
@@ -238,14 +256,41 @@ static void guard_signals(void)
  * allocate). */
 static void guard_file(const char *file)
 {
-    static const char *const sides[] = {"", "-journal", "-wal", "-shm"};
-    for (size_t s = 0; s < sizeof sides / sizeof *sides; s++) {
+    for (size_t s = 0; s < N_SQLITE_SIDES; s++) {
         size_t i = 0;
         while (i < GUARD_MAX && guarded[i])
             i++;
         if (i < GUARD_MAX)
-            guarded[i] = xasprintf("%s%s", file, sides[s]);
+            guarded[i] = xasprintf("%s%s", file, sqlite_sides[s]);
     }
+}
+
+/*
+ * 0 when neither @p tmp (FILE.partial) nor a file SQLite would put beside
+ * it exists, else -1 with the one found named.  Such a file is not
+ * removed: it may be the user's, or a symbolic link planted to have the
+ * keys written elsewhere.  A backup killed outright (SIGKILL, a crash)
+ * leaves its FILE.partial, keys in it: the user hears of it here.
+ */
+static int partial_free(const char *tmp)
+{
+    for (size_t s = 0; s < N_SQLITE_SIDES; s++) {
+        char *side = xasprintf("%s%s", tmp, sqlite_sides[s]);
+        struct stat sb;
+        const char *why = lstat(side, &sb) == 0 ? "exists"
+                          : errno != ENOENT     ? strerror(errno)
+                                                : NULL;
+        if (why)
+            fprintf(stderr,
+                    "tlsboxctl: %s: %s: a backup writes its copy there first and never replaces "
+                    "or follows a file; if a backup that was killed left it (it holds the "
+                    "private keys), remove it, else name another FILE; nothing was written\n",
+                    side, why);
+        free(side);
+        if (why)
+            return -1;
+    }
+    return 0;
 }
 
 /* Nothing more to remove on a signal: the copies are gone or in place. */
@@ -346,9 +391,7 @@ static int cmd_backup(struct ctl *c, int argc, char **argv)
     }
     what = describe(src);
     tmp = xasprintf("%s.partial", dest);
-    unlink(tmp); /* left by a backup killed outright (SIGKILL) */
-    guard_file(tmp);
-    if (copy_store(src, tmp, 0) < 0)
+    if (partial_free(tmp) < 0 || copy_store(src, tmp, 0) < 0)
         goto out;
     if (rename(tmp, dest) < 0) {
         fprintf(stderr, "tlsboxctl: %s: %s\n", dest, strerror(errno));
@@ -702,7 +745,6 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
     uid_t uid = had ? sb.st_uid : dir_sb.st_uid;
     gid_t gid = had ? sb.st_gid : dir_sb.st_gid;
     unlink(tmp); /* left by a restore killed outright (SIGKILL) */
-    guard_file(tmp);
     if (copy_store(src, tmp, 1) < 0)
         goto out;
     if (chown(tmp, uid, gid) < 0 && geteuid() == 0) {

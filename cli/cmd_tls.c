@@ -91,15 +91,13 @@ static int cmd_cert_list(struct ctl *c, int argc, char **argv)
         json_t *e, *s;
         json_array_foreach(json_object_get(j, "certificates"), i, e)
         {
-            char names[512] = "";
-            json_array_foreach(json_object_get(e, "sans"), k, s)
-            {
-                size_t l = strlen(names);
-                snprintf(names + l, sizeof(names) - l, "%s%s", l ? "," : "", json_string_value(s));
-            }
-            printf("%-24s %-11s %5lld %-9s %-8s %-32.32s %s\n", str(e, "name"), str(e, "key_type"),
+            printf("%-24s %-11s %5lld %-9s %-8s %-32.32s ", str(e, "name"), str(e, "key_type"),
                    (long long)json_integer_value(json_object_get(e, "days_left")), str(e, "source"),
-                   str(e, "status"), str(e, "issuer"), names);
+                   str(e, "status"), str(e, "issuer"));
+            /* Every name, however many: the last column has no width. */
+            json_array_foreach(json_object_get(e, "sans"), k, s)
+                printf("%s%s", k ? "," : "", json_string_value(s));
+            putchar('\n');
         }
         json_t *b = json_object_get(j, "bundle");
         if (json_is_object(b)) {
@@ -139,11 +137,10 @@ static int cmd_cert_export(struct ctl *c, int argc, char **argv)
 {
     if (argc != 1)
         return usage_error("cert export NAME");
-    char *name = ctl_escape(argv[0]);
-    char path[512];
-    snprintf(path, sizeof(path), "cert/%s", name);
-    free(name);
-    return print_pem(c, path, "chain_pem");
+    char *path = ctl_path("cert", argv[0], "");
+    int rc = print_pem(c, path, "chain_pem");
+    free(path);
+    return rc;
 }
 
 static int cmd_cert_import(struct ctl *c, int argc, char **argv)

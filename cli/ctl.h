@@ -37,7 +37,8 @@ struct ctl_command {
  * (caller json_decref's; NULL when the body was not JSON).  Returns CTL_EXIT_OK
  * when an answer came (whatever its status), CTL_EXIT_NOT_RUNNING (message
  * printed) when nothing listens, CTL_EXIT_USAGE (message printed) for a PUT
- * or POST without a body (an argument that is not UTF-8), CTL_EXIT_IO
+ * or POST without a body (an argument that is not UTF-8) or a @p path over
+ * 8192 bytes (nothing sent), CTL_EXIT_IO
  * otherwise.
  */
 int ctl_request(struct ctl *c, const char *method, const char *path, const char *body, long *status,

@@ -9,6 +9,14 @@
 #include <curl/curl.h>
 
 #include "cli/ctl.h"
+#include "core/xalloc.h"
+
+/* The longest request path tlsboxctl sends.  tlsboxd's HTTP server
+ * (libmicrohttpd) keeps the request line and headers in 32 KiB per
+ * connection and answers a longer one with a bare 414, which would read as
+ * "request refused"; no real name or query needs more than a few hundred
+ * bytes, so a longer one is a mistyped argument, refused here by name. */
+#define CTL_PATH_MAX 8192
 
 struct buf {
     char *data;
@@ -45,6 +53,13 @@ int ctl_request(struct ctl *c, const char *method, const char *path, const char 
                 path);
         return CTL_EXIT_USAGE;
     }
+    if (strlen(path) > CTL_PATH_MAX) {
+        fprintf(stderr,
+                "tlsboxctl: %s /api/v1/%.40s...: the request path is %zu bytes, more than the "
+                "%d the control socket takes: an argument is too long; nothing was sent\n",
+                method, path, strlen(path), CTL_PATH_MAX);
+        return CTL_EXIT_USAGE;
+    }
     struct stat st;
     /* connect() needs write permission on the socket: check it first, or a
      * refusal would read as "nothing answers". */
@@ -63,8 +78,7 @@ int ctl_request(struct ctl *c, const char *method, const char *path, const char 
     CURL *h = curl_easy_init();
     if (!h)
         return CTL_EXIT_IO;
-    char url[2048];
-    snprintf(url, sizeof url, "http://localhost/api/v1/%s", path);
+    char *url = xasprintf("http://localhost/api/v1/%s", path);
     struct buf out = {0};
     struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket_path);
@@ -97,6 +111,7 @@ int ctl_request(struct ctl *c, const char *method, const char *path, const char 
     }
     curl_slist_free_all(hdrs);
     curl_easy_cleanup(h);
+    free(url);
     free(out.data);
     return ret;
 }

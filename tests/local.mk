@@ -115,6 +115,8 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/26_backup_interrupted.sh \
 	tests/integration/27_ctl_stdout_error.sh \
 	tests/integration/28_state_dir_unreachable.sh \
+	tests/integration/29_backup_partial.sh \
+	tests/integration/29_ctl_long_args.sh \
 	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
 	tests/integration/62_webui_no_inline.sh tests/integration/63_admin_login_throttle.sh \
 	tests/integration/63_admin_ipv6_client.sh tests/integration/63_admin_conn_hold.sh \
@@ -132,6 +134,8 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/26_backup_interrupted.sh \
 	tests/integration/27_ctl_stdout_error.sh \
 	tests/integration/28_state_dir_unreachable.sh \
+	tests/integration/29_backup_partial.sh \
+	tests/integration/29_ctl_long_args.sh \
 	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
 	tests/integration/62_webui_no_inline.sh tests/integration/63_admin_login_throttle.sh \
 	tests/integration/63_admin_ipv6_client.sh tests/integration/63_admin_conn_hold.sh \
