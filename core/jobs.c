@@ -314,6 +314,28 @@ static int jobs_running_of(struct tlsbox_plugin *owner)
     return n;
 }
 
+/* Move @p owner's queued jobs to @p dropped and flag its running ones;
+ * jobs_lock held.  Returns how many were queued. */
+static int cancel_owner_locked(struct tlsbox_plugin *owner, struct job_list *dropped)
+{
+    int n = 0;
+    struct tlsbox_job *j = jobs_queue.head;
+    while (j) {
+        struct tlsbox_job *next = j->next;
+        if (j->owner == owner) {
+            list_remove(&jobs_queue, j);
+            list_push(dropped, j);
+            n++;
+        }
+        j = next;
+    }
+    for (j = jobs_running.head; j; j = j->next)
+        if (j->owner == owner)
+            atomic_store(&j->cancelled, true);
+    pthread_cond_broadcast(&jobs_sleep);
+    return n;
+}
+
 /* One round of jobs_cancel_owner: cancel the owner's timers, drop its
  * queued jobs, flag its running ones and wait for them.  Returns how many
  * of each it found (a job waiting for itself not counted). */
@@ -322,33 +344,24 @@ static int cancel_round(struct tlsbox_plugin *owner)
     /* Timers first, so no new job of this owner is submitted meanwhile. */
     int found = timers_cancel_owner(owner);
 
-    struct job_list dropped = {0};
-    pthread_mutex_lock(&jobs_lock);
-    struct tlsbox_job *j = jobs_queue.head;
-    while (j) {
-        struct tlsbox_job *next = j->next;
-        if (j->owner == owner) {
-            list_remove(&jobs_queue, j);
-            list_push(&dropped, j);
-            found++;
-        }
-        j = next;
-    }
-    for (j = jobs_running.head; j; j = j->next)
-        if (j->owner == owner)
-            atomic_store(&j->cancelled, true);
-    pthread_cond_broadcast(&jobs_sleep);
-    pthread_mutex_unlock(&jobs_lock);
-
-    jobs_drop(&dropped);
-
     /* A job cancelling its own owner cannot wait for itself. */
     int self = jobs_current && jobs_current->owner == owner ? 1 : 0;
+    struct job_list dropped = {0};
     pthread_mutex_lock(&jobs_lock);
     found += jobs_running_of(owner) - self;
-    while (jobs_running_of(owner) > self)
+    for (;;) {
+        /* Again after each job that ended: a job it submitted may have been
+         * started by a free thread meanwhile, and must see the cancel too
+         * (the next round would only find it done).  The lock is released
+         * only in the wait, and a job that submits another ends after it:
+         * its end wakes this loop. */
+        found += cancel_owner_locked(owner, &dropped);
+        if (jobs_running_of(owner) <= self)
+            break;
         pthread_cond_wait(&jobs_done, &jobs_lock);
+    }
     pthread_mutex_unlock(&jobs_lock);
+    jobs_drop(&dropped);
     return found;
 }
 

@@ -38,7 +38,9 @@
  *    events are recorded and queued; subscribers get them when the test
  *    calls tlsbox_mock_events_run() (never on the publishing thread, as in
  *    the core), and a subscription removed meanwhile, even by another
- *    callback of the same delivery, is not called again;
+ *    callback of the same delivery, is not called again; as in the core, a
+ *    subscription gets only the events published after it was made (not
+ *    those still queued when it subscribed);
  *  - jobs: run at once, on the submitting thread, then free_arg; job_sleep
  *    does not sleep (it returns whether the job was cancelled);
  *  - timers: on a virtual clock that only tlsbox_mock_advance() moves;

@@ -16,6 +16,7 @@ struct sub {
 struct event {
     char *name, *data;
     int from_plugin;
+    int64_t max_sub_id; /* as the core: subscriptions made after the publish do not see it */
 };
 struct timer {
     int64_t id;
@@ -99,8 +100,8 @@ int tlsbox_mockp_event_unsubscribe(struct tlsbox_plugin *self, int64_t id)
 static void push(struct event **list, size_t *n, const char *event, const char *data, int mine)
 {
     *list = tlsbox_xrealloc(*list, (*n + 1) * sizeof **list);
-    (*list)[(*n)++] =
-        (struct event){tlsbox_xstrdup(event), data ? tlsbox_xstrdup(data) : NULL, mine};
+    (*list)[(*n)++] = (struct event){tlsbox_xstrdup(event), data ? tlsbox_xstrdup(data) : NULL,
+                                     mine, next_id - 1};
 }
 
 int tlsbox_mockp_event_publish(struct tlsbox_plugin *self, const char *event, const char *data)
@@ -136,13 +137,15 @@ int tlsbox_mock_events_run(void)
         }
         struct event e = queue[0];
         memmove(queue, queue + 1, --nqueue * sizeof *queue);
-        /* The subscriptions when the delivery began, by id: a callback runs
-         * without the lock (it may subscribe, publish or unsubscribe), and
-         * one unsubscribed meanwhile is never called again (host.h). */
-        size_t n = nsubs;
-        int64_t *ids = tlsbox_xmalloc((n ? n : 1) * sizeof *ids);
-        for (size_t i = 0; i < n; i++)
-            ids[i] = subs[i].id;
+        /* The subscriptions made before the publish (ids only grow), by id:
+         * a callback runs without the lock (it may subscribe, publish or
+         * unsubscribe), and one unsubscribed meanwhile is never called
+         * again (host.h). */
+        size_t n = 0;
+        int64_t *ids = tlsbox_xmalloc((nsubs ? nsubs : 1) * sizeof *ids);
+        for (size_t i = 0; i < nsubs; i++)
+            if (subs[i].id <= e.max_sub_id)
+                ids[n++] = subs[i].id;
         pthread_mutex_unlock(&tlsbox_mockp.lock);
         for (size_t i = 0; i < n; i++) {
             tlsbox_event_fn fn;

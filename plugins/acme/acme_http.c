@@ -16,15 +16,25 @@
 #define HTTP_MAX_BODY (1024 * 1024)
 #define HTTP_MAX_BODY_TEXT "1 MiB"
 
+/* Forget every header kept from an earlier response of the same transfer. */
+static void http_forget_headers(struct acme_resp *r)
+{
+    free(r->location);
+    free(r->nonce);
+    free(r->content_type);
+    r->location = r->nonce = r->content_type = NULL;
+    r->retry_after = 0;
+    for (size_t i = 0; i < r->nalternates; i++)
+        free(r->alternates[i]);
+    memset(r->alternates, 0, sizeof(r->alternates));
+    r->nalternates = 0;
+}
+
 void acme_resp_free(struct acme_resp *r)
 {
     free(r->body);
     json_decref(r->json);
-    free(r->location);
-    free(r->nonce);
-    free(r->content_type);
-    for (size_t i = 0; i < r->nalternates; i++)
-        free(r->alternates[i]);
+    http_forget_headers(r);
     memset(r, 0, sizeof(*r));
 }
 
@@ -77,12 +87,10 @@ static size_t http_on_header(char *p, size_t size, size_t nmemb, void *arg)
     size_t n = size * nmemb;
     char *v;
     if (n >= 5 && strncmp(p, "HTTP/", 5) == 0) {
-        /* A new response (after a 100 Continue): forget the previous headers. */
-        free(r->location);
-        free(r->nonce);
-        free(r->content_type);
-        r->location = r->nonce = r->content_type = NULL;
-        r->retry_after = 0;
+        /* A new response: the one before was interim (100 Continue, or a 103
+         * Early Hints, whose Link headers would otherwise take the slots of
+         * the final response's alternates). */
+        http_forget_headers(r);
         return n;
     }
     if ((v = http_header_value(p, n, "Location"))) {

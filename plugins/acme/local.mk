@@ -30,6 +30,16 @@ plugins_acme_tests_acme_plugin_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(JAN
 	$(CURL_CFLAGS) $(SQLITE_CFLAGS)
 plugins_acme_tests_acme_plugin_test_LDADD = $(MOCKHOST_LIBS) $(CURL_LIBS) $(JANSSON_LIBS)
 
+# The HTTP client's header handling against real libcurl and a loopback server.
+check_PROGRAMS += plugins/acme/tests/acme_http_test
+TESTS += plugins/acme/tests/acme_http_test
+plugins_acme_tests_acme_http_test_SOURCES = plugins/acme/tests/acme_http_test.c \
+	plugins/acme/acme.h plugins/acme/acme_util.c plugins/acme/acme_jws.c \
+	plugins/acme/acme_renew.c
+plugins_acme_tests_acme_http_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(JANSSON_CFLAGS) \
+	$(CURL_CFLAGS) $(SQLITE_CFLAGS)
+plugins_acme_tests_acme_http_test_LDADD = $(GNUTLS_LIBS) $(CURL_LIBS) $(JANSSON_LIBS) -lpthread
+
 # The RFC 2136 + TSIG client against a real named the test starts (bind9).
 check_PROGRAMS += plugins/acme/tests/acme_dns_test
 TESTS += plugins/acme/tests/acme_dns_test

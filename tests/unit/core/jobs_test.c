@@ -24,6 +24,14 @@ static int wait_flag(atomic_int *flag, int ms)
     return atomic_load(flag);
 }
 
+/* Wait (bounded) until @p job is cancelled. */
+static void wait_cancel(struct tlsbox_job *job, int ms)
+{
+    uint64_t t0 = now_ms();
+    while (!job_cancelled(job) && now_ms() - t0 < (uint64_t)ms)
+        usleep(1000);
+}
+
 struct probe {
     atomic_int started, ran, freed, done;
     atomic_int saw_cancel;
@@ -60,9 +68,7 @@ static void job_until_cancel(void *arg, struct tlsbox_job *job)
 {
     struct probe *p = arg;
     atomic_store(&p->started, 1);
-    uint64_t t0 = now_ms();
-    while (!job_cancelled(job) && now_ms() - t0 < 5000)
-        usleep(1000);
+    wait_cancel(job, 5000);
     atomic_store(&p->saw_cancel, job_cancelled(job));
     atomic_store(&p->done, 1);
 }
@@ -107,12 +113,29 @@ static void job_arms_after_cancel(void *arg, struct tlsbox_job *job)
 {
     struct probe *p = arg;
     atomic_store(&p->started, 1);
-    uint64_t t0 = now_ms();
-    while (!job_cancelled(job) && now_ms() - t0 < 5000)
-        usleep(1000);
+    wait_cancel(job, 5000);
     usleep(20 * 1000); /* after timers_cancel_owner, for sure */
     atomic_store(&late_timer_rc,
                  (int)timers_add(OWNER_C, "late", 3600 * 1000, 0, 0, noop_timer, NULL));
+    atomic_store(&p->done, 1);
+}
+
+/* Waits for the cancel, then submits another job of its owner and goes on
+ * until a free thread has started it, as dhparam's check job does when a
+ * stop lands between its check of "stopping" and its job_submit: the new
+ * job runs while jobs_cancel_owner waits for this one. */
+static char owner_d_tag;
+#define OWNER_D ((struct tlsbox_plugin *)(void *)&owner_d_tag)
+static struct probe *late_probe;
+static atomic_llong late_id;
+static void job_submits_after_cancel(void *arg, struct tlsbox_job *job)
+{
+    struct probe *p = arg;
+    atomic_store(&p->started, 1);
+    wait_cancel(job, 5000);
+    atomic_store(&late_id,
+                 (long long)jobs_submit(OWNER_D, "late", job_until_cancel, late_probe, free_probe));
+    wait_flag(&late_probe->started, 5000);
     atomic_store(&p->done, 1);
 }
 
@@ -236,6 +259,20 @@ int main(void)
        "the job set its timer after the cancel (%d)", atomic_load(&late_timer_rc));
     is_int(timers_cancel_owner(OWNER_C), 0,
            "no timer of the owner is left once jobs_cancel_owner returns");
+
+    /* A job one of them submits meanwhile, started by a free thread while
+     * jobs_cancel_owner waits, is cancelled too: it used to run unflagged
+     * (a DH generation of minutes, stored and served during the stop). */
+    p0 = FRESH();
+    late_probe = FRESH();
+    jobs_submit(OWNER_D, "submits late", job_submits_after_cancel, p0, free_probe);
+    wait_flag(&p0->started, 5000);
+    jobs_cancel_owner(OWNER_D);
+    ok(atomic_load(&late_id) > 0 && atomic_load(&late_probe->started),
+       "the job submitted after the cancel started (id %lld)", (long long)atomic_load(&late_id));
+    is_int(atomic_load(&late_probe->saw_cancel), 1, "and saw job_cancelled()");
+    is_int(atomic_load(&late_probe->freed), 1,
+           "its free_arg ran before jobs_cancel_owner returned");
 
     /* jobs_stop: running jobs see the stop, queued ones are dropped. */
     p0 = FRESH();
