@@ -63,8 +63,8 @@ void admin_sockaddr_text(const struct sockaddr *sa, char *out, size_t n);
 #define ADMIN_CONN_PER_CLIENT 16
 /* Connections the admin port holds in all.  At this count a new connection
  * closes one that waits (idle, in its handshake, or sending its request) or
- * answers without a session: of a client (or IPv6 /48) holding more than
- * its share of ADMIN_CONN_MAX whatever its age, else one that has waited,
+ * answers without a session: of a client (or site: IPv6 /48, IPv4 /24)
+ * holding more than its share of ADMIN_CONN_MAX whatever its age, else one that has waited,
  * or answered ADMIN_ANON_ANSWER_S, longest.  Clients that open many
  * connections and send nothing, read their answers a byte at a time, or
  * open them anew every few seconds, cannot keep the admin UI from others. */

@@ -33,22 +33,23 @@
  * Fairness: four clients that asked for Chart.js on their 16 connections
  * each and opened each anew every few seconds kept all 64 younger than
  * ADMIN_ANON_ANSWER_S, and a new admin was refused as long as they went on.
- * So when all are held, a client (or an IPv6 /48, a site: one attacker may
- * have many /64s) holding more than its share, ADMIN_CONN_MAX over the
- * clients (sites) holding any with the new one's counted in, loses its
- * longest waiting connection that waits or answers without a session,
- * whatever its age; only when no client holds more than its share does age
- * decide as above.  Some client holds more than its share whenever one that
- * holds none comes, so it gets in unless those hold only answers behind a
- * session.  A share is at least 1: 65 clients holding one each are all
- * within it (else the oldest anonymous answer, likely a user's log-in while
- * a flood keeps its own connections young, would go).  nginx's limit_conn
- * caps a key's connections (ADMIN_CONN_PER_CLIENT here) and limit_req a
- * key's rate, a leaky bucket; h2o's soft-connection-limit closes idle
- * connections past a minimum age.  None closes for a newcomer by share.  A
- * per-client rate limit was not chosen: it must allow a browser's burst of
- * connections, an attacker with a few more addresses stays under any rate
- * that does, and a share needs no timing.
+ * So when all are held, a client (or a site, an IPv6 /48 or an IPv4 /24:
+ * one attacker may have many /64s or addresses) holding more than its
+ * share, ADMIN_CONN_MAX over the clients (sites) holding any with the new
+ * one's counted in, loses its longest waiting connection that waits or
+ * answers without a session, whatever its age; only when no client holds
+ * more than its share does age decide as above.  Some client holds more
+ * than its share whenever one that holds none comes, so it gets in unless
+ * those hold only answers behind a session.  A share is at least 1: 65
+ * clients holding one each are all within it (else the oldest anonymous
+ * answer, likely a user's log-in while a flood keeps its own connections
+ * young, would go).  nginx's limit_conn caps a key's connections
+ * (ADMIN_CONN_PER_CLIENT here) and limit_req a key's rate, a leaky bucket;
+ * h2o's soft-connection-limit closes idle connections past a minimum age.
+ * None closes for a newcomer by share.  A per-client rate limit was not
+ * chosen: it must allow a browser's burst of connections, an attacker with
+ * a few more addresses stays under any rate that does, and a share needs no
+ * timing.
  *
  * Counted from libmicrohttpd's connection notifications and checked by its
  * accept policy (both in the listening thread for a new connection; closes,
@@ -146,13 +147,16 @@ static unsigned counted(void)
     return n;
 }
 
-/* The network of client @p key: an IPv6 /48 (a site: 65536 /64s), an IPv4
- * address itself. */
+/* The network of client @p key: an IPv6 /48 (a site: 65536 /64s) or an
+ * IPv4 /24 (a site too: the longest IPv4 prefix routed between networks,
+ * so the least one party holds). */
 static void network_key(const unsigned char key[17], unsigned char net[17])
 {
     memcpy(net, key, 17);
     if (net[0] == 6)
         memset(net + 1 + 6, 0, 10);
+    else
+        net[1 + 3] = 0;
 }
 
 /* Connections held by the network of @p key.  Under lock. */
@@ -207,7 +211,7 @@ static struct shares fair_shares(const unsigned char for_key[17])
 /* Why a connection may be closed for a new one: by share before by age. */
 enum why { WHY_CLIENT_SHARE, WHY_SITE_SHARE, WHY_AGE, WHY_NOT };
 static const char *const why_text[] = {"its client holding more than its share",
-                                       "its /48 holding more than a site's share",
+                                       "its /48 or /24 holding more than a site's share",
                                        "the longest waiting"};
 
 /* May @p h be closed for a new connection at @p now, and why?  Under lock. */

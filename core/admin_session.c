@@ -311,7 +311,8 @@ int admin_login(const char *name, const char *password, const char *code, const 
      * in the store), which someone else may have locked on purpose. */
     int64_t dev = db ? device_valid(db, name, device) : 0;
     int clip = (int)utf8_clip(name, strlen(name), 64);
-    /* The address's keys (an IPv6 address's /64, /56, /48), then the name's. */
+    /* The address's keys (an IPv6 address's /64, /56, /48; an IPv4 address
+     * and its /24), then the name's. */
     char *owned[THROTTLE_ADDR_KEYS + 1];
     int nkeys = throttle_addr_keys(source, owned);
     owned[nkeys++] = dev ? xasprintf("device:%.*s/%lld", clip, name, (long long)dev)

@@ -18,9 +18,13 @@
 #define MAX_BACKOFF_S 60
 /* An IPv6 /56 key may fail this many times what one /64 may before it
  * backs off or locks, a /48 key THROTTLE_SCALE_48 times: a few hosts of a
- * home or office share them (see admin_throttle.h). */
+ * home or office share them (see admin_throttle.h).  An IPv4 /24 as much
+ * as a /48: each is the longest prefix routed between networks, so the
+ * block one site or hosting customer holds, and a /24 is shared more
+ * often than a /48 (NAT pools, a provider's many customers), so not less. */
 #define THROTTLE_SCALE_56 4
 #define THROTTLE_SCALE_48 16
+#define THROTTLE_SCALE_24 16
 
 /* Times in milliseconds of CLOCK_MONOTONIC: a backoff of "1 s" must not
  * end at the next wall-clock second tick. */
@@ -31,7 +35,7 @@ struct slot {
     int64_t next_allowed;
     int64_t locked_until;
     int64_t last;
-    int scale; /* 1, or THROTTLE_SCALE_56/48 for an aggregate key */
+    int scale; /* 1, or THROTTLE_SCALE_56/48/24 for an aggregate key */
 };
 
 static int64_t now_ms(void)
@@ -58,18 +62,31 @@ static int backoff_s(int failures)
     return shift > 5 ? MAX_BACKOFF_S : 1 << shift;
 }
 
+/* The keys of IPv4 address @p a (network order): the address and its /24. */
+static int ipv4_keys(const unsigned char a[4], char *keys[THROTTLE_ADDR_KEYS])
+{
+    keys[0] = xasprintf("addr:%u.%u.%u.%u", a[0], a[1], a[2], a[3]);
+    keys[1] = xasprintf("addr:%u.%u.%u.0/24", a[0], a[1], a[2]);
+    return 2;
+}
+
 int throttle_addr_keys(const char *source, char *keys[THROTTLE_ADDR_KEYS])
 {
     static const int prefixes[THROTTLE_ADDR_KEYS] = {64, 56, 48};
     struct in6_addr a;
+    unsigned char v4[4];
     char net[INET6_ADDRSTRLEN];
-    /* IPv4, and an IPv4 address in IPv6 form, is one client per address:
-     * cut to its "/64", a mapped address would share one key with every
-     * IPv4 client. */
-    if (inet_pton(AF_INET6, source, &a) != 1 || IN6_IS_ADDR_V4MAPPED(&a)) {
+    if (inet_pton(AF_INET, source, v4) == 1)
+        return ipv4_keys(v4, keys);
+    /* Not an address ("unknown"): one key, as given. */
+    if (inet_pton(AF_INET6, source, &a) != 1) {
         keys[0] = xasprintf("addr:%s", source);
         return 1;
     }
+    /* An IPv4 address in IPv6 form is that IPv4 client: cut to its "/64",
+     * it would share one key with every IPv4 client. */
+    if (IN6_IS_ADDR_V4MAPPED(&a))
+        return ipv4_keys(a.s6_addr + 12, keys);
     for (int i = 0; i < THROTTLE_ADDR_KEYS; i++) {
         memset(a.s6_addr + prefixes[i] / 8, 0, 16 - prefixes[i] / 8);
         inet_ntop(AF_INET6, &a, net, sizeof net);
@@ -78,16 +95,22 @@ int throttle_addr_keys(const char *source, char *keys[THROTTLE_ADDR_KEYS])
     return THROTTLE_ADDR_KEYS;
 }
 
-/* How many failures of a /64 key @p key stands for: 1, or more for an
- * IPv6 /56 or /48 key of throttle_addr_keys. */
+/* How many failures of one address's key @p key stands for: 1, or more
+ * for an IPv6 /56 or /48 or an IPv4 /24 key of throttle_addr_keys. */
 static int key_scale(const char *key)
 {
+    static const struct {
+        const char suffix[4];
+        int scale;
+    } scales[] = {
+        {"/56", THROTTLE_SCALE_56}, {"/48", THROTTLE_SCALE_48}, {"/24", THROTTLE_SCALE_24}};
     size_t len = strlen(key);
     if (strncmp(key, "addr:", 5) != 0 || len < 3)
         return 1;
-    if (strcmp(key + len - 3, "/56") == 0)
-        return THROTTLE_SCALE_56;
-    return strcmp(key + len - 3, "/48") == 0 ? THROTTLE_SCALE_48 : 1;
+    for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++)
+        if (strcmp(key + len - 3, scales[i].suffix) == 0)
+            return scales[i].scale;
+    return 1;
 }
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;

@@ -17,7 +17,12 @@
  *   nginx's limit_req counts by whatever key it is given; a host's prefix
  *   is the key here, at three lengths, since one length does not fit both
  *   a home (/56) and a site (/48).
- * - When the table is full anyway (many IPv4 addresses), a new key forgets
+ * - An IPv4 address counts under its /24 as well, with 16 times its limits
+ *   (as a /48: the block one site or hosting customer holds).  Else 256
+ *   addresses of a /24, each within its own limits, gave 256 x
+ *   admin.lockout_after guesses (at as many names) per lockout, and as
+ *   many PBKDF2 runs, without one backoff.
+ * - When the table is full anyway (addresses of many /24s), a new key forgets
  *   the entry least harmful to lose rather than refuse: one that restricts
  *   nothing, else the address backoff or lock that ends soonest, else a
  *   name's backoff.  Never a name's lock (the guard of a password against
@@ -35,11 +40,13 @@ enum throttle_outcome {
 };
 
 /* The throttle keys of client address @p source (text, as peer_address
- * gives it) into @p keys (caller frees each); returns how many.  IPv4:
- * one, "addr:192.0.2.7".  IPv6: THROTTLE_ADDR_KEYS, its /64 (the block one
- * host or LAN gets, so that rotating through it gives no more attempts),
- * /56 and /48: "addr:2001:db8:1:2::/64", "addr:2001:db8:1::/56",
- * "addr:2001:db8:1::/48". */
+ * gives it) into @p keys (caller frees each); returns how many.  IPv4 (also
+ * in IPv6 form, ::ffff:192.0.2.7): two, the address and its /24,
+ * "addr:192.0.2.7", "addr:192.0.2.0/24".  IPv6: THROTTLE_ADDR_KEYS, its
+ * /64 (the block one host or LAN gets, so that rotating through it gives
+ * no more attempts), /56 and /48: "addr:2001:db8:1:2::/64",
+ * "addr:2001:db8:1::/56", "addr:2001:db8:1::/48".  Not an address: one,
+ * "addr:" and @p source. */
 #define THROTTLE_ADDR_KEYS 3
 int throttle_addr_keys(const char *source, char *keys[THROTTLE_ADDR_KEYS]);
 

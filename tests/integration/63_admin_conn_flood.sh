@@ -5,10 +5,12 @@
 # found none, and a new admin was refused for as long as the flood went on.
 # Now a new connection, when all are held, closes one of a client holding
 # more than its share (64 over the clients holding any, the new one's
-# counted in), or of an IPv6 site (/48) holding more than a site's, that is
-# waiting or answering without a session, whatever its age.  Two floods:
-# four IPv4 clients with 16 connections each (each client's limit), and 64
-# /64s of one /48 with one each.  Each time the new admin logs in and gets
+# counted in), or of a site (an IPv6 /48 or an IPv4 /24) holding more than a
+# site's, that is waiting or answering without a session, whatever its age.
+# Three floods: four IPv4 clients with 16 connections each (each client's
+# limit), 64 addresses of one IPv4 /24 with one each (each within a
+# client's share of 1: each counted as a site of its own, they kept the
+# admin out), and 64 /64s of one /48 with one each.  Each time the new admin logs in and gets
 # its pages on the one connection it opened, and the connections closed are
 # the flooders'.  Real sockets (admin_flood.py), in a network namespace of
 # the test's own for the IPv6 addresses.
@@ -82,6 +84,12 @@ phase() {
 IPV4=()
 for i in $(seq 0 63); do IPV4+=("127.0.0.$((2 + i / 16))"); done
 phase ipv4 127.0.0.1 127.0.0.6 "${IPV4[@]}"
+
+tb_stop_daemon
+start
+IPV4SITE=() # 127.0.1.1 to 127.0.1.64; the admin from another /24
+for i in $(seq 1 64); do IPV4SITE+=("127.0.1.$i"); done
+phase ipv4site 127.0.0.1 127.0.2.1 "${IPV4SITE[@]}"
 
 tb_stop_daemon
 start --set admin.bind=$SERVER6

@@ -83,10 +83,11 @@ is "$(login_waiting 127.0.2.4 dave wrong4) $(login_waiting 127.0.3.4 "$LONG" wro
 is "$(login 127.0.2.5 dave 'daves password is long')" 429 "dave is locked out"
 like "$(jq -r .error "$TB_TMP/login")" "locked out" "the reply says locked out"
 
-# 300 failures, each with its own user name and source address: 600 keys,
+# 300 failures, each with its own user name and source address, each
+# address in a /24 of its own (else the /24 would back off): 900 keys,
 # more than the 256 the throttle table holds.  Eight at a time.
-flood() { # N: one failure from 127.0.(10 + N/250).(1 + N%250); one write per line
-    echo "$(login "127.0.$((10 + $1 / 250)).$((1 + $1 % 250))" "junk$1" wrong "$TB_TMP/flood.$1")"
+flood() { # N: one failure from 127.(1 + N/250).(N%250).1; one write per line
+    echo "$(login "127.$((1 + $1 / 250)).$(($1 % 250)).1" "junk$1" wrong "$TB_TMP/flood.$1")"
 }
 export -f flood login tb_admin_login
 export B TB_TMP

@@ -330,6 +330,18 @@ static void test_devices(void)
     free(err);
 }
 
+/* Failures of @p key until it backs off (at most 100). */
+static int failures_until_backoff(const char *key)
+{
+    const char *keys[] = {key};
+    int n = 0, r = 0;
+    while (n < 100 && throttle_begin(keys, 1, &r) == 0) {
+        throttle_end(keys, 1, THROTTLE_FAILED);
+        n++;
+    }
+    return n;
+}
+
 static void test_throttle(void)
 {
     int r = 0;
@@ -348,15 +360,17 @@ static void test_throttle(void)
     throttle_end(other, 1, THROTTLE_SUCCEEDED);
 
     /* The address keys: an IPv6 client by its /64, /56 and /48, IPv4 by
-     * its address. */
+     * its address and /24, in IPv6 form too. */
     const char *const addr_cases[][2] = {
-        {"192.0.2.7", "addr:192.0.2.7"},
+        {"192.0.2.7", "addr:192.0.2.7 addr:192.0.2.0/24"},
+        {"10.1.255.0", "addr:10.1.255.0 addr:10.1.255.0/24"},
         {"2001:db8:1:2:3:4:5:6",
          "addr:2001:db8:1:2::/64 addr:2001:db8:1::/56 addr:2001:db8:1::/48"},
         {"2001:db8:1:2ff::ffff",
          "addr:2001:db8:1:2ff::/64 addr:2001:db8:1:200::/56 addr:2001:db8:1::/48"},
-        {"::ffff:192.0.2.7", "addr:::ffff:192.0.2.7"},
-        {"::ffff:192.0.2.8", "addr:::ffff:192.0.2.8"},
+        {"::ffff:192.0.2.7", "addr:192.0.2.7 addr:192.0.2.0/24"},
+        {"::FFFF:198.51.100.8", "addr:198.51.100.8 addr:198.51.100.0/24"},
+        {"unknown", "addr:unknown"},
     };
     for (size_t i = 0; i < sizeof(addr_cases) / sizeof(addr_cases[0]); i++) {
         char *keys[THROTTLE_ADDR_KEYS], all[200] = "";
@@ -368,19 +382,18 @@ static void test_throttle(void)
         is_str(all, addr_cases[i][1], "throttle keys of %s", addr_cases[i][0]);
     }
 
-    /* A /56 key fails 4 times, a /48 key 16 times what a /64 may. */
-    const char *k56[] = {"addr:2001:db8:9::/56"}, *k48[] = {"addr:2001:db8:9::/48"};
-    int free56 = 0, free48 = 0;
-    while (free56 < 100 && throttle_begin(k56, 1, &r) == 0) {
-        throttle_end(k56, 1, THROTTLE_FAILED);
-        free56++;
-    }
-    while (free48 < 100 && throttle_begin(k48, 1, &r) == 0) {
-        throttle_end(k48, 1, THROTTLE_FAILED);
-        free48++;
-    }
-    is_int(free56, 12, "a /56 backs off after 12 failures");
-    is_int(free48, 48, "a /48 after 48");
+    /* A /56 key fails 4 times, a /48 key 16 times what a /64 may; an IPv4
+     * /24 key as a /48; only an address's key ends so. */
+    const char *k56[] = {"addr:2001:db8:9::/56"}, *k24[] = {"addr:198.51.100.0/24"};
+    is_int(failures_until_backoff(k56[0]), 12, "a /56 backs off after 12 failures");
+    is_int(failures_until_backoff("addr:2001:db8:9::/48"), 48, "a /48 after 48");
+    int free24 = failures_until_backoff(k24[0]);
+    is_int(free24, 48, "a /24 after 48");
+    is_int(failures_until_backoff("user:a/24"), 3, "a name ending in /24 after 3");
+    unsigned locked24 = 0;
+    for (int i = free24; i < 100 && !locked24; i++)
+        locked24 = throttle_end(k24, 1, THROTTLE_FAILED) ? (unsigned)i + 1 : 0;
+    is_int((int)locked24, 80, "and locks at 80 (16 x admin.lockout_after)");
 
     /* Attempts in flight count as the failures they may become. */
     const char *p[] = {"addr:p", "user:p"};
