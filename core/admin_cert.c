@@ -63,10 +63,11 @@ static void certset_free(struct certset *c)
     free(c);
 }
 
-/* Copy certificate @p idx of @p cred (its chain and key) into @p e, zeroed
+/* Copy certificate @p idx of @p b (its chain and key) into @p e, zeroed
  * by the caller: 0, or -1 when there is none (certentry_free() it anyway). */
-static int certentry_from(struct certentry *e, gnutls_certificate_credentials_t cred, unsigned idx)
+static int certentry_from(struct certentry *e, struct tlsbox_bundle *b, unsigned idx)
 {
+    gnutls_certificate_credentials_t cred = tls_bundle_credentials(b);
     gnutls_datum_t der;
     while (e->n < MAX_CHAIN && gnutls_certificate_get_crt_raw(cred, idx, e->n, &der) == 0) {
         if (e->n == 0 && (gnutls_x509_crt_init(&e->leaf) < 0 ||
@@ -76,14 +77,8 @@ static int certentry_from(struct certentry *e, gnutls_certificate_credentials_t 
             break;
         e->n++;
     }
-    gnutls_x509_privkey_t xkey = NULL;
-    if (e->n == 0 || gnutls_certificate_get_x509_key(cred, idx, &xkey) < 0)
+    if (e->n == 0 || tls_bundle_privkey(b, idx, &e->key) < 0)
         return -1;
-    if (gnutls_privkey_init(&e->key) < 0 ||
-        gnutls_privkey_import_x509(e->key, xkey, GNUTLS_PRIVKEY_IMPORT_AUTO_RELEASE) < 0) {
-        gnutls_x509_privkey_deinit(xkey);
-        return -1;
-    }
     e->pk = (gnutls_pk_algorithm_t)gnutls_pubkey_get_pk_algorithm(e->pcerts[0].pubkey, NULL);
     return 0;
 }
@@ -91,12 +86,11 @@ static int certentry_from(struct certentry *e, gnutls_certificate_credentials_t 
 /* Copy every certificate of @p b, in its order.  NULL (logged) when it has none. */
 static struct certset *certset_from(struct tlsbox_bundle *b)
 {
-    gnutls_certificate_credentials_t cred = tls_bundle_credentials(b);
     struct certset *c = xcalloc(1, sizeof *c);
     c->generation = tls_bundle_generation(b);
     while (c->ncerts < MAX_CERTS) {
         struct certentry e = {0};
-        if (certentry_from(&e, cred, (unsigned)c->ncerts) < 0) {
+        if (certentry_from(&e, b, (unsigned)c->ncerts) < 0) {
             certentry_free(&e);
             break;
         }

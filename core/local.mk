@@ -4,9 +4,10 @@ sbin_PROGRAMS += core/tlsboxd
 noinst_LTLIBRARIES += core/libtlsboxcore.la
 
 CORE_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(GNUTLS_CFLAGS) $(MHD_CFLAGS) \
-	$(SQLITE_CFLAGS) $(JANSSON_CFLAGS)
+	$(SQLITE_CFLAGS) $(JANSSON_CFLAGS) $(LIBCRYPTO_CFLAGS)
 # -lm: metrics.c calls floor(), which gcc inlines at -O2 but clang does not.
-CORE_LIBS = $(GNUTLS_LIBS) $(GMP_LIBS) $(MHD_LIBS) $(SQLITE_LIBS) $(JANSSON_LIBS) $(LIBS) -lm
+CORE_LIBS = $(GNUTLS_LIBS) $(GMP_LIBS) $(MHD_LIBS) $(SQLITE_LIBS) $(JANSSON_LIBS) $(LIBCRYPTO_LIBS) \
+	$(LIBS) -lm
 
 core_libtlsboxcore_la_SOURCES = \
 	core/xalloc.c core/xalloc.h core/xalloc_json.c core/utf8.c core/utf8.h \

@@ -5,14 +5,14 @@ core_tls_sources += \
 	core/tls_bundle.c core/tls_bundle.h core/tls_ca.c core/tls_ca.h \
 	core/tls_cert.c core/tls_cert.h core/tls_policy.c core/tls_policy.h \
 	core/tls_policy_store.c core/tls_policy_store.h core/tls_probe.c core/tls_probe.h \
-	core/tls_session_cache.c core/tls_session_cache.h \
+	core/tls_session_cache.c core/tls_session_cache.h core/tls_sign.c core/tls_sign.h \
 	core/tls_tickets.c core/tls_tickets.h \
 	core/tls_dh.c core/tls_dh.h core/tls_dh_set.c \
 	core/tls_staple.c core/tls_staple.h core/tls_ca_ocsp.c core/tls_ca_ocsp.h core/tls_ocsp.c
 
 # Unit tests: each lists the TLS sources it needs next to the store's.
-TLS_TEST_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS) $(JANSSON_CFLAGS)
-TLS_TEST_LIBS = $(GNUTLS_LIBS) $(SQLITE_LIBS) $(JANSSON_LIBS) $(GMP_LIBS)
+TLS_TEST_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS) $(JANSSON_CFLAGS) $(LIBCRYPTO_CFLAGS)
+TLS_TEST_LIBS = $(GNUTLS_LIBS) $(SQLITE_LIBS) $(JANSSON_LIBS) $(GMP_LIBS) $(LIBCRYPTO_LIBS)
 TLS_TEST_STORE = core/store.c core/xalloc.c core/log.c tests/tap.h \
 	tests/unit/core/tls_test_util.h
 
@@ -52,7 +52,7 @@ tests_unit_core_tls_policy_test_LDADD = $(TLS_TEST_LIBS)
 TLS_BUNDLE_TEST_SOURCES = $(TLS_TEST_STORE) tests/unit/core/tls_test_server.h \
 	core/tls_bundle.c core/tls_policy.c core/tls_policy_store.c core/tls_tickets.c \
 	core/tls_session_cache.c core/tls_ca.c core/tls_cert.c core/tls_dh.c core/tls_staple.c \
-	core/tls_ca_ocsp.c core/tls_alpn.c core/tls_addr.c core/tls_select.c
+	core/tls_ca_ocsp.c core/tls_alpn.c core/tls_addr.c core/tls_select.c core/tls_sign.c
 
 check_PROGRAMS += tests/unit/core/tls_bundle_test tests/unit/core/tls_alpn_test
 TESTS += tests/unit/core/tls_bundle_test tests/unit/core/tls_alpn_test
@@ -65,6 +65,13 @@ tests_unit_core_tls_alpn_test_SOURCES = tests/unit/core/tls_alpn_test.c $(TLS_BU
 nodist_tests_unit_core_tls_alpn_test_SOURCES = core/migrations_embedded.c
 tests_unit_core_tls_alpn_test_CFLAGS = $(TLS_TEST_CFLAGS)
 tests_unit_core_tls_alpn_test_LDADD = $(TLS_TEST_LIBS)
+
+check_PROGRAMS += tests/unit/core/tls_sign_test
+TESTS += tests/unit/core/tls_sign_test
+tests_unit_core_tls_sign_test_SOURCES = tests/unit/core/tls_sign_test.c tests/tap.h \
+	core/tls_sign.c core/tls_sign.h
+tests_unit_core_tls_sign_test_CFLAGS = $(TLS_TEST_CFLAGS)
+tests_unit_core_tls_sign_test_LDADD = $(TLS_TEST_LIBS) -lpthread
 
 check_PROGRAMS += tests/unit/core/tls_dh_test
 TESTS += tests/unit/core/tls_dh_test

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 
 #include "core/log.h"
 #include "core/tls.h"
@@ -18,6 +20,7 @@
 #include "core/tls_policy.h"
 #include "core/tls_policy_store.h"
 #include "core/tls_select.h"
+#include "core/tls_sign.h"
 #include "core/tls_staple.h"
 #include "core/tls_tickets.h"
 #include "core/xalloc.h"
@@ -33,6 +36,9 @@ struct tlsbox_bundle {
     char *policy_refused; /* why the stored policy was not used, or NULL */
     int ncerts;
     json_t *cert_names;
+    /* By index in cred: the libcrypto key of that certificate, or NULL
+     * where GnuTLS holds it (tls_bundle_privkey). */
+    struct tls_signer **signers;
     bool tickets;
     struct tls_ticket_keys keys;
     unsigned ticket_lifetime;
@@ -112,6 +118,9 @@ static void bundle_free(struct tlsbox_bundle *b)
     free(b->priority);
     free(b->policy_refused);
     json_decref(b->cert_names);
+    for (int i = 0; b->signers && i < b->ncerts; i++)
+        tls_signer_unref(b->signers[i]);
+    free(b->signers);
     free(b->hsts);
     free(b->dh_text);
     tls_tickets_wipe(&b->keys);
@@ -255,6 +264,26 @@ static int on_post_client_hello(gnutls_session_t session)
     return 0;
 }
 
+int tls_bundle_privkey(const struct tlsbox_bundle *b, unsigned idx, gnutls_privkey_t *out)
+{
+    *out = NULL;
+    if (!b || idx >= (unsigned)b->ncerts)
+        return -ENOENT;
+    if (b->signers[idx])
+        return tls_signer_privkey(b->signers[idx], out);
+    gnutls_x509_privkey_t xkey = NULL;
+    if (gnutls_certificate_get_x509_key(b->cred, idx, &xkey) < 0)
+        return -ENOENT;
+    if (gnutls_privkey_init(out) < 0 ||
+        gnutls_privkey_import_x509(*out, xkey, GNUTLS_PRIVKEY_IMPORT_AUTO_RELEASE) < 0) {
+        gnutls_privkey_deinit(*out); /* NULL-safe */
+        gnutls_x509_privkey_deinit(xkey);
+        *out = NULL;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 gnutls_certificate_credentials_t tls_bundle_credentials(const struct tlsbox_bundle *b)
 {
     return b->cred;
@@ -389,6 +418,7 @@ struct cert_row {
     char *name;
     gnutls_datum_t chain, key; /* copies; the key wiped when freed */
     char *sans;                /* JSON: its DNS names and addresses */
+    struct tls_signer *signer; /* libcrypto's copy of the key, or NULL */
 };
 
 static void rows_free(struct cert_row *rows, size_t n)
@@ -397,6 +427,7 @@ static void rows_free(struct cert_row *rows, size_t n)
         free(rows[i].name);
         free(rows[i].chain.data);
         free(rows[i].sans);
+        tls_signer_unref(rows[i].signer);
         wipe_free(rows[i].key.data, rows[i].key.size);
     }
     free(rows);
@@ -410,17 +441,60 @@ static gnutls_datum_t datum_copy(const void *p, int n)
     return d;
 }
 
+/* Load @p r into @p cred with a key that libcrypto signs for
+ * (core/tls_sign.h): its index in @p cred, or -1 when the key is not one it
+ * takes or GnuTLS refused the pair (*refused then says why); the caller
+ * then loads it the usual way. */
+static int load_row_fast_sign(gnutls_certificate_credentials_t cred, const struct cert_row *r,
+                              int *refused)
+{
+    gnutls_privkey_t key;
+    *refused = 0;
+    if (!r->signer || tls_signer_privkey(r->signer, &key) < 0)
+        return -1;
+    gnutls_pcert_st pcerts[16]; /* a longer chain is left to GnuTLS's loader */
+    unsigned n = 16;
+    if (gnutls_pcert_list_import_x509_raw(pcerts, &n, &r->chain, GNUTLS_X509_FMT_PEM, 0) < 0) {
+        gnutls_privkey_deinit(key);
+        return -1;
+    }
+    /* Takes the key and the certificates on success only.  It signs once
+     * and verifies that with the certificate's key, so a pair that does
+     * not match, or a libcrypto that signs wrongly, never serves. */
+    int idx = gnutls_certificate_set_key(cred, NULL, 0, pcerts, (int)n, key);
+    if (idx < 0) {
+        for (unsigned i = 0; i < n; i++)
+            gnutls_pcert_deinit(&pcerts[i]);
+        gnutls_privkey_deinit(key);
+        *refused = idx;
+        return -1;
+    }
+    return idx;
+}
+
 /* Load @p r into @p cred, with its staple; 0 or -EIO with *err. */
 static int load_row(sqlite3 *db, struct tlsbox_bundle *b, gnutls_certificate_credentials_t cred,
                     const struct cert_row *r, bool staple, time_t now, char **err)
 {
     gnutls_datum_t chain = r->chain, key = r->key;
-    int idx =
-        gnutls_certificate_set_x509_key_mem2(cred, &chain, &key, GNUTLS_X509_FMT_PEM, NULL, 0);
+    int refused;
+    int idx = load_row_fast_sign(cred, r, &refused);
+    bool fast = idx >= 0;
+    if (!fast) {
+        idx =
+            gnutls_certificate_set_x509_key_mem2(cred, &chain, &key, GNUTLS_X509_FMT_PEM, NULL, 0);
+        /* GnuTLS's own key works where libcrypto's did not: say so, as the
+         * handshakes of this certificate now cost more. */
+        if (idx >= 0 && refused < 0)
+            log_warn("tls: certificate %s: libcrypto's signature refused (%s); GnuTLS signs",
+                     r->name, gnutls_strerror(refused));
+    }
     if (idx < 0) {
         *err = xasprintf("certificate %s: %s", r->name, gnutls_strerror(idx));
         return -EIO;
     }
+    if (fast && cred == b->cred && idx == b->ncerts)
+        b->signers[idx] = tls_signer_ref(r->signer);
     if (staple)
         load_staple(db, b, cred, r->name, idx, now);
     return 0;
@@ -481,6 +555,11 @@ static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time
         r->key = datum_copy(sqlite3_column_blob(st, 2), sqlite3_column_bytes(st, 2));
         const char *sans = (const char *)sqlite3_column_text(st, 4);
         r->sans = xstrdup(sans ? sans : "[]");
+        /* One libcrypto copy of the key for every credentials that serve it. */
+        r->signer = NULL;
+        tls_signer_load(&r->key, &r->signer);
+        b->signers = xrealloc(b->signers, (size_t)(b->ncerts + 1) * sizeof(*b->signers));
+        b->signers[b->ncerts] = NULL;
         if ((rc = load_row(db, b, b->cred, r, staple, now, err)) < 0)
             goto out;
         json_array_append_new(b->cert_names, json_string(r->name));

@@ -39,6 +39,12 @@ json_t *tls_bundle_describe(const struct tlsbox_bundle *b);
 /* The bundle's credentials (every certificate, in preference order), borrowed
  * for as long as the caller holds its reference on @p b (admin server). */
 gnutls_certificate_credentials_t tls_bundle_credentials(const struct tlsbox_bundle *b);
+/* A new private key for certificate @p idx of tls_bundle_credentials(b)
+ * (the admin server serves the same certificates): a GnuTLS copy, or one
+ * more handle on libcrypto's (core/tls_sign.h).  0, or -ENOENT (no such
+ * certificate) / -ENOMEM with *out NULL.  The key is the caller's and
+ * outlives @p b.  Any thread, while the caller holds @p b. */
+int tls_bundle_privkey(const struct tlsbox_bundle *b, unsigned idx, gnutls_privkey_t *out);
 /* What the bundle serves for Diffie-Hellman (see tls_dh_load), as JSON text
  * with "bundle": generation; borrowed for the reference's life.  Any thread. */
 const char *tls_bundle_dh_text(const struct tlsbox_bundle *b);

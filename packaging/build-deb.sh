@@ -61,12 +61,15 @@ build() {
 # The armhf build chroot: amd64 bookworm with the armhf cross toolchain
 # and -dev packages, made once and kept as a tarball.
 armhf_chroot() {
-    tarball="$cache/bookworm-amd64-armhf-cross.tar"
+    deps="build-essential crossbuild-essential-armhf debhelper pkg-config
+      libgnutls28-dev:armhf libnghttp2-dev:armhf libmicrohttpd-dev:armhf
+      libsqlite3-dev:armhf libcurl4-gnutls-dev:armhf libjansson-dev:armhf
+      libssl-dev:armhf"
+    # Named by its package list: a cached chroot made before a dependency
+    # was added is not reused.
+    tarball="$cache/bookworm-amd64-armhf-cross-$(echo $deps | cksum | cut -d' ' -f1).tar"
     if [ ! -s "$tarball" ]; then
         mkdir -p "$cache"
-        deps="build-essential crossbuild-essential-armhf debhelper pkg-config
-          libgnutls28-dev:armhf libnghttp2-dev:armhf libmicrohttpd-dev:armhf
-          libsqlite3-dev:armhf libcurl4-gnutls-dev:armhf libjansson-dev:armhf"
         # No bookworm-security: its armhf index is often out of step with
         # its Release file (apt then refuses the whole update).
         rm -rf "$tarball.tmp"

@@ -11,7 +11,8 @@ APT="apt-get -o DPkg::Lock::Timeout=600 -y --no-install-recommends"
 
 BUILD="build-essential autoconf automake libtool pkg-config
   libgnutls28-dev libnghttp2-dev libmicrohttpd-dev libsqlite3-dev
-  libcurl4-gnutls-dev libjansson-dev libgmp-dev"
+  libcurl4-gnutls-dev libjansson-dev libgmp-dev libssl-dev"
+# (libssl-dev: libcrypto makes the ECDSA handshake signatures, core/tls_sign.h.)
 # intel-ipsec-mb seals the site's AES-GCM records on x86-64; Debian builds it
 # for amd64 only, and elsewhere GnuTLS seals them.
 if [ "$(dpkg --print-architecture)" = amd64 ]; then
@@ -41,7 +42,8 @@ TEST="clang libclang-rt-14-dev clang-format
 PACKAGE="debhelper lintian mmdebstrap arch-test systemd systemd-container
   qemu-user-static binfmt-support crossbuild-essential-arm64
   libgnutls28-dev:arm64 libnghttp2-dev:arm64 libmicrohttpd-dev:arm64
-  libsqlite3-dev:arm64 libcurl4-gnutls-dev:arm64 libjansson-dev:arm64"
+  libsqlite3-dev:arm64 libcurl4-gnutls-dev:arm64 libjansson-dev:arm64
+  libssl-dev:arm64"
 
 pkgs="$BUILD"
 case "${1:-}" in

@@ -22,10 +22,17 @@
 #include "core/tls_policy.h"
 #include "core/tls_policy_store.h"
 #include "core/tls_session_cache.h"
+#include "core/tls_sign.h"
 #include "core/tls_tickets.h"
 #include "tests/tap.h"
 #include "tests/unit/core/tls_test_server.h"
 #include "tests/unit/core/tls_test_util.h"
+
+#ifdef HAVE_OPENSSL_SIGN
+#define HAVE_FAST_SIGN 1
+#else
+#define HAVE_FAST_SIGN 0
+#endif
 
 static time_t fake_now;
 static time_t fake_time(time_t *t)
@@ -191,15 +198,25 @@ int main(void)
 
     /* Full handshakes. */
     gnutls_datum_t t13 = {NULL, 0}, t12 = {NULL, 0}, sid = {NULL, 0};
+    /* With libcrypto, each full handshake's signature is its (and the
+     * client verifies it); without, GnuTLS makes them all. */
+    const uint64_t per_full = HAVE_FAST_SIGN;
+    uint64_t signed0 = tls_sign_count();
     struct result r = handshake(b1, NULL, NULL, &t13);
     is_int(r.rc, 0, "TLS 1.3 handshake");
     ok(r.verified, "leaf verifies against the internal root for localhost");
     is_str(r.alpn, "h2", "ALPN h2 preferred");
     is_int(r.version, GNUTLS_TLS1_3, "TLS 1.3 negotiated");
     is_int(r.pk, GNUTLS_PK_ECDSA, "ECDSA certificate served");
+    is_int((int)(tls_sign_count() - signed0), (int)per_full,
+           "TLS 1.3 signature made by libcrypto (when built with it)");
+    signed0 = tls_sign_count();
     r = handshake(b1, "NORMAL:-VERS-TLS1.3", NULL, &t12);
     is_int(r.rc, 0, "TLS 1.2 handshake");
     is_int(r.version, GNUTLS_TLS1_2, "TLS 1.2 negotiated");
+    ok(r.verified, "TLS 1.2 ECDHE-ECDSA signature verifies");
+    is_int((int)(tls_sign_count() - signed0), (int)per_full,
+           "TLS 1.2 signature made by libcrypto (when built with it)");
     r = handshake(b1, "NORMAL:-VERS-TLS-ALL:+VERS-TLS1.1", NULL, NULL);
     ok(r.rc < 0, "TLS 1.1 refused by the intermediate policy");
     r = handshake(b1, "NORMAL:-VERS-TLS1.3:-AES-128-GCM:-AES-256-GCM:-CHACHA20-POLY1305", NULL,
@@ -207,8 +224,10 @@ int main(void)
     ok(r.rc < 0, "TLS 1.2 CBC-only client refused (AEAD only)");
 
     /* Resumption: tickets (1.3 and 1.2) and the session-id cache (1.2). */
+    signed0 = tls_sign_count();
     r = handshake(b1, NULL, &t13, NULL);
     ok(r.rc == 0 && r.resumed, "TLS 1.3 ticket resumes");
+    is_int((int)(tls_sign_count() - signed0), 0, "a resumed handshake signs nothing");
     r = handshake(b1, "NORMAL:-VERS-TLS1.3", &t12, NULL);
     ok(r.rc == 0 && r.resumed, "TLS 1.2 ticket resumes");
     r = handshake(b1, "NORMAL:-VERS-TLS1.3:%NO_TICKETS", NULL, &sid);
@@ -295,9 +314,11 @@ int main(void)
     struct tlsbox_bundle *b4 = build(db, cache, "ECDSA + RSA");
     r = handshake(b4, NULL, NULL, NULL);
     is_int(r.pk, GNUTLS_PK_ECDSA, "modern client gets ECDSA");
+    signed0 = tls_sign_count();
     r = handshake(b4, "NORMAL:-VERS-TLS1.3:-SIGN-ALL:+SIGN-RSA-SHA256:-ECDHE-ECDSA:+ECDHE-RSA",
                   NULL, NULL);
     ok(r.rc == 0 && r.verified, "RSA-only client handshakes");
+    is_int((int)(tls_sign_count() - signed0), 0, "GnuTLS signs for the RSA key");
     is_int(r.pk, GNUTLS_PK_RSA, "RSA-only client gets RSA");
     json_t *d = tls_bundle_describe(b4);
     char *ds = json_dumps(json_object_get(d, "certificates"), JSON_COMPACT);

@@ -1,0 +1,192 @@
+/* libcrypto's handshake signatures (core/tls_sign.c): which keys it takes,
+ * that GnuTLS verifies what it signs for every ECDSA scheme a handshake can
+ * ask for, what it refuses, and signing from several threads at once. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+
+#include "core/tls_sign.h"
+#include "tests/tap.h"
+
+/* A new key of @p pk / @p bits as PEM (PKCS#8, as the store keeps keys) and
+ * its public key. */
+static gnutls_datum_t new_key(gnutls_pk_algorithm_t pk, unsigned bits, gnutls_pubkey_t *pub)
+{
+    gnutls_x509_privkey_t x;
+    gnutls_datum_t pem = {NULL, 0};
+    gnutls_x509_privkey_init(&x);
+    if (gnutls_x509_privkey_generate(x, pk, bits, 0) == 0)
+        gnutls_x509_privkey_export2_pkcs8(x, GNUTLS_X509_FMT_PEM, NULL, GNUTLS_PKCS_PLAIN, &pem);
+    if (pub) {
+        gnutls_privkey_t p;
+        gnutls_privkey_init(&p);
+        gnutls_privkey_import_x509(p, x, 0);
+        gnutls_pubkey_init(pub);
+        gnutls_pubkey_import_privkey(*pub, p, 0, 0);
+        gnutls_privkey_deinit(p);
+    }
+    gnutls_x509_privkey_deinit(x);
+    return pem;
+}
+
+static const gnutls_datum_t msg = {(unsigned char *)"the handshake transcript", 24};
+
+/* Sign @p msg with @p key under @p algo; 1 when @p pub verifies it. */
+static int signs_and_verifies(gnutls_privkey_t key, gnutls_pubkey_t pub,
+                              gnutls_sign_algorithm_t algo)
+{
+    gnutls_datum_t sig = {NULL, 0};
+    int ok = gnutls_privkey_sign_data2(key, algo, 0, &msg, &sig) == 0 &&
+             gnutls_pubkey_verify_data2(pub, algo, 0, &msg, &sig) >= 0;
+    gnutls_free(sig.data);
+    return ok;
+}
+
+#ifdef HAVE_OPENSSL_SIGN
+struct worker {
+    gnutls_privkey_t key;
+    gnutls_pubkey_t pub;
+    int good;
+};
+
+static void *sign_many(void *arg)
+{
+    struct worker *w = arg;
+    for (int i = 0; i < 200; i++)
+        w->good += signs_and_verifies(w->key, w->pub, GNUTLS_SIGN_ECDSA_SECP256R1_SHA256);
+    return NULL;
+}
+
+static void test_with_libcrypto(void)
+{
+    gnutls_pubkey_t pub256, pub384;
+    gnutls_datum_t p256 =
+        new_key(GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), &pub256);
+    gnutls_datum_t p384 =
+        new_key(GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP384R1), &pub384);
+    gnutls_privkey_t k256 = NULL, k384 = NULL;
+    is_int(tls_sign_key_load(&p256, &k256), 0, "P-256 key taken");
+    is_int(tls_sign_key_load(&p384, &k384), 0, "P-384 key taken");
+    if (!k256 || !k384) {
+        ok(0, "no key to sign with");
+        return;
+    }
+    unsigned bits = 0;
+    is_int(gnutls_privkey_get_pk_algorithm(k256, &bits), GNUTLS_PK_ECDSA, "GnuTLS sees ECDSA");
+    is_int((int)bits, 256, "of 256 bits");
+
+    uint64_t before = tls_sign_count();
+    /* TLS 1.3 (the curve is in the scheme) and TLS 1.2 (the hash only). */
+    ok(signs_and_verifies(k256, pub256, GNUTLS_SIGN_ECDSA_SECP256R1_SHA256),
+       "P-256: ecdsa_secp256r1_sha256 verifies");
+    ok(signs_and_verifies(k256, pub256, GNUTLS_SIGN_ECDSA_SHA384),
+       "P-256: TLS 1.2 ECDSA with SHA-384 verifies");
+    ok(signs_and_verifies(k256, pub256, GNUTLS_SIGN_ECDSA_SHA1),
+       "P-256: TLS 1.2 ECDSA with SHA-1 verifies");
+    ok(signs_and_verifies(k384, pub384, GNUTLS_SIGN_ECDSA_SECP384R1_SHA384),
+       "P-384: ecdsa_secp384r1_sha384 verifies");
+    ok(signs_and_verifies(k384, pub384, GNUTLS_SIGN_ECDSA_SHA256),
+       "P-384: TLS 1.2 ECDSA with SHA-256 verifies");
+    is_int((int)(tls_sign_count() - before), 5, "the five signatures were libcrypto's");
+
+    /* Another key's signature does not verify: the signature is of this key. */
+    ok(!signs_and_verifies(k256, pub384, GNUTLS_SIGN_ECDSA_SHA256),
+       "a P-256 signature does not verify under another key");
+
+    /* Schemes that name another curve or another algorithm are refused
+     * before anything is signed, so GnuTLS never offers them. */
+    before = tls_sign_count();
+    gnutls_datum_t sig = {NULL, 0};
+    ok(gnutls_privkey_sign_data2(k256, GNUTLS_SIGN_RSA_SHA256, 0, &msg, &sig) < 0,
+       "RSA scheme refused for an ECDSA key");
+    gnutls_free(sig.data);
+    is_int((int)(tls_sign_count() - before), 0, "nothing signed for a refused scheme");
+
+    /* Several threads, one key: each signature has its own context. */
+    struct worker w[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct worker){k256, pub256, 0};
+        pthread_create(&t[i], NULL, sign_many, &w[i]);
+    }
+    int good = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        good += w[i].good;
+    }
+    is_int(good, 800, "800 signatures from 4 threads at once all verify");
+
+    gnutls_privkey_deinit(k256);
+    gnutls_privkey_deinit(k384);
+    gnutls_pubkey_deinit(pub256);
+    gnutls_pubkey_deinit(pub384);
+    gnutls_free(p256.data);
+    gnutls_free(p384.data);
+}
+#endif
+
+/* Keys libcrypto does not sign for here: GnuTLS keeps them. */
+static void test_left_to_gnutls(void)
+{
+    struct {
+        gnutls_pk_algorithm_t pk;
+        unsigned bits;
+        const char *what;
+    } keys[] = {
+        {GNUTLS_PK_RSA, 2048, "RSA"},
+        {GNUTLS_PK_EDDSA_ED25519, 256, "Ed25519"},
+        {GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP521R1), "P-521"},
+    };
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        gnutls_datum_t pem = new_key(keys[i].pk, keys[i].bits, NULL);
+        gnutls_privkey_t k = (gnutls_privkey_t)1;
+        is_int(tls_sign_key_load(&pem, &k), -ENOTSUP, "%s key left to GnuTLS", keys[i].what);
+        ok(k == NULL, "%s: no key returned", keys[i].what);
+        gnutls_free(pem.data);
+    }
+}
+
+static void test_bad_input(void)
+{
+    gnutls_privkey_t k = (gnutls_privkey_t)1;
+    gnutls_datum_t junk = {(unsigned char *)"-----BEGIN PRIVATE KEY-----\nnot base64\n", 40};
+    int r = tls_sign_key_load(&junk, &k);
+#ifdef HAVE_OPENSSL_SIGN
+    is_int(r, -EINVAL, "junk PEM refused");
+#else
+    is_int(r, -ENOTSUP, "without libcrypto nothing is taken");
+#endif
+    ok(k == NULL, "junk: no key returned");
+    gnutls_datum_t empty = {NULL, 0};
+    ok(tls_sign_key_load(&empty, &k) < 0 && k == NULL, "empty key refused");
+
+    /* An encrypted key: refused at once, no passphrase prompt (stdin is
+     * not read: the test would hang on a terminal otherwise). */
+    gnutls_x509_privkey_t x;
+    gnutls_datum_t enc = {NULL, 0};
+    gnutls_x509_privkey_init(&x);
+    gnutls_x509_privkey_generate(x, GNUTLS_PK_ECDSA,
+                                 GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0);
+    gnutls_x509_privkey_export2_pkcs8(x, GNUTLS_X509_FMT_PEM, "secret", GNUTLS_PKCS_PBES2_AES_256,
+                                      &enc);
+    gnutls_x509_privkey_deinit(x);
+    ok(tls_sign_key_load(&enc, &k) < 0 && k == NULL, "encrypted key refused without a prompt");
+    gnutls_free(enc.data);
+}
+
+int main(void)
+{
+    gnutls_global_init();
+#ifdef HAVE_OPENSSL_SIGN
+    test_with_libcrypto();
+#endif
+    test_left_to_gnutls();
+    test_bad_input();
+    gnutls_global_deinit();
+    return done_testing();
+}
