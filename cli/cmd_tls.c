@@ -102,8 +102,13 @@ static int cmd_cert_list(struct ctl *c, int argc, char **argv)
         json_t *b = json_object_get(j, "bundle");
         if (json_is_object(b)) {
             char *certs = json_dumps(json_object_get(b, "certificates"), JSON_COMPACT);
+            char *fast = json_dumps(json_object_get(b, "signed_by_libcrypto"), JSON_COMPACT);
             printf("serving: bundle %lld with %s\n",
                    (long long)json_integer_value(json_object_get(b, "generation")), certs);
+            /* An old daemon does not say: then nothing is printed. */
+            if (fast)
+                printf("signatures by libcrypto for: %s\n", fast);
+            free(fast);
             free(certs);
         }
     }

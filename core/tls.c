@@ -100,9 +100,11 @@ int tls_rebuild(sqlite3 *db, const char *why)
     }
     json_t *d = tls_bundle_describe(b);
     char *txt = json_dumps(json_object_get(d, "certificates"), JSON_COMPACT);
-    log_info("tls: bundle %llu after %s: certificates %s, priority %s",
-             (unsigned long long)tls_bundle_generation(b), why, txt,
+    char *fast = json_dumps(json_object_get(d, "signed_by_libcrypto"), JSON_COMPACT);
+    log_info("tls: bundle %llu after %s: certificates %s (libcrypto signs for %s), priority %s",
+             (unsigned long long)tls_bundle_generation(b), why, txt, fast,
              json_string_value(json_object_get(d, "priority")));
+    free(fast);
     free(txt);
     json_decref(d);
     time_t until = tls_bundle_staple_until(b);

@@ -368,13 +368,21 @@ json_t *tls_bundle_describe(const struct tlsbox_bundle *b)
      * through jansson's count, which orders nothing for the thread that then
      * frees it (its decrement is a release only): the reply read the names
      * as that thread wiped and freed them. */
-    return json_pack("{s:I, s:o, s:s, s:I, s:s?, s:b, s:s?, s:o, s:o, s:o, s:o}", "generation",
+    /* The certificates whose handshake signature libcrypto makes
+     * (core/tls_sign.h); the rest GnuTLS signs. */
+    json_t *by_libcrypto = json_array();
+    for (int i = 0; i < b->ncerts; i++)
+        if (b->signers[i])
+            json_array_append_new(by_libcrypto, json_string(json_string_value(
+                                                    json_array_get(b->cert_names, (size_t)i))));
+    return json_pack("{s:I, s:o, s:o, s:s, s:I, s:s?, s:b, s:s?, s:o, s:o, s:o, s:o}", "generation",
                      (json_int_t)b->generation, "certificates", json_deep_copy(b->cert_names),
-                     "priority", b->priority, "policy_id", (json_int_t)b->policy_id,
-                     "policy_refused", b->policy_refused, "tickets", b->tickets, "hsts", b->hsts,
-                     "dh", dh ? dh : json_null(), "tls_alpn_challenges", alpn_names,
-                     "certificates_by_address", tls_select_describe_addresses(&b->select),
-                     "certificates_by_wildcard", tls_select_describe_wildcards(&b->select));
+                     "signed_by_libcrypto", by_libcrypto, "priority", b->priority, "policy_id",
+                     (json_int_t)b->policy_id, "policy_refused", b->policy_refused, "tickets",
+                     b->tickets, "hsts", b->hsts, "dh", dh ? dh : json_null(),
+                     "tls_alpn_challenges", alpn_names, "certificates_by_address",
+                     tls_select_describe_addresses(&b->select), "certificates_by_wildcard",
+                     tls_select_describe_wildcards(&b->select));
 }
 
 const char *tls_bundle_dh_text(const struct tlsbox_bundle *b)

@@ -35,6 +35,13 @@ like "$out" "Peer signature type: ECDSA|Server public key is 256 bit" "ECDSA P-2
 out=$(sc -tls1_2)
 like "$out" "Protocol *: TLSv1\.2" "TLS 1.2 allowed by the default policy"
 like "$out" "Cipher *: ECDHE-ECDSA-(AES|CHACHA)" "with ECDHE and AEAD"
+# Both handshakes above verified a signature; with libcrypto built in
+# (core/tls_sign.h) it made them, for the ECDSA leaf, and the bundle says so.
+want='[]'
+grep -q '^#define HAVE_OPENSSL_SIGN 1' "$top_builddir/config.h" && want='["internal"]'
+is "$(tb_ctl --json cert list | jq -c '.bundle.signed_by_libcrypto')" "$want" \
+    "the bundle names the certificates libcrypto signs for: $want"
+like "$(tb_ctl cert list)" "signatures by libcrypto for: \[" "tlsboxctl cert list says so too"
 out=$(sc -tls1_1 -cipher 'DEFAULT:@SECLEVEL=0')
 like "$out" "Cipher is \(NONE\)" "TLS 1.1 refused"
 
