@@ -31,8 +31,9 @@ struct tls_signer;
 
 /*
  * Read @p key_pem (PEM, as the store keeps it) into libcrypto.  Only ECDSA
- * on P-256 and P-384 is taken: -ENOTSUP for any other key (RSA, Ed25519,
- * another curve) and when built without libcrypto, -EINVAL when libcrypto
+ * on P-256 is taken (libcrypto 3.0's P-384 is several times slower than
+ * nettle's): -ENOTSUP for any other key (RSA, Ed25519, P-384, P-521) and
+ * when built without libcrypto, -EINVAL when libcrypto
  * cannot read the key, -ENOMEM; the caller then loads the key the usual way.
  * On 0, *out holds one reference (tls_signer_unref).  Never logs or returns
  * key material.

@@ -43,3 +43,14 @@ perf-acme-retry: all
 	top_builddir='$(abs_top_builddir)' top_srcdir='$(abs_top_srcdir)' \
 		$(SHELL) $(top_srcdir)/tests/perf/acme_retry_mem.sh $(PERF_ARGS)
 .PHONY: perf-acme-retry
+
+# The handshake signature through GnuTLS: nettle's against libcrypto's
+# (core/tls_sign.h), alternated rounds on one core (prints a table).
+# Built only here: EXTRA_PROGRAMS, not part of all or check.
+EXTRA_PROGRAMS += tests/perf/sign_speed
+tests_perf_sign_speed_SOURCES = tests/perf/sign_speed.c core/tls_sign.c core/tls_sign.h
+tests_perf_sign_speed_CFLAGS = $(TLS_TEST_CFLAGS)
+tests_perf_sign_speed_LDADD = $(TLS_TEST_LIBS)
+perf-sign: tests/perf/sign_speed$(EXEEXT)
+	taskset -c 1 ./tests/perf/sign_speed $(PERF_ARGS)
+.PHONY: perf-sign
