@@ -183,10 +183,11 @@ int tls_signer_load(const gnutls_datum_t *key_pem, struct tls_signer **out)
     BIO *bio = BIO_new_mem_buf(key_pem->data, (int)key_pem->size);
     EVP_PKEY *pk = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
     BIO_free(bio);
-    if (!pk) {
-        ERR_clear_error();
+    /* libcrypto's decoders may leave what the formats they tried said on
+     * the thread's queue, even on success: not for the next caller. */
+    ERR_clear_error();
+    if (!pk)
         return -EINVAL;
-    }
     gnutls_ecc_curve_t curve = curve_of(pk);
     if (curve == GNUTLS_ECC_CURVE_INVALID) {
         EVP_PKEY_free(pk);

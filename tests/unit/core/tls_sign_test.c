@@ -34,6 +34,7 @@ static gnutls_datum_t new_key(gnutls_pk_algorithm_t pk, unsigned bits, gnutls_pu
     return pem;
 }
 
+#ifdef HAVE_OPENSSL_SIGN
 static const gnutls_datum_t msg = {(unsigned char *)"the handshake transcript", 24};
 
 /* Sign @p msg with @p key under @p algo; 1 when @p pub verifies it. */
@@ -47,7 +48,6 @@ static int signs_and_verifies(gnutls_privkey_t key, gnutls_pubkey_t pub,
     return ok;
 }
 
-#ifdef HAVE_OPENSSL_SIGN
 struct worker {
     gnutls_privkey_t key;
     gnutls_pubkey_t pub;
