@@ -61,8 +61,8 @@ void tls_signer_unref(struct tls_signer *s);
  * reference.  The same answers as tls_signer_load. */
 int tls_sign_key_load(const gnutls_datum_t *key_pem, gnutls_privkey_t *out);
 
-/* How many handshake signatures libcrypto has made since start, for the
- * tests and the metrics.  Thread safety: any thread. */
+/* How many signatures libcrypto has made since start (the tests check
+ * that a handshake's signature was its).  Thread safety: any thread. */
 uint64_t tls_sign_count(void);
 
 #endif
