@@ -30,7 +30,9 @@
 #   the server's process tree (/proc/PID/task/TID/schedstat, nanoseconds),
 #   read just before and after each run (utime+stime of /proc/PID/stat,
 #   whole clock ticks, where schedstat is missing or a thread ended);
-#   and, as a noise indicator, the time a VM's host took of each core (steal).
+#   and, as a noise indicator, the time a VM's host took of each core (steal);
+#   and, for the keep-alive runs, how busy h2load's core was and its CPU per
+#   answer: where it is the limit, req/s is one over the client's cost.
 # All servers are started first; the runs are interleaved in rounds (every
 # server once per round) so noise from the rest of the machine spreads evenly;
 # each idle run gets freshly started servers.  Then it prints tlsbox/nginx and
@@ -39,7 +41,7 @@
 set -u
 
 usage() {
-    sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
     echo "Options:"
     echo "  --quick          1 round of each run instead of 3 (3 s keep-alive runs instead of 3 x 4 s)"
     echo "  --smoke          tiny counts (checks the script works; numbers mean nothing)"
@@ -436,11 +438,12 @@ parse_h2load() {
 # run_load NAME H2LOAD_ARGS...: one h2load run on the client core, bracketed by
 # CPU readings of the server tree.  Sets H_*, H_TICKS and H_TICKS_F.
 run_load() {
-    local name=$1 out c0 c1 n0 n1 b0 b1 t0 t1 s0 s1
+    local name=$1 out c0 c1 n0 n1 b0 b1 k0 k1 t0 t1 s0 s1
     shift
     out="$TMP/$CUR_NAME.$name.h2load"
     read -ra s0 <<<"$(core_steal)"
     b0=$(core_busy)
+    k0=$(client_busy)
     t0=$(date +%s%N)
     c0=$(cpu_ticks "$CUR_PID")
     n0=$(cpu_ns "$CUR_PID")
@@ -449,6 +452,7 @@ run_load() {
     n1=$(cpu_ns "$CUR_PID")
     c1=$(cpu_ticks "$CUR_PID")
     b1=$(core_busy)
+    k1=$(client_busy)
     read -ra s1 <<<"$(core_steal)"
     t1=$(date +%s%N)
     H_TICKS=$((c1 - c0))
@@ -461,6 +465,7 @@ run_load() {
     # Whatever else ran on the server's core meanwhile (other programs, and the
     # kernel's softirq work for loopback traffic): a noise indicator.
     H_OTHER=$((b1 - b0 - H_TICKS))
+    H_CLIENT=$((k1 - k0))
     H_ELAPSED=$(((t1 - t0) * CLK_TCK / 1000000000))
     parse_h2load "$out"
     H_TLS=$(awk -F': ' '/^TLS Protocol:|^Cipher:|^Server Temp Key:|^Application protocol:/ {
@@ -470,6 +475,14 @@ run_load() {
 # Busy clock ticks of the server's core (user nice system irq softirq steal).
 core_busy() {
     awk -v c="cpu$SERVER_CPU" '$1 == c { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
+}
+
+# Busy clock ticks of the client's core, steal left out (user nice system irq
+# softirq): h2load's own work and the kernel's for its sockets.  A keep-alive
+# run that keeps this core busy nearly all the time measures the client: its
+# req/s is one over the client's CPU per answer, whatever the server does.
+client_busy() {
+    awk -v c="cpu$CLIENT_CPU" '$1 == c { print $2 + $3 + $4 + $7 + $8 }' /proc/stat
 }
 
 # Steal ticks of the server's and the client's core, "SERVER CLIENT": time the
@@ -512,6 +525,8 @@ account() {
     add "$s" other_ticks "$H_OTHER"
     add "$s" elapsed_ticks "$H_ELAPSED"
     add "$s" steal_cli_ticks "$H_STEAL_CLI"
+    add "$s" "${k}_cli_ticks" "$H_CLIENT"
+    add "$s" "${k}_elapsed" "$H_ELAPSED"
     R[$s.tls]=$H_TLS
     note "$s $k: $H_OK ok, $H_BAD failed, $H_RPS req/s, server $H_TICKS_F ticks," \
         "other work on core $SERVER_CPU $H_OTHER ticks," \
@@ -536,6 +551,10 @@ totals() {
     R[$s.${k}_rps]=$(median 0 ${R[$s.${k}_rps_list]:-})
     # shellcheck disable=SC2086
     R[$s.${k}_us]=$(median 1 ${R[$s.${k}_us_list]:-})
+    # The client's core over all rounds: busy share and CPU per good answer.
+    R[$s.${k}_cli_busy]=$(awk -v c="${R[$s.${k}_cli_ticks]:-0}" -v e="${R[$s.${k}_elapsed]:-0}" \
+        'BEGIN { if (e > 0) printf "%.0f%%", 100 * c / e; else print "-" }')
+    R[$s.${k}_cli_us]=$(us_per_op "${R[$s.${k}_cli_ticks]:-0}" "${R[$s.${k}_ok]:-0}")
     bad=${R[$s.${k}_bad]:-0}
     [ "$bad" = 0 ] || R[$s.${k}_rps]="${R[$s.${k}_rps]}($bad failed)"
 }
@@ -932,8 +951,12 @@ row "tlsbox handshakes during the resumed runs (metrics)" res_check
 for c in $KA_CONNS; do
     row "h2 keep-alive -c $c -m 10, req/s" "h2c${c}_rps"
     row "CPU per h2 request at -c $c, us" "h2c${c}_us"
+    row "client (h2load) core busy, h2 -c $c" "h2c${c}_cli_busy"
+    row "client CPU per h2 answer at -c $c, us" "h2c${c}_cli_us"
     row "HTTP/1.1 keep-alive -c $c, req/s" "h1c${c}_rps"
     row "CPU per h1 request at -c $c, us" "h1c${c}_us"
+    row "client (h2load) core busy, h1 -c $c" "h1c${c}_cli_busy"
+    row "client CPU per h1 answer at -c $c, us" "h1c${c}_cli_us"
 done
 for b in $SIZES; do
     row "HTTP/1.1 keep-alive -c $SIZES_CONNS, $b-byte file, req/s" "sz${b}_rps"
@@ -1068,7 +1091,7 @@ target() {
 # target_ratio LABEL METRIC SERVER le|ge LIMIT: the median round's ratio
 # tlsbox/SERVER (round_ratio) against LIMIT.
 target_ratio() {
-    local label=$1 m=$2 s=$3 op=$4 l=$5 r range verdict
+    local label=$1 m=$2 s=$3 op=$4 l=$5 extra=${6:-} r range verdict
     r=$(round_ratio "$m" "$s") || return 0
     range=$(round_range "$m" "$s")
     if awk -v r="$r" -v l="$l" -v op="$op" 'BEGIN { exit !(op == "le" ? r <= l : r >= l) }'; then
@@ -1076,7 +1099,18 @@ target_ratio() {
     else
         verdict="NOT MET"
     fi
-    say "| $label | $verdict ($r x $s in the median round, rounds $range; medians tlsbox $(val tlsbox "$m"), $s $(val "$s" "$m")) |"
+    say "| $label | $verdict ($r x $s in the median round, rounds $range; medians tlsbox $(val tlsbox "$m"), $s $(val "$s" "$m"))$extra |"
+}
+# client_limit KIND SERVER: for a req/s verdict, how busy h2load's core was
+# against each server and its CPU per answer, when it was the limit (90% or
+# more against both): the req/s ratio is then the ratio of the client's costs.
+client_limit() {
+    local k=$1 s=$2 a b
+    a=$(num "$(val tlsbox "${k}_cli_busy")")
+    b=$(num "$(val "$s" "${k}_cli_busy")")
+    [ -n "$a" ] && [ -n "$b" ] && [ "$a" -ge 90 ] && [ "$b" -ge 90 ] || return 0
+    printf '; the client was the limit (its core busy %s%% against tlsbox, %s%% against %s; its CPU per answer %s us against tlsbox, %s against %s)' \
+        "$a" "$b" "$s" "$(val tlsbox "${k}_cli_us")" "$(val "$s" "${k}_cli_us")" "$s"
 }
 x08() { # 0.8 x a server's figure
     awk -v a="$(num "$(val "$1" "$2")")" 'BEGIN { if (a != "") printf "%.1f", 0.8 * a }'
@@ -1093,7 +1127,7 @@ target_ratio "CPU per full handshake + h2 request <= 0.8 x nginx" h2hs_us nginx 
 target_ratio "CPU per resumed handshake <= 0.8 x nginx" res_us nginx le 0.8
 for c in $KA_CONNS; do
     for k in h2 h1; do
-        target_ratio "$k req/s at -c $c >= h2o" "${k}c${c}_rps" h2o ge 1
+        target_ratio "$k req/s at -c $c >= h2o" "${k}c${c}_rps" h2o ge 1 "$(client_limit "${k}c${c}" h2o)"
         target_ratio "CPU per $k request at -c $c <= 0.8 x h2o" "${k}c${c}_us" h2o le 0.8
     done
 done
