@@ -138,7 +138,7 @@ static const struct tlsbox_setting_def site_settings[] = {
      .flags = TLSBOX_SETTING_RESTART},
     {.key = "batch_wait_us",
      .type = TLSBOX_SETTING_INT,
-     .default_value = "60",
+     .default_value = "30",
      .min = 0,
      .max = 1000,
      .help = "Microseconds a worker serving several connections at once waits before it "
@@ -195,7 +195,7 @@ static void read_live(struct site *s)
     free(al);
     atomic_store(&s->cfg.max_conns_per_ip,
                  (int)h->setting_get_int(s->self, "max_connections_per_ip", 256));
-    atomic_store(&s->cfg.batch_wait_us, (int)h->setting_get_int(s->self, "batch_wait_us", 60));
+    atomic_store(&s->cfg.batch_wait_us, (int)h->setting_get_int(s->self, "batch_wait_us", 30));
     al = h->setting_get(s->self, "dotfiles");
     atomic_store(&s->cfg.dotfiles_allow, al && strcmp(al, "allow") == 0);
     free(al);

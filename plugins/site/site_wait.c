@@ -41,14 +41,6 @@
  * So the waiter keeps a running average of what its sleeps gathered and
  * starts batching only while that is two or more; otherwise it still tries
  * one batch in PROBE_EVERY, so that it notices when the load changes.
- *
- * The default wait is 60 us.  Each sleep costs the worker a timer wake-up
- * and a context switch (a tenth of its CPU under h2load --h1 -c 10 with
- * 30 us), so a longer one spreads that over more requests: on the 2-core
- * AMD EPYC VM of doc/performance.md (kernel 6.18) 60 us took 4-7% less
- * worker CPU per h1 request than 30 at -c 10 and -c 50, at the same
- * requests per second, and left h2 -m 10 unchanged; 100 us cost -c 10 an
- * eighth of its requests per second, the ten clients waiting on the sleep.
  */
 #include <errno.h>
 #include <sys/prctl.h>

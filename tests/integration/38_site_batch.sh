@@ -27,12 +27,12 @@ h2load_ok() { # FILE N: h2load's summary says N succeeded and none failed
     like "$(grep '^requests:' "$1")" "$2 succeeded, 0 failed, 0 errored, 0 timeout" "$3"
 }
 
-is "$(tb_ctl get site.batch_wait_us)" 60 "batch_wait_us defaults to 60"
+is "$(tb_ctl get site.batch_wait_us)" 30 "batch_wait_us defaults to 30"
 err=$(tb_ctl set site.batch_wait_us 5000 2>&1)
 is "$?" 1 "batch_wait_us 5000 is refused"
 like "$err" "site.batch_wait_us" "the error names the setting"
 like "$err" "range" "and gives the range"
-is "$(tb_ctl get site.batch_wait_us)" 60 "the value stays 60"
+is "$(tb_ctl get site.batch_wait_us)" 30 "the value stays 30"
 
 # One client, one connection, one request at a time: every batch is one
 # event, and one event never starts batching.
