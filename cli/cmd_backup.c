@@ -110,6 +110,28 @@ static int sync_path(const char *path, int dir)
 }
 
 /*
+ * rename(2) that never replaces: -1 with EEXIST when @p to exists.  The check
+ * before the copy is not enough: a copy takes seconds, and a file may appear
+ * at @p to meanwhile (another backup to the same name, a user's file), which
+ * plain rename() would silently replace.  RENAME_NOREPLACE makes the check and
+ * the rename one step; a file system without it (EINVAL; FAT on old kernels)
+ * gets the check again just before the rename.
+ */
+static int rename_noreplace(const char *from, const char *to)
+{
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+    struct stat sb;
+    if (lstat(to, &sb) == 0) {
+        errno = EEXIST;
+        return -1;
+    }
+    return rename(from, to);
+}
+
+/*
  * Copy store @p src into the new file @p to (created 0600, never over an
  * existing one nor through a symbolic link) with SQLite's online backup, in
  * rollback-journal mode (a single file, no -wal beside it), synced.  When
@@ -393,8 +415,14 @@ static int cmd_backup(struct ctl *c, int argc, char **argv)
     tmp = xasprintf("%s.partial", dest);
     if (partial_free(tmp) < 0 || copy_store(src, tmp, 0) < 0)
         goto out;
-    if (rename(tmp, dest) < 0) {
-        fprintf(stderr, "tlsboxctl: %s: %s\n", dest, strerror(errno));
+    if (rename_noreplace(tmp, dest) < 0) {
+        if (errno == EEXIST)
+            fprintf(stderr,
+                    "tlsboxctl: %s appeared while the backup was written: a backup never "
+                    "replaces a file (the copy is removed; remove %s or name another)\n",
+                    dest, dest);
+        else
+            fprintf(stderr, "tlsboxctl: %s: %s\n", dest, strerror(errno));
         unlink(tmp);
         goto out;
     }

@@ -6,7 +6,11 @@
 # would take as its own beside it -- the backup is refused (exit 4), the
 # message names that file, and nothing changes: the file or link is as it
 # was, nothing is written through the link, no FILE is made.  Once it is
-# removed, the same backup works and leaves no .partial.  The keys copied
+# removed, the same backup works and leaves no .partial.  A file that
+# appears at FILE itself while the copy is written (another backup to the same
+# name, a file of the user's; put there every time by
+# tests/integration/appear_at_rename.c, just before the rename) is not
+# replaced either: refused, the file as it came, no .partial left.  The keys copied
 # are the throwaway store's, in the test's temporary directory, never printed.
 . "$(dirname "$0")/lib.sh"
 tb_setup
@@ -56,5 +60,17 @@ is "$(sqlite3 "$D/a.db" "PRAGMA integrity_check; SELECT count(*) FROM certificat
     "ok
 $n" "a.db is a whole store with the $n certificates"
 is "$(find "$D" -name 'a.db*' | sed "s|^$D/||" | sort | tr '\n' ' ')" "a.db " "and nothing beside it"
+
+# A file appears at e.db between the check and the rename.
+cc -std=c11 -shared -fPIC -o "$TB_TMP/appear_at_rename.so" \
+    "$top_srcdir/tests/integration/appear_at_rename.c" -ldl || bail "building the rename shim"
+out=$(APPEAR_AT_RENAME="$D/e.db" LD_PRELOAD="$TB_TMP/appear_at_rename.so" \
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+    tb_ctl backup "$D/e.db" 2>&1)
+is "$?" 4 "a file appearing at e.db during the backup: refused (exit 4)"
+is "$out" "tlsboxctl: $D/e.db appeared while the backup was written: a backup never replaces a file (the copy is removed; remove $D/e.db or name another)" \
+    "saying so"
+is "$(cat "$D/e.db")" "appeared" "e.db holds what appeared, not the store"
+is "$(find "$D" -name 'e.db*' | sed "s|^$D/||" | sort | tr '\n' ' ')" "e.db " "and no e.db.partial is left"
 
 done_testing
