@@ -114,8 +114,8 @@ static int sync_path(const char *path, int dir)
  * before the copy is not enough: a copy takes seconds, and a file may appear
  * at @p to meanwhile (another backup to the same name, a user's file), which
  * plain rename() would silently replace.  RENAME_NOREPLACE makes the check and
- * the rename one step; a file system without it (EINVAL; FAT on old kernels)
- * gets the check again just before the rename.
+ * the rename one step.  A file system without it (EINVAL: an NFS share, FAT
+ * before Linux 4.9) gets the check again just before the rename.
  */
 static int rename_noreplace(const char *from, const char *to)
 {
