@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -645,10 +646,40 @@ static char *keep_name(const char *store, const char *stamp)
     return NULL;
 }
 
-/* Move @p from to @p to when it exists; 0, or -1 with errno. */
-static int move_if_there(const char *from, const char *to)
+/* Move @p from to @p to when it exists, never over a file at @p to when
+ * @p noreplace; 0, or -1 with errno. */
+static int move_if_there(const char *from, const char *to, bool noreplace)
 {
-    return rename(from, to) == 0 || errno == ENOENT ? 0 : -1;
+    int r = noreplace ? rename_noreplace(from, to) : rename(from, to);
+    return r == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/*
+ * The state directory @p dir, open and flock()ed exclusively, or -1 with why
+ * printed.  tlsboxd holds it shared while its store is open (store_init), so
+ * from here to the last rename no tlsboxd starts on a store being swapped
+ * out, and no second restore runs alongside (both would write the same
+ * .restoring file).  Held until closed, or until tlsboxctl exits.
+ */
+static int lock_state_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "tlsboxctl: %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return fd;
+    if (errno == EWOULDBLOCK)
+        fprintf(stderr,
+                "tlsboxctl: %s: in use by another tlsboxctl restore, or by a tlsboxd "
+                "starting on it: try again when it has finished; nothing was changed\n",
+                dir);
+    else
+        fprintf(stderr, "tlsboxctl: %s: cannot lock it: %s; nothing was changed\n", dir,
+                strerror(errno));
+    close(fd);
+    return -1;
 }
 
 /* Set @p store (when @p had) aside as @p keep, with its WAL, and put @p tmp
@@ -659,9 +690,11 @@ static int swap_in(const char *store, const char *tmp, const char *keep, bool ha
     char *store_shm = xasprintf("%s-shm", store);
     int rc = -1;
     /* The store as it was stays beside, whole: the database with its WAL. */
-    if (had && (move_if_there(store_wal, keep_wal) < 0 || rename(store, keep) < 0)) {
-        fprintf(stderr, "tlsboxctl: %s: cannot set the store aside: %s\n", store, strerror(errno));
-        move_if_there(keep_wal, store_wal);
+    if (had &&
+        (move_if_there(store_wal, keep_wal, true) < 0 || rename_noreplace(store, keep) < 0)) {
+        fprintf(stderr, "tlsboxctl: %s: cannot set the store aside as %s: %s\n", store, keep,
+                strerror(errno));
+        move_if_there(keep_wal, store_wal, false);
         unlink(tmp);
         goto out;
     }
@@ -669,7 +702,7 @@ static int swap_in(const char *store, const char *tmp, const char *keep, bool ha
     if (rename(tmp, store) < 0) {
         fprintf(stderr, "tlsboxctl: %s: %s\n", store, strerror(errno));
         if (had && rename(keep, store) == 0)
-            move_if_there(keep_wal, store_wal);
+            move_if_there(keep_wal, store_wal, false);
         unlink(tmp);
         goto out;
     }
@@ -720,13 +753,18 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
         fprintf(stderr, "tlsboxctl: %s: not a directory\n", c->state_dir);
         return CTL_EXIT_IO;
     }
+    int lock = lock_state_dir(c->state_dir);
+    if (lock < 0)
+        return CTL_EXIT_REFUSED;
     /* From standard input (ssh box tlsboxctl restore - < box.db): into a
      * file of its own first, which SQLite can read and check. */
     char *in_dir = NULL, *in_file = NULL;
     guard_signals();
     if (from_stdin) {
-        if (!(in_dir = own_tmpdir()))
+        if (!(in_dir = own_tmpdir())) {
+            close(lock);
             return CTL_EXIT_IO;
+        }
         in_file = xasprintf("%s/%s", in_dir, STORE_FILE);
         guard_file(in_file);
         int fd = open(in_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -738,6 +776,7 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
             unguard_all();
             free(in_file);
             free(in_dir);
+            close(lock);
             return CTL_EXIT_IO;
         }
         close(fd);
@@ -752,6 +791,7 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
         unguard_all();
         free(in_file);
         free(in_dir);
+        close(lock);
         return CTL_EXIT_IO;
     }
     char *what = describe(src);
@@ -810,6 +850,7 @@ out:
     free(tmp);
     free(keep);
     unguard_all();
+    close(lock);
     return rc;
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -269,6 +270,43 @@ static int make_state_dir(const char *dir, char **err)
     return 0;
 }
 
+/* The state directory, open and flock()ed shared while the store is open:
+ * tlsboxctl restore holds it exclusively from its checks to its last rename,
+ * so a tlsboxd that starts meanwhile never opens a store being swapped out
+ * (and a restore never swaps one that a tlsboxd has open). */
+static int state_dir_fd = -1;
+
+static int lock_state_dir(const char *dir, char **err)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        xset_err(err, "%s: %s", dir, strerror(e));
+        return -e;
+    }
+    if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+        int e = errno;
+        if (e == EWOULDBLOCK)
+            xset_err(err,
+                     "%s: tlsboxctl restore is replacing the store in it: start tlsboxd "
+                     "again when the restore has finished",
+                     dir);
+        else
+            xset_err(err, "%s: cannot lock the state directory: %s", dir, strerror(e));
+        close(fd);
+        return e == EWOULDBLOCK ? -EBUSY : -e;
+    }
+    state_dir_fd = fd;
+    return 0;
+}
+
+static void unlock_state_dir(void)
+{
+    if (state_dir_fd >= 0)
+        close(state_dir_fd);
+    state_dir_fd = -1;
+}
+
 /* Create the database file 0600 before SQLite sees it: SQLite would create it
  * with 0644 & ~umask, and the -wal/-shm files copy the database's mode. */
 static int precreate(const char *path, char **err)
@@ -312,6 +350,9 @@ int store_init(const char *state_dir, char **err)
     rc = make_state_dir(state_dir, err);
     if (rc < 0)
         return rc;
+    rc = lock_state_dir(state_dir, err);
+    if (rc < 0)
+        return rc;
     path = xasprintf("%s/%s", state_dir, STORE_FILE);
     rc = precreate(path, err);
     if (rc < 0)
@@ -344,6 +385,7 @@ int store_init(const char *state_dir, char **err)
 fail:
     sqlite3_close(db);
     free(path);
+    unlock_state_dir();
     return rc;
 }
 
@@ -392,6 +434,7 @@ void store_close(void)
 {
     close_conn(store_db);
     store_db = NULL;
+    unlock_state_dir();
     /* store_path() stays valid: late readers (a log line at shutdown) are fine. */
 }
 

@@ -21,10 +21,13 @@ extern const int store_migrations_count;
  * Open (creating when absent) "<state_dir>/tlsbox.db": the directory is made
  * 0700 when missing, the file created 0600 with O_EXCL before SQLite opens it,
  * WAL, busy timeout 5 s, synchronous FULL, foreign keys on, triggers off
- * (store_set_triggers); then migrate.
+ * (store_set_triggers); then migrate.  The state directory is flock()ed
+ * shared until store_close: tlsboxctl restore locks it exclusively while it
+ * replaces the store.
  * Remembers the path for store_connect.  Returns 0, or a negative errno with
  * *err set (caller frees): -EPROTO for a store newer than this build knows,
- * -EIO for SQLite, the errno of a file operation, -EALREADY when open.
+ * -EBUSY while a restore holds the directory, -EIO for SQLite, the errno of a
+ * file operation, -EALREADY when open.
  */
 int store_init(const char *state_dir, char **err);
 /* The main-thread connection opened by store_init (NULL before). */

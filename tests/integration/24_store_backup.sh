@@ -153,6 +153,29 @@ is "$(cat "$db" "$db-wal" 2>/dev/null | sha256sum)|$(ls -A "$TB_TMP/tmp" | wc -l
     "the store is untouched, and nothing is left in TMPDIR"
 is "$(ls "$TB_STATE" | grep -c before-restore)" 0 "nothing was set aside"
 
+# 3b. Two at once.  tlsboxd holds the state directory shared (flock) while
+# its store is open; a restore holds it exclusively from its checks to its
+# last rename.  Here this shell holds it as the other party would, so the
+# overlap is certain, not timed.
+exec 8<"$TB_STATE"
+flock -s 8
+out=$(tb_ctl restore "$TB_TMP/b1.db" 2>&1)
+is "$?|$out" "1|tlsboxctl: $TB_STATE: in use by another tlsboxctl restore, or by a tlsboxd starting on it: try again when it has finished; nothing was changed" \
+    "a restore while a tlsboxd starts on the directory (it holds it shared): refused, saying so"
+is "$(cat "$db" "$db-wal" 2>/dev/null | sha256sum)|$(ls -A "$TB_STATE" | grep -c -e before-restore -e restoring)" \
+    "$live_sum|0" "the store is untouched, nothing set aside, no .restoring copy"
+flock -x 8
+out=$(timeout 60 "$TB_TLSBOXD" --state-dir "$TB_STATE" --plugin-dir "$TB_PLUGINS" --foreground \
+    --set admin.port="$(tb_free_port)" --set admin.bind=127.0.0.1 \
+    --data-dir "$top_builddir/build-data" 2>&1)
+is "$?" 1 "tlsboxd while a restore holds the state directory: does not start"
+like "$out" "$TB_STATE: tlsboxctl restore is replacing the store in it: start tlsboxd again when the restore has finished" \
+    "saying why, and what to do"
+is "$(cat "$db" "$db-wal" 2>/dev/null | sha256sum)" "$live_sum" "the store is untouched"
+exec 8<&-
+out=$(tb_ctl restore "$TB_TMP/absent.db" 2>&1)
+is "$?" 4 "the directory let go: a restore gets past the lock (to its next check)"
+
 # 4. The restore.
 owner=$(stat -c %U:%G "$db")
 out=$(tb_ctl restore "$TB_TMP/b1.db")
