@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "plugins/acme/acme_plugin.h"
 
@@ -180,8 +181,16 @@ void acme_conf_load(struct acme *a, struct acme_conf *conf)
             continue;
         /* An IP address as the certificate's SAN list will say it. */
         char ip[46];
+        const char *name = acme_ip(tok, NULL, NULL, ip) ? ip : tok;
+        /* Once each (2001:db8::1 and 2001:db8:0::1 are one name): a CA
+         * issues one SAN for both, and a repeat would never match it. */
+        bool seen = false;
+        for (size_t i = 0; i < conf->ndomains && !seen; i++)
+            seen = strcasecmp(conf->domains[i], name) == 0;
+        if (seen)
+            continue;
         conf->domains = tlsbox_xrealloc(conf->domains, (conf->ndomains + 1) * sizeof(char *));
-        conf->domains[conf->ndomains++] = tlsbox_xstrdup(acme_ip(tok, NULL, NULL, ip) ? ip : tok);
+        conf->domains[conf->ndomains++] = tlsbox_xstrdup(name);
     }
     free(list);
     conf->email = acme_setting(a, "email");

@@ -103,6 +103,15 @@ json_t *acme_eab(const char *kid, const char *hmac_b64, const json_t *jwk, const
 /* A CSR for @p domains (first one also the CN), DER, base64url.  Caller frees. */
 int acme_csr_make(gnutls_privkey_t key, const char *const *domains, size_t n, char **csr_b64,
                   char **err);
+/*
+ * Whether the leaf of @p chain_pem (PEM, leaf first) names exactly @p names
+ * (n, IP addresses in inet_ntop's form): every one of them, and no other DNS
+ * or IP name; case and order do not matter.  0, or -EINVAL with *why (caller
+ * frees) saying what it is for instead; -ENOMEM.  A CA that adds or drops a
+ * name would otherwise be installed, and the next check would find the names
+ * differ from acme.domains and order again, every check, without backoff.
+ */
+int acme_cert_names_check(const char *chain_pem, const char *const *names, size_t n, char **why);
 
 /* ---- acme_renew.c: policy, no I/O ------------------------------------------ */
 

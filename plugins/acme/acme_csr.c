@@ -1,10 +1,15 @@
-/* The certificate signing request sent to finalize. */
+/* The certificate signing request sent to finalize, and the check that the
+ * certificate issued for it names what it asked for. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "plugins/acme/acme.h"
 
@@ -70,4 +75,80 @@ out:
     if (crq)
         gnutls_x509_crq_deinit(crq);
     return ret;
+}
+
+/* @p list (n items) joined with ", ", appended to @p s (freed). */
+static char *join_names(char *s, char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *t = tlsbox_xasprintf("%s%s%s", s ? s : "", i ? ", " : "", list[i]);
+        free(s);
+        s = t;
+    }
+    return s ? s : tlsbox_xstrdup("no name");
+}
+
+static bool has_name(char *const *list, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(list[i], name) == 0)
+            return true;
+    return false;
+}
+
+int acme_cert_names_check(const char *chain_pem, const char *const *names, size_t n, char **why)
+{
+    gnutls_x509_crt_t crt;
+    gnutls_datum_t d = {(unsigned char *)chain_pem, (unsigned)strlen(chain_pem)};
+    *why = NULL;
+    if (gnutls_x509_crt_init(&crt) < 0)
+        return -ENOMEM;
+    if (gnutls_x509_crt_import(crt, &d, GNUTLS_X509_FMT_PEM) < 0) {
+        gnutls_x509_crt_deinit(crt);
+        *why = tlsbox_xstrdup("its first certificate cannot be read");
+        return -EINVAL;
+    }
+    char **sans = NULL;
+    size_t ns = 0;
+    for (unsigned seq = 0; seq < 1000; seq++) {
+        unsigned char buf[512];
+        size_t size = sizeof(buf) - 1;
+        unsigned type;
+        int r = gnutls_x509_crt_get_subject_alt_name2(crt, seq, buf, &size, &type, NULL);
+        if (r == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
+            break;
+        char text[512];
+        if (r < 0)
+            continue;
+        if (type == GNUTLS_SAN_DNSNAME) {
+            buf[size] = 0;
+            snprintf(text, sizeof(text), "%s", (char *)buf);
+        } else if (type == GNUTLS_SAN_IPADDRESS && (size == 4 || size == 16)) {
+            if (!inet_ntop(size == 4 ? AF_INET : AF_INET6, buf, text, sizeof(text)))
+                continue;
+        } else {
+            continue; /* an e-mail or URI name: serves no host */
+        }
+        if (has_name(sans, ns, text))
+            continue;
+        sans = tlsbox_xrealloc(sans, (ns + 1) * sizeof(*sans));
+        sans[ns++] = tlsbox_xstrdup(text);
+    }
+    gnutls_x509_crt_deinit(crt);
+    bool same = true;
+    for (size_t i = 0; same && i < n; i++)
+        same = has_name(sans, ns, names[i]);
+    for (size_t i = 0; same && i < ns; i++)
+        same = has_name((char *const *)names, n, sans[i]);
+    if (!same) {
+        char *got = join_names(NULL, sans, ns);
+        char *want = join_names(NULL, (char *const *)names, n);
+        *why = tlsbox_xasprintf("it is for %s, not for the names ordered (%s)", got, want);
+        free(got);
+        free(want);
+    }
+    for (size_t i = 0; i < ns; i++)
+        free(sans[i]);
+    free(sans);
+    return same ? 0 : -EINVAL;
 }

@@ -304,6 +304,17 @@ static int run_install(struct acme *a, const struct acme_conf *conf, struct acme
                        struct run_cert *rc, struct acme_issued *is, struct acme_err *e)
 {
     char *ari = NULL, *err = NULL;
+    /* Refused like a certificate that does not verify: the order is
+     * abandoned, the failure backs off, the serving certificate stays. */
+    if (acme_cert_names_check(is->chain_pem, (const char *const *)conf->domains, conf->ndomains,
+                              &err) < 0) {
+        acme_err_set(e, "install", "tlsbox:names",
+                     "the certificate of order %s was refused: %s; the certificate serving "
+                     "stays, and the order is abandoned: the next attempt places a new one",
+                     is->order_url ? is->order_url : "?", err ? err : "out of memory");
+        free(err);
+        return -EINVAL;
+    }
     acme_ari_cert_id_pem(is->chain_pem, &ari);
     json_t *meta = json_pack("{s:s,s:s?}", "directory", conf->directory, "account", c->kid);
     char *meta_text = json_dumps(meta, JSON_COMPACT);

@@ -212,6 +212,58 @@ int main(void)
            &(struct acme_conf){.domains = (char *[]){"a.test", "b.test"}, .ndomains = 2}),
        "a missing name is a change");
 
+    /* A CA that issues for other names than ordered: refused before the
+     * host sees it, so the certificate serving stays. */
+    is_int(tlsbox_mock_set("domains", "a.test,a.test, b.test"), 0, "a name listed twice");
+    acme_conf_load(a, &conf);
+    is_int((int)conf.ndomains, 2, "  is ordered once");
+    ok(run_sans_match("[\"a.test\",\"b.test\"]", &conf),
+       "  so a certificate for the two names matches (else: ordered again every check)");
+    char *wrong = NULL;
+    {
+        gnutls_x509_crt_t crt;
+        gnutls_privkey_t key;
+        gnutls_pubkey_t pub;
+        gnutls_datum_t pem = {0};
+        gnutls_x509_crt_init(&crt);
+        acme_key_generate("ecdsa-p256", &key);
+        gnutls_pubkey_init(&pub);
+        gnutls_pubkey_import_privkey(pub, key, 0, 0);
+        gnutls_x509_crt_set_version(crt, 3);
+        gnutls_x509_crt_set_serial(crt, "\x01", 1);
+        gnutls_x509_crt_set_activation_time(crt, time(NULL));
+        gnutls_x509_crt_set_expiration_time(crt, time(NULL) + 86400);
+        gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, "a.test", 6);
+        gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_DNSNAME, "a.test", 6,
+                                             GNUTLS_FSAN_APPEND);
+        gnutls_x509_crt_set_pubkey(crt, pub);
+        gnutls_x509_crt_privkey_sign(crt, crt, key, GNUTLS_DIG_SHA256, 0);
+        gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &pem);
+        wrong = tlsbox_xstrdup((const char *)pem.data);
+        gnutls_free(pem.data);
+        gnutls_pubkey_deinit(pub);
+        gnutls_privkey_deinit(key);
+        gnutls_x509_crt_deinit(crt);
+    }
+    struct acme_client cl = {.kid = "https://ca.test/acct/1"};
+    struct run_cert rc = {.name = "a.test", .key_type = "ecdsa-p256"};
+    struct acme_issued is = {.chain_pem = wrong, .order_url = "https://ca.test/order/7"};
+    struct acme_err e = {0};
+    int installs = tlsbox_mock_cert_installs();
+    is_int(run_install(a, &conf, &cl, &rc, &is, &e), -EINVAL,
+           "a certificate for a.test alone, ordered for a.test and b.test: refused");
+    is_int(tlsbox_mock_cert_installs(), installs, "  and never installed");
+    is_str(e.detail,
+           "the certificate of order https://ca.test/order/7 was refused: it is for a.test, not "
+           "for the names ordered (a.test, b.test); the certificate serving stays, and the order "
+           "is abandoned: the next attempt places a new one",
+           "  saying what it is for, and that the serving one stays");
+    is_str(e.type, "tlsbox:names", "  as its own error type");
+    acme_err_clear(&e);
+    acme_conf_free(&conf);
+    free(wrong);
+    is_int(tlsbox_mock_set("domains", "a.test, b.test"), 0, "domains back");
+
     d->stop(state);
     d->fini(state);
     tlsbox_mock_teardown();

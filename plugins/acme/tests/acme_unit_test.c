@@ -255,7 +255,10 @@ static void test_backoff(void)
            "schedule sums to the reference's");
 }
 
-static gnutls_x509_crt_t test_make_cert(const unsigned char *serial, size_t sn)
+/* A self-signed leaf with @p serial, naming @p sans when not NULL (NULL-ended:
+ * an address as an IP name, "user@x" as an e-mail name, else a DNS name). */
+static gnutls_x509_crt_t test_make_cert_naming(const unsigned char *serial, size_t sn,
+                                               const char *const *sans)
 {
     static const unsigned char aki[] = {0x69, 0x88, 0x5B, 0x6B, 0x87, 0x46, 0x40, 0x41, 0xE1, 0xB3,
                                         0x7B, 0x84, 0x7B, 0xA0, 0xAE, 0x2C, 0xDE, 0x01, 0xC8, 0xD4};
@@ -270,6 +273,17 @@ static gnutls_x509_crt_t test_make_cert(const unsigned char *serial, size_t sn)
     gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, "t", 1);
     gnutls_x509_crt_set_issuer_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, "i", 1);
     gnutls_x509_crt_set_authority_key_id(crt, aki, sizeof(aki));
+    for (size_t i = 0; sans && sans[i]; i++) {
+        unsigned char ip[16];
+        size_t iplen = 0;
+        if (acme_ip(sans[i], ip, &iplen, NULL))
+            gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_IPADDRESS, ip, (unsigned)iplen,
+                                                 GNUTLS_FSAN_APPEND);
+        else
+            gnutls_x509_crt_set_subject_alt_name(
+                crt, strchr(sans[i], '@') ? GNUTLS_SAN_RFC822NAME : GNUTLS_SAN_DNSNAME, sans[i],
+                (unsigned)strlen(sans[i]), GNUTLS_FSAN_APPEND);
+    }
     gnutls_pubkey_t pub;
     gnutls_pubkey_init(&pub);
     gnutls_pubkey_import_privkey(pub, key, 0, 0);
@@ -278,6 +292,75 @@ static gnutls_x509_crt_t test_make_cert(const unsigned char *serial, size_t sn)
     gnutls_pubkey_deinit(pub);
     gnutls_privkey_deinit(key);
     return crt;
+}
+
+static gnutls_x509_crt_t test_make_cert(const unsigned char *serial, size_t sn)
+{
+    return test_make_cert_naming(serial, sn, NULL);
+}
+
+/* A self-signed leaf naming @p sans, PEM. */
+static char *test_cert_naming(const char *const *sans)
+{
+    static const unsigned char serial[] = {0x01};
+    gnutls_x509_crt_t crt = test_make_cert_naming(serial, 1, sans);
+    gnutls_datum_t pem = {0};
+    gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &pem);
+    gnutls_x509_crt_deinit(crt);
+    char *out = tlsbox_xstrdup((const char *)pem.data);
+    gnutls_free(pem.data);
+    return out;
+}
+
+/* names_check(SANS, NAMES...): acme_cert_names_check of a leaf naming SANS. */
+static int names_check(const char *const *sans, const char *const *names, char **why)
+{
+    size_t n = 0;
+    while (names[n])
+        n++;
+    char *pem = test_cert_naming(sans);
+    int r = acme_cert_names_check(pem, names, n, why);
+    free(pem);
+    return r;
+}
+
+static void test_names_check(void)
+{
+    char *why = NULL;
+    is_int(names_check((const char *[]){"b.test", "a.test", NULL},
+                       (const char *[]){"a.test", "b.test", NULL}, &why),
+           0, "the names ordered, in another order: the certificate is taken");
+    ok(why == NULL, "  with nothing to say");
+    is_int(names_check((const char *[]){"A.Test", NULL}, (const char *[]){"a.test", NULL}, &why), 0,
+           "a name in capitals is the same name");
+    is_int(names_check((const char *[]){"a.test", "192.0.2.7", "2001:db8::1", NULL},
+                       (const char *[]){"2001:db8::1", "a.test", "192.0.2.7", NULL}, &why),
+           0, "IP addresses match as the SAN list says them");
+    is_int(names_check((const char *[]){"a.test", "ops@a.test", NULL},
+                       (const char *[]){"a.test", NULL}, &why),
+           0, "an e-mail name beside them serves no host: ignored");
+    is_int(names_check((const char *[]){"a.test", "www.a.test", NULL},
+                       (const char *[]){"a.test", NULL}, &why),
+           -EINVAL, "a name the CA added: refused");
+    is_str(why, "it is for a.test, www.a.test, not for the names ordered (a.test)",
+           "  saying what it is for, and what was ordered");
+    free(why);
+    why = NULL;
+    is_int(names_check((const char *[]){"a.test", NULL}, (const char *[]){"a.test", "b.test", NULL},
+                       &why),
+           -EINVAL, "a name the CA dropped: refused");
+    is_str(why, "it is for a.test, not for the names ordered (a.test, b.test)", "  saying so");
+    free(why);
+    why = NULL;
+    is_int(
+        names_check((const char *[]){"192.0.2.8", NULL}, (const char *[]){"192.0.2.7", NULL}, &why),
+        -EINVAL, "another address: refused");
+    free(why);
+    why = NULL;
+    is_int(acme_cert_names_check("not a certificate", (const char *[]){"a.test"}, 1, &why), -EINVAL,
+           "a chain that cannot be read: refused");
+    is_str(why, "its first certificate cannot be read", "  saying so");
+    free(why);
 }
 
 static void test_ari(void)
@@ -434,5 +517,6 @@ int main(void)
     test_backoff();
     test_ari();
     test_retry_after();
+    test_names_check();
     return done_testing();
 }
