@@ -332,6 +332,7 @@ struct site_conn {
     bool read_blocked; /* stopped reading while output drains */
     bool drained;      /* the last recv() was short: the socket is empty until the next edge */
     bool rdhup;        /* the peer shut its side: read until recv() says 0, short reads or not */
+    bool peer_eof;     /* the peer sent all it will (FIN, close_notify): answer, then close */
     bool in_free_list;
     bool linger;            /* unread input may follow: close gracefully (LINGER) */
     bool linger_shut;       /* LINGER: our FIN is sent (after the close_notify left) */

@@ -131,7 +131,7 @@ ssize_t site_tls_pull(gnutls_transport_ptr_t p, void *data, size_t len)
         w->rb_off += (uint32_t)n;
         return (ssize_t)n;
     }
-    if (c->drained) {
+    if (c->drained || c->peer_eof) {
         gnutls_transport_set_errno(c->session, EAGAIN);
         return -1;
     }
@@ -144,8 +144,18 @@ ssize_t site_tls_pull(gnutls_transport_ptr_t p, void *data, size_t len)
         gnutls_transport_set_errno(c->session, errno);
         return -1;
     }
-    if (r == 0)
-        return 0;
+    if (r == 0) {
+        if (c->state == SITE_CS_HANDSHAKE)
+            return 0; /* the handshake fails at once */
+        /* A FIN without close_notify.  Told as EOF, GnuTLS would end the
+         * session (GNUTLS_E_PREMATURE_TERMINATION invalidates it), and the
+         * answers still owed could not be sealed.  Told "nothing more yet",
+         * the session stays, and conn_read sees peer_eof. */
+        c->peer_eof = true;
+        c->drained = true;
+        gnutls_transport_set_errno(c->session, EAGAIN);
+        return -1;
+    }
     w->wm.bytes_in += (uint64_t)r;
     /* A short read empties the socket, except of a FIN that came with the
      * same edge: after EPOLLRDHUP read on until recv() returns 0. */
@@ -749,6 +759,15 @@ int site_conn_flush(struct site_conn *c)
         site_conn_close(c);
         return -1;
     }
+    /* The client half-closed after its requests (printf ... | nc -N, a
+     * shutdown(SHUT_WR) after the last one): it still reads, and a
+     * half-close ends the requests, not the answers (RFC 9112 section
+     * 9.6).  So the answers owed went out first; close once none is left
+     * (what is left in c->in is a request that cannot be completed). */
+    if (c->peer_eof && c->state == SITE_CS_H1 && !c->h1_body) {
+        site_conn_close(c);
+        return -1;
+    }
     if (c->state == SITE_CS_H2 && site_h2_finished(c)) {
         /* nghttp2 wants neither to read nor to write.  After a GOAWAY for
          * a flood the client may still be sending (site_h2_on_data). */
@@ -789,7 +808,7 @@ static void conn_read(struct site_conn *c)
 {
     struct site_worker *w = c->w;
 
-    while (!c->read_blocked && c->state != SITE_CS_CLOSED) {
+    while (!c->read_blocked && !c->peer_eof && c->state != SITE_CS_CLOSED) {
         ssize_t n;
         if (c->tls) {
             n = gnutls_record_recv(c->session, w->inbuf, sizeof(w->inbuf));
@@ -806,8 +825,12 @@ static void conn_read(struct site_conn *c)
             }
             if (n < 0 && !gnutls_error_is_fatal((int)n))
                 continue; /* warning alert */
-            if (n <= 0) {
-                site_conn_close(c); /* close_notify, TCP close or a fatal error */
+            if (n == 0) {
+                c->peer_eof = true; /* close_notify (a FIN: site_tls_pull) */
+                break;
+            }
+            if (n < 0) {
+                site_conn_close(c); /* a fatal error */
                 return;
             }
         } else {
@@ -817,7 +840,11 @@ static void conn_read(struct site_conn *c)
                     continue;
                 break;
             }
-            if (n <= 0) {
+            if (n == 0) {
+                c->peer_eof = true;
+                break;
+            }
+            if (n < 0) {
                 site_conn_close(c);
                 return;
             }
@@ -849,6 +876,12 @@ static void conn_read(struct site_conn *c)
         if (!c->tls && (size_t)n < sizeof(w->inbuf) && !c->rdhup)
             break; /* short read: the socket is empty, a new edge comes with new data */
     }
+    /* HTTP/2 has no half-close (a client that is done sends GOAWAY), and
+     * streams stalled by a window that will never open would hold the
+     * connection until a timer: the peer's end ends it, as in h2o and
+     * nginx.  HTTP/1.1 answers first (site_conn_flush). */
+    if (c->peer_eof && c->state == SITE_CS_H2)
+        site_conn_close(c);
 }
 
 static void on_event(struct site_conn *c, uint32_t events)

@@ -186,6 +186,29 @@ out=$(linger_client 0.02 2.5)
 like "$out" "^closed after (3\.[0-5])" "a sender that pauses 2.5 s is closed after lingering_timeout (1 s) ($out)"
 is "$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}' "$URL/sub/")" 200 "still serving"
 
+# ---- a client that half-closes after its requests ----------------------------------------
+# printf 'GET ...' | nc -N, or any client that shuts its sending side after
+# its last request: the server reads the requests and the end together (the
+# client makes that certain by stopping the daemon while it sends).  A
+# half-close ends the requests, not the answers (RFC 9112 section 9.6):
+# each is answered in full, then the server closes.
+hc() { timeout 60 python3 "$top_srcdir/plugins/site/tests/h2_streams.py" halfclose 127.0.0.1 "$@"; }
+f16=$(sha256sum "$TB_TMP/www/f16k.txt" | cut -d' ' -f1)
+big=$(sha256sum "$TB_TMP/www/big.bin" | cut -d' ' -f1)
+out=$(hc "$P_HTTPS" "$TB_PID" tls fin /f16k.txt /big.bin)
+is "$out" "status=200 bytes=16127 sha256=$f16
+status=200 bytes=2097152 sha256=$big
+answers=2 of 2 closed=yes" "TLS, a FIN right after two pipelined requests: both answered in full, then closed"
+out=$(hc "$P_HTTPS" "$TB_PID" tls notify /big.bin /f16k.txt)
+is "$out" "status=200 bytes=2097152 sha256=$big
+status=200 bytes=16127 sha256=$f16
+answers=2 of 2 closed=yes" "TLS, a close_notify right after two requests: the same"
+out=$(hc "$P_HTTP" "$TB_PID" plain fin /f16k.txt /sub/)
+like "$out" "^status=301 bytes=[0-9]+ sha256=[0-9a-f]+
+status=301 bytes=[0-9]+ sha256=[0-9a-f]+
+answers=2 of 2 closed=yes$" "plain HTTP, a FIN right after two requests: both redirects, then closed"
+is "$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}' "$URL/sub/")" 200 "still serving"
+
 tb_stop_daemon
 ok $? "tlsboxd stops"
 done_testing

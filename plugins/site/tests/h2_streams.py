@@ -93,6 +93,17 @@
       (SIGSTOP), send one request for PATH on each, and let it go on
       (SIGCONT): its worker finds all N ready at once.  Prints
       "answered=A of N" (status 200, non-empty bodies).
+  h2_streams.py halfclose HOST PORT PID tls|plain fin|notify|none SPEC...
+      One connection (HTTP/1.1 over TLS, or plain: the first SPEC is asked
+      and answered once before, so that it is accepted); the server process PID
+      is stopped (SIGSTOP) while the requests (SPECs as for h1pipe, none
+      asking to close) go out in one write followed by the half-close:
+      "fin" shuts the client's sending side (a TCP FIN, no close_notify),
+      "notify" sends a TLS close_notify only, "none" neither.  Then the
+      server goes on (SIGCONT), finding requests and end together, and the
+      client reads for at most 10 s.  Prints one line per answer,
+      "status=S bytes=B sha256=H", then "answers=A of N closed=yes|no"
+      (closed: the server ended the connection).
 """
 import hashlib
 import os
@@ -765,6 +776,103 @@ def halfopen(host, port, pid, conns, refs):
     return 0
 
 
+def stop_process(pid):
+    """SIGSTOP pid, and wait (at most 2 s) until every thread of it is stopped (state T)."""
+    os.kill(pid, signal.SIGSTOP)
+    for _ in range(200):
+        states = []
+        for t in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        if all(st == "T" for st in states):
+            return
+        time.sleep(0.01)
+
+
+def halfclose(host, port, pid, scheme, how, specs):
+    s = socket.create_connection((host, port), timeout=10)
+    obj = None
+    if scheme == "tls":
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.set_alpn_protocols(["http/1.1"])
+        inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        obj = ctx.wrap_bio(inc, out, server_hostname="localhost")
+        while True:
+            try:
+                obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                s.sendall(out.read())
+                data = s.recv(65536)
+                if not data:
+                    print("handshake eof")
+                    return 1
+                inc.write(data)
+        s.sendall(out.read())
+    else:
+        # One request answered first: the connection is then accepted and
+        # idle, as the handshake leaves a TLS one, before the server stops.
+        s.sendall(h1_request(specs[0], False)[0])
+        if not h1_read_answer(s, b"", "GET"):
+            print("no first answer")
+            return 1
+    reqs = [h1_request(spec, False) for spec in specs]
+    # Stopped, the server reads the requests and the half-close in one go
+    # when it wakes: what nc -N or shutdown(SHUT_WR) right after a request
+    # makes likely, made certain.
+    stop_process(pid)
+    try:
+        data = b"".join(r[0] for r in reqs)
+        if obj:
+            obj.write(data)
+            if how == "notify":
+                try:
+                    obj.unwrap()  # close_notify: our side is done, theirs not
+                except ssl.SSLWantReadError:
+                    pass
+            data = out.read()
+        s.sendall(data)
+        if how == "fin":
+            s.shutdown(socket.SHUT_WR)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    buf, closed, deadline = b"", "no", time.time() + 10
+    while time.time() < deadline:
+        try:
+            d = s.recv(65536)
+        except (socket.timeout, ConnectionResetError):
+            break
+        if not d:
+            closed = "yes"
+            break
+        if not obj:
+            buf += d
+            continue
+        inc.write(d)
+        try:
+            while True:
+                chunk = obj.read(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        except ssl.SSLWantReadError:
+            pass
+        except ssl.SSLZeroReturnError:
+            pass  # the server's close_notify; its FIN follows
+    n = 0
+    for _, method in reqs:
+        got = h1_answer(buf, method)
+        if not got:
+            break
+        status, body, buf = got
+        n += 1
+        print("status=%s bytes=%d sha256=%s" % (status, len(body), hashlib.sha256(body).hexdigest()))
+    print("answers=%d of %d closed=%s" % (n, len(reqs), closed))
+    return 0
+
+
 def burst(host, port, pid, n, path, cmd):
     req, _ = h1_request(path, False)
     conns = []
@@ -786,17 +894,8 @@ def burst(host, port, pid, n, path, cmd):
     if cmd:
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         time.sleep(1)
-    os.kill(pid, signal.SIGSTOP)
+    stop_process(pid)
     try:
-        # Every thread stopped (state T) before the first request goes out.
-        for _ in range(200):
-            states = []
-            for t in os.listdir("/proc/%d/task" % pid):
-                with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
-                    states.append(f.read().rsplit(")", 1)[1].split()[0])
-            if all(st == "T" for st in states):
-                break
-            time.sleep(0.01)
         for c in conns:
             c[0].sendall(req)
         time.sleep(0.2)
@@ -878,6 +977,9 @@ if __name__ == "__main__":
         sys.exit(contsplit(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
     if cmd == "fields":
         sys.exit(fields(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
+    if cmd == "halfclose":
+        sys.exit(halfclose(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6],
+                           sys.argv[7:]))
     if cmd == "h1pipe":
         sys.exit(h1pipe(sys.argv[2], int(sys.argv[3]), sys.argv[4:]))
     sys.exit(2)
