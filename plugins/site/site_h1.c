@@ -469,12 +469,14 @@ static int seal_cached_body(struct site_conn *c, struct site_resp *rs, bool *cop
     return rs->len == 0;
 }
 
-static void respond(struct site_conn *c, const struct site_req *rq, struct site_resp *rs, bool keep)
+/* Answer @p rq (NULL: a request that could not be parsed) with @p rs; no
+ * body when @p head. */
+static void respond(struct site_conn *c, const struct site_req *rq, struct site_resp *rs, bool keep,
+                    bool head)
 {
     size_t need = 1024 + rs->extra_len + c->hsts_len;
     char *dst = site_out_reserve(c, need);
     size_t hn;
-    bool head = rq && rq->method == SITE_M_HEAD;
     uint64_t body = (rs->status == 304 || head) ? 0 : rs->len;
 
     hn = site_h1_head(dst, need, c, rs, keep, rq ? rq->http10 : false);
@@ -536,17 +538,19 @@ static void handle(struct site_conn *c, const struct site_req *rq)
     }
     site_metrics_request(c->w, c->tls ? SITE_PROTO_H1 : SITE_PROTO_PLAIN, rs.status);
     (void)s;
-    respond(c, rq, &rs, keep);
+    respond(c, rq, &rs, keep, rq->method == SITE_M_HEAD);
 }
 
-static void bad_request(struct site_conn *c, int status)
+/* A request refused before it was whole (@p head: its request line says
+ * HEAD, so the answer has no body either, RFC 9110 section 9.3.2). */
+static void bad_request(struct site_conn *c, int status, bool head)
 {
     struct site_resp rs;
     site_resp_init(&rs);
     site_resp_error(&rs, status);
     site_metrics_request(c->w, c->tls ? SITE_PROTO_H1 : SITE_PROTO_PLAIN, status);
     c->linger = true; /* the rest of the bad request may still be coming */
-    respond(c, NULL, &rs, false);
+    respond(c, NULL, &rs, false, head);
 }
 
 /* Parse and answer as many complete requests as fit; returns bytes consumed. */
@@ -573,7 +577,7 @@ static size_t process(struct site_conn *c, const char *p, size_t n)
             break;
         }
         if (r < 0) {
-            bad_request(c, (int)-r);
+            bad_request(c, (int)-r, n - used >= 5 && memcmp(p + used, "HEAD ", 5) == 0);
             used = n;
             break;
         }

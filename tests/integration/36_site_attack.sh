@@ -60,8 +60,10 @@ like "$(cat "$TB_TMP/daemon.log")" "does not fit; 414|is a directory, not an ind
 
 # ---- header values, Content-Length, log injection ------------------------------------------
 # raw 'REQUEST' (printf escapes): send it over TLS, print the status code.
-raw() {
-    printf "$1" | python3 -c '
+# rawall 'REQUEST': the same, read to the end: "STATUS body=B" (B: bytes
+# after the head).
+rawreq() {
+    printf "$2" | python3 -c '
 import socket, ssl, sys
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 ctx.check_hostname = False
@@ -72,16 +74,26 @@ s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1])), ti
 s.sendall(sys.stdin.buffer.read())
 d = b""
 try:
-    while b"\r\n" not in d:
+    while sys.argv[2] == "all" or b"\r\n" not in d:
         b = s.recv(4096)
         if not b:
             break
         d += b
 except OSError:
     pass
-print(d.split(b" ")[1].decode() if d.startswith(b"HTTP/1.1 ") else "none")
-' "$P_HTTPS"
+head, _, body = d.partition(b"\r\n\r\n")
+status = head.split(b" ")[1].decode() if head.startswith(b"HTTP/1.1 ") else "none"
+print("%s body=%d" % (status, len(body)) if sys.argv[2] == "all" else status)
+' "$P_HTTPS" "$1"
 }
+raw() { rawreq status "$1"; }
+rawall() { rawreq all "$1"; }
+# A HEAD refused before it was whole gets no body either (RFC 9110 9.3.2):
+# the error page would be read as the start of the next answer.
+like "$(rawall 'GET / HTTP/1.1\r\n\r\n')" "^400 body=[1-9][0-9]+$" "GET without Host: 400 with its page"
+is "$(rawall 'HEAD / HTTP/1.1\r\n\r\n')" "400 body=0" "HEAD without Host: 400, no body"
+is "$(rawall 'HEAD / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n')" "400 body=0" "HEAD with two Hosts: the same"
+is "$(rawall 'HEAD / HTTP/2.0\r\nHost: localhost\r\n\r\n')" "505 body=0" "HEAD / HTTP/2.0: 505, no body"
 is "$(raw 'GET / HTTP/1.1\r\nHost: local\rhost\r\n\r\n')" 400 "a bare CR inside a header value: 400"
 is "$(raw 'GET / HTTP/1.1\r\nHost: localhost\r\nX-A: a\r\r\n\r\n')" 400 "a bare CR ending a header value: 400"
 is "$(raw 'GET / HTTP/1.1\r\nHost: localhost\r\nX-A: \033[2J\r\n\r\n')" 400 "an ESC in a header value: 400"
