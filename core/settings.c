@@ -41,6 +41,10 @@ const struct tlsbox_setting_def core_settings[] = {
      /* Empty (= the system host name) or a DNS name of LDH labels. */
      .pattern = "^$|^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                 "(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
+     /* The pattern bounds each label (63); .max bounds the name (RFC 1035:
+      * 253 characters in text), else the internal CA issues for a name no
+      * resolver can hold. */
+     .max = 253,
      .help = "Host name the appliance answers to; empty means the system host name"},
     {.key = "plugins_disabled",
      .type = TLSBOX_SETTING_LIST,
@@ -951,10 +955,13 @@ int settings_reset(const char *full_key, const char *actor, char **err)
 }
 
 /* A JSON value as setting text: strings as they are, integers in decimal,
- * booleans as true/false, an array of strings as a LIST, null as "reset". */
+ * booleans as true/false, an array of strings for a LIST, null as "reset".
+ * The rest is refused here, as PUT /settings/KEY refuses it: as text, 1.8e3
+ * would pass for 1800 and ["1800"] for "1800". */
 static int json_to_text(const char *full_key, json_t *v, char **out, char **err)
 {
     *out = NULL;
+    const struct tlsbox_setting_def *def = settings_def(full_key); /* NULL: set_pairs says so */
     switch (json_typeof(v)) {
     case JSON_STRING:
         *out = xstrdup(json_string_value(v));
@@ -963,8 +970,9 @@ static int json_to_text(const char *full_key, json_t *v, char **out, char **err)
         *out = xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(v));
         return 0;
     case JSON_REAL:
-        *out = xasprintf("%.17g", json_real_value(v)); /* validation will say what is wrong */
-        return 0;
+        xset_err(err, "%s: %.17g is not a whole number (write it without a point or exponent)",
+                 full_key, json_real_value(v));
+        return -EINVAL;
     case JSON_TRUE:
     case JSON_FALSE:
         *out = xstrdup(json_is_true(v) ? "true" : "false");
@@ -972,6 +980,11 @@ static int json_to_text(const char *full_key, json_t *v, char **out, char **err)
     case JSON_NULL:
         return 0;
     case JSON_ARRAY: {
+        if (def && def->type != TLSBOX_SETTING_LIST) {
+            xset_err(err, "%s: a list is given, but the setting is one value, not a list",
+                     full_key);
+            return -EINVAL;
+        }
         size_t i, len = 0;
         json_t *item;
         json_array_foreach(v, i, item)

@@ -17,6 +17,7 @@
 #include "core/tls_policy.h"
 #include "core/tls_policy_store.h"
 #include "core/tls_probe.h"
+#include "core/utf8.h"
 #include "core/xalloc.h"
 
 /* A store connection for this request; replies 500 when none. */
@@ -223,6 +224,9 @@ static void publish_policy(int64_t id)
     events_publish("policy.changed", data);
 }
 
+/* The longest comment a policy change may carry, in bytes. */
+#define POLICY_COMMENT_MAX 200
+
 /* Apply the candidate described by the body; @p kind shapes the body check. */
 static void policy_change(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply,
                           const char *kind)
@@ -237,6 +241,16 @@ static void policy_change(const struct tlsbox_api_request *req, struct tlsbox_ap
         (strcmp(kind, "raw") == 0 && !json_is_string(json_object_get(body, "priority")))) {
         api_reply_error(reply, 400, "policy/%s needs {\"%s\": \"...\"}", kind,
                         strcmp(kind, "raw") == 0 ? "priority" : "preset");
+        goto out;
+    }
+    /* The comment stays in the history, shown by the web UI and tlsboxctl:
+     * a line of text, not a second body. */
+    json_t *cj = json_object_get(body, "comment");
+    const char *ct = json_string_value(cj);
+    if (cj &&
+        (!ct || strlen(ct) > POLICY_COMMENT_MAX || utf8_invalid_at(ct, strlen(ct)) != strlen(ct))) {
+        api_reply_error(reply, 400, "policy/%s: \"comment\" must be UTF-8 text of at most %d bytes",
+                        kind, POLICY_COMMENT_MAX);
         goto out;
     }
     if (!(db = req_db(reply)))
@@ -320,8 +334,15 @@ static void on_policy_rollback(void *arg, const struct tlsbox_api_request *req,
     json_int_t version = 0;
     if (json_is_integer(v))
         version = json_integer_value(v);
-    else if (json_is_string(v))
-        version = strtoll(json_string_value(v), NULL, 10);
+    else if (json_is_string(v)) {
+        /* Digits and nothing else: "1xyz" is not version 1. */
+        const char *t = json_string_value(v);
+        char *end = NULL;
+        errno = 0;
+        version = *t >= '0' && *t <= '9' ? strtoll(t, &end, 10) : 0;
+        if (errno || !end || *end)
+            version = 0;
+    }
     if (version <= 0) {
         api_reply_error(reply, 400, "policy/rollback needs {\"version\": N} with N > 0");
         json_decref(body);

@@ -182,4 +182,21 @@ ok $? "tlsboxctl policy preset intermediate replaces it"
 like "$out" "priority_override +-" "  and clears the raw string"
 is "$(tb_ctl --json policy show | jq -r '.refused')" null "  and nothing is refused any more"
 is "$(served)" "$cn" "HTTPS serves the internal leaf"
+
+# Through the API, a version is a number (or digits), and a comment a line
+# of text; anything else is refused, and no version is made.
+api_code() { curl -s -o "$TB_TMP/reply" -w '%{http_code}' --unix-socket "$TB_STATE/control.sock" "$@"; }
+versions() { db 'SELECT count(*), max(id) FROM policy_versions WHERE active = 1 OR 1'; }
+before=$(versions)
+is "$(api_code -X POST http://x/api/v1/policy/rollback -d '{"version": "1xyz"}')" 400 \
+    'rollback to version "1xyz": 400, not version 1'
+is "$(api_code -X PUT http://x/api/v1/policy -d '{"hsts_max_age": 900, "comment": 42}')" 400 \
+    "a comment that is not text: 400"
+like "$(cat "$TB_TMP/reply")" 'policy/set: \\"comment\\" must be UTF-8 text of at most 200 bytes' "saying what it must be"
+is "$(api_code -X PUT http://x/api/v1/policy -d "{\"hsts_max_age\": 900, \"comment\": \"$(printf 'c%.0s' $(seq 1 201))\"}")" \
+    400 "a comment of 201 bytes: 400"
+is "$(versions)" "$before" "no version was made"
+is "$(api_code -X PUT http://x/api/v1/policy -d '{"hsts_max_age": 900, "comment": "ticket 12"}')" 200 \
+    "a short comment: taken"
+is "$(db 'SELECT comment FROM policy_versions ORDER BY id DESC LIMIT 1')" "ticket 12" "and kept in the history"
 done_testing

@@ -219,6 +219,26 @@ tb_ctl set site.idle_timeout 60 >/dev/null
 tb_ctl settings undo "$(last_change)" >/dev/null
 is "$(tb_ctl get site.idle_timeout)" 50 "and undo works after it (back to 50)"
 
+# Values of another JSON type than the setting's are refused, as PUT
+# /settings/KEY refuses them, and nothing is written.
+before=$(snapshot)
+is "$(api_code -X PUT http://x/api/v1/plugins/site/settings -d '{"idle_timeout": 4.5e1}')" 400 \
+    "a number with an exponent (4.5e1) for an integer: 400"
+is "$(jq -r .error "$TB_TMP/reply")" \
+    "site.idle_timeout: 45 is not a whole number (write it without a point or exponent)" "saying so"
+is "$(api_code -X PUT http://x/api/v1/plugins/site/settings -d '{"idle_timeout": ["50"]}')" 400 \
+    "a list for a single value: 400"
+is "$(jq -r .error "$TB_TMP/reply")" \
+    "site.idle_timeout: a list is given, but the setting is one value, not a list" "saying so"
+long=$(printf 'a%.0s' $(seq 1 63))
+is "$(api_code -X PUT http://x/api/v1/plugins/core/settings -d "{\"hostname\": \"$long.$long.$long.$long.$long\"}")" \
+    400 "a host name of 319 characters (labels of 63): 400"
+is "$(snapshot)" "$before" "nothing was written"
+is "$(api_code -X PUT http://x/api/v1/plugins/core/settings -d '{"plugins_disabled": ["example"]}')" 200 \
+    "a list for a list setting: taken"
+is "$(tb_ctl get core.plugins_disabled)" example "as one item"
+tb_ctl set core.plugins_disabled "" >/dev/null
+
 tb_stop_daemon
 ok $? "daemon stops cleanly"
 done_testing

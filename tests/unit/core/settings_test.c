@@ -356,10 +356,18 @@ static void test_set_many(void)
 
     /* A list item with a comma is refused by its place, not its text:
      * the setting may be a secret. */
-    p = json_pack("{s:[s,s]}", "password", "first one", "hunter2,hunter3");
+    p = json_pack("{s:[s,s]}", "names", "first", "hunter2,hunter3");
     is_int(settings_set_many(p, "t", "bob", &err), -EINVAL, "a list item with a comma is refused");
-    is_str(err, "t.password: list item 2 contains a comma (a list is stored comma-separated)",
+    is_str(err, "t.names: list item 2 contains a comma (a list is stored comma-separated)",
            "the message names the item's place, not its text (no secret in it)");
+    json_decref(p);
+    free(err);
+    err = NULL;
+    /* A list for a setting of one value: refused, not joined into one. */
+    p = json_pack("{s:[s,s]}", "password", "first one", "hunter2");
+    is_int(settings_set_many(p, "t", "bob", &err), -EINVAL, "a list for a single value is refused");
+    is_str(err, "t.password: a list is given, but the setting is one value, not a list",
+           "saying so, without the value (a secret)");
     json_decref(p);
     free(err);
     err = NULL;
@@ -418,7 +426,8 @@ static void test_set_many(void)
     err = NULL;
     p = json_pack("{s:f}", "workers", 2.5);
     is_int(settings_set_many(p, "t", "bob", &err), -EINVAL, "a fractional number for an int");
-    is_str(err, "t.workers: \"2.5\" is not an integer", "message");
+    is_str(err, "t.workers: 2.5 is not a whole number (write it without a point or exponent)",
+           "message");
     json_decref(p);
     free(err);
     err = NULL;
