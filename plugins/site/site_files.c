@@ -35,6 +35,7 @@ struct site_centry {
     dev_t dev;
     ino_t ino;
     struct timespec mtim;
+    struct timespec ctim; /* a chmod (chown, link) changes it, not mtim */
     uint64_t checked_ms;
     const char *ctype;
     char etag[48];
@@ -759,14 +760,18 @@ static void fill_validators(struct site_centry *e, const struct stat *st)
     e->dev = st->st_dev;
     e->ino = st->st_ino;
     e->mtim = st->st_mtim;
+    e->ctim = st->st_ctim;
     site_etag(st, e->etag, sizeof(e->etag));
     site_http_date(st->st_mtime, e->lastmod, sizeof(e->lastmod));
 }
 
 static bool same_file(const struct site_centry *e, const struct stat *st)
 {
+    /* The ctime too: a file made unreadable (chmod 0600 to hide it) keeps
+     * its mtime, and must be opened again to be refused. */
     return e->dev == st->st_dev && e->ino == st->st_ino && (off_t)e->size == st->st_size &&
-           e->mtim.tv_sec == st->st_mtim.tv_sec && e->mtim.tv_nsec == st->st_mtim.tv_nsec;
+           e->mtim.tv_sec == st->st_mtim.tv_sec && e->mtim.tv_nsec == st->st_mtim.tv_nsec &&
+           e->ctim.tv_sec == st->st_ctim.tv_sec && e->ctim.tv_nsec == st->st_ctim.tv_nsec;
 }
 
 /*
@@ -796,8 +801,9 @@ static int lookup(struct site_worker *w, const char *rel, struct site_centry **o
             *out = e;
             return 0;
         }
-        /* Stale: same inode, size and mtime means same content (it was
-         * reached safely before); anything else is looked up afresh. */
+        /* Stale: same inode, size, mtime and ctime means same content and
+         * access (it was reached safely before); anything else is looked
+         * up afresh. */
         if (fstatat(w->rootfd, rel[0] ? rel : ".", st, 0) == 0 ? !e->missing && same_file(e, st)
                                                                : e->missing) {
             e->checked_ms = w->now_ms;

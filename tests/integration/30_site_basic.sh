@@ -243,6 +243,19 @@ for proto in --http2 --http1.1; do
     is "$("${C[@]}" $proto -d x=1 -o /dev/null -w '%{http_code}' "$URL/")" 405 "$proto: POST gives 405"
     is "$("${C[@]}" $proto -o /dev/null -w '%{http_code} %{redirect_url}' "$URL/sub")" \
         "301 $URL/sub/" "$proto: directory without slash redirects"
+    # A file made unreadable to hide it (chmod, which changes no mtime)
+    # stops being served once its cache entry is looked at again (1 s).
+    printf 'soon private\n' >"$W/hide$proto.txt"
+    is "$("${C[@]}" $proto -w ' %{http_code}' "$URL/hide$proto.txt")" "soon private
+ 200" "$proto: a readable file is served (and cached)"
+    chmod 0600 "$W/hide$proto.txt"
+    code=200
+    for _ in $(seq 50); do
+        code=$("${C[@]}" $proto -o /dev/null -w '%{http_code}' "$URL/hide$proto.txt")
+        [ "$code" = 200 ] || break
+        sleep 0.1
+    done
+    is "$code" 403 "$proto: made unreadable by chmod, it is no longer served (403, as nginx)"
 done
 
 # ---- HTTP/1 specifics ---------------------------------------------------------
