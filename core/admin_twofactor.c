@@ -393,11 +393,17 @@ static void on_off(void *arg, const struct tlsbox_api_request *req, struct tlsbo
     } else if (!admin_request_from_control(req) &&
                password_ok(name, body, db, r.has_secret ? &r : NULL, reply) < 0) {
         /* replied */
+    } else if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+        api_reply_error(reply, 500, "cannot write the store");
     } else if (row_write(db,
                          "UPDATE admin_users SET totp_secret = ?1, totp_pending = ?1, "
                          "totp_last_step = ?2 WHERE id = ?3",
                          NULL, 0, r.id) < 0 ||
-               admin_recovery_clear(db, r.id) < 0) {
+               admin_recovery_clear(db, r.id) < 0 ||
+               sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        /* All or nothing, as turning it on: the recovery codes go with
+         * the secret, or neither does (the answer says it failed). */
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         api_reply_error(reply, 500, "cannot write the store");
     } else {
         api_reply_json(reply, 200, json_pack("{s:s,s:b}", "user", name, "enabled", 0));
