@@ -75,6 +75,21 @@ static void staple_timer_set(time_t until)
     staple_timer = timers_add(core_self(), "tls.staple-expiry", ms, 0, 0, on_staple_expiry, NULL);
 }
 
+/* Seconds before a rebuild that failed with a staple due to go is tried again. */
+#define STAPLE_RETRY_SECONDS 60
+
+/* Under rebuild_lock, after a failed rebuild: the bundle in service stays,
+ * staples included.  When one of them is due to go, the expiry timer has
+ * fired already, and without another nothing would drop it: try again. */
+static void staple_retry_if_due(void)
+{
+    struct tlsbox_bundle *cur = tls_bundle_acquire();
+    time_t until = tls_bundle_staple_until(cur), now = time(NULL);
+    tls_bundle_release(cur);
+    if (until > 0 && until <= now)
+        staple_timer_set(now + STAPLE_RETRY_SECONDS);
+}
+
 int tls_rebuild(sqlite3 *db, const char *why)
 {
     struct tlsbox_bundle *b = NULL;
@@ -87,6 +102,7 @@ int tls_rebuild(sqlite3 *db, const char *why)
         db = own = store_connect();
     if (!db) {
         log_err("tls: rebuild after %s: no store connection; keeping the current bundle", why);
+        staple_retry_if_due();
         rc = -EIO;
         goto out;
     }
@@ -96,6 +112,7 @@ int tls_rebuild(sqlite3 *db, const char *why)
         log_err("tls: rebuild after %s failed, keeping bundle %llu: %s", why,
                 (unsigned long long)tls_bundle_generation(cur), err);
         tls_bundle_release(cur);
+        staple_retry_if_due();
         goto out;
     }
     json_t *d = tls_bundle_describe(b);
