@@ -84,10 +84,7 @@ void bench_local_load(struct bench *b, struct bench_local *local)
             (int)h->setting_get_int(b->self, "site.max_connections_per_ip", 0);
         local->max_conns = (int)h->setting_get_int(b->self, "site.max_connections", 0);
     }
-    /* The site listens on site.bind; loopback reaches it unless it is bound
-     * to IPv6 loopback only. */
     char *bind = h->setting_get(b->self, "site.bind");
-    bool v6only = bind && strstr(bind, "::1") && !strstr(bind, "127.") && !strstr(bind, "0.0.0.0");
-    bench_strlcpy(local->addr, v6only ? "::1" : "127.0.0.1", sizeof(local->addr));
+    bench_local_addr(bind ? bind : "", local->addr, sizeof(local->addr));
     free(bind);
 }

@@ -31,12 +31,21 @@ static int refuse(char **err, const char *fmt, ...)
     return -EINVAL;
 }
 
-/* An integer field within [lo, hi] ("what" names the limit in the message). */
+/* An integer field within [lo, hi] ("what" names the limit in the message).
+ * Absent, @p dflt, which must be within the limit too: a box that sets
+ * bench.max_requests=100 means every run, not only those that name a count
+ * (refused, as a report whose default count is over it is). */
 static int get_int(json_t *j, const char *key, long dflt, long lo, long hi, const char *what,
                    long *out, char **err)
 {
     json_t *v = json_object_get(j, key);
     if (!v) {
+        if (dflt > hi)
+            return refuse(err,
+                          "bench: %s %ld (the default) is out of range: %ld..%ld%s%s%s: give "
+                          "\"%s\" of at most %ld",
+                          key, dflt, lo, hi, what ? " (limit " : "", what ? what : "",
+                          what ? ")" : "", key, hi);
         *out = dflt;
         return 0;
     }
@@ -445,4 +454,32 @@ json_t *bench_opts_json(const struct bench_opts *o)
                   o->tls ? o->tls_version : "none", "key", o->tls ? o->key_type : "none", "cipher",
                   o->tls ? o->cipher : "none", "group", o->tls ? o->group : "none");
     return j;
+}
+
+void bench_local_addr(const char *bind, char *out, size_t cap)
+{
+    char first[64] = "", v4[64] = "", v6[64] = "";
+    for (const char *p = bind; *p;) {
+        size_t n = strcspn(p, ",");
+        const char *s = p, *e = p + n;
+        p = *e ? e + 1 : e;
+        while (s < e && *s == ' ')
+            s++;
+        while (e > s && e[-1] == ' ')
+            e--;
+        if (e - s >= 2 && *s == '[' && e[-1] == ']')
+            s++, e--;
+        char item[64];
+        if (s == e || (size_t)(e - s) >= sizeof(item))
+            continue;
+        memcpy(item, s, (size_t)(e - s));
+        item[e - s] = '\0';
+        if (!first[0])
+            bench_strlcpy(first, item, sizeof(first));
+        if (!v4[0] && (strcmp(item, "0.0.0.0") == 0 || strncmp(item, "127.", 4) == 0))
+            bench_strlcpy(v4, strcmp(item, "0.0.0.0") == 0 ? "127.0.0.1" : item, sizeof(v4));
+        if (!v6[0] && (strcmp(item, "::") == 0 || strcmp(item, "::1") == 0))
+            bench_strlcpy(v6, "::1", sizeof(v6));
+    }
+    bench_strlcpy(out, v4[0] ? v4 : v6[0] ? v6 : first[0] ? first : "127.0.0.1", cap);
 }

@@ -25,7 +25,7 @@ struct bench_limits {
  * when it cannot say. */
 struct bench_local {
     int https_port, http_port; /* as served; 0 = off / no site */
-    char addr[64];             /* "127.0.0.1" or "::1" */
+    char addr[64];             /* where a local run connects: bench_local_addr */
     int max_conns_per_ip;      /* site.max_connections_per_ip; 0 = unknown */
     int max_conns;             /* connections it takes in all; 0 = unknown */
     bool in_effect;            /* the fields above are the running site's */
@@ -50,5 +50,12 @@ json_t *bench_opts_json(const struct bench_opts *o);
 
 /* Build o->priority from tls_version, key_type, cipher, group. */
 int bench_opts_priority(struct bench_opts *o, char **err);
+
+/* Where a run on the local site connects, from site.bind @p bind (the list
+ * as stored): IPv4 loopback when the site listens there (0.0.0.0 or a
+ * 127.x address, that one), else IPv6 loopback (:: or ::1), else the first
+ * address it is bound to (192.168.1.10: only there does it answer).  Into
+ * @p out (@p cap bytes).  Pure; any thread. */
+void bench_local_addr(const char *bind, char *out, size_t cap);
 
 #endif

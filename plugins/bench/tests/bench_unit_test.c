@@ -152,6 +152,70 @@ static void test_opts(void)
     is_int((int)strlen(o.path), 1023, "and kept whole");
 }
 
+/* Defaults are held to the limits as given values are: an admin's
+ * bench.max_requests=100 bounds every run, not only those naming a count. */
+static void test_default_limits(void)
+{
+    const struct bench_limits small = {.max_requests = 100,
+                                       .max_duration_ms = 30000,
+                                       .max_concurrency = 2,
+                                       .max_streams = 1,
+                                       .allow_public = false};
+    struct bench_opts o;
+    char *err = NULL;
+    struct {
+        const char *json, *want;
+    } cases[] = {
+        {"{\"scenario\":\"h2\"}",
+         "bench: concurrency 10 (the default) is out of range: 1..2 (limit "
+         "bench.max_concurrency): give \"concurrency\" of at most 2"},
+        {"{\"scenario\":\"h2\",\"concurrency\":2}",
+         "bench: streams 10 (the default) is out of range: 1..1 (limit bench.max_streams): give "
+         "\"streams\" of at most 1"},
+        {"{\"scenario\":\"h2\",\"concurrency\":2,\"streams\":1}",
+         "bench: requests 1000 (the default) is out of range: 1..100 (limit bench.max_requests): "
+         "give \"requests\" of at most 100"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *j = json_loads(cases[i].json, 0, NULL);
+        is_int(bench_opts_parse(j, &small, &local, &o, &err), -EINVAL,
+               "%s at the small limits: refused", cases[i].json);
+        is_str(err, cases[i].want, "  naming the default and the limit");
+        free(err);
+        err = NULL;
+        json_decref(j);
+    }
+    json_t *j = json_loads("{\"scenario\":\"h2\",\"requests\":50,\"concurrency\":2,\"streams\":1}",
+                           0, NULL);
+    is_int(bench_opts_parse(j, &small, &local, &o, &err), 0, "within every limit: accepted");
+    ok(o.requests == 50 && o.concurrency == 2 && o.streams == 1, "  as given");
+    json_decref(j);
+}
+
+/* Where a run on the local site connects, by site.bind. */
+static void test_local_addr(void)
+{
+    static const struct {
+        const char *bind, *addr;
+    } cases[] = {
+        {"0.0.0.0,::", "127.0.0.1"},
+        {"::", "::1"},
+        {"::1", "::1"},
+        {"127.0.0.2", "127.0.0.2"},
+        {"192.168.1.10", "192.168.1.10"},
+        {"2001:db8::1", "2001:db8::1"},
+        {"[2001:db8::1], ::1", "::1"},
+        {"192.168.1.10, 127.0.0.1", "127.0.0.1"},
+        {"[fd00::7]", "fd00::7"},
+        {"", "127.0.0.1"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char out[64];
+        bench_local_addr(cases[i].bind, out, sizeof(out));
+        is_str(out, cases[i].addr, "site.bind \"%s\": a local run connects there", cases[i].bind);
+    }
+}
+
 static void test_csv(void)
 {
     json_t *run = json_loads(
@@ -697,6 +761,8 @@ int main(void)
 {
     test_percentiles();
     test_opts();
+    test_default_limits();
+    test_local_addr();
     test_site_ip_room();
     test_site_room();
     test_site_room_why();
