@@ -646,6 +646,37 @@ static char *keep_name(const char *store, const char *stamp)
     return NULL;
 }
 
+/*
+ * Hand the restored copy @p tmp to @p uid:@p gid, through the open file and
+ * only when it is still the one this command made: a regular file of ours
+ * with one link.  The state directory is the service user's, who could put
+ * a symbolic link (to /etc/shadow) at that name after the copy; root's
+ * chown() by name would follow it and hand over the file it names.  0, or
+ * -1 with why printed.
+ */
+static int give_copy(const char *tmp, uid_t uid, gid_t gid)
+{
+    int fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() ||
+        sb.st_nlink != 1) {
+        fprintf(stderr,
+                "tlsboxctl: %s: the copy was replaced while it was written (another process "
+                "of the state directory's owner?); nothing was changed\n",
+                tmp);
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    int rc = 0;
+    if (fchown(fd, uid, gid) < 0 && geteuid() == 0) {
+        fprintf(stderr, "tlsboxctl: %s: chown: %s; nothing was changed\n", tmp, strerror(errno));
+        rc = -1;
+    }
+    close(fd);
+    return rc;
+}
+
 /* Move @p from to @p to when it exists, never over a file at @p to when
  * @p noreplace; 0, or -1 with errno. */
 static int move_if_there(const char *from, const char *to, bool noreplace)
@@ -815,8 +846,7 @@ static int cmd_restore(struct ctl *c, int argc, char **argv)
     unlink(tmp); /* left by a restore killed outright (SIGKILL) */
     if (copy_store(src, tmp, 1) < 0)
         goto out;
-    if (chown(tmp, uid, gid) < 0 && geteuid() == 0) {
-        fprintf(stderr, "tlsboxctl: %s: chown: %s\n", tmp, strerror(errno));
+    if (give_copy(tmp, uid, gid) < 0) {
         unlink(tmp);
         goto out;
     }

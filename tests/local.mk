@@ -116,6 +116,7 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/27_ctl_stdout_error.sh \
 	tests/integration/28_state_dir_unreachable.sh \
 	tests/integration/29_backup_partial.sh \
+	tests/integration/29_restore_swapped.sh \
 	tests/integration/29_ctl_long_args.sh \
 	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
 	tests/integration/62_webui_no_inline.sh tests/integration/63_admin_login_throttle.sh \
@@ -135,6 +136,8 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/27_ctl_stdout_error.sh \
 	tests/integration/28_state_dir_unreachable.sh \
 	tests/integration/29_backup_partial.sh \
+	tests/integration/29_restore_swapped.sh tests/integration/swap_at_chown.c \
+	tests/integration/appear_at_rename.c \
 	tests/integration/29_ctl_long_args.sh \
 	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
 	tests/integration/62_webui_no_inline.sh tests/integration/63_admin_login_throttle.sh \
