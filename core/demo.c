@@ -37,12 +37,13 @@ char *demo_expand(const char *value, const char *state_dir, const char *datadir)
     return out;
 }
 
-static int copy_file(const char *from, const char *to)
+/* Copy @p from into the new file @p name of directory @p dir. */
+static int copy_file(const char *from, int dir, const char *name)
 {
     int in = open(from, O_RDONLY | O_CLOEXEC);
     if (in < 0)
         return -errno;
-    int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int out = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     /* Public sample content: 0644 past tlsboxd's umask 077, readable by the
      * user a daemon started as root becomes. */
     if (out < 0 || fchmod(out, 0644) < 0) {
@@ -65,9 +66,9 @@ static int copy_file(const char *from, const char *to)
     return rc;
 }
 
-/* Copy the regular files of @p from into the new directory @p to; returns
- * the number copied or a negative errno. */
-static int copy_dir_files(const char *from, const char *to)
+/* Copy the regular files of @p from into the new directory @p to (open);
+ * returns the number copied or a negative errno. */
+static int copy_dir_files(const char *from, int to)
 {
     DIR *d = opendir(from);
     if (!d)
@@ -77,12 +78,9 @@ static int copy_dir_files(const char *from, const char *to)
     while ((e = readdir(d))) {
         char *src = xasprintf("%s/%s", from, e->d_name);
         struct stat sb;
-        if (e->d_name[0] != '.' && stat(src, &sb) == 0 && S_ISREG(sb.st_mode)) {
-            char *dst = xasprintf("%s/%s", to, e->d_name);
-            if (copy_file(src, dst) == 0)
-                n++;
-            free(dst);
-        }
+        if (e->d_name[0] != '.' && stat(src, &sb) == 0 && S_ISREG(sb.st_mode) &&
+            copy_file(src, to, e->d_name) == 0)
+            n++;
         free(src);
     }
     closedir(d);
@@ -93,16 +91,29 @@ static int copy_dir_files(const char *from, const char *to)
 static void demo_sample_site(const char *state_dir)
 {
     char *www = xasprintf("%s/www", state_dir);
-    if (mkdir(www, 0755) == 0 && chmod(www, 0755) == 0) { /* past umask 077 */
-        char *sample = xasprintf("%s/www", paths_pkgdatadir());
-        int n = copy_dir_files(sample, www);
-        if (n > 0)
-            log_info("demo mode: %d sample file%s from %s in %s", n, n == 1 ? "" : "s", sample,
-                     www);
-        else
-            log_warn("demo mode: no sample site in %s (%s); %s stays empty", sample,
-                     n < 0 ? strerror(-n) : "no files", www);
-        free(sample);
+    if (mkdir(www, 0755) == 0) {
+        /* From here through the directory made, never by its name: after
+         * the first start the state directory is the service user's, who
+         * could put a link at "www" between the mkdir and a chmod or copy
+         * by name, and have root change or fill the directory it names. */
+        int dir = open(www, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat sb;
+        if (dir < 0 || fstat(dir, &sb) < 0 || sb.st_uid != geteuid() ||
+            fchmod(dir, 0755) < 0) { /* past umask 077 */
+            log_warn("demo mode: %s was replaced as it was made; no sample site", www);
+        } else {
+            char *sample = xasprintf("%s/www", paths_pkgdatadir());
+            int n = copy_dir_files(sample, dir);
+            if (n > 0)
+                log_info("demo mode: %d sample file%s from %s in %s", n, n == 1 ? "" : "s", sample,
+                         www);
+            else
+                log_warn("demo mode: no sample site in %s (%s); %s stays empty", sample,
+                         n < 0 ? strerror(-n) : "no files", www);
+            free(sample);
+        }
+        if (dir >= 0)
+            close(dir);
     }
     free(www);
 }

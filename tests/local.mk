@@ -108,6 +108,7 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/15_store_upgrade.sh \
 	tests/integration/16_core_names_no_plugin.sh \
 	tests/integration/17_daemon_process.sh \
+	tests/integration/17_demo_www_swapped.sh \
 	tests/integration/18_plugins_live_toggle.sh \
 	tests/integration/19_daemon_restart.sh \
 	tests/integration/24_store_backup.sh \
@@ -136,7 +137,8 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/27_ctl_stdout_error.sh \
 	tests/integration/28_state_dir_unreachable.sh \
 	tests/integration/29_backup_partial.sh \
-	tests/integration/29_restore_swapped.sh tests/integration/swap_at_chown.c \
+	tests/integration/29_restore_swapped.sh tests/integration/swap_for_link.c \
+	tests/integration/17_demo_www_swapped.sh \
 	tests/integration/appear_at_rename.c \
 	tests/integration/29_ctl_long_args.sh \
 	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \

@@ -7,7 +7,7 @@
 # checks: the restore refuses (exit 4) and says the copy was replaced; the
 # file the link names keeps its owner and mode; the store is as it was; no
 # link is left in the state directory.  The link is put there every time,
-# just before the ownership step (tests/integration/swap_at_chown.c), not by
+# just before the ownership step (tests/integration/swap_for_link.c), not by
 # racing.  Then the same restore, undisturbed, works.
 . "$(dirname "$0")/lib.sh"
 tb_setup
@@ -24,12 +24,12 @@ owner=$(stat -c %U "$db")
 unlike "$owner" "^root$" "the store is the service user's ($owner)"
 sum=$(cat "$db" "$db-wal" 2>/dev/null | sha256sum)
 
-cc -std=c11 -shared -fPIC -o "$TB_TMP/swap_at_chown.so" \
-    "$top_srcdir/tests/integration/swap_at_chown.c" -ldl || bail "building the swap shim"
+cc -std=c11 -shared -fPIC -o "$TB_TMP/swap_for_link.so" \
+    "$top_srcdir/tests/integration/swap_for_link.c" -ldl || bail "building the swap shim"
 printf 'root only\n' >"$TB_TMP/victim"
 chmod 0600 "$TB_TMP/victim"
-out=$(SWAP_AT_CHOWN="$TB_STATE/.tlsbox.db.restoring" SWAP_TO="$TB_TMP/victim" \
-    LD_PRELOAD="$TB_TMP/swap_at_chown.so" \
+out=$(SWAP_AT="$TB_STATE/.tlsbox.db.restoring" SWAP_TO="$TB_TMP/victim" \
+    LD_PRELOAD="$TB_TMP/swap_for_link.so" \
     ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
     "$TB_TLSBOXCTL" --state-dir "$TB_STATE" restore "$TB_TMP/b.db" 2>&1)
 is "$?" 4 "a copy swapped for a link before it is given to $owner: refused"

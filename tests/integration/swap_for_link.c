@@ -1,10 +1,12 @@
 /* LD_PRELOAD for tests: another process of the directory's owner swaps a
- * file for a symbolic link at the last moment before a program changes the
- * file's owner.  When chown() is asked to change $SWAP_AT_CHOWN, or open()
- * to open it read-only without following links (how one changes the owner
- * through the file instead), that name is first moved aside and a symbolic
- * link to $SWAP_TO put in its place, once.  This puts the link, every time,
- * where a real attacker racing the program lands it only now and then. */
+ * name for a symbolic link at the last moment.  The name is $SWAP_AT; the
+ * link leads to $SWAP_TO; it happens once:
+ * - before chown() of that name, or before an open() of it read-only
+ *   without following links (how one changes a file through itself);
+ * - after a mkdir() that made it (before the program opens what it made).
+ * The name is first moved aside to NAME.aside.  This puts the link, every
+ * time, where a real attacker racing the program lands it only now and
+ * then. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -18,7 +20,7 @@
 static void swap(const char *path)
 {
     static int done;
-    const char *name = getenv("SWAP_AT_CHOWN"), *to = getenv("SWAP_TO");
+    const char *name = getenv("SWAP_AT"), *to = getenv("SWAP_TO");
     if (done || !name || !to || strcmp(name, path) != 0)
         return;
     done = 1;
@@ -37,6 +39,15 @@ int chown(const char *path, uid_t uid, gid_t gid)
         (int (*)(const char *, uid_t, gid_t))dlsym(RTLD_NEXT, "chown");
     swap(path);
     return real(path, uid, gid);
+}
+
+int mkdir(const char *path, mode_t mode)
+{
+    int (*real)(const char *, mode_t) = (int (*)(const char *, mode_t))dlsym(RTLD_NEXT, "mkdir");
+    int r = real(path, mode);
+    if (r == 0)
+        swap(path);
+    return r;
 }
 
 static int opened(const char *sym, const char *path, int flags, mode_t mode)
