@@ -326,8 +326,7 @@ int main(int argc, char **argv)
     settings_register("core", core_settings);
     settings_register("admin", admin_settings);
     if (o.nplugins)
-        for (int i = 0; i < o.nplugins; i++)
-            plugins_load_file(o.plugins[i]);
+        plugins_load_files(o.plugins, (size_t)o.nplugins);
     else
         plugins_load_dir(o.plugin_dir);
     settings_load();

@@ -175,7 +175,9 @@ static int plugin_check_tables(struct tlsbox_plugin *p)
     return -1;
 }
 
-int plugins_load_file(const char *path)
+/* Load @p path into the list, its schema not yet applied: *out set.  0 or
+ * a negative errno (logged). */
+static int load_one(const char *path, struct tlsbox_plugin **out)
 {
     char *err = NULL;
     int rc = -EINVAL;
@@ -223,11 +225,38 @@ int plugins_load_file(const char *path)
     log_info("loaded plugin %s %s (ABI %u.%u) from %s", d->name, d->version ? d->version : "?",
              d->abi_major, d->abi_minor, path);
     store_guard_set_plugins(plugins_first); /* a neighbour's tables are not this plugin's */
-    plugin_apply_schema(p);
+    *out = p;
     return 0;
 out:
     free(err);
     dlclose(dl);
+    return rc;
+}
+
+int plugins_load_files(char *const *paths, size_t n)
+{
+    /* All loaded before any migrates: which tables are a plugin's depends
+     * on the others' names (the longest name that prefixes a table owns
+     * it), and "zz.so" sorts before "zz_big.so".  Migrated on load, zz's
+     * steps ran while zz_big was unknown, so zz_big's tables counted as
+     * zz's: its migration could rewrite or drop them. */
+    struct tlsbox_plugin **loaded = xcalloc(n ? n : 1, sizeof *loaded);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (load_one(paths[i], &loaded[k]) == 0)
+            k++;
+    for (size_t i = 0; i < k; i++)
+        plugin_apply_schema(loaded[i]);
+    free(loaded);
+    return 0;
+}
+
+int plugins_load_file(const char *path)
+{
+    struct tlsbox_plugin *p = NULL;
+    int rc = load_one(path, &p);
+    if (rc == 0)
+        plugin_apply_schema(p);
     return rc;
 }
 
@@ -257,10 +286,9 @@ int plugins_load_dir(const char *dir)
     /* Sorted, so the load (and start) order is the same on every machine. */
     if (n) /* qsort's array may not be NULL, even for no element */
         qsort(names, n, sizeof *names, cmp_names);
-    for (size_t i = 0; i < n; i++) {
-        plugins_load_file(names[i]);
+    plugins_load_files(names, n);
+    for (size_t i = 0; i < n; i++)
         free(names[i]);
-    }
     free(names);
     return 0;
 }

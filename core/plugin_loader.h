@@ -60,8 +60,14 @@ void plugin_note_error(struct tlsbox_plugin *p, const char *msg);
 
 /* Load every *.so in @p dir (sorted by name).  Refused files are logged and skipped. */
 int plugins_load_dir(const char *dir);
-/* Load one file; returns 0 or a negative errno (logged). */
+/* Load one file and apply its schema; returns 0 or a negative errno
+ * (logged).  Several plugins: plugins_load_files. */
 int plugins_load_file(const char *path);
+/* Load @p n files, in that order, then apply their schemas: every
+ * plugin's name is known before any migration step runs, so the store
+ * guard gives each table to its owner.  Refused files are logged and
+ * skipped; returns 0.  Main thread. */
+int plugins_load_files(char *const *paths, size_t n);
 /* Run init then start on every loaded plugin not disabled by setting.
  * Returns 0, or -EADDRINUSE when a plugin could not start because another
  * process holds its port: a second instance must not run half-started. */

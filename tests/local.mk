@@ -5,7 +5,7 @@ check_LTLIBRARIES += tests/plugins/bad_major.la tests/plugins/newer_minor.la \
 	tests/plugins/abi10.la tests/plugins/bad_schema.la \
 	tests/plugins/rogue.la tests/plugins/rogue_schema.la \
 	tests/plugins/sig_blocker.la tests/plugins/late_job.la \
-	tests/plugins/slow_start.la
+	tests/plugins/slow_start.la tests/plugins/grab.la tests/plugins/grab_box.la
 tests_plugins_bad_major_la_SOURCES = tests/plugins/bad_major.c
 tests_plugins_bad_major_la_CFLAGS = $(PLUGIN_CFLAGS)
 tests_plugins_bad_major_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
@@ -30,6 +30,12 @@ tests_plugins_rogue_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 tests_plugins_rogue_schema_la_SOURCES = tests/plugins/rogue_schema.c
 tests_plugins_rogue_schema_la_CFLAGS = $(PLUGIN_CFLAGS)
 tests_plugins_rogue_schema_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_grab_la_SOURCES = tests/plugins/grab.c
+tests_plugins_grab_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_plugins_grab_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_grab_box_la_SOURCES = tests/plugins/grab_box.c
+tests_plugins_grab_box_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_plugins_grab_box_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 tests_plugins_sig_blocker_la_SOURCES = tests/plugins/sig_blocker.c
 tests_plugins_sig_blocker_la_CFLAGS = $(PLUGIN_CFLAGS)
 tests_plugins_sig_blocker_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
@@ -105,6 +111,7 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/13_plugin_schema.sh \
 	tests/integration/13_privdrop.sh \
 	tests/integration/14_plugin_store_guard.sh \
+	tests/integration/14_plugin_neighbour_schema.sh \
 	tests/integration/15_store_upgrade.sh \
 	tests/integration/16_core_names_no_plugin.sh \
 	tests/integration/17_daemon_process.sh \
@@ -130,6 +137,7 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh tests/integration/12_pdk_out_of_tree.sh \
 	tests/integration/13_plugin_schema.sh tests/integration/14_plugin_store_guard.sh \
+	tests/integration/14_plugin_neighbour_schema.sh \
 	tests/integration/15_store_upgrade.sh tests/fixtures/store_schema1.sql \
 	tests/integration/16_core_names_no_plugin.sh tests/integration/24_store_backup.sh \
 	tests/integration/25_settings_history.sh \
