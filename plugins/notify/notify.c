@@ -150,6 +150,11 @@ static int notify_start(void *state)
     n->m_failed =
         n->host->metric_register(n->self, "tlsbox_notify_failed_total", TLSBOX_METRIC_COUNTER,
                                  "Webhook deliveries given up after every try", NULL, 0);
+    /* What a stop left undelivered goes out again first: resumed after the
+     * subscriptions, an event that came in between (another thread) was
+     * both queued by on_event and resumed from its stored row, and sent
+     * twice, with two retry timers. */
+    notify_resume(n);
     const char *events = NOTIFY_EVENTS;
     while (*events && n->nsubs < sizeof n->subs / sizeof n->subs[0]) {
         size_t len = strcspn(events, "|");
@@ -161,10 +166,7 @@ static int notify_start(void *state)
         n->subs[n->nsubs++] = id;
         events += len + (events[len] == '|');
     }
-    int rc = notify_api_register(n);
-    if (rc == 0)
-        notify_resume(n);
-    return rc;
+    return notify_api_register(n);
 }
 
 /*
