@@ -232,9 +232,8 @@ static int cmd_list(struct ctl *c, int argc, char **argv)
 static int cmd_show(struct ctl *c, int argc, char **argv)
 {
     bool csv = argc == 2 && strcmp(argv[1], "--csv") == 0;
-    char *end = NULL;
-    long long id = argc >= 1 ? strtoll(argv[0], &end, 10) : 0;
-    if (id <= 0 || *end || (argc == 2 && !csv) || argc > 2) {
+    long long id = argc >= 1 ? ctl_positive(argv[0]) : 0;
+    if (id <= 0 || (argc == 2 && !csv) || argc > 2) {
         fprintf(stderr, "tlsboxctl: usage: tlsboxctl bench show ID [--csv]\n");
         return CTL_EXIT_USAGE;
     }
@@ -256,10 +255,9 @@ static int cmd_show(struct ctl *c, int argc, char **argv)
 
 static int cmd_compare(struct ctl *c, int argc, char **argv)
 {
-    char *e1 = NULL, *e2 = NULL;
-    long long a = argc == 2 ? strtoll(argv[0], &e1, 10) : 0;
-    long long b = argc == 2 ? strtoll(argv[1], &e2, 10) : 0;
-    if (a <= 0 || b <= 0 || *e1 || *e2) {
+    long long a = argc == 2 ? ctl_positive(argv[0]) : 0;
+    long long b = argc == 2 ? ctl_positive(argv[1]) : 0;
+    if (a <= 0 || b <= 0) {
         fprintf(stderr, "tlsboxctl: usage: tlsboxctl bench compare A B\n");
         return CTL_EXIT_USAGE;
     }

@@ -180,9 +180,8 @@ static void show_undo(struct ctl *c, json_t *j)
 
 static int cmd_settings_undo(struct ctl *c, int argc, char **argv)
 {
-    char *end = NULL;
-    long long id = argc == 1 ? strtoll(argv[0], &end, 10) : 0;
-    if (argc != 1 || *end || id <= 0)
+    long long id = argc == 1 ? ctl_positive(argv[0]) : 0;
+    if (id <= 0)
         return usage_error("settings undo CHANGE   (numbers from tlsboxctl settings history)");
     char *path = xasprintf("settings/history/%lld/undo", id);
     int rc = ctl_show(c, "POST", path, "{}", show_undo);

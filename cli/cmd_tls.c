@@ -326,9 +326,8 @@ static int cmd_policy_history(struct ctl *c, int argc, char **argv)
 
 static int cmd_policy_rollback(struct ctl *c, int argc, char **argv)
 {
-    char *end;
-    long long v = argc == 1 ? strtoll(argv[0], &end, 10) : 0;
-    if (argc != 1 || *end || v <= 0)
+    long long v = argc == 1 ? ctl_positive(argv[0]) : 0;
+    if (v <= 0)
         return usage_error("policy rollback VERSION");
     json_t *req = json_pack("{s:I}", "version", (json_int_t)v);
     int rc = policy_call(c, "POST", "policy/rollback", req);

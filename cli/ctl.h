@@ -70,6 +70,10 @@ void ctl_print_json(struct ctl *c, json_t *j);
 /* Percent-encode one path segment (caller frees). */
 char *ctl_escape(const char *s);
 
+/* @p s as a positive number (an id, a version): digits only, no sign or
+ * space, within range; else 0 (cli/ctl_http.c). */
+long long ctl_positive(const char *s);
+
 /* @t as "YYYY-MM-DD HH:MM:SS" (UTC) in @buf; returns @buf (cli/ctl_time.c). */
 const char *ctl_utc(time_t t, char *buf, size_t n);
 

@@ -156,6 +156,17 @@ void ctl_print_json(struct ctl *c, json_t *j)
     }
 }
 
+long long ctl_positive(const char *s)
+{
+    if (!s || *s < '0' || *s > '9')
+        return 0; /* strtoll takes " 7", "+7" and "-7" */
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    /* ERANGE: strtoll's LLONG_MAX is not the number typed. */
+    return *end || errno == ERANGE || v <= 0 ? 0 : v;
+}
+
 char *ctl_escape(const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";

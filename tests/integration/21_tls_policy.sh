@@ -199,4 +199,10 @@ is "$(versions)" "$before" "no version was made"
 is "$(api_code -X PUT http://x/api/v1/policy -d '{"hsts_max_age": 900, "comment": "ticket 12"}')" 200 \
     "a short comment: taken"
 is "$(db 'SELECT comment FROM policy_versions ORDER BY id DESC LIMIT 1')" "ticket 12" "and kept in the history"
+# tlsboxctl takes a version as digits only: a number past any integer, or
+# with a sign, is a usage error (2), not a request for another version.
+for v in 99999999999999999999 +1 " 1"; do
+    tb_ctl policy rollback "$v" >/dev/null 2>&1
+    is "$?" 2 "tlsboxctl policy rollback '$v': a usage error"
+done
 done_testing

@@ -238,6 +238,10 @@ is "$(api_code -X PUT http://x/api/v1/plugins/core/settings -d '{"plugins_disabl
     "a list for a list setting: taken"
 is "$(tb_ctl get core.plugins_disabled)" example "as one item"
 tb_ctl set core.plugins_disabled "" >/dev/null
+for v in 99999999999999999999 +1 " 1" 0; do
+    tb_ctl settings undo "$v" >/dev/null 2>&1
+    is "$?" 2 "tlsboxctl settings undo '$v': a usage error"
+done
 
 tb_stop_daemon
 ok $? "daemon stops cleanly"
