@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "core/log.h"
 #include "core/plugin_loader.h"
@@ -238,6 +239,19 @@ static int guard(const char *plugin, int migration, int action, const char *a1, 
     case SQLITE_ATTACH:
     case SQLITE_DETACH:
         return refuse(plugin, action, a1);
+    case SQLITE_ANALYZE: {
+        /* It writes the statistics of the tables it names, or of all; SQLite
+         * asks once per table, so one line per statement (a second) says it. */
+        static _Thread_local struct timespec last;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - last.tv_sec > 1 || (last.tv_sec == 0 && last.tv_nsec == 0))
+            log_err("plugin %s: store: refused to analyze: the query planner's statistics "
+                    "cover every table, the core's too",
+                    plugin);
+        last = now;
+        return SQLITE_DENY;
+    }
     case SQLITE_READ:
         if (!is_secret_column(a1, a2))
             return SQLITE_OK;
@@ -276,6 +290,16 @@ static int guard(const char *plugin, int migration, int action, const char *a1, 
                             "migration step");
         return SQLITE_DENY;
     }
+    /* The query planner's statistics (ANALYZE's sqlite_stat1, and _stat4
+     * where built in) cover every table: rows made up for the core's would
+     * change the core's query plans. */
+    if (obj && strncasecmp(obj, "sqlite_stat", 11) == 0 &&
+        (action == SQLITE_INSERT || action == SQLITE_UPDATE || action == SQLITE_DELETE)) {
+        log_err("plugin %s: store: refused to %s %s: it holds the query planner's statistics "
+                "of every table, the core's too",
+                plugin, action_name(action), obj);
+        return SQLITE_DENY;
+    }
     if (is_internal(obj))
         return SQLITE_OK;
     if (on && !is_internal(on) && !store_guard_owns(plugin, on))
@@ -292,7 +316,8 @@ static int guard(const char *plugin, int migration, int action, const char *a1, 
      * migration step's tables are checked after the step
      * (store_guard_verify); on other connections, where nothing can be
      * checked after a statement, no table is created or altered. */
-    if (!migration && (action == SQLITE_CREATE_TABLE || action == SQLITE_ALTER_TABLE)) {
+    if (!migration && (action == SQLITE_CREATE_TABLE || action == SQLITE_ALTER_TABLE ||
+                       action == SQLITE_CREATE_VTABLE)) {
         log_err("plugin %s: store: refused to %s %s here: a plugin's tables are created and "
                 "altered only by its migration steps (struct tlsbox_migration), after which the "
                 "core checks their names and foreign keys",

@@ -67,6 +67,9 @@ done
 # statement changes, the new name of a rename, a table's foreign keys.  Each
 # is refused with one line saying what, where and why.
 runtime="here: a plugin's tables are created and altered only by its migration steps"
+# The statistics table exists once something ran ANALYZE (here, the test).
+sqlite3 "$db" "ANALYZE"
+before=$(dump)
 counters="sqlite_sequence: it holds the AUTOINCREMENT counters of every table, the core's too"
 while IFS='|' read -r what re; do
     n0=$(wc -l <"$TB_TMP/daemon.log")
@@ -80,6 +83,9 @@ seq_rename|update $counters
 rename|alter table rogue_counted $runtime
 fk|create table rogue_linked $runtime
 add_fk|alter table rogue_notes $runtime
+vtable|create table rogue_v $runtime
+analyze|analyze: the query planner's statistics cover every table, the core's too
+stat1|insert into sqlite_stat1: it holds the query planner's statistics of every table, the core's too
 EOF
 like "$(grep "refused to" "$TB_TMP/daemon.log" | grep -v rogue_schema | head -1)" "refused to update certificates" \
     "the line names the action and the table"

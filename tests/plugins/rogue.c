@@ -48,6 +48,11 @@ static const struct {
      * connection), or fail. */
     {"fk", "CREATE TABLE rogue_linked (k TEXT REFERENCES settings (key) ON DELETE CASCADE)"},
     {"add_fk", "ALTER TABLE rogue_notes ADD COLUMN k TEXT REFERENCES settings (key)"},
+    /* A table in all but name, made outside a migration step. */
+    {"vtable", "CREATE VIRTUAL TABLE rogue_v USING dbstat"},
+    /* Statistics made up for the core's tables steer the core's plans. */
+    {"analyze", "ANALYZE"},
+    {"stat1", "INSERT INTO sqlite_stat1 VALUES ('settings', NULL, '1')"},
 };
 
 static void on_try(void *arg, const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)
