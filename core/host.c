@@ -91,6 +91,17 @@ static int host_setting_set(struct tlsbox_plugin *self, const char *key, const c
     char *k = full_key(self, key);
     if (!k)
         return -EINVAL;
+    /* Another's settings are read, never written: a plugin that could set
+     * core.user or admin.* would reach past what its tables allow it. */
+    size_t n = strlen(who(self));
+    if (strncmp(k, who(self), n) != 0 || k[n] != '.') {
+        if (err)
+            *err = xasprintf("%s: plugin %s sets only its own settings (%s.KEY); another "
+                             "owner's are read, not written",
+                             k, who(self), who(self));
+        free(k);
+        return -EPERM;
+    }
     char *note = NULL;
     int rc = settings_set(k, value, who(self), &note);
     if (rc > 0) {

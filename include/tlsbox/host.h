@@ -172,6 +172,8 @@ struct tlsbox_host {
      * a message naming key, value and rule (caller frees); -EIO (*err set)
      * when the store fails; since ABI 1.2 the owner's refusal (its negative
      * errno and message) when its .apply_settings cannot apply the value.
+     * Only the plugin's own keys: another owner's ("core.user") is -EPERM
+     * with *err set (since 1.4; qualified keys were always for reading).
      * Nothing is written on failure.  A value its owner stores for the next
      * start (TLSBOX_APPLY_AT_RESTART) returns 0, its note logged.  Not from a
      * site worker (it writes SQLite), nor from an .apply_settings hook (it

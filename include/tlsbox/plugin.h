@@ -64,6 +64,13 @@
  *                 .migrations; a plugin that made them at run time moves
  *                 that SQL into a step.  Otherwise a 1.0 to 1.3 plugin loads
  *                 and runs unchanged.
+ *                 Tightened later in 1.4, again with no call changed:
+ *                 setting_set takes only the plugin's own keys (another
+ *                 owner's is -EPERM; qualified keys were always for
+ *                 reading); store_open connections refuse CREATE VIRTUAL
+ *                 TABLE, ANALYZE and writes to sqlite_stat*; and every
+ *                 plugin is loaded before any migrates, so a step never
+ *                 takes a later-loaded neighbour's tables for its own.
  *
  * A plugin is one shared object exporting exactly one symbol, the constant
  * descriptor made by TLSBOX_PLUGIN().  Everything else in the plugin is static.

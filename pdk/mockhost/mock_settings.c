@@ -208,6 +208,15 @@ int tlsbox_mockp_setting_set(struct tlsbox_plugin *self, const char *key, const 
     (void)self;
     if (!key)
         return -EINVAL;
+    /* As the core answers: another owner's key is read, not written. */
+    size_t n = strlen(tlsbox_mockp.self.name);
+    if (strchr(key, '.') && (strncmp(key, tlsbox_mockp.self.name, n) != 0 || key[n] != '.')) {
+        if (err)
+            *err = tlsbox_xasprintf("%s: plugin %s sets only its own settings (%s.KEY); another "
+                                    "owner's are read, not written",
+                                    key, tlsbox_mockp.self.name, tlsbox_mockp.self.name);
+        return -EPERM;
+    }
     int rc = set_value(key, value, err);
     return rc == TLSBOX_APPLY_AT_RESTART ? 0 : rc; /* as the host call answers it */
 }

@@ -3,6 +3,7 @@
  * (or the core's) id is -ENOENT and stays in force.  Prints TAP. */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "core/events.h"
@@ -47,6 +48,25 @@ int main(void)
 {
     const struct tlsbox_host *h = host_table();
     struct tlsbox_plugin a = {.name = "alpha"}, b = {.name = "beta"};
+
+    /* Settings: another owner's are read, never written (refused before
+     * the store is asked: there is none here). */
+    char *err = NULL;
+    is_int(h->setting_set(&a, "core.user", "pi", &err), -EPERM,
+           "alpha cannot set core.user through the host table");
+    is_str(err,
+           "core.user: plugin alpha sets only its own settings (alpha.KEY); another owner's are "
+           "read, not written",
+           "  saying so");
+    free(err);
+    err = NULL;
+    is_int(h->setting_set(&a, "beta.port", "1", &err), -EPERM, "nor beta's settings");
+    free(err);
+    err = NULL;
+    is_int(h->setting_set(&a, "alphabet.port", "1", &err), -EPERM,
+           "nor those of a plugin whose name starts with its own");
+    free(err);
+    err = NULL;
 
     is_int(jobs_start(1), 0, "jobs started");
     int64_t job = h->job_submit(&a, "alpha.wait", job_wait_cancel, (void *)h, NULL);
