@@ -886,6 +886,18 @@ out:
 }
 
 /* Validate all of @p keys/@p values, then write them all or nothing. */
+/* Whether @p actor may set @p full_key.  core.user is the account a
+ * tlsboxd started as root becomes, and hands the state directory (keys
+ * included) to: chosen on the box itself (the control socket, --set), never
+ * by a web UI session, whose admin is not thereby any of the box's accounts. */
+static bool may_set(const char *full_key, const char *actor)
+{
+    if (strcmp(full_key, "core.user") != 0)
+        return true;
+    return actor && (strcmp(actor, "control") == 0 || strcmp(actor, "system") == 0 ||
+                     strncmp(actor, "tlsboxd --set", 13) == 0);
+}
+
 static int set_pairs(const char *const *keys, const char *const *values, size_t n,
                      const char *actor, struct write_opts *opts, char **err)
 {
@@ -897,6 +909,15 @@ static int set_pairs(const char *const *keys, const char *const *values, size_t 
     for (size_t k = 0; k < n; k++) {
         if (prepare(&c[k], keys[k], values[k], err) < 0) {
             pthread_rwlock_unlock(&reg_lock);
+            goto out;
+        }
+        if (!may_set(c[k].full_key, actor)) {
+            pthread_rwlock_unlock(&reg_lock);
+            xset_err(err,
+                     "%s: set on the box itself (as root: tlsboxctl set %s NAME), not from the "
+                     "web UI: it names the account tlsboxd becomes when started as root",
+                     c[k].full_key, c[k].full_key);
+            rc = -EPERM;
             goto out;
         }
         for (size_t j = 0; j < k; j++) {

@@ -219,6 +219,18 @@ is "$(put_setting core.hostname "$(head -c 63 /dev/zero | tr '\0' a)é")" 400 \
     "a host name with a non-ASCII character is refused"
 like "$(jq -r .error "$TB_TMP/out")" '^core\.hostname: "a{63}"\.\.\. does not match' \
     "the message names core.hostname (not a bare null)"
+# core.user is the account a tlsboxd started as root becomes (and gives the
+# state directory to): the box's to choose, not a web session's.
+user_before=$(tb_ctl get core.user)
+is "$(put_setting core.user pi)" 409 "core.user from a web session: refused"
+is "$(jq -r .error "$TB_TMP/out")" \
+    "core.user: set on the box itself (as root: tlsboxctl set core.user NAME), not from the web UI: it names the account tlsboxd becomes when started as root" \
+    "saying where it is set"
+is "$("${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o "$TB_TMP/out" -w '%{http_code}' -X PUT \
+    "$B/api/v1/plugins/core/settings" -d '{"user":"pi"}')" 409 "also among other settings"
+is "$(tb_ctl get core.user)" "$user_before" "core.user is as it was"
+tb_ctl set core.user "$user_before" >/dev/null
+ok $? "the control socket sets it (the box itself)"
 is "$("${CURL[@]}" -b "$J" -o "$TB_TMP/out" -w '%{http_code}' "$B/api/v1/x%FF")" 404 \
     "an API path that is not UTF-8 is not found"
 like "$(jq -r .error "$TB_TMP/out")" '^no such API path: /api/v1/x' "and the reply says so"
