@@ -93,8 +93,7 @@ static int host_setting_set(struct tlsbox_plugin *self, const char *key, const c
         return -EINVAL;
     /* Another's settings are read, never written: a plugin that could set
      * core.user or admin.* would reach past what its tables allow it. */
-    size_t n = strlen(who(self));
-    if (strncmp(k, who(self), n) != 0 || k[n] != '.') {
+    if (!settings_key_of(k, who(self))) {
         if (err)
             *err = xasprintf("%s: plugin %s sets only its own settings (%s.KEY); another "
                              "owner's are read, not written",

@@ -91,7 +91,7 @@ const struct tlsbox_setting_def core_settings[] = {
      .default_value = "tlsbox",
      .pattern = "^[a-z_][a-z0-9_-]{0,31}$",
      .help = "User the daemon runs as once its ports are bound, when started as root",
-     .flags = TLSBOX_SETTING_RESTART},
+     .flags = TLSBOX_SETTING_RESTART | SETTINGS_FROM_BOX_ONLY},
     TLSBOX_SETTINGS_END};
 
 struct owner {
@@ -561,6 +561,12 @@ int settings_load(void)
     return rc;
 }
 
+bool settings_key_of(const char *full_key, const char *owner)
+{
+    size_t n = strlen(owner);
+    return strncmp(full_key, owner, n) == 0 && full_key[n] == '.';
+}
+
 const struct tlsbox_setting_def *settings_def(const char *full_key)
 {
     size_t i;
@@ -886,13 +892,11 @@ out:
 }
 
 /* Validate all of @p keys/@p values, then write them all or nothing. */
-/* Whether @p actor may set @p full_key.  core.user is the account a
- * tlsboxd started as root becomes, and hands the state directory (keys
- * included) to: chosen on the box itself (the control socket, --set), never
- * by a web UI session, whose admin is not thereby any of the box's accounts. */
-static bool may_set(const char *full_key, const char *actor)
+/* Whether @p actor may set a setting declared by @p def: one flagged
+ * SETTINGS_FROM_BOX_ONLY only from the box itself. */
+static bool may_set(const struct tlsbox_setting_def *def, const char *actor)
 {
-    if (strcmp(full_key, "core.user") != 0)
+    if (!(def->flags & SETTINGS_FROM_BOX_ONLY))
         return true;
     return actor && (strcmp(actor, "control") == 0 || strcmp(actor, "system") == 0 ||
                      strncmp(actor, "tlsboxd --set", 13) == 0);
@@ -911,7 +915,7 @@ static int set_pairs(const char *const *keys, const char *const *values, size_t 
             pthread_rwlock_unlock(&reg_lock);
             goto out;
         }
-        if (!may_set(c[k].full_key, actor)) {
+        if (!may_set(&c[k].o->defs[c[k].i], actor)) {
             pthread_rwlock_unlock(&reg_lock);
             xset_err(err,
                      "%s: set on the box itself (as root: tlsboxctl set %s NAME), not from the "
@@ -1065,8 +1069,7 @@ int settings_set_many(json_t *pairs, const char *owner, const char *actor, char 
          * but another owner's key is not (the API path names one plugin). */
         if (owner && !strchr(key, '.')) {
             keys[k] = xasprintf("%s.%s", owner, key);
-        } else if (owner &&
-                   (strncmp(key, owner, strlen(owner)) != 0 || key[strlen(owner)] != '.')) {
+        } else if (owner && !settings_key_of(key, owner)) {
             xset_err(err, "%s: not a setting of %s", key, owner);
             goto out;
         } else {

@@ -44,6 +44,8 @@ int settings_override_default(const char *full_key, const char *value, char **er
  * that differ from those in effect, and its refusal is logged, not returned. */
 int settings_load(void);
 
+/* Whether @p full_key ("owner.key") is one of @p owner's settings' names. */
+bool settings_key_of(const char *full_key, const char *owner);
 /* The declaration of "owner.key", or NULL.  The pointer lives as long as the owner. */
 const struct tlsbox_setting_def *settings_def(const char *full_key);
 /* Current value (stored or default), caller frees; NULL for an unknown key. */

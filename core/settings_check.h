@@ -21,6 +21,11 @@
  * IPv6 address (inet_pton).  A pattern cannot say that ("1.2.3.4.5" and "::::"
  * are made of the right characters) and a bad one stops a listener starting. */
 #define SETTINGS_CORE_ADDRESS (1u << 31)
+/* Another: set only on the box itself (the control socket, tlsboxd --set),
+ * never by a web UI session.  For core.user: a web admin is not thereby any
+ * of the box's accounts, nor chooses one for a root-started tlsboxd and its
+ * keys. */
+#define SETTINGS_FROM_BOX_ONLY (1u << 30)
 
 /*
  * Compile @p def's pattern (POSIX ERE, no sub-matches) into *re, or set *re

@@ -245,7 +245,7 @@ static int guard(const char *plugin, int migration, int action, const char *a1, 
         static _Thread_local struct timespec last;
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec - last.tv_sec > 1 || (last.tv_sec == 0 && last.tv_nsec == 0))
+        if (now.tv_sec - last.tv_sec > 1) /* the first time too: last is 0 */
             log_err("plugin %s: store: refused to analyze: the query planner's statistics "
                     "cover every table, the core's too",
                     plugin);
