@@ -133,6 +133,7 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/63_admin_conn_flood.sh tests/integration/63_admin_throttle_ipv4.sh \
 	tests/integration/64_admin_ui_live.sh tests/integration/64_admin_live_clock.sh \
 	tests/integration/64_admin_ui_upgrade.sh tests/integration/62_admin_ui_mend.sh \
+	tests/integration/62_admin_ui_stale.sh \
 	tests/integration/68_admin_account.sh tests/integration/69_admin_totp.sh
 EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh tests/integration/12_pdk_out_of_tree.sh \
@@ -160,6 +161,7 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/64_admin_live_clock.sh tests/integration/clock_shift.c \
 	tests/integration/64_admin_ui_upgrade.sh tests/ui/admin_ui_upgrade.py \
 	tests/integration/62_admin_ui_mend.sh tests/ui/admin_ui_mend.py tests/ui/admin_ui_restart.py \
+	tests/integration/62_admin_ui_stale.sh tests/ui/admin_ui_stale.py \
 	tests/integration/13_privdrop.sh tests/integration/17_daemon_process.sh \
 	tests/integration/18_plugins_live_toggle.sh tests/integration/19_daemon_restart.sh \
 	tests/integration/68_admin_account.sh tests/ui/account_ui.py \

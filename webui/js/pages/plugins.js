@@ -197,6 +197,13 @@ function settingsForm(name, settings, afterSave) {
     try {
       const fresh = await put(`plugins/${name}/settings`, changes);
       fresh.forEach((s) => { const i = settings.findIndex((x) => x.key === s.key); if (i >= 0) settings[i] = s; });
+      // A secret typed in is stored now: its field goes back to "unchanged",
+      // or the next Save would send it again (over a "set it empty" ticked
+      // since, or a value set elsewhere meanwhile).
+      for (const key of Object.keys(clears)) {
+        inputs[key].value = "";
+        clears[key].checked = false;
+      }
       sync();
       // A value stored but in effect only at the next start (a port below
       // 1024) carries the plugin's note: say it, or the form would claim
