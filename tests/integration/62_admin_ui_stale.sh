@@ -1,13 +1,14 @@
 #!/bin/bash
 # The admin web UI after a change, in headless Chromium
 # (tests/ui/admin_ui_stale.py): a saved secret is not sent again by the
-# next Save.
+# next Save; a plugin's Disable/Enable starts from core.plugins_disabled as
+# stored now, keeping what the core's form or tlsboxctl changed meanwhile.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 tb_need_browser
 
 tb_start_ui_daemon || bail "daemon did not start"
-tb_ui_run admin_ui_stale.py 240 6
+tb_ui_run admin_ui_stale.py 240 15
 tb_stop_daemon
 ok $? "daemon stops cleanly"
 done_testing

@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """What the pages show and send after a change, in headless Chromium: a
 secret saved from its form is not sent again by the next Save (so "set it
-empty" ticked afterwards empties it).  Helpers and output format as in admin_ui.py
+empty" ticked afterwards empties it); a plugin's Disable button starts from
+core.plugins_disabled as stored now (changed meanwhile by the core's form or
+by tlsboxctl), never from the value the page loaded with, and the other
+cards follow.  Helpers and output format as in admin_ui.py
 ("PASS", "FAIL", "# ..."), read by 62_admin_ui_stale.sh.
 
 Environment: as admin_ui.py."""
@@ -44,5 +47,42 @@ def secret_set_empty_after_save(d):
             A.metrics_status(token))
 
 
+def toggle_from_stored_value(d):
+    """A plugin disabled by the core's form, then another by its card's
+    button: both stay disabled, and the first card says so."""
+    A.open_page(d, "plugins", "#toggle-example")
+    d.find_element(By.CSS_SELECTOR, "#plugin-core summary").click()
+    f = d.find_element(By.ID, "set-core-plugins_disabled")
+    f.clear()
+    f.send_keys("example")
+    d.find_element(By.CSS_SELECTOR, "#settings-core button[type=submit]").click()
+    said = text_is(d, "#settings-core .status", "Saved: plugins_disabled.")
+    A.check(said == "Saved: plugins_disabled.", "the core's form disables example", said)
+    A.check(text_is(d, "#toggle-example", "Enable") == "Enable",
+            "example's button then says Enable", d.find_element(By.ID, "toggle-example").text)
+    A.check(text_is(d, "#plugin-example h2 .badge", "disabled") == "disabled",
+            "and its card says disabled", d.find_element(By.CSS_SELECTOR, "#plugin-example h2 .badge").text)
+    d.find_element(By.ID, "toggle-bench").click()
+    said = text_is(d, "#toggle-status-bench", "bench is stopped and disabled.")
+    A.check(said == "bench is stopped and disabled.", "Disable on bench's card stops it", said)
+    stored = A.ctl("get", "core.plugins_disabled").strip()
+    A.check(stored == "example,bench", "core.plugins_disabled keeps example and adds bench", stored)
+    state = {p["name"]: p["state"] for p in A.ctl_json("plugins")}
+    A.check(state.get("example") == "disabled", "example was not started again", state)
+
+    # Changed by tlsboxctl while the page is open: Enable on bench's card
+    # leaves the newly named plugin (dhparam) disabled.
+    A.ctl("set", "core.plugins_disabled", "example,bench,dhparam")
+    d.find_element(By.ID, "toggle-bench").click()
+    said = text_is(d, "#toggle-status-bench", "bench runs now.")
+    A.check(said == "bench runs now.", "Enable on bench's card starts it", said)
+    stored = A.ctl("get", "core.plugins_disabled").strip()
+    A.check(stored == "example,dhparam", "core.plugins_disabled keeps what tlsboxctl set meanwhile",
+            stored)
+    A.check(text_is(d, "#toggle-dhparam", "Enable") == "Enable",
+            "dhparam's button then says Enable", d.find_element(By.ID, "toggle-dhparam").text)
+    A.ctl("set", "core.plugins_disabled", "")
+
+
 if __name__ == "__main__":
-    sys.exit(A.run_steps(secret_set_empty_after_save))
+    sys.exit(A.run_steps(secret_set_empty_after_save, toggle_from_stored_value))

@@ -347,7 +347,22 @@ export default async function render(root) {
   // The web UI's own settings (port, sessions, lockout) sit after the core's.
   const plugins = list.slice(0, 1).concat([{ name: "admin", state: "running", version: list[0].version,
     abi: list[0].abi, description: "the admin web UI (part of the core)" }], list.slice(1));
-  const disabled = new Set((disabledSetting.value || "").split(",").map((s) => s.trim()).filter(Boolean));
+  const names = (v) => new Set((v || "").split(",").map((s) => s.trim()).filter(Boolean));
+  const disabled = names(disabledSetting.value);
+  // Each card's Disable/Enable: { p, show, st, relabel } by plugin name.
+  const toggles = new Map();
+  // core.plugins_disabled is @p value now (a toggle, or the core's form):
+  // every button says what it does from now on, and the cards of the
+  // plugins it stopped or started (but @p except) follow them until settled.
+  const disabledNow = (value, except) => {
+    const now = names(value);
+    for (const [name, tg] of toggles) {
+      if (now.has(name) !== disabled.has(name) && name !== except)
+        watchToggle(tg.p, tg.show, tg.st, now.has(name));
+      if (now.has(name)) disabled.add(name); else disabled.delete(name);
+      tg.relabel();
+    }
+  };
   for (const p of plugins) {
     const card = el("section", { class: "card plugin", id: `plugin-${p.name}` });
     const badge = el("span", { class: `badge ${p.state}`, text: p.state });
@@ -367,16 +382,19 @@ export default async function render(root) {
       toggleStatus.id = `toggle-status-${p.name}`;
       const label = () => (disabled.has(p.name) ? "Enable" : "Disable");
       const t = el("button", { type: "button", class: "small", id: `toggle-${p.name}`, text: label() });
+      toggles.set(p.name, { p, show, st: toggleStatus, relabel: () => { t.textContent = label(); } });
       t.addEventListener("click", async () => {
-        const next = new Set(disabled);
-        const off = !next.has(p.name);
-        if (off) next.add(p.name); else next.delete(p.name);
+        const off = !disabled.has(p.name); // what the button says
         toggleStatus.clear();
         t.disabled = true;
         try {
+          // From the value stored now, not the one this page loaded with: a
+          // change made since (the core's form, another tab, tlsboxctl)
+          // must stay.
+          const next = names((await get("settings/core.plugins_disabled")).value);
+          if (off) next.add(p.name); else next.delete(p.name);
           await put("settings/core.plugins_disabled", { value: [...next].join(",") });
-          if (off) disabled.add(p.name); else disabled.delete(p.name);
-          t.textContent = label();
+          disabledNow([...next].join(","), p.name);
           changes.reload().catch(() => {});
           refreshForms(["core"]).catch(() => {});
           await watchToggle(p, show, toggleStatus, off);
@@ -396,6 +414,8 @@ export default async function render(root) {
           // Asked at each save: a plugin started again no longer needs watching.
           settingsForm(p.name, settings, (st, saved) => {
             changes.reload().catch(() => {}); // the list is a view: the Save stands either way
+            // The core's form changed core.plugins_disabled: the cards follow.
+            if (p.name === "core") disabledNow(settings.find((s) => s.key === "plugins_disabled")?.value);
             if (p.state === "failed") watchRestart(p, show, st, saved);
           }));
         card.append(details);
