@@ -4,7 +4,8 @@ secret saved from its form is not sent again by the next Save (so "set it
 empty" ticked afterwards empties it); a plugin's Disable button starts from
 core.plugins_disabled as stored now (changed meanwhile by the core's form or
 by tlsboxctl), never from the value the page loaded with, and the other
-cards follow.  Helpers and output format as in admin_ui.py
+cards follow; a Log out the box never answered says so and leaves the page
+logged in, as the session is.  Helpers and output format as in admin_ui.py
 ("PASS", "FAIL", "# ..."), read by 62_admin_ui_stale.sh.
 
 Environment: as admin_ui.py."""
@@ -12,6 +13,7 @@ import sys
 
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
 
 import admin_ui as A
 
@@ -84,5 +86,29 @@ def toggle_from_stored_value(d):
     A.ctl("set", "core.plugins_disabled", "")
 
 
+def logout_unanswered(d):
+    """Log out while the box cannot be reached: the page says it did not
+    log out and stays as it was, since the session does; once the box
+    answers, Log out ends it."""
+    A.open_page(d, "audit", "#audit-rows tr")
+    d.execute_cdp_cmd("Network.enable", {})
+    d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/api/v1/session/logout"]})
+    try:
+        d.find_element(By.ID, "logout").click()
+        err = A.wait(d, EC.presence_of_element_located((By.ID, "logout-error")), 10)
+        A.check(err.text.startswith("Not logged out: ") and "still open" in err.text,
+                "a Log out that never reached the box says it did not log out", err.text)
+        A.check(d.find_element(By.ID, "who").text == "admin" and not d.find_elements(By.NAME, "password"),
+                "and the page is not shown as logged out", d.find_element(By.ID, "main").text[:200])
+    finally:
+        d.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+    d.find_element(By.ID, "logout").click()
+    A.wait(d, EC.presence_of_element_located((By.NAME, "password")), 10)
+    d.refresh()
+    pw = A.wait(d, EC.presence_of_element_located((By.NAME, "password")), 15)
+    A.check(pw is not None and d.find_element(By.ID, "who").text == "",
+            "Log out answered: a reload shows the login form")
+
+
 if __name__ == "__main__":
-    sys.exit(A.run_steps(secret_set_empty_after_save, toggle_from_stored_value))
+    sys.exit(A.run_steps(secret_set_empty_after_save, toggle_from_stored_value, logout_unanswered))

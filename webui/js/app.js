@@ -205,13 +205,22 @@ async function boot() {
 }
 
 document.getElementById("logout").addEventListener("click", async () => {
-  // Logging out on purpose leaves nothing behind in this tab.
-  drop();
   try {
     await post("session/logout");
-  } finally {
-    loggedOut();
+  } catch (e) {
+    // Not ended by the box (no answer, a refusal): the cookie still opens
+    // the session from this browser, so the page must not look logged out.
+    // A 401: it had ended already.
+    if (e.status !== 401) {
+      main.querySelector("#logout-error")?.remove();
+      main.prepend(el("p", { class: "status error", id: "logout-error", role: "alert",
+        text: `Not logged out: ${e.message}. The session is still open in this browser: try again.` }));
+      return;
+    }
   }
+  // Logging out on purpose leaves nothing behind in this tab.
+  drop();
+  loggedOut();
 });
 document.getElementById("menu-toggle").addEventListener("click", (ev) => {
   const open = ev.currentTarget.getAttribute("aria-expanded") !== "true";
