@@ -270,6 +270,7 @@ int main(int argc, char **argv)
     struct options o = {
         .state_dir = LOCALSTATEDIR "/lib/tlsbox", .plugin_dir = paths_plugindir(), .log_level = -1};
     bool restart = false; /* POST restart stopped it: exit TLSBOX_EXIT_RESTART */
+    bool served = false;  /* ready was reported: --set values stay stored */
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc;
@@ -401,6 +402,7 @@ int main(int argc, char **argv)
     log_info("tlsboxd %s ready (state %s)", PACKAGE_VERSION, o.state_dir);
     notify_systemd("READY=1");
     report_ready(&ready_fd, 0);
+    served = true;
 
     for (;;) {
         struct signalfd_siginfo si;
@@ -440,6 +442,12 @@ out_plugins:
     /* Before the plugins go: a control request walks the plugin list and
      * reads definitions inside their modules, which stopping frees. */
     control_stop();
+    /* Not started: the --set values are undone while their settings are
+     * still declared, with no plugin left to apply them. */
+    if (!served) {
+        plugins_stop_running();
+        startup_sets_undo_all();
+    }
     plugins_stop_all();
 out_tls:
     cert_expiry_stop();
@@ -453,6 +461,10 @@ out_threads:
     api_routes_free();
     http_routes_free();
 out_store:
+    /* tlsboxd did not start: the store is left as it was, --set or not
+     * (before the starting process is told, which may start another). */
+    if (!served)
+        startup_sets_undo_all();
     free(sock);
     report_ready(&ready_fd, (char)rc);
     if (rc == 0 && restart)

@@ -609,6 +609,11 @@ static void plugins_stop_rev(struct tlsbox_plugin *p)
     }
 }
 
+void plugins_stop_running(void)
+{
+    plugins_stop_rev(plugins_head);
+}
+
 void plugins_stop_all(void)
 {
     plugins_stop_rev(plugins_head);

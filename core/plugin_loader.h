@@ -94,6 +94,9 @@ void plugins_start_again(bool changed_only);
  * Plugins stay loaded either way.  Without CAP_NET_BIND_SERVICE by now: a
  * port below 1024 fails. */
 void plugins_follow_disabled(void);
+/* Stop then fini every started plugin, in reverse order; they stay loaded,
+ * their settings declared (a change is stored, not applied). */
+void plugins_stop_running(void);
 /* Stop then fini every plugin, in reverse order; unload them. */
 void plugins_stop_all(void);
 /* First plugin (load order), or NULL; the list is stable after plugins_start_all. */

@@ -70,18 +70,20 @@ int startup_sets_apply(char *const *sets, int n)
     return rc < 0 ? rc : 0;
 }
 
+/* Undo the values --set gave to @p plugin's settings, or to every owner's
+ * (@p plugin NULL: tlsboxd is not starting). */
 static bool undo(const char *plugin)
 {
     if (!before)
         return false;
-    size_t len = strlen(plugin);
+    size_t len = plugin ? strlen(plugin) : 0;
     json_t *mine = json_object();
     char *keys = NULL;
     const char *key;
     json_t *v;
     json_object_foreach(before, key, v)
     {
-        if (strncmp(key, plugin, len) != 0 || key[len] != '.')
+        if (plugin && (strncmp(key, plugin, len) != 0 || key[len] != '.'))
             continue;
         json_object_set_nocheck(mine, key, v);
         char *k = keys ? xasprintf("%s, %s", keys, key) : xstrdup(key);
@@ -94,7 +96,13 @@ static bool undo(const char *plugin)
         if (settings_set_many(mine, NULL, "tlsboxd --set undone", &err) < 0) {
             log_err("tlsboxd --set: %s could not start with the values given to %s, and they "
                     "cannot be undone: %s",
-                    plugin, keys, err ? err : "refused");
+                    plugin ? plugin : "tlsboxd", keys, err ? err : "refused");
+        } else if (!plugin) {
+            log_err("tlsboxd --set: tlsboxd is not starting: the values given to %s are "
+                    "undone, the values stored before are back",
+                    keys);
+            undone = true;
+            json_object_foreach(mine, key, v) json_object_del(before, key);
         } else {
             log_err("tlsboxd --set: %s could not start with the values given to %s (see "
                     "above): undone, the values stored before are back",
@@ -121,6 +129,11 @@ bool startup_sets_undo_only(const char *plugin, void *arg)
     (void)arg;
     undo(plugin);
     return false;
+}
+
+void startup_sets_undo_all(void)
+{
+    undo(NULL);
 }
 
 void startup_sets_free(void)

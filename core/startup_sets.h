@@ -29,6 +29,12 @@ bool startup_sets_undo(const char *plugin, void *arg);
  * is only left as it was. */
 bool startup_sets_undo_only(const char *plugin, void *arg);
 
+/* tlsboxd is not starting (whatever stopped it: a port held, the service
+ * user missing, the control socket): put back every value startup_sets_apply
+ * changed that is not undone yet, so that the store is left as it was
+ * before this start, and log which keys.  Main thread, before store_close. */
+void startup_sets_undo_all(void);
+
 /* Forget what startup_sets_apply remembered.  Main thread. */
 void startup_sets_free(void);
 

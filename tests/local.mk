@@ -116,6 +116,7 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/16_core_names_no_plugin.sh \
 	tests/integration/17_daemon_process.sh \
 	tests/integration/17_demo_www_swapped.sh \
+	tests/integration/17_set_no_start.sh \
 	tests/integration/18_plugins_live_toggle.sh \
 	tests/integration/19_daemon_restart.sh \
 	tests/integration/24_store_backup.sh \
@@ -148,6 +149,7 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/29_backup_partial.sh \
 	tests/integration/29_restore_swapped.sh tests/integration/swap_for_link.c \
 	tests/integration/17_demo_www_swapped.sh \
+	tests/integration/17_set_no_start.sh \
 	tests/integration/appear_at_rename.c \
 	tests/integration/29_ctl_long_args.sh \
 	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
