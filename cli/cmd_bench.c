@@ -269,10 +269,10 @@ static int cmd_compare(struct ctl *c, int argc, char **argv)
 const struct ctl_command ctl_bench_commands[] = {
     {"bench", "run", "[OPTIONS]", "load the site (or --url) like ab/h2load; see tlsboxctl(1)",
      cmd_run},
-    {"bench", "report", "[-n N] [-c N] [--path P]", "the seeds' questions as a ratio table",
-     cmd_report},
+    {"bench", "report", "[-n N] [-c N] [-m N] [--path P] [--timeout S] [--detach]",
+     "the seeds' questions as a ratio table", cmd_report},
     {"bench", "ceiling", "[--detach]", "signatures, key exchanges, ciphers per core", cmd_ceiling},
-    {"bench", "ab", "--preset P|--priority S [--keep K] [OPTIONS]",
+    {"bench", "ab", "--preset P|--priority S|--set F=V [--keep K] [OPTIONS]",
      "run, apply a candidate policy, run, keep or roll back", cmd_ab},
     {"bench", "status", "", "progress of the running benchmark", cmd_status},
     {"bench", "cancel", "", "cancel the running benchmark", cmd_cancel},

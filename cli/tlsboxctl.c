@@ -40,7 +40,7 @@ static void usage(FILE *f)
             RUN_SOCKET, LOCALSTATEDIR "/lib/tlsbox");
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
         for (const struct ctl_command *c = tables[t]; c->name; c++) {
-            char head[64];
+            char head[128];
             snprintf(head, sizeof head, "%s%s%s %s", c->name, c->sub ? " " : "",
                      c->sub ? c->sub : "", c->usage ? c->usage : "");
             fprintf(f, "  %-36s %s\n", head, c->help ? c->help : "");

@@ -114,6 +114,7 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/14_plugin_neighbour_schema.sh \
 	tests/integration/15_store_upgrade.sh \
 	tests/integration/16_core_names_no_plugin.sh \
+	tests/integration/16_help_man.sh \
 	tests/integration/17_daemon_process.sh \
 	tests/integration/17_demo_www_swapped.sh \
 	tests/integration/17_set_no_start.sh \
@@ -150,6 +151,7 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/29_restore_swapped.sh tests/integration/swap_for_link.c \
 	tests/integration/17_demo_www_swapped.sh \
 	tests/integration/17_set_no_start.sh \
+	tests/integration/16_help_man.sh \
 	tests/integration/appear_at_rename.c \
 	tests/integration/29_ctl_long_args.sh \
 	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
