@@ -1,7 +1,7 @@
 #!/bin/bash
 # The site's limits: a slowloris client is cut by the header timeout, 200 h2
 # streams on one connection are capped at the advertised 100, an oversized
-# h2 header list is reset, rapid-reset, MadeYouReset and CONTINUATION floods end early
+# h2 header list (request or trailers) is reset, rapid-reset, MadeYouReset and CONTINUATION floods end early
 # with bounded memory and CPU, 414/431 on HTTP/1, max_connections refuses past
 # the limit, and a handshake that never comes is cut by its timeout.
 . "$(dirname "$0")/lib.sh"
@@ -157,6 +157,14 @@ for n in 2 3 8; do
 done
 is "$(python3 "$PY" contsplit 127.0.0.1 "$P_HTTPS" 9)" "goaway=11 closed=yes" \
     "9 CONTINUATION frames: GOAWAY ENHANCE_YOUR_CALM (0xb), then the connection closes"
+# Trailers count against max_header_size as the request's fields do.
+# nghttp2 checks each field's value before the site sees it, and one byte
+# of HPACK index names a 4 KB table entry: 40 trailer blocks of 147 KB of
+# indexes (5.9 MB) named 24 GB, 6.5 s of the worker's CPU when uncounted.
+out=$(flood trailerbomb 40)
+n=$(field "$out" cpu_ms)
+ok "$(below "$n" 1000; echo $?)" "40 trailer blocks of HPACK indexes cost the daemon under 1 s of CPU (${n:-?} ms: $out)"
+ok "$(served; echo $?)" "a new client is served the whole page after them"
 
 # ---- HTTP/1 limits ------------------------------------------------------------------------------
 C=(curl -s --cacert "$CA" --http1.1 -o /dev/null -w '%{http_code}')

