@@ -22,6 +22,7 @@ struct h2_stream {
     int32_t id;
     uint32_t hdr_bytes;
     bool responded, refused;
+    bool reset_counted;          /* a reset of it was counted (h2_glitch) or is ours */
     bool has_file;               /* holds one of the connection's SITE_CONN_FILES */
     bool waiting;                /* deferred until a file slot frees */
     bool clen_body;              /* a content-length above 0: a body is coming */
@@ -242,6 +243,7 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
      * indexes) had it scan 590 MB: 190 ms of the worker's CPU for each. */
     st->hdr_bytes += (uint32_t)(namelen + valuelen + 32);
     if (st->hdr_bytes > (uint32_t)c->w->s->cfg.max_header_size) {
+        st->reset_counted = true;
         h2_glitch(c);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
@@ -305,6 +307,7 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
     }
     /* Past the connection's budget: the stream is reset, as past its own. */
     if (keep && !stream_keep(c, st, keep, value, valuelen)) {
+        st->reset_counted = true;
         h2_glitch(c);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
@@ -332,8 +335,10 @@ static ssize_t on_read(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t len
             st->waiting = true;
             return NGHTTP2_ERR_DEFERRED;
         }
-        if (r < 0)
+        if (r < 0) {
+            st->reset_counted = true;                     /* no doing of the client's */
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the file changed: reset */
+        }
         st->has_file = true;
         c->files++;
     }
@@ -399,6 +404,7 @@ static int on_send_data(nghttp2_session *h2, nghttp2_frame *frame, const uint8_t
     r = length ? site_resp_read(&st->resp, c->out + c->out_len, length) : 0;
     if (r != (long)length) {
         c->out_len = mark;
+        st->reset_counted = true;                     /* no doing of the client's */
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
     }
     c->out_len += (uint32_t)length;
@@ -633,10 +639,27 @@ static int on_frame_send(nghttp2_session *h2, const nghttp2_frame *frame, void *
 {
     struct site_conn *c = user;
     /* Streams past the limit are refused before they exist: count the frame. */
-    if (frame->hd.type == NGHTTP2_RST_STREAM && c->w->s->m.h2_refused_streams)
-        c->w->s->host->metric_add(c->w->s->m.h2_refused_streams, 1);
-    else if (frame->hd.type == NGHTTP2_DATA && c->files &&
-             !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+    if (frame->hd.type == NGHTTP2_RST_STREAM) {
+        if (c->w->s->m.h2_refused_streams)
+            c->w->s->host->metric_add(c->w->s->m.h2_refused_streams, 1);
+        /*
+         * nghttp2 1.52 also resets streams on its own, telling no
+         * callback: a SETTINGS_INITIAL_WINDOW_SIZE that overflows the
+         * streams' windows (all of them at once), DATA past a stream's
+         * window, DATA past or short of its content-length.  Each is a
+         * reset the client made the server send, as in h2_glitch: 5000
+         * requests were served and reset on one connection that way,
+         * without the GOAWAY.  Counted here, when the reset goes out,
+         * unless counted when decided; until it goes out the stream
+         * still counts against the concurrent stream limit.
+         */
+        struct h2_stream *st = nghttp2_session_get_stream_user_data(h2, frame->hd.stream_id);
+        if (st && !st->reset_counted) {
+            st->reset_counted = true;
+            h2_glitch(c);
+        }
+    } else if (frame->hd.type == NGHTTP2_DATA && c->files &&
+               !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         park_stalled_files(h2, c, frame->hd.stream_id);
     return 0;
 }
@@ -646,6 +669,9 @@ static int on_frame_send(nghttp2_session *h2, const nghttp2_frame *frame, void *
 static int on_invalid_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame,
                                  int lib_error_code, void *user)
 {
+    struct h2_stream *st = nghttp2_session_get_stream_user_data(h2, frame->hd.stream_id);
+    if (st)
+        st->reset_counted = true; /* not again when the reset goes out */
     h2_glitch(user);
     return 0;
 }

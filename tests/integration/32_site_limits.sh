@@ -138,6 +138,19 @@ is "$(field "$out" closed)" yes "MadeYouReset with DATA frames: the connection i
 n=$(field "$out" streams)
 ok "$(below "$n" 1501; echo $?)" "the server took in at most 1500 of those streams (${n:-?})"
 ok "$(served; echo $?)" "a new client is served the whole page after it"
+# nghttp2 1.52 resets streams without telling the site when a
+# SETTINGS_INITIAL_WINDOW_SIZE overflows their windows (100 at once) or DATA
+# goes past a content-length: 30 rounds of 100 such requests, each round
+# after the last one's resets (never over the stream limit), are cut off
+# like the other resets the client makes the server send.
+for kind in settings clen; do
+    out=$(timeout 120 python3 "$PY" resetby 127.0.0.1 "$P_HTTPS" "$kind" 30)
+    is "$(field "$out" goaway) $(field "$out" closed)" "11 yes" \
+        "MadeYouReset by $kind: GOAWAY ENHANCE_YOUR_CALM, connection closed ($out)"
+    n=$(field "$out" resets)
+    ok "$(below "$n" 1501; echo $?)" "the server reset at most 1500 of its streams (${n:-?})"
+done
+ok "$(served; echo $?)" "a new client is served the whole page after them"
 # 2000 frames of 16 KB (32 MB of header data), then 2,000,000 empty ones
 # (18 MB): far more than the socket buffers take in before a server that
 # stops reading closes, so only a server that reads them all shows sent=all.

@@ -75,6 +75,16 @@
       code, the streams it took in (from the GOAWAY's last stream id), the
       most server process PID's VmRSS grew during the flood and the CPU
       time it spent on it.
+  h2_streams.py resetby HOST PORT KIND ROUNDS
+      Make the server reset streams the way nghttp2 1.52 does without
+      telling the site: ROUNDS rounds of 100 requests for /index.html, each
+      round sent once the previous one's resets came (so that at most 100
+      streams are open).  KIND "settings": SETTINGS_INITIAL_WINDOW_SIZE is
+      2^31-2, each request (END_STREAM) gets a WINDOW_UPDATE of 1, then a
+      SETTINGS of 2^31-1 overflows all 100 windows at once (and one of
+      2^31-2 follows); "clen": each request says content-length: 1 and
+      sends 2 bytes of DATA.  Prints "streams=S resets=R goaway=CODE|none
+      closed=yes|no" (R: RST_STREAM frames read).
   h2_streams.py halfopen HOST PORT PID CONNS REFS
       Open CONNS HTTP/2 connections, each with 99 requests that never end
       (HEADERS without END_STREAM) naming a 4,000-byte "range" header REFS
@@ -759,6 +769,75 @@ def flood(host, port, pid, kind, n, limit):
     return 0
 
 
+def resetby(host, port, kind, rounds):
+    s = tls(host, port, ["h2"])
+    top = 0x7FFFFFFF
+
+    def window(v):
+        return frame(4, 0, 0, struct.pack(">HI", 4, v))
+
+    # the server's SETTINGS acknowledged at once: its stream limit holds
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + window(top - 1) + frame(4, 1, 0, b""))
+    s.setblocking(False)
+    st = {"resets": 0, "answers": 0, "goaway": None, "closed": False, "buf": b""}
+
+    def pump():
+        while not st["closed"]:
+            try:
+                data = s.recv(65536)
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                return
+            except (ssl.SSLError, OSError):
+                data = b""
+            if not data:
+                st["closed"] = True
+                return
+            frames, st["buf"] = split_frames(st["buf"] + data)
+            for ftype, _, _, payload in frames:
+                if ftype == 3:
+                    st["resets"] += 1
+                elif ftype == 1:
+                    st["answers"] += 1
+                elif ftype == 7 and st["goaway"] is None:
+                    st["goaway"] = struct.unpack(">I", payload[4:8])[0]
+
+    sid = 1
+    for r in range(rounds):
+        ids = [sid + 2 * i for i in range(100)]
+        sid += 200
+        if kind == "settings":
+            out = b"".join(frame(1, 0x5, i, request_block("/index.html")) for i in ids)
+            out += b"".join(frame(8, 0, i, struct.pack(">I", 1)) for i in ids)
+            out += window(top) + window(top - 1)
+        else:
+            # content-length (static index 28): 1, then 2 bytes of DATA
+            out = b"".join(frame(1, 0x4, i, request_block("/index.html", b"\x0f\x0d\x011")) +
+                           frame(0, 0, i, b"xx") for i in ids)
+        while out and not st["closed"]:
+            try:
+                out = out[s.send(out[:16384]):]
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                select.select([s], [s], [], 0.05)
+            except (ssl.SSLError, OSError):
+                st["closed"] = True
+            pump()
+        end = time.time() + 5
+        while (st["resets"] + st["answers"] < (r + 1) * 100 and st["goaway"] is None and
+               not st["closed"] and time.time() < end):
+            select.select([s], [], [], 0.05)
+            pump()
+        if st["goaway"] is not None or st["closed"]:
+            break
+    end = time.time() + 3
+    while not st["closed"] and time.time() < end:
+        select.select([s], [], [], 0.1)
+        pump()
+    print("streams=%d resets=%d goaway=%s closed=%s" % (
+        (sid - 1) // 2, st["resets"], "none" if st["goaway"] is None else st["goaway"],
+        "yes" if st["closed"] else "no"))
+    return 0
+
+
 def halfopen(host, port, pid, conns, refs):
     rss0 = proc_rss_kb(pid)
     base = b"\x82\x87" + hpack_literal(4, "/") + hpack_literal(1, "localhost")
@@ -983,6 +1062,8 @@ if __name__ == "__main__":
     if cmd == "flood":
         sys.exit(flood(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6]),
                        float(sys.argv[7])))
+    if cmd == "resetby":
+        sys.exit(resetby(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])))
     if cmd == "halfopen":
         sys.exit(halfopen(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
                           int(sys.argv[6])))
