@@ -176,6 +176,7 @@ is "$(python3 "$PY" contsplit 127.0.0.1 "$P_HTTPS" 9)" "goaway=11 closed=yes" \
 # indexes (5.9 MB) named 24 GB, 6.5 s of the worker's CPU when uncounted.
 out=$(flood trailerbomb 40)
 n=$(field "$out" cpu_ms)
+is "$(field "$out" resets)" 40 "each of the 40 trailer blocks past max_header_size has its stream reset ($out)"
 ok "$(below "$n" 1000; echo $?)" "40 trailer blocks of HPACK indexes cost the daemon under 1 s of CPU (${n:-?} ms: $out)"
 ok "$(served; echo $?)" "a new client is served the whole page after them"
 

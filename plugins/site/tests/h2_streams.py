@@ -70,11 +70,11 @@
       HPACK table once, then per group a request without END_STREAM and
       its trailers: a HEADERS and 8 CONTINUATION frames each full of
       one-byte indexes naming that field, 147 KB naming 590 MB).  Prints "closed=yes|no sent=all|part goaway=CODE|none
-      streams=S rss_kb=R cpu_ms=C": whether the server closed the
+      streams=S rss_kb=R cpu_ms=C resets=X": whether the server closed the
       connection, whether all N went out before it did, the GOAWAY's error
       code, the streams it took in (from the GOAWAY's last stream id), the
-      most server process PID's VmRSS grew during the flood and the CPU
-      time it spent on it.
+      most server process PID's VmRSS grew during the flood, the CPU
+      time it spent on it and the RST_STREAM frames it sent.
   h2_streams.py resetby HOST PORT KIND ROUNDS
       Make the server reset streams the way nghttp2 1.52 does without
       telling the site: ROUNDS rounds of 100 requests for /index.html, each
@@ -712,10 +712,10 @@ def flood(host, port, pid, kind, n, limit):
     peak = rss0
     s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b""))
     s.setblocking(False)
-    st = {"closed": False, "goaway": None, "buf": b""}
+    st = {"closed": False, "goaway": None, "buf": b"", "resets": 0}
 
     def pump():
-        # read what the server sent; note a GOAWAY and the end of the stream
+        # read what the server sent; note a GOAWAY, the RST_STREAMs and the end
         while not st["closed"]:
             try:
                 data = s.recv(65536)
@@ -730,6 +730,8 @@ def flood(host, port, pid, kind, n, limit):
             for ftype, _, _, payload in frames:
                 if ftype == 7 and st["goaway"] is None:
                     st["goaway"] = struct.unpack(">II", payload[:8])
+                elif ftype == 3:
+                    st["resets"] += 1
 
     start = time.time()
     frames = flood_frames(kind, n)
@@ -762,10 +764,10 @@ def flood(host, port, pid, kind, n, limit):
         pump()
     peak = max(peak, proc_rss_kb(pid))
     g = st["goaway"]
-    print("closed=%s sent=%s goaway=%s streams=%s rss_kb=%d cpu_ms=%d" % (
+    print("closed=%s sent=%s goaway=%s streams=%s rss_kb=%d cpu_ms=%d resets=%d" % (
         "yes" if st["closed"] else "no", "all" if sent_all else "part",
         g[1] if g else "none", (g[0] + 1) // 2 if g else "-", peak - rss0,
-        proc_cpu_ms(pid) - cpu0))
+        proc_cpu_ms(pid) - cpu0, st["resets"]))
     return 0
 
 
