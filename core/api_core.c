@@ -11,13 +11,18 @@
 #include "core/api.h"
 #include "core/jobs.h"
 #include "core/metrics.h"
+#include "core/mono_clock.h"
 #include "core/plugin_loader.h"
 #include "core/settings.h"
 #include "core/store.h"
 #include "core/tls.h"
 #include "core/xalloc.h"
 
+/* Wall clock at start, to show and to tell runs apart; the uptime counts on
+ * the monotonic clock: NTP steps a Raspberry Pi's wall clock after boot (no
+ * RTC), which made uptime_s the stepped hours, or negative. */
 static time_t started_at;
+static uint64_t started_mono_ns;
 static atomic_bool ready;
 
 static json_t *plugin_json(const struct tlsbox_plugin *p)
@@ -37,11 +42,11 @@ static void on_status(void *arg, const struct tlsbox_api_request *req,
     for (struct tlsbox_plugin *p = plugins_first(); p; p = p->next)
         json_array_append_new(plugins, json_pack("{s:s,s:s,s:s*}", "name", p->name, "state",
                                                  plugin_state_name(p->pstate), "error", p->error));
-    json_t *j =
-        json_pack("{s:s,s:s,s:i,s:I,s:I,s:o,s:s,s:i}", "name", "tlsboxd", "version",
-                  PACKAGE_VERSION, "pid", (int)getpid(), "started_at", (json_int_t)started_at,
-                  "uptime_s", (json_int_t)(time(NULL) - started_at), "plugins", plugins, "store",
-                  store_path() ? store_path() : "", "jobs_pending", jobs_pending());
+    json_t *j = json_pack(
+        "{s:s,s:s,s:i,s:I,s:I,s:o,s:s,s:i}", "name", "tlsboxd", "version", PACKAGE_VERSION, "pid",
+        (int)getpid(), "started_at", (json_int_t)started_at, "uptime_s",
+        (json_int_t)((mono_ns() - started_mono_ns) / 1000000000ULL), "plugins", plugins, "store",
+        store_path() ? store_path() : "", "jobs_pending", jobs_pending());
     json_object_set_new(j, "abi", json_sprintf("%d.%d", TLSBOX_ABI_MAJOR, TLSBOX_ABI_MINOR));
     json_object_set_new(j, "ready", json_boolean(atomic_load(&ready)));
     struct tlsbox_bundle *b = tls_bundle_acquire();
@@ -280,6 +285,7 @@ void api_core_register(void)
 {
     struct tlsbox_plugin *self = core_self();
     started_at = time(NULL);
+    started_mono_ns = mono_ns();
     api_route_add(self, "GET", "status", on_status, NULL);
     api_route_add(self, "GET", "plugins", on_plugins, NULL);
     api_route_add(self, "GET", "plugins/*", on_plugin_settings, NULL);

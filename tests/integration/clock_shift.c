@@ -1,7 +1,8 @@
 /* LD_PRELOAD for tests: CLOCK_REALTIME as the system's plus the seconds in
  * the file $CLOCK_SHIFT_FILE (read again at most every 100 ms), so a test
  * can step one process's wall clock as NTP does after a Raspberry Pi boots
- * without an RTC.  Other clocks and time() are left alone. */
+ * without an RTC.  Other clocks are left alone, and so is time() unless
+ * $CLOCK_SHIFT_TIME is set (it bypasses clock_gettime in glibc). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -34,4 +35,17 @@ int clock_gettime(clockid_t clock, struct timespec *ts)
     }
     ts->tv_sec += (time_t)atomic_load(&shift_s);
     return 0;
+}
+
+time_t time(time_t *t)
+{
+    struct timespec ts;
+    if (getenv("CLOCK_SHIFT_TIME"))
+        clock_gettime(CLOCK_REALTIME, &ts);
+    else
+        ((int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime"))(CLOCK_REALTIME,
+                                                                                   &ts);
+    if (t)
+        *t = ts.tv_sec;
+    return ts.tv_sec;
 }
