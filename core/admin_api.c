@@ -142,7 +142,8 @@ static void on_routes(void *arg, const struct tlsbox_api_request *req,
     api_reply_json(reply, 200, json_pack("{s:o}", "routes", api_routes_json()));
 }
 
-/* GET metrics/history?names=a,b&since=SECONDS_AGO: {"a": [[ts, v], ...]}. */
+/* GET metrics/history?names=a,b&since=SECONDS_AGO: {"a": [[ts, v], ...]},
+ * oldest first; at most the newest 5000 points of each name. */
 static void on_history(void *arg, const struct tlsbox_api_request *req,
                        struct tlsbox_api_reply *reply)
 {
@@ -156,8 +157,9 @@ static void on_history(void *arg, const struct tlsbox_api_request *req,
         goto out;
     }
     if (!db || sqlite3_prepare_v2(db,
-                                  "SELECT ts, value FROM metrics_history WHERE name = ? AND "
-                                  "ts >= ? ORDER BY ts LIMIT 5000",
+                                  "SELECT ts, value FROM (SELECT ts, value FROM metrics_history "
+                                  "WHERE name = ? AND ts >= ? ORDER BY ts DESC LIMIT 5000) "
+                                  "ORDER BY ts",
                                   -1, &st, NULL) != SQLITE_OK) {
         api_reply_error(reply, 500, "store: cannot read metrics history");
         goto out;

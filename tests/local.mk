@@ -129,6 +129,7 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/29_restore_swapped.sh \
 	tests/integration/29_ctl_long_args.sh \
 	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
+	tests/integration/60_metrics_history.sh \
 	tests/integration/62_webui_no_inline.sh tests/integration/63_admin_login_throttle.sh \
 	tests/integration/63_admin_ipv6_client.sh tests/integration/63_admin_conn_hold.sh \
 	tests/integration/63_admin_slow_read.sh tests/integration/63_admin_throttle_prefix.sh \
@@ -156,6 +157,7 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/appear_at_rename.c \
 	tests/integration/29_ctl_long_args.sh \
 	tests/integration/60_admin_api.sh tests/integration/61_admin_ui.sh \
+	tests/integration/60_metrics_history.sh \
 	tests/integration/62_webui_no_inline.sh tests/integration/63_admin_login_throttle.sh \
 	tests/integration/63_admin_ipv6_client.sh tests/integration/63_admin_conn_hold.sh \
 	tests/integration/63_admin_slow_read.sh tests/integration/63_admin_throttle_prefix.sh \
