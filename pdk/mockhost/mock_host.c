@@ -1,5 +1,6 @@
 /* The mock host's table, setup, log capture and metrics. */
 #include <errno.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,22 +154,25 @@ out:
     return m;
 }
 
+/* Updates the core ignores are ignored here too (core/metrics.c): a
+ * negative add to a counter, a set of anything but a gauge, an add to a
+ * histogram, an observation of anything but a histogram, and NaN. */
 static void tlsbox_mockp_metric_add(struct tlsbox_metric *m, int64_t delta)
 {
-    if (m)
-        atomic_fetch_add(&m->value, delta);
+    if (!m || m->type == TLSBOX_METRIC_HISTOGRAM || (m->type == TLSBOX_METRIC_COUNTER && delta < 0))
+        return;
+    atomic_fetch_add(&m->value, delta);
 }
 
 static void tlsbox_mockp_metric_set(struct tlsbox_metric *m, int64_t value)
 {
-    if (m)
+    if (m && m->type == TLSBOX_METRIC_GAUGE)
         atomic_store(&m->value, value);
 }
 
 static void tlsbox_mockp_metric_observe(struct tlsbox_metric *m, double value)
 {
-    (void)value;
-    if (m)
+    if (m && m->type == TLSBOX_METRIC_HISTOGRAM && !isnan(value))
         atomic_fetch_add(&m->value, 1);
 }
 

@@ -59,6 +59,30 @@ int main(void)
     ok(reg("ns:sub_total{a=\"x\\\"y\",b_2=\"\\\\\"}", TLSBOX_METRIC_COUNTER, NULL, 0) != NULL,
        "colons, escaped quotes and backslashes taken");
     ok(!reg("mm_x", (enum tlsbox_metric_type)7, NULL, 0), "an unknown type refused");
+
+    /* Updates as the core takes them (core/metrics.c): before, the mock
+     * counted what the daemon ignores, so a plugin that set a counter or
+     * observed into a gauge passed its tests and showed 0 on /metrics. */
+    const struct tlsbox_host *h = &tlsbox_mock_host;
+    struct tlsbox_metric *c = reg("mm_upd_total", TLSBOX_METRIC_COUNTER, NULL, 0);
+    struct tlsbox_metric *g = reg("mm_upd_level", TLSBOX_METRIC_GAUGE, NULL, 0);
+    struct tlsbox_metric *hi = reg("mm_upd_seconds", TLSBOX_METRIC_HISTOGRAM, NULL, 0);
+    h->metric_add(c, 5);
+    h->metric_add(c, -2);
+    h->metric_set(c, 100);
+    h->metric_observe(c, 1);
+    is_int(tlsbox_mock_metric("mm_upd_total"), 5,
+           "counter: a negative add, a set and an observation are ignored");
+    h->metric_set(g, 7);
+    h->metric_add(g, -10);
+    h->metric_observe(g, 1);
+    is_int(tlsbox_mock_metric("mm_upd_level"), -3, "gauge: set and add, an observation ignored");
+    h->metric_observe(hi, 0.1);
+    h->metric_observe(hi, 0.0 / 0.0);
+    h->metric_add(hi, 10);
+    h->metric_set(hi, 10);
+    is_int(tlsbox_mock_metric("mm_upd_seconds"), 1,
+           "histogram: counts observations; NaN, add and set ignored");
     tlsbox_mock_teardown();
     return done_testing();
 }
