@@ -143,11 +143,14 @@ static void on_routes(void *arg, const struct tlsbox_api_request *req,
 }
 
 /* GET metrics/history?names=a,b&since=SECONDS_AGO: {"a": [[ts, v], ...]},
- * oldest first; at most the newest 5000 points of each name. */
+ * oldest first; at most the newest 5000 points of each name.  since is
+ * brought into 60 s..31 days; one that is not a number is refused (it read
+ * as 0, so "since=1d" quietly answered the last minute). */
 static void on_history(void *arg, const struct tlsbox_api_request *req,
                        struct tlsbox_api_reply *reply)
 {
     char *names = api_query_get(req->query, "names");
+    char *since_text = api_query_get(req->query, "since"), *end = NULL;
     long long since = time(NULL) - query_int(req->query, "since", 3600, 60, 31 * 86400);
     sqlite3 *db = store_connect();
     sqlite3_stmt *st = NULL;
@@ -155,6 +158,14 @@ static void on_history(void *arg, const struct tlsbox_api_request *req,
     if (!names || !*names) {
         api_reply_error(reply, 400, "metrics/history needs ?names=NAME[,NAME...]");
         goto out;
+    }
+    if (since_text) {
+        errno = 0;
+        strtoll(since_text, &end, 10);
+        if (!*since_text || *end || errno) {
+            api_reply_error(reply, 400, "since=%s: expected a whole number of seconds", since_text);
+            goto out;
+        }
     }
     if (!db || sqlite3_prepare_v2(db,
                                   "SELECT ts, value FROM (SELECT ts, value FROM metrics_history "
@@ -182,6 +193,7 @@ out:
     sqlite3_finalize(st);
     store_disconnect(db);
     free(names);
+    free(since_text);
 }
 
 /* GET ui/pages: the page modules of started plugins ("<plugin>.ui.js"). */

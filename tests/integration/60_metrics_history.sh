@@ -2,7 +2,8 @@
 # GET metrics/history over more points than one answer holds (5000 a name):
 # a week of the default one-a-minute history is 10080 points.  The answer
 # held the oldest 5000, so it ended three and a half days ago and left out
-# everything newer; it must hold the newest, in time order.
+# everything newer; it must hold the newest, in time order.  And a since
+# that is not a number is refused.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 tb_start_daemon --set site.https_port="$(tb_free_port)" --set site.http_port=0 ||
@@ -23,6 +24,12 @@ h=$(curl -s --unix-socket "$TB_STATE/control.sock" \
     "http://tlsbox/api/v1/metrics/history?names=$name&since=3600")
 n=$(jq ".$name | length" <<<"$h")
 ok $((n < 60 || n > 61)) "the last hour: every point of it ($n)"
+# since that is not a number read as 0 (then 60 s): "since=1d" answered
+# the last minute with a 200.
+code=$(curl -s --unix-socket "$TB_STATE/control.sock" -o "$TB_TMP/reply" -w '%{http_code}' \
+    "http://tlsbox/api/v1/metrics/history?names=$name&since=1d")
+is "$code" 400 "since=1d refused"
+is "$(jq -r .error "$TB_TMP/reply")" "since=1d: expected a whole number of seconds" "saying why"
 tb_stop_daemon
 ok $? "daemon stops cleanly"
 done_testing
