@@ -17,13 +17,27 @@
 #include "core/tls.h"
 #include "core/xalloc.h"
 
-static long long query_int(const char *query, const char *key, long long dflt, long long lo,
-                           long long hi)
+/* ?KEY=N as a whole number brought into lo..hi, @p dflt without one, in
+ * *out; one that is not a whole number is refused with a 400 (strtoll read
+ * "1d" or "abc" as 0 or 1, which answered another range without a word):
+ * -1 then. */
+static int query_int(const char *query, const char *key, long long dflt, long long lo, long long hi,
+                     long long *out, struct tlsbox_api_reply *reply)
 {
-    char *v = api_query_get(query, key);
-    long long n = v ? strtoll(v, NULL, 10) : dflt;
+    char *v = api_query_get(query, key), *end = NULL;
+    long long n = dflt;
+    if (v) {
+        errno = 0;
+        n = strtoll(v, &end, 10);
+        if (!*v || *end || errno) {
+            api_reply_error(reply, 400, "%s=%s: expected a whole number", key, v);
+            free(v);
+            return -1;
+        }
+    }
     free(v);
-    return n < lo ? lo : n > hi ? hi : n;
+    *out = n < lo ? lo : n > hi ? hi : n;
+    return 0;
 }
 
 bool admin_request_from_control(const struct tlsbox_api_request *req)
@@ -125,9 +139,11 @@ static void on_password(void *arg, const struct tlsbox_api_request *req,
 static void on_audit(void *arg, const struct tlsbox_api_request *req,
                      struct tlsbox_api_reply *reply)
 {
-    long long next = 0;
-    json_t *a = audit_list((int)query_int(req->query, "limit", 100, 1, 1000),
-                           query_int(req->query, "before", 0, 0, (long long)1 << 62), &next);
+    long long next = 0, limit, before;
+    if (query_int(req->query, "limit", 100, 1, 1000, &limit, reply) < 0 ||
+        query_int(req->query, "before", 0, 0, (long long)1 << 62, &before, reply) < 0)
+        return;
+    json_t *a = audit_list((int)limit, before, &next);
     if (!a)
         api_reply_error(reply, 500, "store: cannot read the audit log");
     else
@@ -149,23 +165,17 @@ static void on_routes(void *arg, const struct tlsbox_api_request *req,
 static void on_history(void *arg, const struct tlsbox_api_request *req,
                        struct tlsbox_api_reply *reply)
 {
+    long long ago;
+    if (query_int(req->query, "since", 3600, 60, 31 * 86400, &ago, reply) < 0)
+        return;
     char *names = api_query_get(req->query, "names");
-    char *since_text = api_query_get(req->query, "since"), *end = NULL;
-    long long since = time(NULL) - query_int(req->query, "since", 3600, 60, 31 * 86400);
+    long long since = time(NULL) - ago;
     sqlite3 *db = store_connect();
     sqlite3_stmt *st = NULL;
     json_t *out = json_object();
     if (!names || !*names) {
         api_reply_error(reply, 400, "metrics/history needs ?names=NAME[,NAME...]");
         goto out;
-    }
-    if (since_text) {
-        errno = 0;
-        strtoll(since_text, &end, 10);
-        if (!*since_text || *end || errno) {
-            api_reply_error(reply, 400, "since=%s: expected a whole number of seconds", since_text);
-            goto out;
-        }
     }
     if (!db || sqlite3_prepare_v2(db,
                                   "SELECT ts, value FROM (SELECT ts, value FROM metrics_history "
@@ -193,7 +203,6 @@ out:
     sqlite3_finalize(st);
     store_disconnect(db);
     free(names);
-    free(since_text);
 }
 
 /* GET ui/pages: the page modules of started plugins ("<plugin>.ui.js"). */

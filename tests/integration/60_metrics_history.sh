@@ -3,7 +3,7 @@
 # a week of the default one-a-minute history is 10080 points.  The answer
 # held the oldest 5000, so it ended three and a half days ago and left out
 # everything newer; it must hold the newest, in time order.  And a since
-# that is not a number is refused.
+# that is not a number is refused, as are audit's limit and before.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 tb_start_daemon --set site.https_port="$(tb_free_port)" --set site.http_port=0 ||
@@ -29,7 +29,17 @@ ok $((n < 60 || n > 61)) "the last hour: every point of it ($n)"
 code=$(curl -s --unix-socket "$TB_STATE/control.sock" -o "$TB_TMP/reply" -w '%{http_code}' \
     "http://tlsbox/api/v1/metrics/history?names=$name&since=1d")
 is "$code" 400 "since=1d refused"
-is "$(jq -r .error "$TB_TMP/reply")" "since=1d: expected a whole number of seconds" "saying why"
+is "$(jq -r .error "$TB_TMP/reply")" "since=1d: expected a whole number" "saying why"
+# audit?limit=abc read as 0, then 1: one entry and a 200; before=x read
+# as 0, the newest page, though a page before something was asked for.
+for q in limit=abc before=x limit=; do
+    code=$(curl -s --unix-socket "$TB_STATE/control.sock" -o "$TB_TMP/reply" -w '%{http_code}' \
+        "http://tlsbox/api/v1/audit?$q")
+    is "$code $(jq -r .error "$TB_TMP/reply")" "400 $q: expected a whole number" "audit?$q refused"
+done
+code=$(curl -s --unix-socket "$TB_STATE/control.sock" -o "$TB_TMP/reply" -w '%{http_code}' \
+    "http://tlsbox/api/v1/audit?limit=2")
+is "$code $(jq '.entries | length <= 2' "$TB_TMP/reply")" "200 true" "audit?limit=2 answered"
 tb_stop_daemon
 ok $? "daemon stops cleanly"
 done_testing
