@@ -254,9 +254,14 @@ static int dns_put(struct acme *a, const char *identifier, const char *key_auth,
     const char *via;
     if ((ret = dns_record_find(a, &d, identifier, &fqdn, &via, why)) < 0)
         goto out;
-    if ((ret = acme_dns_update(&d.conf, true, fqdn, value, DNS_TTL, why)) < 0)
+    ret = acme_dns_update(&d.conf, true, fqdn, value, DNS_TTL, why);
+    /* No answer, or one that cannot be read or trusted, after the update
+     * was sent: the server may have added the record all the same, so it
+     * is withdrawn too (deleting a record that is not there is a success). */
+    if (ret == 0 || ret == -ETIMEDOUT || ret == -ECONNRESET || ret == -EPROTO)
+        dns_put_remember(a, identifier, value, fqdn);
+    if (ret < 0)
         goto out;
-    dns_put_remember(a, identifier, value, fqdn);
     if (via)
         a->host->log(a->self, TLSBOX_LOG_INFO,
                      "_acme-challenge.%s: dns-01 record put at %s (%s) on %s", identifier, fqdn,

@@ -4,8 +4,15 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* The glue is included so its static functions are reachable. */
 #include "plugins/acme/acme.c"
@@ -78,6 +85,95 @@ static void test_api_and_http(struct acme *a)
 
 /* Its own tables, made by its migration under the store rule, and the
  * certificates it reads through the host, not through SQL. */
+/*
+ * A DNS server that takes each request and closes the connection without an
+ * answer (as when the answer is lost): it writes 'A' to @p out for an UPDATE
+ * adding a record (class IN) and 'D' for one deleting it (class NONE).
+ * Returns its pid, or -1; its address in @p server.
+ */
+static pid_t dns_mute_start(char server[32], int out)
+{
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t slen = sizeof(sin);
+    if (ls < 0 || bind(ls, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(ls, 8) < 0 ||
+        getsockname(ls, (struct sockaddr *)&sin, &slen) < 0) {
+        if (ls >= 0)
+            close(ls);
+        return -1;
+    }
+    snprintf(server, 32, "127.0.0.1:%u", ntohs(sin.sin_port));
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        alarm(20);
+        for (;;) {
+            int fd = accept(ls, NULL, NULL);
+            unsigned char m[1024];
+            size_t len = 0;
+            ssize_t n;
+            while (fd >= 0 && len < sizeof(m) && (n = read(fd, m + len, sizeof(m) - len)) > 0) {
+                len += (size_t)n;
+                if (len >= 2 && len >= 2 + (size_t)(m[0] << 8 | m[1]))
+                    break;
+            }
+            /* After the length and the header: the zone, its type and class,
+             * then the RR's name, type and class. */
+            size_t i = 2 + 12;
+            for (int names = 0; names < 2 && i < len; names++) {
+                while (i < len && m[i])
+                    i += (size_t)m[i] + 1;
+                i += 1 + (names == 0 ? 4 : 2);
+            }
+            char what = i + 2 <= len ? (m[i + 1] == 1 ? 'A' : m[i + 1] == 254 ? 'D' : '?') : '?';
+            if (write(out, &what, 1) != 1)
+                _exit(1);
+            if (fd >= 0)
+                close(fd);
+        }
+    }
+    close(ls);
+    return pid;
+}
+
+/* An UPDATE whose answer is lost may have been applied: withdrawn all the same. */
+static void test_dns_answer_lost(struct acme *a)
+{
+    char server[32];
+    int p[2];
+    if (!ok(pipe(p) == 0, "a pipe for the mute DNS server"))
+        return;
+    pid_t pid = dns_mute_start(server, p[1]);
+    close(p[1]);
+    if (!ok(pid > 0, "a DNS server that never answers started")) {
+        close(p[0]);
+        return;
+    }
+    is_int(tlsbox_mock_set("dns_server", server), 0, "dns_server: the mute one");
+    is_int(tlsbox_mock_set("dns_alias", "acme.example.test"), 0, "dns_alias: no CNAME question");
+    char *why = NULL;
+    is_int(acme_answer_put(a, "dns-01", "a.test", "tok.thumb", &why), -ECONNRESET,
+           "its answer lost, the dns-01 put fails");
+    like(why,
+         "_acme-challenge.acme.example.test at 127.0.0.1:", "  naming the record and the server");
+    like(why, ": the server closed the connection before answering", "  and what went wrong");
+    free(why);
+    acme_answer_del(a, "dns-01", "a.test", "tok.thumb");
+    char got[3] = "";
+    struct pollfd pfd = {.fd = p[0], .events = POLLIN};
+    for (size_t n = 0; n < 2 && poll(&pfd, 1, 5000) > 0;)
+        if (read(p[0], got + n, 1) == 1)
+            n++;
+        else
+            break;
+    is_str(got, "AD", "the record, which the server may have added, is deleted");
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(p[0]);
+    is_int(tlsbox_mock_set("dns_alias", ""), 0, "dns_alias back");
+    is_int(tlsbox_mock_set("dns_server", "127.0.0.1:5353"), 0, "dns_server back");
+}
+
 static void test_store_and_certs(struct acme *a)
 {
     is_int(tlsbox_mock_query_int("SELECT count(*) FROM sqlite_master WHERE name IN "
@@ -196,6 +292,7 @@ int main(void)
     ok(tlsbox_mock_set("dns_server", "127.0.0.1 5353") != 0, "a server with a space is refused");
     ok(tlsbox_mock_set("dns_tsig_secret", "not base64!") != 0,
        "a secret that is not base64 is refused");
+    test_dns_answer_lost(a);
     is_int(tlsbox_mock_set("domains", "*.a.test,a.test"), 0, "a wildcard name is taken");
     ok(tlsbox_mock_set("domains", "*.*.a.test") != 0, "two wildcard labels are refused");
     ok(tlsbox_mock_set("domains", "a.*.test") != 0, "so is a wildcard inside a name");
