@@ -14,8 +14,12 @@
 
 #define ACME_CHALLENGE_PREFIX "/.well-known/acme-challenge/"
 /* A DNS server as acme_dns.h takes it: address or name, :port; [v6]:port. */
+#define DNS_PORT_PATTERN                                                                           \
+    ":0*([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+/* A bare IPv6 address has two colons or more; with one, it is host:port. */
 #define DNS_HOST_PORT_PATTERN                                                                      \
-    "^([A-Za-z0-9.-]+(:[0-9]{1,5})?|[0-9a-fA-F:]+|\\[[0-9a-fA-F:]+\\](:[0-9]{1,5})?)?$"
+    "^([A-Za-z0-9.-]+(" DNS_PORT_PATTERN ")?|[0-9a-fA-F]*:[0-9a-fA-F]*:[0-9a-fA-F:]*"              \
+    "|\\[[0-9a-fA-F:]+\\](" DNS_PORT_PATTERN ")?)?$"
 
 static const struct tlsbox_setting_def acme_settings[] = {
     {.key = "directory",
@@ -126,7 +130,9 @@ static const struct tlsbox_setting_def acme_settings[] = {
     {.key = "dns_tsig_key",
      .type = TLSBOX_SETTING_STRING,
      .default_value = "",
-     .pattern = "^[A-Za-z0-9._-]{0,253}$",
+     /* A domain name (RFC 8945 4.2): no empty label, none over 63 bytes. */
+     .pattern = "^(([A-Za-z0-9_-]{1,63}\\.)*[A-Za-z0-9_-]{1,63}\\.?)?$",
+     .max = 253,
      .help = "dns-01: name of the TSIG key the server allows updates with (tsig-keygen NAME)"},
     {.key = "dns_tsig_algorithm",
      .type = TLSBOX_SETTING_ENUM,
@@ -136,7 +142,9 @@ static const struct tlsbox_setting_def acme_settings[] = {
     {.key = "dns_tsig_secret",
      .type = TLSBOX_SETTING_STRING,
      .default_value = "",
-     .pattern = "^[A-Za-z0-9+/]{0,512}={0,2}$",
+     /* Base64 as acme_dns_tsig_key_load() decodes it: groups of four, then
+      * two or three characters with their padding or without. */
+     .pattern = "^(([A-Za-z0-9+/]{4}){0,128}([A-Za-z0-9+/]{2}(==)?|[A-Za-z0-9+/]{3}=?)?)$",
      .help = "dns-01: the TSIG key's secret (base64, as tsig-keygen prints it)",
      .flags = TLSBOX_SETTING_SECRET},
     {.key = "dns_wait_seconds",

@@ -292,6 +292,81 @@ int main(void)
     ok(tlsbox_mock_set("dns_server", "127.0.0.1 5353") != 0, "a server with a space is refused");
     ok(tlsbox_mock_set("dns_tsig_secret", "not base64!") != 0,
        "a secret that is not base64 is refused");
+    /* Values the dns-01 client would refuse at every order are refused when set. */
+    const char *const dns_bad[] = {"dns_tsig_secret",
+                                   "abcde",
+                                   "dns_tsig_secret",
+                                   "Zm9v=",
+                                   "dns_tsig_secret",
+                                   "==",
+                                   "dns_tsig_secret",
+                                   "Zm9vYg=",
+                                   "dns_server",
+                                   "h.test:0",
+                                   "dns_server",
+                                   "h.test:65536",
+                                   "dns_server",
+                                   "cafe:0",
+                                   "dns_server",
+                                   "[::1]:99999",
+                                   "dns_resolver",
+                                   "127.0.0.1:0",
+                                   "dns_tsig_key",
+                                   "a..b",
+                                   "dns_tsig_key",
+                                   ".",
+                                   "dns_tsig_key",
+                                   ".key",
+                                   NULL};
+    for (size_t i = 0; dns_bad[i]; i += 2)
+        ok(tlsbox_mock_set(dns_bad[i], dns_bad[i + 1]) != 0, "%s %s is refused", dns_bad[i],
+           dns_bad[i + 1]);
+    char label64[80];
+    memset(label64, 'k', 64);
+    label64[64] = '\0';
+    ok(tlsbox_mock_set("dns_tsig_key", label64) != 0, "a key name with a 64-byte label is refused");
+    const char *const dns_good[] = {"dns_tsig_secret",
+                                    "Zm9vYg==",
+                                    "dns_tsig_secret",
+                                    "Zm9vYmE=",
+                                    "dns_tsig_secret",
+                                    "Zm9vYg",
+                                    "dns_server",
+                                    "h.test:65535",
+                                    "dns_server",
+                                    "10.0.0.53:053",
+                                    "dns_server",
+                                    "::1",
+                                    "dns_server",
+                                    "2001:db8::53",
+                                    "dns_server",
+                                    "[::1]:5353",
+                                    "dns_resolver",
+                                    "[2001:db8::53]",
+                                    "dns_tsig_key",
+                                    "Key_1.example.",
+                                    "dns_tsig_key",
+                                    "tlsbox-acme",
+                                    "dns_server",
+                                    "127.0.0.1:5353",
+                                    "dns_resolver",
+                                    "",
+                                    "dns_tsig_secret",
+                                    "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0",
+                                    NULL};
+    for (size_t i = 0; dns_good[i]; i += 2)
+        is_int(tlsbox_mock_set(dns_good[i], dns_good[i + 1]), 0, "%s %s is taken", dns_good[i],
+               dns_good[i + 1]);
+    char *secret = tlsbox_xstrdup("");
+    for (int i = 0; i < 128; i++) {
+        char *longer = tlsbox_xasprintf("%sQUJD", secret);
+        free(secret);
+        secret = longer;
+    }
+    is_int(tlsbox_mock_set("dns_tsig_secret", secret), 0, "a secret of 384 bytes is taken");
+    free(secret);
+    is_int(tlsbox_mock_set("dns_tsig_secret", "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"), 0,
+           "dns_tsig_secret back");
     test_dns_answer_lost(a);
     is_int(tlsbox_mock_set("domains", "*.a.test,a.test"), 0, "a wildcard name is taken");
     ok(tlsbox_mock_set("domains", "*.*.a.test") != 0, "two wildcard labels are refused");
