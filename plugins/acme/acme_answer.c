@@ -17,6 +17,10 @@
 /* How long a dns-01 record may take to show on the server it was given to. */
 #define DNS_VISIBLE_MS 30000
 #define DNS_TTL 60
+/* The limit of each step of a withdrawal while the daemon stops, which
+ * waits for it: a server that takes the connection and never answers
+ * would otherwise hold the stop for the client's default 10 s a record. */
+#define DNS_STOPPING_MS 2000
 
 /* The dns-01 settings, read when used (they are few and rarely used). */
 struct dns_settings {
@@ -323,6 +327,8 @@ static void dns_del(struct acme *a, const char *identifier, const char *key_auth
     }
     struct dns_settings d;
     dns_settings_load(a, &d);
+    if (atomic_load(&a->stopping))
+        d.conf.timeout_ms = DNS_STOPPING_MS;
     if (acme_dns_update(&d.conf, false, fqdn, value, 0, &err) < 0)
         a->host->log(a->self, TLSBOX_LOG_WARN, "dns-01 record left behind: %s", err);
     free(err);

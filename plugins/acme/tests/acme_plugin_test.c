@@ -86,12 +86,13 @@ static void test_api_and_http(struct acme *a)
 /* Its own tables, made by its migration under the store rule, and the
  * certificates it reads through the host, not through SQL. */
 /*
- * A DNS server that takes each request and closes the connection without an
- * answer (as when the answer is lost): it writes 'A' to @p out for an UPDATE
- * adding a record (class IN) and 'D' for one deleting it (class NONE).
- * Returns its pid, or -1; its address in @p server.
+ * A DNS server that takes each request and never answers it: it closes the
+ * connection (as when the answer is lost), or with @p hold keeps it open (a
+ * server that hangs).  It writes 'A' to @p out for an UPDATE adding a record
+ * (class IN) and 'D' for one deleting it (class NONE).  Returns its pid, or
+ * -1; its address in @p server.
  */
-static pid_t dns_mute_start(char server[32], int out)
+static pid_t dns_mute_start(char server[32], int out, bool hold)
 {
     int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -128,7 +129,7 @@ static pid_t dns_mute_start(char server[32], int out)
             char what = i + 2 <= len ? (m[i + 1] == 1 ? 'A' : m[i + 1] == 254 ? 'D' : '?') : '?';
             if (write(out, &what, 1) != 1)
                 _exit(1);
-            if (fd >= 0)
+            if (fd >= 0 && !hold)
                 close(fd);
         }
     }
@@ -143,7 +144,7 @@ static void test_dns_answer_lost(struct acme *a)
     int p[2];
     if (!ok(pipe(p) == 0, "a pipe for the mute DNS server"))
         return;
-    pid_t pid = dns_mute_start(server, p[1]);
+    pid_t pid = dns_mute_start(server, p[1], false);
     close(p[1]);
     if (!ok(pid > 0, "a DNS server that never answers started")) {
         close(p[0]);
@@ -171,6 +172,48 @@ static void test_dns_answer_lost(struct acme *a)
     waitpid(pid, NULL, 0);
     close(p[0]);
     is_int(tlsbox_mock_set("dns_alias", ""), 0, "dns_alias back");
+    is_int(tlsbox_mock_set("dns_server", "127.0.0.1:5353"), 0, "dns_server back");
+}
+
+static uint64_t ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* While the daemon stops (it waits), a hung server holds a withdrawal briefly. */
+static void test_dns_del_stopping(struct acme *a)
+{
+    char server[32];
+    int p[2];
+    if (!ok(pipe(p) == 0, "a pipe for the hung DNS server"))
+        return;
+    pid_t pid = dns_mute_start(server, p[1], true);
+    close(p[1]);
+    if (!ok(pid > 0, "a DNS server that takes connections and hangs started")) {
+        close(p[0]);
+        return;
+    }
+    is_int(tlsbox_mock_set("dns_server", server), 0, "dns_server: the hung one");
+    char *value = dns_value("tok2.thumb");
+    dns_put_remember(a, "c.test", value, "_acme-challenge.c.example.test");
+    free(value);
+    atomic_store(&a->stopping, true);
+    uint64_t t0 = ms_now();
+    acme_answer_del(a, "dns-01", "c.test", "tok2.thumb");
+    uint64_t took = ms_now() - t0;
+    atomic_store(&a->stopping, false);
+    /* Not a timing test: 2 s is the limit, 10 s the default it replaces. */
+    ok(took < 6000, "stopping, the delete gives up in 2 s, not 10 (took %llu ms)",
+       (unsigned long long)took);
+    char got = 0;
+    struct pollfd pfd = {.fd = p[0], .events = POLLIN};
+    ok(poll(&pfd, 1, 5000) > 0 && read(p[0], &got, 1) == 1 && got == 'D',
+       "  after asking the server to delete the record");
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(p[0]);
     is_int(tlsbox_mock_set("dns_server", "127.0.0.1:5353"), 0, "dns_server back");
 }
 
@@ -368,6 +411,7 @@ int main(void)
     is_int(tlsbox_mock_set("dns_tsig_secret", "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"), 0,
            "dns_tsig_secret back");
     test_dns_answer_lost(a);
+    test_dns_del_stopping(a);
     is_int(tlsbox_mock_set("domains", "*.a.test,a.test"), 0, "a wildcard name is taken");
     ok(tlsbox_mock_set("domains", "*.*.a.test") != 0, "two wildcard labels are refused");
     ok(tlsbox_mock_set("domains", "a.*.test") != 0, "so is a wildcard inside a name");
