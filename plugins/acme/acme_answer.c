@@ -35,6 +35,15 @@ static char *setting(struct acme *a, const char *key)
     return v ? v : tlsbox_xstrdup("");
 }
 
+static void dns_settings_conf(struct dns_settings *d)
+{
+    d->conf = (struct acme_dns_conf){.server = d->server,
+                                     .zone = d->zone,
+                                     .key_name = d->key,
+                                     .key_alg = d->alg,
+                                     .key_secret = d->secret};
+}
+
 static void dns_settings_load(struct acme *a, struct dns_settings *d)
 {
     d->server = setting(a, "dns_server");
@@ -45,11 +54,20 @@ static void dns_settings_load(struct acme *a, struct dns_settings *d)
     d->alg = setting(a, "dns_tsig_algorithm");
     d->secret = setting(a, "dns_tsig_secret");
     d->wait_seconds = (long)a->host->setting_get_int(a->self, "dns_wait_seconds", 0);
-    d->conf = (struct acme_dns_conf){.server = d->server,
-                                     .zone = d->zone,
-                                     .key_name = d->key,
-                                     .key_alg = d->alg,
-                                     .key_secret = d->secret};
+    dns_settings_conf(d);
+}
+
+static void dns_settings_copy(struct dns_settings *to, const struct dns_settings *from)
+{
+    to->server = tlsbox_xstrdup(from->server);
+    to->zone = tlsbox_xstrdup(from->zone);
+    to->alias = tlsbox_xstrdup(from->alias);
+    to->resolver = tlsbox_xstrdup(from->resolver);
+    to->key = tlsbox_xstrdup(from->key);
+    to->alg = tlsbox_xstrdup(from->alg);
+    to->secret = tlsbox_xstrdup(from->secret);
+    to->wait_seconds = from->wait_seconds;
+    dns_settings_conf(to);
 }
 
 static void dns_settings_free(struct dns_settings *d)
@@ -165,9 +183,12 @@ static int dns_record_find(struct acme *a, const struct dns_settings *d, const c
 }
 
 /* A dns-01 record put: deleted from where it went, not from where a new
- * question might say now (a resolver down, a CNAME changed meanwhile). */
+ * question might say now (a resolver down, a CNAME changed meanwhile), nor
+ * from where the settings say now (acme.dns_server changed meanwhile): by
+ * the server and zone it went to, with the key it was put with. */
 struct acme_dns_put {
     char *identifier, *value, *fqdn;
+    struct dns_settings d;
     struct acme_dns_put *next;
 };
 
@@ -176,40 +197,41 @@ static void dns_put_free(struct acme_dns_put *p)
     free(p->identifier);
     free(p->value);
     free(p->fqdn);
+    dns_settings_free(&p->d);
     free(p);
 }
 
 static void dns_put_remember(struct acme *a, const char *identifier, const char *value,
-                             const char *fqdn)
+                             const char *fqdn, const struct dns_settings *d)
 {
     struct acme_dns_put *p = tlsbox_xcalloc(1, sizeof(*p));
     p->identifier = tlsbox_xstrdup(identifier);
     p->value = tlsbox_xstrdup(value);
     p->fqdn = tlsbox_xstrdup(fqdn);
+    dns_settings_copy(&p->d, d);
     pthread_mutex_lock(&a->chal_lock);
     p->next = a->dns_puts;
     a->dns_puts = p;
     pthread_mutex_unlock(&a->chal_lock);
 }
 
-/* Where the record of @p identifier with @p value went (caller frees), or
- * NULL when none was put; forgotten either way. */
-static char *dns_put_forget(struct acme *a, const char *identifier, const char *value)
+/* The record of @p identifier with @p value, taken off the list (the caller
+ * frees it with dns_put_free), or NULL when none was put. */
+static struct acme_dns_put *dns_put_forget(struct acme *a, const char *identifier,
+                                           const char *value)
 {
-    char *fqdn = NULL;
+    struct acme_dns_put *found = NULL;
     pthread_mutex_lock(&a->chal_lock);
     for (struct acme_dns_put **pp = &a->dns_puts; *pp; pp = &(*pp)->next) {
         struct acme_dns_put *p = *pp;
         if (strcmp(p->identifier, identifier) == 0 && strcmp(p->value, value) == 0) {
             *pp = p->next;
-            fqdn = p->fqdn;
-            p->fqdn = NULL;
-            dns_put_free(p);
+            found = p;
             break;
         }
     }
     pthread_mutex_unlock(&a->chal_lock);
-    return fqdn;
+    return found;
 }
 
 void acme_answer_forget_all(struct acme *a)
@@ -263,7 +285,7 @@ static int dns_put(struct acme *a, const char *identifier, const char *key_auth,
      * was sent: the server may have added the record all the same, so it
      * is withdrawn too (deleting a record that is not there is a success). */
     if (ret == 0 || ret == -ETIMEDOUT || ret == -ECONNRESET || ret == -EPROTO)
-        dns_put_remember(a, identifier, value, fqdn);
+        dns_put_remember(a, identifier, value, fqdn, &d);
     if (ret < 0)
         goto out;
     if (via)
@@ -320,21 +342,20 @@ out:
 
 static void dns_del(struct acme *a, const char *identifier, const char *key_auth)
 {
-    char *value = dns_value(key_auth), *fqdn = NULL, *err = NULL;
-    if (!value || !(fqdn = dns_put_forget(a, identifier, value))) {
+    char *value = dns_value(key_auth), *err = NULL;
+    struct acme_dns_put *p = value ? dns_put_forget(a, identifier, value) : NULL;
+    if (!p) {
         free(value); /* nothing was put */
         return;
     }
-    struct dns_settings d;
-    dns_settings_load(a, &d);
+    struct acme_dns_conf conf = p->d.conf;
     if (atomic_load(&a->stopping))
-        d.conf.timeout_ms = DNS_STOPPING_MS;
-    if (acme_dns_update(&d.conf, false, fqdn, value, 0, &err) < 0)
+        conf.timeout_ms = DNS_STOPPING_MS;
+    if (acme_dns_update(&conf, false, p->fqdn, value, 0, &err) < 0)
         a->host->log(a->self, TLSBOX_LOG_WARN, "dns-01 record left behind: %s", err);
     free(err);
-    free(fqdn);
     free(value);
-    dns_settings_free(&d);
+    dns_put_free(p);
 }
 
 int acme_answer_put(void *arg, const char *type, const char *identifier, const char *key_auth,

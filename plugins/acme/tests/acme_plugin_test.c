@@ -168,6 +168,36 @@ static void test_dns_answer_lost(struct acme *a)
         else
             break;
     is_str(got, "AD", "the record, which the server may have added, is deleted");
+
+    /* Deleted where it went, even when acme.dns_server changed meanwhile. */
+    char other[32];
+    int q[2];
+    pid_t pid2 = -1;
+    if (ok(pipe(q) == 0, "a pipe for a second DNS server")) {
+        pid2 = dns_mute_start(other, q[1], false);
+        close(q[1]);
+    }
+    if (ok(pid2 > 0, "a second DNS server started")) {
+        why = NULL;
+        is_int(acme_answer_put(a, "dns-01", "b.test", "tok3.thumb", &why), -ECONNRESET,
+               "a put on the first server");
+        free(why);
+        is_int(tlsbox_mock_set("dns_server", other), 0, "then dns_server: the second one");
+        acme_answer_del(a, "dns-01", "b.test", "tok3.thumb");
+        char got1[3] = "", got2[3] = "";
+        struct pollfd pf[2] = {{.fd = p[0], .events = POLLIN}, {.fd = q[0], .events = POLLIN}};
+        for (size_t n1 = 0, n2 = 0; n1 + n2 < 2 && poll(pf, 2, 3000) > 0;) {
+            if ((pf[0].revents & POLLIN) && n1 < 2 && read(p[0], got1 + n1, 1) == 1)
+                n1++;
+            if ((pf[1].revents & POLLIN) && n2 < 2 && read(q[0], got2 + n2, 1) == 1)
+                n2++;
+        }
+        is_str(got1, "AD", "  the first server is asked to delete what it was given");
+        is_str(got2, "", "  the second, which never had it, is not asked");
+        kill(pid2, SIGKILL);
+        waitpid(pid2, NULL, 0);
+        close(q[0]);
+    }
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     close(p[0]);
@@ -197,7 +227,10 @@ static void test_dns_del_stopping(struct acme *a)
     }
     is_int(tlsbox_mock_set("dns_server", server), 0, "dns_server: the hung one");
     char *value = dns_value("tok2.thumb");
-    dns_put_remember(a, "c.test", value, "_acme-challenge.c.example.test");
+    struct dns_settings d;
+    dns_settings_load(a, &d);
+    dns_put_remember(a, "c.test", value, "_acme-challenge.c.example.test", &d);
+    dns_settings_free(&d);
     free(value);
     atomic_store(&a->stopping, true);
     uint64_t t0 = ms_now();
