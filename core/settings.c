@@ -107,6 +107,9 @@ struct owner {
 };
 
 static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
+/* This thread runs an owner's applier, under set_lock: a write of settings
+ * from it (host->setting_set in .apply_settings) would wait for itself. */
+static _Thread_local bool in_applier;
 static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct owner **owners;
 static size_t n_owners;
@@ -438,7 +441,9 @@ static void log_refused(const struct owner *o, const char *why)
 static int reload_offer(struct owner *o, const struct tlsbox_setting_value *v, const size_t *idx,
                         size_t m, char **why)
 {
+    in_applier = true;
     int rc = o->apply(o->apply_arg, v, why);
+    in_applier = false;
     /* Applied: served as stored.  For the next start or refused: the old
      * one still serves, though the store (swapped in after) says otherwise. */
     for (size_t j = 0; j < m; j++)
@@ -691,7 +696,9 @@ static int call_applier(const struct change *c, size_t n, size_t k, bool back, c
         v[m].key = o->defs[c[j].i].key;
         v[m++].value = back ? c[j].now : c[j].next;
     }
+    in_applier = true;
     int rc = o->apply(o->apply_arg, v, err);
+    in_applier = false;
     free(v);
     return rc < 0 ? rc : rc == TLSBOX_APPLY_AT_RESTART ? rc : 0;
 }
@@ -905,6 +912,12 @@ static bool may_set(const struct tlsbox_setting_def *def, const char *actor)
 static int set_pairs(const char *const *keys, const char *const *values, size_t n,
                      const char *actor, struct write_opts *opts, char **err)
 {
+    if (in_applier) {
+        xset_err(err,
+                 "%s: set from .apply_settings, which the core refuses (it would wait for itself)",
+                 n && keys[0] ? keys[0] : "settings");
+        return -EDEADLK;
+    }
     struct change *c = xcalloc(n ? n : 1, sizeof(*c));
     int rc = -EINVAL;
 

@@ -5,7 +5,8 @@ check_LTLIBRARIES += tests/plugins/bad_major.la tests/plugins/newer_minor.la \
 	tests/plugins/abi10.la tests/plugins/bad_schema.la \
 	tests/plugins/rogue.la tests/plugins/rogue_schema.la \
 	tests/plugins/sig_blocker.la tests/plugins/late_job.la \
-	tests/plugins/slow_start.la tests/plugins/grab.la tests/plugins/grab_box.la
+	tests/plugins/slow_start.la tests/plugins/grab.la tests/plugins/grab_box.la \
+	tests/plugins/host_rules.la
 tests_plugins_bad_major_la_SOURCES = tests/plugins/bad_major.c
 tests_plugins_bad_major_la_CFLAGS = $(PLUGIN_CFLAGS)
 tests_plugins_bad_major_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
@@ -45,6 +46,9 @@ tests_plugins_late_job_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 tests_plugins_slow_start_la_SOURCES = tests/plugins/slow_start.c
 tests_plugins_slow_start_la_CFLAGS = $(PLUGIN_CFLAGS)
 tests_plugins_slow_start_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+tests_plugins_host_rules_la_SOURCES = tests/plugins/host_rules.c
+tests_plugins_host_rules_la_CFLAGS = $(PLUGIN_CFLAGS)
+tests_plugins_host_rules_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 
 check_PROGRAMS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test \
@@ -138,7 +142,8 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/64_status_uptime_clock.sh \
 	tests/integration/64_admin_ui_upgrade.sh tests/integration/62_admin_ui_mend.sh \
 	tests/integration/62_admin_ui_stale.sh \
-	tests/integration/68_admin_account.sh tests/integration/69_admin_totp.sh
+	tests/integration/68_admin_account.sh tests/integration/69_admin_totp.sh \
+	tests/integration/78_pdk_host_rules.sh
 EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh tests/integration/12_pdk_out_of_tree.sh \
 	tests/integration/13_plugin_schema.sh tests/integration/14_plugin_store_guard.sh \
@@ -173,6 +178,7 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/13_privdrop.sh tests/integration/17_daemon_process.sh \
 	tests/integration/18_plugins_live_toggle.sh tests/integration/19_daemon_restart.sh \
 	tests/integration/68_admin_account.sh tests/ui/account_ui.py \
-	tests/integration/69_admin_totp.sh tests/integration/totp_code.py
+	tests/integration/69_admin_totp.sh tests/integration/totp_code.py \
+	tests/integration/78_pdk_host_rules.sh
 include tests/perf/local.mk
 include tests/fuzz/local.mk

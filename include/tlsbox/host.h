@@ -176,8 +176,8 @@ struct tlsbox_host {
      * with *err set (since 1.4; qualified keys were always for reading).
      * Nothing is written on failure.  A value its owner stores for the next
      * start (TLSBOX_APPLY_AT_RESTART) returns 0, its note logged.  Not from a
-     * site worker (it writes SQLite), nor from an .apply_settings hook (it
-     * would wait for itself).
+     * site worker (it writes SQLite), nor from an .apply_settings hook: it
+     * would wait for itself, so there it returns -EDEADLK with *err set.
      */
     int (*setting_set)(struct tlsbox_plugin *self, const char *key, const char *value, char **err);
 

@@ -349,9 +349,10 @@ struct tlsbox_plugin_desc {
      * Threading: runs on the thread that made the change (the control socket
      * or admin thread, a maintenance or event thread, the main thread), at
      * most one call at a time for the whole daemon.  It must not change
-     * settings (host->setting_set would wait for itself) nor write the store,
-     * and should be quick (it holds up every other settings write): bind a
-     * socket, open a file, not a network round trip.
+     * settings (host->setting_set would wait for itself: it returns
+     * -EDEADLK) nor write the store, and should be quick (it holds up every
+     * other settings write): bind a socket, open a file, not a network round
+     * trip.
      */
     int (*apply_settings)(void *state, const struct tlsbox_setting_value *changes, char **err);
 };

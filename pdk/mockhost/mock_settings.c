@@ -140,14 +140,16 @@ static int apply(const struct tlsbox_setting_def *d, const char *full, const cha
  * dropped.  0, TLSBOX_APPLY_AT_RESTART, or a negative errno with *err. */
 static int set_value(const char *key, const char *value, char **err)
 {
+    char *full = full_key(key), *canon = NULL;
     if (in_apply) {
+        /* The core's answer and message (core/settings.c). */
         if (err)
             *err = tlsbox_xasprintf("%s: set from .apply_settings, which the core refuses "
                                     "(it would wait for itself)",
-                                    key);
+                                    full);
+        free(full);
         return -EDEADLK;
     }
-    char *full = full_key(key), *canon = NULL;
     const struct tlsbox_setting_def *d = own_def(full);
     size_t n = strlen(tlsbox_mockp.self.name);
     bool secret = d && settings_is_secret(d);

@@ -1,0 +1,29 @@
+#!/bin/bash
+# The daemon answers a plugin's host calls as <tlsbox/host.h> and the kit's
+# mock host say (tests/plugins/host_rules.c): what a plugin's unit tests
+# saw against the mock, it meets in the daemon.
+. "$(dirname "$0")/lib.sh"
+tb_setup
+dir="$TB_TMP/plugins"
+mkdir -p "$dir"
+cp "$top_builddir/tests/plugins/.libs/host_rules.so" "$dir/"
+TB_PLUGINS="$dir"
+tb_start_daemon --plugin "$dir/host_rules.so"
+ok $? "tlsboxd starts with host_rules"
+
+# setting_set from .apply_settings: -EDEADLK, as the mock answers; it used
+# to wait for the settings lock its own thread held, and every later
+# settings call (the control socket's thread with it) hung.
+out=$(timeout 10 "$TB_TLSBOXCTL" --state-dir "$TB_STATE" set host_rules.trigger b 2>&1)
+is "$?" 0 "a change whose .apply_settings calls setting_set: done (no hang)"
+is "$(grep -o 'host_rules: apply_set rc=.*' "$TB_TMP/daemon.log")" \
+    "host_rules: apply_set rc=-$(python3 -c 'import errno; print(errno.EDEADLK)') err=host_rules.other: set from .apply_settings, which the core refuses (it would wait for itself)" \
+    "the nested setting_set is refused with -EDEADLK and a message naming the key"
+is "$(timeout 10 "$TB_TLSBOXCTL" --state-dir "$TB_STATE" get host_rules.trigger)" b \
+    "the change itself is stored, and settings still answer"
+is "$(timeout 10 "$TB_TLSBOXCTL" --state-dir "$TB_STATE" get host_rules.other)" a \
+    "the refused nested change is not"
+
+tb_stop_daemon
+ok $? "stops cleanly"
+done_testing
