@@ -212,6 +212,32 @@ static int host_api_call(struct tlsbox_plugin *self, const char *method, const c
     return 0;
 }
 
+/* "char **err" may be NULL, as for setting_set (host.h): the core's
+ * functions always write a message, so they get one of their own here. */
+static int host_cert_install(struct tlsbox_plugin *self, const struct tlsbox_cert_install *in,
+                             char **err)
+{
+    char *msg = NULL;
+    int rc = tls_cert_install(self, in, &msg);
+    if (err)
+        *err = msg;
+    else
+        free(msg);
+    return rc;
+}
+
+static int host_dh_set(struct tlsbox_plugin *self, const char *pem, const char *source,
+                       unsigned flags, char **err)
+{
+    char *msg = NULL;
+    int rc = tls_dh_set(self, pem, source, flags, &msg);
+    if (err)
+        *err = msg;
+    else
+        free(msg);
+    return rc;
+}
+
 static const struct tlsbox_host host = {
     .size = sizeof(struct tlsbox_host),
     .abi_major = TLSBOX_ABI_MAJOR,
@@ -246,10 +272,10 @@ static const struct tlsbox_host host = {
     .bundle_session_setup = tls_bundle_session_setup,
     .bundle_hsts = tls_bundle_hsts,
     .bundle_generation = tls_bundle_generation,
-    .cert_install = tls_cert_install,
+    .cert_install = host_cert_install,
     .cert_list = tls_cert_list_json,
     .cert_get = tls_cert_get,
-    .dh_set = tls_dh_set,
+    .dh_set = host_dh_set,
     .dh_served = tls_dh_served,
     .staple_set = tls_staple_set,
     .internal_ocsp = tls_internal_ocsp,

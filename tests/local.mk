@@ -106,6 +106,12 @@ tests_unit_pdk_mock_events_test_SOURCES = tests/unit/pdk/mock_events_test.c test
 tests_unit_pdk_mock_events_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS)
 tests_unit_pdk_mock_events_test_LDADD = $(MOCKHOST_LIBS)
 
+check_PROGRAMS += tests/unit/pdk/mock_host_test
+TESTS += tests/unit/pdk/mock_host_test
+tests_unit_pdk_mock_host_test_SOURCES = tests/unit/pdk/mock_host_test.c tests/tap.h
+tests_unit_pdk_mock_host_test_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(SQLITE_CFLAGS)
+tests_unit_pdk_mock_host_test_LDADD = $(MOCKHOST_LIBS)
+
 TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test \
 	tests/unit/core/admin_totp_test tests/unit/core/qr_encode_test tests/unit/core/cert_expiry_test \

@@ -15,7 +15,8 @@
  *    there, -EIO the store or a library failed, -EPROTO a version that does
  *    not fit, -ENOMEM out of memory, or another errno that says what went
  *    wrong.  Never -1, never an HTTP status (those go in the reply).  Where
- *    a message is wanted it comes in a "char **err" (caller frees).
+ *    a message is wanted it comes in a "char **err" (caller frees); pass
+ *    NULL there to do without it.
  *  - Strings passed in are borrowed for the duration of the call; the core
  *    copies what it keeps.  Strings returned as "char *" are owned by the
  *    caller and freed with free().

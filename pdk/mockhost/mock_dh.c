@@ -40,12 +40,14 @@ int tlsbox_mockp_dh_set(struct tlsbox_plugin *self, const char *pem, const char 
                         unsigned flags, char **err)
 {
     int bits = 0;
-    *err = NULL;
+    if (err) /* may be NULL, as in the core */
+        *err = NULL;
     if (pem) {
         bits = prime_bits(pem);
         if (bits < 2048 || !source) {
-            *err = tlsbox_xstrdup(bits < 0 ? "mock host: not PKCS#3 DH parameters"
-                                           : "mock host: DH parameters under 2048 bits");
+            if (err)
+                *err = tlsbox_xstrdup(bits < 0 ? "mock host: not PKCS#3 DH parameters"
+                                               : "mock host: DH parameters under 2048 bits");
             return -EINVAL;
         }
     }

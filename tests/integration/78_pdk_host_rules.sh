@@ -24,6 +24,16 @@ is "$(timeout 10 "$TB_TLSBOXCTL" --state-dir "$TB_STATE" get host_rules.trigger)
 is "$(timeout 10 "$TB_TLSBOXCTL" --state-dir "$TB_STATE" get host_rules.other)" a \
     "the refused nested change is not"
 
+# A "char **err" of NULL (host.h: pass NULL to do without the message),
+# as the mock takes it: cert_install used to write through it and kill
+# tlsboxd with SIGSEGV; dh_set too.
+einval=$(python3 -c 'import errno; print(errno.EINVAL)')
+api() { curl -s -m 10 --unix-socket "$TB_STATE/control.sock" "http://x/api/v1/$1"; }
+is "$(api host_rules/cert_install)" "{\"rc\":-$einval}" "cert_install of junk with err NULL: -EINVAL"
+is "$(api host_rules/dh_set)" "{\"rc\":-$einval}" "dh_set of junk with err NULL: -EINVAL"
+kill -0 "$TB_PID" 2>/dev/null
+ok $? "tlsboxd still runs"
+
 tb_stop_daemon
 ok $? "stops cleanly"
 done_testing

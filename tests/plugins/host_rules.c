@@ -1,14 +1,17 @@
 /* A plugin that calls the host the way its header forbids or allows, to
  * check the daemon answers as <tlsbox/host.h> and the kit's mock host say:
  * its .apply_settings calls setting_set (the core must refuse it with
- * -EDEADLK, as the mock does, not wait for itself).  It logs each result
- * as "host_rules: NAME rc=N err=TEXT". */
+ * -EDEADLK, as the mock does, not wait for itself); its API routes
+ * host_rules/cert_install and host_rules/dh_set call those with err NULL
+ * (refused input: the message dropped, the daemon not crashed).  It logs
+ * each result of the hook as "host_rules: NAME rc=N err=TEXT". */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <tlsbox/host.h>
 #include <tlsbox/plugin.h>
+#include <tlsbox/xalloc.h>
 
 struct rules_state {
     struct tlsbox_plugin *self;
@@ -24,10 +27,32 @@ static int rules_init(struct tlsbox_plugin *self, const struct tlsbox_host *host
     return 0;
 }
 
+/* GET host_rules/cert_install: a chain that is no PEM, err NULL. */
+static void on_cert_install(void *arg, const struct tlsbox_api_request *req,
+                            struct tlsbox_api_reply *reply)
+{
+    struct rules_state *s = arg;
+    struct tlsbox_cert_install in = {.name = "rules", .chain_pem = "no pem", .key_pem = "no pem"};
+    (void)req;
+    int rc = s->host->cert_install(s->self, &in, NULL);
+    reply->body = tlsbox_xasprintf("{\"rc\":%d}", rc);
+}
+
+/* GET host_rules/dh_set: parameters that are no PEM, err NULL. */
+static void on_dh_set(void *arg, const struct tlsbox_api_request *req,
+                      struct tlsbox_api_reply *reply)
+{
+    struct rules_state *s = arg;
+    (void)req;
+    int rc = s->host->dh_set(s->self, "no pem", "test", TLSBOX_DH_CHECK_ONLY, NULL);
+    reply->body = tlsbox_xasprintf("{\"rc\":%d}", rc);
+}
+
 static int rules_start(void *state)
 {
-    (void)state;
-    return 0;
+    struct rules_state *s = state;
+    int rc = s->host->api_route_add(s->self, "GET", "host_rules/cert_install", on_cert_install, s);
+    return rc < 0 ? rc : s->host->api_route_add(s->self, "GET", "host_rules/dh_set", on_dh_set, s);
 }
 
 /* A change of "trigger" makes the hook set "other": forbidden there. */
