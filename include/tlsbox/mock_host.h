@@ -160,9 +160,12 @@ uint64_t tlsbox_mock_now(void);
 
 /**
  * Call the admin API route matching @p method and @p path (as after
- * "/api/v1/", optionally with "?query") with @p body (may be NULL).  Returns
- * the HTTP status (404 when no route matches, as the core answers) and, when
- * @p reply_body is not NULL, the reply body in *reply_body (caller frees).
+ * "/api/v1/", optionally with "?query") with @p body (may be NULL), chosen
+ * as the core chooses (a literal pattern before prefix patterns, the
+ * longest prefix first).  Returns the HTTP status (404 when no route
+ * matches, 405 when routes match the path for other methods only, as the
+ * core answers) and, when @p reply_body is not NULL, the reply body in
+ * *reply_body (caller frees; "{}" when the handler set none, as the core).
  */
 int tlsbox_mock_api(const char *method, const char *path, const char *body, char **reply_body);
 /** Call the site HTTP route for @p path: 0 answered (caller frees reply->body), -ENOENT none. */

@@ -24,7 +24,8 @@ int tlsbox_mockp_api_route_add(struct tlsbox_plugin *self, const char *method, c
                                tlsbox_api_fn fn, void *arg)
 {
     (void)self;
-    if (!method || !pattern || !*pattern || !fn)
+    /* As core/api.c: a pattern is what follows "/api/v1/", never "/...". */
+    if (!method || !pattern || !*pattern || pattern[0] == '/' || !fn)
         return -EINVAL;
     for (size_t i = 0; i < napi; i++)
         if (strcmp(api[i].method, method) == 0 && strcmp(api[i].pattern, pattern) == 0)
@@ -48,12 +49,20 @@ void tlsbox_mockp_api_reply_error(struct tlsbox_api_reply *reply, int status, co
     free(msg);
 }
 
-/* Literal, or "prefix/" + "*" matching the rest of the path. */
-static int pattern_matches(const char *pattern, const char *path)
+/* The length of "prefix/" of a pattern "prefix/" + "*", else 0 (literal). */
+static size_t prefix_len(const char *pattern)
 {
     size_t n = strlen(pattern);
-    if (n >= 2 && pattern[n - 1] == '*' && pattern[n - 2] == '/')
-        return strncmp(pattern, path, n - 1) == 0;
+    return n >= 2 && pattern[n - 1] == '*' && pattern[n - 2] == '/' ? n - 1 : 0;
+}
+
+/* Literal, or "prefix/" + "*" matching a non-empty rest of the path (as
+ * core/api.c: "cert/" + "*" does not take "cert/"). */
+static int pattern_matches(const char *pattern, const char *path)
+{
+    size_t n = prefix_len(pattern);
+    if (n)
+        return strncmp(pattern, path, n) == 0 && path[n] != '\0';
     return strcmp(pattern, path) == 0;
 }
 
@@ -68,13 +77,29 @@ int tlsbox_mock_api(const char *method, const char *path, const char *body, char
                                      .body_len = body ? strlen(body) : 0,
                                      .user = "test"};
     struct tlsbox_api_reply reply = {.status = 200};
-    size_t i = 0;
-    while (i < napi && !(strcmp(api[i].method, method) == 0 && pattern_matches(api[i].pattern, p)))
-        i++;
-    if (i < napi)
-        api[i].fn(api[i].arg, &req, &reply);
+    /* As core/api.c chooses: a literal route wins over prefix routes, and
+     * among prefixes the longest; a path served for other methods only is
+     * 405; an empty body is "{}" (an error's: "unknown error"). */
+    const struct api_route *best = NULL;
+    int path_known = 0;
+    for (size_t i = 0; i < napi; i++) {
+        if (!pattern_matches(api[i].pattern, p))
+            continue;
+        path_known = 1;
+        if (strcmp(api[i].method, method) != 0)
+            continue;
+        size_t n = prefix_len(api[i].pattern), bn = best ? prefix_len(best->pattern) : 0;
+        if (!best || (bn && (!n || n > bn)))
+            best = &api[i];
+    }
+    if (best)
+        best->fn(best->arg, &req, &reply);
+    else if (path_known)
+        tlsbox_mockp_api_reply_error(&reply, 405, "method %s not allowed on /api/v1/%s", method, p);
     else
-        tlsbox_mockp_api_reply_error(&reply, 404, "no route %s %s", method, p);
+        tlsbox_mockp_api_reply_error(&reply, 404, "no such API path: /api/v1/%s", p);
+    if (!reply.body)
+        reply.body = tlsbox_xstrdup(reply.status < 400 ? "{}" : "{\"error\":\"unknown error\"}");
     free(p);
     if (reply_body)
         *reply_body = reply.body;

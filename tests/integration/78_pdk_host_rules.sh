@@ -34,6 +34,21 @@ is "$(api host_rules/dh_set)" "{\"rc\":-$einval}" "dh_set of junk with err NULL:
 kill -0 "$TB_PID" 2>/dev/null
 ok $? "tlsboxd still runs"
 
+# How the core registers and chooses API routes; the mock host does the
+# same (tests/unit/pdk/mock_host_test).
+like "$(cat "$TB_TMP/daemon.log")" "host_rules: route_slash rc=-$einval" \
+    "a pattern starting with '/' is refused"
+api_code() { curl -s -m 10 -w ' %{http_code}' --unix-socket "$TB_STATE/control.sock" "$@"; }
+is "$(api_code http://x/api/v1/host_rules/other)" '{"route":"prefix"} 200' \
+    "the prefix route takes the rest (the literal ones won above)"
+is "$(api_code http://x/api/v1/host_rules/)" \
+    '{"error":"no such API path: /api/v1/host_rules/"} 404' "but not an empty rest"
+is "$(api_code -X DELETE http://x/api/v1/host_rules/dh_set)" \
+    '{"error":"method DELETE not allowed on /api/v1/host_rules/dh_set"} 405' \
+    "a path served for other methods only: 405"
+is "$(api_code -X POST http://x/api/v1/host_rules/created)" '{} 201' \
+    "a handler that sets no body: {}"
+
 tb_stop_daemon
 ok $? "stops cleanly"
 done_testing

@@ -3,8 +3,10 @@
  * its .apply_settings calls setting_set (the core must refuse it with
  * -EDEADLK, as the mock does, not wait for itself); its API routes
  * host_rules/cert_install and host_rules/dh_set call those with err NULL
- * (refused input: the message dropped, the daemon not crashed).  It logs
- * each result of the hook as "host_rules: NAME rc=N err=TEXT". */
+ * (refused input: the message dropped, the daemon not crashed); and its
+ * routes show how the core chooses one (tests/unit/pdk/mock_host_test
+ * checks the mock the same way).  It logs the results of calls made in
+ * its hooks as "host_rules: NAME rc=N ...". */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,11 +50,36 @@ static void on_dh_set(void *arg, const struct tlsbox_api_request *req,
     reply->body = tlsbox_xasprintf("{\"rc\":%d}", rc);
 }
 
+/* GET host_rules/ + "*" (registered first: the literal routes still win). */
+static void on_prefix(void *arg, const struct tlsbox_api_request *req,
+                      struct tlsbox_api_reply *reply)
+{
+    (void)arg, (void)req;
+    reply->body = tlsbox_xstrdup("{\"route\":\"prefix\"}");
+}
+
+/* POST host_rules/created: a status, no body. */
+static void on_created(void *arg, const struct tlsbox_api_request *req,
+                       struct tlsbox_api_reply *reply)
+{
+    (void)arg, (void)req;
+    reply->status = 201;
+}
+
 static int rules_start(void *state)
 {
     struct rules_state *s = state;
-    int rc = s->host->api_route_add(s->self, "GET", "host_rules/cert_install", on_cert_install, s);
-    return rc < 0 ? rc : s->host->api_route_add(s->self, "GET", "host_rules/dh_set", on_dh_set, s);
+    const struct tlsbox_host *h = s->host;
+    h->log(s->self, TLSBOX_LOG_INFO, "route_slash rc=%d",
+           h->api_route_add(s->self, "GET", "/host_rules/slash", on_prefix, s));
+    int rc = h->api_route_add(s->self, "GET", "host_rules/*", on_prefix, s);
+    if (rc == 0)
+        rc = h->api_route_add(s->self, "GET", "host_rules/cert_install", on_cert_install, s);
+    if (rc == 0)
+        rc = h->api_route_add(s->self, "GET", "host_rules/dh_set", on_dh_set, s);
+    if (rc == 0)
+        rc = h->api_route_add(s->self, "POST", "host_rules/created", on_created, s);
+    return rc;
 }
 
 /* A change of "trigger" makes the hook set "other": forbidden there. */

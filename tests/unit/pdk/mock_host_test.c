@@ -22,6 +22,57 @@ static void test_err_null(const struct tlsbox_host *h, struct tlsbox_plugin *me)
     is_int(h->cert_install(me, &in, NULL), -EINVAL, "cert_install of junk with err NULL: -EINVAL");
 }
 
+static void which(void *arg, const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)
+{
+    (void)req;
+    reply->body = strdup(arg);
+}
+
+static void no_body(void *arg, const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)
+{
+    (void)req;
+    reply->status = *(const int *)arg;
+}
+
+/* Admin API routes as core/api.c registers and chooses them. */
+static void test_api_routes(const struct tlsbox_host *h, struct tlsbox_plugin *me)
+{
+    static const int created = 201, failed = 500;
+    char *body = NULL;
+    is_int(h->api_route_add(me, "GET", "/me/slash", which, "slash"), -EINVAL,
+           "a pattern starting with '/' is refused, as the core refuses it");
+    is_int(h->api_route_add(me, "GET", "me/*", which, "prefix"), 0, "GET me/*");
+    is_int(h->api_route_add(me, "GET", "me/a/*", which, "longer"), 0, "GET me/a/*");
+    is_int(h->api_route_add(me, "GET", "me/lit", which, "literal"), 0, "GET me/lit, added after");
+    is_int(h->api_route_add(me, "POST", "me/empty", no_body, (void *)&created), 0, "POST me/empty");
+    is_int(h->api_route_add(me, "POST", "me/fail", no_body, (void *)&failed), 0, "POST me/fail");
+
+    is_int(tlsbox_mock_api("GET", "me/lit", NULL, &body), 200, "GET me/lit");
+    is_str(body, "literal", "the literal route wins over the prefix registered first");
+    free(body);
+    is_int(tlsbox_mock_api("GET", "me/a/b", NULL, &body), 200, "GET me/a/b");
+    is_str(body, "longer", "the longest prefix wins");
+    free(body);
+    is_int(tlsbox_mock_api("GET", "me/other", NULL, &body), 200, "GET me/other");
+    is_str(body, "prefix", "the prefix takes the rest");
+    free(body);
+    is_int(tlsbox_mock_api("GET", "me/", NULL, &body), 404,
+           "a prefix route does not take an empty rest");
+    is_str(body, "{\"error\":\"no such API path: /api/v1/me/\"}", "the core's message");
+    free(body);
+    is_int(tlsbox_mock_api("DELETE", "me/lit", NULL, &body), 405,
+           "a path served for other methods only: 405");
+    is_str(body, "{\"error\":\"method DELETE not allowed on /api/v1/me/lit\"}",
+           "the core's message");
+    free(body);
+    is_int(tlsbox_mock_api("POST", "me/empty", NULL, &body), 201, "a handler that sets no body");
+    is_str(body, "{}", "gets \"{}\", as from the core");
+    free(body);
+    is_int(tlsbox_mock_api("POST", "me/fail", NULL, &body), 500, "an error without a body");
+    is_str(body, "{\"error\":\"unknown error\"}", "gets the core's");
+    free(body);
+}
+
 int main(void)
 {
     const struct tlsbox_host *h = &tlsbox_mock_host;
@@ -29,6 +80,7 @@ int main(void)
         return 1;
     struct tlsbox_plugin *me = tlsbox_mock_self();
     test_err_null(h, me);
+    test_api_routes(h, me);
     tlsbox_mock_teardown();
     return done_testing();
 }
