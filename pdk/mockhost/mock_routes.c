@@ -114,6 +114,9 @@ int tlsbox_mockp_http_route_add(struct tlsbox_plugin *self, const char *prefix, 
     (void)self;
     if (!prefix || prefix[0] != '/' || !fn)
         return -EINVAL;
+    for (size_t i = 0; i < nhttp; i++) /* one route per prefix, as core/http_routes.c */
+        if (strcmp(http[i].prefix, prefix) == 0)
+            return -EEXIST;
     http = tlsbox_xrealloc(http, (nhttp + 1) * sizeof *http);
     http[nhttp++] = (struct http_route){tlsbox_xstrdup(prefix), fn, arg};
     return 0;
@@ -122,10 +125,13 @@ int tlsbox_mockp_http_route_add(struct tlsbox_plugin *self, const char *prefix, 
 int tlsbox_mockp_http_route_dispatch(const char *method, const char *path,
                                      struct tlsbox_http_reply *reply)
 {
-    for (size_t i = 0; i < nhttp; i++)
-        if (strncmp(path, http[i].prefix, strlen(http[i].prefix)) == 0 &&
-            http[i].fn(http[i].arg, method, path, reply) == 0)
-            return 0;
+    /* As core/http_routes.c: each handler gets a zeroed reply. */
+    for (size_t i = 0; path && i < nhttp; i++)
+        if (strncmp(path, http[i].prefix, strlen(http[i].prefix)) == 0) {
+            memset(reply, 0, sizeof *reply);
+            if (http[i].fn(http[i].arg, method, path, reply) == 0)
+                return 0;
+        }
     return -ENOENT;
 }
 

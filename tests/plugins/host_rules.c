@@ -66,6 +66,12 @@ static void on_created(void *arg, const struct tlsbox_api_request *req,
     reply->status = 201;
 }
 
+static int on_http(void *arg, const char *method, const char *path, struct tlsbox_http_reply *reply)
+{
+    (void)arg, (void)method, (void)path, (void)reply;
+    return -ENOENT;
+}
+
 static int rules_start(void *state)
 {
     struct rules_state *s = state;
@@ -79,6 +85,11 @@ static int rules_start(void *state)
         rc = h->api_route_add(s->self, "GET", "host_rules/dh_set", on_dh_set, s);
     if (rc == 0)
         rc = h->api_route_add(s->self, "POST", "host_rules/created", on_created, s);
+    if (rc == 0)
+        rc = h->http_route_add(s->self, "/.well-known/host_rules/", on_http, s);
+    if (rc == 0)
+        h->log(s->self, TLSBOX_LOG_INFO, "http_again rc=%d",
+               h->http_route_add(s->self, "/.well-known/host_rules/", on_http, s));
     return rc;
 }
 

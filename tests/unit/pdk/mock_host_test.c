@@ -73,6 +73,38 @@ static void test_api_routes(const struct tlsbox_host *h, struct tlsbox_plugin *m
     free(body);
 }
 
+static int http_pass(void *arg, const char *method, const char *path,
+                     struct tlsbox_http_reply *reply)
+{
+    (void)arg, (void)method, (void)path;
+    reply->status = 418; /* then passes: the next handler must not see it */
+    return -ENOENT;
+}
+
+static int http_answer(void *arg, const char *method, const char *path,
+                       struct tlsbox_http_reply *reply)
+{
+    (void)method, (void)path;
+    *(int *)arg = reply->status;
+    reply->status = 200;
+    return 0;
+}
+
+/* Site HTTP routes as core/http_routes.c keeps them. */
+static void test_http_routes(const struct tlsbox_host *h, struct tlsbox_plugin *me)
+{
+    int seen = -1;
+    struct tlsbox_http_reply reply;
+    is_int(h->http_route_add(me, "/.well-known/me/", http_pass, NULL), 0, "an HTTP route");
+    is_int(h->http_route_add(me, "/.well-known/me/", http_answer, &seen), -EEXIST,
+           "a second one for the same prefix: -EEXIST, as the core answers");
+    is_int(h->http_route_add(me, "/.well-known/", http_answer, &seen), 0, "a shorter prefix");
+    memset(&reply, 0x5a, sizeof reply);
+    is_int(tlsbox_mock_http("GET", "/.well-known/me/x", &reply), 0, "dispatched");
+    is_int(seen, 0, "the answering handler got a zeroed reply, not the one that passed");
+    is_int(h->http_route_dispatch("GET", NULL, &reply), -ENOENT, "no path: -ENOENT");
+}
+
 int main(void)
 {
     const struct tlsbox_host *h = &tlsbox_mock_host;
@@ -81,6 +113,7 @@ int main(void)
     struct tlsbox_plugin *me = tlsbox_mock_self();
     test_err_null(h, me);
     test_api_routes(h, me);
+    test_http_routes(h, me);
     tlsbox_mock_teardown();
     return done_testing();
 }
