@@ -257,7 +257,8 @@ struct tlsbox_host {
      * Run @p fn as a job after @p first_ms, then every @p period_ms (0 = once),
      * each time delayed by a random 0..@p jitter_ms.  A timer never runs twice at
      * once: a firing is skipped while the previous one still runs.
-     * Returns a timer id > 0 or a negative errno.  Any thread.
+     * Returns a timer id > 0 or a negative errno (-EINVAL when one of the
+     * three times is over 366 days).  Any thread.
      */
     int64_t (*timer_add)(struct tlsbox_plugin *self, const char *name, uint64_t first_ms,
                          uint64_t period_ms, uint64_t jitter_ms, tlsbox_job_fn fn, void *arg);

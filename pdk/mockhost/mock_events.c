@@ -225,11 +225,15 @@ int tlsbox_mock_jobs_run(void)
 
 /* ---- timers ----------------------------------------------------------------- */
 
+/* The longest time the core takes (core/timers.c: TIMERS_MAX_MS). */
+#define MOCK_TIMER_MAX_MS (366ULL * 24 * 3600 * 1000)
+
 int64_t tlsbox_mockp_timer_add(struct tlsbox_plugin *self, const char *name, uint64_t first_ms,
                                uint64_t period_ms, uint64_t jitter_ms, tlsbox_job_fn fn, void *arg)
 {
-    (void)self, (void)jitter_ms; /* no jitter: tests want exact times */
-    if (!fn)
+    (void)self; /* no jitter: tests want exact times */
+    if (!fn || first_ms > MOCK_TIMER_MAX_MS || period_ms > MOCK_TIMER_MAX_MS ||
+        jitter_ms > MOCK_TIMER_MAX_MS)
         return -EINVAL;
     pthread_mutex_lock(&tlsbox_mockp.lock);
     timers = tlsbox_xrealloc(timers, (ntimers + 1) * sizeof *timers);

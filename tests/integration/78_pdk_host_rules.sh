@@ -51,6 +51,8 @@ is "$(api_code -X POST http://x/api/v1/host_rules/created)" '{} 201' \
 eexist=$(python3 -c 'import errno; print(errno.EEXIST)')
 like "$(cat "$TB_TMP/daemon.log")" "host_rules: http_again rc=-$eexist" \
     "a second site HTTP route for the same prefix: -EEXIST"
+like "$(cat "$TB_TMP/daemon.log")" "host_rules: timer_far rc=-$einval" \
+    "a timer first due over 366 days away: -EINVAL"
 
 tb_stop_daemon
 ok $? "stops cleanly"

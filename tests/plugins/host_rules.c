@@ -72,6 +72,11 @@ static int on_http(void *arg, const char *method, const char *path, struct tlsbo
     return -ENOENT;
 }
 
+static void never(void *arg, struct tlsbox_job *job)
+{
+    (void)arg, (void)job;
+}
+
 static int rules_start(void *state)
 {
     struct rules_state *s = state;
@@ -87,6 +92,10 @@ static int rules_start(void *state)
         rc = h->api_route_add(s->self, "POST", "host_rules/created", on_created, s);
     if (rc == 0)
         rc = h->http_route_add(s->self, "/.well-known/host_rules/", on_http, s);
+    if (rc == 0)
+        h->log(
+            s->self, TLSBOX_LOG_INFO, "timer_far rc=%lld",
+            (long long)h->timer_add(s->self, "far", 367ULL * 24 * 3600 * 1000, 0, 0, never, NULL));
     if (rc == 0)
         h->log(s->self, TLSBOX_LOG_INFO, "http_again rc=%d",
                h->http_route_add(s->self, "/.well-known/host_rules/", on_http, s));

@@ -105,6 +105,25 @@ static void test_http_routes(const struct tlsbox_host *h, struct tlsbox_plugin *
     is_int(h->http_route_dispatch("GET", NULL, &reply), -ENOENT, "no path: -ENOENT");
 }
 
+static void tick(void *arg, struct tlsbox_job *job)
+{
+    (void)job;
+    (*(int *)arg)++;
+}
+
+/* Timers: the bounds core/timers.c sets (366 days each). */
+static void test_timer_bounds(const struct tlsbox_host *h, struct tlsbox_plugin *me)
+{
+    const uint64_t day = 24ULL * 3600 * 1000;
+    int n = 0;
+    is_int(h->timer_add(me, "far", 367 * day, 0, 0, tick, &n), -EINVAL,
+           "a first firing over 366 days away: -EINVAL, as the core answers");
+    is_int(h->timer_add(me, "slow", 0, 367 * day, 0, tick, &n), -EINVAL, "nor such a period");
+    is_int(h->timer_add(me, "shaky", 0, day, 367 * day, tick, &n), -EINVAL, "nor such a jitter");
+    ok(h->timer_add(me, "year", 366 * day, 366 * day, 366 * day, tick, &n) > 0,
+       "366 days each is taken");
+}
+
 int main(void)
 {
     const struct tlsbox_host *h = &tlsbox_mock_host;
@@ -114,6 +133,7 @@ int main(void)
     test_err_null(h, me);
     test_api_routes(h, me);
     test_http_routes(h, me);
+    test_timer_bounds(h, me);
     tlsbox_mock_teardown();
     return done_testing();
 }
