@@ -115,6 +115,8 @@ int tlsbox_mockp_bundle_session_setup(const struct tlsbox_bundle *b, gnutls_sess
 {
     static const gnutls_datum_t protos[2] = {{(unsigned char *)"h2", 2},
                                              {(unsigned char *)"http/1.1", 8}};
+    if (!b) /* none acquired: as core/tls_bundle.c answers */
+        return -EINVAL;
     int r = gnutls_priority_set(s, b->prio);
     if (r >= 0)
         r = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, b->cred);
@@ -134,12 +136,12 @@ int tlsbox_mockp_bundle_session_address(const struct tlsbox_bundle *b, gnutls_se
 
 const char *tlsbox_mockp_bundle_hsts(const struct tlsbox_bundle *b)
 {
-    return b->hsts;
+    return b ? b->hsts : NULL;
 }
 
 uint64_t tlsbox_mockp_bundle_generation(const struct tlsbox_bundle *b)
 {
-    return b->gen;
+    return b ? b->gen : 0;
 }
 
 /* ---- certificates ------------------------------------------------------------- */

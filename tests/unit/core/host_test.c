@@ -97,6 +97,14 @@ int main(void)
     events_flush();
     is_int(atomic_load(&calls), 1, "and gets no more");
 
+    /* No bundle built: the calls take the NULL bundle_acquire gives (the
+     * mock host answers the same: tests/unit/pdk/mock_host_test). */
+    struct tlsbox_bundle *none = h->bundle_acquire();
+    ok(none == NULL, "no bundle built: bundle_acquire gives NULL");
+    is_int(h->bundle_session_setup(none, NULL), -EINVAL, "bundle_session_setup(NULL): -EINVAL");
+    ok(h->bundle_hsts(none) == NULL, "bundle_hsts(NULL): NULL");
+    is_int((int)h->bundle_generation(none), 0, "bundle_generation(NULL): 0");
+
     events_stop();
     timers_stop();
     jobs_stop();

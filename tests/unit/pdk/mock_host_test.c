@@ -124,6 +124,21 @@ static void test_timer_bounds(const struct tlsbox_host *h, struct tlsbox_plugin 
        "366 days each is taken");
 }
 
+/* The bundle calls take the NULL bundle_acquire gives before one is built,
+ * as core/tls_bundle.c does. */
+static void test_no_bundle(const struct tlsbox_host *h)
+{
+    gnutls_session_t session;
+    struct tlsbox_bundle *b = h->bundle_acquire();
+    ok(b == NULL, "no bundle loaded: bundle_acquire gives NULL");
+    gnutls_init(&session, GNUTLS_SERVER);
+    is_int(h->bundle_session_setup(b, session), -EINVAL, "bundle_session_setup(NULL): -EINVAL");
+    gnutls_deinit(session);
+    ok(h->bundle_hsts(b) == NULL, "bundle_hsts(NULL): NULL");
+    is_int((int)h->bundle_generation(b), 0, "bundle_generation(NULL): 0");
+    h->bundle_release(b);
+}
+
 int main(void)
 {
     const struct tlsbox_host *h = &tlsbox_mock_host;
@@ -134,6 +149,7 @@ int main(void)
     test_api_routes(h, me);
     test_http_routes(h, me);
     test_timer_bounds(h, me);
+    test_no_bundle(h);
     tlsbox_mock_teardown();
     return done_testing();
 }
