@@ -86,9 +86,11 @@ extern const struct tlsbox_host tlsbox_mock_host;
 /**
  * Start the mock for the plugin @p desc (borrowed until teardown): its
  * settings, and a new temporary store with its migrations applied.  Returns
- * 0, or a negative errno with the reason on stderr (-EINVAL: a settings
- * table the daemon would refuse to load; -EIO: a migration failed or broke
- * the naming rule).
+ * 0, or a negative errno with the reason on stderr, where the daemon would
+ * refuse to load it (-EPROTO: an ABI version it does not take; -EINVAL: a
+ * name not [a-z][a-z0-9_]* of at most 32, or a bad settings table; -EEXIST:
+ * "core", or "admin" with settings, names the core takes) or a migration
+ * failed or broke the naming rule (-EIO).
  */
 int tlsbox_mock_setup(const struct tlsbox_plugin_desc *desc);
 /** Forget everything and delete the temporary store. */

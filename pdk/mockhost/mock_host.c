@@ -254,6 +254,36 @@ const struct tlsbox_host tlsbox_mock_host = {
     .bundle_session_address = tlsbox_mockp_bundle_session_address,
 };
 
+/* What the daemon's loader refuses before it looks at the settings
+ * (core/plugin_loader.c: plugin_check_abi, name_is_valid, a name taken),
+ * with its reasons: 0, or -EPROTO / -EINVAL / -EEXIST, said on stderr.
+ * Not the size: a test's own descriptor may leave it 0, and the mock reads
+ * newer fields through TLSBOX_DESC_HAS. */
+static int loader_check(const struct tlsbox_plugin_desc *d)
+{
+    size_t n = strlen(d->name);
+    if (d->abi_major != TLSBOX_ABI_MAJOR || d->abi_minor > TLSBOX_ABI_MINOR) {
+        fprintf(stderr, "# mock host: refused: built for plugin ABI %u.%u, the kit has ABI %d.%d\n",
+                d->abi_major, d->abi_minor, TLSBOX_ABI_MAJOR, TLSBOX_ABI_MINOR);
+        return -EPROTO;
+    }
+    if (n == 0 || n > 32 || !(d->name[0] >= 'a' && d->name[0] <= 'z') ||
+        strspn(d->name, "abcdefghijklmnopqrstuvwxyz0123456789_") != n) {
+        fprintf(stderr,
+                "# mock host: refused: plugin name \"%s\" must match [a-z][a-z0-9_]* (at "
+                "most 32)\n",
+                d->name);
+        return -EINVAL;
+    }
+    /* The core's own handle, and the settings owners it registers before
+     * any plugin (core/main.c). */
+    if (strcmp(d->name, "core") == 0 || (d->settings && strcmp(d->name, "admin") == 0)) {
+        fprintf(stderr, "# mock host: refused: the name \"%s\" is the core's\n", d->name);
+        return -EEXIST;
+    }
+    return 0;
+}
+
 int tlsbox_mock_setup(const struct tlsbox_plugin_desc *desc)
 {
     if (!desc || !desc->name) {
@@ -262,6 +292,9 @@ int tlsbox_mock_setup(const struct tlsbox_plugin_desc *desc)
     }
     if (tlsbox_mockp.desc)
         tlsbox_mock_teardown();
+    int refused = loader_check(desc);
+    if (refused < 0)
+        return refused;
     if (tlsbox_mockp_settings_check(desc) < 0)
         return -EINVAL;
     tlsbox_mockp.desc = desc;

@@ -139,6 +139,30 @@ static void test_no_bundle(const struct tlsbox_host *h)
     h->bundle_release(b);
 }
 
+/* Setup refuses what the daemon's loader refuses (core/plugin_loader.c). */
+static void test_loader_names(void)
+{
+    static const struct tlsbox_setting_def defs[] = {
+        {.key = "x", .type = TLSBOX_SETTING_STRING, .default_value = "a"}, TLSBOX_SETTINGS_END};
+    struct tlsbox_plugin_desc d = t_desc;
+    d.name = "a234567890123456789012345678901234";
+    is_int(tlsbox_mock_setup(&d), -EINVAL, "a name of 34 characters: refused, as the daemon does");
+    d.name = "Bad";
+    is_int(tlsbox_mock_setup(&d), -EINVAL, "a name with a capital (no settings): refused");
+    d.name = "core";
+    is_int(tlsbox_mock_setup(&d), -EEXIST, "\"core\": refused");
+    d.name = "admin";
+    d.settings = defs;
+    is_int(tlsbox_mock_setup(&d), -EEXIST, "\"admin\" with settings: refused");
+    d.abi_minor = TLSBOX_ABI_MINOR + 1;
+    d.name = "me";
+    is_int(tlsbox_mock_setup(&d), -EPROTO, "a newer minor: refused");
+    d.abi_minor = TLSBOX_ABI_MINOR;
+    d.name = "a2345678901234567890123456789012";
+    is_int(tlsbox_mock_setup(&d), 0, "a name of 32 characters is taken");
+    tlsbox_mock_teardown();
+}
+
 int main(void)
 {
     const struct tlsbox_host *h = &tlsbox_mock_host;
@@ -151,5 +175,6 @@ int main(void)
     test_timer_bounds(h, me);
     test_no_bundle(h);
     tlsbox_mock_teardown();
+    test_loader_names();
     return done_testing();
 }
