@@ -124,7 +124,10 @@ enum tlsbox_cert_source {
 
 /** A certificate to validate and store (see cert_install). */
 struct tlsbox_cert_install {
-    const char *name;      /**< store name, e.g. "example.org" or "example.org-rsa" */
+    const char *name;      /**< store name, e.g. "example.org" or "example.org-rsa"
+                                (1-128 of A-Z a-z 0-9 . - _ *; "internal" only for
+                                TLSBOX_CERT_INTERNAL); NULL or "": the leaf's first
+                                DNS name, with "-rsa" for an RSA key */
     const char *chain_pem; /**< leaf first, then intermediates, PEM */
     const char *key_pem;   /**< the leaf's private key, PEM (PKCS#8 or traditional) */
     enum tlsbox_cert_source source;
@@ -345,10 +348,10 @@ struct tlsbox_host {
     /**
      * Validate a chain and key (key matches leaf, chain in order and chaining,
      * within validity, supported key type) and store them in one transaction,
-     * replacing a certificate of the same name; then publish "cert.changed".
-     * On refusal returns -EINVAL and sets *err (caller frees) to a message
-     * that never contains key material; nothing is written.  Not from a site
-     * worker.
+     * replacing a certificate of the same name; then publish "cert.changed"
+     * {"name", "source"}.  On refusal returns -EINVAL and sets *err (caller
+     * frees) to a message that never contains key material; nothing is
+     * written.  Not from a site worker.
      */
     int (*cert_install)(struct tlsbox_plugin *self, const struct tlsbox_cert_install *in,
                         char **err);

@@ -53,9 +53,11 @@
  *    refuses is NULL here too, with its message logged; values kept for
  *    tlsbox_mock_metric();
  *  - TLS bundle: built from PEM files by tlsbox_mock_bundle_load();
- *  - certificates: cert_install keeps the chain (never the key) and queues
- *    "cert.changed"; cert_get/cert_list answer from those and from
- *    tlsbox_mock_cert_add();
+ *  - certificates: cert_install checks the name as the core does (and
+ *    names a certificate given none as the core does), keeps the chain
+ *    (never the key; the chain and key are not validated) and queues
+ *    "cert.changed" with the core's data; cert_get/cert_list answer from
+ *    those and from tlsbox_mock_cert_add();
  *  - DH parameters: dh_set checks only that GnuTLS imports the PKCS#3 text
  *    and that the prime has 2048 bits or more (no primality test), serves
  *    them at once and queues "dh.changed"; dh_served describes a policy

@@ -171,17 +171,48 @@ int tlsbox_mock_cert_add(const char *name, const char *chain_pem, const char *in
     return 0;
 }
 
-/* The leaf's validity, or -EINVAL for a chain that does not parse. */
-static int leaf_times(const char *chain, time_t *nb, time_t *na)
+/* A store name as core/tls_cert.c takes it: 1-128 of A-Z a-z 0-9 . - _ *,
+ * not starting with '.'. */
+static bool cert_name_ok(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    return n > 0 && n <= 128 && name[0] != '.' &&
+           strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_*") == n;
+}
+
+/* The leaf's validity and, in *name (caller frees), the name the core
+ * stores it under when none is given (core/tls.c): its first DNS name (else
+ * its CN, else "imported"), "-rsa" added for an RSA key.  -EINVAL for a
+ * chain that does not parse. */
+static int leaf_info(const char *chain, time_t *nb, time_t *na, char **name)
 {
     gnutls_x509_crt_t crt;
     gnutls_datum_t d = {(unsigned char *)chain, (unsigned)strlen(chain)};
+    char first[512] = "";
     if (gnutls_x509_crt_init(&crt) < 0)
         return -ENOMEM;
     int r = gnutls_x509_crt_import(crt, &d, GNUTLS_X509_FMT_PEM);
     if (r >= 0) {
         *nb = gnutls_x509_crt_get_activation_time(crt);
         *na = gnutls_x509_crt_get_expiration_time(crt);
+        for (unsigned seq = 0; !first[0]; seq++) {
+            size_t size = sizeof(first) - 1;
+            unsigned type;
+            int s = gnutls_x509_crt_get_subject_alt_name2(crt, seq, first, &size, &type, NULL);
+            if (s == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
+                break;
+            if (s >= 0 && type == GNUTLS_SAN_DNSNAME)
+                first[size] = '\0';
+            else
+                first[0] = '\0';
+        }
+        size_t size = sizeof(first);
+        if (!first[0] &&
+            gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, first, &size) < 0)
+            first[0] = '\0';
+        bool rsa = gnutls_x509_crt_get_pk_algorithm(crt, NULL) == GNUTLS_PK_RSA;
+        *name =
+            tlsbox_xasprintf("%s%s", cert_name_ok(first) ? first : "imported", rsa ? "-rsa" : "");
     }
     gnutls_x509_crt_deinit(crt);
     return r < 0 ? -EINVAL : 0;
@@ -192,23 +223,40 @@ int tlsbox_mockp_cert_install(struct tlsbox_plugin *self, const struct tlsbox_ce
 {
     static const char *const sources[] = {"internal", "import", "acme"};
     time_t nb, na;
+    char *derived = NULL, *why = NULL;
     (void)self;
-    if (!in || !in->name || !in->chain_pem || !in->key_pem ||
-        in->source >= TLSBOX_CERT_SOURCE_MAX || leaf_times(in->chain_pem, &nb, &na) < 0) {
+    if (err)
+        *err = NULL;
+    if (!in || !in->chain_pem || !in->key_pem || in->source >= TLSBOX_CERT_SOURCE_MAX ||
+        leaf_info(in->chain_pem, &nb, &na, &derived) < 0)
+        why = tlsbox_xstrdup("mock host: a PEM chain and a key are needed");
+    /* The core's checks of the name (core/tls.c). */
+    const char *name = in && in->name && *in->name ? in->name : derived;
+    if (!why && !cert_name_ok(name))
+        why = tlsbox_xasprintf("certificate name '%s' is not valid (1-128 of A-Z a-z 0-9 . - _ *)",
+                               name);
+    if (!why && strcmp(name, "internal") == 0 && in->source != TLSBOX_CERT_INTERNAL)
+        why = tlsbox_xstrdup("certificate name 'internal' is reserved for the internal CA's leaf");
+    if (why) {
         if (err)
-            *err = tlsbox_xstrdup("mock host: a name, a PEM chain and a key are needed");
+            *err = why;
+        else
+            free(why);
+        free(derived);
         return -EINVAL;
     }
-    char *q = tlsbox_mockp_json_string(in->name),
+    char *q = tlsbox_mockp_json_string(name),
          *ari = in->ari_id ? tlsbox_mockp_json_string(in->ari_id) : NULL;
     char *info =
         tlsbox_xasprintf("{\"name\":%s,\"source\":\"%s\",\"status\":\"active\","
                          "\"not_before\":%lld,\"not_after\":%lld,\"ari_id\":%s}",
                          q, sources[in->source], (long long)nb, (long long)na, ari ? ari : "null");
-    tlsbox_mock_cert_add(in->name, in->chain_pem, info);
+    tlsbox_mock_cert_add(name, in->chain_pem, info);
     free(info);
     free(ari);
-    char *data = tlsbox_xasprintf("{\"name\":%s}", q);
+    free(derived);
+    /* The core's event data (core/tls.c). */
+    char *data = tlsbox_xasprintf("{\"name\":%s,\"source\":\"%s\"}", q, sources[in->source]);
     free(q);
     installs++;
     tlsbox_mockp_event_publish(NULL, "cert.changed", data);

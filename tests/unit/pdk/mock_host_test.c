@@ -3,10 +3,12 @@
  * that a plugin whose unit tests pass meets no other answer in the daemon.
  * Prints TAP. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <tlsbox/mock_host.h>
+#include <tlsbox/xalloc.h>
 
 #include "tests/tap.h"
 
@@ -163,6 +165,92 @@ static void test_loader_names(void)
     tlsbox_mock_teardown();
 }
 
+/* The contents of @p path (caller frees), or NULL. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = f ? calloc(1, 65536) : NULL;
+    if (buf && fread(buf, 1, 65535, f) == 0) {
+        free(buf);
+        buf = NULL;
+    }
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+/* cert_install names and announces a certificate as core/tls.c does. */
+static void test_cert_install(const struct tlsbox_host *h, struct tlsbox_plugin *me)
+{
+    char dir[] = "/tmp/mock-host-test-XXXXXX", *cmd, *ec_crt, *ec_key, *rsa_crt, *rsa_key, *err;
+    if (!mkdtemp(dir)) {
+        ok(0, "a temporary directory");
+        return;
+    }
+    cmd = tlsbox_xasprintf(
+        "cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 "
+        "-subj /CN=cn.example -addext subjectAltName=DNS:san.example,DNS:other.example "
+        "-keyout ec.key -out ec.crt && openssl req -x509 -newkey rsa:2048 -nodes -days 30 "
+        "-subj /CN=cn.example -addext subjectAltName=IP:192.0.2.9,DNS:rsa.example "
+        "-keyout rsa.key -out rsa.crt",
+        dir);
+    is_int(system(cmd) == 0 ? 0 : -1, 0, "test certificates made (openssl)");
+    free(cmd);
+#define SLURP(var, file)                                                                           \
+    do {                                                                                           \
+        char *path = tlsbox_xasprintf("%s/" file, dir);                                            \
+        var = slurp(path);                                                                         \
+        free(path);                                                                                \
+    } while (0)
+    SLURP(ec_crt, "ec.crt");
+    SLURP(ec_key, "ec.key");
+    SLURP(rsa_crt, "rsa.crt");
+    SLURP(rsa_key, "rsa.key");
+#undef SLURP
+    cmd = tlsbox_xasprintf("rm -rf %s", dir);
+    if (system(cmd) != 0)
+        diag("cannot remove %s", dir);
+    free(cmd);
+    if (!ec_crt || !ec_key || !rsa_crt || !rsa_key) {
+        ok(0, "test certificates read");
+        return;
+    }
+
+    struct tlsbox_cert_install in = {
+        .chain_pem = ec_crt, .key_pem = ec_key, .source = TLSBOX_CERT_IMPORT};
+    char *chain = NULL;
+    is_int(h->cert_install(me, &in, &err), 0, "no name: installed");
+    is_int(h->cert_get(me, "san.example", &chain, NULL), 0,
+           "under the leaf's first DNS name, as the core names it");
+    free(chain);
+    is_str(tlsbox_mock_event_data("cert.changed"),
+           "{\"name\":\"san.example\",\"source\":\"import\"}",
+           "cert.changed carries the core's data");
+    in.chain_pem = rsa_crt;
+    in.key_pem = rsa_key;
+    in.name = "";
+    is_int(h->cert_install(me, &in, &err), 0, "an RSA leaf, name \"\": installed");
+    is_int(h->cert_get(me, "rsa.example-rsa", &chain, NULL), 0,
+           "under its first DNS name (not the address before it) with \"-rsa\"");
+    free(chain);
+    in.name = "a b";
+    err = NULL;
+    is_int(h->cert_install(me, &in, &err), -EINVAL, "a name with a blank: refused");
+    is_str(err, "certificate name 'a b' is not valid (1-128 of A-Z a-z 0-9 . - _ *)",
+           "with the core's message");
+    free(err);
+    in.name = "internal";
+    err = NULL;
+    is_int(h->cert_install(me, &in, &err), -EINVAL, "\"internal\" from a plugin's import: refused");
+    is_str(err, "certificate name 'internal' is reserved for the internal CA's leaf",
+           "with the core's message");
+    free(err);
+    free(ec_crt);
+    free(ec_key);
+    free(rsa_crt);
+    free(rsa_key);
+}
+
 int main(void)
 {
     const struct tlsbox_host *h = &tlsbox_mock_host;
@@ -174,6 +262,7 @@ int main(void)
     test_http_routes(h, me);
     test_timer_bounds(h, me);
     test_no_bundle(h);
+    test_cert_install(h, me);
     tlsbox_mock_teardown();
     test_loader_names();
     return done_testing();
