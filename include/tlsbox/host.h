@@ -188,7 +188,9 @@ struct tlsbox_host {
     /* ---- store ---------------------------------------------------------- */
 
     /**
-     * Open a new connection to the store (WAL, busy timeout, foreign keys on).
+     * Open a new connection to the store (WAL, busy timeout, foreign keys on,
+     * extended result codes: a duplicate key is SQLITE_CONSTRAINT_PRIMARYKEY
+     * or SQLITE_CONSTRAINT_UNIQUE, compare (rc & 0xff) with SQLITE_CONSTRAINT).
      * One connection per thread; close it with store_close on the same thread.
      * Write in "BEGIN IMMEDIATE" transactions.  Never from a site worker.
      * Returns NULL on failure (logged).

@@ -32,8 +32,12 @@ static sqlite3 *open_conn(void)
         sqlite3_close(db);
         return NULL;
     }
+    /* As core/store.c sets up every connection: a plugin's code sees the
+     * same result codes (SQLITE_CONSTRAINT_PRIMARYKEY, not SQLITE_CONSTRAINT). */
     sqlite3_busy_timeout(db, 5000);
-    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON", NULL, NULL, NULL);
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON",
+                 NULL, NULL, NULL);
     return db;
 }
 

@@ -48,6 +48,9 @@ is "$(api_code -X DELETE http://x/api/v1/host_rules/dh_set)" \
     "a path served for other methods only: 405"
 is "$(api_code -X POST http://x/api/v1/host_rules/created)" '{} 201' \
     "a handler that sets no body: {}"
+# A store_open connection gives extended result codes (the mock's too).
+is "$(api host_rules/store_dup)" '{"first":101,"second":1555}' \
+    "a duplicate key: SQLITE_CONSTRAINT_PRIMARYKEY (1555), not SQLITE_CONSTRAINT (19)"
 eexist=$(python3 -c 'import errno; print(errno.EEXIST)')
 like "$(cat "$TB_TMP/daemon.log")" "host_rules: http_again rc=-$eexist" \
     "a second site HTTP route for the same prefix: -EEXIST"

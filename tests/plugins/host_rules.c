@@ -50,6 +50,29 @@ static void on_dh_set(void *arg, const struct tlsbox_api_request *req,
     reply->body = tlsbox_xasprintf("{\"rc\":%d}", rc);
 }
 
+/* GET host_rules/store_dup: the same key inserted twice on a store_open
+ * connection; answers what sqlite3_step said the second time (the
+ * extended code, as the core opens its connections). */
+static void on_store_dup(void *arg, const struct tlsbox_api_request *req,
+                         struct tlsbox_api_reply *reply)
+{
+    struct rules_state *s = arg;
+    sqlite3 *db = s->host->store_open(s->self);
+    sqlite3_stmt *ins = NULL;
+    int first = -1, second = -1;
+    (void)req;
+    if (db && sqlite3_prepare_v2(db, "INSERT INTO host_rules_items (id) VALUES (1)", -1, &ins,
+                                 NULL) == SQLITE_OK) {
+        first = sqlite3_step(ins);
+        sqlite3_reset(ins);
+        second = sqlite3_step(ins);
+    }
+    sqlite3_finalize(ins);
+    if (db)
+        s->host->store_close(s->self, db);
+    reply->body = tlsbox_xasprintf("{\"first\":%d,\"second\":%d}", first, second);
+}
+
 /* GET host_rules/ + "*" (registered first: the literal routes still win). */
 static void on_prefix(void *arg, const struct tlsbox_api_request *req,
                       struct tlsbox_api_reply *reply)
@@ -91,6 +114,8 @@ static int rules_start(void *state)
     if (rc == 0)
         rc = h->api_route_add(s->self, "POST", "host_rules/created", on_created, s);
     if (rc == 0)
+        rc = h->api_route_add(s->self, "GET", "host_rules/store_dup", on_store_dup, s);
+    if (rc == 0)
         rc = h->http_route_add(s->self, "/.well-known/host_rules/", on_http, s);
     if (rc == 0)
         h->log(
@@ -118,6 +143,10 @@ static int rules_apply(void *state, const struct tlsbox_setting_value *changes, 
     return 0;
 }
 
+static const struct tlsbox_migration rules_migrations[] = {
+    {.name = "0001_items", .sql = "CREATE TABLE host_rules_items (id INTEGER PRIMARY KEY)"},
+    TLSBOX_MIGRATIONS_END};
+
 static const struct tlsbox_setting_def rules_settings[] = {
     {.key = "trigger", .type = TLSBOX_SETTING_STRING, .default_value = "a", .help = "set me"},
     {.key = "other", .type = TLSBOX_SETTING_STRING, .default_value = "a", .help = "set by it"},
@@ -125,5 +154,5 @@ static const struct tlsbox_setting_def rules_settings[] = {
 
 TLSBOX_PLUGIN(.name = "host_rules", .version = "1",
               .description = "calls the host as its header forbids or allows",
-              .settings = rules_settings, .init = rules_init, .start = rules_start,
-              .apply_settings = rules_apply);
+              .settings = rules_settings, .migrations = rules_migrations, .init = rules_init,
+              .start = rules_start, .apply_settings = rules_apply);

@@ -251,6 +251,35 @@ static void test_cert_install(const struct tlsbox_host *h, struct tlsbox_plugin 
     free(rsa_key);
 }
 
+static const struct tlsbox_migration st_migrations[] = {
+    {.name = "0001", .sql = "CREATE TABLE st_items (id INTEGER PRIMARY KEY)"},
+    TLSBOX_MIGRATIONS_END};
+static const struct tlsbox_plugin_desc st_desc = {.abi_major = TLSBOX_ABI_MAJOR,
+                                                  .abi_minor = TLSBOX_ABI_MINOR,
+                                                  .size = sizeof(struct tlsbox_plugin_desc),
+                                                  .name = "st",
+                                                  .version = "1",
+                                                  .migrations = st_migrations};
+
+/* store_open connections report result codes as the core's do. */
+static void test_store_codes(void)
+{
+    const struct tlsbox_host *h = &tlsbox_mock_host;
+    sqlite3_stmt *ins = NULL;
+    is_int(tlsbox_mock_setup(&st_desc), 0, "a plugin with a table");
+    sqlite3 *db = h->store_open(tlsbox_mock_self());
+    ok(db && sqlite3_prepare_v2(db, "INSERT INTO st_items (id) VALUES (1)", -1, &ins, NULL) ==
+                 SQLITE_OK,
+       "store_open, an insert prepared");
+    is_int(sqlite3_step(ins), SQLITE_DONE, "inserted once");
+    sqlite3_reset(ins);
+    is_int(sqlite3_step(ins), SQLITE_CONSTRAINT_PRIMARYKEY,
+           "the same key again: SQLITE_CONSTRAINT_PRIMARYKEY, the extended code tlsboxd gives");
+    sqlite3_finalize(ins);
+    h->store_close(tlsbox_mock_self(), db);
+    tlsbox_mock_teardown();
+}
+
 int main(void)
 {
     const struct tlsbox_host *h = &tlsbox_mock_host;
@@ -265,5 +294,6 @@ int main(void)
     test_cert_install(h, me);
     tlsbox_mock_teardown();
     test_loader_names();
+    test_store_codes();
     return done_testing();
 }
