@@ -33,6 +33,10 @@ int api_route_add(struct tlsbox_plugin *owner, const char *method, const char *p
 {
     if (!method || !pattern || !fn || pattern[0] == '/')
         return -EINVAL;
+    /* From a handler: this thread holds the read lock, and the write lock
+     * would wait for it forever (the admin thread or control socket hung). */
+    if (dispatch_depth > 0)
+        return -EDEADLK;
     struct api_route *r = xcalloc(1, sizeof *r);
     r->owner = owner;
     r->method = xstrdup(method);

@@ -298,7 +298,9 @@ struct tlsbox_host {
     /**
      * Serve @p method on @p pattern under /api/v1/ (on the admin HTTPS server
      * and the control socket).  A pattern is literal ("acme/status") or ends in
-     * a slash then an asterisk, matching the rest of the path ("cert/" + "*").  Main thread.
+     * a slash then an asterisk, matching the rest of the path ("cert/" + "*").  Main thread
+     * (in practice: not from an API handler, where it returns -EDEADLK: the
+     * handler runs under the route table's lock this call takes).
      */
     int (*api_route_add)(struct tlsbox_plugin *self, const char *method, const char *pattern,
                          tlsbox_api_fn fn, void *arg);

@@ -13,6 +13,10 @@ static struct api_route {
 } * api;
 static size_t napi;
 
+/* This thread runs a handler (tlsbox_mock_api): as in the core, it may not
+ * add a route (core/api.c would wait for itself). */
+static _Thread_local int in_handler;
+
 static struct http_route {
     char *prefix;
     tlsbox_http_fn fn;
@@ -27,6 +31,8 @@ int tlsbox_mockp_api_route_add(struct tlsbox_plugin *self, const char *method, c
     /* As core/api.c: a pattern is what follows "/api/v1/", never "/...". */
     if (!method || !pattern || !*pattern || pattern[0] == '/' || !fn)
         return -EINVAL;
+    if (in_handler)
+        return -EDEADLK;
     for (size_t i = 0; i < napi; i++)
         if (strcmp(api[i].method, method) == 0 && strcmp(api[i].pattern, pattern) == 0)
             return -EEXIST;
@@ -92,9 +98,11 @@ int tlsbox_mock_api(const char *method, const char *path, const char *body, char
         if (!best || (bn && (!n || n > bn)))
             best = &api[i];
     }
-    if (best)
+    if (best) {
+        in_handler++;
         best->fn(best->arg, &req, &reply);
-    else if (path_known)
+        in_handler--;
+    } else if (path_known)
         tlsbox_mockp_api_reply_error(&reply, 405, "method %s not allowed on /api/v1/%s", method, p);
     else
         tlsbox_mockp_api_reply_error(&reply, 404, "no such API path: /api/v1/%s", p);

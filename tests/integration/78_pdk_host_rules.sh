@@ -48,6 +48,16 @@ is "$(api_code -X DELETE http://x/api/v1/host_rules/dh_set)" \
     "a path served for other methods only: 405"
 is "$(api_code -X POST http://x/api/v1/host_rules/created)" '{} 201' \
     "a handler that sets no body: {}"
+# api_route_add from a handler: -EDEADLK, as the mock answers; it used to
+# wait for the route table's lock its own thread held, and the control
+# socket (or admin server) answered nothing more.
+edeadlk=$(python3 -c 'import errno; print(errno.EDEADLK)')
+is "$(curl -s -m 10 -X POST --unix-socket "$TB_STATE/control.sock" \
+    http://x/api/v1/host_rules/add_route)" "{\"rc\":-$edeadlk}" \
+    "api_route_add from an API handler: -EDEADLK"
+is "$(timeout 10 "$TB_TLSBOXCTL" --state-dir "$TB_STATE" get host_rules.trigger)" b \
+    "and the control socket still answers"
+
 # A store_open connection gives extended result codes (the mock's too).
 is "$(api host_rules/store_dup)" '{"first":101,"second":1555}' \
     "a duplicate key: SQLITE_CONSTRAINT_PRIMARYKEY (1555), not SQLITE_CONSTRAINT (19)"

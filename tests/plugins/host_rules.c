@@ -73,20 +73,30 @@ static void on_store_dup(void *arg, const struct tlsbox_api_request *req,
     reply->body = tlsbox_xasprintf("{\"first\":%d,\"second\":%d}", first, second);
 }
 
-/* GET host_rules/ + "*" (registered first: the literal routes still win). */
-static void on_prefix(void *arg, const struct tlsbox_api_request *req,
-                      struct tlsbox_api_reply *reply)
-{
-    (void)arg, (void)req;
-    reply->body = tlsbox_xstrdup("{\"route\":\"prefix\"}");
-}
-
 /* POST host_rules/created: a status, no body. */
 static void on_created(void *arg, const struct tlsbox_api_request *req,
                        struct tlsbox_api_reply *reply)
 {
     (void)arg, (void)req;
     reply->status = 201;
+}
+
+/* POST host_rules/add_route: a route added from a handler (-EDEADLK). */
+static void on_add_route(void *arg, const struct tlsbox_api_request *req,
+                         struct tlsbox_api_reply *reply)
+{
+    struct rules_state *s = arg;
+    (void)req;
+    int rc = s->host->api_route_add(s->self, "GET", "host_rules_late", on_created, s);
+    reply->body = tlsbox_xasprintf("{\"rc\":%d}", rc);
+}
+
+/* GET host_rules/ + "*" (registered first: the literal routes still win). */
+static void on_prefix(void *arg, const struct tlsbox_api_request *req,
+                      struct tlsbox_api_reply *reply)
+{
+    (void)arg, (void)req;
+    reply->body = tlsbox_xstrdup("{\"route\":\"prefix\"}");
 }
 
 static int on_http(void *arg, const char *method, const char *path, struct tlsbox_http_reply *reply)
@@ -115,6 +125,8 @@ static int rules_start(void *state)
         rc = h->api_route_add(s->self, "POST", "host_rules/created", on_created, s);
     if (rc == 0)
         rc = h->api_route_add(s->self, "GET", "host_rules/store_dup", on_store_dup, s);
+    if (rc == 0)
+        rc = h->api_route_add(s->self, "POST", "host_rules/add_route", on_add_route, s);
     if (rc == 0)
         rc = h->http_route_add(s->self, "/.well-known/host_rules/", on_http, s);
     if (rc == 0)

@@ -36,6 +36,16 @@ static void no_body(void *arg, const struct tlsbox_api_request *req, struct tlsb
     reply->status = *(const int *)arg;
 }
 
+static int late_rc = 1;
+
+/* Adds a route from inside a handler. */
+static void add_late(void *arg, const struct tlsbox_api_request *req,
+                     struct tlsbox_api_reply *reply)
+{
+    (void)req, (void)reply;
+    late_rc = tlsbox_mock_host.api_route_add(arg, "GET", "me/late", which, "late");
+}
+
 /* Admin API routes as core/api.c registers and chooses them. */
 static void test_api_routes(const struct tlsbox_host *h, struct tlsbox_plugin *me)
 {
@@ -73,6 +83,9 @@ static void test_api_routes(const struct tlsbox_host *h, struct tlsbox_plugin *m
     is_int(tlsbox_mock_api("POST", "me/fail", NULL, &body), 500, "an error without a body");
     is_str(body, "{\"error\":\"unknown error\"}", "gets the core's");
     free(body);
+    is_int(h->api_route_add(me, "POST", "me/late", add_late, me), 0, "POST me/late");
+    is_int(tlsbox_mock_api("POST", "me/late", NULL, NULL), 200, "its handler ran");
+    is_int(late_rc, -EDEADLK, "api_route_add from a handler: -EDEADLK, as in the core");
 }
 
 static int http_pass(void *arg, const char *method, const char *path,
