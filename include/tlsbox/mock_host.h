@@ -61,7 +61,10 @@
  *  - DH parameters: dh_set checks only that GnuTLS imports the PKCS#3 text
  *    and that the prime has 2048 bits or more (no primality test), serves
  *    them at once and queues "dh.changed"; dh_served describes a policy
- *    with TLS 1.2 DHE and no FFDHE group.
+ *    with TLS 1.2 DHE and no FFDHE group;
+ *  - staple_set, internal_ocsp and api_call: not mocked, NULL in the
+ *    table (TLSBOX_HOST_HAS() says false for them, where the daemon's
+ *    says true).
  *
  * There is one mock per process (some host calls take no context).
  * Threading: the host table's calls are as thread-safe as the real host's;

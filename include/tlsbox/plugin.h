@@ -71,6 +71,11 @@
  *                 TABLE, ANALYZE and writes to sqlite_stat*; and every
  *                 plugin is loaded before any migrates, so a step never
  *                 takes a later-loaded neighbour's tables for its own.
+ *                 Also later in 1.4, no call added: two calls that hung
+ *                 the calling thread for good return -EDEADLK instead
+ *                 (setting_set from .apply_settings, api_route_add from
+ *                 an API handler), and cert_install and dh_set take a
+ *                 NULL err, as setting_set always did.
  *
  * A plugin is one shared object exporting exactly one symbol, the constant
  * descriptor made by TLSBOX_PLUGIN().  Everything else in the plugin is static.
