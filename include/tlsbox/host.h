@@ -23,8 +23,10 @@
  *  - "any thread" means the call is thread-safe and never blocks on I/O.
  *  - Callbacks never run while the core holds a lock that the same host call
  *    would take, so a callback may call back into the host.
- *  - Everything a plugin registers (subscriptions, timers, routes, metrics)
- *    is owned by the core and removed after the plugin's stop hook returns.
+ *  - Everything a plugin registers is owned by the core.  Subscriptions,
+ *    timers and routes are removed after the plugin's stop hook returns;
+ *    metrics stay (still exported, and the same series, counts kept, when
+ *    the plugin registers them again after a start).
  *  - Private key material passed to the core is copied into memory that is
  *    wiped when freed; the core never logs it or sends it over an API.
  */
