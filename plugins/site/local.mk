@@ -64,6 +64,7 @@ site_itests = tests/integration/30_site_basic.sh tests/integration/31_site_tls.s
 	tests/integration/34_site_testssl.sh tests/integration/35_site_robust.sh \
 	tests/integration/36_site_attack.sh tests/integration/37_site_fd_attack.sh \
 	tests/integration/38_site_live.sh tests/integration/38_site_batch.sh \
-	tests/integration/39_site_h2_idle.sh tests/integration/39_site_semantics.sh
+	tests/integration/39_site_h2_idle.sh tests/integration/39_site_semantics.sh \
+	tests/integration/39_site_hello_records.sh
 TESTS += $(site_itests)
 EXTRA_DIST += $(site_itests) plugins/site/tests/site_itest.sh

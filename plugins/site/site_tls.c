@@ -50,6 +50,18 @@ int site_tls_setup(struct site_conn *c)
     return 0;
 }
 
+/* Rounds of one handshake step at most: the records of one 32 KB read. */
+#define SITE_HS_ROUNDS 8192
+
+/* Whether @p c has input GnuTLS has not seen: in its stash, in the worker's
+ * read-ahead, or in the socket (no short read since the last edge). */
+static bool hs_input_left(const struct site_conn *c)
+{
+    const struct site_worker *w = c->w;
+    return c->stash_len > c->stash_off || (w->rb_owner == c && w->rb_off < w->rb_len) ||
+           !c->drained;
+}
+
 int site_tls_handshake(struct site_conn *c)
 {
     /* Timed from the first step with data, i.e. the ClientHello (the
@@ -57,7 +69,7 @@ int site_tls_handshake(struct site_conn *c)
      * bundle's (previous ticket keys). */
     if (!c->t_hello_ns)
         c->t_hello_ns = site_now_ns();
-    for (int tries = 0; tries < 16; tries++) {
+    for (int tries = 0, rounds = 0; tries < 16; tries++) {
         int r = gnutls_handshake(c->session);
         if (r == 0) {
             uint64_t now = site_now_ns();
@@ -74,8 +86,20 @@ int site_tls_handshake(struct site_conn *c)
             setsockopt(c->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
             return 1;
         }
-        if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
+        if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) {
+            /* A handshake message split over several records: GnuTLS takes
+             * one record per call and says AGAIN without asking for more.
+             * The rest may be in our read-ahead (or in the socket past a
+             * full read, or a FIN after it) already, and no new edge would
+             * come for it: a ClientHello sent as 3 records in one segment
+             * waited for the handshake timeout.  Go on while there is input
+             * GnuTLS has not seen; each round takes a record or reads. */
+            if (r == GNUTLS_E_AGAIN && hs_input_left(c) && ++rounds < SITE_HS_ROUNDS) {
+                tries--;
+                continue;
+            }
             return 0;
+        }
         if (!gnutls_error_is_fatal(r))
             continue; /* a warning alert: go on */
         if (r == GNUTLS_E_FATAL_ALERT_RECEIVED) {
