@@ -111,6 +111,53 @@ static void listen_fail(struct site *s, char **why, const char *fmt, ...)
     }
 }
 
+union site_sa {
+    struct sockaddr sa;
+    struct sockaddr_in in4;
+    struct sockaddr_in6 in6;
+};
+
+/* @p addr of site.bind ("::1" or "[::1]") and @p port into *u; its length, or
+ * 0 when it is no address. */
+static socklen_t bind_addr(const char *addr, int port, union site_sa *u)
+{
+    char a[64];
+    size_t n = strlen(addr);
+
+    memset(u, 0, sizeof(*u));
+    if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']' && n - 2 < sizeof(a)) {
+        memcpy(a, addr + 1, n - 2);
+        a[n - 2] = 0;
+    } else {
+        snprintf(a, sizeof(a), "%s", addr);
+    }
+    if (inet_pton(AF_INET, a, &u->in4.sin_addr) == 1) {
+        u->in4.sin_family = AF_INET;
+        u->in4.sin_port = htons((uint16_t)port);
+        return sizeof(u->in4);
+    }
+    if (inet_pton(AF_INET6, a, &u->in6.sin6_addr) == 1) {
+        u->in6.sin6_family = AF_INET6;
+        u->in6.sin6_port = htons((uint16_t)port);
+        return sizeof(u->in6);
+    }
+    return 0;
+}
+
+/* Whether a socket bound to @p a keeps one on @p b (same family and port)
+ * from binding: the same address, or either is the wildcard. */
+static bool addr_overlaps(const union site_sa *a, const union site_sa *b)
+{
+    if (a->sa.sa_family != b->sa.sa_family)
+        return false;
+    if (a->sa.sa_family == AF_INET)
+        return a->in4.sin_addr.s_addr == b->in4.sin_addr.s_addr ||
+               a->in4.sin_addr.s_addr == htonl(INADDR_ANY) ||
+               b->in4.sin_addr.s_addr == htonl(INADDR_ANY);
+    return IN6_ARE_ADDR_EQUAL(&a->in6.sin6_addr, &b->in6.sin6_addr) ||
+           IN6_IS_ADDR_UNSPECIFIED(&a->in6.sin6_addr) || IN6_IS_ADDR_UNSPECIFIED(&b->in6.sin6_addr);
+}
+
 /* The settings of the site's two ports, HTTPS first, as listeners index them. */
 static const char *const port_keys[2] = {"https_port", "http_port"};
 
@@ -128,6 +175,22 @@ static void explain_in_use(struct site *s, char **why, const struct site_listene
                         "site.%s: port %d is site.%s's until that changes: change site.%s "
                         "first (to swap the two, by way of a free port)",
                         key, port, port_keys[!which], port_keys[!which]);
+            return;
+        }
+    }
+    /* The same port on an address of site.bind as served now that this one
+     * overlaps (a wildcard and an address of its family, or one address
+     * spelt two ways): it listens until the change is made. */
+    union site_sa want, held;
+    for (size_t i = 0; prev && bind_addr(addr, port, &want) && i < prev->n; i++) {
+        if (prev->v[i].port == port && bind_addr(prev->v[i].addr, port, &held) &&
+            addr_overlaps(&want, &held)) {
+            listen_fail(s, why,
+                        "site.bind: %s port %d overlaps %s, where the site listens on that "
+                        "port now, and both cannot listen at once: change site.https_port and "
+                        "site.http_port in the same change as site.bind (and back after it), "
+                        "or restart tlsboxd with --set site.bind=...",
+                        addr, port, prev->v[i].addr);
             return;
         }
     }
@@ -154,32 +217,11 @@ static void explain_in_use(struct site *s, char **why, const struct site_listene
 static int make_listener(struct site *s, const char *addr, int port, bool tls, char **why,
                          bool *said)
 {
-    union {
-        struct sockaddr sa;
-        struct sockaddr_in in4;
-        struct sockaddr_in6 in6;
-    } u;
-    socklen_t len;
-    char a[64];
+    union site_sa u;
+    socklen_t len = bind_addr(addr, port, &u);
     int fd, one = 1, r;
-    size_t n = strlen(addr);
 
-    memset(&u, 0, sizeof(u));
-    if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']' && n - 2 < sizeof(a)) {
-        memcpy(a, addr + 1, n - 2);
-        a[n - 2] = 0;
-    } else {
-        snprintf(a, sizeof(a), "%s", addr);
-    }
-    if (inet_pton(AF_INET, a, &u.in4.sin_addr) == 1) {
-        u.in4.sin_family = AF_INET;
-        u.in4.sin_port = htons((uint16_t)port);
-        len = sizeof(u.in4);
-    } else if (inet_pton(AF_INET6, a, &u.in6.sin6_addr) == 1) {
-        u.in6.sin6_family = AF_INET6;
-        u.in6.sin6_port = htons((uint16_t)port);
-        len = sizeof(u.in6);
-    } else {
+    if (len == 0) {
         listen_fail(s, why, "site.bind: '%s' is not an IPv4 or IPv6 address", addr);
         *said = true;
         return -EINVAL;

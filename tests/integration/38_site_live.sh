@@ -230,6 +230,14 @@ is "$out" "tlsboxctl: site.bind: cannot listen on 240.0.0.1 port $P_HTTPS: Canno
     "the message names site.bind and the address"
 is "$(tb_ctl get site.bind)" "127.0.0.1,::1" "the store keeps the addresses served"
 is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site B" "which still serve"
+# The wildcard for the addresses served: the served ones hold the same ports
+# until the change is made, and both cannot listen at once.  The message says
+# so, not that the admin UI or another plugin holds the port.
+out=$(tb_ctl set site.bind 0.0.0.0,:: 2>&1)
+is "$?" 1 "site.bind set live from 127.0.0.1,::1 to 0.0.0.0,:: on the same ports: exit 1"
+like "$out" "^tlsboxctl: site\.bind: 0\.0\.0\.0 port $P_HTTPS overlaps 127\.0\.0\.1, where the site listens on that port now.*change site\.https_port and site\.http_port in the same change" \
+    "the message names the overlap with the addresses served, and how to make the change"
+is "$(tb_ctl get site.bind)" "127.0.0.1,::1" "the store keeps the addresses served"
 
 # ---- SIGHUP: settings changed in the store take effect ---------------------------------------
 # The store changed behind the daemon's back (a restored backup, sqlite3):
