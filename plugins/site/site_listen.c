@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -246,6 +247,20 @@ static int make_listener(struct site *s, const char *addr, int port, bool tls, c
     return fd;
 }
 
+/* Whether any interface of this host has an IPv6 address. */
+static bool host_has_ipv6(void)
+{
+    struct ifaddrs *ifs;
+    bool has = false;
+
+    if (getifaddrs(&ifs) < 0)
+        return true; /* unknown: as a host with IPv6, the error is told */
+    for (struct ifaddrs *i = ifs; i && !has; i = i->ifa_next)
+        has = i->ifa_addr && i->ifa_addr->sa_family == AF_INET6;
+    freeifaddrs(ifs);
+    return has;
+}
+
 void site_listeners_close(struct site_listeners *l)
 {
     for (size_t i = 0; i < l->n; i++)
@@ -293,8 +308,12 @@ int site_listeners_open(struct site *s, const struct site_config *cfg,
             if (fd < 0)
                 fd = make_listener(s, cfg->bind[i], ports[p], p == 0, why, &said);
             if (fd < 0) {
-                /* The default "::" on a host without IPv6 is not an error. */
-                if (strchr(cfg->bind[i], ':') && (fd == -EAFNOSUPPORT || fd == -EADDRNOTAVAIL)) {
+                /* The default "::" on a host without IPv6 is not an error.
+                 * On a host with IPv6, an address it does not have is (as
+                 * an IPv4 one is): skipped, it was a change accepted with
+                 * nothing listening there but a warning in the log. */
+                if (strchr(cfg->bind[i], ':') &&
+                    (fd == -EAFNOSUPPORT || (fd == -EADDRNOTAVAIL && !host_has_ipv6()))) {
                     SITE_LOG(s, TLSBOX_LOG_WARN, "site.bind: %s port %d: %s (skipped)",
                              cfg->bind[i], ports[p], strerror(-fd));
                     continue;

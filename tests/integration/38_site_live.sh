@@ -230,6 +230,18 @@ is "$out" "tlsboxctl: site.bind: cannot listen on 240.0.0.1 port $P_HTTPS: Canno
     "the message names site.bind and the address"
 is "$(tb_ctl get site.bind)" "127.0.0.1,::1" "the store keeps the addresses served"
 is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site B" "which still serve"
+# An IPv6 address this host does not have, on a host with IPv6: refused the
+# same way, not skipped with a warning (a change accepted that listened on
+# nothing there).
+if grep -q . /proc/net/if_inet6 2>/dev/null; then
+    out=$(tb_ctl set site.bind 127.0.0.1,fd00:7e57::1 2>&1)
+    is "$?" 1 "site.bind set live to an IPv6 address not on this host: exit 1"
+    is "$out" "tlsboxctl: site.bind: cannot listen on fd00:7e57::1 port $P_HTTPS: Cannot assign requested address" \
+        "the message names site.bind and the address"
+    is "$(tb_ctl get site.bind)" "127.0.0.1,::1" "the store keeps the addresses served"
+else
+    diag "no IPv6 address on this host: an IPv6 address of site.bind is skipped, not checked"
+fi
 # The wildcard for the addresses served: the served ones hold the same ports
 # until the change is made, and both cannot listen at once.  The message says
 # so, not that the admin UI or another plugin holds the port.
