@@ -162,12 +162,29 @@ static bool addr_overlaps(const union site_sa *a, const union site_sa *b)
 /* The settings of the site's two ports, HTTPS first, as listeners index them. */
 static const char *const port_keys[2] = {"https_port", "http_port"};
 
-static void explain_in_use(struct site *s, char **why, const struct site_listeners *prev, int which,
-                           const char *addr, int port)
+/* @p prev: the listeners served now (NULL at start); @p opened: those this
+ * change opened so far, for the addresses of site.bind before @p addr. */
+static void explain_in_use(struct site *s, char **why, const struct site_listeners *prev,
+                           const struct site_listeners *opened, int which, const char *addr,
+                           int port)
 {
     const char *key = port_keys[which];
     char owner[128] = "";
     long pid = 0;
+    union site_sa want, held;
+
+    /* An address earlier in the list that this one overlaps: "0.0.0.0,
+     * 127.0.0.1" cannot listen at all, live or at start. */
+    for (size_t i = 0; bind_addr(addr, port, &want) && i < opened->n; i++) {
+        if (opened->v[i].port == port && bind_addr(opened->v[i].addr, port, &held) &&
+            addr_overlaps(&want, &held)) {
+            listen_fail(s, why,
+                        "site.bind: %s and %s, both in the list, are one address or overlap (a "
+                        "wildcard covers every address of its family): list only one of them",
+                        addr, opened->v[i].addr);
+            return;
+        }
+    }
 
     /* The site's own other port: a swap of the two in one change. */
     for (size_t i = 0; prev && i < prev->n; i++) {
@@ -182,7 +199,6 @@ static void explain_in_use(struct site *s, char **why, const struct site_listene
     /* The same port on an address of site.bind as served now that this one
      * overlaps (a wildcard and an address of its family, or one address
      * spelt two ways): it listens until the change is made. */
-    union site_sa want, held;
     for (size_t i = 0; prev && bind_addr(addr, port, &want) && i < prev->n; i++) {
         if (prev->v[i].port == port && bind_addr(prev->v[i].addr, port, &held) &&
             addr_overlaps(&want, &held)) {
@@ -319,7 +335,7 @@ int site_listeners_open(struct site *s, const struct site_config *cfg,
                     continue;
                 }
                 if (fd == -EADDRINUSE)
-                    explain_in_use(s, why, prev, p, cfg->bind[i], ports[p]);
+                    explain_in_use(s, why, prev, l, p, cfg->bind[i], ports[p]);
                 else if (fd == -EACCES && ports[p] < 1024)
                     /* tlsboxd binds privileged ports before it drops root. */
                     listen_fail(s, why,

@@ -250,6 +250,24 @@ is "$?" 1 "site.bind set live from 127.0.0.1,::1 to 0.0.0.0,:: on the same ports
 like "$out" "^tlsboxctl: site\.bind: 0\.0\.0\.0 port $P_HTTPS overlaps 127\.0\.0\.1, where the site listens on that port now.*change site\.https_port and site\.http_port in the same change" \
     "the message names the overlap with the addresses served, and how to make the change"
 is "$(tb_ctl get site.bind)" "127.0.0.1,::1" "the store keeps the addresses served"
+# A list whose addresses overlap each other can never listen: the message
+# says which two, not that the admin UI holds the port.  The same at start,
+# where the daemon did not start, blaming site.https_port.
+out=$(tb_ctl set site.bind 127.0.0.1,::1,0.0.0.0 2>&1)
+is "$?" 1 "site.bind set live to 127.0.0.1,::1,0.0.0.0: exit 1"
+like "$out" "^tlsboxctl: site\.bind: 0\.0\.0\.0 and 127\.0\.0\.1, both in the list, are one address or overlap" \
+    "the message names the two addresses of the list"
+p3=$(tb_free_port)
+"$TB_TLSBOXD" --state-dir "$TB_TMP/state3" --plugin-dir "$TB_PLUGINS" --foreground \
+    --set admin.port="$(tb_free_port)" --set admin.bind=127.0.0.1 \
+    --set site.https_port="$p3" --set site.http_port=0 --set site.root="$TB_TMP/www" \
+    --set site.bind=127.0.0.1,127.0.0.1 >"$TB_TMP/third.log" 2>&1 &
+pid3=$!
+for i in $(seq 1 100); do kill -0 $pid3 2>/dev/null || break; sleep 0.1; done
+kill $pid3 2>/dev/null
+wait $pid3
+like "$(cat "$TB_TMP/third.log")" "site\.bind: 127\.0\.0\.1 and 127\.0\.0\.1, both in the list, are one address or overlap" \
+    "tlsboxd started with site.bind 127.0.0.1,127.0.0.1: the log says what is wrong with the list"
 
 # ---- SIGHUP: settings changed in the store take effect ---------------------------------------
 # The store changed behind the daemon's back (a restored backup, sqlite3):
