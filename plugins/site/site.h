@@ -134,6 +134,7 @@ struct site_gen {
     _Atomic bool hurry;    /* the daemon stops meanwhile: drain as at stop */
     _Atomic int unwatched; /* workers that took the listeners off their epoll */
     pthread_t reaper;      /* joins a retired generation's workers */
+    _Atomic bool reaped;   /* the reaper joined them: the next retire frees it */
     struct site_gen *next; /* list of retired generations */
 };
 

@@ -516,11 +516,26 @@ static void *reaper_main(void *arg)
 {
     struct site_gen *g = arg;
     gen_join(g, g->nworkers);
+    atomic_store(&g->reaped, true);
     return NULL;
 }
 
 void site_gen_retire(struct site *s, struct site_gen *g)
 {
+    /* Free the generations retired before that are done draining: kept
+     * until the site stopped, each live change held its workers' epoll,
+     * eventfd and root descriptors, caches and the reaper's stack (6 more
+     * descriptors and 15 MB of address space a change, with 2 workers). */
+    for (struct site_gen **pp = &s->retired; *pp;) {
+        struct site_gen *old = *pp;
+        if (!atomic_load(&old->reaped)) {
+            pp = &old->next;
+            continue;
+        }
+        *pp = old->next;
+        pthread_join(old->reaper, NULL);
+        gen_free(old);
+    }
     g->retiring = true; /* before the workers learn of the stop */
     if (pthread_create(&g->reaper, NULL, reaper_main, g) != 0) {
         site_gen_stop(g); /* no thread: drain here */

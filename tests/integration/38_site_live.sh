@@ -389,6 +389,21 @@ is "$(curl -s --cacert "$CA" --max-time 5 "$URL/who.txt")" "site A" "the site se
 is "$(site_state)" "running null" "and runs, with no error left"
 is "$(tb_ctl get site.bind)" "127.0.0.1,::1" "the new value is stored"
 
+# Each live change retires a generation of workers; once drained it is
+# freed, not kept until the site stops (each kept its workers' epoll,
+# eventfd and root descriptors: 6 a change with 2 workers, without bound).
+tb_ctl set site.workers 2 >/dev/null
+sleep 0.5
+fds0=$(ls "/proc/$TB_PID/fd" | wc -l)
+for i in $(seq 1 12); do
+    tb_ctl set site.http_port "$(tb_free_port)" >/dev/null || break
+    sleep 0.2
+done
+sleep 0.5
+fds1=$(ls "/proc/$TB_PID/fd" | wc -l)
+ok "$([ $((fds1 - fds0)) -le 8 ]; echo $?)" \
+    "12 live port changes: the daemon holds $((fds1 - fds0)) more descriptors (at most one generation's)"
+
 tb_stop_daemon
 ok $? "tlsboxd stops"
 done_testing
