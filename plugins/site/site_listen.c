@@ -344,10 +344,12 @@ int site_listeners_open(struct site *s, const struct site_config *cfg,
                                 port_keys[p], ports[p], cfg->bind[i]);
                 else if (!said)
                     /* An address not on this host is site.bind's fault, not the
-                     * port's: the web UI puts the message by the field named. */
+                     * port's: the web UI puts the message by the field named.
+                     * So is one a fresh socket cannot bind at all (EINVAL: an
+                     * IPv4-mapped IPv6 address, on an IPv6-only socket). */
                     listen_fail(s, why, "site.%s: cannot listen on %s port %d: %s",
-                                fd == -EADDRNOTAVAIL ? "bind" : port_keys[p], cfg->bind[i],
-                                ports[p], strerror(-fd));
+                                fd == -EADDRNOTAVAIL || fd == -EINVAL ? "bind" : port_keys[p],
+                                cfg->bind[i], ports[p], strerror(-fd));
                 site_listeners_close(l);
                 return fd;
             }

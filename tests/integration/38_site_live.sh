@@ -242,6 +242,12 @@ if grep -q . /proc/net/if_inet6 2>/dev/null; then
 else
     diag "no IPv6 address on this host: an IPv6 address of site.bind is skipped, not checked"
 fi
+# An IPv4-mapped IPv6 address (the site's IPv6 sockets are IPv6-only): the
+# message names site.bind too, not site.https_port.
+out=$(tb_ctl set site.bind 127.0.0.1,::ffff:127.0.0.2 2>&1)
+is "$?" 1 "site.bind set live to an IPv4-mapped IPv6 address: exit 1"
+is "$out" "tlsboxctl: site.bind: cannot listen on ::ffff:127.0.0.2 port $P_HTTPS: Invalid argument" \
+    "the message names site.bind and the address"
 # The wildcard for the addresses served: the served ones hold the same ports
 # until the change is made, and both cannot listen at once.  The message says
 # so, not that the admin UI or another plugin holds the port.
