@@ -11,6 +11,7 @@
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 
+#include "core/admin_throttle.h"
 #include "core/audit.h"
 #include "core/log.h"
 #include "core/settings.h"
@@ -156,7 +157,16 @@ out:
 
 int admin_set_password(const char *name, const char *password, char **err)
 {
-    return write_user(name, password, 0, err);
+    int rc = write_user(name, password, 0, err);
+    /* The name's lock in memory goes with the one in the store (write_user):
+     * it held guesses at the old password, and "tlsboxctl admin passwd" is
+     * how a locked-out user gets in again. */
+    if (rc == 0) {
+        char *key = xasprintf("user:%s", name);
+        throttle_forget(key);
+        free(key);
+    }
+    return rc;
 }
 
 /* ---- first run --------------------------------------------------------- */

@@ -278,6 +278,20 @@ static int slot_fail(struct slot *s, int64_t now)
     return 0;
 }
 
+/* Forget @p s's failures, backoff and lock; an attempt still in flight
+ * keeps the key.  Under lock. */
+static void slot_clear(struct slot *s, const char *key, int64_t now)
+{
+    int pending = s->pending;
+    memset(s, 0, sizeof *s);
+    if (pending) {
+        snprintf(s->key, sizeof s->key, "%s", key);
+        s->pending = pending;
+        s->last = now;
+        s->scale = key_scale(key);
+    }
+}
+
 unsigned throttle_end(const char *const keys[], int n, enum throttle_outcome outcome)
 {
     int64_t now = now_ms();
@@ -293,18 +307,19 @@ unsigned throttle_end(const char *const keys[], int n, enum throttle_outcome out
         s->last = now;
         if (outcome == THROTTLE_FAILED && slot_fail(s, now))
             locked |= 1u << i;
-        if (outcome == THROTTLE_SUCCEEDED) {
-            int pending = s->pending;
-            memset(s, 0, sizeof *s);
-            /* Another attempt still in flight keeps the key. */
-            if (pending) {
-                snprintf(s->key, sizeof s->key, "%s", keys[i]);
-                s->pending = pending;
-                s->last = now;
-                s->scale = key_scale(keys[i]);
-            }
-        }
+        if (outcome == THROTTLE_SUCCEEDED)
+            slot_clear(s, keys[i], now);
     }
     pthread_mutex_unlock(&lock);
     return locked;
+}
+
+void throttle_forget(const char *key)
+{
+    int64_t now = now_ms();
+    pthread_mutex_lock(&lock);
+    struct slot *s = find(key, 0, now);
+    if (s)
+        slot_clear(s, key, now);
+    pthread_mutex_unlock(&lock);
 }

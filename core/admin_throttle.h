@@ -59,5 +59,9 @@ int throttle_begin(const char *const keys[], int n, int *retry_after);
 /* End the attempt throttle_begin reserved for the same @p keys.  Returns
  * the keys this failure just locked, bit i for keys[i]. */
 unsigned throttle_end(const char *const keys[], int n, enum throttle_outcome outcome);
+/* Forget the failures, backoff and lock of @p key, as a success does (an
+ * attempt in flight keeps its reservation): a new password, whose guesses
+ * start from none. */
+void throttle_forget(const char *key);
 
 #endif

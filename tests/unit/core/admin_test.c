@@ -330,6 +330,26 @@ static void test_devices(void)
     free(err);
 }
 
+/* A new password from the box lifts the name's lock in memory too, not only
+ * the one in the store: the locked-out user logs in at once. */
+static void test_new_password_unlocks(void)
+{
+    struct admin_session s;
+    int retry = 0;
+    char *err = NULL;
+    const char *keys[] = {"user:frank"};
+    is_int(admin_set_password("frank", "franks first pw", &err), 0, "a user frank");
+    for (int i = 0; i < 10; i++)
+        throttle_end(keys, 1, THROTTLE_FAILED);
+    is_int(admin_login("frank", "franks first pw", NULL, "192.0.2.30", NULL, &s, &retry), -EPERM,
+           "ten failures in memory lock frank out");
+    is_int(admin_set_password("frank", "franks second pw", &err), 0, "a new password");
+    is_int(admin_login("frank", "franks second pw", NULL, "192.0.2.31", NULL, &s, &retry), 0,
+           "lifts the lock: frank logs in with it");
+    admin_session_end(s.cookie);
+    free(err);
+}
+
 /* Failures of @p key until it backs off (at most 100). */
 static int failures_until_backoff(const char *key)
 {
@@ -662,6 +682,7 @@ int main(void)
     test_sessions();
     test_two_factor();
     test_devices();
+    test_new_password_unlocks();
     test_throttle();
     test_strangers();
     test_masking();
