@@ -92,12 +92,22 @@ int admin_users_count(void)
     return n;
 }
 
+/* The characters of UTF-8 @p s: the bytes that start one.  The rule is of
+ * characters, and "ééééé" is 10 bytes. */
+static size_t password_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
+
 /* Write the user; @p only_first refuses when any user exists (first run). */
 static int write_user(const char *name, const char *password, int only_first, char **err)
 {
     if (valid_name(name, err) < 0)
         return -EINVAL;
-    if (strlen(password) < MIN_PASSWORD) {
+    if (password_chars(password) < MIN_PASSWORD) {
         *err = xasprintf("password: at least %d characters", MIN_PASSWORD);
         return -EINVAL;
     }

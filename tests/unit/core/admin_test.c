@@ -47,6 +47,11 @@ static void test_first_run_and_passwords(void)
     is_int(admin_setup(token, "admin", "long enough pw", &err), 0, "first run creates the user");
     is_int(admin_setup(token, "eve", "long enough pw", &err), -EACCES, "the token works once");
     ok(admin_setup_token_new() == NULL, "no new token once a user exists");
+    is_int(admin_set_password("gina", "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", &err), -EINVAL,
+           "a password of 5 characters in 10 bytes (5 x U+00E9) is short too");
+    like(err, "at least 10 characters", "and says why");
+    free(err);
+    err = NULL;
     free(token);
 
     sqlite3 *db = store_connect();
