@@ -29,11 +29,13 @@
 #include "core/admin.h"
 #include "core/admin_auth.h"
 #include "core/admin_recovery.h"
+#include "core/admin_throttle.h"
 #include "core/admin_totp.h"
 #include "core/api.h"
 #include "core/log.h"
 #include "core/plugin_loader.h"
 #include "core/qr_encode.h"
+#include "core/settings.h"
 #include "core/store.h"
 #include "core/tls.h"
 #include "core/xalloc.h"
@@ -330,11 +332,21 @@ static void on_confirm(void *arg, const struct tlsbox_api_request *req,
     struct totp_row r;
     int64_t step = 0;
     char codes[RECOVERY_CODES][RECOVERY_CODE_SIZE];
-    int rc = db ? row_read(db, req->user, 0, &r) : -EIO, v = 0;
+    /* Wrong codes back off and lock as wrong passwords do (in memory, apart
+     * from the name's logins): else an open session could guess a pending
+     * secret's code, a few in a million each, without end, and turn it on
+     * with recovery codes only it has seen. */
+    char *key = xasprintf("totp-confirm:%s", req->user);
+    const char *keys[1] = {key};
+    int rc = db ? row_read(db, req->user, 0, &r) : -EIO, v = 0, retry = 0, began = 0;
     if (rc < 0) {
         api_reply_error(reply, 500, "cannot read the store");
     } else if (!r.has_pending) {
         api_reply_error(reply, 409, "no secret is being set up: start with POST admin/totp");
+    } else if (!(began = throttle_begin(keys, 1, &retry) == 0)) {
+        api_reply_json(reply, 429,
+                       json_pack("{s:s,s:i}", "error", "too many wrong codes: wait and retry",
+                                 "retry_after", retry));
     } else if ((v = totp_verify(r.pending, TOTP_SECRET_LEN, code, (int64_t)time(NULL), 0, &step)) <
                0) {
         api_reply_error(reply, 400, "%s",
@@ -359,6 +371,13 @@ static void on_confirm(void *arg, const struct tlsbox_api_request *req,
                                  codes_json(codes)));
         log_info("admin: two-factor login is on for user \"%s\"", req->user);
     }
+    if (began && throttle_end(keys, 1,
+                              v == -EACCES ? THROTTLE_FAILED
+                              : v == 0     ? THROTTLE_SUCCEEDED
+                                           : THROTTLE_ABORTED))
+        log_warn("admin: confirming two-factor login locked out for %lld s: %s",
+                 settings_get_int("admin.lockout_seconds", 900), key);
+    free(key);
     gnutls_memset(codes, 0, sizeof codes);
     if (rc == 0)
         row_wipe(&r);
