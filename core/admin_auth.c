@@ -24,7 +24,17 @@
 
 static pthread_mutex_t auth_lock = PTHREAD_MUTEX_INITIALIZER;
 static char setup_token[ADMIN_TOKEN_HEX];
-static time_t setup_expires;
+/* CLOCK_MONOTONIC seconds: the first run is often just after a boot, when
+ * NTP steps the wall clock of a box without an RTC by days, which must
+ * neither end the token at once nor keep it past admin.setup_token_ttl. */
+static int64_t setup_expires;
+
+static int64_t mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec;
+}
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -190,7 +200,7 @@ char *admin_setup_token_new(void)
         return NULL;
     pthread_mutex_lock(&auth_lock);
     memcpy(setup_token, t, sizeof t);
-    setup_expires = time(NULL) + settings_get_int("admin.setup_token_ttl", 1800);
+    setup_expires = mono_s() + settings_get_int("admin.setup_token_ttl", 1800);
     pthread_mutex_unlock(&auth_lock);
     return xstrdup(t);
 }
@@ -198,7 +208,7 @@ char *admin_setup_token_new(void)
 int admin_setup(const char *token, const char *name, const char *password, char **err)
 {
     pthread_mutex_lock(&auth_lock);
-    int ok = setup_token[0] && time(NULL) < setup_expires && admin_token_equal(token, setup_token);
+    int ok = setup_token[0] && mono_s() < setup_expires && admin_token_equal(token, setup_token);
     pthread_mutex_unlock(&auth_lock);
     if (!ok)
         return -EACCES;
