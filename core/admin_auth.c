@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <regex.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,14 +245,16 @@ unsigned admin_unknown_user_iterations(sqlite3 *db)
  * setting's is made again with the setting's, so raising
  * admin.pbkdf2_iterations protects every user from their next login on, and
  * all stored hashes come to cost the same.  The old hash is in the WHERE, so
- * a password changed meanwhile is not overwritten.  Failure only logs: the
+ * a password changed meanwhile is not overwritten; a remade hash replaces
+ * @p old_hash.  1 when the stored hash was no longer @p old_hash (a new
+ * password, or a parallel login remade it), else 0.  Failure only logs: the
  * login itself succeeded. */
-static void rehash_if_needed(sqlite3 *db, int64_t uid, const char *name, const char *password,
-                             unsigned had, const unsigned char old_hash[HASH_LEN])
+static int rehash_if_needed(sqlite3 *db, int64_t uid, const char *name, const char *password,
+                            unsigned had, unsigned char old_hash[HASH_LEN])
 {
     unsigned want = (unsigned)settings_get_int("admin.pbkdf2_iterations", 200000);
     if (had == want)
-        return;
+        return 0;
     unsigned char salt[SALT_LEN], hash[HASH_LEN];
     sqlite3_stmt *st = NULL;
     int done = -1;
@@ -270,16 +273,21 @@ static void rehash_if_needed(sqlite3 *db, int64_t uid, const char *name, const c
             done = sqlite3_changes(db);
     }
     sqlite3_finalize(st);
-    if (done > 0)
+    if (done > 0) {
+        memcpy(old_hash, hash, HASH_LEN); /* now the one stored */
         log_info("admin: password hash of user \"%s\" remade with %u PBKDF2 iterations (was %u)",
                  name, want, had);
-    else if (done < 0)
+    } else if (done < 0) {
         log_warn("admin: could not remake the password hash of user \"%s\" with %u PBKDF2 "
                  "iterations: %s",
                  name, want, sqlite3_errmsg(db));
+    }
+    return done == 0;
 }
 
-int admin_password_check(sqlite3 *db, const char *name, const char *password, int64_t *user_id)
+/* admin_password_check_hash; @p again: once more after a lost re-hash. */
+static int password_check(sqlite3 *db, const char *name, const char *password, int64_t *user_id,
+                          unsigned char hash[HASH_LEN], bool again)
 {
     sqlite3_stmt *st = NULL;
     unsigned char salt[SALT_LEN] = {0}, stored[HASH_LEN] = {0}, got[HASH_LEN];
@@ -311,7 +319,23 @@ int admin_password_check(sqlite3 *db, const char *name, const char *password, in
         d |= (unsigned char)(got[i] ^ stored[i]);
     if (!found || d != 0)
         return -EACCES;
+    /* The hash changed since it was read: against the one stored now (a
+     * parallel login remade it), which a new password fails. */
+    if (rehash_if_needed(db, uid, name, password, iter, stored) && !again)
+        return password_check(db, name, password, user_id, hash, true);
     *user_id = uid;
-    rehash_if_needed(db, uid, name, password, iter, stored);
+    memcpy(hash, stored, HASH_LEN);
     return 0;
+}
+
+int admin_password_check(sqlite3 *db, const char *name, const char *password, int64_t *user_id)
+{
+    unsigned char hash[HASH_LEN];
+    return password_check(db, name, password, user_id, hash, false);
+}
+
+int admin_password_check_hash(sqlite3 *db, const char *name, const char *password, int64_t *user_id,
+                              unsigned char hash[32])
+{
+    return password_check(db, name, password, user_id, hash, false);
 }

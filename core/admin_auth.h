@@ -107,6 +107,12 @@ void admin_hex32(const unsigned char raw[32], char out[ADMIN_TOKEN_HEX]);
  * admin.pbkdf2_iterations is hashed again with the setting's (a write to
  * admin_users; a failure there is logged and the check still succeeds). */
 int admin_password_check(sqlite3 *db, const char *name, const char *password, int64_t *user_id);
+/* admin_password_check, and on success the stored hash the password
+ * matched (the remade one after a re-hash) in @p hash: a session is made
+ * only while the user's hash is still that one (admin_login), so a login
+ * checked just before a new password makes no session after it. */
+int admin_password_check_hash(sqlite3 *db, const char *name, const char *password, int64_t *user_id,
+                              unsigned char hash[32]);
 
 /* The PBKDF2 iterations an unknown name is hashed with: the count most
  * stored users' hashes use, else admin.pbkdf2_iterations. */

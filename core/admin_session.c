@@ -28,7 +28,13 @@ static void cookie_hash(const char *cookie, unsigned char out[HASH_LEN])
     gnutls_hash_fast(GNUTLS_DIG_SHA256, cookie, strlen(cookie), out);
 }
 
-static int session_create(sqlite3 *db, int64_t user_id, const char *source, struct admin_session *s)
+/* A new session for @p user_id into @p s, only while the user's stored
+ * password hash is still @p pw_hash, the one the login checked: a new
+ * password (admin_set_password) ends the user's sessions, and a login
+ * checked against the old one just before must not start one after.  0,
+ * -EACCES (the password changed meanwhile), -EIO. */
+static int session_create(sqlite3 *db, int64_t user_id, const unsigned char pw_hash[HASH_LEN],
+                          const char *source, struct admin_session *s)
 {
     if (admin_random_hex(s->cookie) < 0 || admin_random_hex(s->csrf) < 0)
         return -EIO;
@@ -42,7 +48,9 @@ static int session_create(sqlite3 *db, int64_t user_id, const char *source, stru
                  NULL, NULL);
     if (sqlite3_prepare_v2(db,
                            "INSERT INTO admin_sessions (token_hash, user_id, csrf_token, "
-                           "created_at, expires_at, last_seen, source) VALUES (?,?,?,?,?,?,?)",
+                           "created_at, expires_at, last_seen, source) "
+                           "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS "
+                           "(SELECT 1 FROM admin_users WHERE id = ?2 AND pw_hash = ?8)",
                            -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_blob(st, 1, h, HASH_LEN, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, user_id);
@@ -52,8 +60,9 @@ static int session_create(sqlite3 *db, int64_t user_id, const char *source, stru
                            (sqlite3_int64)(now + settings_get_int("admin.session_max", 12 * 3600)));
         sqlite3_bind_int64(st, 6, (sqlite3_int64)now);
         sqlite3_bind_text(st, 7, source, -1, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 8, pw_hash, HASH_LEN, SQLITE_STATIC);
         if (sqlite3_step(st) == SQLITE_DONE)
-            rc = 0;
+            rc = sqlite3_changes(db) == 1 ? 0 : -EACCES;
     }
     sqlite3_finalize(st);
     return rc;
@@ -332,6 +341,7 @@ int admin_login(const char *name, const char *password, const char *code, const 
         goto out;
     }
     int64_t uid = 0;
+    unsigned char pw_hash[HASH_LEN] = {0};
     int held = db && !dev ? stored_lock(db, name) : 0;
     if (held > 0) {
         /* Locked in the store, not (or no longer) in memory: not checked. */
@@ -339,7 +349,7 @@ int admin_login(const char *name, const char *password, const char *code, const 
         rc = -EPERM;
         log_refused(name, source, "locked out", held);
     } else {
-        rc = db ? admin_password_check(db, name, password, &uid) : -EIO;
+        rc = db ? admin_password_check_hash(db, name, password, &uid, pw_hash) : -EIO;
     }
     /* The second factor before anything that a success does: a right
      * password with a wrong code must not clear the name's failure count,
@@ -355,11 +365,14 @@ int admin_login(const char *name, const char *password, const char *code, const 
      * nothing (the form asks for it next). */
     int counted = rc == -EKEYREJECTED ? -EACCES : rc;
     if (rc == 0) {
-        if (!dev) /* the name's count is not the device's to clear */
-            stored_clear(db, uid);
         memset(s, 0, sizeof *s);
         snprintf(s->user, sizeof s->user, "%s", name);
-        rc = session_create(db, uid, source, s);
+        rc = session_create(db, uid, pw_hash, source, s);
+        /* A new password came since the check: this one is wrong now. */
+        if (rc == -EACCES)
+            counted = rc;
+        if (rc == 0 && !dev) /* the name's count is not the device's to clear */
+            stored_clear(db, uid);
         /* After the check: a re-hash of the password has changed the key. */
         if (rc == 0)
             device_issue(db, name, s->device);
