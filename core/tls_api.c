@@ -253,6 +253,16 @@ static void policy_change(const struct tlsbox_api_request *req, struct tlsbox_ap
                         kind, POLICY_COMMENT_MAX);
         goto out;
     }
+    /* Control characters would break that line: a newline forges a row of
+     * tlsboxctl policy history, an escape sequence reaches the terminal. */
+    for (const unsigned char *p = (const unsigned char *)ct; p && *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) {
+            api_reply_error(reply, 400,
+                            "policy/%s: \"comment\" contains a control character at byte %zu", kind,
+                            (size_t)(p - (const unsigned char *)ct) + 1);
+            goto out;
+        }
+    }
     if (!(db = req_db(reply)))
         goto out;
     if (tls_policy_store_active(db, &cur, NULL, NULL) < 0) {

@@ -195,6 +195,13 @@ is "$(api_code -X PUT http://x/api/v1/policy -d '{"hsts_max_age": 900, "comment"
 like "$(cat "$TB_TMP/reply")" 'policy/set: \\"comment\\" must be UTF-8 text of at most 200 bytes' "saying what it must be"
 is "$(api_code -X PUT http://x/api/v1/policy -d "{\"hsts_max_age\": 900, \"comment\": \"$(printf 'c%.0s' $(seq 1 201))\"}")" \
     400 "a comment of 201 bytes: 400"
+# A newline would forge a row of tlsboxctl policy history, an escape
+# sequence would reach the terminal that shows it.
+is "$(api_code -X PUT http://x/api/v1/policy -d '{"hsts_max_age": 900, "comment": "a\n7 * 2020-01-01 00:00:00 root modern b"}')" \
+    400 "a comment with a newline: 400"
+like "$(cat "$TB_TMP/reply")" 'contains a control character at byte 2' "  saying what and where"
+is "$(api_code -X PUT http://x/api/v1/policy -d '{"hsts_max_age": 900, "comment": "\u001b[2J"}')" 400 \
+    "a comment with an escape character: 400"
 is "$(versions)" "$before" "no version was made"
 is "$(api_code -X PUT http://x/api/v1/policy -d '{"hsts_max_age": 900, "comment": "ticket 12"}')" 200 \
     "a short comment: taken"
