@@ -196,22 +196,23 @@ static json_t *candidate(json_t *cur, json_t *body, char **err)
     json_t *fields = json_object_get(body, "fields");
     const char *preset = json_string_value(json_object_get(body, "preset"));
     json_t *raw = json_object_get(body, "priority");
-    if (preset && !fields)
+    /* Only a preset: its own message for an unknown name.  With other
+     * fields, they apply on top of the preset (tls_policy_apply_fields). */
+    if (preset && !fields && json_object_size(body) - !!json_object_get(body, "comment") == 1)
         return tls_policy_with_preset(cur, preset, err);
-    if (raw && !fields) {
-        if (!json_is_string(raw)) {
-            *err = xstrdup("priority: expected a string");
-            return NULL;
-        }
-        json_t *f = json_pack("{s:O}", "priority_override", raw);
-        json_t *out = tls_policy_apply_fields(cur, f, err);
-        json_decref(f);
-        return out;
-    }
     if (fields)
         return tls_policy_apply_fields(cur, fields, err);
     json_t *f = json_deep_copy(body);
     json_object_del(f, "comment");
+    if (raw) {
+        if (!json_is_string(raw)) {
+            *err = xstrdup("priority: expected a string");
+            json_decref(f);
+            return NULL;
+        }
+        json_object_set(f, "priority_override", raw);
+        json_object_del(f, "priority");
+    }
     json_t *out = tls_policy_apply_fields(cur, f, err);
     json_decref(f);
     return out;

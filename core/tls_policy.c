@@ -499,12 +499,24 @@ json_t *tls_policy_apply_fields(json_t *base, json_t *set, char **err)
         *err = xstrdup("policy: no fields given");
         return NULL;
     }
-    json_t *cand = json_deep_copy(base);
+    /* A preset named here is its content, not only its name: the other
+     * fields of the request apply on top of it. */
+    const char *pname = json_string_value(json_object_get(set, "preset"));
+    static const char *const preset_names[] = {"modern", "intermediate", "compat", NULL};
+    for (const char *const *n = preset_names; pname && *n; n++)
+        if (strcasecmp(pname, *n) == 0)
+            pname = *n;
+    json_t *cand = tls_policy_is_preset(pname) ? tls_policy_with_preset(base, pname, err)
+                                               : json_deep_copy(base);
+    if (!cand)
+        return NULL;
     bool tls_changed = false;
     const char *key;
     json_t *v;
     json_object_foreach(set, key, v)
     {
+        if (strcmp(key, "preset") == 0 && tls_policy_is_preset(pname))
+            continue;
         const struct field *f = field_find(key);
         if (!f) {
             *err = xasprintf("policy: unknown field '%s'", key);
@@ -521,8 +533,7 @@ json_t *tls_policy_apply_fields(json_t *base, json_t *set, char **err)
             tls_changed = true;
         json_object_set_new(cand, key, val);
     }
-    /* A preset named in the same request wins over the "custom" marking. */
-    if (tls_changed && !json_object_get(set, "preset"))
+    if (tls_changed)
         json_object_set_new(cand, "preset", json_string("custom"));
     json_t *out = tls_policy_normalize(cand, err);
     json_decref(cand);

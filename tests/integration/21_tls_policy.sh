@@ -212,4 +212,18 @@ for v in 99999999999999999999 +1 " 1"; do
     tb_ctl policy rollback "$v" >/dev/null 2>&1
     is "$?" 2 "tlsboxctl policy rollback '$v': a usage error"
 done
+
+# A preset named as a field is that preset's content, with the request's
+# other fields on top; not its name on the old content (which served TLS 1.2
+# as "modern").
+tb_ctl policy preset intermediate >/dev/null
+out=$(tb_ctl policy set preset modern)
+ok $? "policy set preset modern"
+like "$out" "min_version +TLS1\.3" "  TLS 1.3 only, as the preset"
+like "$out" "priority +NONE:\+VERS-TLS1\.3:\+AES" "  in the priority string"
+tb_ctl policy preset intermediate >/dev/null
+is "$(api_code -X PUT http://x/api/v1/policy -d '{"preset": "modern", "hsts_max_age": 600}')" 200 \
+    "PUT policy with a preset and a field"
+is "$(jq -r '"\(.policy.preset) \(.policy.min_version) \(.policy.hsts_max_age)"' "$TB_TMP/reply")" \
+    "modern TLS1.3 600" "  applies both"
 done_testing

@@ -188,6 +188,33 @@ int main(void)
         json_decref(p);
         json_decref(f);
     }
+    {
+        /* "policy set preset modern": the preset's content, not its name on
+         * the old content (which served TLS 1.2 as "modern"). */
+        char *err = NULL;
+        json_t *f = json_pack("{s:s}", "preset", "Modern");
+        json_t *p = tls_policy_apply_fields(def, f, &err);
+        is_str(json_string_value(json_object_get(p, "preset")), "modern", "preset field: named");
+        is_str(json_string_value(json_object_get(p, "min_version")), "TLS1.3",
+               "preset field: with the preset's min_version");
+        json_decref(p);
+        json_decref(f);
+        /* Other fields of the request apply on top of the preset. */
+        f = json_pack("{s:s, s:s, s:s}", "preset", "modern", "hsts_max_age", "600", "ciphers",
+                      "AES-256-GCM");
+        p = tls_policy_apply_fields(def, f, &err);
+        is_str(json_string_value(json_object_get(p, "min_version")), "TLS1.3",
+               "preset and fields: the preset's min_version");
+        is_int(json_integer_value(json_object_get(p, "hsts_max_age")), 600,
+               "preset and fields: the HSTS field applied");
+        is_str(json_string_value(json_array_get(json_object_get(p, "ciphers"), 0)), "AES-256-GCM",
+               "preset and fields: the cipher field applied");
+        is_str(json_string_value(json_object_get(p, "preset")), "custom",
+               "preset and a TLS field that differs from it: custom");
+        json_decref(p);
+        json_decref(f);
+        free(err);
+    }
 
     /* The versioned store. */
     sqlite3 *db = tt_store("policy.db");
