@@ -43,14 +43,14 @@ tests_unit_core_tls_select_test_LDADD = $(TLS_TEST_LIBS)
 check_PROGRAMS += tests/unit/core/tls_policy_test
 TESTS += tests/unit/core/tls_policy_test
 tests_unit_core_tls_policy_test_SOURCES = tests/unit/core/tls_policy_test.c $(TLS_TEST_STORE) \
-	core/tls_policy.c core/tls_policy_store.c
+	core/tls_policy.c core/tls_policy_store.c core/tls_probe.c core/tls_dh.c
 nodist_tests_unit_core_tls_policy_test_SOURCES = core/migrations_embedded.c
 tests_unit_core_tls_policy_test_CFLAGS = $(TLS_TEST_CFLAGS)
 tests_unit_core_tls_policy_test_LDADD = $(TLS_TEST_LIBS)
 
 # What a test that builds bundles and serves handshakes from them links.
 TLS_BUNDLE_TEST_SOURCES = $(TLS_TEST_STORE) tests/unit/core/tls_test_server.h \
-	core/tls_bundle.c core/tls_policy.c core/tls_policy_store.c core/tls_tickets.c \
+	core/tls_bundle.c core/tls_policy.c core/tls_policy_store.c core/tls_probe.c core/tls_tickets.c \
 	core/tls_session_cache.c core/tls_ca.c core/tls_cert.c core/tls_dh.c core/tls_staple.c \
 	core/tls_ca_ocsp.c core/tls_alpn.c core/tls_addr.c core/tls_select.c core/tls_sign.c
 

@@ -1,6 +1,7 @@
 /* Client families tried against a candidate policy with real GnuTLS
  * handshakes over a socket pair in this process (see tls_probe.h). */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -188,4 +189,73 @@ json_t *tls_probe_families(const char *server_prio, gnutls_certificate_credentia
     gnutls_certificate_free_credentials(none);
     gnutls_priority_deinit(prio);
     return out;
+}
+
+int tls_probe_any(const char *server_prio, gnutls_certificate_credentials_t cred, char **err)
+{
+    /* One version each: GnuTLS does not fall back to TLS 1.2 when TLS 1.3
+     * is agreed and then finds nothing (a P-256 key under SECURE256). */
+#define ANY_TLS(v, groups)                                                                         \
+    {                                                                                              \
+        v, "any client", "everything GnuTLS has",                                                  \
+            "NORMAL:-VERS-ALL:+VERS-" v                                                            \
+            ":+CIPHER-ALL:+MAC-ALL:+KX-ALL:+GROUP-ALL:+SIGN-ALL" groups TAIL                       \
+    }
+    /* Each twice: a client naming FFDHE groups gets no TLS 1.2 DHE suite
+     * from a server without one of them (RFC 7919 section 4), and an older
+     * client names none. */
+#define NO_FFDHE                                                                                   \
+    ":-GROUP-FFDHE2048:-GROUP-FFDHE3072:-GROUP-FFDHE4096:-GROUP-FFDHE6144:-GROUP-FFDHE8192"
+    static const struct family any[] = {ANY_TLS("TLS1.3", ""),       ANY_TLS("TLS1.2", ""),
+                                        ANY_TLS("TLS1.2", NO_FFDHE), ANY_TLS("TLS1.1", ""),
+                                        ANY_TLS("TLS1.1", NO_FFDHE), ANY_TLS("TLS1.0", ""),
+                                        ANY_TLS("TLS1.0", NO_FFDHE)};
+    static const gnutls_protocol_t vers[] = {GNUTLS_TLS1_3, GNUTLS_TLS1_2, GNUTLS_TLS1_2,
+                                             GNUTLS_TLS1_1, GNUTLS_TLS1_1, GNUTLS_TLS1_0,
+                                             GNUTLS_TLS1_0};
+#undef NO_FFDHE
+#undef ANY_TLS
+    *err = NULL;
+    gnutls_priority_t prio = NULL;
+    gnutls_certificate_credentials_t none = NULL;
+    int r = gnutls_priority_init(&prio, server_prio, NULL);
+    if (r < 0) {
+        *err = xasprintf("client probe: server priority string: %s", gnutls_strerror(r));
+        return -EINVAL;
+    }
+    if ((r = gnutls_certificate_allocate_credentials(&none)) < 0) {
+        *err = xasprintf("client probe: %s", gnutls_strerror(r));
+        gnutls_priority_deinit(prio);
+        return -ENOMEM;
+    }
+    int rc = -EINVAL;
+    char *why = NULL;
+    const unsigned *pl;
+    int npl = gnutls_priority_protocol_list(prio, &pl);
+    for (size_t i = 0; i < sizeof(any) / sizeof(any[0]) && rc == -EINVAL; i++) {
+        bool served = false;
+        for (int k = 0; k < npl; k++)
+            served = served || pl[k] == (unsigned)vers[i];
+        if (!served)
+            continue;
+        json_t *o = probe_one(&any[i], prio, cred, none, err);
+        if (!o) {
+            rc = -EIO;
+        } else if (json_is_true(json_object_get(o, "ok"))) {
+            rc = 0;
+        } else if (!why) {
+            /* The reason of the newest version the server speaks. */
+            why = xasprintf("%s: %s (%s side)", any[i].name,
+                            json_string_value(json_object_get(o, "error")),
+                            json_string_value(json_object_get(o, "side")));
+        }
+        json_decref(o);
+    }
+    if (rc == -EINVAL)
+        *err = why ? why : xstrdup("no TLS version is agreed");
+    else
+        free(why);
+    gnutls_certificate_free_credentials(none);
+    gnutls_priority_deinit(prio);
+    return rc;
 }

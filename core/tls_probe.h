@@ -28,4 +28,13 @@
 json_t *tls_probe_families(const char *server_prio, gnutls_certificate_credentials_t cred,
                            char **err);
 
+/*
+ * Whether any client at all can complete a handshake with a server using
+ * @p server_prio and @p cred: one client offering every version, cipher,
+ * MAC, key exchange, group and signature algorithm GnuTLS has.  0, or
+ * -EINVAL with *err (caller frees) giving GnuTLS' reason and the side that
+ * failed.  Any thread.
+ */
+int tls_probe_any(const char *server_prio, gnutls_certificate_credentials_t cred, char **err);
+
 #endif

@@ -157,6 +157,23 @@ is "$?" 1 "key_types ed25519 is refused"
 like "$(cat "$TB_TMP/err")" 'key_types: \["ed25519"\] allows none of the active certificates \(their keys: ecdsa-p256\)' \
     "  the error says which key types the certificates have"
 is "$(db 'SELECT count(*) FROM policy_versions')" "$before" "  nothing stored"
+# Nor a policy no client could complete a handshake with, the certificates
+# being what they are: each name compiles, together they would take the
+# site off the air.
+tb_ctl policy set sigalgs "RSA-SHA256,RSA-PSS-RSAE-SHA256" >/dev/null 2>"$TB_TMP/err"
+is "$?" 1 "RSA-only signature algorithms with an ECDSA key are refused"
+like "$(cat "$TB_TMP/err")" 'no client could complete a handshake with it and the active certificates \(their keys: ecdsa-p256\): TLS1.3: No supported cipher suites' \
+    "  the error says why, with GnuTLS' reason"
+api_code() { curl -s -o "$TB_TMP/reply" -w '%{http_code}' --unix-socket "$TB_STATE/control.sock" "$@"; }
+is "$(api_code -X PUT http://x/api/v1/policy -d '{"max_version": "TLS1.2", "groups": ["FFDHE2048"]}')" 400 \
+    "TLS 1.2 with ECDHE and only FFDHE groups: 400"
+like "$(cat "$TB_TMP/reply")" 'TLS1.2: No supported cipher suites' "  saying so for TLS 1.2"
+is "$(db 'SELECT count(*) FROM policy_versions')" "$before" "  nothing stored"
+is "$(served)" "$cn" "  and HTTPS still serves"
+out=$(tb_ctl policy raw "SECURE256:-VERS-TLS1.0:-VERS-TLS1.1")
+ok $? "a raw string only TLS 1.2 clients can use with this key is still taken"
+tb_ctl policy raw "" >/dev/null
+before=$(db 'SELECT count(*) FROM policy_versions')
 
 # A stored raw string that this version refuses (an older one took it; the
 # row is edited by hand, as such a version would have left it): after a

@@ -1,6 +1,7 @@
 /* The client-family probe: real in-memory handshakes of each family against
  * the presets compiled by tls_policy, with an ECDSA and an RSA certificate
  * made by certtool at test time.  Timings are printed, never asserted. */
+#include <errno.h>
 #include <time.h>
 
 #include <gnutls/gnutls.h>
@@ -163,6 +164,31 @@ int main(void)
     json_t *bad = tls_probe_families("NORMAL:+BOGUS", both, &err);
     ok(bad == NULL && err, "bad server string: %s", err ? err : "no error");
     free(err);
+
+    /* tls_probe_any: does any client at all get through? */
+    gnutls_certificate_credentials_t ec = creds(1, 0);
+    json_t *cp = tls_policy_preset("compat");
+    char *p = tls_policy_compile(cp, NULL, &err);
+    json_decref(cp);
+    is_int(tls_probe_any(p, ec, &err), 0, "any: compat with an ECDSA key");
+    free(p);
+    is_int(tls_probe_any("SECURE256:-VERS-TLS1.0:-VERS-TLS1.1", ec, &err), 0,
+           "any: SECURE256 with a P-256 key (TLS 1.2 only)");
+    static const char rsa_sigs[] =
+        "NONE:+VERS-TLS1.3:+VERS-TLS1.2:+AES-128-GCM:+AEAD:+ECDHE-ECDSA:+ECDHE-RSA:+GROUP-X25519:"
+        "+SIGN-RSA-SHA256:+SIGN-RSA-PSS-RSAE-SHA256:+COMP-NULL:+CTYPE-X509";
+    is_int(tls_probe_any(rsa_sigs, ec, &err), -EINVAL, "any: RSA signatures with an ECDSA key");
+    like(err, "TLS1.3: No supported cipher suites", "  the newest version's reason: %s",
+         err ? err : "-");
+    free(err);
+    is_int(tls_probe_any(rsa_sigs, rsa, &err), 0, "any: the same with an RSA key");
+    is_int(tls_probe_any("NONE:+VERS-TLS1.2:+AES-128-GCM:+AEAD:+ECDHE-ECDSA:+GROUP-FFDHE2048:"
+                         "+SIGN-ALL:+COMP-NULL:+CTYPE-X509",
+                         ec, &err),
+           -EINVAL, "any: TLS 1.2 ECDHE with only FFDHE groups");
+    like(err, "TLS1.2: ", "  names TLS 1.2: %s", err ? err : "-");
+    free(err);
+    gnutls_certificate_free_credentials(ec);
 
     gnutls_certificate_free_credentials(both);
     gnutls_certificate_free_credentials(rsa);
