@@ -82,6 +82,7 @@ tests_unit_core_tls_dh_test_LDADD = $(TLS_TEST_LIBS)
 
 # Integration tests: the real daemon and real clients on loopback.
 TLS_INTEGRATION = tests/integration/20_tls_certs.sh tests/integration/21_tls_policy.sh \
+	tests/integration/21_tls_policy_race.sh \
 	tests/integration/22_tls_site.sh tests/integration/23_cert_expiry.sh
 TESTS += $(TLS_INTEGRATION)
 EXTRA_DIST += $(TLS_INTEGRATION)

@@ -1,6 +1,7 @@
 /* API routes: cert, cert/{name}, cert/import, cert/root, policy, policy/preset,
  * policy/raw, policy/history, policy/rollback, policy/preview. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -225,6 +226,14 @@ static void publish_policy(int64_t id)
     events_publish("policy.changed", data);
 }
 
+/*
+ * Held from reading the active policy to storing the change made from it:
+ * the admin server's threads and the control socket's run changes at the
+ * same time, and two edits of different fields, each applied to the same
+ * active version, would store one and lose the other.
+ */
+static pthread_mutex_t change_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* The longest comment a policy change may carry, in bytes. */
 #define POLICY_COMMENT_MAX 200
 
@@ -236,6 +245,7 @@ static void policy_change(const struct tlsbox_api_request *req, struct tlsbox_ap
     char *err = NULL, *comment = NULL;
     sqlite3 *db = NULL;
     int64_t id = 0;
+    bool locked = false;
     if (!body)
         return;
     if ((strcmp(kind, "preset") == 0 && !json_is_string(json_object_get(body, "preset"))) ||
@@ -266,6 +276,8 @@ static void policy_change(const struct tlsbox_api_request *req, struct tlsbox_ap
     }
     if (!(db = req_db(reply)))
         goto out;
+    pthread_mutex_lock(&change_lock);
+    locked = true;
     if (tls_policy_store_active(db, &cur, NULL, NULL) < 0) {
         api_reply_error(reply, 500, "no active TLS policy");
         goto out;
@@ -296,6 +308,8 @@ static void policy_change(const struct tlsbox_api_request *req, struct tlsbox_ap
         }
     }
     int r = tls_policy_store_save(db, cand, actor(req), comment, &id, &err);
+    pthread_mutex_unlock(&change_lock);
+    locked = false;
     if (r < 0) {
         api_reply_error(reply, r == -EINVAL ? 400 : 500, "%s", err);
         goto out;
@@ -303,6 +317,8 @@ static void policy_change(const struct tlsbox_api_request *req, struct tlsbox_ap
     publish_policy(id);
     api_reply_json(reply, 200, policy_reply(db));
 out:
+    if (locked)
+        pthread_mutex_unlock(&change_lock);
     if (db)
         store_disconnect(db);
     json_decref(body);

@@ -1,0 +1,39 @@
+#!/bin/bash
+# Two policy edits at once, one through the admin server and one through
+# the control socket (tlsboxctl), each changing a different field: both
+# stay.  Each applied to the active version it read, one was lost.
+. "$(dirname "$0")/lib.sh"
+tb_setup
+tb_start_daemon --set admin.pbkdf2_iterations=10000 \
+    --set site.https_port="$(tb_free_port)" --set site.http_port="$(tb_free_port)" ||
+    bail "daemon did not start"
+B="https://127.0.0.1:$TB_ADMIN_PORT"
+J="$TB_TMP/cookies"
+CURL=(curl -sk --max-time 10 -H "Content-Type: application/json")
+url=$(tb_ctl admin setup-url | head -1)
+token=${url##*#setup=}
+is "$("${CURL[@]}" -c "$J" -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/session/setup" \
+    -d "{\"token\":\"$token\",\"user\":\"admin\",\"password\":\"correct horse battery\"}")" 200 \
+    "logged in to the admin server"
+csrf=$("${CURL[@]}" -b "$J" "$B/api/v1/session" | jq -r .csrf)
+
+rounds=20 lost="" codes=""
+for i in $(seq 1 $rounds); do
+    "${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o /dev/null -w '%{http_code}\n' -X PUT \
+        "$B/api/v1/policy" -d "{\"hsts_max_age\": $((1000 + i))}" >"$TB_TMP/a" &
+    a=$!
+    curl -s --max-time 10 -o /dev/null -w '%{http_code}\n' --unix-socket "$TB_STATE/control.sock" \
+        -X PUT http://x/api/v1/policy -d "{\"ticket_rotation_hours\": $((1 + i))}" >"$TB_TMP/b" &
+    b=$!
+    wait $a $b
+    codes="$codes$(cat "$TB_TMP/a" "$TB_TMP/b" | tr '\n' ' ')"
+    got=$(tb_ctl --json policy show | jq -c '[.policy.hsts_max_age, .policy.ticket_rotation_hours]')
+    [ "$got" = "[$((1000 + i)),$((1 + i))]" ] || lost="$lost round $i: $got;"
+done
+is "$(tr ' ' '\n' <<<"$codes" | grep -v '^$' | sort -u)" 200 "every edit answered 200"
+is "$lost" "" "no edit lost in $rounds rounds of two at once"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" 'SELECT count(*) FROM policy_versions')" $((1 + 2 * rounds)) \
+    "a version per edit"
+tb_stop_daemon
+ok $? "daemon stops"
+done_testing
