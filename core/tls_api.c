@@ -274,12 +274,33 @@ static void policy_change(const struct tlsbox_api_request *req, struct tlsbox_ap
             goto out;
         }
     }
+    /* "base": the version a form was filled from.  Applied to a newer one,
+     * the form's other fields would quietly undo a change made since. */
+    json_t *bj = json_object_get(body, "base");
+    json_int_t base = json_integer_value(bj);
+    bool has_base = bj != NULL;
+    if (has_base && (!json_is_integer(bj) || base <= 0)) {
+        api_reply_error(reply, 400,
+                        "policy/%s: \"base\" must be the version number (N > 0) the "
+                        "change was made from",
+                        kind);
+        goto out;
+    }
+    json_object_del(body, "base");
     if (!(db = req_db(reply)))
         goto out;
     pthread_mutex_lock(&change_lock);
     locked = true;
-    if (tls_policy_store_active(db, &cur, NULL, NULL) < 0) {
+    int64_t cur_id = 0;
+    if (tls_policy_store_active(db, &cur, &cur_id, NULL) < 0) {
         api_reply_error(reply, 500, "no active TLS policy");
+        goto out;
+    }
+    if (has_base && base != cur_id) {
+        api_reply_error(reply, 409,
+                        "policy/%s: version %lld is active now, not version %lld this change was "
+                        "made from; nothing stored: reload and apply again",
+                        kind, (long long)cur_id, (long long)base);
         goto out;
     }
     if (!(cand = candidate(cur, body, &err))) {

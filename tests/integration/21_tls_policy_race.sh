@@ -1,7 +1,9 @@
 #!/bin/bash
 # Two policy edits at once, one through the admin server and one through
 # the control socket (tlsboxctl), each changing a different field: both
-# stay.  Each applied to the active version it read, one was lost.
+# stay.  Each applied to the active version it read, one was lost.  And a
+# form filled from an older version (its "base") is refused with 409, not
+# applied over a change made since.
 . "$(dirname "$0")/lib.sh"
 tb_setup
 tb_start_daemon --set admin.pbkdf2_iterations=10000 \
@@ -34,6 +36,29 @@ is "$(tr ' ' '\n' <<<"$codes" | grep -v '^$' | sort -u)" 200 "every edit answere
 is "$lost" "" "no edit lost in $rounds rounds of two at once"
 is "$(sqlite3 "$TB_STATE/tlsbox.db" 'SELECT count(*) FROM policy_versions')" $((1 + 2 * rounds)) \
     "a version per edit"
+
+# The web UI's fields form sends every field it shows, as loaded.
+put() { # BODY: the status; the reply in $TB_TMP/reply
+    "${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o "$TB_TMP/reply" -w '%{http_code}' -X PUT \
+        "$B/api/v1/policy" -d "$1"
+}
+loaded=$(tb_ctl --json policy show)
+base=$(jq .id <<<"$loaded")
+form=$(jq -c '.policy | {min_version, max_version, ciphers, groups, key_types, tickets,
+    ocsp_stapling, hsts_max_age}' <<<"$loaded")
+tb_ctl policy set hsts_max_age 777 >/dev/null
+n=$(sqlite3 "$TB_STATE/tlsbox.db" 'SELECT count(*) FROM policy_versions')
+is "$(put "{\"fields\": $(jq -c '.tickets = false' <<<"$form"), \"base\": $base}")" 409 \
+    "a form filled from version $base, applied after another change: 409"
+like "$(cat "$TB_TMP/reply")" "version $((base + 1)) is active now, not version $base .*nothing stored" \
+    "  saying which version is active"
+is "$(tb_ctl --json policy show | jq '[.id, .policy.hsts_max_age, .policy.tickets]' -c)" \
+    "[$((base + 1)),777,true]" "  the change made since stays, the form's is not applied"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" 'SELECT count(*) FROM policy_versions')" "$n" "  no version made"
+is "$(put "{\"fields\": {\"tickets\": false}, \"base\": $((base + 1))}")" 200 \
+    "the same with the active version as its base: 200"
+is "$(put '{"fields": {"tickets": true}, "base": "x"}')" 400 "a base that is not a number: 400"
+
 tb_stop_daemon
 ok $? "daemon stops"
 done_testing

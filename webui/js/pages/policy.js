@@ -146,6 +146,8 @@ export default async function render(root) {
   });
 
   // Preview then (optionally) apply; errors go to the form's status line.
+  // Changes name the version the form was filled from ("base"): a change
+  // made elsewhere since is refused (409), not undone by the form's fields.
   async function run(body, st, apply, onError) {
     st.clear();
     try {
@@ -175,7 +177,7 @@ export default async function render(root) {
     run({ preset: presetSel.value }, presetStatus));
   presetForm.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    run({ preset: presetSel.value }, presetStatus, () => post("policy/preset", { preset: presetSel.value }));
+    run({ preset: presetSel.value }, presetStatus, () => post("policy/preset", { preset: presetSel.value, base: active.id }));
   });
   // "min_version: TLS1.3 is newer than max_version TLS1.2": by that field.
   const fieldsError = (msg) => {
@@ -186,7 +188,7 @@ export default async function render(root) {
   const fieldsRun = (apply) => {
     Object.values(f).forEach((i) => fieldError(i, null));
     run({ fields: fieldValues() }, fieldsStatus,
-      apply ? () => put("policy", { fields: fieldValues() }) : null, fieldsError);
+      apply ? () => put("policy", { fields: fieldValues(), base: active.id }) : null, fieldsError);
   };
   fieldsForm.querySelector("button[type=button]").addEventListener("click", () => fieldsRun(false));
   fieldsForm.addEventListener("submit", (ev) => {
@@ -201,7 +203,7 @@ export default async function render(root) {
     fieldError(raw, null);
     rawMark.replaceChildren();
     run({ priority: raw.value }, rawStatus,
-      apply ? () => post("policy/raw", { priority: raw.value }) : null, rawError);
+      apply ? () => post("policy/raw", { priority: raw.value, base: active.id }) : null, rawError);
   };
   rawForm.querySelector("#raw-preview").addEventListener("click", () => rawRun(false));
   rawForm.addEventListener("submit", (ev) => {
