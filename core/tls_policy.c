@@ -601,11 +601,16 @@ static int check_flags(const char *prio, char **err)
 {
     for (const char *p = prio; *p;) {
         size_t len = strcspn(p, ":");
+        /* GnuTLS skips the spaces that start a token ("NORMAL: %NO_ETM"). */
+        const char *t = p;
+        size_t tlen = len;
+        while (tlen > 0 && *t == ' ')
+            t++, tlen--;
         for (size_t i = 0; i < sizeof(banned_flags) / sizeof(banned_flags[0]); i++)
-            if (len == strlen(banned_flags[i].flag) &&
-                strncasecmp(p, banned_flags[i].flag, len) == 0) {
+            if (tlen == strlen(banned_flags[i].flag) &&
+                strncasecmp(t, banned_flags[i].flag, tlen) == 0) {
                 *err = xasprintf("priority string: %s at position %zu is never allowed: it %s",
-                                 banned_flags[i].flag, (size_t)(p - prio), banned_flags[i].why);
+                                 banned_flags[i].flag, (size_t)(t - prio), banned_flags[i].why);
                 return -EINVAL;
             }
         p += len + (p[len] == ':');

@@ -101,6 +101,10 @@ like "$(cat "$TB_TMP/err")" "%NO_SESSION_HASH at position 7 is never allowed: it
 tb_ctl policy raw "SECURE256:%DISABLE_SAFE_RENEGOTIATION" >/dev/null 2>"$TB_TMP/err"
 like "$(cat "$TB_TMP/err")" "%DISABLE_SAFE_RENEGOTIATION at position 10 is never allowed" \
     "%DISABLE_SAFE_RENEGOTIATION is refused too"
+# GnuTLS skips the spaces after a ':', so a flag behind one is that flag.
+tb_ctl policy raw "NORMAL: %NO_SESSION_HASH" >/dev/null 2>"$TB_TMP/err"
+is "$?" 1 "a raw string with ' %NO_SESSION_HASH' (after a space) is refused"
+like "$(cat "$TB_TMP/err")" "%NO_SESSION_HASH at position 8 is never allowed" "  the error names it"
 is "$(db 'SELECT count(*) FROM policy_versions')" "$before" "  nothing stored"
 is "$(ems)" "renegotiation ok yes " "  openssl s_client still gets both"
 

@@ -136,6 +136,12 @@ int main(void)
     raw_error("NORMAL:+3DES-CBC", "3DES-CBC at position 7 is never allowed", "3DES");
     raw_error("NORMAL:+ARCFOUR-128", "ARCFOUR-128 at position 7 is never allowed", "RC4");
     raw_error("NONE:+VERS-TLS1.2", "no usable", "nothing usable");
+    /* GnuTLS skips spaces after a ':': a banned flag behind one is still it. */
+    raw_error("NORMAL: %NO_SESSION_HASH", "%NO_SESSION_HASH at position 8 is never allowed",
+              "a banned flag after a space");
+    raw_error("NORMAL:  %DISABLE_SAFE_RENEGOTIATION",
+              "%DISABLE_SAFE_RENEGOTIATION at position 9 is never allowed",
+              "a banned flag after two spaces");
     {
         char *err = NULL;
         json_t *base = tls_policy_default();
