@@ -343,7 +343,7 @@ static void print_clients(json_t *j)
         printf("client families: not checked (%s)\n", str(j, "clients_error"));
         return;
     }
-    printf("client families (a GnuTLS handshake each, with the certificates served now):\n");
+    printf("client families (a GnuTLS handshake each, with the certificates it would serve):\n");
     size_t i;
     json_t *e;
     json_array_foreach(cl, i, e)

@@ -442,20 +442,29 @@ static char *query_param(const char *query, const char *key)
 
 /*
  * "clients": each client family's handshake against @p prio with the
- * certificates the box serves now (the live bundle's credentials, read
- * only), so the answer is GnuTLS' own, not a rule of thumb.
+ * certificates the candidate @p cand would serve (the active ones its
+ * key_types allow, as the bundle built from it would load them), so the
+ * answer is GnuTLS' own, not a rule of thumb, and the one the site gives
+ * once the candidate is applied.
  */
-static void add_client_probe(json_t *pv, const char *prio)
+static void add_client_probe(json_t *pv, sqlite3 *db, json_t *cand, const char *prio)
 {
-    struct tlsbox_bundle *b = tls_bundle_acquire();
-    char *err = NULL;
-    json_t *clients = b ? tls_probe_families(prio, tls_bundle_credentials(b), &err) : NULL;
-    tls_bundle_release(b);
-    if (!b)
-        err = xstrdup("no certificate is loaded yet");
+    gnutls_certificate_credentials_t cred = NULL;
+    gnutls_dh_params_t dh = NULL;
+    char *err = NULL, *have = NULL;
+    json_t *clients = NULL;
+    if (tls_policy_store_credentials(db, cand, prio, &cred, &dh, &have) > 0)
+        clients = tls_probe_families(prio, cred, &err);
+    else
+        err = xstrdup("no active certificate of a key type this policy allows");
     json_object_set_new(pv, "clients", clients ? clients : json_null());
     if (err)
         json_object_set_new(pv, "clients_error", json_string(err));
+    if (cred)
+        gnutls_certificate_free_credentials(cred);
+    if (dh)
+        gnutls_dh_params_deinit(dh);
+    free(have);
     free(err);
 }
 
@@ -499,7 +508,7 @@ static void on_policy_preview(void *arg, const struct tlsbox_api_request *req,
     json_object_set_new(pv, "hsts", hsts ? json_string(hsts) : json_null());
     free(hsts);
     json_object_set(pv, "policy", cand);
-    add_client_probe(pv, prio);
+    add_client_probe(pv, db, cand, prio);
     api_reply_json(reply, 200, pv);
 out:
     if (db)

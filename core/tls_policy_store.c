@@ -107,6 +107,56 @@ static int check_key_types(sqlite3 *db, json_t *policy, char **err)
     return rc;
 }
 
+int tls_policy_store_credentials(sqlite3 *db, json_t *policy, const char *prio,
+                                 gnutls_certificate_credentials_t *cred, gnutls_dh_params_t *dh,
+                                 char **have)
+{
+    sqlite3_stmt *st = NULL;
+    gnutls_priority_t p = NULL;
+    int loaded = 0;
+    *cred = NULL;
+    *dh = NULL;
+    *have = xstrdup("");
+    if (gnutls_certificate_allocate_credentials(cred) < 0) {
+        *cred = NULL;
+        goto out;
+    }
+    if (sqlite3_prepare_v2(db,
+                           "SELECT chain_pem, key_pem, key_type FROM certificates "
+                           "WHERE status = 'active' ORDER BY key_type",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(st, 2);
+        if (!tls_policy_key_type_allowed(policy, t))
+            continue;
+        gnutls_datum_t chain = {(unsigned char *)sqlite3_column_blob(st, 0),
+                                (unsigned)sqlite3_column_bytes(st, 0)};
+        gnutls_datum_t key = {(unsigned char *)sqlite3_column_blob(st, 1),
+                              (unsigned)sqlite3_column_bytes(st, 1)};
+        if (!chain.data || !key.data ||
+            gnutls_certificate_set_x509_key_mem2(*cred, &chain, &key, GNUTLS_X509_FMT_PEM, NULL,
+                                                 0) < 0)
+            continue;
+        loaded++;
+        char *n = xasprintf("%s%s%s", *have, **have ? ", " : "", t ? t : "?");
+        free(*have);
+        *have = n;
+    }
+    /* The DH parameters the bundle would serve for TLS 1.2 DHE. */
+    if (loaded > 0 && gnutls_priority_init(&p, prio, NULL) >= 0) {
+        json_decref(tls_dh_load(db, *cred, policy, p, dh));
+        gnutls_priority_deinit(p);
+    }
+out:
+    sqlite3_finalize(st);
+    if (loaded == 0 && *cred) {
+        gnutls_certificate_free_credentials(*cred);
+        *cred = NULL;
+    }
+    return loaded;
+}
+
 /*
  * -EINVAL with *err when no client at all could complete a handshake with
  * priority string @p prio and the active certificates @p policy serves
@@ -117,57 +167,23 @@ static int check_key_types(sqlite3 *db, json_t *policy, char **err)
  */
 static int check_handshake(sqlite3 *db, json_t *policy, const char *prio, char **err)
 {
-    sqlite3_stmt *st = NULL;
     gnutls_certificate_credentials_t cred = NULL;
-    gnutls_dh_params_t dh = NULL; /* not freed with cred */
-    char *have = xstrdup("");
-    int loaded = 0, rc = 0;
-    if (gnutls_certificate_allocate_credentials(&cred) < 0 ||
-        sqlite3_prepare_v2(db,
-                           "SELECT chain_pem, key_pem, key_type FROM certificates "
-                           "WHERE status = 'active' ORDER BY key_type",
-                           -1, &st, NULL) != SQLITE_OK)
-        goto out; /* the bundle's rebuild will say it */
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *t = (const char *)sqlite3_column_text(st, 2);
-        if (!tls_policy_key_type_allowed(policy, t))
-            continue;
-        gnutls_datum_t chain = {(unsigned char *)sqlite3_column_blob(st, 0),
-                                (unsigned)sqlite3_column_bytes(st, 0)};
-        gnutls_datum_t key = {(unsigned char *)sqlite3_column_blob(st, 1),
-                              (unsigned)sqlite3_column_bytes(st, 1)};
-        if (!chain.data || !key.data ||
-            gnutls_certificate_set_x509_key_mem2(cred, &chain, &key, GNUTLS_X509_FMT_PEM, NULL, 0) <
-                0)
-            continue;
-        loaded++;
-        char *n = xasprintf("%s%s%s", have, *have ? ", " : "", t ? t : "?");
-        free(have);
-        have = n;
-    }
-    if (loaded == 0)
-        goto out;
-    /* The DH parameters the bundle would serve for TLS 1.2 DHE. */
-    gnutls_priority_t p = NULL;
-    char *why = NULL;
-    if (gnutls_priority_init(&p, prio, NULL) < 0)
-        goto out;
-    json_decref(tls_dh_load(db, cred, policy, p, &dh));
-    gnutls_priority_deinit(p);
-    if (tls_probe_any(prio, cred, &why) == -EINVAL) {
+    gnutls_dh_params_t dh = NULL;
+    char *have = NULL, *why = NULL;
+    int rc = 0;
+    if (tls_policy_store_credentials(db, policy, prio, &cred, &dh, &have) > 0 &&
+        tls_probe_any(prio, cred, &why) == -EINVAL) {
         *err = xasprintf("policy: no client could complete a handshake with it and the active "
                          "certificates (their keys: %s): %s",
                          have, why ? why : "?");
         rc = -EINVAL;
     }
     free(why);
-out:
-    sqlite3_finalize(st);
+    free(have);
     if (cred)
         gnutls_certificate_free_credentials(cred);
     if (dh)
         gnutls_dh_params_deinit(dh);
-    free(have);
     return rc;
 }
 

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include <gnutls/gnutls.h>
 #include <jansson.h>
 #include <sqlite3.h>
 
@@ -37,5 +38,16 @@ int tls_policy_store_rollback(sqlite3 *db, int64_t version, const char *author, 
 /* The newest @p limit versions, newest first: [{id, created_at, author,
  * comment, active, preset, priority}].  New reference. */
 json_t *tls_policy_store_history(sqlite3 *db, int limit);
+
+/*
+ * Credentials to try handshakes with under @p policy (compiled to @p prio):
+ * the active certificates its key_types allow, with the DH parameters the
+ * bundle would serve (*dh: the caller deinits it after the credentials).
+ * Returns how many certificates loaded, their key types in *have (caller
+ * frees); 0 and *cred NULL when none.
+ */
+int tls_policy_store_credentials(sqlite3 *db, json_t *policy, const char *prio,
+                                 gnutls_certificate_credentials_t *cred, gnutls_dh_params_t *dh,
+                                 char **have);
 
 #endif

@@ -247,4 +247,23 @@ is "$(api_code -X PUT http://x/api/v1/policy -d '{"preset": "modern", "hsts_max_
     "PUT policy with a preset and a field"
 is "$(jq -r '"\(.policy.preset) \(.policy.min_version) \(.policy.hsts_max_age)"' "$TB_TMP/reply")" \
     "modern TLS1.3 600" "  applies both"
+
+# The preview's client families use the certificates the candidate would
+# serve, not those the active policy serves: with an RSA certificate
+# imported but only ECDSA served, a candidate serving RSA only is previewed
+# with RSA, as the site then answers.
+openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost -keyout "$TB_TMP/rsa.key" -out "$TB_TMP/rsa.pem" 2>/dev/null
+tb_ctl cert import --cert "$TB_TMP/rsa.pem" --key "$TB_TMP/rsa.key" --name localhost-rsa >/dev/null
+ok $? "an RSA certificate imported"
+tb_ctl policy preset intermediate >/dev/null && tb_ctl policy set key_types ecdsa >/dev/null
+ok $? "key_types ecdsa: the RSA certificate is not served"
+j=$(tb_ctl --json policy preview --set key_types rsa)
+is "$(fam "$j" modern-browsers '"\(.ok) \(.sigalg)"')" "true RSA-PSS-RSAE-SHA256" \
+    "preview of key_types rsa: browsers get the RSA certificate"
+is "$(fam "$j" java-8 .kx)" "ECDHE-RSA" "  and TLS 1.2 clients ECDHE-RSA"
+tb_ctl policy set key_types rsa >/dev/null
+sleep 1
+like "$(timeout 10 openssl s_client -connect "127.0.0.1:$P1" </dev/null 2>/dev/null)" \
+    "Peer signature type: RSA-PSS" "  as openssl s_client gets once it is applied"
 done_testing
