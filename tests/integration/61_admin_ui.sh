@@ -31,7 +31,7 @@ tb_ctl cert import --cert "$OC/revoked.test.pem" --chain "$OC/inter.pem" \
 oc_wait_status revoked.test status revoked 20 || bail "the OCSP plugin did not see revoked.test revoked"
 UI_ART="$top_builddir/tests/artifacts/admin-ui"
 rm -rf "$UI_ART"
-tb_ui_run admin_ui.py 300 50 OCSP_REVOKED=revoked.test
+tb_ui_run admin_ui.py 300 52 OCSP_REVOKED=revoked.test
 shots=$(ls "$UI_ART"/*.png 2>/dev/null | wc -l)
 ok $((shots < 16)) "screenshots written ($shots in $UI_ART)"
 tb_stop_daemon

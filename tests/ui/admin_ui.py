@@ -169,6 +169,18 @@ def policy_modern_and_rollback(d):
     d.find_element(By.CSS_SELECTOR, "#fields-form button[type=button]").click()
     err = wait(d, EC.visibility_of_element_located((By.ID, "pf-min_version-err")))
     check("newer than max_version" in err.text, "contradictory fields are refused by the field", err.text)
+    # An emptied HSTS field is no 0: applied, it turned HSTS off unasked.
+    d.find_element(By.CSS_SELECTOR, "#pf-min_version option[value='TLS1.2']").click()
+    d.find_element(By.CSS_SELECTOR, "#pf-max_version option[value='TLS1.3']").click()
+    hsts_before = ctl_json("policy", "show")["policy"]["hsts_max_age"]
+    d.find_element(By.ID, "pf-hsts_max_age").clear()
+    d.find_element(By.CSS_SELECTOR, "#fields-form button[type=submit]").click()
+    err = wait(d, EC.visibility_of_element_located((By.ID, "pf-hsts_max_age-err")))
+    check(err.text == "hsts_max_age: '' is not a whole number",
+          "an emptied HSTS max-age is refused by its field, not applied as 0 (off)", err.text)
+    hsts_after = ctl_json("policy", "show")["policy"]["hsts_max_age"]
+    check(hsts_before > 0 and hsts_after == hsts_before, "and the policy keeps its HSTS max-age",
+          f"{hsts_before} -> {hsts_after}")
 
 
 def dashboard_under_load(d):

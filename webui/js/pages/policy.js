@@ -142,7 +142,9 @@ export default async function render(root) {
     min_version: f.min_version.value, max_version: f.max_version.value,
     ciphers: list(f.ciphers.value), groups: list(f.groups.value), key_types: list(f.key_types.value),
     tickets: f.tickets.checked, ocsp_stapling: f.ocsp_stapling.checked,
-    hsts_max_age: Number(f.hsts_max_age.value),
+    // An emptied field is not 0 (HSTS off): sent as it is, the box refuses
+    // it by the field ("hsts_max_age: '' is not a whole number").
+    hsts_max_age: f.hsts_max_age.value.trim() === "" ? "" : Number(f.hsts_max_age.value),
   });
 
   // Preview then (optionally) apply; errors go to the form's status line.
