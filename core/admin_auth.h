@@ -96,6 +96,14 @@ int admin_session_get(const char *cookie, struct admin_session *s);
 int admin_session_alive(const char *cookie, struct admin_session *s);
 /* End the session of @p cookie (logout).  0 or -ENOENT. */
 int admin_session_end(const char *cookie);
+/* The session this thread's API request came with (the admin server sets
+ * it around the dispatch; NULL: none, as from the control socket).  The
+ * cookie is copied; admin_session_current_set(NULL) forgets it. */
+void admin_session_current_set(const char *cookie);
+/* Inside @p db's open transaction: end every session of user @p user_id
+ * but the one this thread's request came with (all of them without one),
+ * as a change of the account's second factor does.  0 or -EIO. */
+int admin_sessions_end_others(sqlite3 *db, int64_t user_id);
 
 /* 64 hex digits from 32 random bytes (GNUTLS_RND_KEY).  0 or -EIO. */
 int admin_random_hex(char out[ADMIN_TOKEN_HEX]);

@@ -319,7 +319,12 @@ static enum MHD_Result api_endpoint(struct MHD_Connection *conn, const char *url
         if (!csrf || !admin_token_equal(csrf, s.csrf))
             return api_mhd_error(conn, 403, "missing or wrong CSRF token (X-CSRF-Token)");
     }
-    return api_mhd_run(conn, method, url + strlen(API_PREFIX), rq, s.user, source);
+    /* The handler runs on this thread: a change of the second factor ends
+     * the user's other sessions, not this one (admin_sessions_end_others). */
+    admin_session_current_set(cookie);
+    enum MHD_Result r = api_mhd_run(conn, method, url + strlen(API_PREFIX), rq, s.user, source);
+    admin_session_current_set(NULL);
+    return r;
 }
 
 /*

@@ -509,3 +509,34 @@ int admin_session_end(const char *cookie)
     store_disconnect(db);
     return rc;
 }
+
+/* The API request on this thread came with this session (admin server). */
+static _Thread_local unsigned char current_hash[HASH_LEN];
+static _Thread_local bool has_current;
+
+void admin_session_current_set(const char *cookie)
+{
+    has_current = cookie != NULL;
+    if (cookie)
+        cookie_hash(cookie, current_hash);
+    else
+        memset(current_hash, 0, sizeof current_hash);
+}
+
+int admin_sessions_end_others(sqlite3 *db, int64_t user_id)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = -EIO;
+    if (sqlite3_prepare_v2(db,
+                           "DELETE FROM admin_sessions WHERE user_id = ?1 AND "
+                           "(?2 IS NULL OR token_hash <> ?2)",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, user_id);
+        if (has_current)
+            sqlite3_bind_blob(st, 2, current_hash, HASH_LEN, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_DONE)
+            rc = 0;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}

@@ -360,6 +360,9 @@ static void on_confirm(void *arg, const struct tlsbox_api_request *req,
                          "totp_last_step = ?2 WHERE id = ?3",
                          r.pending, step, r.id) < 0 ||
                admin_recovery_new(db, r.id, codes) < 0 ||
+               /* A session opened with the password alone (a stolen one)
+                * must not outlive the second factor meant to stop it. */
+               admin_sessions_end_others(db, r.id) < 0 ||
                sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         /* All or nothing: on without recovery codes would strand a user
          * who loses the phone before making new ones. */
@@ -419,6 +422,9 @@ static void on_off(void *arg, const struct tlsbox_api_request *req, struct tlsbo
                          "totp_last_step = ?2 WHERE id = ?3",
                          NULL, 0, r.id) < 0 ||
                admin_recovery_clear(db, r.id) < 0 ||
+               /* As a new password does: the account's sign-in changed, so
+                * the other sessions end (from the control socket: all). */
+               (r.has_secret && admin_sessions_end_others(db, r.id) < 0) ||
                sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         /* All or nothing, as turning it on: the recovery codes go with
          * the secret, or neither does (the answer says it failed). */

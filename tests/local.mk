@@ -151,7 +151,7 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/68_admin_account.sh tests/integration/69_admin_totp.sh \
 	tests/integration/78_pdk_host_rules.sh \
 	tests/integration/69_admin_totp_confirm.sh tests/integration/64_admin_setup_clock.sh \
-	tests/integration/68_admin_passwd_race.sh
+	tests/integration/68_admin_passwd_race.sh tests/integration/69_admin_totp_sessions.sh
 EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh tests/integration/12_pdk_out_of_tree.sh \
 	tests/integration/13_plugin_schema.sh tests/integration/14_plugin_store_guard.sh \
@@ -189,6 +189,6 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/69_admin_totp.sh tests/integration/totp_code.py \
 	tests/integration/78_pdk_host_rules.sh \
 	tests/integration/69_admin_totp_confirm.sh tests/integration/64_admin_setup_clock.sh \
-	tests/integration/68_admin_passwd_race.sh
+	tests/integration/68_admin_passwd_race.sh tests/integration/69_admin_totp_sessions.sh
 include tests/perf/local.mk
 include tests/fuzz/local.mk
