@@ -193,7 +193,9 @@ static void show_result(json_t *r)
     show_span("TTFB ms", json_object_get(r, "ttfb_ms"));
     printf("  %-14s", "latency ms");
     const char *pcts[] = {"50", "66", "75", "80", "90", "95", "98", "99", "100"};
-    for (size_t i = 0; i < 9; i++)
+    if (!json_is_object(json_object_get(r, "latency_ms")))
+        printf(" - (nothing answered)");
+    for (size_t i = 0; i < 9 && json_is_object(json_object_get(r, "latency_ms")); i++)
         printf(" %s%%:%.2f", pcts[i], num(r, "latency_ms", pcts[i]));
     printf("\n");
     json_t *tls = json_object_get(r, "tls");

@@ -75,10 +75,15 @@ char *bench_export_csv(json_t *run)
                 num2(r, "complete", NULL), num2(r, "failed", NULL), num2(r, "retried", NULL),
                 num2(r, "rps", NULL), num2(r, "transfer_kbps", NULL), num2(r, "connect_ms", "mean"),
                 num2(r, "ttfb_ms", "mean"));
+        /* Empty when nothing was answered (latency_ms null), not 0 ms. */
+        bool lat = json_is_object(json_object_get(r, "latency_ms"));
         for (int k = 0; k < BENCH_NPCT; k++) {
             char key[8];
             snprintf(key, sizeof(key), "%d", bench_percentiles[k]);
-            fprintf(f, ",%.3f", num2(r, "latency_ms", key));
+            if (lat)
+                fprintf(f, ",%.3f", num2(r, "latency_ms", key));
+            else
+                fputc(',', f);
         }
         fprintf(f, ",%.0f,%.0f,", num2(r, "handshakes", "full"), num2(r, "handshakes", "resumed"));
         csv_field(f, str2(r, "tls", "protocol"), false);

@@ -93,8 +93,9 @@ static json_t *tls_json(const struct bench_stats *s)
 json_t *bench_stats_json(struct bench_stats *s)
 {
     double el = s->elapsed_s > 0 ? s->elapsed_s : 0;
-    json_t *lat = json_object();
-    for (int i = 0; i < BENCH_NPCT; i++) {
+    /* No answer, no latency: null, as the spans, not percentiles of 0 ms. */
+    json_t *lat = s->nlat ? json_object() : json_null();
+    for (int i = 0; s->nlat && i < BENCH_NPCT; i++) {
         char k[8];
         snprintf(k, sizeof(k), "%d", bench_percentiles[i]);
         json_object_set_new(lat, k, json_real(bench_stats_percentile(s, bench_percentiles[i])));

@@ -60,6 +60,24 @@ static void test_percentiles(void)
     is_int((int)s.nlat, 10, "latencies are kept up to the bound");
     is_int((int)s.complete, 20, "but every answer is counted");
     bench_stats_free(&s);
+
+    /* Nothing answered (a dead target): no latency, not 0 ms. */
+    bench_stats_init(&s, 10);
+    s.failed = 20;
+    s.elapsed_s = 3;
+    j = bench_stats_json(&s);
+    ok(json_is_null(json_object_get(j, "latency_ms")),
+       "nothing answered: JSON latency_ms is null, not percentiles of 0 ms");
+    json_t *run =
+        json_pack("{s:i,s:s,s:s,s:i,s:[{s:i,s:s,s:O}]}", "id", 8, "kind", "run", "state", "done",
+                  "started_at", 1, "results", "seq", 1, "name", "h1", "result", j);
+    char *csv = bench_export_csv(run);
+    like(csv, "\n8,run,done,1,1,h1,,,0,0,0,20,0,0.00,0.00,0.000,0.000,,,,,,,,,,0,0,",
+         "CSV: nothing answered leaves the latency percentiles empty");
+    free(csv);
+    json_decref(run);
+    json_decref(j);
+    bench_stats_free(&s);
 }
 
 static int parse(const char *json, struct bench_opts *o, char **err)
