@@ -124,6 +124,7 @@ static void add_ceiling_ratio(struct bench *b, json_t *res, struct bench_stats *
     if (st->hs_full == 0 || !st->sign[0] || st->hs_resumed > 0 || st->hs_full < st->complete)
         return;
     json_t *ceil = bench_store_latest_ceiling(b);
+    bool have_ceiling = ceil != NULL;
     double per_core = ceil ? bench_ceiling_handshakes(ceil, st->sign, st->group) : 0;
     json_decref(ceil);
     double us = json_number_value(json_object_get(server, "cpu_us_per_handshake"));
@@ -134,8 +135,16 @@ static void add_ceiling_ratio(struct bench *b, json_t *res, struct bench_stats *
         json_object_set_new(c, "achieved_per_core", json_real(1e6 / us));
     if (per_core > 0 && us > 0)
         json_object_set_new(c, "ratio", json_real(1e6 / us / per_core));
-    if (per_core <= 0)
+    if (per_core <= 0 && !have_ceiling)
         json_object_set_new(c, "note", json_string("no ceiling measured yet: run bench ceiling"));
+    else if (per_core <= 0)
+        /* bench ceiling measures only some signatures and groups: running
+         * it again would not help. */
+        json_object_set_new(c, "note",
+                            json_sprintf("the ceiling has no figure for %s with %s (it measures "
+                                         "ECDSA P-256, RSA-2048 and Ed25519 signatures with "
+                                         "X25519, P-256 and ffdhe2048)",
+                                         st->sign, st->group));
     json_object_set_new(res, "ceiling", c);
 }
 
