@@ -55,7 +55,7 @@ char *bench_export_csv(json_t *run)
     for (int i = 0; i < BENCH_NPCT; i++)
         fprintf(f, ",p%d_ms", bench_percentiles[i]);
     fputs(",handshakes_full,handshakes_resumed,protocol,cipher,group,signature,"
-          "server_cpu_us_per_request,ceiling_ratio,not_sent\n",
+          "server_cpu_us_per_request,ceiling_ratio,not_sent,time_limited,request_limited\n",
           f);
     size_t i;
     json_t *row;
@@ -90,9 +90,13 @@ char *bench_export_csv(json_t *run)
         csv_field(f, str2(r, "tls", "cipher"), false);
         csv_field(f, str2(r, "tls", "group"), false);
         csv_field(f, str2(r, "tls", "signature"), false);
-        /* Last, so that the columns before it keep their places. */
-        fprintf(f, "%.2f,%.3f,%.0f\n", num2(r, "server", "cpu_us_per_request"),
-                num2(r, "ceiling", "ratio"), num2(r, "not_sent", NULL));
+        /* Last, so that the columns before them keep their places.  A run
+         * cut short by bench.max_duration or bench.max_requests says so, as
+         * in bench show: its state is "done" all the same. */
+        fprintf(f, "%.2f,%.3f,%.0f,%d,%d\n", num2(r, "server", "cpu_us_per_request"),
+                num2(r, "ceiling", "ratio"), num2(r, "not_sent", NULL),
+                json_is_true(json_object_get(r, "time_limited")),
+                json_is_true(json_object_get(r, "request_limited")));
     }
     fclose(f);
     return buf;

@@ -239,15 +239,17 @@ static void test_csv(void)
     json_t *run = json_loads(
         "{\"id\":7,\"kind\":\"run\",\"state\":\"done\",\"started_at\":1,\"results\":[{\"seq\":1,"
         "\"name\":\"a,b\",\"result\":{\"complete\":10,\"failed\":1,\"retried\":3,\"not_sent\":2,"
-        "\"rps\":123.456,"
+        "\"rps\":123.456,\"time_limited\":true,"
         "\"options\":{\"scenario\":\"h2\",\"url\":\"https://x/\"},\"tls\":{\"cipher\":\"C\"}}}]}",
         0, NULL);
     char *csv = bench_export_csv(run);
     like(csv, "\n7,run,done,1,1,\"a,b\",h2,https://x/,", "CSV: a comma in a name is quoted");
     like(csv, ",complete,failed,retried,rps,", "CSV: the header names the retried column");
     like(csv, ",10,1,3,123.46,", "CSV: complete, failed, retried, req/s");
-    like(csv, ",server_cpu_us_per_request,ceiling_ratio,not_sent\n", "CSV: not_sent, last");
-    like(csv, ",0.00,0.000,2\n", "CSV: the run's not_sent, last");
+    like(csv, ",server_cpu_us_per_request,ceiling_ratio,not_sent,time_limited,request_limited\n",
+         "CSV: not_sent, then how the run was cut short, last");
+    like(csv, ",0.00,0.000,2,1,0\n",
+         "CSV: the run's not_sent; stopped at bench.max_duration, not bench.max_requests");
     free(csv);
     json_decref(run);
 }
