@@ -59,12 +59,28 @@ cred_with_first(const bool *first, size_t n, tls_select_load_fn load, void *arg,
     return cred;
 }
 
-/* Make @p p's credentials when certificate @p i, the first naming it, is
- * not the bundle's first; false (logged) when that fails. */
-static bool pref_cred(struct tls_select_pref *p, size_t i, const bool *first, size_t n,
+/* Whether the certificates @p first marks already come first in the bundle. */
+static bool already_first(const bool *first, size_t n)
+{
+    size_t j = 0;
+    while (j < n && first[j])
+        j++;
+    while (j < n && !first[j])
+        j++;
+    return j == n;
+}
+
+/*
+ * Make @p p's credentials when the certificates @p first marks do not
+ * already lead the bundle: GnuTLS gives a client the first certificate whose
+ * key it can use, so with an ECDSA one first, an RSA-only client would get
+ * the bundle's first RSA certificate, not the RSA one for its name.  False
+ * (logged) when that fails.
+ */
+static bool pref_cred(struct tls_select_pref *p, const bool *first, size_t n,
                       tls_select_load_fn load, void *arg, const char *what)
 {
-    if (i == 0)
+    if (already_first(first, n))
         return true;
     char *err = NULL;
     p->cred = cred_with_first(first, n, load, arg, &err);
@@ -93,7 +109,7 @@ static void build_addresses(struct tls_select *s, const struct tls_select_cert *
             for (size_t j = 0; j < n; j++)
                 first[j] = tls_addr_in(a, nm[j].ips, nm[j].nips);
             char text[64];
-            if (!pref_cred(&p, i, first, n, load, arg, tls_addr_text(a, text, sizeof(text)))) {
+            if (!pref_cred(&p, first, n, load, arg, tls_addr_text(a, text, sizeof(text)))) {
                 if (nfailed < TLS_ADDR_MAX)
                     failed[nfailed++] = *a;
                 continue;
@@ -129,7 +145,7 @@ static void build_wildcards(struct tls_select *s, const struct tls_select_cert *
             struct tls_select_pref p = {.addr = {{0}, 0}};
             for (size_t j = 0; j < n; j++)
                 first[j] = names_wild(&nm[j], w);
-            if (!pref_cred(&p, i, first, n, load, arg, w)) {
+            if (!pref_cred(&p, first, n, load, arg, w)) {
                 if (nfailed < TLS_WILD_MAX)
                     failed[nfailed++] = w; /* in nm[i].sans, alive until the build ends */
                 continue;
@@ -189,9 +205,9 @@ static void build_names(struct tls_select *s, const struct tls_select_cert *cert
             struct tls_select_pref p = {.addr = {{0}, 0}};
             for (size_t j = 0; j < n; j++)
                 first[j] = names_wild(&nm[j], w);
-            if (i > 0 && (p.cred = name_cred_like(s, vecs, first, n)) != NULL)
+            if ((p.cred = name_cred_like(s, vecs, first, n)) != NULL)
                 p.shared = true;
-            else if (!pref_cred(&p, i, first, n, load, arg, w))
+            else if (!pref_cred(&p, first, n, load, arg, w))
                 continue; /* its clients get the first certificate, as before */
             memcpy(vecs + s->nnames * n, first, n * sizeof(*first));
             p.wild = lower_dup(w);

@@ -12,9 +12,10 @@
  *   - one that ends its SNI with a dot ("www.example.org."): RFC 6066
  *     forbids it, some clients send it; one such dot is dropped before
  *     matching, as nginx does ("a.example.." and "." name nothing).
- * For each such address, wildcard and name that the first certificate does not
- * name, the bundle keeps credentials holding the same certificates with the
- * ones that name it first; a session is switched to them, by the local
+ * For each such address, wildcard and name whose certificates do not already
+ * lead the bundle (an RSA-only client would get the first RSA certificate,
+ * not the RSA one that names it), the bundle keeps credentials holding the
+ * same certificates with the ones that name it first; a session is switched to them, by the local
  * address of its connection at setup and by its SNI after the ClientHello.
  * A client whose SNI names a certificate exactly still gets that one.
  *
@@ -89,7 +90,7 @@ static inline bool tls_select_by_address_needed(const struct tls_select *s)
 gnutls_certificate_credentials_t tls_select_by_address(const struct tls_select *s,
                                                        const struct tls_addr *a);
 /* Whether a session's SNI may call for other credentials: a wildcard or a
- * name not of the first certificate, or any of them while a session may
+ * name whose certificates do not lead the bundle, or any of them while a session may
  * have been given an address's credentials. */
 static inline bool tls_select_by_name_needed(const struct tls_select *s)
 {
