@@ -254,8 +254,14 @@ static int leaf_eku_ok(gnutls_x509_crt_t crt, char **err)
         int r = gnutls_x509_crt_get_key_purpose_oid(crt, seq, oid, &size, NULL);
         if (r == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
             break;
-        if (r < 0)
-            continue;
+        if (r == GNUTLS_E_SHORT_MEMORY_BUFFER)
+            continue; /* an OID too long to be one we know */
+        if (r < 0) {
+            /* A malformed extension fails at every seq: this loop would never end. */
+            free(have);
+            return crt_refuse(err, crt, 0, ": its extended key usage is unreadable (%s)",
+                              gnutls_strerror(r));
+        }
         server = server || strcmp(oid, GNUTLS_KP_TLS_WWW_SERVER) == 0;
         char *h = xasprintf("%s%s%s", have ? have : "", have ? ", " : "", kp_name(oid));
         free(have);
