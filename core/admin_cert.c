@@ -105,10 +105,23 @@ static struct certset *certset_from(struct tlsbox_bundle *b)
     return c;
 }
 
-/* Whether the client can use @p e's key: its signature algorithms list the
- * key's algorithm (an empty list: it said nothing, so any). */
-static bool usable(const struct certentry *e, const struct gnutls_cert_retr_st *info)
+/* Whether the client can use @p e's key: the signature algorithms it sent
+ * include one for the key's algorithm (GnuTLS's own pk_algos did not tell:
+ * a client that sent RSA ones only got an ECDSA certificate and failed the
+ * handshake).  Without that extension (TLS 1.2 clients may omit it), the
+ * key algorithms GnuTLS passes (an empty list: it said nothing, so any). */
+static bool usable(const struct certentry *e, gnutls_session_t session,
+                   const struct gnutls_cert_retr_st *info)
 {
+    gnutls_sign_algorithm_t sign;
+    bool sent = false;
+    for (unsigned i = 0; gnutls_sign_algorithm_get_requested(session, i, &sign) == 0; i++) {
+        sent = true;
+        if (gnutls_sign_supports_pk_algorithm(sign, e->pk))
+            return true;
+    }
+    if (sent)
+        return false;
     if (!info || info->pk_algos_length == 0)
         return true;
     for (unsigned i = 0; i < info->pk_algos_length; i++)
@@ -120,13 +133,13 @@ static bool usable(const struct certentry *e, const struct gnutls_cert_retr_st *
 
 /* The first certificate of @p c the client can use (all of them when
  * @p any_key) that @p match accepts; NULL when none does. */
-static const struct certentry *first_where(const struct certset *c,
+static const struct certentry *first_where(const struct certset *c, gnutls_session_t session,
                                            const struct gnutls_cert_retr_st *info, bool any_key,
                                            bool (*match)(const struct certentry *, const void *),
                                            const void *arg)
 {
     for (size_t k = 0; k < c->ncerts; k++)
-        if ((any_key || usable(&c->certs[k], info)) && match(&c->certs[k], arg))
+        if ((any_key || usable(&c->certs[k], session, info)) && match(&c->certs[k], arg))
             return &c->certs[k];
     return NULL;
 }
@@ -176,12 +189,12 @@ static const struct certentry *choose(const struct certset *c, gnutls_session_t 
     bool has_addr = fd >= 0 && tls_addr_local(fd, &addr) == 0;
     for (int any_key = 0; any_key <= 1; any_key++) {
         const struct certentry *e = NULL;
-        if (has_sni && !(e = first_where(c, info, any_key, names_exactly, sni)))
-            e = first_where(c, info, any_key, names_by_wildcard, sni);
+        if (has_sni && !(e = first_where(c, session, info, any_key, names_exactly, sni)))
+            e = first_where(c, session, info, any_key, names_by_wildcard, sni);
         if (!e && has_addr)
-            e = first_where(c, info, any_key, names_address, &addr);
+            e = first_where(c, session, info, any_key, names_address, &addr);
         if (!e)
-            e = first_where(c, info, any_key, any, NULL);
+            e = first_where(c, session, info, any_key, any, NULL);
         if (e)
             return e;
     }

@@ -5,7 +5,8 @@
 # name in capitals, a name with a trailing dot (GnuTLS alone matches exact
 # spellings only).  The bundle orders ECDSA before RSA, so the first
 # certificate naming the host is ECDSA, and another RSA certificate sorts
-# before the right RSA one: it must not be what the client gets.
+# before the right RSA one: it must not be what the client gets.  The admin
+# web UI, which chooses by itself, must give the same answers.
 . "$(dirname "$0")/lib.sh"
 . "$top_srcdir/plugins/site/tests/site_itest.sh"
 tb_setup
@@ -58,6 +59,20 @@ timeout 10 gnutls-cli --priority 'NORMAL:-SIGN-ALL:+SIGN-RSA-SHA256:+SIGN-RSA-PS
     --x509cafile "$TB_TMP/c-wild-rsa.pem" --sni-hostname x.w.example --verify-hostname x.w.example \
     -p "$P_HTTPS" 127.0.0.1 </dev/null >"$TB_TMP/gnutls-cli.out" 2>&1
 ok $? "gnutls-cli (RSA only) verifies x.w.example against c-wild-rsa"
+
+# The admin web UI chooses by itself (core/admin_cert.c): the same answers.
+admin() {
+    local n=$1
+    shift
+    timeout 10 openssl s_client -connect "127.0.0.1:$TB_ADMIN_PORT" -servername "$n" "$@" </dev/null 2>/dev/null | openssl x509 -noout -subject 2>/dev/null |
+        sed 's/.*CN *= *//'
+}
+is "$(admin x.w.example)|$(admin WWW.N.Example)" "a-ec|a-ec" "admin UI: a client that verifies ECDSA gets a-ec"
+for v in "" -tls1_2; do
+    is "$(admin x.w.example "${rsa_only[@]}" $v)|$(admin www.n.example. "${rsa_only[@]}" $v)" \
+        "c-wild-rsa|c-www-rsa" "admin UI: an RSA-only client ${v:+($v) }gets the RSA certificates too"
+    is "$(admin other.example "${rsa_only[@]}" $v)" b-other-rsa "  and b-other-rsa for other.example"
+done
 
 tb_stop_daemon
 ok $? "tlsboxd stops cleanly"
