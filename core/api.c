@@ -226,6 +226,12 @@ json_t *api_body_object(const struct tlsbox_api_request *req, struct tlsbox_api_
     json_error_t e;
     json_t *j = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &e);
     if (!j) {
+        /* Without jansson's " near '...'": it quotes up to 20 bytes of the
+         * body, which may be a private key's text (cert/import); the line
+         * and column say where. */
+        char *near = strstr(e.text, " near ");
+        if (near)
+            *near = '\0';
         api_reply_error(reply, 400, "request body is not valid JSON: %s at line %d column %d",
                         e.text, e.line, e.column);
         return NULL;

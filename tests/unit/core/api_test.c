@@ -95,6 +95,16 @@ int main(void)
     ok(api_body_object(&req, &reply) == NULL, "broken JSON refused");
     like(reply.body, "not valid JSON", "with the parser's reason");
     free(reply.body);
+    reply.body = NULL;
+    /* jansson's "near '...'" quotes the token read so far (up to 20
+     * bytes): a key's text with a bad escape was echoed in the answer. */
+    req.body = "{\"key\":\"MIGHAgEAMBMG\\x\"}";
+    req.body_len = strlen(req.body);
+    ok(api_body_object(&req, &reply) == NULL && reply.status == 400, "a bad escape refused");
+    ok(reply.body && !strstr(reply.body, "MIGHAgEAMBMG"), "the answer quotes none of the body (%s)",
+       reply.body ? reply.body : "(null)");
+    like(reply.body, "not valid JSON: invalid escape at line 1 column", "but says what and where");
+    free(reply.body);
 
     /* A path that is not UTF-8 (%FF decoded) quoted in the 404. */
     body = call("GET", "x\xff", &st);
