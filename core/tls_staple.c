@@ -35,7 +35,7 @@ static int staple_leaf(sqlite3 *db, const char *name, gnutls_x509_crt_t *leaf, c
     return rc;
 }
 
-/* Check @p der answers "good" for @p leaf and is fresh at @p now. */
+/* Check @p der answers "good" for @p leaf, first, and is fresh at @p now. */
 static int staple_check(const unsigned char *der, size_t len, gnutls_x509_crt_t leaf, time_t now,
                         time_t *this_update, time_t *next_update, char **err)
 {
@@ -48,25 +48,22 @@ static int staple_check(const unsigned char *der, size_t len, gnutls_x509_crt_t 
         *err = xstrdup("not a successful OCSP response");
         goto out;
     }
-    for (unsigned i = 0;; i++) {
-        unsigned status = 0;
-        time_t revoked_at;
-        int r = gnutls_ocsp_resp_get_single(resp, i, NULL, NULL, NULL, NULL, &status, this_update,
-                                            next_update, &revoked_at, NULL);
-        if (r < 0) {
-            *err = xstrdup("the OCSP response does not answer for this certificate");
-            goto out;
-        }
-        if (gnutls_ocsp_resp_check_crt(resp, i, leaf) != 0)
-            continue;
-        if (status != GNUTLS_OCSP_CERT_GOOD) {
-            *err = xstrdup("the OCSP response does not say good");
-        } else if (*next_update == (time_t)-1 || *next_update <= now) {
-            *err = xstrdup("the OCSP response has no nextUpdate or is past it");
-        } else {
-            rc = 0;
-        }
-        goto out;
+    /* Only the first SingleResponse: GnuTLS staples a response only when
+     * that one is for the certificate (and judges its times by it), and
+     * drops any other when the bundle loads it. */
+    unsigned status = 0;
+    time_t revoked_at;
+    if (gnutls_ocsp_resp_get_single(resp, 0, NULL, NULL, NULL, NULL, &status, this_update,
+                                    next_update, &revoked_at, NULL) < 0 ||
+        gnutls_ocsp_resp_check_crt(resp, 0, leaf) != 0) {
+        *err = xstrdup("the OCSP response's first answer is not for this certificate (only "
+                       "such a response can be stapled)");
+    } else if (status != GNUTLS_OCSP_CERT_GOOD) {
+        *err = xstrdup("the OCSP response does not say good");
+    } else if (*next_update == (time_t)-1 || *next_update <= now) {
+        *err = xstrdup("the OCSP response has no nextUpdate or is past it");
+    } else {
+        rc = 0;
     }
 out:
     gnutls_ocsp_resp_deinit(resp);
