@@ -23,11 +23,13 @@ char *ocsp_responder_url(gnutls_x509_crt_t leaf)
         if (s) {
             memcpy(s, uri.data, uri.size);
             s[uri.size] = 0;
-            /* Only what libcurl will be allowed to fetch. */
+            /* Only what libcurl will be allowed to fetch; another (an
+             * ldap URL) may be followed by one it can. */
             if ((strncmp(s, "http://", 7) != 0 && strncmp(s, "https://", 8) != 0) ||
                 strlen(s) != uri.size) {
                 free(s);
-                s = NULL;
+                gnutls_free(uri.data);
+                continue;
             }
         }
         gnutls_free(uri.data);

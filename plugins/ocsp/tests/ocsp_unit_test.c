@@ -44,6 +44,9 @@ static const char fixtures[] =
     "printf 'extendedKeyUsage=serverAuth\\n' >noeku.ext; leaf noeku 20 noeku.ext\n"
     "openssl req -x509 -new -key rogue.key -subj /CN=Inter -days 30 -out rogue.pem\n"
     "openssl req -x509 -new -key leaf.key -subj /CN=short -days 5 -out short.pem\n"
+    "openssl req -x509 -new -key leaf.key -subj /CN=ldapfirst -days 30 -out ldapfirst.pem "
+    "  -addext 'authorityInfoAccess=OCSP;URI:ldap://ldap.example/ocsp,"
+    "OCSP;URI:http://127.0.0.1:9/ocsp'\n"
     "s() { openssl x509 -in $1 -noout -serial | cut -d= -f2; }\n"
     "exp() { date -u -d \"$(openssl x509 -in $1 -noout -enddate | cut -d= -f2)\" +%y%m%d%H%M%SZ; "
     "}\n"
@@ -181,6 +184,13 @@ static void test_leaf(void)
     free(url);
     gnutls_x509_crt_t r = fx_crt("root.pem"), m = fx_crt("must.pem"), s = fx_crt("short.pem");
     ok(ocsp_responder_url(r) == NULL, "no AIA: no URL");
+    /* A responder libcurl may not ask (ldap) listed first: the next one is. */
+    gnutls_x509_crt_t l = fx_crt("ldapfirst.pem");
+    url = ocsp_responder_url(l);
+    ok(url && strcmp(url, "http://127.0.0.1:9/ocsp") == 0,
+       "an ldap OCSP URL first: the http one after it is read (%s)", url ? url : "none");
+    free(url);
+    gnutls_x509_crt_deinit(l);
     ok(!ocsp_must_staple(leaf) && ocsp_must_staple(m), "must-staple (TLS feature 5) detected");
     ok(!ocsp_short_lived(leaf) && ocsp_short_lived(s), "5-day certificate is short-lived");
     gnutls_datum_t req = {NULL, 0};
