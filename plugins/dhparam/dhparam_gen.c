@@ -40,6 +40,11 @@ static void __attribute__((noreturn)) gen_child(int fd, pid_t parent, char *cons
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(3);
+    /* A process group of its own: a stop signalled to tlsboxd's group
+     * (Ctrl-C on tlsboxd --foreground, kill -- -PGID) reaches tlsboxd
+     * alone, which kills this child and records the run "interrupted";
+     * killed by that signal first, the run was recorded "failed". */
+    setpgid(0, 0);
     if (dup2(fd, STDOUT_FILENO) < 0)
         _exit(3);
     /* Hold nothing of the daemon's: listening sockets, the store. */
