@@ -63,10 +63,16 @@ static void resize_if_pending(struct dhparam *d, struct tlsbox_job *job)
         dhparam_run_resize(d, job);
 }
 
+/* A generation job's argument: the run it was submitted for. */
+struct run_arg {
+    struct dhparam *d;
+    int64_t run_id;
+};
+
 /* Generate, check with the core, store; then serve when the mode says so. */
 static void run_job(void *arg, struct tlsbox_job *job)
 {
-    struct dhparam *d = arg;
+    struct dhparam *d = ((struct run_arg *)arg)->d;
     char *pem = NULL, *err = NULL, *prio = d->host->setting_get(d->self, "priority");
     bool idle = !prio || strcmp(prio, "normal") != 0;
     free(prio);
@@ -140,6 +146,33 @@ out:
         resize_if_pending(d, job);
 }
 
+/* After the job ran, or when a stop dropped it while it was still queued
+ * (behind another job): run_job ends every run it starts (finish), so a
+ * run still current here never started.  It is recorded "interrupted", as
+ * a stop mid-way is, not left "running" after a clean stop. */
+static void run_arg_free(void *arg)
+{
+    struct run_arg *a = arg;
+    struct dhparam *d = a->d;
+    pthread_mutex_lock(&d->lock);
+    bool dropped = d->cur.run_id == a->run_id;
+    int bits = d->cur.bits;
+    pthread_mutex_unlock(&d->lock);
+    if (dropped) {
+        sqlite3 *db = d->host->store_open(d->self);
+        if (db) {
+            dhparam_store_run_end(db, a->run_id, "interrupted", NULL);
+            d->host->store_close(d->self, db);
+        }
+        d->host->log(d->self, TLSBOX_LOG_INFO,
+                     "generation of %d-bit parameters interrupted before it started; it starts "
+                     "again at the next start",
+                     bits);
+        finish(d);
+    }
+    free(a);
+}
+
 int64_t dhparam_run_start(struct dhparam *d, int bits, const char *reason, int64_t resume_id)
 {
     int attempts = 0;
@@ -167,7 +200,14 @@ int64_t dhparam_run_start(struct dhparam *d, int bits, const char *reason, int64
     d->host->log(d->self, TLSBOX_LOG_INFO, "generating %d-bit DH parameters (%s, attempt %d)", bits,
                  reason, attempts);
     /* Not under the lock: a host may run the job before job_submit returns. */
-    int64_t job = d->host->job_submit(d->self, "dhparam.generate", run_job, d, NULL);
+    struct run_arg *a = malloc(sizeof(*a));
+    int64_t job = -ENOMEM;
+    if (a) {
+        *a = (struct run_arg){.d = d, .run_id = id};
+        job = d->host->job_submit(d->self, "dhparam.generate", run_job, a, run_arg_free);
+        if (job < 0)
+            free(a); /* not submitted: still ours */
+    }
     pthread_mutex_lock(&d->lock);
     if (job < 0 && d->cur.run_id == id)
         memset(&d->cur, 0, sizeof(d->cur));

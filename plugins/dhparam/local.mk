@@ -19,9 +19,10 @@ plugins_dhparam_tests_dhparam_test_LDADD = $(MOCKHOST_LIBS) $(JANSSON_LIBS) $(GN
 
 dhparam_integration_tests = tests/integration/65_dh_modes.sh tests/integration/66_dh_rotate.sh \
 	tests/integration/67_dh_cancel.sh tests/integration/67_dh_stop_group.sh \
-	tests/integration/dh_lib.sh
+	tests/integration/67_dh_stop_queued.sh tests/integration/dh_lib.sh
 TESTS += tests/integration/65_dh_modes.sh tests/integration/66_dh_rotate.sh \
-	tests/integration/67_dh_cancel.sh tests/integration/67_dh_stop_group.sh
+	tests/integration/67_dh_cancel.sh tests/integration/67_dh_stop_group.sh \
+	tests/integration/67_dh_stop_queued.sh
 EXTRA_DIST += $(dhparam_integration_tests)
 
 # Its page in the admin web UI, installed next to dhparam.so.
