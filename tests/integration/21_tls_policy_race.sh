@@ -12,11 +12,7 @@ tb_start_daemon --set admin.pbkdf2_iterations=10000 \
 B="https://127.0.0.1:$TB_ADMIN_PORT"
 J="$TB_TMP/cookies"
 CURL=(curl -sk --max-time 10 -H "Content-Type: application/json")
-url=$(tb_ctl admin setup-url | head -1)
-token=${url##*#setup=}
-is "$("${CURL[@]}" -c "$J" -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/session/setup" \
-    -d "{\"token\":\"$token\",\"user\":\"admin\",\"password\":\"correct horse battery\"}")" 200 \
-    "logged in to the admin server"
+is "$(tb_admin_setup "$J" admin "correct horse battery")" 200 "logged in to the admin server"
 csrf=$("${CURL[@]}" -b "$J" "$B/api/v1/session" | jq -r .csrf)
 
 rounds=20 lost="" codes=""

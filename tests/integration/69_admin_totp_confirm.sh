@@ -18,12 +18,7 @@ J="$TB_TMP/cookies"
 CURL=(curl -sk --max-time 10 -H "Content-Type: application/json")
 PW="totp confirm password"
 code() { python3 "$top_srcdir/tests/integration/totp_code.py" "$secret" "$TB_TMP/totp.step" "$@"; }
-call() { # METHOD PATH BODY: status; reply in $TB_TMP/reply
-    local csrf
-    csrf=$("${CURL[@]}" -b "$J" "$B/api/v1/session" | jq -r .csrf)
-    "${CURL[@]}" -b "$J" -H "X-CSRF-Token: $csrf" -o "$TB_TMP/reply" -w '%{http_code}' \
-        -X "$1" "$B/api/v1/$2" ${3:+-d "$3"}
-}
+call() { tb_admin_call "$J" "$@"; } # METHOD PATH BODY: status; reply in $TB_TMP/reply
 
 echo "$PW" | tb_ctl admin passwd admin >/dev/null || bail "creating admin"
 is "$("${CURL[@]}" -c "$J" -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/session/login" \

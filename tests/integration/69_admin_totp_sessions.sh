@@ -23,16 +23,9 @@ login() {
 # logged in).
 alive() { "${CURL[@]}" -b "$TB_TMP/$1" "$B/api/v1/session" | jq -r .state; }
 # call JAR METHOD PATH BODY: status; reply in $TB_TMP/reply.
-call() {
-    local csrf
-    csrf=$("${CURL[@]}" -b "$TB_TMP/$1" "$B/api/v1/session" | jq -r .csrf)
-    "${CURL[@]}" -b "$TB_TMP/$1" -H "X-CSRF-Token: $csrf" -o "$TB_TMP/reply" -w '%{http_code}' \
-        -X "$2" "$B/api/v1/$3" ${4:+-d "$4"}
-}
+call() { tb_admin_call "$TB_TMP/$1" "${@:2}"; }
 
-url=$(tb_ctl admin setup-url | head -1)
-is "$("${CURL[@]}" -c "$TB_TMP/a" -o /dev/null -w '%{http_code}' -X POST "$B/api/v1/session/setup" \
-    -d "{\"token\":\"${url##*setup=}\",\"user\":\"admin\",\"password\":\"$PW\"}")" 200 "first run (browser a)"
+is "$(tb_admin_setup "$TB_TMP/a" admin "$PW")" 200 "first run (browser a)"
 is "$(login b)" 200 "browser b logs in with the password"
 
 # A setup begun and dropped ends no session.

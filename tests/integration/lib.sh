@@ -460,8 +460,6 @@ tb_ui_results() {
     [ "$rc" = 0 ] || sed 's/^/# /' "$err" | tail -n 20
 }
 
-# Bail out unless headless Chromium can be driven (Debian's chromium,
-# chromium-driver and python3-selenium, for /usr/bin/python3).
 # tb_admin_login FROM USER PASSWORD [OUT]: the HTTP status of a login to the
 # admin at $B (the tests' base URL) from local address FROM; the reply body
 # in OUT ($TB_TMP/login).
@@ -482,7 +480,27 @@ tb_admin_login_waiting() {
     fi
     echo "$code"
 }
+# tb_admin_setup JAR USER PASSWORD: the HTTP status of the admin's first-run
+# setup at $B with the token tlsboxctl admin setup-url gives; the new
+# session's cookie in JAR.
+tb_admin_setup() {
+    local url
+    url=$(tb_ctl admin setup-url | head -1)
+    curl -sk --max-time 10 -H "Content-Type: application/json" -c "$1" -o /dev/null \
+        -w '%{http_code}' -X POST "$B/api/v1/session/setup" \
+        -d "{\"token\":\"${url##*#setup=}\",\"user\":\"$2\",\"password\":\"$3\"}"
+}
+# tb_admin_call JAR METHOD PATH [BODY]: the HTTP status of an API call at $B
+# with JAR's session and its CSRF token; the reply in $TB_TMP/reply.
+tb_admin_call() {
+    local csrf
+    csrf=$(curl -sk --max-time 10 -b "$1" "$B/api/v1/session" | jq -r .csrf)
+    curl -sk --max-time 10 -H "Content-Type: application/json" -b "$1" -H "X-CSRF-Token: $csrf" \
+        -o "$TB_TMP/reply" -w '%{http_code}' -X "$2" "$B/api/v1/$3" ${4:+-d "$4"}
+}
 
+# Bail out unless headless Chromium can be driven (Debian's chromium,
+# chromium-driver and python3-selenium, for /usr/bin/python3).
 tb_need_browser() {
     local need
     for need in /usr/bin/chromium /usr/bin/chromedriver; do

@@ -703,6 +703,25 @@ def flood_frames(kind, n):
         yield frame(9, 0, 1, payload)
 
 
+def frames_now(s, st):
+    """The whole frames non-blocking socket s has for us now (st["buf"]
+    keeps a partial one); st["closed"] becomes True at its end."""
+    out = []
+    while not st["closed"]:
+        try:
+            data = s.recv(65536)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+            break
+        except (ssl.SSLError, OSError):
+            data = b""
+        if not data:
+            st["closed"] = True
+            break
+        frames, st["buf"] = split_frames(st["buf"] + data)
+        out += frames
+    return out
+
+
 def flood(host, port, pid, kind, n, limit):
     s = tls(host, port, ["h2"])
     if s.selected_alpn_protocol() != "h2":
@@ -716,22 +735,11 @@ def flood(host, port, pid, kind, n, limit):
 
     def pump():
         # read what the server sent; note a GOAWAY, the RST_STREAMs and the end
-        while not st["closed"]:
-            try:
-                data = s.recv(65536)
-            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
-                return
-            except (ssl.SSLError, OSError):
-                data = b""
-            if not data:
-                st["closed"] = True
-                return
-            frames, st["buf"] = split_frames(st["buf"] + data)
-            for ftype, _, _, payload in frames:
-                if ftype == 7 and st["goaway"] is None:
-                    st["goaway"] = struct.unpack(">II", payload[:8])
-                elif ftype == 3:
-                    st["resets"] += 1
+        for ftype, _, _, payload in frames_now(s, st):
+            if ftype == 7 and st["goaway"] is None:
+                st["goaway"] = struct.unpack(">II", payload[:8])
+            elif ftype == 3:
+                st["resets"] += 1
 
     start = time.time()
     frames = flood_frames(kind, n)
@@ -784,24 +792,13 @@ def resetby(host, port, kind, rounds):
     st = {"resets": 0, "answers": 0, "goaway": None, "closed": False, "buf": b""}
 
     def pump():
-        while not st["closed"]:
-            try:
-                data = s.recv(65536)
-            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
-                return
-            except (ssl.SSLError, OSError):
-                data = b""
-            if not data:
-                st["closed"] = True
-                return
-            frames, st["buf"] = split_frames(st["buf"] + data)
-            for ftype, _, _, payload in frames:
-                if ftype == 3:
-                    st["resets"] += 1
-                elif ftype == 1:
-                    st["answers"] += 1
-                elif ftype == 7 and st["goaway"] is None:
-                    st["goaway"] = struct.unpack(">I", payload[4:8])[0]
+        for ftype, _, _, payload in frames_now(s, st):
+            if ftype == 3:
+                st["resets"] += 1
+            elif ftype == 1:
+                st["answers"] += 1
+            elif ftype == 7 and st["goaway"] is None:
+                st["goaway"] = struct.unpack(">I", payload[4:8])[0]
 
     sid = 1
     for r in range(rounds):
