@@ -33,6 +33,7 @@ struct certentry {
     gnutls_privkey_t key;
     gnutls_x509_crt_t leaf; /* to match names and addresses */
     gnutls_pk_algorithm_t pk;
+    gnutls_ecc_curve_t curve; /* ECDSA: TLS 1.3 signs with one curve per algorithm */
 };
 
 struct certset {
@@ -80,6 +81,13 @@ static int certentry_from(struct certentry *e, struct tlsbox_bundle *b, unsigned
     if (e->n == 0 || tls_bundle_privkey(b, idx, &e->key) < 0)
         return -1;
     e->pk = (gnutls_pk_algorithm_t)gnutls_pubkey_get_pk_algorithm(e->pcerts[0].pubkey, NULL);
+    if (e->pk == GNUTLS_PK_ECDSA) {
+        gnutls_datum_t x = {NULL, 0}, y = {NULL, 0};
+        if (gnutls_pubkey_export_ecc_raw2(e->pcerts[0].pubkey, &e->curve, &x, &y, 0) < 0)
+            e->curve = GNUTLS_ECC_CURVE_INVALID;
+        gnutls_free(x.data);
+        gnutls_free(y.data);
+    }
     return 0;
 }
 
@@ -105,6 +113,27 @@ static struct certset *certset_from(struct tlsbox_bundle *b)
     return c;
 }
 
+/* Whether @p e's key can sign with @p sign.  gnutls_sign_supports_pk_algorithm
+ * answers by key type alone, but the TLS 1.3 ECDSA algorithms each name one
+ * curve: a client that sent ecdsa_secp384r1_sha384 only cannot use a P-256
+ * key, and GnuTLS then fails the handshake rather than pick another
+ * certificate.  (In TLS 1.2 that code point is ECDSA-SHA384, any curve.) */
+static bool signs_with(const struct certentry *e, gnutls_sign_algorithm_t sign)
+{
+    if (!gnutls_sign_supports_pk_algorithm(sign, e->pk))
+        return false;
+    switch (sign) {
+    case GNUTLS_SIGN_ECDSA_SECP256R1_SHA256:
+        return e->curve == GNUTLS_ECC_CURVE_SECP256R1;
+    case GNUTLS_SIGN_ECDSA_SECP384R1_SHA384:
+        return e->curve == GNUTLS_ECC_CURVE_SECP384R1;
+    case GNUTLS_SIGN_ECDSA_SECP521R1_SHA512:
+        return e->curve == GNUTLS_ECC_CURVE_SECP521R1;
+    default:
+        return true;
+    }
+}
+
 /* Whether the client can use @p e's key: the signature algorithms it sent
  * include one for the key's algorithm (GnuTLS's own pk_algos did not tell:
  * a client that sent RSA ones only got an ECDSA certificate and failed the
@@ -117,7 +146,7 @@ static bool usable(const struct certentry *e, gnutls_session_t session,
     bool sent = false;
     for (unsigned i = 0; gnutls_sign_algorithm_get_requested(session, i, &sign) == 0; i++) {
         sent = true;
-        if (gnutls_sign_supports_pk_algorithm(sign, e->pk))
+        if (signs_with(e, sign))
             return true;
     }
     if (sent)

@@ -144,6 +144,7 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/63_admin_ipv6_client.sh tests/integration/63_admin_conn_hold.sh \
 	tests/integration/63_admin_slow_read.sh tests/integration/63_admin_throttle_prefix.sh \
 	tests/integration/63_admin_conn_flood.sh tests/integration/63_admin_throttle_ipv4.sh \
+	tests/integration/63_admin_cert_curve.sh \
 	tests/integration/64_admin_ui_live.sh tests/integration/64_admin_live_clock.sh \
 	tests/integration/64_status_uptime_clock.sh \
 	tests/integration/64_admin_ui_upgrade.sh tests/integration/62_admin_ui_mend.sh \
@@ -175,7 +176,7 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/63_admin_ipv6_client.sh tests/integration/63_admin_conn_hold.sh \
 	tests/integration/63_admin_slow_read.sh tests/integration/63_admin_throttle_prefix.sh \
 	tests/integration/63_admin_conn_flood.sh tests/integration/admin_flood.py \
-	tests/integration/63_admin_throttle_ipv4.sh \
+	tests/integration/63_admin_throttle_ipv4.sh tests/integration/63_admin_cert_curve.sh \
 	tests/webui/check-no-inline.sh tests/webui/page_render.mjs tests/ui/admin_ui.py \
 	tests/integration/64_admin_ui_live.sh tests/ui/admin_ui_live.py \
 	tests/integration/64_admin_live_clock.sh tests/integration/clock_shift.c \
