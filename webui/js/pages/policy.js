@@ -12,6 +12,11 @@ const PRESETS = [
   ["compat", "Compatible: also older clients"],
 ];
 
+// Every version the policy accepts (core/tls_policy.c, versions[]), in both
+// menus: a stored value a menu lacks shows as blank, and the next Apply
+// of any field sends it blank and is refused.
+const VERSIONS = ["TLS1.0", "TLS1.1", "TLS1.2", "TLS1.3"];
+
 function list(v) {
   return v.split(",").map((s) => s.trim()).filter(Boolean);
 }
@@ -96,8 +101,8 @@ export default async function render(root) {
       el("button", { type: "submit", id: "preset-apply", text: "Apply preset" })), presetStatus);
 
   const f = {
-    min_version: el("select", {}, ["TLS1.0", "TLS1.1", "TLS1.2", "TLS1.3"].map((v) => el("option", { value: v, text: v }))),
-    max_version: el("select", {}, ["TLS1.2", "TLS1.3"].map((v) => el("option", { value: v, text: v }))),
+    min_version: el("select", {}, VERSIONS.map((v) => el("option", { value: v, text: v }))),
+    max_version: el("select", {}, VERSIONS.map((v) => el("option", { value: v, text: v }))),
     ciphers: el("input", { class: "wide" }),
     groups: el("input", { class: "wide" }),
     key_types: el("input", { class: "wide" }),
