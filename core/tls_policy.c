@@ -303,11 +303,16 @@ static json_t *norm_list(const struct field *f, json_t *v, char **err)
         }
         const char *c;
         if (f->kind == L_KEYTYPE) {
-            if (!in_list(f->enums, s)) {
+            /* The list's own spelling: certificates' key types are
+             * lower case ("rsa-2048"), and "RSA" kept as typed matched none. */
+            c = NULL;
+            for (const char *const *k = f->enums; *k && !c; k++)
+                if (strcasecmp(*k, s) == 0)
+                    c = *k;
+            if (!c) {
                 *err = xasprintf("%s: '%s' is not one of ecdsa, rsa, ed25519", f->name, s);
                 goto fail;
             }
-            c = s;
         } else {
             if ((f->kind == L_CIPHER && in_list(banned_ciphers, s)) ||
                 (f->kind == L_MAC && in_list(banned_macs, s)) ||
@@ -847,7 +852,8 @@ bool tls_policy_key_type_allowed(json_t *policy, const char *key_type)
     json_array_foreach(json_object_get(policy, "key_types"), i, e)
     {
         const char *t = json_string_value(e);
-        if (t && key_type && strncmp(key_type, t, strlen(t)) == 0)
+        /* Any case: a policy stored before key types were normalised may say "RSA". */
+        if (t && key_type && strncasecmp(key_type, t, strlen(t)) == 0)
             return true;
     }
     return false;

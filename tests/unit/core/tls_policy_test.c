@@ -195,6 +195,27 @@ int main(void)
         json_decref(f);
     }
     {
+        /* Key types in any case are stored as the list spells them: "RSA"
+         * kept as typed allowed no "rsa-2048" certificate. */
+        char *err = NULL;
+        json_t *f = json_pack("{s:s}", "key_types", "ECDSA, Rsa");
+        json_t *p = tls_policy_apply_fields(def, f, &err);
+        char *k = p ? json_dumps(json_object_get(p, "key_types"), JSON_COMPACT) : NULL;
+        is_str(k, "[\"ecdsa\",\"rsa\"]", "key_types in capitals: stored in lower case");
+        ok(p && tls_policy_key_type_allowed(p, "rsa-2048") &&
+               tls_policy_key_type_allowed(p, "ecdsa-p256") &&
+               !tls_policy_key_type_allowed(p, "ed25519"),
+           "and allow rsa-2048 and ecdsa-p256 certificates, not ed25519");
+        free(k);
+        json_decref(p);
+        json_decref(f);
+        /* A policy stored so before: what it names is still served. */
+        json_t *old = json_pack("{s:[s]}", "key_types", "RSA");
+        ok(tls_policy_key_type_allowed(old, "rsa-2048"), "a stored \"RSA\" allows rsa-2048");
+        json_decref(old);
+        free(err);
+    }
+    {
         /* "policy set preset modern": the preset's content, not its name on
          * the old content (which served TLS 1.2 as "modern"). */
         char *err = NULL;
