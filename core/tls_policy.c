@@ -587,15 +587,26 @@ static char *token_at(const char *prio, size_t pos)
     return xstrndup(p, q ? (size_t)(q - p) : strlen(p));
 }
 
-/* Find token @p tok (without +/-/!) in @p prio; its offset or -ENOENT. */
+/* Whether @p p starts a token of @p prio: at the start, or after a ':'
+ * and the spaces GnuTLS skips there. */
+static bool token_start(const char *prio, const char *p)
+{
+    while (p > prio && p[-1] == ' ')
+        p--;
+    return p == prio || p[-1] == ':';
+}
+
+/* Find the token that adds @p tok (given without its sign) to @p prio; its
+ * offset (of the '+', when it has one) or -ENOENT.  Only a whole token: the
+ * "NULL" of "+COMP-NULL" is not the cipher NULL, nor does "!NULL" add it. */
 static long find_token(const char *prio, const char *tok)
 {
     size_t n = strlen(tok);
     for (const char *p = prio; (p = strcasestr(p, tok)) != NULL; p++) {
-        bool start = p == prio || p[-1] == ':' || p[-1] == '+' || p[-1] == '-' || p[-1] == '!';
+        const char *t = p > prio && strchr("+-!", p[-1]) ? p - 1 : p;
         bool end = p[n] == '\0' || p[n] == ':';
-        if (start && end)
-            return (long)(p - prio) - (p > prio && p[-1] != ':' ? 1 : 0);
+        if (end && *t != '-' && *t != '!' && token_start(prio, t))
+            return (long)(t - prio);
     }
     return -ENOENT;
 }

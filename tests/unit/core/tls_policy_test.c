@@ -136,6 +136,11 @@ int main(void)
     raw_error("NORMAL:+3DES-CBC", "3DES-CBC at position 7 is never allowed", "3DES");
     raw_error("NORMAL:+ARCFOUR-128", "ARCFOUR-128 at position 7 is never allowed", "RC4");
     raw_error("NONE:+VERS-TLS1.2", "no usable", "nothing usable");
+    /* The position of the token itself, not of a name inside another. */
+    raw_error("NORMAL:+COMP-NULL:+NULL", "cipher NULL at position 18 is never allowed",
+              "NULL after COMP-NULL");
+    raw_error("NORMAL:!NULL:+NULL", "cipher NULL at position 13 is never allowed",
+              "NULL removed, then added");
     /* GnuTLS skips spaces after a ':': a banned flag behind one is still it. */
     raw_error("NORMAL: %NO_SESSION_HASH", "%NO_SESSION_HASH at position 8 is never allowed",
               "a banned flag after a space");
