@@ -85,12 +85,21 @@ export default async function render(root) {
 
   async function refresh() {
     active = await get("policy");
-    activePreview = await get("policy/preview");
+    // A stored policy this tlsbox refuses (say, a raw string an older one
+    // took) has no preview, and the default serves instead: say so, and
+    // load the page anyway, so that a preset or a rollback can replace it.
+    activePreview = active.refused ? null : await get("policy/preview");
     const p = active.policy;
     cur.replaceChildren(el("h2", { text: `Active: version ${active.id} (${p.preset || "custom"})` }),
-      el("p", { class: "mono small", id: "active-priority", text: active.priority }));
+      el("p", { class: "mono small", id: "active-priority", text: active.priority }),
+      active.refused ? el("p", { class: "warn", id: "active-refused",
+        text: `Not served: ${active.refused}. The default policy (intermediate) serves until another is applied.` }) : null);
     await history();
   }
+  const showActive = () => {
+    if (activePreview) previewView(preview, activePreview, activePreview);
+    else preview.replaceChildren();
+  };
 
   // One form per kind of change; each shows its own errors.
   const presetSel = el("select", { id: "preset" }, PRESETS.map(([v, t]) => el("option", { value: v, text: t })));
@@ -164,7 +173,7 @@ export default async function render(root) {
         await apply();
         await refresh();
         fillFields();
-        previewView(preview, activePreview, activePreview);
+        showActive();
         st.ok(`Applied: now version ${active.id}.`);
       } else {
         st.ok("Preview below; nothing is stored until you apply.");
@@ -240,7 +249,7 @@ export default async function render(root) {
           await post("policy/rollback", { version: v.id });
           await refresh();
           fillFields();
-          previewView(preview, activePreview, activePreview);
+          showActive();
           // The last step: the page is settled once this line shows.  refresh()
           // rebuilt the history, so the status line is the new table's.
           hist.querySelector("#history-status").textContent =
@@ -264,6 +273,6 @@ export default async function render(root) {
   // overwrites, or preview against a policy not yet known.
   await refresh();
   fillFields();
-  previewView(preview, activePreview, activePreview);
+  showActive();
   root.append(cur, presetForm, fieldsForm, rawForm, preview, hist);
 }
