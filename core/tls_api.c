@@ -201,8 +201,22 @@ static json_t *candidate(json_t *cur, json_t *body, char **err)
      * fields, they apply on top of the preset (tls_policy_apply_fields). */
     if (preset && !fields && json_object_size(body) - !!json_object_get(body, "comment") == 1)
         return tls_policy_with_preset(cur, preset, err);
-    if (fields)
+    if (fields) {
+        /* Beside "fields", a field (or "preset", "priority") would be
+         * dropped unsaid while the rest is stored: refused by name. */
+        const char *k;
+        json_t *v;
+        json_object_foreach(body, k, v)
+        {
+            if (strcmp(k, "fields") != 0 && strcmp(k, "comment") != 0 && strcmp(k, "base") != 0) {
+                *err = xasprintf("policy: '%s' beside \"fields\" is not applied; put it "
+                                 "inside \"fields\"",
+                                 k);
+                return NULL;
+            }
+        }
         return tls_policy_apply_fields(cur, fields, err);
+    }
     json_t *f = json_deep_copy(body);
     json_object_del(f, "comment");
     if (raw) {

@@ -247,6 +247,18 @@ is "$(api_code -X PUT http://x/api/v1/policy -d '{"preset": "modern", "hsts_max_
     "PUT policy with a preset and a field"
 is "$(jq -r '"\(.policy.preset) \(.policy.min_version) \(.policy.hsts_max_age)"' "$TB_TMP/reply")" \
     "modern TLS1.3 600" "  applies both"
+# Beside "fields", a preset or a field is not dropped unsaid while the
+# fields are stored (it was: 200, HSTS stored, the preset not applied).
+before=$(versions)
+is "$(api_code -X PUT http://x/api/v1/policy -d '{"preset": "intermediate", "fields": {"hsts_max_age": 900}}')" \
+    400 'PUT policy {"preset", "fields"}: 400'
+is "$(jq -r .error "$TB_TMP/reply")" "policy: 'preset' beside \"fields\" is not applied; put it inside \"fields\"" \
+    "  saying which key and where it belongs"
+is "$(api_code -X POST http://x/api/v1/policy/preview -d '{"fields": {"hsts_max_age": 900}, "bogus": 1}')" \
+    400 "  and so is a preview with an unknown key beside \"fields\""
+is "$(versions)" "$before" "  no version was made"
+is "$(tb_ctl --json policy show | jq -r '"\(.policy.preset) \(.policy.hsts_max_age)"')" "modern 600" \
+    "  the policy is as it was"
 
 # The preview's client families use the certificates the candidate would
 # serve, not those the active policy serves: with an RSA certificate
