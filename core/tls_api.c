@@ -244,7 +244,8 @@ static void publish_policy(int64_t id)
  * Held from reading the active policy to storing the change made from it:
  * the admin server's threads and the control socket's run changes at the
  * same time, and two edits of different fields, each applied to the same
- * active version, would store one and lose the other.
+ * active version, would store one and lose the other (and an edit made from
+ * the version before a rollback would undo it).
  */
 static pthread_mutex_t change_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -415,7 +416,11 @@ static void on_policy_rollback(void *arg, const struct tlsbox_api_request *req,
         json_decref(body);
         return;
     }
+    /* Under the edits' lock: an edit that read the active version before
+     * this rollback would otherwise be stored over it and undo it. */
+    pthread_mutex_lock(&change_lock);
     int r = tls_policy_store_rollback(db, version, actor(req), &id, &err);
+    pthread_mutex_unlock(&change_lock);
     if (r < 0) {
         api_reply_error(reply, r == -ENOENT ? 404 : r == -EINVAL ? 400 : 500, "%s", err);
     } else {
