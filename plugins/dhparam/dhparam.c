@@ -243,6 +243,19 @@ static int dhparam_start(void *state)
     static const char *const events[] = {"settings.changed", "dh.changed", "policy.changed"};
     int rc;
     bool unused_mode, unused_bits;
+    /* Before anything of this start can begin a run: a run still "running"
+     * is one an earlier tlsboxd never wrote the end of (killed, or its store
+     * would not open or take the write then).  Recorded "interrupted", as a
+     * stop mid-way is; the first check resumes the newest such run. */
+    sqlite3 *db = d->host->store_open(d->self);
+    int orphans = db ? dhparam_store_run_orphans(db) : 0;
+    if (db)
+        d->host->store_close(d->self, db);
+    if (orphans > 0)
+        d->host->log(d->self, TLSBOX_LOG_INFO,
+                     "%d generation run(s) left running by an earlier tlsboxd recorded as "
+                     "interrupted",
+                     orphans);
     if ((rc = dhparam_metrics(d)) < 0 || (rc = dhparam_api_register(d)) < 0)
         return rc;
     note_settings(d, &unused_mode, &unused_bits); /* what a reload compares with */
@@ -266,6 +279,7 @@ static void dhparam_fini(void *state)
     struct dhparam *d = state;
     pthread_mutex_destroy(&d->lock);
     pthread_mutex_destroy(&d->apply_lock);
+    free(d->unwritten_error);
     free(d);
 }
 

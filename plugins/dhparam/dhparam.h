@@ -45,6 +45,12 @@ struct dhparam {
     atomic_bool stopping;
     atomic_bool resumed;        /* the first check looked for an interrupted run */
     atomic_bool resize_pending; /* dhparam.bits changed while a run of another size went on */
+    /* The end of a run that could not be written (the store would not open
+     * or took no write): written at the next store open of a check or a
+     * run's start, so the run is not left "running" (guarded by lock). */
+    int64_t unwritten_id; /* 0 when none */
+    char unwritten_state[16];
+    char *unwritten_error;
 
     int64_t timer;
     int64_t subs[3];
@@ -143,8 +149,12 @@ int64_t dhparam_store_run_begin(sqlite3 *db, int bits, const char *reason, int64
                                 int *attempts);
 /* Set a run's stage (best effort). */
 void dhparam_store_run_stage(sqlite3 *db, int64_t run_id, const char *stage);
-/* Finish a run: state "interrupted", "cancelled" or "failed" (with @p error). */
-void dhparam_store_run_end(sqlite3 *db, int64_t run_id, const char *state, const char *error);
+/* Finish a run: state "interrupted", "cancelled" or "failed" (with @p error).
+ * 0, or -EIO when it was not written. */
+int dhparam_store_run_end(sqlite3 *db, int64_t run_id, const char *state, const char *error);
+/* At a start: runs an earlier tlsboxd left "running" (it ended before it
+ * could write their end) become "interrupted".  Their number, or -EIO. */
+int dhparam_store_run_orphans(sqlite3 *db);
 /* In one transaction: insert the generated parameters and mark the run done. */
 int dhparam_store_run_done(sqlite3 *db, int64_t run_id, const char *pem, int bits, double seconds);
 /* The newest run left running or interrupted: its id, bits and reason; 0,

@@ -36,6 +36,56 @@ static void finish(struct dhparam *d)
     d->host->metric_set(d->m_running, 0);
 }
 
+/* Write the end of run @p id; when it cannot be written now (no store: @p db
+ * NULL, or the write refused), keep it for write_unwritten: a run whose end
+ * is lost stays "running" in the store while nothing runs, and the next
+ * start would take it up again as if a stop had cut it short. */
+static void end_run(struct dhparam *d, sqlite3 *db, int64_t id, const char *state,
+                    const char *error)
+{
+    if (db && dhparam_store_run_end(db, id, state, error) == 0)
+        return;
+    d->host->log(d->self, TLSBOX_LOG_WARN,
+                 "run %lld: the store took no record of its end (%s): it is written at the "
+                 "next chance",
+                 (long long)id, state);
+    char *e = error ? strdup(error) : NULL;
+    pthread_mutex_lock(&d->lock);
+    free(d->unwritten_error);
+    d->unwritten_id = id;
+    snprintf(d->unwritten_state, sizeof(d->unwritten_state), "%s", state);
+    d->unwritten_error = e;
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* The end end_run could not write, written now (kept when it fails again). */
+static void write_unwritten(struct dhparam *d, sqlite3 *db)
+{
+    pthread_mutex_lock(&d->lock);
+    int64_t id = d->unwritten_id;
+    char state[sizeof(d->unwritten_state)];
+    snprintf(state, sizeof(state), "%s", d->unwritten_state);
+    char *error = d->unwritten_error;
+    d->unwritten_id = 0;
+    d->unwritten_error = NULL;
+    pthread_mutex_unlock(&d->lock);
+    if (!id)
+        return;
+    if (dhparam_store_run_end(db, id, state, error) == 0) {
+        d->host->log(d->self, TLSBOX_LOG_INFO, "run %lld recorded %s", (long long)id, state);
+        free(error);
+        return;
+    }
+    pthread_mutex_lock(&d->lock);
+    if (!d->unwritten_id) { /* none newer meanwhile */
+        d->unwritten_id = id;
+        d->unwritten_error = error;
+        error = NULL;
+    }
+    pthread_mutex_unlock(&d->lock);
+    free(error);
+}
+
 bool dhparam_run_superseded(struct dhparam *d)
 {
     pthread_mutex_lock(&d->lock);
@@ -50,7 +100,7 @@ static void end_cancelled(struct dhparam *d, sqlite3 *db, int64_t id, int bits, 
 {
     char why[64];
     snprintf(why, sizeof(why), DHPARAM_CANCELLED_PREFIX "dhparam.bits is now %d", now_bits);
-    dhparam_store_run_end(db, id, "cancelled", why);
+    end_run(d, db, id, "cancelled", why);
     d->host->log(d->self, TLSBOX_LOG_INFO,
                  "generation of %d-bit parameters cancelled: dhparam.bits is now %d", bits,
                  now_bits);
@@ -77,16 +127,22 @@ static void run_job(void *arg, struct tlsbox_job *job)
     bool idle = !prio || strcmp(prio, "normal") != 0;
     free(prio);
     sqlite3 *db = d->host->store_open(d->self);
-    if (!db) {
-        finish(d);
-        return;
-    }
     pthread_mutex_lock(&d->lock);
     int64_t id = d->cur.run_id;
     int bits = d->cur.bits;
     clock_gettime(CLOCK_MONOTONIC, &d->cur.t0);
     struct timespec t0 = d->cur.t0;
     pthread_mutex_unlock(&d->lock);
+    if (!db) {
+        /* Failed, not left "running": end_run keeps its end for later. */
+        const char *why = "the store could not be opened";
+        end_run(d, NULL, id, "failed", why);
+        d->host->log(d->self, TLSBOX_LOG_ERR, "generation of %d-bit parameters failed: %s", bits,
+                     why);
+        d->host->metric_add(d->m_failed, 1);
+        finish(d);
+        return;
+    }
 
     set_stage(d, db, "generating");
     /* Superseded while queued: no child to start. */
@@ -105,7 +161,7 @@ static void run_job(void *arg, struct tlsbox_job *job)
         return;
     }
     if (rc == -ECANCELED) {
-        dhparam_store_run_end(db, id, "interrupted", NULL);
+        end_run(d, db, id, "interrupted", NULL);
         d->host->log(d->self, TLSBOX_LOG_INFO,
                      "generation of %d-bit parameters interrupted after %.1f s; it starts "
                      "again at the next start",
@@ -122,7 +178,7 @@ static void run_job(void *arg, struct tlsbox_job *job)
             err = strdup("cannot store the new parameters");
     }
     if (rc < 0) {
-        dhparam_store_run_end(db, id, "failed", err ? err : "unknown error");
+        end_run(d, db, id, "failed", err ? err : "unknown error");
         d->host->log(d->self, TLSBOX_LOG_ERR, "generation of %d-bit parameters failed: %s", bits,
                      err ? err : "unknown error");
         d->host->metric_add(d->m_failed, 1);
@@ -160,10 +216,9 @@ static void run_arg_free(void *arg)
     pthread_mutex_unlock(&d->lock);
     if (dropped) {
         sqlite3 *db = d->host->store_open(d->self);
-        if (db) {
-            dhparam_store_run_end(db, a->run_id, "interrupted", NULL);
+        end_run(d, db, a->run_id, "interrupted", NULL);
+        if (db)
             d->host->store_close(d->self, db);
-        }
         d->host->log(d->self, TLSBOX_LOG_INFO,
                      "generation of %d-bit parameters interrupted before it started; it starts "
                      "again at the next start",
@@ -178,13 +233,13 @@ int64_t dhparam_run_start(struct dhparam *d, int bits, const char *reason, int64
     int attempts = 0;
     if (atomic_load(&d->stopping))
         return -ESHUTDOWN;
-    pthread_mutex_lock(&d->lock);
-    if (d->cur.run_id) {
-        pthread_mutex_unlock(&d->lock);
-        return -EBUSY;
-    }
     sqlite3 *db = d->host->store_open(d->self);
-    int64_t id = db ? dhparam_store_run_begin(db, bits, reason, resume_id, &attempts) : -EIO;
+    if (db)
+        write_unwritten(d, db); /* before a new run's end can take its place */
+    pthread_mutex_lock(&d->lock);
+    int64_t id = d->cur.run_id ? -EBUSY
+                 : db          ? dhparam_store_run_begin(db, bits, reason, resume_id, &attempts)
+                               : -EIO;
     if (db)
         d->host->store_close(d->self, db);
     if (id > 0) {
@@ -296,6 +351,7 @@ static void check(struct dhparam *d, bool sized)
     sqlite3 *db = d->host->store_open(d->self);
     if (!db)
         return;
+    write_unwritten(d, db);
     if (resume(d, db))
         sized = true;
     dhparam_apply(d);

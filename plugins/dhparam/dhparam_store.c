@@ -131,21 +131,31 @@ void dhparam_store_run_stage(sqlite3 *db, int64_t run_id, const char *stage)
     step_done(st);
 }
 
-void dhparam_store_run_end(sqlite3 *db, int64_t run_id, const char *state, const char *error)
+int dhparam_store_run_end(sqlite3 *db, int64_t run_id, const char *state, const char *error)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db,
                            "UPDATE dhparam_runs SET state = ?, stage = ?, finished_at = ?, "
                            "error = ? WHERE id = ?",
                            -1, &st, NULL) != SQLITE_OK)
-        return;
+        return -EIO;
     sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, state, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, (sqlite3_int64)time(NULL));
     if (error)
         sqlite3_bind_text(st, 4, error, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 5, run_id);
-    step_done(st);
+    return step_done(st);
+}
+
+int dhparam_store_run_orphans(sqlite3 *db)
+{
+    if (sqlite3_exec(db,
+                     "UPDATE dhparam_runs SET state = 'interrupted', stage = 'interrupted' "
+                     "WHERE state = 'running'",
+                     NULL, NULL, NULL) != SQLITE_OK)
+        return -EIO;
+    return sqlite3_changes(db);
 }
 
 int dhparam_store_run_done(sqlite3 *db, int64_t run_id, const char *pem, int bits, double seconds)

@@ -1,7 +1,9 @@
 /* Unit test of the dhparam plugin against the kit's mock host: the API's
  * refusals change nothing, an import is stored and served, a mode switch
  * goes back to RFC 7919, a generation (2048 bits, a real child process) is
- * recorded and served, the metrics follow.  Prints TAP. */
+ * recorded and served, the metrics follow; runs left "running" by an earlier
+ * process are recorded interrupted at the start, and a run whose end the
+ * store did not take is recorded failed at the next check.  Prints TAP. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -246,6 +248,94 @@ static void resize(void)
     is_int(tlsbox_mock_metric("tlsbox_dh_served_bits"), 2048, "and 2048 bits are served");
 }
 
+/* Two runs an earlier tlsboxd left "running" (it ended before it wrote
+ * their end), put in the store before the start: both are recorded
+ * "interrupted" at the start, and the first check takes up the newest (here
+ * of another size than dhparam.bits: cancelled).  Before, the older one
+ * stayed "running" for good. */
+static void orphans_before_start(void)
+{
+    sqlite3_exec(tlsbox_mock_db(),
+                 "INSERT INTO dhparam_runs (id, bits, reason, state, stage, attempts, "
+                 "requested_at, started_at) VALUES (901, 4096, 'schedule', 'running', "
+                 "'generating', 1, 1, 1), (902, 4096, 'schedule', 'running', 'generating', 1, "
+                 "2, 2)",
+                 NULL, NULL, NULL);
+}
+
+static void orphans_after_start(void)
+{
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_runs WHERE id = 901 AND state = "
+                                 "'interrupted' AND stage = 'interrupted'"),
+           1, "start: an older run left running by an earlier tlsboxd is recorded interrupted");
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_runs WHERE id = 902 AND state = "
+                                 "'cancelled'"),
+           1, "the newest, of another size, is taken up by the first check: cancelled");
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_runs WHERE state = 'running'"), 0,
+           "none is left running");
+    is_int(tlsbox_mock_log_count("2 generation run(s) left running by an earlier tlsboxd "
+                                 "recorded as interrupted"),
+           1, "the start says so");
+    sqlite3_exec(tlsbox_mock_db(), "DELETE FROM dhparam_runs", NULL, NULL, NULL);
+}
+
+/* store_open: the call numbered lost_at (from 1) gives no connection, or
+ * with lost_readonly a read-only one (the store taking no write). */
+static int lost_calls, lost_at;
+static bool lost_readonly;
+static sqlite3 *losing_open(struct tlsbox_plugin *self)
+{
+    if (++lost_calls != lost_at)
+        return tlsbox_mock_host.store_open(self);
+    sqlite3 *db = NULL;
+    if (lost_readonly &&
+        sqlite3_open_v2(tlsbox_mock_store_path(), &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK)
+        return db;
+    sqlite3_close(db);
+    return NULL;
+}
+
+/* A run whose job cannot open the store (or write its end there) is not
+ * left "running" while nothing runs: it is recorded failed, with the
+ * reason, at the next store open (here the check).  Before, it stayed
+ * "running" and the next start took it up again. */
+static void store_lost(void *state, bool readonly, const char *why)
+{
+    struct dhparam *d = state;
+    struct tlsbox_host losing = tlsbox_mock_host;
+    losing.store_open = losing_open;
+    const struct tlsbox_host *orig = d->host;
+    const char *failed = "tlsbox_dh_generations_total{result=\"failed\"}";
+    int64_t failed0 = tlsbox_mock_metric(failed);
+    lost_calls = 0;
+    lost_at = 2; /* 1: the run's row begun; 2: the job's own connection */
+    lost_readonly = readonly;
+    d->host = &losing;
+    int64_t id = dhparam_run_start(d, 2048, "request", 0); /* the mock runs the job here */
+    d->host = orig;
+    ok(id > 0, "%s: a run started", why);
+    is_int(tlsbox_mock_metric(failed), failed0 + 1, "%s: metric: one more failed generation", why);
+    is_int(tlsbox_mock_metric("tlsbox_dh_generation_running"), 0, "%s: metric: none running", why);
+    dhparam_run_check(d, NULL);
+    char *sql = NULL;
+    if (asprintf(&sql,
+                 "SELECT count(*) FROM dhparam_runs WHERE id = %lld AND state = 'failed' AND "
+                 "stage = 'failed' AND error = '%s'",
+                 (long long)id, why) < 0)
+        sql = NULL;
+    is_int(sql ? tlsbox_mock_query_int(sql) : -1, 1,
+           "%s: at the next check the run is recorded failed, with the reason", why);
+    free(sql);
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_runs WHERE state = 'running'"), 0,
+           "none is left running");
+    json_t *j = NULL;
+    is_int(api("GET", "dh/status", NULL, &j), 200, "status");
+    ok(json_is_null(json_object_get(j, "generation")), "no generation running");
+    is_str(str(j, "last_run", "state"), "failed", "the last run: failed");
+    is_str(str(j, "last_run", "error"), why, "with the reason");
+    json_decref(j);
+}
+
 int main(int argc, char **argv)
 {
     /* The plugin's generator runs /proc/self/exe --generate-dh BITS: here
@@ -259,13 +349,17 @@ int main(int argc, char **argv)
         return 1;
     }
     is_int(d->init(tlsbox_mock_self(), &tlsbox_mock_host, &state), 0, "init");
+    orphans_before_start();
     is_int(d->start(state), 0, "start");
     tlsbox_mock_advance(1); /* the first check */
+    orphans_after_start();
     refusals();
     import_then_rfc7919();
     generation();
     mode_switch_race(state);
     resize();
+    store_lost(state, false, "the store could not be opened");
+    store_lost(state, true, "cannot store the new parameters");
     d->stop(state);
     d->fini(state);
     tlsbox_mock_teardown();
