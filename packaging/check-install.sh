@@ -14,7 +14,10 @@
 # is upgraded to this one and must keep both, with a copy of the store from
 # before the upgrade that postinst run again (a reinstall, with the service
 # stopped) leaves as it is; then remove keeps state and user, purge removes
-# them.  Lintian on the packages: no error, no warning.
+# them; installed again, postinst names the command that gives the setup URL
+# and prints no URL (its token would stay in apt's logs), and the command's
+# URL sets up the admin account.  Lintian on the packages: no error, no
+# warning.
 #   packaging/check-install.sh amd64|arm64|armhf [--upgrade]
 # Needs root, mmdebstrap, systemd-container, qemu-user-static + binfmt for
 # arm64 (packaging/install-deps.sh --package).  Builds the .deb with
@@ -419,13 +422,27 @@ tlsbox 600" "remove kept /var/lib/tlsbox (0700) and the store (0600), the servic
     ok $([ ! -e "$root/var/lib/tlsbox" ]; echo $?) "purge removed /var/lib/tlsbox"
     grep -q '^tlsbox:' "$root/etc/passwd"
     ok $((!$?)) "and the tlsbox user"
-    # A first install on a running system: started at once, the setup URL shown.
+    # A first install on a running system: started at once, and postinst
+    # says how to get the setup URL, never the URL: its one-time token
+    # would stay in apt's term.log (group adm) and any provisioning log,
+    # for whoever reads them first to take the box.
     in_ct env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         /root/new.deb >"$work/reinstall.log" 2>&1
     ok $? "installed again on the running system"
     is "$(in_ct systemctl is-active tlsbox)" active "postinst started the service"
-    like "$(cat "$work/reinstall.log")" "finish the setup in a browser: https://[^ ]+:$PA/[^ ]+" \
-        "postinst printed the admin setup URL"
+    unlike "$(cat "$work/reinstall.log")" "#setup=|https://" "postinst printed no setup URL (no token)"
+    unlike "$(cat "$root/var/log/apt/term.log" 2>&1)" "#setup=" "and apt's term.log holds none"
+    cmd=$(sed -n "s/^tlsbox: finish the setup in a browser: run '\([^']*\)' and open the URL it prints.*/\1/p" \
+        "$work/reinstall.log")
+    is "$cmd" "sudo tlsboxctl admin setup-url" "postinst named the command that gives it"
+    url=$(in_ct ${cmd#sudo } 2>/dev/null | head -1) # the container has no sudo: as root
+    like "$url" "^https://[^ /]+:$PA/#setup=[0-9a-f]{64}\$" "that command gives the setup URL"
+    in_ct tlsboxctl cert root >"$work/ca-new.pem" 2>/dev/null
+    out=$(curl -s --cacert "$work/ca-new.pem" --max-time 30 --resolve "localhost:$PA:127.0.0.1" \
+        -H "Content-Type: application/json" -o /dev/null -w '%{http_code}' \
+        -X POST "https://localhost:$PA/api/v1/session/setup" \
+        -d "{\"token\":\"${url##*#setup=}\",\"user\":\"admin\",\"password\":\"correct horse battery\"}")
+    is "$out" 200 "and its token sets up the admin account"
 fi
 
 # ---- poweroff -------------------------------------------------------------------
