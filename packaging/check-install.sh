@@ -12,12 +12,13 @@
 # With --upgrade, the system starts from the previous package (TLSBOX_PREV_DEB,
 # else this tree built as an older version), gets a certificate and a setting,
 # is upgraded to this one and must keep both, with a copy of the store from
-# before the upgrade that postinst run again (a reinstall, with the service
-# stopped) leaves as it is; then remove keeps state and user, purge removes
-# them; installed again, postinst names the command that gives the setup URL
-# and prints no URL (its token would stay in apt's logs), and the command's
-# URL sets up the admin account.  Lintian on the packages: no error, no
-# warning.
+# before the upgrade (not an older one left by an earlier upgrade from the
+# same version, and made after the old tlsboxd stopped) that postinst run
+# again (a reinstall, with the service stopped) leaves as it is; then remove
+# keeps state and user, purge removes them; installed again, postinst names
+# the command that gives the setup URL and prints no URL (its token would
+# stay in apt's logs), and the command's URL sets up the admin account.
+# Lintian on the packages: no error, no warning.
 #   packaging/check-install.sh amd64|arm64|armhf [--upgrade]
 # Needs root, mmdebstrap, systemd-container, qemu-user-static + binfmt for
 # arm64 (packaging/install-deps.sh --package).  Builds the .deb with
@@ -269,6 +270,15 @@ if [ "$upgrade" = --upgrade ]; then
     imported="$root/root/cert.pem"
     adm=upgrade.check.example
     cp "$deb" "$root/root/new.deb"
+    # A copy from an earlier upgrade from this same version, of an older
+    # state (as a downgrade back to it leaves when it cannot save the store,
+    # or when that version's postinst saves none): this upgrade must not
+    # keep it as the store from before it.
+    snap="/var/lib/tlsbox/tlsbox.db.before-upgrade-from-$(dpkg-deb -f "$first" Version)"
+    in_ct tlsboxctl set core.hostname stale.example >/dev/null
+    in_ct tlsboxctl backup "$snap" >/dev/null
+    ok $? "a copy ${snap##*/} from an earlier upgrade, with core.hostname stale.example"
+    in_ct tlsboxctl set core.hostname check.example >/dev/null
     t=$(date +%s)
     in_ct env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         /root/new.deb >"$work/upgrade.log" 2>&1
@@ -280,9 +290,18 @@ if [ "$upgrade" = --upgrade ]; then
     mainpid=$newpid
     certs=$(in_ct tlsboxctl --json cert list 2>/dev/null)
     like "$certs" '"upgraded"' "the imported certificate is still there"
-    snap="/var/lib/tlsbox/tlsbox.db.before-upgrade-from-$(dpkg-deb -f "$first" Version)"
     like "$(cat "$work/upgrade.log")" "tlsbox: the store as it was before this upgrade is saved as $snap" \
         "postinst saved the store before the new tlsboxd migrated it, and said where"
+    # The old tlsboxd stopped before the copy was taken (preinst stops it),
+    # not restarted after it: what it wrote in between (a renewal, a
+    # staple, a session) would be in the store the new one migrated but
+    # not in the copy.  The unpack lies between the two events (0.3-0.5 s
+    # here); before, the copy came that long before the stop.
+    stopped_at=$(in_ct journalctl -b -u tlsbox --no-pager -o short-unix 2>/dev/null |
+        awk '/ core: stopped$/ { print $1; exit }')
+    copied_at=$(stat -c %.6Y "$root$snap" 2>/dev/null)
+    awk -v s="${stopped_at:-x}" -v c="${copied_at:-0}" 'BEGIN { exit !(s ~ /^[0-9.]+$/ && c + 0 > s + 0) }'
+    ok $? "the copy was made after the old tlsboxd stopped (stopped ${stopped_at:-?}, copy ${copied_at:-?})"
     is "$(in_ct stat -c '%U %a' "$snap" 2>&1)" "root 600" "that copy is root's, 0600"
     is "$(sqlite3 "$root$snap" "PRAGMA integrity_check; SELECT value FROM settings WHERE key = 'core.hostname';
         SELECT count(*) FROM certificates WHERE name = 'upgraded'")" "ok
