@@ -319,6 +319,11 @@ static enum MHD_Result api_endpoint(struct MHD_Connection *conn, const char *url
         if (!csrf || !admin_token_equal(csrf, s.csrf))
             return api_mhd_error(conn, 403, "missing or wrong CSRF token (X-CSRF-Token)");
     }
+    /* The live stream is the admin server's own, not in the route table,
+     * which would answer any other method 404: answer it as the table
+     * answers a path it has for other methods only. */
+    if (strcmp(url, API_PREFIX "live") == 0)
+        return api_mhd_not_allowed(conn, "/api/v1/live: GET only", "GET");
     /* The handler runs on this thread: a change of the second factor ends
      * the user's other sessions, not this one (admin_sessions_end_others). */
     admin_session_current_set(cookie);

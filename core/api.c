@@ -174,6 +174,29 @@ int api_route_exists(const char *method, const char *path)
     return found;
 }
 
+char *api_route_methods(const char *path)
+{
+    char *out = NULL;
+    pthread_rwlock_rdlock(&routes_lock);
+    for (const struct api_route *r = routes; r; r = r->next) {
+        if (!route_matches(r, path))
+            continue;
+        /* A method once, though a literal and a prefix route may both have it. */
+        size_t n = strlen(r->method);
+        const char *p = out;
+        while (p && (p = strstr(p, r->method)) &&
+               !((p == out || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0')))
+            p += n;
+        if (p)
+            continue;
+        char *next = out ? xasprintf("%s, %s", out, r->method) : xstrdup(r->method);
+        free(out);
+        out = next;
+    }
+    pthread_rwlock_unlock(&routes_lock);
+    return out;
+}
+
 json_t *api_routes_json(void)
 {
     json_t *a = json_array();

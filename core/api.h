@@ -35,6 +35,8 @@ void api_core_ready(void);
 void api_routes_free(void);
 /* 1 when a route answers @p method on @p path (the same match as api_dispatch). */
 int api_route_exists(const char *method, const char *path);
+/* The methods routes serve on @p path, "GET, POST" (caller frees), or NULL. */
+char *api_route_methods(const char *path);
 /* Every route as [{"method","pattern","owner"}] (tests enumerate them).  New reference. */
 json_t *api_routes_json(void);
 

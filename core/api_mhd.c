@@ -25,8 +25,9 @@ void api_mhd_security_headers(struct MHD_Response *r)
     MHD_add_response_header(r, "Strict-Transport-Security", "max-age=31536000");
 }
 
-enum MHD_Result api_mhd_respond(struct MHD_Connection *conn, int status, char *body,
-                                const char *content_type)
+/* @p allow: the Allow header of a 405 (RFC 9110 15.5.6), or NULL. */
+static enum MHD_Result respond(struct MHD_Connection *conn, int status, char *body,
+                               const char *content_type, const char *allow)
 {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
@@ -36,20 +37,39 @@ enum MHD_Result api_mhd_respond(struct MHD_Connection *conn, int status, char *b
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
     api_mhd_security_headers(r);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, r);
     MHD_destroy_response(r);
     return ret;
 }
 
-enum MHD_Result api_mhd_error(struct MHD_Connection *conn, int status, const char *msg)
+enum MHD_Result api_mhd_respond(struct MHD_Connection *conn, int status, char *body,
+                                const char *content_type)
+{
+    return respond(conn, status, body, content_type, NULL);
+}
+
+static enum MHD_Result error_allow(struct MHD_Connection *conn, int status, const char *msg,
+                                   const char *allow)
 {
     json_t *j = api_error_object(msg);
     char *body = json_dumps(j, JSON_COMPACT);
     json_decref(j);
-    if (!body) /* api_mhd_respond takes strlen(body) */
+    if (!body) /* respond takes strlen(body) */
         body = xstrdup("{\"error\":\"internal error\"}");
-    return api_mhd_respond(conn, status, body, "application/json");
+    return respond(conn, status, body, "application/json", allow);
+}
+
+enum MHD_Result api_mhd_error(struct MHD_Connection *conn, int status, const char *msg)
+{
+    return error_allow(conn, status, msg, NULL);
+}
+
+enum MHD_Result api_mhd_not_allowed(struct MHD_Connection *conn, const char *msg, const char *allow)
+{
+    return error_allow(conn, 405, msg, allow);
 }
 
 int api_mhd_collect(size_t max_body, struct MHD_Connection *conn, const char *upload_data,
@@ -177,7 +197,11 @@ enum MHD_Result api_mhd_run(struct MHD_Connection *conn, const char *method, con
     free(before);
     free(resource);
     free(query);
-    return api_mhd_respond(conn, reply.status, reply.body, "application/json");
+    /* A 405 names the methods the path has, as RFC 9110 asks of it. */
+    char *allow = reply.status == 405 ? api_route_methods(path) : NULL;
+    enum MHD_Result r = respond(conn, reply.status, reply.body, "application/json", allow);
+    free(allow);
+    return r;
 }
 
 enum MHD_Result api_mhd_access(void *cls, struct MHD_Connection *conn, const char *url,

@@ -62,5 +62,8 @@ enum MHD_Result api_mhd_respond(struct MHD_Connection *conn, int status, char *b
                                 const char *content_type);
 /* {"error": msg} with @p status. */
 enum MHD_Result api_mhd_error(struct MHD_Connection *conn, int status, const char *msg);
+/* A 405 error reply with "Allow: @p allow" (e.g. "GET"). */
+enum MHD_Result api_mhd_not_allowed(struct MHD_Connection *conn, const char *msg,
+                                    const char *allow);
 
 #endif

@@ -146,6 +146,7 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/63_admin_conn_flood.sh tests/integration/63_admin_throttle_ipv4.sh \
 	tests/integration/63_admin_cert_curve.sh \
 	tests/integration/64_admin_ui_live.sh tests/integration/64_admin_live_clock.sh \
+	tests/integration/64_admin_live_method.sh \
 	tests/integration/64_status_uptime_clock.sh \
 	tests/integration/64_admin_ui_upgrade.sh tests/integration/62_admin_ui_mend.sh \
 	tests/integration/62_admin_ui_stale.sh tests/integration/62_admin_ui_policy_versions.sh \
@@ -181,6 +182,7 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/webui/check-no-inline.sh tests/webui/page_render.mjs tests/ui/admin_ui.py \
 	tests/integration/64_admin_ui_live.sh tests/ui/admin_ui_live.py \
 	tests/integration/64_admin_live_clock.sh tests/integration/clock_shift.c \
+	tests/integration/64_admin_live_method.sh \
 	tests/integration/64_status_uptime_clock.sh \
 	tests/integration/64_admin_ui_upgrade.sh tests/ui/admin_ui_upgrade.py \
 	tests/integration/62_admin_ui_mend.sh tests/ui/admin_ui_mend.py tests/ui/admin_ui_restart.py \
