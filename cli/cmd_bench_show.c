@@ -186,7 +186,7 @@ static void show_result(json_t *r)
         printf("  %-14s %.0f (h2 streams the server refused unprocessed after the run stopped "
                "sending: neither answered nor sent again)\n",
                "not sent", num(r, "not_sent", NULL));
-    printf("  %-14s %.1f   transfer %.1f KB/s   elapsed %.2f s\n", "req/s", num(r, "rps", NULL),
+    printf("  %-14s %.1f   transfer %.1f KiB/s   elapsed %.2f s\n", "req/s", num(r, "rps", NULL),
            num(r, "transfer_kbps", NULL), num(r, "elapsed_s", NULL));
     show_span("connect ms", json_object_get(r, "connect_ms"));
     show_span("handshake ms", json_object_get(r, "handshake_ms"));

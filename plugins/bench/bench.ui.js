@@ -52,7 +52,7 @@ export default async function render(root, { api, el, field, status }) {
     const parts = [el("h3", { text: `Run ${r.id}: ${r.kind}, ${r.state}${r.error ? ": " + r.error : ""}` })];
     const steps = (r.results || []).filter((s) => s.result && !s.result.error && s.name !== "ceiling");
     if (steps.length) {
-      parts.push(table("bench-result-table", ["Step", "Complete", "Failed", "Retried", "Not sent", "Req/s", "KB/s",
+      parts.push(table("bench-result-table", ["Step", "Complete", "Failed", "Retried", "Not sent", "Req/s", "KiB/s",
         ...pcts.map((p) => `p${p} ms`), "Handshakes full/resumed", "TLS", "Achieved / ceiling"],
       steps.map((s) => {
         const x = s.result;

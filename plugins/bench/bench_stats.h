@@ -66,7 +66,7 @@ double bench_stats_percentile(struct bench_stats *s, int pct);
 
 /*
  * The result as JSON: {"complete", "failed", "status": {..}, "rps",
- * "transfer_kbps", "bytes", "elapsed_s", "connections", "connect_ms":
+ * "transfer_kbps" (KiB/s: bytes / 1024 / s), "bytes", "elapsed_s", "connections", "connect_ms":
  * {"mean","min","max"}, "handshake_ms", "ttfb_ms", "latency_ms": {"50":..,
  * "100":..} (null when nothing was answered), "handshakes": {"full","resumed"}, "tls":
  * {"protocol",...}, "client_cpu_s", "cancelled", "time_limited", "request_limited", "retried",
