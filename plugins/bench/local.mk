@@ -24,6 +24,7 @@ plugins_bench_bench_la_LIBADD = $(GNUTLS_LIBS) $(NGHTTP2_LIBS) $(JANSSON_LIBS) $
 
 # Integration tests: the real daemon, real peers (h2load, ab, nginx, h2o).
 bench_itests = tests/integration/70_bench_run.sh tests/integration/73_bench_show_units.sh \
+	tests/integration/73_bench_show_status.sh \
 	tests/integration/72_bench_peers.sh tests/integration/73_bench_report.sh \
 	tests/integration/74_bench_site_limits.sh tests/integration/75_bench_no_site.sh \
 	tests/integration/76_bench_endless.sh tests/integration/77_bench_link_local.sh
