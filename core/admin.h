@@ -10,8 +10,7 @@
 #include <microhttpd.h>
 #include <tlsbox/plugin.h>
 
-/* The "admin" settings (port, bind, session and lockout limits, ...). */
-extern const struct tlsbox_setting_def admin_settings[];
+#include "core/settings_tables.h"
 
 /* Main thread, after tls_start and api_core_register: register the admin
  * API routes and, when admin.enabled, listen on admin.bind:admin.port.

@@ -34,66 +34,6 @@
 
 #define SECRET_SHOWN "********"
 
-const struct tlsbox_setting_def core_settings[] = {
-    {.key = "hostname",
-     .type = TLSBOX_SETTING_STRING,
-     .default_value = "",
-     /* Empty (= the system host name) or a DNS name of LDH labels. */
-     .pattern = "^$|^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-                "(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
-     /* The pattern bounds each label (63); .max bounds the name (RFC 1035:
-      * 253 characters in text), else the internal CA issues for a name no
-      * resolver can hold. */
-     .max = 253,
-     .help = "Host name the appliance answers to; empty means the system host name"},
-    {.key = "plugins_disabled",
-     .type = TLSBOX_SETTING_LIST,
-     .default_value = "",
-     .pattern = "^[a-z][a-z0-9_]*$",
-     .help = "Plugins not to run, by name (comma-separated); a change stops or starts them "
-             "at once"},
-    {.key = "log_level",
-     .type = TLSBOX_SETTING_ENUM,
-     .default_value = "info",
-     .choices = "err|warn|info|debug",
-     .help = "Most detailed level written to the log"},
-    {.key = "maintenance_threads",
-     .type = TLSBOX_SETTING_INT,
-     .default_value = "2",
-     .min = 1,
-     .max = 8,
-     .help = "Threads running background jobs (ACME, OCSP, DH generation, history)",
-     .flags = TLSBOX_SETTING_RESTART},
-    {.key = "metrics_history_period",
-     .type = TLSBOX_SETTING_INT,
-     .default_value = "60",
-     .min = 60,
-     .max = 86400,
-     .help = "Seconds between writes of metrics history to the store (SD cards: keep it high)",
-     /* sysstat_start takes it once. */
-     .flags = TLSBOX_SETTING_RESTART},
-    {.key = "api_max_body",
-     .type = TLSBOX_SETTING_INT,
-     .default_value = "1048576",
-     .min = 1024,
-     .max = 64 * 1024 * 1024,
-     .help = "Largest request body the admin API accepts, in bytes",
-     /* The control socket and the admin server take it when they start. */
-     .flags = TLSBOX_SETTING_RESTART},
-    {.key = "cert_warn_days",
-     .type = TLSBOX_SETTING_LIST,
-     .default_value = "14,7,3,1",
-     .pattern = "^([1-9]|[1-9][0-9]|[12][0-9][0-9]|3[0-5][0-9]|36[0-5])$",
-     .help = "Days before a certificate expires to announce it (cert.expiring: the notify "
-             "plugin's webhook and e-mail), once per threshold; empty = never"},
-    {.key = "user",
-     .type = TLSBOX_SETTING_STRING,
-     .default_value = "tlsbox",
-     .pattern = "^[a-z_][a-z0-9_-]{0,31}$",
-     .help = "User the daemon runs as once its ports are bound, when started as root",
-     .flags = TLSBOX_SETTING_RESTART | SETTINGS_FROM_BOX_ONLY},
-    TLSBOX_SETTINGS_END};
-
 struct owner {
     char *name;
     const struct tlsbox_setting_def *defs; /* borrowed */

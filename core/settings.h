@@ -7,8 +7,7 @@
 #include <jansson.h>
 #include <tlsbox/plugin.h>
 
-/* The core's own settings (owner "core"): hostname, plugins_disabled, log_level, ... */
-extern const struct tlsbox_setting_def core_settings[];
+#include "core/settings_tables.h"
 
 /*
  * Validate @p value against @p def.  Returns 0, or -EINVAL with *err (caller frees)

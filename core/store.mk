@@ -18,6 +18,7 @@ TLSBOX_MIGRATIONS = \
 core_store_sources += \
 	core/store.c core/store.h \
 	core/settings.c core/settings.h \
+	core/settings_tables.c core/settings_tables.h \
 	core/settings_check.c core/settings_check.h \
 	core/settings_history.c core/settings_history.h
 
@@ -51,7 +52,7 @@ tests_unit_core_store_test_LDADD = $(STORE_TEST_LIBS)
 
 # The settings registry with what it needs, for the two settings tests.
 SETTINGS_TEST_SOURCES = tests/tap.h $(STORE_TEST_SOURCES) core/settings.c \
-	core/settings_check.c core/settings_history.c core/utf8.c
+	core/settings_tables.c core/settings_check.c core/settings_history.c core/utf8.c
 
 tests_unit_core_settings_test_SOURCES = tests/unit/core/settings_test.c \
 	$(SETTINGS_TEST_SOURCES)

@@ -29,7 +29,11 @@
  *    "a,b"); "settings.changed" is queued like the core's; once the test
  *    says the plugin started (tlsbox_mock_started), a change of the
  *    plugin's own setting goes first to its .apply_settings as in the core
- *    (see there);
+ *    (see there); setting_get of another owner's key answers as the daemon:
+ *    the value tlsbox_mock_set() stored, else the default of a core or
+ *    admin key ("core.hostname", "admin.port": the daemon's own tables,
+ *    compiled in), else NULL (another plugin's key: the mock loads no other
+ *    plugin, so it answers as a daemon without that plugin);
  *  - store: a temporary SQLite file (WAL, foreign keys on) with the
  *    descriptor's migrations applied at setup, in one transaction, under the
  *    same rule as the daemon (a plugin writes only tables named

@@ -2,7 +2,9 @@
 # (pkg-config --variable=mockhost_libs tlsbox-plugin) for plugins' unit
 # tests.  It compiles the core's table guard (core/store_guard.c), the
 # core's schema (core/migrations_embedded.c), the core's settings checks
-# (core/settings_check.c, with core/utf8.c and xset_err from core/xalloc.c)
+# (core/settings_check.c, with core/utf8.c and xset_err from core/xalloc.c),
+# the core's own settings tables (core/settings_tables.c: another owner's
+# key read through setting_get has the daemon's default)
 # and its metric and event name checks (core/metrics_name.c,
 # core/events_name.h), so a plugin's tests meet the same store, the same
 # store rule and the same settings, metric and event rules and messages as in
@@ -15,6 +17,7 @@ pdk_mockhost_libtlsbox_mockhost_a_SOURCES = pdk/mockhost/mock.h pdk/mockhost/moc
 	pdk/mockhost/mock_routes.c pdk/mockhost/mock_bundle.c pdk/mockhost/mock_dh.c \
 	pdk/mockhost/mock_alpn.c \
 	core/store_guard.c core/store_guard.h core/settings_check.c core/settings_check.h \
+	core/settings_tables.c core/settings_tables.h \
 	core/utf8.c core/utf8.h core/xalloc.c core/xalloc.h core/metrics_name.c core/metrics_name.h \
 	core/events_name.h
 # The core's schema, so a plugin's migrations meet the store the daemon has.
@@ -38,6 +41,7 @@ pdk_mockhost_libtlsbox_mockhost_a_CPPFLAGS = $(AM_CPPFLAGS) \
 	-Dsettings_check_decl=tlsbox_mock_settings_check_decl_ \
 	-Dsettings_check_type_name=tlsbox_mock_settings_check_type_name_ \
 	-Dsettings_parse_bool=tlsbox_mock_settings_parse_bool_ \
+	-Dcore_settings=tlsbox_mock_core_settings_ -Dadmin_settings=tlsbox_mock_admin_settings_ \
 	-Dutf8_clip=tlsbox_mock_utf8_clip_ -Dutf8_sanitize=tlsbox_mock_utf8_sanitize_ \
 	-Dutf8_invalid_at=tlsbox_mock_utf8_invalid_at_ \
 	-Dxset_err=tlsbox_mock_xset_err_ -Dmetrics_name_check=tlsbox_mock_metrics_name_check_

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/settings_check.h"
+#include "core/settings_tables.h"
 #include "mock.h"
 
 static struct value {
@@ -54,6 +55,26 @@ static const struct tlsbox_setting_def *own_def(const char *full)
     return NULL;
 }
 
+/* A key of the core's own tables ("core.hostname", "admin.port"), which the
+ * daemon always has registered, or NULL.  Another plugin's key has no
+ * table here: NULL, as in a daemon that has not loaded that plugin. */
+static const struct tlsbox_setting_def *core_def(const char *full)
+{
+    static const struct {
+        const char *owner;
+        const struct tlsbox_setting_def *defs;
+    } core[] = {{"core", core_settings}, {"admin", admin_settings}};
+    for (size_t i = 0; i < sizeof core / sizeof core[0]; i++) {
+        size_t n = strlen(core[i].owner);
+        if (strncmp(full, core[i].owner, n) != 0 || full[n] != '.')
+            continue;
+        for (const struct tlsbox_setting_def *d = core[i].defs; d->key; d++)
+            if (strcmp(d->key, full + n + 1) == 0)
+                return d;
+    }
+    return NULL;
+}
+
 /* The current value (caller frees), or NULL.  tlsbox_mockp.lock held. */
 static char *lookup(const char *key)
 {
@@ -62,7 +83,11 @@ static char *lookup(const char *key)
     for (size_t i = 0; i < nvalues && !v; i++)
         if (strcmp(values[i].key, full) == 0)
             v = tlsbox_xstrdup(values[i].value);
+    /* Not stored: the declared default, the plugin's own or the core's (the
+     * daemon answers "core.hostname" with "" when nothing is stored). */
     const struct tlsbox_setting_def *d = v ? NULL : own_def(full);
+    if (!v && !d)
+        d = core_def(full);
     if (d && d->default_value)
         v = tlsbox_xstrdup(d->default_value);
     free(full);

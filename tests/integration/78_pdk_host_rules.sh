@@ -34,6 +34,20 @@ is "$(api host_rules/dh_set)" "{\"rc\":-$einval}" "dh_set of junk with err NULL:
 kill -0 "$TB_PID" 2>/dev/null
 ok $? "tlsboxd still runs"
 
+# setting_get of another owner's key: the stored value, else its default
+# (core and admin are always registered), NULL for a plugin not loaded or
+# no such key.  tests/unit/pdk/mock_host_test reads the same from the mock.
+is "$(api 'host_rules/setting_get?key=core.hostname')" '{"value":""}' "setting_get core.hostname: its default"
+is "$(api 'host_rules/setting_get?key=core.cert_warn_days')" '{"value":"14,7,3,1"}' \
+    "setting_get core.cert_warn_days: its default"
+is "$(api 'host_rules/setting_get?key=admin.session_idle')" '{"value":"1800"}' \
+    "setting_get admin.session_idle: its default"
+is "$(api 'host_rules/setting_get?key=admin.port')" "{\"value\":\"$TB_ADMIN_PORT\"}" \
+    "setting_get admin.port: the stored value (--set)"
+is "$(api 'host_rules/setting_get?key=core.nope')" '{"value":null}' "setting_get of a key no table has: NULL"
+is "$(api 'host_rules/setting_get?key=site.https_port')" '{"value":null}' \
+    "setting_get of a plugin's key, that plugin not loaded: NULL"
+
 # How the core registers and chooses API routes; the mock host does the
 # same (tests/unit/pdk/mock_host_test).
 like "$(cat "$TB_TMP/daemon.log")" "host_rules: route_slash rc=-$einval" \

@@ -3,7 +3,8 @@
  * its .apply_settings calls setting_set (the core must refuse it with
  * -EDEADLK, as the mock does, not wait for itself); its API routes
  * host_rules/cert_install and host_rules/dh_set call those with err NULL
- * (refused input: the message dropped, the daemon not crashed); and its
+ * (refused input: the message dropped, the daemon not crashed);
+ * host_rules/setting_get reads another owner's setting; and its
  * routes show how the core chooses one (tests/unit/pdk/mock_host_test
  * checks the mock the same way).  It logs the results of calls made in
  * its hooks as "host_rules: NAME rc=N ...". */
@@ -73,6 +74,20 @@ static void on_store_dup(void *arg, const struct tlsbox_api_request *req,
     reply->body = tlsbox_xasprintf("{\"first\":%d,\"second\":%d}", first, second);
 }
 
+/* GET host_rules/setting_get?key=KEY: setting_get of any owner's KEY
+ * (plain names: KEY and the value go into the reply as they are), null
+ * for NULL. */
+static void on_setting_get(void *arg, const struct tlsbox_api_request *req,
+                           struct tlsbox_api_reply *reply)
+{
+    struct rules_state *s = arg;
+    const char *q = req->query;
+    char *v = q && strncmp(q, "key=", 4) == 0 ? s->host->setting_get(s->self, q + 4) : NULL;
+    reply->body =
+        v ? tlsbox_xasprintf("{\"value\":\"%s\"}", v) : tlsbox_xstrdup("{\"value\":null}");
+    free(v);
+}
+
 /* POST host_rules/created: a status, no body. */
 static void on_created(void *arg, const struct tlsbox_api_request *req,
                        struct tlsbox_api_reply *reply)
@@ -121,6 +136,8 @@ static int rules_start(void *state)
         rc = h->api_route_add(s->self, "GET", "host_rules/cert_install", on_cert_install, s);
     if (rc == 0)
         rc = h->api_route_add(s->self, "GET", "host_rules/dh_set", on_dh_set, s);
+    if (rc == 0)
+        rc = h->api_route_add(s->self, "GET", "host_rules/setting_get", on_setting_get, s);
     if (rc == 0)
         rc = h->api_route_add(s->self, "POST", "host_rules/created", on_created, s);
     if (rc == 0)

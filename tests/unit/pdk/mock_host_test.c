@@ -293,6 +293,38 @@ static void test_store_codes(void)
     tlsbox_mock_teardown();
 }
 
+/* "*" for NULL, else the value; frees it. */
+static const char *shown(char *v)
+{
+    static char buf[64];
+    snprintf(buf, sizeof buf, "%s", v ? v : "*");
+    free(v);
+    return buf;
+}
+
+/* Another owner's key, as core/host.c answers it (settings_get): the
+ * stored value, else the declared default of the core's and admin's keys
+ * the daemon always has (the mock used to answer NULL); NULL for a key no
+ * table has, or a plugin's that is not loaded.  The same calls against
+ * tlsboxd: tests/integration/78_pdk_host_rules.sh. */
+static void test_other_settings(const struct tlsbox_host *h, struct tlsbox_plugin *me)
+{
+    is_str(shown(h->setting_get(me, "core.hostname")), "", "core.hostname: its default \"\"");
+    is_str(shown(h->setting_get(me, "core.cert_warn_days")), "14,7,3,1",
+           "core.cert_warn_days: its default");
+    is_str(shown(h->setting_get(me, "admin.session_idle")), "1800",
+           "admin.session_idle: its default");
+    is_int(h->setting_get_int(me, "admin.session_idle", -1), 1800,
+           "the same through setting_get_int");
+    is_int(h->setting_get_bool(me, "admin.enabled", false), 1,
+           "admin.enabled through setting_get_bool");
+    is_int(tlsbox_mock_set("admin.port", "9555"), 0, "admin.port stored");
+    is_str(shown(h->setting_get(me, "admin.port")), "9555", "admin.port: the stored value");
+    is_str(shown(h->setting_get(me, "core.nope")), "*", "a key no table has: NULL");
+    is_str(shown(h->setting_get(me, "site.https_port")), "*",
+           "a plugin's key, that plugin not loaded: NULL");
+}
+
 int main(void)
 {
     const struct tlsbox_host *h = &tlsbox_mock_host;
@@ -305,6 +337,7 @@ int main(void)
     test_timer_bounds(h, me);
     test_no_bundle(h);
     test_cert_install(h, me);
+    test_other_settings(h, me);
     tlsbox_mock_teardown();
     test_loader_names();
     test_store_codes();
