@@ -263,6 +263,7 @@ static const struct tlsbox_host host = {
     .metric_add = metrics_add,
     .metric_set = metrics_set,
     .metric_observe = metrics_observe,
+    .metric_retire = metrics_retire_owned,
     .api_route_add = host_api_route_add,
     .api_reply_error = api_reply_error,
     .http_route_add = host_http_route_add,

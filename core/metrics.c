@@ -226,6 +226,13 @@ void metrics_retire(struct tlsbox_metric *m)
     pthread_mutex_unlock(&metrics_lock);
 }
 
+void metrics_retire_owned(struct tlsbox_plugin *owner, struct tlsbox_metric *m)
+{
+    /* The owner is set at registration and never changes. */
+    if (m && owner && m->owner == owner)
+        metrics_retire(m);
+}
+
 /* ---- updates (lock-free) --------------------------------------------- */
 
 static int64_t slots_sum(const struct tlsbox_metric *m)

@@ -24,6 +24,9 @@ struct tlsbox_metric *metrics_find(const char *name);
  * nothing visible.  Registering the name again makes a new series.  Any
  * thread.  NULL is fine. */
 void metrics_retire(struct tlsbox_metric *m);
+/* metrics_retire when @p owner registered @p m (host call metric_retire:
+ * a plugin retires only its own series); else nothing. */
+void metrics_retire_owned(struct tlsbox_plugin *owner, struct tlsbox_metric *m);
 
 /* Prometheus text exposition format 0.0.4, caller frees. */
 char *metrics_render_prometheus(void);

@@ -26,7 +26,8 @@
  *  - Everything a plugin registers is owned by the core.  Subscriptions,
  *    timers and routes are removed after the plugin's stop hook returns;
  *    metrics stay (still exported, and the same series, counts kept, when
- *    the plugin registers them again after a start).
+ *    the plugin registers them again after a start) until the plugin
+ *    retires one (metric_retire, ABI 1.5).
  *  - Private key material passed to the core is copied into memory that is
  *    wiped when freed; the core never logs it or sends it over an API.
  */
@@ -539,6 +540,19 @@ struct tlsbox_host {
      * bundle_session_address): a 1.3 core has none.
      */
     int (*bundle_session_address)(const struct tlsbox_bundle *b, gnutls_session_t session, int fd);
+
+    /* ---- ABI 1.5: retiring a metric series ------------------------------- */
+
+    /**
+     * Take series @p m, which @p self registered, off /metrics and the
+     * metrics API: for a series that stands for something gone (a
+     * certificate removed, say), which would otherwise be exported for the
+     * daemon's life.  @p m stays valid (an update through it shows
+     * nowhere); registering the name again makes a new series.  Another
+     * owner's series, or NULL: nothing happens.  Any thread; takes a lock.
+     * Guard with TLSBOX_HOST_HAS(host, metric_retire): a 1.4 core has none.
+     */
+    void (*metric_retire)(struct tlsbox_plugin *self, struct tlsbox_metric *m);
 };
 
 /** dh_set flag: check the parameters only (nothing stored, no event). */

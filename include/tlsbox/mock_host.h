@@ -55,7 +55,8 @@
  *  - metrics: a registration is checked by the daemon's own code (series
  *    name, histogram buckets, one type per family): what the daemon
  *    refuses is NULL here too, with its message logged; values kept for
- *    tlsbox_mock_metric();
+ *    tlsbox_mock_metric(); a retired series (metric_retire) is gone from
+ *    them, as from the daemon's /metrics;
  *  - TLS bundle: built from PEM files by tlsbox_mock_bundle_load();
  *  - certificates: cert_install checks the name as the core does (and
  *    names a certificate given none as the core does), keeps the chain
@@ -193,7 +194,8 @@ void tlsbox_mock_log_clear(void);
 
 /* ---- metrics ----------------------------------------------------------- */
 
-/** A counter's or gauge's value, a histogram's count; -1 when not registered. */
+/** A counter's or gauge's value, a histogram's count; -1 when not registered
+ * (or retired). */
 long long tlsbox_mock_metric(const char *name);
 /** Print every metric, one "name value" per line. */
 void tlsbox_mock_metrics_dump(FILE *f);

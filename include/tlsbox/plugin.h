@@ -76,6 +76,10 @@
  *                 (setting_set from .apply_settings, api_route_add from
  *                 an API handler), and cert_install and dh_set take a
  *                 NULL err, as setting_set always did.
+ *   1.5  2026-12  Host: metric_retire (a series that stands for something
+ *                 gone, a certificate removed, leaves /metrics instead of
+ *                 being exported for the daemon's life).  A 1.0 to 1.4
+ *                 plugin loads and runs unchanged.
  *
  * A plugin is one shared object exporting exactly one symbol, the constant
  * descriptor made by TLSBOX_PLUGIN().  Everything else in the plugin is static.
@@ -115,7 +119,7 @@ extern "C" {
 /** ABI major: a plugin built with another major is refused. */
 #define TLSBOX_ABI_MAJOR 1
 /** ABI minor: a plugin built with a newer minor than the core's is refused. */
-#define TLSBOX_ABI_MINOR 4
+#define TLSBOX_ABI_MINOR 5
 
 /** Name of the one symbol every plugin exports. */
 #define TLSBOX_PLUGIN_SYMBOL "tlsbox_plugin_descriptor"

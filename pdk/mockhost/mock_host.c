@@ -109,6 +109,10 @@ struct tlsbox_metric {
 
 static struct tlsbox_metric **metrics;
 static size_t nmetrics;
+/* Retired series: gone from the list, kept until teardown, as the core
+ * keeps them, so a pointer the plugin still holds stays valid. */
+static struct tlsbox_metric **retired;
+static size_t nretired;
 
 static struct tlsbox_metric *tlsbox_mockp_metric_register(struct tlsbox_plugin *self,
                                                           const char *name,
@@ -176,6 +180,24 @@ static void tlsbox_mockp_metric_observe(struct tlsbox_metric *m, double value)
         atomic_fetch_add(&m->value, 1);
 }
 
+/* As the core's (metrics_retire_owned): the one plugin here owns every
+ * series, so only NULL is ignored. */
+static void tlsbox_mockp_metric_retire(struct tlsbox_plugin *self, struct tlsbox_metric *m)
+{
+    if (!self || !m)
+        return;
+    pthread_mutex_lock(&tlsbox_mockp.lock);
+    for (size_t i = 0; i < nmetrics; i++) {
+        if (metrics[i] != m)
+            continue;
+        metrics[i] = metrics[--nmetrics];
+        retired = tlsbox_xrealloc(retired, (nretired + 1) * sizeof *retired);
+        retired[nretired++] = m;
+        break;
+    }
+    pthread_mutex_unlock(&tlsbox_mockp.lock);
+}
+
 long long tlsbox_mock_metric(const char *name)
 {
     long long v = -1;
@@ -195,16 +217,24 @@ void tlsbox_mock_metrics_dump(FILE *f)
     pthread_mutex_unlock(&tlsbox_mockp.lock);
 }
 
+static void metrics_free(struct tlsbox_metric **list, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(list[i]->name);
+        free(list[i]->family);
+        free(list[i]);
+    }
+    free(list);
+}
+
 static void metrics_reset(void)
 {
-    for (size_t i = 0; i < nmetrics; i++) {
-        free(metrics[i]->name);
-        free(metrics[i]->family);
-        free(metrics[i]);
-    }
-    free(metrics);
+    metrics_free(metrics, nmetrics);
     metrics = NULL;
     nmetrics = 0;
+    metrics_free(retired, nretired);
+    retired = NULL;
+    nretired = 0;
 }
 
 /* ---- the table and its life ----------------------------------------------- */
@@ -252,6 +282,7 @@ const struct tlsbox_host tlsbox_mock_host = {
     .tls_alpn_challenge_put = tlsbox_mockp_tls_alpn_put,
     .tls_alpn_challenge_del = tlsbox_mockp_tls_alpn_del,
     .bundle_session_address = tlsbox_mockp_bundle_session_address,
+    .metric_retire = tlsbox_mockp_metric_retire,
 };
 
 /* What the daemon's loader refuses before it looks at the settings

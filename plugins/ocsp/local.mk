@@ -35,7 +35,7 @@ EXTRA_DIST += tests/integration/ocsp_lib.sh tests/integration/ocsp_forward.py \
 ocsp_integration_tests = tests/integration/50_ocsp_staple.sh \
 	tests/integration/51_ocsp_revoked.sh tests/integration/52_ocsp_outage.sh \
 	tests/integration/53_ocsp_bad_responses.sh tests/integration/53_ocsp_first_single.sh \
-	tests/integration/54_ocsp_internal.sh \
+	tests/integration/54_ocsp_internal.sh tests/integration/54_ocsp_cert_gone.sh \
 	tests/integration/55_ocsp_acme_revoked.sh tests/integration/56_ocsp_hung_responder.sh \
 	tests/integration/58_ocsp_crl.sh
 TESTS += $(ocsp_integration_tests)

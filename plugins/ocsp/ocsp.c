@@ -138,6 +138,7 @@ static int ocsp_init(struct tlsbox_plugin *self, const struct tlsbox_host *host,
     pthread_mutex_init(&o->wake_lock, NULL);
     pthread_mutex_init(&o->status_lock, NULL);
     pthread_mutex_init(&o->serve_lock, NULL);
+    pthread_mutex_init(&o->gauge_lock, NULL);
     o->status_json = tlsbox_xstrdup("{\"certificates\":[],\"runs\":0}");
     o->check_minutes = (long)host->setting_get_int(self, "check_minutes", 60);
     *state = o;
@@ -219,6 +220,10 @@ static void ocsp_fini(void *state)
     free(o->installed);
     free(o->status_json);
     free(o->serve_der);
+    for (size_t i = 0; i < o->ngauges; i++)
+        free(o->gauges[i].cert);
+    free(o->gauges);
+    pthread_mutex_destroy(&o->gauge_lock);
     pthread_mutex_destroy(&o->serve_lock);
     pthread_mutex_destroy(&o->run_lock);
     pthread_mutex_destroy(&o->force_lock);

@@ -57,6 +57,20 @@ struct ocsp {
 
     struct tlsbox_metric *m_fetches, *m_failures, *m_revoked, *m_crl_unchanged;
     long check_minutes;
+
+    /* The per-certificate gauges exported now, so that those of a
+     * certificate gone from the store are retired, not shown for good.
+     * gauge_lock: a run and the gauge timer set them on two threads. */
+    pthread_mutex_t gauge_lock;
+    struct ocsp_gauge *gauges;
+    size_t ngauges;
+};
+
+/* One certificate's gauges on /metrics. */
+struct ocsp_gauge {
+    char *cert;
+    struct tlsbox_metric *age, *next;
+    bool seen; /* in the status gauges_set was given */
 };
 
 /* Settings resolved for one run. */

@@ -481,35 +481,69 @@ save:
     run_cert_free(&c);
 }
 
+/* @p cert's entry in o->gauges, added when missing.  gauge_lock held. */
+static struct ocsp_gauge *gauge_entry(struct ocsp *o, const char *cert)
+{
+    for (size_t i = 0; i < o->ngauges; i++)
+        if (strcmp(o->gauges[i].cert, cert) == 0)
+            return &o->gauges[i];
+    o->gauges = tlsbox_xrealloc(o->gauges, (o->ngauges + 1) * sizeof *o->gauges);
+    struct ocsp_gauge *g = &o->gauges[o->ngauges++];
+    *g = (struct ocsp_gauge){.cert = tlsbox_xstrdup(cert)};
+    return g;
+}
+
 /* The per-certificate gauges on /metrics, from status rows judged at one
- * moment, so they say what GET ocsp/status says then. */
+ * moment, so they say what GET ocsp/status says then.  A certificate no
+ * longer among them (removed from the store) has its gauges retired: they
+ * used to stay on /metrics, frozen, until the daemon stopped. */
 static void gauges_set(struct ocsp *o, json_t *rows)
 {
     size_t i;
     json_t *r;
+    pthread_mutex_lock(&o->gauge_lock);
+    for (i = 0; i < o->ngauges; i++)
+        o->gauges[i].seen = false;
     json_array_foreach(rows, i, r)
     {
+        const char *cert = json_string_value(json_object_get(r, "name"));
+        if (!cert)
+            continue;
+        struct ocsp_gauge *e = gauge_entry(o, cert);
+        e->seen = true;
         json_t *age = json_object_get(r, "staple_age");
-        char *m = tlsbox_xasprintf("tlsbox_ocsp_staple_age_seconds{cert=\"%s\"}",
-                                   json_string_value(json_object_get(r, "name")));
-        struct tlsbox_metric *g = o->host->metric_register(
-            o->self, m, TLSBOX_METRIC_GAUGE, "Age of the served OCSP staple (-1: none)", NULL, 0);
+        char *m = tlsbox_xasprintf("tlsbox_ocsp_staple_age_seconds{cert=\"%s\"}", cert);
+        e->age = o->host->metric_register(o->self, m, TLSBOX_METRIC_GAUGE,
+                                          "Age of the served OCSP staple (-1: none)", NULL, 0);
         free(m);
-        if (g)
-            o->host->metric_set(g, json_is_integer(age) ? json_integer_value(age) : -1);
+        if (e->age)
+            o->host->metric_set(e->age, json_is_integer(age) ? json_integer_value(age) : -1);
         /* Until when the revocation facts hold (the OCSP answer's or the
          * CRL's nextUpdate): alert on it minus time() to learn that checks
          * have stalled, whatever the method. */
         json_t *next = json_object_get(r, "next_update");
-        m = tlsbox_xasprintf("tlsbox_ocsp_next_update_timestamp_seconds{cert=\"%s\"}",
-                             json_string_value(json_object_get(r, "name")));
-        g = o->host->metric_register(
+        m = tlsbox_xasprintf("tlsbox_ocsp_next_update_timestamp_seconds{cert=\"%s\"}", cert);
+        e->next = o->host->metric_register(
             o->self, m, TLSBOX_METRIC_GAUGE,
             "nextUpdate of the last OCSP answer or CRL accepted (-1: none)", NULL, 0);
         free(m);
-        if (g)
-            o->host->metric_set(g, json_is_integer(next) ? json_integer_value(next) : -1);
+        if (e->next)
+            o->host->metric_set(e->next, json_is_integer(next) ? json_integer_value(next) : -1);
     }
+    for (i = 0; i < o->ngauges;) {
+        struct ocsp_gauge *e = &o->gauges[i];
+        if (e->seen) {
+            i++;
+            continue;
+        }
+        if (TLSBOX_HOST_HAS(o->host, metric_retire)) {
+            o->host->metric_retire(o->self, e->age);
+            o->host->metric_retire(o->self, e->next);
+        }
+        free(e->cert);
+        *e = o->gauges[--o->ngauges];
+    }
+    pthread_mutex_unlock(&o->gauge_lock);
 }
 
 json_t *ocsp_status_now(struct ocsp *o)

@@ -84,6 +84,20 @@ int main(void)
        "a series of a family with another type refused");
     ok(metrics_find("t_level") == g_shared, "metrics_find by name");
     ok(metrics_find("t_nope") == NULL, "metrics_find unknown: NULL");
+
+    /* The host call metric_retire: a plugin retires its own series only.
+     * Two owners (opaque here: only their addresses count). */
+    struct tlsbox_plugin *pa = (struct tlsbox_plugin *)&c_shared,
+                         *pb = (struct tlsbox_plugin *)&g_shared;
+    struct tlsbox_metric *owned =
+        metrics_register(pa, "t_owned{cert=\"x\"}", TLSBOX_METRIC_GAUGE, "owned", NULL, 0);
+    metrics_retire_owned(pb, owned);
+    ok(metrics_find("t_owned{cert=\"x\"}") == owned, "another plugin's retire: the series stays");
+    metrics_retire_owned(NULL, owned);
+    ok(metrics_find("t_owned{cert=\"x\"}") == owned, "nor the core's through the host call");
+    metrics_retire_owned(pa, owned);
+    ok(metrics_find("t_owned{cert=\"x\"}") == NULL, "its owner's retire: gone");
+    metrics_retire_owned(pa, NULL);
     int refused = 0;
     for (size_t i = 0; i < METRICS_BAD_NAMES; i++) {
         struct tlsbox_metric *m =

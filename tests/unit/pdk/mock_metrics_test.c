@@ -83,6 +83,21 @@ int main(void)
     h->metric_set(hi, 10);
     is_int(tlsbox_mock_metric("mm_upd_seconds"), 1,
            "histogram: counts observations; NaN, add and set ignored");
+
+    /* metric_retire (ABI 1.5), as the core's: the series is gone, the
+     * pointer still takes updates that show nowhere, and the name
+     * registered again is a new series. */
+    ok(TLSBOX_HOST_HAS(h, metric_retire), "the mock has metric_retire");
+    h->metric_retire(tlsbox_mock_self(), g);
+    is_int(tlsbox_mock_metric("mm_upd_level"), -1, "a retired gauge is gone");
+    h->metric_set(g, 9);
+    is_int(tlsbox_mock_metric("mm_upd_level"), -1,
+           "an update through the old pointer shows nowhere");
+    struct tlsbox_metric *g2 = reg("mm_upd_level", TLSBOX_METRIC_GAUGE, NULL, 0);
+    ok(g2 != NULL && g2 != g, "registered again: a new series");
+    is_int(tlsbox_mock_metric("mm_upd_level"), 0, "starting from 0");
+    h->metric_retire(tlsbox_mock_self(), NULL);
+    is_int(tlsbox_mock_metric("mm_upd_total"), 5, "retiring NULL: nothing else goes");
     tlsbox_mock_teardown();
     return done_testing();
 }
