@@ -32,8 +32,8 @@
  *    (see there); setting_get of another owner's key answers as the daemon:
  *    the value tlsbox_mock_set() stored, else the default of a core or
  *    admin key ("core.hostname", "admin.port": the daemon's own tables,
- *    compiled in), else NULL (another plugin's key: the mock loads no other
- *    plugin, so it answers as a daemon without that plugin);
+ *    compiled in) or of a plugin declared by tlsbox_mock_neighbour(), else
+ *    NULL (as a daemon answers for a plugin it has not loaded);
  *  - store: a temporary SQLite file (WAL, foreign keys on) with the
  *    descriptor's migrations applied at setup, in one transaction, under the
  *    same rule as the daemon (a plugin writes only tables named
@@ -105,6 +105,15 @@ extern const struct tlsbox_host tlsbox_mock_host;
 int tlsbox_mock_setup(const struct tlsbox_plugin_desc *desc);
 /** Forget everything and delete the temporary store. */
 void tlsbox_mock_teardown(void);
+/**
+ * Another plugin the daemon of the test has loaded beside yours (borrowed
+ * until teardown; only its settings table is used): setting_get of its
+ * keys ("site.https_port") answers its defaults, as the daemon answers
+ * while that plugin is loaded.  Checked as the daemon's loader checks it:
+ * -EPROTO, -EINVAL or -EEXIST (the name of the core, of your plugin or of
+ * a neighbour added before), a message on stderr.  After tlsbox_mock_setup.
+ */
+int tlsbox_mock_neighbour(const struct tlsbox_plugin_desc *desc);
 /** The plugin handle to give the init hook. */
 struct tlsbox_plugin *tlsbox_mock_self(void);
 

@@ -39,6 +39,9 @@ int tlsbox_mockp_setting_set(struct tlsbox_plugin *self, const char *key, const 
  * plugin: 0, or -EINVAL with the reason on stderr. */
 int tlsbox_mockp_settings_check(const struct tlsbox_plugin_desc *desc);
 void tlsbox_mockp_settings_reset(void);
+/* A neighbour's table (tlsbox_mock_neighbour, checked): its keys' defaults
+ * answer setting_get.  -EEXIST when that name is taken already. */
+int tlsbox_mockp_settings_neighbour(const struct tlsbox_plugin_desc *desc);
 
 /* mock_store.c */
 int tlsbox_mockp_store_setup(const struct tlsbox_plugin_desc *d);

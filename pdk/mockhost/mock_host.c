@@ -353,6 +353,21 @@ void tlsbox_mock_teardown(void)
     tlsbox_mockp.desc = NULL;
 }
 
+int tlsbox_mock_neighbour(const struct tlsbox_plugin_desc *desc)
+{
+    if (!desc || !desc->name || !tlsbox_mockp.desc) {
+        fprintf(stderr, "# mock host: tlsbox_mock_neighbour: no descriptor, or before setup\n");
+        return -EINVAL;
+    }
+    /* Checked as the loader checks every plugin it loads. */
+    int refused = loader_check(desc);
+    if (refused < 0)
+        return refused;
+    if (tlsbox_mockp_settings_check(desc) < 0)
+        return -EINVAL;
+    return tlsbox_mockp_settings_neighbour(desc);
+}
+
 struct tlsbox_plugin *tlsbox_mock_self(void)
 {
     return &tlsbox_mockp.self;

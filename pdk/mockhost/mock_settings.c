@@ -55,24 +55,36 @@ static const struct tlsbox_setting_def *own_def(const char *full)
     return NULL;
 }
 
-/* A key of the core's own tables ("core.hostname", "admin.port"), which the
- * daemon always has registered, or NULL.  Another plugin's key has no
- * table here: NULL, as in a daemon that has not loaded that plugin. */
-static const struct tlsbox_setting_def *core_def(const char *full)
+/* Other plugins the test says the daemon has loaded (tlsbox_mock_neighbour):
+ * descriptors borrowed, forgotten at teardown. */
+static const struct tlsbox_plugin_desc **neighbours;
+static size_t nneighbours;
+
+/* @p full's declaration in @p defs of owner @p owner, or NULL. */
+static const struct tlsbox_setting_def *
+def_in(const char *owner, const struct tlsbox_setting_def *defs, const char *full)
 {
-    static const struct {
-        const char *owner;
-        const struct tlsbox_setting_def *defs;
-    } core[] = {{"core", core_settings}, {"admin", admin_settings}};
-    for (size_t i = 0; i < sizeof core / sizeof core[0]; i++) {
-        size_t n = strlen(core[i].owner);
-        if (strncmp(full, core[i].owner, n) != 0 || full[n] != '.')
-            continue;
-        for (const struct tlsbox_setting_def *d = core[i].defs; d->key; d++)
-            if (strcmp(d->key, full + n + 1) == 0)
-                return d;
-    }
+    size_t n = strlen(owner);
+    if (strncmp(full, owner, n) != 0 || full[n] != '.')
+        return NULL;
+    for (const struct tlsbox_setting_def *d = defs; d && d->key; d++)
+        if (strcmp(d->key, full + n + 1) == 0)
+            return d;
     return NULL;
+}
+
+/* A key of the core's own tables ("core.hostname", "admin.port"), which the
+ * daemon always has registered, or of a neighbour's, or NULL: another
+ * plugin's key without a neighbour is NULL, as in a daemon that has not
+ * loaded that plugin.  tlsbox_mockp.lock held. */
+static const struct tlsbox_setting_def *other_def(const char *full)
+{
+    const struct tlsbox_setting_def *d = def_in("core", core_settings, full);
+    if (!d)
+        d = def_in("admin", admin_settings, full);
+    for (size_t i = 0; !d && i < nneighbours; i++)
+        d = def_in(neighbours[i]->name, neighbours[i]->settings, full);
+    return d;
 }
 
 /* The current value (caller frees), or NULL.  tlsbox_mockp.lock held. */
@@ -83,11 +95,12 @@ static char *lookup(const char *key)
     for (size_t i = 0; i < nvalues && !v; i++)
         if (strcmp(values[i].key, full) == 0)
             v = tlsbox_xstrdup(values[i].value);
-    /* Not stored: the declared default, the plugin's own or the core's (the
-     * daemon answers "core.hostname" with "" when nothing is stored). */
+    /* Not stored: the declared default, the plugin's own, the core's or a
+     * neighbour's (the daemon answers "core.hostname" with "" when nothing
+     * is stored). */
     const struct tlsbox_setting_def *d = v ? NULL : own_def(full);
     if (!v && !d)
-        d = core_def(full);
+        d = other_def(full);
     if (d && d->default_value)
         v = tlsbox_xstrdup(d->default_value);
     free(full);
@@ -296,9 +309,29 @@ int tlsbox_mockp_settings_check(const struct tlsbox_plugin_desc *desc)
     return rc;
 }
 
+int tlsbox_mockp_settings_neighbour(const struct tlsbox_plugin_desc *desc)
+{
+    pthread_mutex_lock(&tlsbox_mockp.lock);
+    bool taken = strcmp(desc->name, tlsbox_mockp.self.name) == 0;
+    for (size_t i = 0; i < nneighbours && !taken; i++)
+        taken = strcmp(neighbours[i]->name, desc->name) == 0;
+    if (!taken) {
+        neighbours = tlsbox_xrealloc(neighbours, (nneighbours + 1) * sizeof *neighbours);
+        neighbours[nneighbours++] = desc;
+    }
+    pthread_mutex_unlock(&tlsbox_mockp.lock);
+    if (taken)
+        fprintf(stderr, "# mock host: refused: a plugin named \"%s\" is loaded already\n",
+                desc->name);
+    return taken ? -EEXIST : 0;
+}
+
 void tlsbox_mockp_settings_reset(void)
 {
     tlsbox_mock_stopped();
+    free(neighbours);
+    neighbours = NULL;
+    nneighbours = 0;
     for (size_t i = 0; i < nvalues; i++) {
         free(values[i].key);
         free_value(&values[i]);

@@ -7,8 +7,10 @@ tb_setup
 dir="$TB_TMP/plugins"
 mkdir -p "$dir"
 cp "$top_builddir/tests/plugins/.libs/host_rules.so" "$dir/"
+# A neighbour whose settings host_rules reads (setting_get below).
+cp "$top_builddir/build-plugins/example.so" "$dir/"
 TB_PLUGINS="$dir"
-tb_start_daemon --plugin "$dir/host_rules.so"
+tb_start_daemon --plugin "$dir/host_rules.so" --plugin "$dir/example.so"
 ok $? "tlsboxd starts with host_rules"
 
 # setting_set from .apply_settings: -EDEADLK, as the mock answers; it used
@@ -47,6 +49,8 @@ is "$(api 'host_rules/setting_get?key=admin.port')" "{\"value\":\"$TB_ADMIN_PORT
 is "$(api 'host_rules/setting_get?key=core.nope')" '{"value":null}' "setting_get of a key no table has: NULL"
 is "$(api 'host_rules/setting_get?key=site.https_port')" '{"value":null}' \
     "setting_get of a plugin's key, that plugin not loaded: NULL"
+is "$(api 'host_rules/setting_get?key=example.greeting')" '{"value":"hello"}' \
+    "setting_get of a loaded neighbour's key: its default (the mock: tlsbox_mock_neighbour)"
 
 # How the core registers and chooses API routes; the mock host does the
 # same (tests/unit/pdk/mock_host_test).

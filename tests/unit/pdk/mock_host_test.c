@@ -323,6 +323,27 @@ static void test_other_settings(const struct tlsbox_host *h, struct tlsbox_plugi
     is_str(shown(h->setting_get(me, "core.nope")), "*", "a key no table has: NULL");
     is_str(shown(h->setting_get(me, "site.https_port")), "*",
            "a plugin's key, that plugin not loaded: NULL");
+
+    /* A neighbour loaded beside it: its defaults, as the daemon answers
+     * (78_pdk_host_rules.sh loads the example plugin with host_rules). */
+    static const struct tlsbox_setting_def nb_settings[] = {
+        {.key = "greeting", .type = TLSBOX_SETTING_STRING, .default_value = "hello", .help = "h"},
+        TLSBOX_SETTINGS_END};
+    struct tlsbox_plugin_desc nb = {.abi_major = TLSBOX_ABI_MAJOR,
+                                    .abi_minor = TLSBOX_ABI_MINOR,
+                                    .name = "example",
+                                    .version = "1",
+                                    .settings = nb_settings};
+    is_int(tlsbox_mock_neighbour(&nb), 0, "the example plugin loaded beside it");
+    is_str(shown(h->setting_get(me, "example.greeting")), "hello", "example.greeting: its default");
+    is_int(tlsbox_mock_set("example.greeting", "hi"), 0, "example.greeting stored");
+    is_str(shown(h->setting_get(me, "example.greeting")), "hi", "then the stored value");
+    is_str(shown(h->setting_get(me, "example.nope")), "*", "a key its table does not have: NULL");
+    is_int(tlsbox_mock_neighbour(&nb), -EEXIST, "the same neighbour twice: -EEXIST");
+    nb.name = "me";
+    is_int(tlsbox_mock_neighbour(&nb), -EEXIST, "a neighbour with the plugin's own name: -EEXIST");
+    nb.name = "core";
+    is_int(tlsbox_mock_neighbour(&nb), -EEXIST, "nor the core's");
 }
 
 int main(void)
