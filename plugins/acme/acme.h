@@ -245,6 +245,23 @@ void acme_cert_row_free(struct acme_cert_row *c);
 /* acme_kv: small values (cached ARI windows, revoked serials). */
 int acme_store_kv_get(sqlite3 *db, const char *key, char **value);
 int acme_store_kv_put(sqlite3 *db, const char *key, const char *value);
+/*
+ * acme_dns_records: each dns-01 TXT record put (or maybe put: its answer
+ * lost) and not withdrawn yet, where it went.  Kept in the store, not only
+ * in memory, so that a record a killed tlsboxd left in the DNS zone is
+ * withdrawn by the next start.
+ */
+struct acme_dns_record {
+    int64_t id;
+    char *server, *zone, *fqdn, *value;
+};
+/* Add a row before the record is put: *id for acme_store_dns_record_del. */
+int acme_store_dns_record_add(sqlite3 *db, const char *server, const char *zone, const char *fqdn,
+                              const char *value, int64_t *id);
+int acme_store_dns_record_del(sqlite3 *db, int64_t id);
+/* At most @p max rows, oldest first, into *rows (free with acme_dns_records_free). */
+int acme_store_dns_records(sqlite3 *db, size_t max, struct acme_dns_record **rows, size_t *n);
+void acme_dns_records_free(struct acme_dns_record *rows, size_t n);
 
 /* ---- acme_flow.c ----------------------------------------------------------- */
 

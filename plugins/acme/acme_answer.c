@@ -21,6 +21,10 @@
  * waits for it: a server that takes the connection and never answers
  * would otherwise hold the stop for the client's default 10 s a record. */
 #define DNS_STOPPING_MS 2000
+/* The limit of a check's withdrawal of the records an earlier run left
+ * (acme_answer_leftovers): it comes before the check's own work. */
+#define DNS_LEFTOVERS_MS 10000
+#define DNS_LEFTOVERS_MAX 64
 
 /* The dns-01 settings, read when used (they are few and rarely used). */
 struct dns_settings {
@@ -185,12 +189,37 @@ static int dns_record_find(struct acme *a, const struct dns_settings *d, const c
 /* A dns-01 record put: deleted from where it went, not from where a new
  * question might say now (a resolver down, a CNAME changed meanwhile), nor
  * from where the settings say now (acme.dns_server changed meanwhile): by
- * the server and zone it went to, with the key it was put with. */
+ * the server and zone it went to, with the key it was put with.  @c row is
+ * its acme_dns_records row, deleted once the record is. */
 struct acme_dns_put {
     char *identifier, *value, *fqdn;
+    int64_t row;
     struct dns_settings d;
     struct acme_dns_put *next;
 };
+
+/* Write down a record about to be put, before a byte is sent: a tlsboxd
+ * killed before it withdraws the record finds it at the next check. */
+static int dns_row_add(struct acme *a, const struct dns_settings *d, const char *fqdn,
+                       const char *value, int64_t *row)
+{
+    sqlite3 *db = a->host->store_open(a->self);
+    int ret = db ? acme_store_dns_record_add(db, d->server, d->zone, fqdn, value, row) : -EIO;
+    if (db)
+        a->host->store_close(a->self, db);
+    return ret;
+}
+
+static void dns_row_del(struct acme *a, int64_t row)
+{
+    sqlite3 *db = a->host->store_open(a->self);
+    if (!db || acme_store_dns_record_del(db, row) < 0)
+        a->host->log(a->self, TLSBOX_LOG_WARN,
+                     "acme_dns_records: cannot delete row %lld (withdrawn again at the next check)",
+                     (long long)row);
+    if (db)
+        a->host->store_close(a->self, db);
+}
 
 static void dns_put_free(struct acme_dns_put *p)
 {
@@ -202,12 +231,13 @@ static void dns_put_free(struct acme_dns_put *p)
 }
 
 static void dns_put_remember(struct acme *a, const char *identifier, const char *value,
-                             const char *fqdn, const struct dns_settings *d)
+                             const char *fqdn, const struct dns_settings *d, int64_t row)
 {
     struct acme_dns_put *p = tlsbox_xcalloc(1, sizeof(*p));
     p->identifier = tlsbox_xstrdup(identifier);
     p->value = tlsbox_xstrdup(value);
     p->fqdn = tlsbox_xstrdup(fqdn);
+    p->row = row;
     dns_settings_copy(&p->d, d);
     pthread_mutex_lock(&a->chal_lock);
     p->next = a->dns_puts;
@@ -280,12 +310,20 @@ static int dns_put(struct acme *a, const char *identifier, const char *key_auth,
     const char *via;
     if ((ret = dns_record_find(a, &d, identifier, &fqdn, &via, why)) < 0)
         goto out;
+    int64_t row;
+    if ((ret = dns_row_add(a, &d, fqdn, value, &row)) < 0) {
+        /* Not put: a record no restart could find again might stay for ever. */
+        *why = tlsbox_xstrdup("cannot write it down in acme_dns_records (the store)");
+        goto out;
+    }
     ret = acme_dns_update(&d.conf, true, fqdn, value, DNS_TTL, why);
     /* No answer, or one that cannot be read or trusted, after the update
      * was sent: the server may have added the record all the same, so it
      * is withdrawn too (deleting a record that is not there is a success). */
     if (ret == 0 || ret == -ETIMEDOUT || ret == -ECONNRESET || ret == -EPROTO)
-        dns_put_remember(a, identifier, value, fqdn, &d);
+        dns_put_remember(a, identifier, value, fqdn, &d, row);
+    else
+        dns_row_del(a, row);
     if (ret < 0)
         goto out;
     if (via)
@@ -352,10 +390,72 @@ static void dns_del(struct acme *a, const char *identifier, const char *key_auth
     if (atomic_load(&a->stopping))
         conf.timeout_ms = DNS_STOPPING_MS;
     if (acme_dns_update(&conf, false, p->fqdn, value, 0, &err) < 0)
-        a->host->log(a->self, TLSBOX_LOG_WARN, "dns-01 record left behind: %s", err);
+        a->host->log(a->self, TLSBOX_LOG_WARN,
+                     "dns-01 record left behind: %s (withdrawn again at the next check)", err);
+    else
+        dns_row_del(a, p->row);
     free(err);
     free(value);
     dns_put_free(p);
+}
+
+/* Withdraw one record an earlier run left; true when it is gone. */
+static bool dns_leftover_withdraw(struct acme *a, const struct dns_settings *d,
+                                  const struct acme_dns_record *r)
+{
+    struct acme_dns_conf conf = d->conf;
+    char *err = NULL;
+    conf.server = r->server;
+    conf.zone = r->zone;
+    conf.timeout_ms = DNS_STOPPING_MS;
+    if (acme_dns_update(&conf, false, r->fqdn, r->value, 0, &err) < 0) {
+        a->host->log(a->self, TLSBOX_LOG_WARN,
+                     "dns-01 record left by an earlier run not withdrawn: %s (tried again at the "
+                     "next check)",
+                     err);
+        free(err);
+        return false;
+    }
+    a->host->log(a->self, TLSBOX_LOG_INFO,
+                 "dns-01 record left by an earlier run withdrawn: %s TXT \"%s\" on %s", r->fqdn,
+                 r->value, r->server);
+    return true;
+}
+
+void acme_answer_leftovers(struct acme *a)
+{
+    struct acme_dns_record *rows = NULL;
+    size_t n = 0;
+    sqlite3 *db = a->host->store_open(a->self);
+    if (!db || acme_store_dns_records(db, DNS_LEFTOVERS_MAX, &rows, &n) < 0 || n == 0)
+        goto out;
+    /* From the server and zone each went to, with the key the settings
+     * name now: the secret is kept in the settings only. */
+    struct dns_settings d;
+    dns_settings_load(a, &d);
+    if (!*d.key || !*d.secret) {
+        a->host->log(a->self, TLSBOX_LOG_WARN,
+                     "%zu dns-01 record(s) left by an earlier run, first %s on %s: not withdrawn "
+                     "without acme.dns_tsig_key and acme.dns_tsig_secret",
+                     n, rows[0].fqdn, rows[0].server);
+        dns_settings_free(&d);
+        goto out;
+    }
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (size_t i = 0; i < n && !atomic_load(&a->stopping); i++) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= DNS_LEFTOVERS_MS)
+            break; /* the rest at the next check */
+        if (dns_leftover_withdraw(a, &d, &rows[i]) && acme_store_dns_record_del(db, rows[i].id) < 0)
+            a->host->log(a->self, TLSBOX_LOG_WARN, "acme_dns_records: cannot delete row %lld",
+                         (long long)rows[i].id);
+    }
+    dns_settings_free(&d);
+out:
+    acme_dns_records_free(rows, n);
+    if (db)
+        a->host->store_close(a->self, db);
 }
 
 int acme_answer_put(void *arg, const char *type, const char *identifier, const char *key_auth,

@@ -83,8 +83,14 @@ void acme_answer_del(void *arg, const char *type, const char *identifier, const 
 /* What to check when the CA found no dns-01 record: with acme.dns_alias,
  * the CNAME the user sets up (a string to free), else NULL. */
 char *acme_answer_dns_hint(struct acme *a);
-/* Forget the dns-01 records put (acme_fini: tlsboxd stops). */
+/* Forget the dns-01 records put (acme_fini: tlsboxd stops); those not
+ * withdrawn stay in acme_dns_records for acme_answer_leftovers. */
 void acme_answer_forget_all(struct acme *a);
+/* Withdraw the dns-01 records acme_dns_records still lists (a tlsboxd
+ * killed, a server that did not answer the withdrawal), each from the
+ * server and zone it went to; at most 10 s, the rest at the next call.
+ * A job thread holding run_lock, before it puts any record. */
+void acme_answer_leftovers(struct acme *a);
 
 /* acme_run.c: jobs */
 void acme_run_check(void *arg, struct tlsbox_job *job);

@@ -554,6 +554,8 @@ static void run_once(struct acme *a, struct tlsbox_job *job)
     time_t now = time(NULL);
     sqlite3 *db = NULL;
 
+    /* First, even with ACME off now: no record of an earlier run stays in the zone. */
+    acme_answer_leftovers(a);
     acme_conf_load(a, &conf);
     memset(&c, 0, sizeof(c));
     if (conf.ndomains == 0) {

@@ -54,4 +54,17 @@ const struct tlsbox_migration acme_migrations[] = {
      "  key   TEXT PRIMARY KEY,"
      "  value BLOB) WITHOUT ROWID;"
      "INSERT INTO acme_kv (key, value) SELECT key, value FROM plugin_kv WHERE plugin = 'acme';"},
+    /* dns-01 records put and not withdrawn yet (acme_answer.c): a row is
+     * written before the update is sent and deleted once the record is
+     * withdrawn, so that a record a killed tlsboxd left in the zone is
+     * withdrawn at the next check.  No TSIG secret here: the settings keep
+     * it, and the withdrawal uses theirs. */
+    {.name = "0002_dns_records",
+     .sql = "CREATE TABLE acme_dns_records ("
+            "  id     INTEGER PRIMARY KEY,"
+            "  server TEXT NOT NULL,"
+            "  zone   TEXT NOT NULL,"
+            "  fqdn   TEXT NOT NULL,"
+            "  value  TEXT NOT NULL,"
+            "  put_at INTEGER NOT NULL);"},
     TLSBOX_MIGRATIONS_END};

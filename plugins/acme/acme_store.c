@@ -322,3 +322,68 @@ int acme_store_kv_put(sqlite3 *db, const char *key, const char *value)
         return store_exec(db, "DELETE FROM acme_kv WHERE key=?1", 1, args);
     return store_exec(db, "INSERT OR REPLACE INTO acme_kv (key, value) VALUES (?1, ?2)", 2, args);
 }
+
+int acme_store_dns_record_add(sqlite3 *db, const char *server, const char *zone, const char *fqdn,
+                              const char *value, int64_t *id)
+{
+    const char *args[] = {server, zone, fqdn, value};
+    int ret = store_exec(db,
+                         "INSERT INTO acme_dns_records (server, zone, fqdn, value, put_at) "
+                         "VALUES (?1, ?2, ?3, ?4, strftime('%s','now'))",
+                         4, args);
+    if (ret == 0)
+        *id = sqlite3_last_insert_rowid(db);
+    return ret;
+}
+
+int acme_store_dns_record_del(sqlite3 *db, int64_t id)
+{
+    char ids[32];
+    snprintf(ids, sizeof(ids), "%lld", (long long)id);
+    const char *args[] = {ids};
+    return store_exec(db, "DELETE FROM acme_dns_records WHERE id=?1", 1, args);
+}
+
+int acme_store_dns_records(sqlite3 *db, size_t max, struct acme_dns_record **rows, size_t *n)
+{
+    sqlite3_stmt *st = NULL;
+    int ret = -EIO, rc;
+    *rows = NULL;
+    *n = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT id, server, zone, fqdn, value FROM acme_dns_records "
+                           "ORDER BY id LIMIT ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)max);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *rows = tlsbox_xrealloc(*rows, (*n + 1) * sizeof(**rows));
+        struct acme_dns_record *r = &(*rows)[(*n)++];
+        r->id = sqlite3_column_int64(st, 0);
+        r->server = store_col_text(st, 1);
+        r->zone = store_col_text(st, 2);
+        r->fqdn = store_col_text(st, 3);
+        r->value = store_col_text(st, 4);
+    }
+    if (rc == SQLITE_DONE)
+        ret = 0;
+out:
+    sqlite3_finalize(st);
+    if (ret < 0) {
+        acme_dns_records_free(*rows, *n);
+        *rows = NULL;
+        *n = 0;
+    }
+    return ret;
+}
+
+void acme_dns_records_free(struct acme_dns_record *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(rows[i].server);
+        free(rows[i].zone);
+        free(rows[i].fqdn);
+        free(rows[i].value);
+    }
+    free(rows);
+}

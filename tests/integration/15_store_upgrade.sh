@@ -50,8 +50,8 @@ tb_start_daemon
 ok $? "the daemon starts on the old store with the acme plugin"
 nmig=$(ls "$top_srcdir"/db/migrations/[0-9][0-9][0-9][0-9]_*.sql | wc -l)
 is "$(sqlite3 "$db" "PRAGMA user_version")" "$nmig" "the core schema is upgraded to $nmig"
-is "$(sqlite3 "$db" "SELECT version FROM plugin_schema WHERE plugin = 'acme'")" 1 \
-    "acme's tables are at its schema version 1"
+is "$(sqlite3 "$db" "SELECT version FROM plugin_schema WHERE plugin = 'acme'")" 2 \
+    "acme's tables are at its schema version 2 (0002 added acme_dns_records)"
 is "$(rows)" "$old_rows" "account, orders and events: every row kept, value for value"
 is "$(sqlite3 "$db" "SELECT count(*) FROM acme_accounts; SELECT count(*) FROM acme_orders;
     SELECT count(*) FROM acme_events")" "1
@@ -64,13 +64,13 @@ tb_stop_daemon
 
 # A second start applies nothing again.
 tb_start_daemon
-is "$(grep -c 'plugin acme schema 0 -> 1' "$TB_TMP/daemon.log")" 1 "acme's step ran once over two starts"
+is "$(grep -c 'plugin acme schema 0 -> 2' "$TB_TMP/daemon.log")" 1 "acme's steps ran once over two starts"
 is "$(rows)" "$old_rows" "rows unchanged by the second start"
 tb_stop_daemon
 
 # A new store: acme creates the same columns it adopted.
 cols() {
-    for t in acme_accounts acme_orders acme_events acme_kv; do
+    for t in acme_accounts acme_orders acme_events acme_kv acme_dns_records; do
         sqlite3 "$1" "SELECT '$t', name, type, \"notnull\", pk FROM pragma_table_info('$t')"
     done
 }

@@ -162,6 +162,8 @@ issued_at cn2.static.test _acme-challenge.found.example.test CNAME \
 
 # Each record put was deleted where it went; those refused were not taken back.
 is "$(grep -c 'dns-01 record left behind' "$TB_TMP/daemon.log")" 0 "no 'dns-01 record left behind' in the whole run"
+is "$(sqlite3 "$TB_STATE/tlsbox.db" 'SELECT count(*) FROM acme_dns_records')" 0 \
+    "and acme_dns_records lists none still to withdraw"
 
 # The secret stays secret.
 is "$(grep -c -F "$BIND_SECRET" "$TB_TMP/daemon.log")" 0 "the secret is not in tlsboxd's log"

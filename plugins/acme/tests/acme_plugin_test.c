@@ -229,7 +229,7 @@ static void test_dns_del_stopping(struct acme *a)
     char *value = dns_value("tok2.thumb");
     struct dns_settings d;
     dns_settings_load(a, &d);
-    dns_put_remember(a, "c.test", value, "_acme-challenge.c.example.test", &d);
+    dns_put_remember(a, "c.test", value, "_acme-challenge.c.example.test", &d, 0);
     dns_settings_free(&d);
     free(value);
     atomic_store(&a->stopping, true);
@@ -253,8 +253,9 @@ static void test_dns_del_stopping(struct acme *a)
 static void test_store_and_certs(struct acme *a)
 {
     is_int(tlsbox_mock_query_int("SELECT count(*) FROM sqlite_master WHERE name IN "
-                                 "('acme_accounts','acme_orders','acme_events','acme_kv')"),
-           4, "its migration made its four tables");
+                                 "('acme_accounts','acme_orders','acme_events','acme_kv',"
+                                 "'acme_dns_records')"),
+           5, "its migrations made its five tables");
     sqlite3 *db = a->host->store_open(a->self);
     ok(db != NULL, "store_open");
     is_int(acme_store_kv_put(db, "ari:a.test", "{\"next\":1}"), 0, "a value written to acme_kv");
