@@ -17,9 +17,10 @@
 /* How long a dns-01 record may take to show on the server it was given to. */
 #define DNS_VISIBLE_MS 30000
 #define DNS_TTL 60
-/* The limit of each step of a withdrawal while the daemon stops, which
- * waits for it: a server that takes the connection and never answers
- * would otherwise hold the stop for the client's default 10 s a record. */
+/* The limit of each step of a put or a withdrawal once the daemon stops,
+ * which waits for it: a server that takes the connection and never answers
+ * would otherwise hold the stop for the client's default 10 s a record
+ * (acme_dns_conf.stop: also a step already waiting when the stop comes). */
 #define DNS_STOPPING_MS 2000
 /* The limit of a check's withdrawal of the records an earlier run left
  * (acme_answer_leftovers): it comes before the check's own work. */
@@ -46,6 +47,13 @@ static void dns_settings_conf(struct dns_settings *d)
                                      .key_name = d->key,
                                      .key_alg = d->alg,
                                      .key_secret = d->secret};
+}
+
+/* Every question and update gives up DNS_STOPPING_MS after a stop. */
+static void dns_conf_stop(struct acme *a, struct acme_dns_conf *c)
+{
+    c->stop = &a->stopping;
+    c->stop_ms = DNS_STOPPING_MS;
 }
 
 static void dns_settings_load(struct acme *a, struct dns_settings *d)
@@ -153,6 +161,7 @@ static int dns_record_find(struct acme *a, const struct dns_settings *d, const c
     char *resolver =
         *d->resolver ? tlsbox_xstrdup(d->resolver) : acme_dns_system_resolver("/etc/resolv.conf");
     struct acme_dns_conf rc = {.server = resolver, .timeout_ms = 2000};
+    dns_conf_stop(a, &rc);
     int n = resolver ? acme_dns_cname_follow(&rc, name, &target, &err) : 0;
     bool in_zone = acme_dns_in_zone(name, d->zone);
     int ret = 0;
@@ -316,6 +325,7 @@ static int dns_put(struct acme *a, const char *identifier, const char *key_auth,
         *why = tlsbox_xstrdup("cannot write it down in acme_dns_records (the store)");
         goto out;
     }
+    dns_conf_stop(a, &d.conf);
     ret = acme_dns_update(&d.conf, true, fqdn, value, DNS_TTL, why);
     /* No answer, or one that cannot be read or trusted, after the update
      * was sent: the server may have added the record all the same, so it
@@ -324,6 +334,10 @@ static int dns_put(struct acme *a, const char *identifier, const char *key_auth,
         dns_put_remember(a, identifier, value, fqdn, &d, row);
     else
         dns_row_del(a, row);
+    /* Cut short by a stop: no failure of the challenge, which the CA has
+     * not been asked to check (as a stop in the wait below). */
+    if (ret < 0 && atomic_load(&a->stopping))
+        ret = -ECANCELED;
     if (ret < 0)
         goto out;
     if (via)
@@ -387,8 +401,7 @@ static void dns_del(struct acme *a, const char *identifier, const char *key_auth
         return;
     }
     struct acme_dns_conf conf = p->d.conf;
-    if (atomic_load(&a->stopping))
-        conf.timeout_ms = DNS_STOPPING_MS;
+    dns_conf_stop(a, &conf);
     if (acme_dns_update(&conf, false, p->fqdn, value, 0, &err) < 0)
         a->host->log(a->self, TLSBOX_LOG_WARN,
                      "dns-01 record left behind: %s (withdrawn again at the next check)", err);
@@ -408,6 +421,7 @@ static bool dns_leftover_withdraw(struct acme *a, const struct dns_settings *d,
     conf.server = r->server;
     conf.zone = r->zone;
     conf.timeout_ms = DNS_STOPPING_MS;
+    dns_conf_stop(a, &conf);
     if (acme_dns_update(&conf, false, r->fqdn, r->value, 0, &err) < 0) {
         a->host->log(a->self, TLSBOX_LOG_WARN,
                      "dns-01 record left by an earlier run not withdrawn: %s (tried again at the "

@@ -38,6 +38,9 @@
 #define DNS_RCODE_NOERROR 0
 #define DNS_RCODE_NXDOMAIN 3
 #define DNS_TIMEOUT_DEFAULT_MS 10000
+#define DNS_STOP_DEFAULT_MS 2000
+/* How often a wait looks at conf->stop. */
+#define DNS_STOP_POLL_MS 100
 /* Longer CNAME chains are refused (resolvers stop at 8 to 16 too). */
 #define DNS_CNAME_HOPS_MAX 8
 
@@ -60,16 +63,32 @@ static const char *errno_text(int err, char *buf, size_t size)
     return strerror_r(err, buf, size);
 }
 
-/* Wait for @p events on @p fd until @p deadline: 0 ready, -ETIMEDOUT, -errno. */
-static int wait_fd(int fd, short events, uint64_t deadline)
+static bool stopping(const struct acme_dns_conf *c)
+{
+    return c->stop && atomic_load(c->stop);
+}
+
+static unsigned stop_ms(const struct acme_dns_conf *c)
+{
+    return c->stop_ms ? c->stop_ms : DNS_STOP_DEFAULT_MS;
+}
+
+/*
+ * Wait for @p events on @p fd until *@p deadline: 0 ready, -ETIMEDOUT,
+ * -errno.  Once c->stop is seen true, *@p deadline is brought forward to
+ * stop_ms from then (a later step on it keeps that limit).
+ */
+static int wait_fd(const struct acme_dns_conf *c, int fd, short events, uint64_t *deadline)
 {
     for (;;) {
         uint64_t now = now_ms();
-        if (now >= deadline)
+        if (stopping(c) && *deadline > now + stop_ms(c))
+            *deadline = now + stop_ms(c);
+        if (now >= *deadline)
             return -ETIMEDOUT;
         struct pollfd p = {.fd = fd, .events = events};
-        uint64_t left = deadline - now;
-        int n = poll(&p, 1, left > 60000 ? 60000 : (int)left);
+        uint64_t left = *deadline - now, slice = c->stop ? DNS_STOP_POLL_MS : 60000;
+        int n = poll(&p, 1, (int)(left > slice ? slice : left));
         if (n > 0)
             return 0;
         if (n < 0 && errno != EINTR)
@@ -116,14 +135,16 @@ static int server_split(const char *server, char *host, size_t hcap, char port[6
 }
 
 /* Connect one address within the timeout: a connected socket or -errno. */
-static int connect_one(const struct addrinfo *ai, unsigned timeout_ms)
+static int connect_one(const struct acme_dns_conf *c, const struct addrinfo *ai,
+                       unsigned timeout_ms)
 {
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
     if (fd < 0)
         return -errno;
     int rc = 0;
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
-        rc = errno == EINPROGRESS ? wait_fd(fd, POLLOUT, now_ms() + timeout_ms) : -errno;
+        uint64_t deadline = now_ms() + timeout_ms;
+        rc = errno == EINPROGRESS ? wait_fd(c, fd, POLLOUT, &deadline) : -errno;
         int soerr = 0;
         socklen_t slen = sizeof(soerr);
         if (rc == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &slen) == 0 && soerr)
@@ -137,8 +158,9 @@ static int connect_one(const struct addrinfo *ai, unsigned timeout_ms)
 }
 
 /* Connect to the server, trying each of its addresses in turn. */
-static int server_connect(const char *server, unsigned timeout_ms, char **why)
+static int server_connect(const struct acme_dns_conf *c, unsigned timeout_ms, char **why)
 {
+    const char *server = c->server;
     char host[256], port[6];
     if (!server || server_split(server, host, sizeof(host), port) < 0) {
         *why = tlsbox_xstrdup("the server is not host, host:port, IPv6 or [IPv6]:port");
@@ -153,14 +175,15 @@ static int server_connect(const char *server, unsigned timeout_ms, char **why)
     }
     int fd = -EHOSTUNREACH;
     for (const struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        fd = connect_one(ai, timeout_ms);
-        if (fd >= 0)
+        fd = connect_one(c, ai, timeout_ms);
+        if (fd >= 0 || (fd == -ETIMEDOUT && stopping(c)))
             break;
     }
     freeaddrinfo(res);
     if (fd == -ETIMEDOUT) {
-        char *d = duration_text(timeout_ms);
-        *why = tlsbox_xasprintf("cannot connect: no answer in %s", d);
+        char *d = duration_text(stopping(c) ? stop_ms(c) : timeout_ms);
+        *why = tlsbox_xasprintf("cannot connect: no answer in %s%s", d,
+                                stopping(c) ? " (stopping)" : "");
         free(d);
     } else if (fd < 0) {
         char buf[128];
@@ -169,7 +192,8 @@ static int server_connect(const char *server, unsigned timeout_ms, char **why)
     return fd;
 }
 
-static int send_all(int fd, const unsigned char *p, size_t len, uint64_t deadline)
+static int send_all(const struct acme_dns_conf *c, int fd, const unsigned char *p, size_t len,
+                    uint64_t deadline)
 {
     while (len > 0) {
         ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
@@ -180,7 +204,7 @@ static int send_all(int fd, const unsigned char *p, size_t len, uint64_t deadlin
         }
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             return -errno;
-        int rc = wait_fd(fd, POLLOUT, deadline);
+        int rc = wait_fd(c, fd, POLLOUT, &deadline);
         if (rc < 0)
             return rc;
     }
@@ -188,7 +212,8 @@ static int send_all(int fd, const unsigned char *p, size_t len, uint64_t deadlin
 }
 
 /* Exactly @p len bytes: 0, -ETIMEDOUT, -ECONNRESET when closed early, -errno. */
-static int recv_exact(int fd, unsigned char *p, size_t len, uint64_t deadline)
+static int recv_exact(const struct acme_dns_conf *c, int fd, unsigned char *p, size_t len,
+                      uint64_t *deadline)
 {
     while (len > 0) {
         ssize_t n = recv(fd, p, len, 0);
@@ -201,19 +226,20 @@ static int recv_exact(int fd, unsigned char *p, size_t len, uint64_t deadline)
             return -ECONNRESET;
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             return -errno;
-        int rc = wait_fd(fd, POLLIN, deadline);
+        int rc = wait_fd(c, fd, POLLIN, deadline);
         if (rc < 0)
             return rc;
     }
     return 0;
 }
 
-static char *io_error_text(const char *what, int rc, unsigned timeout_ms)
+static char *io_error_text(const struct acme_dns_conf *c, const char *what, int rc,
+                           unsigned timeout_ms)
 {
     char buf[128];
     if (rc == -ETIMEDOUT) {
-        char *d = duration_text(timeout_ms);
-        char *s = tlsbox_xasprintf("no answer in %s", d);
+        char *d = duration_text(stopping(c) ? stop_ms(c) : timeout_ms);
+        char *s = tlsbox_xasprintf("no answer in %s%s", d, stopping(c) ? " (stopping)" : "");
         free(d);
         return s;
     }
@@ -227,30 +253,30 @@ static int dns_exchange(const struct acme_dns_conf *c, const struct dns_w *msg, 
                         size_t *ans_len, char **why)
 {
     unsigned timeout_ms = c->timeout_ms ? c->timeout_ms : DNS_TIMEOUT_DEFAULT_MS;
-    int fd = server_connect(c->server, timeout_ms, why);
+    int fd = server_connect(c, timeout_ms, why);
     if (fd < 0)
         return fd;
     struct dns_w out = {0};
     acme_dns_w_u16(&out, (unsigned)msg->len);
     acme_dns_w_put(&out, msg->p, msg->len);
-    int rc = send_all(fd, out.p, out.len, now_ms() + timeout_ms);
+    int rc = send_all(c, fd, out.p, out.len, now_ms() + timeout_ms);
     free(out.p);
     if (rc < 0) {
-        *why = io_error_text("cannot send", rc, timeout_ms);
+        *why = io_error_text(c, "cannot send", rc, timeout_ms);
         goto out;
     }
     uint64_t deadline = now_ms() + timeout_ms;
     unsigned char lenbuf[2];
-    rc = recv_exact(fd, lenbuf, 2, deadline);
+    rc = recv_exact(c, fd, lenbuf, 2, &deadline);
     if (rc < 0) {
-        *why = io_error_text("cannot receive", rc, timeout_ms);
+        *why = io_error_text(c, "cannot receive", rc, timeout_ms);
         goto out;
     }
     *ans_len = acme_dns_get_u16(lenbuf);
     *ans = tlsbox_xmalloc(*ans_len);
-    rc = recv_exact(fd, *ans, *ans_len, deadline);
+    rc = recv_exact(c, fd, *ans, *ans_len, &deadline);
     if (rc < 0) {
-        *why = io_error_text("cannot receive", rc, timeout_ms);
+        *why = io_error_text(c, "cannot receive", rc, timeout_ms);
         free(*ans);
         *ans = NULL;
     }

@@ -27,13 +27,15 @@
  *   "DNS update of ... at ...: NOTAUTH (TSIG error BADKEY)"
  *   "DNS update of ... at ...: cannot connect: Connection refused"
  *   "DNS update of ... at ...: no answer in 10 s"
+ *   "DNS update of ... at ...: no answer in 2 s (stopping)"
  *   "DNS update of ... at ...: the name is not in zone example.org"
  *   "DNS query for TXT _acme-challenge.www.example.org at ::1: SERVFAIL"
  * Return values: 0 (or a count) on success, else a negative errno:
  *   -EINVAL      a bad argument or configuration (refused before sending)
  *   -ENOENT      the server's host name does not resolve
  *   -ECONNREFUSED, -ENETUNREACH, ...  the connect() error
- *   -ETIMEDOUT   connect, send or receive took longer than timeout_ms
+ *   -ETIMEDOUT   connect, send or receive took longer than timeout_ms (or
+ *                than stop_ms after *conf->stop became true)
  *   -ECONNRESET  the server closed the connection before answering in full
  *   -EPROTO      a malformed answer, a wrong ID, an unsigned or badly signed
  *                answer to a signed UPDATE
@@ -47,6 +49,7 @@
 #ifndef TLSBOX_PLUGINS_ACME_DNS_H
 #define TLSBOX_PLUGINS_ACME_DNS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -68,6 +71,16 @@ struct acme_dns_conf {
     const char *key_secret;
     /* Limit for each of connect, send and receive; 0 = 10000. */
     unsigned timeout_ms;
+    /*
+     * When set (borrowed, e.g. the plugin's "stopping" flag): once *stop is
+     * true, a step still waiting gives up stop_ms after that (0 = 2000),
+     * and a step started later waits at most stop_ms: a stop that waits
+     * for the call is not held for the full timeout_ms by a server that
+     * takes the connection and never answers.  It is looked at every
+     * 100 ms while a step waits.
+     */
+    const atomic_bool *stop;
+    unsigned stop_ms;
 };
 
 /*

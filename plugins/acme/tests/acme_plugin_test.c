@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,70 @@ static void test_dns_del_stopping(struct acme *a)
     is_int(tlsbox_mock_set("dns_server", "127.0.0.1:5353"), 0, "dns_server back");
 }
 
+struct put_args {
+    struct acme *a;
+    int ret;
+    char *why;
+};
+
+static void *put_thread(void *arg)
+{
+    struct put_args *pa = arg;
+    pa->ret = acme_answer_put(pa->a, "dns-01", "e.test", "tok4.thumb", &pa->why);
+    return NULL;
+}
+
+/* A stop while a put waits for a hung server: the put gives up as briefly
+ * as a withdrawal at a stop, and as a stop, not as a failed challenge. */
+static void test_dns_put_stopping(struct acme *a)
+{
+    char server[32];
+    int p[2];
+    if (!ok(pipe(p) == 0, "a pipe for the hung DNS server"))
+        return;
+    pid_t pid = dns_mute_start(server, p[1], true);
+    close(p[1]);
+    if (!ok(pid > 0, "a DNS server that takes connections and hangs started")) {
+        close(p[0]);
+        return;
+    }
+    is_int(tlsbox_mock_set("dns_server", server), 0, "dns_server: the hung one");
+    is_int(tlsbox_mock_set("dns_alias", "acme.example.test"), 0, "dns_alias: no CNAME question");
+    struct put_args pa = {.a = a};
+    pthread_t th;
+    if (!ok(pthread_create(&th, NULL, put_thread, &pa) == 0, "a put in a thread of its own")) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        close(p[0]);
+        return;
+    }
+    char got = 0;
+    struct pollfd pfd = {.fd = p[0], .events = POLLIN};
+    ok(poll(&pfd, 1, 5000) > 0 && read(p[0], &got, 1) == 1 && got == 'A',
+       "the server has the update and does not answer");
+    uint64_t t0 = ms_now();
+    atomic_store(&a->stopping, true);
+    pthread_join(th, NULL);
+    uint64_t took = ms_now() - t0;
+    /* Not a timing test: 2 s is the limit, the 10 s default what it took. */
+    ok(took < 6000, "stopping, the put in progress gives up in 2 s, not 10 (took %llu ms)",
+       (unsigned long long)took);
+    is_int(pa.ret, -ECANCELED, "  as cancelled (a stop), not as a failed challenge");
+    like(pa.why,
+         "_acme-challenge.acme.example.test at 127.0.0.1:", "  naming the record and server");
+    like(pa.why, ": no answer in 2 s (stopping)", "  and how long it waited, and why");
+    free(pa.why);
+    acme_answer_del(a, "dns-01", "e.test", "tok4.thumb");
+    ok(poll(&pfd, 1, 5000) > 0 && read(p[0], &got, 1) == 1 && got == 'D',
+       "  the record, which the server may have added, is withdrawn");
+    atomic_store(&a->stopping, false);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(p[0]);
+    is_int(tlsbox_mock_set("dns_alias", ""), 0, "dns_alias back");
+    is_int(tlsbox_mock_set("dns_server", "127.0.0.1:5353"), 0, "dns_server back");
+}
+
 static void test_store_and_certs(struct acme *a)
 {
     is_int(tlsbox_mock_query_int("SELECT count(*) FROM sqlite_master WHERE name IN "
@@ -446,6 +511,7 @@ int main(void)
            "dns_tsig_secret back");
     test_dns_answer_lost(a);
     test_dns_del_stopping(a);
+    test_dns_put_stopping(a);
     is_int(tlsbox_mock_set("domains", "*.a.test,a.test"), 0, "a wildcard name is taken");
     ok(tlsbox_mock_set("domains", "*.*.a.test") != 0, "two wildcard labels are refused");
     ok(tlsbox_mock_set("domains", "a.*.test") != 0, "so is a wildcard inside a name");
