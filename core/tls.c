@@ -356,13 +356,26 @@ int tls_alpn_challenge_put(struct tlsbox_plugin *self, const char *identifier,
     int rc;
     if (!identifier || !digest)
         return -EINVAL;
-    rc = tls_alpn_put(identifier, digest, time(NULL), &err);
+    /* A key the policy can sign with: the validator's handshake uses it. */
+    struct tlsbox_bundle *cur = tls_bundle_acquire();
+    gnutls_pk_algorithm_t pk = tls_alpn_key_for(cur ? tls_bundle_priority(cur) : NULL);
+    tls_bundle_release(cur);
+    if (pk == GNUTLS_PK_UNKNOWN) {
+        log_warn("tls: %s: no tls-alpn-01 answer for \"%.80s\": the TLS policy's signature "
+                 "algorithms have no ECDSA or RSA one, so no validation certificate could be "
+                 "served (add one to sigalgs, or use http-01 or dns-01)",
+                 self ? self->name : "core", identifier);
+        return -ENOTSUP;
+    }
+    rc = tls_alpn_put(identifier, digest, pk, time(NULL), &err);
     if (rc < 0) {
         log_warn("tls: %s: no tls-alpn-01 answer for \"%.80s\": %s", self ? self->name : "core",
                  identifier, err);
         free(err);
         return rc;
     }
+    log_info("tls: tls-alpn-01 validation certificate for %s: %s", identifier,
+             pk == GNUTLS_PK_RSA ? "rsa-2048" : "ecdsa-p256");
     why = xasprintf("tls-alpn-01 answer for %s", identifier);
     rc = tls_rebuild(NULL, why);
     free(why);

@@ -92,8 +92,25 @@ static char *ident_key(const char *ident)
     return xstrdup(parse_ip(ident, ip, &len, canon) ? canon : ident);
 }
 
-static int make_cred(const char *ident, const unsigned char digest[32], time_t now,
-                     gnutls_certificate_credentials_t *out)
+gnutls_pk_algorithm_t tls_alpn_key_for(gnutls_priority_t prio)
+{
+    const unsigned *list = NULL;
+    int n = prio ? gnutls_priority_sign_list(prio, &list) : 0;
+    bool rsa = false;
+    if (n <= 0)
+        return GNUTLS_PK_ECDSA; /* no list: GnuTLS' defaults, ECDSA among them */
+    for (int i = 0; i < n; i++) {
+        if (gnutls_sign_supports_pk_algorithm(list[i], GNUTLS_PK_ECDSA))
+            return GNUTLS_PK_ECDSA;
+        /* PKCS#1 and RSA-PSS-RSAE sign with an RSA key (RSA-PSS-SHA256
+         * needs an RSA-PSS key, which validators need not take). */
+        rsa |= gnutls_sign_supports_pk_algorithm(list[i], GNUTLS_PK_RSA) != 0;
+    }
+    return rsa ? GNUTLS_PK_RSA : GNUTLS_PK_UNKNOWN;
+}
+
+static int make_cred(const char *ident, const unsigned char digest[32], gnutls_pk_algorithm_t pk,
+                     time_t now, gnutls_certificate_credentials_t *out)
 {
     gnutls_x509_privkey_t key = NULL;
     gnutls_x509_crt_t crt = NULL;
@@ -108,9 +125,9 @@ static int make_cred(const char *ident, const unsigned char digest[32], time_t n
     memcpy(ext + 2, digest, 32);
 
     if ((r = gnutls_x509_privkey_init(&key)) < 0 ||
-        (r = gnutls_x509_privkey_generate2(key, GNUTLS_PK_ECDSA,
-                                           GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0,
-                                           NULL, 0)) < 0 ||
+        (r = gnutls_x509_privkey_generate2(
+             key, pk, pk == GNUTLS_PK_RSA ? 2048 : GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1),
+             0, NULL, 0)) < 0 ||
         (r = gnutls_x509_crt_init(&crt)) < 0 ||
         (r = gnutls_rnd(GNUTLS_RND_NONCE, serial, sizeof(serial))) < 0)
         goto out;
@@ -183,9 +200,14 @@ static long table_index(const char *key)
     return -1;
 }
 
-int tls_alpn_put(const char *ident, const unsigned char digest[32], time_t now, char **err)
+int tls_alpn_put(const char *ident, const unsigned char digest[32], gnutls_pk_algorithm_t pk,
+                 time_t now, char **err)
 {
     *err = NULL;
+    if (pk != GNUTLS_PK_ECDSA && pk != GNUTLS_PK_RSA) {
+        *err = xstrdup("the validation certificate's key is ECDSA P-256 or RSA-2048");
+        return -EINVAL;
+    }
     char *sni = tls_alpn_sni(ident, err);
     if (!sni)
         return -EINVAL;
@@ -193,7 +215,7 @@ int tls_alpn_put(const char *ident, const unsigned char digest[32], time_t now, 
     c->refs = 1;
     c->sni = sni;
     c->ident = ident_key(ident);
-    if (make_cred(c->ident, digest, now, &c->cred) < 0) {
+    if (make_cred(c->ident, digest, pk, now, &c->cred) < 0) {
         *err = xstrdup("cannot make the validation certificate");
         cert_free(c);
         return -EIO;

@@ -39,15 +39,27 @@ struct tls_alpn_cert {
 char *tls_alpn_sni(const char *ident, char **err);
 
 /*
+ * The key a validation certificate needs to be served under the TLS policy
+ * @p prio: GNUTLS_PK_ECDSA (P-256, the cheapest) when its signature
+ * algorithms have an ECDSA one or @p prio is NULL, else GNUTLS_PK_RSA
+ * (2048 bits) when they have an RSA one (PKCS#1 or RSA-PSS with an RSA
+ * key), else GNUTLS_PK_UNKNOWN: no key this file makes can be served.
+ */
+gnutls_pk_algorithm_t tls_alpn_key_for(gnutls_priority_t prio);
+
+/*
  * Make the validation certificate for @p ident with @p digest (SHA-256 of the
  * key authorization) and put it in the table, replacing one for the same
- * identifier.  The certificate: a fresh P-256 key, self-signed, its one SAN
- * the identifier (dNSName or iPAddress), the critical id-pe-acmeIdentifier
+ * identifier.  The certificate: a fresh key (@p pk: GNUTLS_PK_ECDSA for
+ * P-256, GNUTLS_PK_RSA for RSA-2048), self-signed, its one SAN the
+ * identifier (dNSName or iPAddress), the critical id-pe-acmeIdentifier
  * extension holding the digest, valid from an hour before @p now for 7 days.
- * Returns 0; -EINVAL with *err (a host name or address is expected);
- * -ENOSPC when TLS_ALPN_MAX answers are waiting; -EIO.  Any thread.
+ * Returns 0; -EINVAL with *err (a host name or address is expected, or
+ * another @p pk); -ENOSPC when TLS_ALPN_MAX answers are waiting; -EIO.
+ * Any thread.
  */
-int tls_alpn_put(const char *ident, const unsigned char digest[32], time_t now, char **err);
+int tls_alpn_put(const char *ident, const unsigned char digest[32], gnutls_pk_algorithm_t pk,
+                 time_t now, char **err);
 
 /* Take the answer for @p ident out of the table (bundles that hold it keep
  * it until they go).  0, or -ENOENT.  Any thread. */

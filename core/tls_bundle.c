@@ -289,6 +289,11 @@ gnutls_certificate_credentials_t tls_bundle_credentials(const struct tlsbox_bund
     return b->cred;
 }
 
+gnutls_priority_t tls_bundle_priority(const struct tlsbox_bundle *b)
+{
+    return b->prio;
+}
+
 int tls_bundle_session_address(const struct tlsbox_bundle *b, gnutls_session_t session, int fd)
 {
     if (!b)

@@ -45,6 +45,9 @@ gnutls_certificate_credentials_t tls_bundle_credentials(const struct tlsbox_bund
  * certificate) / -ENOMEM with *out NULL.  The key is the caller's and
  * outlives @p b.  Any thread, while the caller holds @p b. */
 int tls_bundle_privkey(const struct tlsbox_bundle *b, unsigned idx, gnutls_privkey_t *out);
+/* The bundle's compiled TLS policy, borrowed like tls_bundle_credentials
+ * (the tls-alpn-01 validation certificate's key type follows it). */
+gnutls_priority_t tls_bundle_priority(const struct tlsbox_bundle *b);
 /* What the bundle serves for Diffie-Hellman (see tls_dh_load), as JSON text
  * with "bundle": generation; borrowed for the reference's life.  Any thread. */
 const char *tls_bundle_dh_text(const struct tlsbox_bundle *b);

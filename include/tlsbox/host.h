@@ -499,8 +499,10 @@ struct tlsbox_host {
      * Answer the tls-alpn-01 challenge for @p identifier (a lowercase host
      * name, or an IPv4/IPv6 address for an "ip" identifier, RFC 8738) with
      * @p digest, the SHA-256 of the key authorization (32 bytes, copied).
-     * The core makes a validation certificate (a fresh P-256 key that never
-     * leaves memory; self-signed; its one SAN the identifier; the critical
+     * The core makes a validation certificate (a fresh key that never
+     * leaves memory: P-256, or RSA-2048 when the TLS policy's signature
+     * algorithms have no ECDSA one, so that the handshake can sign with
+     * it; self-signed; its one SAN the identifier; the critical
      * id-pe-acmeIdentifier extension holding the digest) and serves it, on
      * every TLS port the bundle serves (the site's HTTPS port, which a CA
      * reaches as port 443), to a client that offers only ALPN "acme-tls/1"
@@ -509,7 +511,8 @@ struct tlsbox_host {
      * the handshake.  Other clients see nothing of it.  An answer for the
      * same identifier is replaced.  The bundle is rebuilt before the call
      * returns, so the CA may be told to validate at once.  Returns 0;
-     * -EINVAL (not a host name or address: logged); -ENOSPC (100 answers
+     * -EINVAL (not a host name or address: logged); -ENOTSUP (the policy's
+     * signature algorithms have neither ECDSA nor RSA: logged); -ENOSPC (100 answers
      * waiting); -EIO (also when the bundle could not be rebuilt: the
      * answer is then not kept).  Answers live in memory only: withdraw each with
      * tls_alpn_challenge_del once its authorization is done.  Not from a

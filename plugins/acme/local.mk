@@ -67,6 +67,7 @@ acme_integration_tests = tests/integration/40_acme_issue.sh tests/integration/41
 	tests/integration/49_acme_install_refused.sh tests/integration/49_acme_authz_flap.sh \
 	tests/integration/49_acme_revoke_lost.sh tests/integration/49_acme_order_unavailable.sh \
 	tests/integration/49_acme_huge_answer.sh tests/integration/49_acme_dns01_stop.sh \
-	tests/integration/49_acme_dns01_crash.sh tests/integration/49_acme_dns01_stop_hung.sh
+	tests/integration/49_acme_dns01_crash.sh tests/integration/49_acme_dns01_stop_hung.sh \
+	tests/integration/49_acme_tls_alpn_rsa.sh
 TESTS += $(acme_integration_tests)
 EXTRA_DIST += $(acme_integration_tests)

@@ -32,6 +32,7 @@ struct result {
     int ext_critical; /* the acmeIdentifier extension: -1 absent */
     unsigned char ext[40];
     size_t ext_len;
+    int pk; /* the leaf's key: GNUTLS_PK_ECDSA, GNUTLS_PK_RSA, ... */
 };
 
 /* One handshake: SNI @p sni (NULL: none), ALPN @p proto alone (NULL: h2 and
@@ -91,6 +92,7 @@ static struct result handshake(const struct tlsbox_bundle *b, const char *sni, c
             if (gnutls_x509_crt_get_extension_by_oid(crt, "1.3.6.1.5.5.7.1.31", 0, res.ext,
                                                      &res.ext_len, &critical) == 0)
                 res.ext_critical = (int)critical;
+            res.pk = gnutls_x509_crt_get_pk_algorithm(crt, NULL);
             gnutls_x509_crt_deinit(crt);
         }
         gnutls_bye(c, GNUTLS_SHUT_RDWR);
@@ -139,7 +141,8 @@ int main(void)
     for (int i = 0; bad[i]; i++) {
         char *err = NULL;
         unsigned char d[32] = {0};
-        is_int(tls_alpn_put(bad[i], d, time(NULL), &err), -EINVAL, "refused: \"%s\"", bad[i]);
+        is_int(tls_alpn_put(bad[i], d, GNUTLS_PK_ECDSA, time(NULL), &err), -EINVAL,
+               "refused: \"%s\"", bad[i]);
         ok(err && strstr(err, "host name"), "  saying what is expected");
         free(err);
     }
@@ -166,8 +169,10 @@ int main(void)
         d1[i] = (unsigned char)i;
         d2[i] = (unsigned char)(0xff - i);
     }
-    is_int(tls_alpn_put("alpn.example", d1, time(NULL), &err), 0, "answer for alpn.example");
-    is_int(tls_alpn_put("127.0.0.1", d2, time(NULL), &err), 0, "answer for 127.0.0.1");
+    is_int(tls_alpn_put("alpn.example", d1, GNUTLS_PK_ECDSA, time(NULL), &err), 0,
+           "answer for alpn.example");
+    is_int(tls_alpn_put("127.0.0.1", d2, GNUTLS_PK_ECDSA, time(NULL), &err), 0,
+           "answer for 127.0.0.1");
     struct tlsbox_bundle *b1 = build(db, "two answers");
     json_t *desc = tls_bundle_describe(b1);
     is_int((long)json_array_size(json_object_get(desc, "tls_alpn_challenges")), 2,
@@ -179,6 +184,7 @@ int main(void)
     is_str(r.alpn, "acme-tls/1", "  negotiates acme-tls/1");
     is_int(r.nsans, 1, "  the leaf has one SAN");
     is_str(r.san, "dns:alpn.example", "  the identifier, as a dNSName");
+    is_int(r.pk, GNUTLS_PK_ECDSA, "  its key ECDSA, as asked");
     is_int(r.ext_critical, 1, "  the acmeIdentifier extension is critical");
     ok(r.ext_len == 34 && r.ext[0] == 0x04 && r.ext[1] == 32 && memcmp(r.ext + 2, d1, 32) == 0,
        "  and holds the digest as an OCTET STRING");
@@ -207,7 +213,8 @@ int main(void)
        "an http/1.1 client gets http/1.1 and the ordinary certificate");
 
     /* Replace, withdraw: the bundle that holds an answer keeps it. */
-    is_int(tls_alpn_put("alpn.example", d2, time(NULL), &err), 0, "alpn.example answered again");
+    is_int(tls_alpn_put("alpn.example", d2, GNUTLS_PK_ECDSA, time(NULL), &err), 0,
+           "alpn.example answered again");
     is_int(tls_alpn_del("alpn.example"), 0, "then withdrawn");
     is_int(tls_alpn_del("alpn.example"), -ENOENT, "withdrawing twice: -ENOENT");
     is_int(tls_alpn_del("0:0::0:1"), -ENOENT, "withdrawing an address never answered: -ENOENT");
@@ -221,8 +228,43 @@ int main(void)
     is_int(r.rc, 0, "  but still the one for 127.0.0.1");
 
     /* IPv6, written another way: one identifier. */
-    is_int(tls_alpn_put("0:0::1", d1, time(NULL), &err), 0, "answer for ::1 (as 0:0::1)");
+    is_int(tls_alpn_put("0:0::1", d1, GNUTLS_PK_ECDSA, time(NULL), &err), 0,
+           "answer for ::1 (as 0:0::1)");
     is_int(tls_alpn_del("::1"), 0, "withdrawn as ::1");
+
+    /* The key follows the policy: RSA when its signature algorithms have no
+     * ECDSA one (an ECDSA validation certificate could not be served). */
+    const char *prios[][2] = {
+        {"NORMAL", "ecdsa"},
+        {"NORMAL:-SIGN-ALL:+SIGN-RSA-PSS-RSAE-SHA256:+SIGN-RSA-SHA256", "rsa"},
+        {"NORMAL:-SIGN-ALL:+SIGN-RSA-PSS-RSAE-SHA256", "rsa"},
+        {"NORMAL:-SIGN-ALL:+SIGN-RSA-SHA256:+SIGN-ECDSA-SHA256", "ecdsa"},
+        {"NORMAL:-SIGN-ALL:+SIGN-EdDSA-Ed25519", "none"}};
+    is_int(tls_alpn_key_for(NULL), GNUTLS_PK_ECDSA, "no policy: an ECDSA key");
+    for (size_t i = 0; i < sizeof(prios) / sizeof(prios[0]); i++) {
+        gnutls_priority_t p = NULL;
+        int want = !strcmp(prios[i][1], "ecdsa") ? GNUTLS_PK_ECDSA
+                   : !strcmp(prios[i][1], "rsa") ? GNUTLS_PK_RSA
+                                                 : GNUTLS_PK_UNKNOWN;
+        if (ok(gnutls_priority_init(&p, prios[i][0], NULL) == 0, "priority %s", prios[i][0]))
+            is_int(tls_alpn_key_for(p), want, "  the validation key: %s", prios[i][1]);
+        gnutls_priority_deinit(p);
+    }
+    is_int(tls_alpn_put("rsa.example", d1, GNUTLS_PK_RSA, time(NULL), &err), 0,
+           "an answer for rsa.example with an RSA key");
+    struct tlsbox_bundle *b3 = build(db, "an RSA answer");
+    r = handshake(b3, "rsa.example", "acme-tls/1");
+    is_int(r.rc, 0, "acme-tls/1 handshake for rsa.example");
+    is_int(r.pk, GNUTLS_PK_RSA, "  the validation certificate's key is RSA");
+    ok(r.ext_critical == 1 && r.ext_len == 34 && memcmp(r.ext + 2, d1, 32) == 0,
+       "  with the digest in its critical acmeIdentifier");
+    is_int(tls_alpn_del("rsa.example"), 0, "withdrawn");
+    tls_bundle_release(b3);
+    is_int(tls_alpn_put("dsa.example", d1, GNUTLS_PK_DSA, time(NULL), &err), -EINVAL,
+           "a DSA key is refused");
+    ok(err && strstr(err, "ECDSA P-256 or RSA-2048"), "  saying which keys are made");
+    free(err);
+    err = NULL;
 
     tls_bundle_release(b0);
     tls_bundle_release(b1);
@@ -233,10 +275,10 @@ int main(void)
     for (int i = 0; i < TLS_ALPN_MAX; i++) {
         char name[32];
         snprintf(name, sizeof(name), "n%d.example", i);
-        if (tls_alpn_put(name, d, time(NULL), &err) < 0)
+        if (tls_alpn_put(name, d, GNUTLS_PK_ECDSA, time(NULL), &err) < 0)
             break;
     }
-    is_int(tls_alpn_put("one-more.example", d, time(NULL), &err), -ENOSPC,
+    is_int(tls_alpn_put("one-more.example", d, GNUTLS_PK_ECDSA, time(NULL), &err), -ENOSPC,
            "answer %d refused: -ENOSPC", TLS_ALPN_MAX + 1);
     ok(err && strstr(err, "waiting"), "  saying so");
     free(err);
