@@ -2,7 +2,7 @@
 # `make check` each target is linked with replay.c and run over its committed
 # corpus (tests/fuzz/corpus/NAME); `make fuzz` builds real libFuzzer binaries
 # with clang and runs each for FUZZ_TIME seconds.
-FUZZ_TARGETS = site_h1 site_h2 settings tls_policy acme acme_dns ocsp site_path
+FUZZ_TARGETS = site_h1 site_h2 settings tls_policy acme acme_dns ocsp site_path tls_cert
 
 fuzz_site_h1_sources = tests/fuzz/site_h1_fuzz.c $(site_sources)
 fuzz_site_h1_cflags = $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) $(SQLITE_CFLAGS) -I$(top_srcdir)/plugins/site
@@ -26,6 +26,18 @@ fuzz_settings_libs = $(SQLITE_LIBS) $(JANSSON_LIBS)
 fuzz_tls_policy_sources = tests/fuzz/tls_policy_fuzz.c core/tls_policy.c core/xalloc.c core/log.c
 fuzz_tls_policy_cflags = $(GNUTLS_CFLAGS) $(JANSSON_CFLAGS)
 fuzz_tls_policy_libs = $(GNUTLS_LIBS) $(JANSSON_LIBS)
+
+# tls_cert: a certificate upload (cert/import) through tls_cert_check(); the
+# target stubs the store functions tls_cert_store() would call.
+fuzz_tls_cert_sources = tests/fuzz/tls_cert_fuzz.c core/tls_cert.c core/xalloc.c core/log.c
+fuzz_tls_cert_cflags = $(GNUTLS_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS)
+fuzz_tls_cert_libs = $(GNUTLS_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS)
+
+check_PROGRAMS += tests/fuzz/tls_cert_replay
+TESTS += tests/fuzz/tls_cert_replay
+tests_fuzz_tls_cert_replay_SOURCES = tests/fuzz/replay.c $(fuzz_tls_cert_sources)
+tests_fuzz_tls_cert_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_tls_cert_cflags)
+tests_fuzz_tls_cert_replay_LDADD = $(fuzz_tls_cert_libs)
 
 # acme_fuzz.c includes acme_http.c (static callbacks), so it is not listed.
 fuzz_acme_sources = tests/fuzz/acme_fuzz.c plugins/acme/acme.h plugins/acme/acme_util.c \
