@@ -393,6 +393,16 @@ int tls_cert_check(const char *chain_pem, const char *key_pem, time_t now,
         *err = xasprintf("certificate: unreadable PEM (%s)", r < 0 ? gnutls_strerror(r) : "empty");
         goto out;
     }
+    if (n > TLS_CERT_MAX_CHAIN) {
+        /* Before the repeats are dropped: that compares each certificate with
+         * every other, and gnutls_x509_crt_equals decodes both subjects each
+         * time: the 2,400 distinct ones a 1 MiB upload holds kept the API
+         * thread busy for 20 s of CPU. */
+        *err = xasprintf("certificate: %u certificates given; a chain has at most %d (the leaf, "
+                         "then its intermediates)",
+                         n, TLS_CERT_MAX_CHAIN);
+        goto out;
+    }
     /* fullchain.pem plus chain.pem repeats the intermediates: drop repeats. */
     for (unsigned i = 0; i < n; i++) {
         bool dup = false;

@@ -23,16 +23,22 @@ struct tls_cert_info {
     int chain_len;
 };
 
+/* Most certificates a chain may hold as given, repeats included: a leaf and
+ * a few intermediates, even sent twice (fullchain.pem + chain.pem), are far
+ * fewer. */
+#define TLS_CERT_MAX_CHAIN 16
+
 /*
  * Validate @p chain_pem (leaf first) and @p key_pem at time @p now: readable
- * PEM, key matches the leaf, each certificate issued and signed by the next,
- * every certificate within its validity, supported key (ECDSA P-256/P-384,
- * RSA >= 2048, Ed25519), and fit for a web server as browsers require: leaf
- * EKU (if any) with serverAuth, leaf not CA:TRUE (a lone self-signed one may
- * be), leaf keyUsage (if any) with digitalSignature, a DNS or IP SAN, no SHA-1
- * or MD5 signature on the leaf or an intermediate.  0 with @p info filled, or
- * -EINVAL with *err (caller frees), a specific message naming the certificate
- * that never contains key material.
+ * PEM of at most TLS_CERT_MAX_CHAIN certificates, key matches the leaf, each
+ * certificate issued and signed by the next, every certificate within its
+ * validity, supported key (ECDSA P-256/P-384, RSA >= 2048, Ed25519), and fit
+ * for a web server as browsers require: leaf EKU (if any) with serverAuth,
+ * leaf not CA:TRUE (a lone self-signed one may be), leaf keyUsage (if any)
+ * with digitalSignature, a DNS or IP SAN, no SHA-1 or MD5 signature on the
+ * leaf or an intermediate.  0 with @p info filled, or -EINVAL with *err
+ * (caller frees), a specific message naming the certificate that never
+ * contains key material.
  */
 int tls_cert_check(const char *chain_pem, const char *key_pem, time_t now,
                    struct tls_cert_info *info, char **err);

@@ -53,6 +53,7 @@ static const char fixtures[] =
     "ca2.pem\n"
     "cat leaf.pem ca2.pem > notchain.pem\n"
     "cat leaf.pem int.pem ca.pem int.pem > dup.pem\n"
+    "cp leaf.pem long.pem; for i in $(seq 16); do cat int.pem >> long.pem; done\n"
     "openssl pkcs8 -topk8 -v2 aes-256-cbc -passout pass:secret -in leaf.key -out enc.key\n"
     "openssl ec -in leaf.key -out leaf-trad.key\n"
     "printf -- '-----BEGIN CERTIFICATE-----\\nbm90IGEgY2VydA==!!\\n-----END "
@@ -171,6 +172,10 @@ int main(void)
     refuse("fullchain.pem", "enc.key", "encrypted", "encrypted key");
     refuse("fullchain.pem", "leaf.pem", "not a private key", "certificate given as key");
     refuse("certwithkey.pem", "leaf.key", "contains a private key", "key inside the chain file");
+    /* 17 certificates: once taken (the repeats dropped), though thousands
+     * of distinct ones kept the API thread busy for tens of seconds. */
+    refuse("long.pem", "leaf.key", "17 certificates given; a chain has at most 16",
+           "more certificates than a chain holds");
     /* GnuTLS imports it, then fails to read the EKU at every index: this
      * once looped for ever (the alarm fails the test instead). */
     alarm(60);
