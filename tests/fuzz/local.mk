@@ -2,7 +2,8 @@
 # `make check` each target is linked with replay.c and run over its committed
 # corpus (tests/fuzz/corpus/NAME); `make fuzz` builds real libFuzzer binaries
 # with clang and runs each for FUZZ_TIME seconds.
-FUZZ_TARGETS = site_h1 site_h2 settings tls_policy acme acme_dns ocsp site_path tls_cert
+FUZZ_TARGETS = site_h1 site_h2 settings tls_policy acme acme_dns ocsp site_path tls_cert \
+	bench
 
 fuzz_site_h1_sources = tests/fuzz/site_h1_fuzz.c $(site_sources)
 fuzz_site_h1_cflags = $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) $(SQLITE_CFLAGS) -I$(top_srcdir)/plugins/site
@@ -38,6 +39,19 @@ TESTS += tests/fuzz/tls_cert_replay
 tests_fuzz_tls_cert_replay_SOURCES = tests/fuzz/replay.c $(fuzz_tls_cert_sources)
 tests_fuzz_tls_cert_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_tls_cert_cflags)
 tests_fuzz_tls_cert_replay_LDADD = $(fuzz_tls_cert_libs)
+
+# bench: a server's answers read by the bench client (bench_h1.c, bench_h2.c)
+# with the real load-generator bookkeeping; the target replaces bench_conn.c.
+fuzz_bench_sources = tests/fuzz/bench_fuzz.c plugins/bench/bench_h1.c plugins/bench/bench_h2.c \
+	plugins/bench/bench_gen.c plugins/bench/bench_stats.c plugins/bench/bench_util.c
+fuzz_bench_cflags = $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) $(JANSSON_CFLAGS)
+fuzz_bench_libs = $(GNUTLS_LIBS) $(NGHTTP2_LIBS) $(JANSSON_LIBS)
+
+check_PROGRAMS += tests/fuzz/bench_replay
+TESTS += tests/fuzz/bench_replay
+tests_fuzz_bench_replay_SOURCES = tests/fuzz/replay.c $(fuzz_bench_sources)
+tests_fuzz_bench_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_bench_cflags)
+tests_fuzz_bench_replay_LDADD = $(fuzz_bench_libs)
 
 # acme_fuzz.c includes acme_http.c (static callbacks), so it is not listed.
 fuzz_acme_sources = tests/fuzz/acme_fuzz.c plugins/acme/acme.h plugins/acme/acme_util.c \
