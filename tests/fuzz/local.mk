@@ -3,7 +3,7 @@
 # corpus (tests/fuzz/corpus/NAME); `make fuzz` builds real libFuzzer binaries
 # with clang and runs each for FUZZ_TIME seconds.
 FUZZ_TARGETS = site_h1 site_h2 settings tls_policy acme acme_dns ocsp site_path tls_cert \
-	bench
+	bench api_request
 
 fuzz_site_h1_sources = tests/fuzz/site_h1_fuzz.c $(site_sources)
 fuzz_site_h1_cflags = $(GNUTLS_CFLAGS) $(NGHTTP2_CFLAGS) $(SQLITE_CFLAGS) -I$(top_srcdir)/plugins/site
@@ -52,6 +52,20 @@ TESTS += tests/fuzz/bench_replay
 tests_fuzz_bench_replay_SOURCES = tests/fuzz/replay.c $(fuzz_bench_sources)
 tests_fuzz_bench_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_bench_cflags)
 tests_fuzz_bench_replay_LDADD = $(fuzz_bench_libs)
+
+# api_request: a request's query string and JSON body as the API reads them
+# (api.c); api_request_fuzz.c includes admin_api.c (static query_int), so it
+# is not listed, and stubs what its routes would call.
+fuzz_api_request_sources = tests/fuzz/api_request_fuzz.c core/api.c core/utf8.c core/xalloc.c \
+	core/log.c
+fuzz_api_request_cflags = $(GNUTLS_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) $(MHD_CFLAGS)
+fuzz_api_request_libs = $(GNUTLS_LIBS) $(JANSSON_LIBS) $(SQLITE_LIBS)
+
+check_PROGRAMS += tests/fuzz/api_request_replay
+TESTS += tests/fuzz/api_request_replay
+tests_fuzz_api_request_replay_SOURCES = tests/fuzz/replay.c $(fuzz_api_request_sources)
+tests_fuzz_api_request_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_api_request_cflags)
+tests_fuzz_api_request_replay_LDADD = $(fuzz_api_request_libs)
 
 # acme_fuzz.c includes acme_http.c (static callbacks), so it is not listed.
 fuzz_acme_sources = tests/fuzz/acme_fuzz.c plugins/acme/acme.h plugins/acme/acme_util.c \
