@@ -37,6 +37,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* The same object as a set of fields, as "policy set" sends them. */
     json_t *p = tls_policy_apply_fields(base, in, &err);
     free(err);
+    err = NULL;
+    json_decref(p);
+    /* Its "preset" as policy/preset's name, on the object as the current
+     * policy (whose fields other than the TLS ones carry over). */
+    p = tls_policy_with_preset(in, json_string_value(json_object_get(in, "preset")), &err);
+    if (!p && !err)
+        abort(); /* a refusal always says why */
+    free(err);
     json_decref(p);
     json_decref(in);
     return 0;
