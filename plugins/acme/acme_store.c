@@ -10,6 +10,10 @@
 
 /* History kept per certificate name (bounded writes and size on SD cards). */
 #define STORE_EVENTS_KEEP_S "500"
+/* Finished orders (done, invalid, abandoned: no key left) kept per name.  A
+ * failing renewal places a new order every try, up to four a day for ever:
+ * only the newest few are of any use to a person reading the store. */
+#define STORE_ORDERS_KEEP_S "20"
 
 static char *store_col_text(sqlite3_stmt *st, int i)
 {
@@ -178,6 +182,15 @@ int acme_store_order_insert(sqlite3 *db, struct acme_order_row *o)
         goto out;
     o->id = sqlite3_last_insert_rowid(db);
     ret = 0;
+    /* An unfinished order is never dropped: a crash resumes it. */
+    const char *args[] = {o->cert_name};
+    store_exec(
+        db,
+        "DELETE FROM acme_orders WHERE cert_name=?1 AND status IN ('done','abandoned',"
+        "'invalid') AND id <= (SELECT id FROM acme_orders WHERE cert_name=?1 AND status "
+        "IN ('done','abandoned','invalid') ORDER BY id DESC LIMIT 1 OFFSET " STORE_ORDERS_KEEP_S
+        ")",
+        1, args);
 out:
     sqlite3_finalize(st);
     return ret;

@@ -315,6 +315,52 @@ static void test_dns_put_stopping(struct acme *a)
     is_int(tlsbox_mock_set("dns_server", "127.0.0.1:5353"), 0, "dns_server back");
 }
 
+static int64_t order_add(sqlite3 *db, int64_t account, const char *name, const char *status)
+{
+    struct acme_order_row o = {.account_id = account,
+                               .cert_name = (char *)name,
+                               .domains = (char *)"[\"a.test\"]",
+                               .key_type = (char *)"ecdsa-p256",
+                               .status = (char *)"new"};
+    if (acme_store_order_insert(db, &o) < 0)
+        return -1;
+    if (status && acme_store_order_set_status(db, o.id, status) < 0)
+        return -1;
+    return o.id;
+}
+
+/* A renewal that keeps failing places a new order at every try (up to four a
+ * day): the finished ones are pruned per name, the unfinished never. */
+static void test_orders_kept(sqlite3 *db)
+{
+    int64_t account = 0;
+    is_int(acme_store_account_put(db, "https://ca.invalid/dir", NULL, "not a key", &account), 0,
+           "an account row for the orders");
+    int64_t open = order_add(db, account, "a.test", NULL);
+    ok(open > 0, "an unfinished order");
+    is_int(order_add(db, account, "c.test", "done") > 0, 1, "a finished order of another name");
+    int64_t first = 0;
+    for (int i = 0; i < 60; i++) {
+        int64_t id = order_add(db, account, "a.test", i % 2 ? "invalid" : "abandoned");
+        if (i == 0)
+            first = id;
+        if (id < 0)
+            break;
+    }
+    ok(order_add(db, account, "a.test", NULL) > open, "one more unfinished order");
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM acme_orders WHERE cert_name = 'a.test' "
+                                 "AND status IN ('done','abandoned','invalid')"),
+           20, "of 60 failed orders the newest 20 are kept");
+    ok(tlsbox_mock_query_int("SELECT min(id) FROM acme_orders WHERE cert_name = 'a.test' AND "
+                             "status = 'invalid'") > first + 39,
+       "the oldest are the ones dropped");
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM acme_orders WHERE cert_name = 'a.test' "
+                                 "AND status = 'new'"),
+           2, "no unfinished order is dropped");
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM acme_orders WHERE cert_name = 'c.test'"), 1,
+           "another name's orders are left alone");
+}
+
 static void test_store_and_certs(struct acme *a)
 {
     is_int(tlsbox_mock_query_int("SELECT count(*) FROM sqlite_master WHERE name IN "
@@ -331,6 +377,7 @@ static void test_store_and_certs(struct acme *a)
     ok(sqlite3_exec(db, "DELETE FROM plugin_kv", NULL, NULL, NULL) == SQLITE_AUTH,
        "the core's plugin_kv is refused, as in the daemon");
     is_int(tlsbox_mock_log_count("refused to delete from plugin_kv"), 1, "with one log line");
+    test_orders_kept(db);
     a->host->store_close(a->self, db);
 
     struct acme_cert_row row;
