@@ -84,6 +84,29 @@ int64_t dhparam_store_import(sqlite3 *db, const char *pem, int bits)
     return insert_params(db, pem, bits, "import", -1);
 }
 
+/* Finished runs and generated parameters kept, newest first.  A run is
+ * started at every rotation (every dhparam.rotate_days, 1 at least) and,
+ * while runs fail, at every hourly check: without a bound both tables grow
+ * for as long as the box runs.  Only the newest are ever read (the served
+ * parameters, the last run, the last generation time); the parameters a
+ * kept run made stay with it, and imported ones (a person's) are left. */
+#define DHPARAM_KEEP "20"
+
+static void prune(sqlite3 *db)
+{
+    sqlite3_exec(db,
+                 "DELETE FROM dhparam_runs WHERE state IN ('done', 'failed', 'cancelled') AND "
+                 "id <= (SELECT id FROM dhparam_runs WHERE state IN ('done', 'failed', "
+                 "'cancelled') ORDER BY id DESC LIMIT 1 OFFSET " DHPARAM_KEEP ") AND "
+                 "(params_id IS NULL OR params_id < (SELECT max(id) FROM dhparam_params WHERE "
+                 "source = 'generated'));"
+                 "DELETE FROM dhparam_params WHERE source = 'generated' AND id <= (SELECT id "
+                 "FROM dhparam_params WHERE source = 'generated' ORDER BY id DESC LIMIT 1 "
+                 "OFFSET " DHPARAM_KEEP ") AND id NOT IN (SELECT params_id FROM dhparam_runs "
+                 "WHERE params_id IS NOT NULL)",
+                 NULL, NULL, NULL);
+}
+
 int64_t dhparam_store_run_begin(sqlite3 *db, int bits, const char *reason, int64_t resume_id,
                                 int *attempts)
 {
@@ -117,7 +140,9 @@ int64_t dhparam_store_run_begin(sqlite3 *db, int bits, const char *reason, int64
     sqlite3_bind_int64(st, 4, now);
     if (step_done(st) < 0)
         return -EIO;
-    return sqlite3_last_insert_rowid(db);
+    int64_t run = sqlite3_last_insert_rowid(db);
+    prune(db);
+    return run;
 }
 
 void dhparam_store_run_stage(sqlite3 *db, int64_t run_id, const char *stage)

@@ -336,6 +336,52 @@ static void store_lost(void *state, bool readonly, const char *why)
     json_decref(j);
 }
 
+/* Months of rotations, then a failure at every hourly check: a new run
+ * keeps the newest 20 finished runs and generated parameters (the served
+ * ones and their run always), and every import.  Before, nothing went. */
+static void old_runs_pruned(void)
+{
+    sqlite3 *db = tlsbox_mock_db();
+    sqlite3_exec(db,
+                 "DELETE FROM dhparam_runs; DELETE FROM dhparam_params; "
+                 "INSERT INTO dhparam_params (bits, pem, source, created_at) VALUES "
+                 "(2048, 'imported', 'import', 1);"
+                 "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40) "
+                 "INSERT INTO dhparam_params (bits, pem, source, created_at) SELECT 2048, "
+                 "'rotation ' || i, 'generated', i * 86400 FROM n;"
+                 "INSERT INTO dhparam_runs (bits, reason, state, stage, attempts, requested_at, "
+                 "started_at, finished_at, params_id) SELECT 2048, 'schedule', 'done', 'done', 1, "
+                 "created_at, created_at, created_at, id FROM dhparam_params WHERE source = "
+                 "'generated' ORDER BY id;"
+                 "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) "
+                 "INSERT INTO dhparam_runs (bits, reason, state, stage, attempts, requested_at, "
+                 "started_at, finished_at, error) SELECT 2048, 'schedule', 'failed', 'failed', 1, "
+                 "4000000 + i * 3600, 4000000 + i * 3600, 4000000 + i * 3600, 'test' FROM n",
+                 NULL, NULL, NULL);
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_runs"), 140,
+           "140 finished runs stored");
+    int64_t newest =
+        tlsbox_mock_query_int("SELECT max(id) FROM dhparam_params WHERE source = 'generated'");
+    int attempts = 0;
+    int64_t id = dhparam_store_run_begin(db, 2048, "schedule", 0, &attempts);
+    ok(id > 0, "one more run begins");
+    is_int(dhparam_store_run_end(db, id, "failed", "test"), 0, "and fails");
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_runs WHERE state = 'failed'"), 21,
+           "the newest 20 failed runs are kept, and the new one");
+    is_int(tlsbox_mock_query_int("SELECT min(finished_at) FROM dhparam_runs WHERE error = 'test' "
+                                 "AND finished_at < 5000000"),
+           4000000 + 81 * 3600, "the oldest are the ones dropped");
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_params WHERE source = 'generated'"),
+           20, "of 40 generated parameters the newest 20 are kept");
+    is_int(tlsbox_mock_query_int("SELECT max(id) FROM dhparam_params WHERE source = 'generated'"),
+           newest, "the served ones among them");
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_runs WHERE params_id = (SELECT "
+                                 "max(id) FROM dhparam_params WHERE source = 'generated')"),
+           1, "with the run that made them");
+    is_int(tlsbox_mock_query_int("SELECT count(*) FROM dhparam_params WHERE source = 'import'"), 1,
+           "an import is kept");
+}
+
 int main(int argc, char **argv)
 {
     /* The plugin's generator runs /proc/self/exe --generate-dh BITS: here
@@ -360,6 +406,7 @@ int main(int argc, char **argv)
     resize();
     store_lost(state, false, "the store could not be opened");
     store_lost(state, true, "cannot store the new parameters");
+    old_runs_pruned();
     d->stop(state);
     d->fini(state);
     tlsbox_mock_teardown();
