@@ -34,6 +34,20 @@ static bool stranger_action(const char *action)
     return strcmp(action, "login.failed") == 0 || strcmp(action, "login.lockout") == 0;
 }
 
+/*
+ * Rows every session brings, whatever it changes: logins and logouts.  A
+ * script that logs in for each call it makes adds them for as long as the
+ * box runs.  The newest AUDIT_SESSION_KEEP are kept, counted apart as the
+ * strangers' are; the changes made in those sessions all stay.
+ */
+#define AUDIT_SESSION_KEEP 1000
+#define SESSION_ACTIONS "('login', 'logout')"
+
+static bool session_action(const char *action)
+{
+    return strcmp(action, "login") == 0 || strcmp(action, "logout") == 0;
+}
+
 char *audit_resource(const char *path)
 {
     char *p = xstrdup(path);
@@ -118,18 +132,18 @@ static void bind_clipped(sqlite3_stmt *st, int idx, const char *s)
         sqlite3_bind_text(st, idx, s, (int)utf8_clip(s, strlen(s), AUDIT_MAX_TEXT), SQLITE_STATIC);
 }
 
-/* Keep the newest AUDIT_STRANGER_KEEP rows of STRANGER_ACTIONS. */
-static void audit_prune_strangers(sqlite3 *db)
+/* Keep the newest @p keep rows of the ACTIONS list in @p sql. */
+#define AUDIT_PRUNE_SQL(ACTIONS)                                                                   \
+    "DELETE FROM audit WHERE action IN " ACTIONS " AND id < "                                      \
+    "(SELECT id FROM audit WHERE action IN " ACTIONS " ORDER BY id DESC LIMIT 1 OFFSET ?)"
+
+static void audit_prune(sqlite3 *db, const char *sql, int keep, const char *what)
 {
-    static const char sql[] =
-        "DELETE FROM audit WHERE action IN " STRANGER_ACTIONS " AND id < "
-        "(SELECT id FROM audit WHERE action IN " STRANGER_ACTIONS " ORDER BY id DESC "
-        "LIMIT 1 OFFSET ?)";
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int(st, 1, AUDIT_STRANGER_KEEP - 1);
+        sqlite3_bind_int(st, 1, keep - 1);
         if (sqlite3_step(st) != SQLITE_DONE)
-            log_err("audit: cannot drop old failed logins: %s", sqlite3_errmsg(db));
+            log_err("audit: cannot drop old %s: %s", what, sqlite3_errmsg(db));
     }
     sqlite3_finalize(st);
 }
@@ -159,7 +173,11 @@ static void audit_insert(const char *actor, const char *source, const char *acti
         if (sqlite3_step(st) != SQLITE_DONE)
             log_err("audit: cannot record %s: %s", action, sqlite3_errmsg(db));
         else if (stranger_action(action))
-            audit_prune_strangers(db);
+            audit_prune(db, AUDIT_PRUNE_SQL(STRANGER_ACTIONS), AUDIT_STRANGER_KEEP,
+                        "failed logins");
+        else if (session_action(action))
+            audit_prune(db, AUDIT_PRUNE_SQL(SESSION_ACTIONS), AUDIT_SESSION_KEEP,
+                        "logins and logouts");
     } else {
         log_err("audit: %s", sqlite3_errmsg(db));
     }

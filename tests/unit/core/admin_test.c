@@ -585,6 +585,38 @@ static void test_strangers(void)
     is_int(admins, 11, "every one of the 11 admin actions among them is kept");
     ok(oldest > 0, "the oldest admin action is older than every stranger row kept (%lld)", oldest);
 
+    /* Logins and logouts (a script logging in for each call): the newest
+     * 1000 kept, counted apart from the strangers' rows and the changes. */
+    for (int i = 0; i < 1100; i++) {
+        audit_event("admin", "192.0.2.1", i % 2 ? "logout" : "login", "admin", NULL);
+        if (i % 100 == 0)
+            audit_event("admin", "192.0.2.1", "PUT settings/site.workers", "x", NULL);
+    }
+    long long sessions = -1, first_login = -1;
+    strangers = admins = -1;
+    sqlite3_prepare_v2(db,
+                       "SELECT sum(action IN ('login', 'logout')), sum(action LIKE 'login.%'), "
+                       "sum(action = 'PUT settings/site.workers'), min(CASE WHEN action IN "
+                       "('login', 'logout') THEN id END) FROM audit",
+                       -1, &st, NULL);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        sessions = sqlite3_column_int64(st, 0);
+        strangers = sqlite3_column_int64(st, 1);
+        admins = sqlite3_column_int64(st, 2);
+        first_login = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_finalize(st);
+    is_int(sessions, 1000, "of 1100 logins and logouts, the newest 1000 are kept");
+    is_int(strangers, 1000, "the failed logins kept are not pushed out by them");
+    is_int(admins, 22, "every one of the 22 admin actions is kept");
+    sqlite3_prepare_v2(db,
+                       "SELECT count(*) FROM audit WHERE action IN ('login', 'logout') AND id > "
+                       "(SELECT max(id) FROM audit WHERE action = 'PUT settings/site.workers')",
+                       -1, &st, NULL);
+    is_int(sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1, 99,
+           "the newest ones are those kept (first kept id %lld)", first_login);
+    sqlite3_finalize(st);
+
     /* A long detail is cut at 8192 bytes, before a character it cannot
      * hold whole. */
     char *detail = xmalloc(8300);
