@@ -175,7 +175,14 @@ static int setup_conn(sqlite3 *db, char **err)
         xset_err(err, "%s: journal mode is %s, not wal", db_name(db), mode ? mode : "unknown");
         goto out;
     }
-    if (store_exec(db, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON", err) < 0)
+    /* journal_size_limit: the WAL is reused at its largest size after a
+     * checkpoint, so one big transaction (a restore, a long history
+     * prune) would keep megabytes on an SD card for good; cut it back to
+     * STORE_WAL_LIMIT when it starts over. */
+    if (store_exec(db,
+                   "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; "
+                   "PRAGMA journal_size_limit=" STORE_WAL_LIMIT_STR,
+                   err) < 0)
         goto out;
     /* A core connection: no plugin's trigger runs with its rights. */
     if (store_set_triggers(db, 0) < 0) {

@@ -7,6 +7,10 @@
 
 /* The store's file name in the state directory. */
 #define STORE_FILE "tlsbox.db"
+/* The size the WAL file is cut back to when it starts over after a
+ * checkpoint (PRAGMA journal_size_limit), in bytes: 4 MiB. */
+#define STORE_WAL_LIMIT 4194304
+#define STORE_WAL_LIMIT_STR "4194304"
 
 /* One embedded migration (generated from db/migrations/NNNN_name.sql). */
 struct store_migration {

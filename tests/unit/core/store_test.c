@@ -87,6 +87,48 @@ static void check_pragmas(sqlite3 *db, const char *who)
     is_int(query_int(db, "PRAGMA synchronous"), 2, "%s: synchronous is FULL", who);
     is_int(query_int(db, "PRAGMA foreign_keys"), 1, "%s: foreign keys on", who);
     is_int(query_int(db, "PRAGMA busy_timeout"), 5000, "%s: busy timeout 5 s", who);
+    is_int(query_int(db, "PRAGMA journal_size_limit"), STORE_WAL_LIMIT, "%s: WAL limit 4 MiB", who);
+}
+
+static long long size_of(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+}
+
+/* One 12 MB transaction grows the WAL to 12 MB; after a checkpoint the next
+ * write starts it over, and it is cut back to STORE_WAL_LIMIT, not kept at
+ * its largest size for good. */
+static void test_wal_limit(const char *state)
+{
+    char *err = NULL;
+    is_int(store_init(state, &err), 0, "wal: store_init");
+    free(err);
+    sqlite3 *db = store_connect();
+    ok(db != NULL, "wal: a connection");
+    if (!db)
+        return;
+    char *wal = xasprintf("%s/tlsbox.db-wal", state);
+    is_int(sqlite3_exec(db,
+                        "CREATE TABLE big(b BLOB); BEGIN; "
+                        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+                        "WHERE i < 12) INSERT INTO big SELECT randomblob(1048576) FROM n; "
+                        "COMMIT",
+                        NULL, NULL, NULL),
+           SQLITE_OK, "wal: 12 MB written in one transaction");
+    long long big = size_of(wal);
+    ok(big > 12LL * 1048576, "wal: the WAL holds it (%lld bytes)", big);
+    is_int(sqlite3_exec(db, "PRAGMA wal_checkpoint(PASSIVE); DELETE FROM big", NULL, NULL, NULL),
+           SQLITE_OK, "wal: checkpoint, then a small write");
+    is_int(sqlite3_exec(db, "PRAGMA wal_checkpoint(PASSIVE); INSERT INTO big VALUES (x'00')", NULL,
+                        NULL, NULL),
+           SQLITE_OK, "wal: checkpoint, then another small write");
+    long long after = size_of(wal);
+    ok(after >= 0 && after <= STORE_WAL_LIMIT,
+       "wal: the WAL is cut back to at most %d bytes (%lld)", STORE_WAL_LIMIT, after);
+    store_disconnect(db);
+    store_close();
+    free(wal);
 }
 
 static void test_fresh(const char *state)
@@ -346,6 +388,9 @@ int main(void)
     test_refuse_newer(s3);
     test_symlink(s4);
     test_symlinked_dir();
+    char *s5 = xasprintf("%s/wal", tmp);
+    test_wal_limit(s5);
+    free(s5);
     free(s1);
     free(s2);
     free(s3);
