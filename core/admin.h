@@ -105,6 +105,10 @@ int admin_cert_callback(gnutls_session_t session, const struct gnutls_cert_retr_
                         gnutls_pcert_st **certs, unsigned int *pcert_length,
                         gnutls_ocsp_data_st **ocsp, unsigned int *ocsp_length,
                         gnutls_privkey_t *privkey, unsigned int *flags);
+/* Note the curves of each ClientHello on @p conn's TLS session for
+ * admin_cert_callback (core/tls_hello.h): from the connection's start, before
+ * its handshake. */
+void admin_cert_hello_hook(struct MHD_Connection *conn);
 void admin_cert_free(void);
 
 #endif

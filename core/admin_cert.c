@@ -3,7 +3,9 @@
  * that names the client's server name exactly, else a wildcard that matches
  * it, else one that names the address the client reached (a browser opened
  * on https://192.0.2.10:9443/ sends no server name), else the first.  Among
- * those, one whose key the client can use comes first.
+ * those, one whose key the client can use comes first (its signature
+ * algorithms and, for ECDSA in TLS 1.2, the curves of its ClientHello, which
+ * admin_cert_hello_hook notes).
  *
  * The chains and keys are copied out of the bundle's credentials once per
  * bundle generation, so a certificate renewed or imported reaches the next
@@ -19,6 +21,7 @@
 #include "core/tls.h"
 #include "core/tls_addr.h"
 #include "core/tls_bundle.h"
+#include "core/tls_hello.h"
 #include "core/xalloc.h"
 
 #define MAX_CHAIN 8
@@ -138,12 +141,18 @@ static bool signs_with(const struct certentry *e, gnutls_sign_algorithm_t sign)
  * include one for the key's algorithm (GnuTLS's own pk_algos did not tell:
  * a client that sent RSA ones only got an ECDSA certificate and failed the
  * handshake).  Without that extension (TLS 1.2 clients may omit it), the
- * key algorithms GnuTLS passes (an empty list: it said nothing, so any). */
+ * key algorithms GnuTLS passes (an empty list: it said nothing, so any).
+ * An ECDSA key in TLS 1.2 must also be on a curve the client lists in
+ * supported_groups (RFC 8422; tls_hello.h), when it lists any of them. */
 static bool usable(const struct certentry *e, gnutls_session_t session,
                    const struct gnutls_cert_retr_st *info)
 {
     gnutls_sign_algorithm_t sign;
     bool sent = false;
+    unsigned curves;
+    if (e->pk == GNUTLS_PK_ECDSA && tls_hello_curves(session, &curves) == 0 && curves != 0 &&
+        !(curves & tls_hello_curve_bit(e->curve)))
+        return false;
     for (unsigned i = 0; gnutls_sign_algorithm_get_requested(session, i, &sign) == 0; i++) {
         sent = true;
         if (signs_with(e, sign))
@@ -282,6 +291,16 @@ int admin_cert_callback(gnutls_session_t session, const struct gnutls_cert_retr_
     *ocsp_length = 0;
     *flags = 0;
     return 0;
+}
+
+void admin_cert_hello_hook(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (i && i->tls_session)
+        gnutls_handshake_set_hook_function((gnutls_session_t)i->tls_session,
+                                           GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_PRE,
+                                           tls_hello_note);
 }
 
 void admin_cert_free(void)

@@ -371,6 +371,16 @@ int admin_start(void)
     return admin_listen();
 }
 
+/* A connection starts or ends: its count per client, and its ClientHello's
+ * curves for the certificate choice. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        admin_cert_hello_hook(conn);
+    admin_connlimit_notify(cls, conn, socket_context, code);
+}
+
 int admin_listen(void)
 {
     if (!settings_get_bool("admin.enabled", true)) {
@@ -397,7 +407,7 @@ int admin_listen(void)
         NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned)(ADMIN_CONN_MAX + ADMIN_CONN_CLOSING),
         /* Per client, an IPv6 /64 counted as one (MHD's per-IP limit is per
          * address), and ADMIN_CONN_MAX in all: admin_connlimit.c. */
-        MHD_OPTION_NOTIFY_CONNECTION, admin_connlimit_notify, NULL, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_END);
     if (!admin_daemon) {
         log_err("admin: libmicrohttpd did not start on port %d", port);
         close(fd);

@@ -6,7 +6,7 @@ core_tls_sources += \
 	core/tls_cert.c core/tls_cert.h core/tls_policy.c core/tls_policy.h \
 	core/tls_policy_store.c core/tls_policy_store.h core/tls_probe.c core/tls_probe.h \
 	core/tls_session_cache.c core/tls_session_cache.h core/tls_sign.c core/tls_sign.h \
-	core/tls_tickets.c core/tls_tickets.h \
+	core/tls_tickets.c core/tls_tickets.h core/tls_hello.c core/tls_hello.h \
 	core/tls_dh.c core/tls_dh.h core/tls_dh_set.c \
 	core/tls_staple.c core/tls_staple.h core/tls_ca_ocsp.c core/tls_ca_ocsp.h core/tls_ocsp.c
 
@@ -52,7 +52,8 @@ tests_unit_core_tls_policy_test_LDADD = $(TLS_TEST_LIBS)
 TLS_BUNDLE_TEST_SOURCES = $(TLS_TEST_STORE) tests/unit/core/tls_test_server.h \
 	core/tls_bundle.c core/tls_policy.c core/tls_policy_store.c core/tls_probe.c core/tls_tickets.c \
 	core/tls_session_cache.c core/tls_ca.c core/tls_cert.c core/tls_dh.c core/tls_staple.c \
-	core/tls_ca_ocsp.c core/tls_alpn.c core/tls_addr.c core/tls_select.c core/tls_sign.c
+	core/tls_ca_ocsp.c core/tls_alpn.c core/tls_addr.c core/tls_select.c core/tls_sign.c \
+	core/tls_hello.c
 
 check_PROGRAMS += tests/unit/core/tls_bundle_test tests/unit/core/tls_alpn_test
 TESTS += tests/unit/core/tls_bundle_test tests/unit/core/tls_alpn_test

@@ -17,6 +17,7 @@
 #include "core/tls_alpn.h"
 #include "core/tls_bundle.h"
 #include "core/tls_dh.h"
+#include "core/tls_hello.h"
 #include "core/tls_policy.h"
 #include "core/tls_policy_store.h"
 #include "core/tls_select.h"
@@ -52,8 +53,8 @@ struct tlsbox_bundle {
     /* Credentials by address and by wildcard (tls_select.h). */
     struct tls_select select;
     /* The link in the list of bundles whose sessions need the
-     * post-ClientHello callback (hello_bundles): with tls-alpn-01 answers
-     * or wildcard certificates. */
+     * post-ClientHello callback (hello_bundles): with tls-alpn-01 answers,
+     * wildcard certificates or ECDSA certificates on several curves. */
     bool listed;
     struct tlsbox_bundle *hello_next;
 };
@@ -168,10 +169,12 @@ long tls_bundle_live(void)
 }
 
 /*
- * ClientHello hook: a ticket issued under the previous master key gets that
- * master for this session, so the weekly master change does not cost every
- * client a full handshake.  The keys come from the current bundle (a master
- * change publishes a new one, whose previous key is the old current).
+ * ClientHello hook: note the client's curves for the certificate choice
+ * after it (tls_hello.h).  And a ticket issued under the previous master key
+ * gets that master for this session, so the weekly master change does not
+ * cost every client a full handshake.  The keys come from the current bundle
+ * (a master change publishes a new one, whose previous key is the old
+ * current).
  */
 static int on_client_hello(gnutls_session_t session, unsigned htype, unsigned when,
                            unsigned incoming, const gnutls_datum_t *msg)
@@ -180,6 +183,7 @@ static int on_client_hello(gnutls_session_t session, unsigned htype, unsigned wh
     size_t tn;
     struct tlsbox_bundle *b;
 
+    tls_hello_note(session, htype, when, incoming, msg);
     if (!incoming || !msg || tls_tickets_in_client_hello(msg->data, msg->size, &t, &tn) < 0)
         return 0;
     b = tls_bundle_acquire();
@@ -232,18 +236,27 @@ static int on_post_client_hello(gnutls_session_t session)
     bool acme = gnutls_alpn_get_selected_protocol(session, &p) == 0 &&
                 p.size == sizeof(TLS_ALPN_ACME) - 1 && memcmp(p.data, TLS_ALPN_ACME, p.size) == 0;
 
-    if (gnutls_server_name_get(session, sni, &len, &type, 0) < 0 || type != GNUTLS_NAME_DNS) {
-        if (!acme)
-            return 0; /* by address: chosen at setup */
+    bool has_sni =
+        gnutls_server_name_get(session, sni, &len, &type, 0) == 0 && type == GNUTLS_NAME_DNS;
+    if (!has_sni && acme) {
         log_info("tls: an %s handshake without a server name: refused", TLS_ALPN_ACME);
         return GNUTLS_E_NO_CERTIFICATE_FOUND;
     }
-    sni[len] = 0;
+    sni[has_sni ? len : 0] = 0;
     gnutls_credentials_get(session, GNUTLS_CRD_CERTIFICATE, &cred);
     pthread_mutex_lock(&hello_lock);
     struct tlsbox_bundle *b = hello_find(cred);
     if (b && !acme) {
-        gnutls_certificate_credentials_t w = tls_select_by_name(&b->select, b->cred, sni);
+        /* Without SNI, by address: chosen at setup. */
+        gnutls_certificate_credentials_t w =
+            has_sni ? tls_select_by_name(&b->select, b->cred, sni) : NULL;
+        unsigned curves;
+        if (tls_select_by_curve_needed(&b->select) && tls_hello_curves(session, &curves) == 0) {
+            gnutls_certificate_credentials_t c =
+                tls_select_by_curve(&b->select, b->cred, w ? w : cred, curves);
+            if (c)
+                w = c;
+        }
         if (w && (void *)w != cred)
             gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, w);
     } else if (b) {
@@ -323,10 +336,10 @@ int tls_bundle_session_setup(const struct tlsbox_bundle *b, gnutls_session_t ses
         gnutls_datum_t k = {(unsigned char *)b->keys.current, TLS_TICKET_KEY_SIZE};
         if ((r = gnutls_session_ticket_enable_server(session, &k)) < 0)
             goto fail;
-        if (b->keys.have_previous)
-            gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_CLIENT_HELLO,
-                                               GNUTLS_HOOK_PRE, on_client_hello);
     }
+    if ((b->tickets && b->keys.have_previous) || tls_select_by_curve_needed(&b->select))
+        gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_PRE,
+                                           on_client_hello);
     /* Ticket lifetime, session-cache lifetime and GnuTLS's key step (three
      * times this): see tls_tickets.h. */
     gnutls_db_set_cache_expiration(session, (int)b->ticket_lifetime);
@@ -431,6 +444,7 @@ struct cert_row {
     char *name;
     gnutls_datum_t chain, key; /* copies; the key wiped when freed */
     char *sans;                /* JSON: its DNS names and addresses */
+    char *key_type;            /* "ecdsa-p256", ... */
     struct tls_signer *signer; /* libcrypto's copy of the key, or NULL */
 };
 
@@ -440,6 +454,7 @@ static void rows_free(struct cert_row *rows, size_t n)
         free(rows[i].name);
         free(rows[i].chain.data);
         free(rows[i].sans);
+        free(rows[i].key_type);
         tls_signer_unref(rows[i].signer);
         wipe_free(rows[i].key.data, rows[i].key.size);
     }
@@ -568,6 +583,7 @@ static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time
         r->key = datum_copy(sqlite3_column_blob(st, 2), sqlite3_column_bytes(st, 2));
         const char *sans = (const char *)sqlite3_column_text(st, 4);
         r->sans = xstrdup(sans ? sans : "[]");
+        r->key_type = type ? xstrdup(type) : NULL;
         /* One libcrypto copy of the key for every credentials that serve it. */
         r->signer = NULL;
         tls_signer_load(&r->key, &r->signer);
@@ -585,7 +601,7 @@ static int load_certs(sqlite3 *db, struct tlsbox_bundle *b, json_t *policy, time
     }
     struct tls_select_cert *sel = xcalloc(n, sizeof(*sel));
     for (size_t i = 0; i < n; i++)
-        sel[i] = (struct tls_select_cert){rows[i].name, rows[i].sans};
+        sel[i] = (struct tls_select_cert){rows[i].name, rows[i].sans, rows[i].key_type};
     struct load_ctx ctx = {db, b, rows, staple, now};
     tls_select_build(&b->select, sel, n, load_select_row, &ctx);
     free(sel);
@@ -674,7 +690,8 @@ int tls_bundle_build(sqlite3 *db, time_t now, struct tls_session_cache *cache,
         (unsigned)json_integer_value(json_object_get(policy, "ticket_rotation_hours")) * 1200;
     b->hsts = tls_policy_hsts(policy);
     b->nalpn = tls_alpn_snapshot(&b->alpn);
-    if (b->nalpn || tls_select_by_name_needed(&b->select)) {
+    if (b->nalpn || tls_select_by_name_needed(&b->select) ||
+        tls_select_by_curve_needed(&b->select)) {
         pthread_mutex_lock(&hello_lock);
         b->hello_next = hello_bundles;
         hello_bundles = b;

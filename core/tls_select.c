@@ -38,10 +38,12 @@ static bool names_wild(const struct names *nm, const char *wild)
     return false;
 }
 
-/* Credentials with the certificates @p first marks first, then the others,
- * each group in the bundle's order; NULL with *err on failure. */
-static gnutls_certificate_credentials_t
-cred_with_first(const bool *first, size_t n, tls_select_load_fn load, void *arg, char **err)
+/* Credentials with the certificates of rank 0 first, then those of rank 1,
+ * and so on up to @p nranks - 1, each group in the bundle's order; NULL with
+ * *err on failure. */
+static gnutls_certificate_credentials_t cred_in_order(const unsigned char *rank, size_t n,
+                                                      unsigned nranks, tls_select_load_fn load,
+                                                      void *arg, char **err)
 {
     gnutls_certificate_credentials_t cred;
     int r = gnutls_certificate_allocate_credentials(&cred);
@@ -50,12 +52,25 @@ cred_with_first(const bool *first, size_t n, tls_select_load_fn load, void *arg,
         return NULL;
     }
     gnutls_certificate_set_flags(cred, GNUTLS_CERTIFICATE_API_V2);
-    for (int pass = 0; pass < 2; pass++)
+    for (unsigned pass = 0; pass < nranks; pass++)
         for (size_t j = 0; j < n; j++)
-            if (first[j] == (pass == 0) && load(arg, cred, j, err) < 0) {
+            if (rank[j] == pass && load(arg, cred, j, err) < 0) {
                 gnutls_certificate_free_credentials(cred);
                 return NULL;
             }
+    return cred;
+}
+
+/* Credentials with the certificates @p first marks first, then the others,
+ * each group in the bundle's order; NULL with *err on failure. */
+static gnutls_certificate_credentials_t
+cred_with_first(const bool *first, size_t n, tls_select_load_fn load, void *arg, char **err)
+{
+    unsigned char *rank = xcalloc(n, 1);
+    for (size_t j = 0; j < n; j++)
+        rank[j] = first[j] ? 0 : 1;
+    gnutls_certificate_credentials_t cred = cred_in_order(rank, n, 2, load, arg, err);
+    free(rank);
     return cred;
 }
 
@@ -235,6 +250,93 @@ static void build_exact(struct tls_select *s, const struct names *nm, size_t n)
     }
 }
 
+/*
+ * The variants of credentials whose certificates @p first marks come first
+ * (NULL: none, the bundle's own), for each set of curves of
+ * s->curve_sets: first those it marks that a client listing only those
+ * curves can use, then the rest it marks, then the others likewise.  A
+ * variant in the same order as its credentials is NULL (they serve).
+ */
+static void curve_variants(const struct tls_select *s, const bool *first, const unsigned *curve,
+                           size_t n, tls_select_load_fn load, void *arg,
+                           gnutls_certificate_credentials_t *out)
+{
+    unsigned char *rank = xcalloc(n, 1);
+    for (size_t k = 0; k < s->ncurve_sets; k++) {
+        /* In the credentials' order already: in each of their two groups,
+         * no certificate the client can use after one it cannot. */
+        bool sorted = true, seen_unusable[2] = {false, false};
+        for (size_t j = 0; j < n; j++) {
+            bool usable = curve[j] == 0 || (curve[j] & s->curve_sets[k]) != 0;
+            unsigned group = first && !first[j];
+            rank[j] = (unsigned char)(2 * group + !usable);
+            if (usable && seen_unusable[group])
+                sorted = false;
+            seen_unusable[group] |= !usable;
+        }
+        char *err = NULL;
+        if (!sorted && !(out[k] = cred_in_order(rank, n, 4, load, arg, &err)))
+            log_warn("tls: TLS 1.2 clients with fewer curves get the certificate of others: %s",
+                     err ? err : "out of memory");
+        free(err);
+    }
+    free(rank);
+}
+
+/* The TLS_CURVE_* bit of a certificate of key type @p key_type, 0 when not ECDSA. */
+static unsigned key_curve(const char *key_type)
+{
+    if (!key_type)
+        return 0;
+    if (strcmp(key_type, "ecdsa-p256") == 0)
+        return TLS_CURVE_P256;
+    if (strcmp(key_type, "ecdsa-p384") == 0)
+        return TLS_CURVE_P384;
+    if (strcmp(key_type, "ecdsa-p521") == 0)
+        return TLS_CURVE_P521;
+    return 0;
+}
+
+/* With certificates on more than one curve: the proper subsets of those
+ * curves, and the variants of the bundle's credentials and of each
+ * address's, wildcard's and name's for them. */
+static void build_curves(struct tls_select *s, const struct tls_select_cert *certs,
+                         const struct names *nm, size_t n, bool *first, tls_select_load_fn load,
+                         void *arg)
+{
+    unsigned *curve = xcalloc(n, sizeof(*curve));
+    for (size_t j = 0; j < n; j++)
+        s->curves |= curve[j] = key_curve(certs[j].key_type);
+    for (unsigned m = 1; m < s->curves; m++)
+        if ((m & ~s->curves) == 0 && s->ncurve_sets < TLS_CURVE_SETS_MAX)
+            s->curve_sets[s->ncurve_sets++] = m;
+    if (s->ncurve_sets == 0)
+        goto out;
+    curve_variants(s, NULL, curve, n, load, arg, s->main_by_curve);
+    for (size_t i = 0; i < s->naddrs; i++) {
+        if (!s->addrs[i].cred)
+            continue;
+        for (size_t j = 0; j < n; j++)
+            first[j] = tls_addr_in(&s->addrs[i].addr, nm[j].ips, nm[j].nips);
+        curve_variants(s, first, curve, n, load, arg, s->addrs[i].by_curve);
+    }
+    for (size_t i = 0; i < s->nwilds + s->nnames; i++) {
+        struct tls_select_pref *p = i < s->nwilds ? &s->wilds[i] : &s->names[i - s->nwilds];
+        if (!p->cred || p->shared)
+            continue;
+        for (size_t j = 0; j < n; j++)
+            first[j] = names_wild(&nm[j], p->wild);
+        curve_variants(s, first, curve, n, load, arg, p->by_curve);
+    }
+    /* A name sharing an earlier name's credentials shares their variants. */
+    for (size_t i = 0; i < s->nnames; i++)
+        for (size_t k = 0; s->names[i].shared && k < i; k++)
+            if (!s->names[k].shared && s->names[k].cred == s->names[i].cred)
+                memcpy(s->names[i].by_curve, s->names[k].by_curve, sizeof(s->names[i].by_curve));
+out:
+    free(curve);
+}
+
 void tls_select_build(struct tls_select *s, const struct tls_select_cert *certs, size_t n,
                       tls_select_load_fn load, void *arg)
 {
@@ -249,6 +351,7 @@ void tls_select_build(struct tls_select *s, const struct tls_select_cert *certs,
     build_addresses(s, certs, nm, n, first, load, arg);
     build_wildcards(s, certs, nm, n, first, load, arg);
     build_names(s, certs, nm, n, first, load, arg);
+    build_curves(s, certs, nm, n, first, load, arg);
     if (s->nwilds || s->nnames)
         build_exact(s, nm, n);
     for (size_t i = 0; i < n; i++)
@@ -268,12 +371,28 @@ void tls_select_set_dh(struct tls_select *s, gnutls_dh_params_t dh)
     for (size_t i = 0; dh && i < s->nnames; i++)
         if (s->names[i].cred && !s->names[i].shared)
             gnutls_certificate_set_dh_params(s->names[i].cred, dh);
+    for (size_t k = 0; dh && k < s->ncurve_sets; k++) {
+        if (s->main_by_curve[k])
+            gnutls_certificate_set_dh_params(s->main_by_curve[k], dh);
+        for (size_t i = 0; i < s->naddrs; i++)
+            if (s->addrs[i].by_curve[k])
+                gnutls_certificate_set_dh_params(s->addrs[i].by_curve[k], dh);
+        for (size_t i = 0; i < s->nwilds; i++)
+            if (s->wilds[i].by_curve[k])
+                gnutls_certificate_set_dh_params(s->wilds[i].by_curve[k], dh);
+        for (size_t i = 0; i < s->nnames; i++)
+            if (s->names[i].by_curve[k] && !s->names[i].shared)
+                gnutls_certificate_set_dh_params(s->names[i].by_curve[k], dh);
+    }
 }
 
 static void pref_free(struct tls_select_pref *p)
 {
     if (p->cred && !p->shared)
         gnutls_certificate_free_credentials(p->cred);
+    for (size_t k = 0; k < TLS_CURVE_SETS_MAX && !p->shared; k++)
+        if (p->by_curve[k])
+            gnutls_certificate_free_credentials(p->by_curve[k]);
     free(p->wild);
     free(p->name);
 }
@@ -289,6 +408,9 @@ void tls_select_free(struct tls_select *s)
     for (size_t i = 0; i < s->nexact; i++)
         free(s->exact[i]);
     free(s->exact);
+    for (size_t k = 0; k < s->ncurve_sets; k++)
+        if (s->main_by_curve[k])
+            gnutls_certificate_free_credentials(s->main_by_curve[k]);
     memset(s, 0, sizeof(*s));
 }
 
@@ -303,6 +425,19 @@ bool tls_select_owns(const struct tls_select *s, const void *cred)
     for (size_t i = 0; i < s->nnames; i++)
         if (s->names[i].cred && (const void *)s->names[i].cred == cred)
             return true;
+    for (size_t k = 0; k < s->ncurve_sets; k++) {
+        if (s->main_by_curve[k] && (const void *)s->main_by_curve[k] == cred)
+            return true;
+        for (size_t i = 0; i < s->naddrs; i++)
+            if (s->addrs[i].by_curve[k] && (const void *)s->addrs[i].by_curve[k] == cred)
+                return true;
+        for (size_t i = 0; i < s->nwilds; i++)
+            if (s->wilds[i].by_curve[k] && (const void *)s->wilds[i].by_curve[k] == cred)
+                return true;
+        for (size_t i = 0; i < s->nnames; i++)
+            if (s->names[i].by_curve[k] && (const void *)s->names[i].by_curve[k] == cred)
+                return true;
+    }
     return false;
 }
 
@@ -365,6 +500,41 @@ gnutls_certificate_credentials_t tls_select_by_name(const struct tls_select *s,
     for (size_t i = 0; i < s->nwilds; i++)
         if (strcmp(s->wilds[i].wild + 2, dot + 1) == 0)
             return s->wilds[i].cred ? s->wilds[i].cred : main;
+    return NULL;
+}
+
+/* The variants of the credentials @p cred of @p s (@p main: the bundle's),
+ * or NULL when they are none of its. */
+static gnutls_certificate_credentials_t const *variants_of(const struct tls_select *s,
+                                                           gnutls_certificate_credentials_t main,
+                                                           gnutls_certificate_credentials_t cred)
+{
+    if (cred == main)
+        return s->main_by_curve;
+    for (size_t i = 0; i < s->naddrs; i++)
+        if (s->addrs[i].cred == cred)
+            return s->addrs[i].by_curve;
+    for (size_t i = 0; i < s->nwilds; i++)
+        if (s->wilds[i].cred == cred)
+            return s->wilds[i].by_curve;
+    for (size_t i = 0; i < s->nnames; i++)
+        if (s->names[i].cred == cred)
+            return s->names[i].by_curve;
+    return NULL;
+}
+
+gnutls_certificate_credentials_t tls_select_by_curve(const struct tls_select *s,
+                                                     gnutls_certificate_credentials_t main,
+                                                     gnutls_certificate_credentials_t cred,
+                                                     unsigned curves)
+{
+    unsigned usable = curves & s->curves;
+    gnutls_certificate_credentials_t const *v = variants_of(s, main, cred);
+    if (!v || usable == 0 || usable == s->curves)
+        return NULL;
+    for (size_t k = 0; k < s->ncurve_sets; k++)
+        if (s->curve_sets[k] == usable)
+            return v[k];
     return NULL;
 }
 

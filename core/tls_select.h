@@ -19,6 +19,17 @@
  * address of its connection at setup and by its SNI after the ClientHello.
  * A client whose SNI names a certificate exactly still gets that one.
  *
+ * A TLS 1.2 client may list in supported_groups only some of the curves of
+ * the bundle's ECDSA certificates: RFC 8422 lets it use a key on those only
+ * (the signature algorithm names no curve in TLS 1.2), and GnuTLS does not
+ * look, so it got the first one and failed ("wrong curve").  For each such
+ * set of curves, the bundle's credentials and each of the above have a
+ * variant in which, among the certificates they put first and among the
+ * rest, those on these curves (and those not ECDSA) come first; after the
+ * ClientHello a session is switched to the variant of the credentials it
+ * would use (core/tls_hello.h reads the curves).  A client listing none of
+ * them keeps the bundle's order.
+ *
  * Built once with a bundle and read-only after: every call but build and
  * free may run on any thread.
  */
@@ -32,17 +43,21 @@
 #include <jansson.h>
 
 #include "core/tls_addr.h"
+#include "core/tls_hello.h"
 
 /* The most wildcards chosen by (more are served as before). */
 #define TLS_WILD_MAX 16
 /* The most exact names chosen by when a client spells them in another case
  * (more are served as before). */
 #define TLS_NAME_MAX 32
+/* Proper subsets of the three TLS_CURVE_* curves. */
+#define TLS_CURVE_SETS_MAX 6
 
 /* One certificate of the bundle, in its credentials' order. */
 struct tls_select_cert {
     const char *name;      /* the certificate's name in the store */
     const char *sans_json; /* its certificates.sans: DNS names and addresses */
+    const char *key_type;  /* its certificates.key_type ("ecdsa-p384"), or NULL */
 };
 
 /* Load certificate @p i into @p cred (with its staple); 0 or a negative
@@ -56,7 +71,10 @@ struct tls_select_pref {
     char *wild; /* by wildcard ("*.example.org") or by name ("www.example.org"), lower case */
     char *name; /* the certificate such a client gets */
     gnutls_certificate_credentials_t cred; /* NULL: the bundle's own serve it */
-    bool shared;                           /* cred is an earlier name's: not freed with this */
+    bool shared; /* cred is an earlier name's: not freed with this (nor by_curve) */
+    /* cred's variants for the sets of curves of tls_select.curve_sets (NULL:
+     * cred serves as is; see tls_select_by_curve). */
+    gnutls_certificate_credentials_t by_curve[TLS_CURVE_SETS_MAX];
 };
 
 struct tls_select {
@@ -67,6 +85,12 @@ struct tls_select {
     size_t nname_creds; /* names with credentials other than the bundle's */
     char **exact;       /* every certificate's DNS names but wildcards, as spelt */
     size_t nexact;
+    unsigned curves; /* the TLS_CURVE_* curves of the ECDSA certificates */
+    /* With more than one: its proper subsets, and the bundle's credentials'
+     * variant for each (as tls_select_pref.by_curve). */
+    unsigned curve_sets[TLS_CURVE_SETS_MAX];
+    size_t ncurve_sets;
+    gnutls_certificate_credentials_t main_by_curve[TLS_CURVE_SETS_MAX];
 };
 
 /* Fill @p s (zeroed by the caller) for the @p n certificates of @p certs,
@@ -106,6 +130,20 @@ static inline bool tls_select_by_name_needed(const struct tls_select *s)
 gnutls_certificate_credentials_t tls_select_by_name(const struct tls_select *s,
                                                     gnutls_certificate_credentials_t main,
                                                     const char *sni);
+/* Whether sessions need the client's curves: certificates on more than one. */
+static inline bool tls_select_by_curve_needed(const struct tls_select *s)
+{
+    return s->ncurve_sets > 0;
+}
+/* For a TLS 1.2 client that lists the TLS_CURVE_* @p curves and would get
+ * credentials @p cred (the bundle's, @p main, or one of @p s's): their
+ * variant that puts the certificates it can use first, each group in their
+ * order, or NULL (keep @p cred: it lists all of the bundle's curves, or none
+ * of them, or @p cred already puts those first). */
+gnutls_certificate_credentials_t tls_select_by_curve(const struct tls_select *s,
+                                                     gnutls_certificate_credentials_t main,
+                                                     gnutls_certificate_credentials_t cred,
+                                                     unsigned curves);
 /* {"address": "certificate name", ...} and {"*.wildcard": "certificate name", ...}
  * (new references) for status. */
 json_t *tls_select_describe_addresses(const struct tls_select *s);

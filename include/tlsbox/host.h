@@ -342,7 +342,8 @@ struct tlsbox_host {
      * session cache, ALPN "h2" then "http/1.1".  The session must be
      * deinitialised before the reference is released.  Any thread.  It sets
      * the session's ClientHello handshake hook (tickets under the previous
-     * master key): do not replace it with gnutls_handshake_set_hook_function.
+     * master key, the client's curves for the certificate choice): do not
+     * replace it with gnutls_handshake_set_hook_function.
      */
     int (*bundle_session_setup)(const struct tlsbox_bundle *b, gnutls_session_t session);
     /** The Strict-Transport-Security value of the policy, or NULL for none. */

@@ -61,6 +61,7 @@ EXTRA_DIST += plugins/site/tests/h2_streams.py
 site_itests = tests/integration/30_site_basic.sh tests/integration/31_site_tls.sh \
 	tests/integration/32_site_limits.sh tests/integration/33_site_swap.sh \
 	tests/integration/33_site_cert_select.sh tests/integration/33_site_cert_select_keytype.sh \
+	tests/integration/33_site_cert_curve_groups.sh \
 	tests/integration/34_site_testssl.sh tests/integration/35_site_robust.sh \
 	tests/integration/36_site_attack.sh tests/integration/37_site_fd_attack.sh \
 	tests/integration/38_site_live.sh tests/integration/38_site_batch.sh \

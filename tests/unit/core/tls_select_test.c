@@ -11,16 +11,18 @@
 
 /* The loader records the order of each credentials it fills. */
 static char order[16][16];
+static gnutls_certificate_credentials_t made[16];
 static size_t norders, fail_at = (size_t)-1;
 
 static int record(void *arg, gnutls_certificate_credentials_t cred, size_t i, char **err)
 {
-    (void)arg, (void)cred;
+    (void)arg;
     if (i == fail_at) {
         *err = strdup("no such key");
         return -22;
     }
     size_t len = strlen(order[norders]);
+    made[norders] = cred;
     order[norders][len] = (char)('0' + i);
     if (len + 1 == 4) /* each credentials holds the 4 certificates */
         norders++;
@@ -56,13 +58,22 @@ static const char *name_of(const struct tls_select *s, gnutls_certificate_creden
     return "?";
 }
 
+/* The order of credentials @p c the loader filled, "keep" for NULL. */
+static const char *order_of(gnutls_certificate_credentials_t c)
+{
+    for (size_t i = 0; c && i < norders; i++)
+        if (made[i] == c)
+            return order[i];
+    return c ? "?" : "keep";
+}
+
 int main(void)
 {
     const struct tls_select_cert certs[] = {
-        {"c0", "[\"*.x.example\",\"a.example\",\"192.0.2.1\"]"},
-        {"c1", "[\"*.y.example\",\"192.0.2.2\"]"},
-        {"c2", "[\"*.X.example\",\"b.example\",\"c.example\"]"},
-        {"internal", "[\"localhost\",\"127.0.0.1\",\"192.0.2.2\"]"},
+        {"c0", "[\"*.x.example\",\"a.example\",\"192.0.2.1\"]", NULL},
+        {"c1", "[\"*.y.example\",\"192.0.2.2\"]", NULL},
+        {"c2", "[\"*.X.example\",\"b.example\",\"c.example\"]", NULL},
+        {"internal", "[\"localhost\",\"127.0.0.1\",\"192.0.2.2\"]", NULL},
     };
     struct tls_select s = {0};
     tls_select_build(&s, certs, 4, record, NULL);
@@ -157,6 +168,48 @@ int main(void)
     is_int(s.nwilds, 1, "one certificate: its wildcard is known");
     ok(!tls_select_by_address_needed(&s) && !tls_select_by_name_needed(&s),
        "  but no session needs a switch (no getsockname, no post-ClientHello work)");
+    tls_select_free(&s);
+
+    /* ECDSA certificates on two curves, for a TLS 1.2 client that lists
+     * one of them only in supported_groups (RFC 8422). */
+    const struct tls_select_cert ec[] = {
+        {"p256", "[\"c.example\"]", "ecdsa-p256"},
+        {"rsa", "[\"c.example\"]", "rsa-2048"},
+        {"p384", "[\"c.example\"]", "ecdsa-p384"},
+        {"internal", "[\"localhost\",\"127.0.0.1\"]", "ecdsa-p256"},
+    };
+    norders = 0;
+    memset(order, 0, sizeof(order));
+    fail_at = (size_t)-1;
+    tls_select_build(&s, ec, 4, record, NULL);
+    ok(tls_select_by_curve_needed(&s), "P-256 and P-384 certificates: the curves matter");
+    is_int(s.ncurve_sets, 2, "  two sets of curves: P-256 alone, P-384 alone");
+    is_int(norders, 6, "  6 credentials (address, localhost, 2 of the bundle's, 2 more)");
+    is_str(order_of(tls_select_by_curve(&s, main, main, TLS_CURVE_P384)), "1203",
+           "P-384 only: RSA and P-384 first, then the P-256 ones");
+    is_str(order_of(tls_select_by_curve(&s, main, main, TLS_CURVE_P384 | TLS_CURVE_P521)), "1203",
+           "  as P-384 and P-521 (there is no P-521 certificate)");
+    is_str(order_of(tls_select_by_curve(&s, main, main, TLS_CURVE_P256)), "0132",
+           "P-256 only: the P-384 one last");
+    is_str(order_of(tls_select_by_curve(&s, main, main, TLS_CURVE_P256 | TLS_CURVE_P384)), "keep",
+           "both: the bundle's order");
+    is_str(order_of(tls_select_by_curve(&s, main, main, 0)), "keep",
+           "neither (X25519 only): the bundle's order");
+    gnutls_certificate_credentials_t lo =
+        tls_select_by_address(&s, &(struct tls_addr){{127, 0, 0, 1}, 4});
+    is_str(order_of(lo), "3012", "127.0.0.1: the internal leaf first");
+    is_str(order_of(tls_select_by_curve(&s, main, lo, TLS_CURVE_P384)), "3120",
+           "  and for P-384 only: the internal leaf, then RSA and P-384 before P-256");
+    is_str(order_of(tls_select_by_curve(&s, main, lo, TLS_CURVE_P256)), "keep",
+           "  for P-256 only: as it is (P-384 already last)");
+    ok(tls_select_owns(&s, tls_select_by_curve(&s, main, lo, TLS_CURVE_P384)),
+       "  a variant is the bundle's, for the post-ClientHello callback");
+    is_str(order_of(tls_select_by_curve(&s, main, (gnutls_certificate_credentials_t)&ec,
+                                        TLS_CURVE_P384)),
+           "keep", "credentials not of the bundle: kept");
+    tls_select_free(&s);
+    tls_select_build(&s, ec, 2, record, NULL);
+    ok(!tls_select_by_curve_needed(&s), "one curve: the curves do not matter");
     tls_select_free(&s);
 
     tls_select_build(&s, certs, 0, record, NULL);
