@@ -17,29 +17,6 @@
 #include "core/tls.h"
 #include "core/xalloc.h"
 
-/* ?KEY=N as a whole number brought into lo..hi, @p dflt without one, in
- * *out; one that is not a whole number is refused with a 400 (strtoll read
- * "1d" or "abc" as 0 or 1, which answered another range without a word):
- * -1 then. */
-static int query_int(const char *query, const char *key, long long dflt, long long lo, long long hi,
-                     long long *out, struct tlsbox_api_reply *reply)
-{
-    char *v = api_query_get(query, key), *end = NULL;
-    long long n = dflt;
-    if (v) {
-        errno = 0;
-        n = strtoll(v, &end, 10);
-        if (!*v || *end || errno) {
-            api_reply_error(reply, 400, "%s=%s: expected a whole number", key, v);
-            free(v);
-            return -1;
-        }
-    }
-    free(v);
-    *out = n < lo ? lo : n > hi ? hi : n;
-    return 0;
-}
-
 bool admin_request_from_control(const struct tlsbox_api_request *req)
 {
     return req->user && strcmp(req->user, "control") == 0;
@@ -140,8 +117,9 @@ static void on_audit(void *arg, const struct tlsbox_api_request *req,
                      struct tlsbox_api_reply *reply)
 {
     long long next = 0, limit, before;
-    if (query_int(req->query, "limit", 100, 1, 1000, &limit, reply) < 0 ||
-        query_int(req->query, "before", 0, 0, (long long)1 << 62, &before, reply) < 0)
+    if (api_query_int(req->query, "limit", 100, 1, 1000, API_QUERY_CLAMP, &limit, reply) < 0 ||
+        api_query_int(req->query, "before", 0, 0, (long long)1 << 62, API_QUERY_CLAMP, &before,
+                      reply) < 0)
         return;
     json_t *a = audit_list((int)limit, before, &next);
     if (!a)
@@ -166,7 +144,7 @@ static void on_history(void *arg, const struct tlsbox_api_request *req,
                        struct tlsbox_api_reply *reply)
 {
     long long ago;
-    if (query_int(req->query, "since", 3600, 60, 31 * 86400, &ago, reply) < 0)
+    if (api_query_int(req->query, "since", 3600, 60, 31 * 86400, API_QUERY_CLAMP, &ago, reply) < 0)
         return;
     char *names = api_query_get(req->query, "names");
     long long since = time(NULL) - ago;

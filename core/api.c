@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -238,6 +239,34 @@ json_t *api_error_object(const char *msg)
         free(clean);
     }
     return j;
+}
+
+/* See api.h.  strtoll alone read "1d" or "abc" as 1 or 0, which answered
+ * another range without a word. */
+int api_query_int(const char *query, const char *key, long long dflt, long long lo, long long hi,
+                  enum api_query_range range, long long *out, struct tlsbox_api_reply *reply)
+{
+    char *v = api_query_get(query, key), *end = NULL;
+    long long n = dflt;
+    if (v) {
+        errno = 0;
+        n = strtoll(v, &end, 10);
+        bool number = *v && !*end && !errno;
+        if (range == API_QUERY_REFUSE && (!number || n < lo || n > hi)) {
+            api_reply_error(reply, 400, "%s=%s: expected a whole number from %lld to %lld", key, v,
+                            lo, hi);
+            free(v);
+            return -EINVAL;
+        }
+        if (!number) {
+            api_reply_error(reply, 400, "%s=%s: expected a whole number", key, v);
+            free(v);
+            return -EINVAL;
+        }
+    }
+    free(v);
+    *out = n < lo ? lo : n > hi ? hi : n;
+    return 0;
 }
 
 json_t *api_body_object(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)

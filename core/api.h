@@ -22,6 +22,18 @@ void api_reply_json(struct tlsbox_api_reply *reply, int status, json_t *j);
 /* The value of @p key in query string @p query ("k=v&k=v", percent- and
  * plus-decoded; caller frees), or NULL when absent.  Pure; any thread. */
 char *api_query_get(const char *query, const char *key);
+/* What api_query_int does with a whole number outside lo..hi. */
+enum api_query_range {
+    API_QUERY_CLAMP,  /* brings it into lo..hi */
+    API_QUERY_REFUSE, /* refuses it, as a value that is no whole number */
+};
+/* The value of @p key in @p query as a whole number in lo..hi into *out,
+ * @p dflt (brought into lo..hi) when absent.  0, or -EINVAL with @p reply
+ * filled with a 400 that names the key and its value: "since=1d: expected a
+ * whole number", with API_QUERY_REFUSE "limit=0: expected a whole number
+ * from 1 to 500".  Any thread. */
+int api_query_int(const char *query, const char *key, long long dflt, long long lo, long long hi,
+                  enum api_query_range range, long long *out, struct tlsbox_api_reply *reply);
 /* Parse the request body as a JSON object (duplicates refused); on failure fill
  * reply with 400 and return NULL. */
 json_t *api_body_object(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply);

@@ -196,32 +196,13 @@ static void on_setting(void *arg, const struct tlsbox_api_request *req,
     api_reply_json(reply, 200, j);
 }
 
-/* A query parameter as a whole number in [lo, hi]; @p dflt when absent.
- * -1 (reply filled with 400) when present but not such a number. */
-static long long query_number(const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply,
-                              const char *key, long long dflt, long long lo, long long hi)
-{
-    char *v = api_query_get(req->query, key), *end = NULL;
-    if (!v)
-        return dflt;
-    errno = 0;
-    long long n = strtoll(v, &end, 10);
-    if (!*v || *end || errno || n < lo || n > hi) {
-        api_reply_error(reply, 400, "%s=%s: expected a whole number from %lld to %lld", key, v, lo,
-                        hi);
-        n = -1;
-    }
-    free(v);
-    return n;
-}
-
 /* GET settings/history[?plugin=NAME&limit=N&before=ID]: the changes, newest first. */
 static void on_settings_history(void *arg, const struct tlsbox_api_request *req,
                                 struct tlsbox_api_reply *reply)
 {
-    long long limit = query_number(req, reply, "limit", 50, 1, 500);
-    long long before = limit < 0 ? -1 : query_number(req, reply, "before", 0, 0, LLONG_MAX);
-    if (limit < 0 || before < 0)
+    long long limit, before;
+    if (api_query_int(req->query, "limit", 50, 1, 500, API_QUERY_REFUSE, &limit, reply) < 0 ||
+        api_query_int(req->query, "before", 0, 0, LLONG_MAX, API_QUERY_REFUSE, &before, reply) < 0)
         return;
     char *owner = api_query_get(req->query, "plugin");
     if (owner && !*owner) {

@@ -432,33 +432,6 @@ static void on_policy_rollback(void *arg, const struct tlsbox_api_request *req,
     free(err);
 }
 
-/* Decode one query parameter @p key (caller frees), or NULL. */
-static char *query_param(const char *query, const char *key)
-{
-    size_t kl = strlen(key);
-    for (const char *p = query; p && *p;) {
-        const char *end = strchr(p, '&');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
-            char *out = xmalloc(len + 1), *o = out;
-            for (const char *s = p + kl + 1; s < p + len; s++) {
-                if (*s == '+')
-                    *o++ = ' ';
-                else if (*s == '%' && s + 2 < p + len + 1 && s[1] && s[2]) {
-                    char hex[3] = {s[1], s[2], 0};
-                    *o++ = (char)strtol(hex, NULL, 16);
-                    s += 2;
-                } else
-                    *o++ = *s;
-            }
-            *o = 0;
-            return out;
-        }
-        p = end ? end + 1 : NULL;
-    }
-    return NULL;
-}
-
 /*
  * "clients": each client family's handshake against @p prio with the
  * certificates the candidate @p cand would serve (the active ones its
@@ -500,8 +473,8 @@ static void on_policy_preview(void *arg, const struct tlsbox_api_request *req,
         if (!(body = api_body_object(req, reply)))
             return;
     } else if (req->query) {
-        char *preset = query_param(req->query, "preset");
-        char *raw = query_param(req->query, "priority");
+        char *preset = api_query_get(req->query, "preset");
+        char *raw = api_query_get(req->query, "priority");
         if (preset || raw)
             body = json_pack("{s:s?, s:s?}", "preset", preset, "priority", raw);
         free(preset);

@@ -1,84 +1,24 @@
 /* libFuzzer target: how the API reads a request, for the control socket and
  * the admin server alike: the query string (api_dispatch's escape check,
- * api_query_get, admin_api.c's query_int) and the JSON body
- * (api_body_object).  Both come from whoever reaches the API.
+ * api_query_get, api_query_int) and the JSON body (api_body_object).  Both
+ * come from whoever reaches the API.
  *
- * Input: a byte that picks query_int's range, then the query string, a NUL,
+ * Input: a byte that picks api_query_int's range and whether it clamps or
+ * refuses a number outside it, then the query string, a NUL,
  * and the body (no NUL: all of the input after the byte is the body too).
  * Invariants: a number taken lies in its range, a refusal is a 400 with a
  * JSON error, a decoded value is no longer than the query, and a refused
  * body is never quoted: it may hold a private key (cert/import). */
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Reach the static query_int. */
-#include "core/admin_api.c"
+#include "core/api.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* admin_api.c's routes are not registered here: none of these is called. */
-int admin_password_recheck(const char *name, const char *password, int (*factor)(void *arg),
-                           void *arg, int *retry_after)
-{
-    (void)name, (void)password, (void)factor, (void)arg, (void)retry_after;
-    abort();
-}
-char *admin_plugin_page_path(const char *name)
-{
-    (void)name;
-    abort();
-}
-int admin_set_password(const char *name, const char *password, char **err)
-{
-    (void)name, (void)password, (void)err;
-    abort();
-}
-char *admin_setup_token_new(void)
-{
-    abort();
-}
-void admin_totp_api_register(void)
-{
-    abort();
-}
-json_t *audit_list(int limit, long long before_id, long long *next_before)
-{
-    (void)limit, (void)before_id, (void)next_before;
-    abort();
-}
-struct tlsbox_plugin *core_self(void)
-{
-    abort();
-}
-struct tlsbox_plugin *plugins_first(void)
-{
-    abort();
-}
-char *settings_get(const char *full_key)
-{
-    (void)full_key;
-    abort();
-}
-long long settings_get_int(const char *full_key, long long dflt)
-{
-    (void)full_key, (void)dflt;
-    abort();
-}
-sqlite3 *store_connect(void)
-{
-    abort();
-}
-void store_disconnect(sqlite3 *db)
-{
-    (void)db;
-    abort();
-}
-char *tls_hostname(void)
-{
-    abort();
-}
 
 /* The route the query and body reach once api_dispatch lets them through. */
 static void on_fuzz(void *arg, const struct tlsbox_api_request *req, struct tlsbox_api_reply *reply)
@@ -113,11 +53,13 @@ static void on_fuzz(void *arg, const struct tlsbox_api_request *req, struct tlsb
     api_reply_json(reply, 200, j);
 }
 
-/* query_int's ranges in admin_api.c, and some that reach the ends of long long. */
+/* api_query_int's ranges in admin_api.c and api_core.c, and some that reach
+ * the ends of long long. */
 static const long long ranges[][3] = {
     {100, 1, 1000},         {0, 0, (long long)1 << 62},
     {3600, 60, 31 * 86400}, {0, LLONG_MIN, LLONG_MAX},
     {-5, -10, -1},          {7, 7, 7},
+    {50, 1, 500},           {0, 0, LLONG_MAX},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -130,7 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size < 1)
         return 0;
-    const long long *rg = ranges[data[0] % (sizeof(ranges) / sizeof(ranges[0]))];
+    const long long *rg = ranges[(data[0] & 0x7f) % (sizeof(ranges) / sizeof(ranges[0]))];
+    enum api_query_range mode = data[0] & 0x80 ? API_QUERY_REFUSE : API_QUERY_CLAMP;
     data++, size--;
     char *query = malloc(size + 1);
     if (!query)
@@ -154,13 +97,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort(); /* decoding never lengthens */
         struct tlsbox_api_reply reply = {0};
         long long out = 0;
-        int r = query_int(query, keys[k], rg[0], rg[1], rg[2], &out, &reply);
+        int r = api_query_int(query, keys[k], rg[0], rg[1], rg[2], mode, &out, &reply);
         if (r == 0 && (out < rg[1] || out > rg[2] || reply.body))
             abort(); /* a number outside its range, or an answer with it */
         if (r == 0 && !v && out != (rg[0] < rg[1] ? rg[1] : rg[0] > rg[2] ? rg[2] : rg[0]))
             abort(); /* absent: the default */
-        if (r < 0 && (r != -1 || reply.status != 400 || !reply.body))
+        if (r < 0 && (r != -EINVAL || reply.status != 400 || !reply.body))
             abort();
+        if (r < 0 && (!strstr(reply.body, keys[k]) || !v))
+            abort(); /* the refusal names the parameter it refuses */
         free(reply.body);
         free(v);
     }

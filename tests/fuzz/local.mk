@@ -54,8 +54,7 @@ tests_fuzz_bench_replay_CFLAGS = $(AM_CFLAGS) $(fuzz_bench_cflags)
 tests_fuzz_bench_replay_LDADD = $(fuzz_bench_libs)
 
 # api_request: a request's query string and JSON body as the API reads them
-# (api.c); api_request_fuzz.c includes admin_api.c (static query_int), so it
-# is not listed, and stubs what its routes would call.
+# (api.c).
 fuzz_api_request_sources = tests/fuzz/api_request_fuzz.c core/api.c core/utf8.c core/xalloc.c \
 	core/log.c
 fuzz_api_request_cflags = $(GNUTLS_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE_CFLAGS) $(MHD_CFLAGS)

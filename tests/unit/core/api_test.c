@@ -1,5 +1,7 @@
 /* API routing: literal beats prefix, longest prefix wins, 404 vs 405,
  * JSON bodies validated, routes removed with their owner. */
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +139,50 @@ int main(void)
            "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd|\xf0\x9f\x98\x80",
            "sanitize: overlong, surrogate and above U+10FFFF replaced; U+1F600 kept");
     free(c);
+
+    /* The query string: one reader for every route (tls_api.c and
+     * api_core.c had copies of their own). */
+    char *q = api_query_get("a=1&preset=modern%2Bx&priority=NORMAL:-VERS-ALL+a", "preset");
+    is_str(q, "modern+x", "api_query_get: percent-decoded");
+    free(q);
+    q = api_query_get("preset=x&priority=NORMAL:%2BVERS-TLS1.3+b", "priority");
+    is_str(q, "NORMAL:+VERS-TLS1.3 b", "  plus as a space, %%2B as a plus");
+    free(q);
+    ok(api_query_get("presets=x", "preset") == NULL, "  another key that starts alike: absent");
+    long long n = -7;
+    struct tlsbox_api_reply r = {0};
+    is_int(api_query_int("limit=5000", "limit", 100, 1, 1000, API_QUERY_CLAMP, &n, &r), 0,
+           "api_query_int, clamping: 5000 taken");
+    is_int(n, 1000, "  as 1000, the top of its range");
+    is_int(api_query_int("x=1", "limit", 100, 1, 1000, API_QUERY_CLAMP, &n, &r), 0,
+           "  absent: taken");
+    is_int(n, 100, "  as the default");
+    ok(r.body == NULL, "  no answer written for either");
+    is_int(api_query_int("since=1d", "since", 3600, 60, 86400, API_QUERY_CLAMP, &n, &r), -EINVAL,
+           "  since=1d refused");
+    is_int(r.status, 400, "  with a 400");
+    is_str(r.body, "{\"error\":\"since=1d: expected a whole number\"}",
+           "  that names the parameter and its value");
+    free(r.body);
+    r = (struct tlsbox_api_reply){0};
+    is_int(api_query_int("limit=0", "limit", 50, 1, 500, API_QUERY_REFUSE, &n, &r), -EINVAL,
+           "api_query_int, refusing: limit=0 refused");
+    is_str(r.body, "{\"error\":\"limit=0: expected a whole number from 1 to 500\"}",
+           "  naming the parameter and the range");
+    free(r.body);
+    r = (struct tlsbox_api_reply){0};
+    is_int(api_query_int("before=x", "before", 0, 0, LLONG_MAX, API_QUERY_REFUSE, &n, &r), -EINVAL,
+           "  before=x refused");
+    is_str(r.body,
+           "{\"error\":\"before=x: expected a whole number from 0 to 9223372036854775807\"}",
+           "  likewise");
+    free(r.body);
+    r = (struct tlsbox_api_reply){0};
+    is_int(api_query_int("limit=500", "limit", 50, 1, 500, API_QUERY_REFUSE, &n, &r), 0,
+           "  limit=500 taken");
+    is_int(n, 500, "  as 500");
+    ok(r.body == NULL, "  no answer written");
+
     api_routes_free();
     return done_testing();
 }
