@@ -4,6 +4,7 @@ policy the form cannot express must not be shown or saved back changed.
 62_admin_ui_policy_versions.sh stores compat with max_version TLS1.1
 (tlsboxctl); the form must show TLS1.1 as the highest version, keep it
 when another field is applied, and set TLS1.0, which the policy accepts.
+Such a policy is custom: the preset menu must show that (it showed blank).
 Output as admin_ui.py's; environment as its."""
 import sys
 
@@ -43,6 +44,23 @@ def versions_as_stored(d):
              for k in ("min_version", "max_version")}
     A.check(shown == {"min_version": "TLS1.0", "max_version": "TLS1.1"},
             "the form shows the stored versions (highest TLS1.1)", shown)
+
+    # compat with another version is custom: the preset menu says so (it
+    # showed blank), and cannot apply it.
+    A.check(p["preset"] == "custom", "the stored policy is custom", p["preset"])
+    menu = d.execute_script(
+        "const s = document.getElementById('preset'), o = s.selectedOptions[0];"
+        "return [s.value, o ? o.text : null, o ? o.disabled : null,"
+        " [...s.options].filter((x) => !x.disabled).map((x) => x.value)]")
+    A.check(menu == ["custom", "Custom: edited after a preset", True,
+                     ["modern", "intermediate", "compat"]],
+            "the preset menu shows custom, selected and not choosable, besides the three presets",
+            menu)
+    d.find_element(By.ID, "preset-apply").click()
+    said = d.find_element(By.CSS_SELECTOR, "#preset-form .status").text
+    A.check(said == "The active policy is custom: choose a preset to preview or apply."
+            and stored()[0] == vid,
+            "Apply preset with custom shown: asks for a preset, stores nothing", said)
 
     # Another field applied: the versions go back as they were.
     h = d.find_element(By.ID, "pf-hsts_max_age")

@@ -102,7 +102,10 @@ export default async function render(root) {
   };
 
   // One form per kind of change; each shows its own errors.
-  const presetSel = el("select", { id: "preset" }, PRESETS.map(([v, t]) => el("option", { value: v, text: t })));
+  // "custom" (a preset edited since) cannot be applied, but without it in the
+  // menu the menu showed blank for such a policy: shown, not chosen.
+  const presetSel = el("select", { id: "preset" }, PRESETS.map(([v, t]) => el("option", { value: v, text: t })),
+    el("option", { value: "custom", text: "Custom: edited after a preset", disabled: true }));
   const presetStatus = status();
   const presetForm = el("form", { class: "card", id: "preset-form" }, el("h2", { text: "Preset" }),
     field("Preset", presetSel), el("div", { class: "buttons" },
@@ -189,11 +192,18 @@ export default async function render(root) {
       }
     }
   }
-  presetForm.querySelector("#preset-preview").addEventListener("click", () =>
-    run({ preset: presetSel.value }, presetStatus));
+  const presetChosen = () => {
+    if (presetSel.value !== "custom") return true;
+    presetStatus.clear();
+    presetStatus.fail("The active policy is custom: choose a preset to preview or apply.");
+    return false;
+  };
+  presetForm.querySelector("#preset-preview").addEventListener("click", () => {
+    if (presetChosen()) run({ preset: presetSel.value }, presetStatus);
+  });
   presetForm.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    run({ preset: presetSel.value }, presetStatus, () => post("policy/preset", { preset: presetSel.value, base: active.id }));
+    if (presetChosen()) run({ preset: presetSel.value }, presetStatus, () => post("policy/preset", { preset: presetSel.value, base: active.id }));
   });
   // "min_version: TLS1.3 is newer than max_version TLS1.2": by that field.
   const fieldsError = (msg) => {
