@@ -150,7 +150,7 @@ TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/integration/64_status_uptime_clock.sh \
 	tests/integration/64_admin_ui_upgrade.sh tests/integration/62_admin_ui_mend.sh \
 	tests/integration/62_admin_ui_stale.sh tests/integration/62_admin_ui_policy_versions.sh \
-	tests/integration/62_admin_ui_policy_refused.sh \
+	tests/integration/62_admin_ui_policy_refused.sh tests/integration/62_admin_ui_journey.sh \
 	tests/integration/68_admin_account.sh tests/integration/69_admin_totp.sh \
 	tests/integration/78_pdk_host_rules.sh \
 	tests/integration/69_admin_totp_confirm.sh tests/integration/64_admin_setup_clock.sh \
@@ -189,6 +189,7 @@ EXTRA_DIST += tests/tap.h tests/integration/lib.sh tests/integration/10_daemon_b
 	tests/integration/62_admin_ui_stale.sh tests/ui/admin_ui_stale.py \
 	tests/integration/62_admin_ui_policy_versions.sh tests/ui/policy_versions_ui.py \
 	tests/integration/62_admin_ui_policy_refused.sh tests/ui/policy_refused_ui.py \
+	tests/integration/62_admin_ui_journey.sh tests/ui/journey_ui.py \
 	tests/integration/13_privdrop.sh tests/integration/17_daemon_process.sh \
 	tests/integration/18_plugins_live_toggle.sh tests/integration/19_daemon_restart.sh \
 	tests/integration/68_admin_account.sh tests/ui/account_ui.py \

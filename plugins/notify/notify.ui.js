@@ -72,8 +72,10 @@ export default async function render(root, { api, el, status }) {
   root.append(el("section", { class: "card" }, el("p", {}, to, " ", testHook),
     el("p", {}, mail, " ", testMail), test, st),
     el("section", { class: "card" }, el("h2", { text: "Deliveries" }),
-      el("table", { class: "wide" }, el("thead", {}, el("tr", {},
-        ...["When", "Event", "To", "Status", "Tries", "Answer"].map((h) => el("th", { text: h })))), rows)));
+      // In a table-wrap, as every table of the UI: six columns are wider
+      // than a phone, and the page would scroll sideways with them.
+      el("div", { class: "table-wrap" }, el("table", { class: "wide" }, el("thead", {}, el("tr", {},
+        ...["When", "Event", "To", "Status", "Tries", "Answer"].map((h) => el("th", { text: h })))), rows))));
   await refresh();
   return () => {
     gone = true;
