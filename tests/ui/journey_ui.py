@@ -6,9 +6,13 @@ environment as its.
 
 - phone_width: at 375 px (an iPhone's width) no page scrolls sideways; the
   dashboard's charts kept the width they were first drawn at, and the
-  notify page's table had no table-wrap."""
+  notify page's table had no table-wrap.
+- plugin_menu: a plugin turned off on the plugins page leaves the menu at
+  once (its entry led to "This page failed to load"), and turned on again
+  comes back without a reload."""
 import sys
 
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 
@@ -35,5 +39,45 @@ def phone_width(d):
         d.set_window_size(1280, 900)
 
 
+def menu_pages(d):
+    return [a.get_attribute("data-page") for a in d.find_elements(By.CSS_SELECTOR, "#menu a")]
+
+
+def toggle(d, name, want):
+    d.find_element(By.ID, f"toggle-{name}").click()
+    A.wait(d, lambda _: d.find_element(By.ID, f"toggle-status-{name}").text != "", 20)
+    said = d.find_element(By.ID, f"toggle-status-{name}").text
+    A.check(said == want, f"the bench card says: {want}", said)
+
+
+def plugin_menu(d):
+    A.open_page(d, "plugins", "#toggle-bench")
+    A.check("p/bench" in menu_pages(d), "the menu has the bench page", menu_pages(d))
+    toggle(d, "bench", "bench is stopped and disabled.")
+    try:
+        A.wait(d, lambda _: "p/bench" not in menu_pages(d), 10)
+    except TimeoutException:
+        pass
+    A.check("p/bench" not in menu_pages(d), "turned off, bench leaves the menu without a reload",
+            menu_pages(d))
+    # Loaded again (with no bench in the menu either way): turned on, its
+    # page must join the menu.
+    A.open_page(d, "plugins", "#toggle-bench")
+    d.refresh()
+    A.wait(d, EC.presence_of_element_located((By.ID, "toggle-bench")))
+    toggle(d, "bench", "bench runs now.")
+    try:
+        A.wait(d, lambda _: "p/bench" in menu_pages(d), 10)
+    except TimeoutException:
+        pass
+    A.check("p/bench" in menu_pages(d), "turned on again, bench is back in the menu without a reload",
+            menu_pages(d))
+    A.check(d.find_element(By.CSS_SELECTOR, "#menu a[aria-current=page]").get_attribute("data-page")
+            == "plugins", "and the menu still marks the plugins page as the one shown")
+    d.find_element(By.CSS_SELECTOR, "#menu a[data-page='p/bench']").click()
+    A.wait(d, EC.presence_of_element_located((By.ID, "bench-form")))
+    A.check(True, "its entry opens the bench page")
+
+
 if __name__ == "__main__":
-    sys.exit(A.run_steps(phone_width))
+    sys.exit(A.run_steps(phone_width, plugin_menu))

@@ -117,15 +117,19 @@ async function boxRun() {
   }
 }
 
+function markCurrent(id) {
+  for (const a of document.querySelectorAll("#menu a")) {
+    if (a.dataset.page === id) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+}
+
 async function route() {
   if (!session) return;
   const mine = ++shown;
   const id = location.hash.replace(/^#\/?/, "") || "dashboard";
   const page = known.find((p) => p.id === id) || known[0];
-  for (const a of document.querySelectorAll("#menu a")) {
-    if (a.dataset.page === page.id) a.setAttribute("aria-current", "page");
-    else a.removeAttribute("aria-current");
-  }
+  markCurrent(page.id);
   const root = el("section", { class: "page", "aria-labelledby": "page-title" });
   setMain(root);
   watch(root, page.id);
@@ -228,6 +232,14 @@ document.getElementById("menu-toggle").addEventListener("click", (ev) => {
   document.getElementById("nav").classList.toggle("open", open);
 });
 window.addEventListener("hashchange", route);
+// A plugin stopped or started (the plugins page): the menu's plugin pages
+// follow, or a stopped plugin's entry led to "This page failed to load"
+// and a started one's page was missing until the next reload.
+window.addEventListener("tlsbox:plugins-changed", async () => {
+  if (!session) return;
+  known = await buildMenu();
+  markCurrent(location.hash.replace(/^#\/?/, "") || "dashboard");
+});
 window.addEventListener("tlsbox:written", (ev) => written(ev.detail.ok));
 // The account page changed the password: the box ended every session of
 // the user, this one too.

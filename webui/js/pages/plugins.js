@@ -92,6 +92,7 @@ async function watchRestart(p, show, st, saved) {
     if (!now || (now.state === p.state && now.error === p.error)) continue;
     Object.assign(p, now);
     show(now);
+    window.dispatchEvent(new CustomEvent("tlsbox:plugins-changed"));
     if (now.state === "running") st.ok(`${saved} ${p.name} runs now.`);
     else st.fail(`${saved} ${p.name} still does not start: ${now.error || now.state}`);
     return;
@@ -113,6 +114,8 @@ async function watchToggle(p, show, st, off) {
     if (now && settled) {
       Object.assign(p, now);
       show(now);
+      // Its page comes or goes with it: the menu (app.js) reads them again.
+      window.dispatchEvent(new CustomEvent("tlsbox:plugins-changed"));
       if (off) st.ok(`${p.name} is stopped and disabled.`);
       else if (now.state === "running") st.ok(`${p.name} runs now.`);
       else st.fail(`${p.name} did not start: ${now.error || now.state}`);
