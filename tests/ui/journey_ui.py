@@ -9,7 +9,10 @@ environment as its.
   notify page's table had no table-wrap.
 - plugin_menu: a plugin turned off on the plugins page leaves the menu at
   once (its entry led to "This page failed to load"), and turned on again
-  comes back without a reload."""
+  comes back without a reload.
+- fields_after_raw: with a raw priority string in use, the fields form's
+  Apply made a new version and said "Applied" while the raw string went
+  on being served: the fields replace it now."""
 import sys
 
 from selenium.common.exceptions import TimeoutException
@@ -79,5 +82,29 @@ def plugin_menu(d):
     A.check(True, "its entry opens the bench page")
 
 
+def fields_after_raw(d):
+    A.open_page(d, "policy", "#raw-form")
+    raw = d.find_element(By.ID, "raw")
+    raw.clear()
+    raw.send_keys("NORMAL:-VERS-TLS1.0:-VERS-TLS1.1")
+    d.find_element(By.ID, "raw-apply").click()
+    A.wait(d, EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#raw-form .status"), "Applied"))
+    A.check(A.tls_until("-tls1_2", True), "with the raw string the site accepts TLS 1.2")
+    d.find_element(By.CSS_SELECTOR, "#pf-min_version option[value='TLS1.3']").click()
+    d.find_element(By.CSS_SELECTOR, "#fields-form button[type=submit]").click()
+    A.wait(d, EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#fields-form .status"), "Applied"))
+    shown = A.ctl_json("policy", "show")
+    said = d.find_element(By.CSS_SELECTOR, "#fields-form .status").text
+    A.check(said == f"Applied: now version {shown['id']}." and shown["policy"]["priority_override"] == ""
+            and shown["policy"]["min_version"] == "TLS1.3",
+            "the fields applied replace the raw string (policy show)", f"{said} {shown['policy']}")
+    prio = d.find_element(By.ID, "active-priority").text
+    A.check("VERS-TLS1.3" in prio and "VERS-TLS1.2" not in prio and
+            d.find_element(By.ID, "raw").get_attribute("value") == "",
+            "the page shows the fields' priority string and an empty raw field", prio)
+    A.check(A.tls_until("-tls1_2", False), "and the site refuses TLS 1.2 from then on")
+    A.check(A.tls_accepts("-tls1_3"), "while it accepts TLS 1.3")
+
+
 if __name__ == "__main__":
-    sys.exit(A.run_steps(phone_width, plugin_menu))
+    sys.exit(A.run_steps(phone_width, plugin_menu, fields_after_raw))

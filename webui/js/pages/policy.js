@@ -125,6 +125,7 @@ export default async function render(root) {
   Object.entries(f).forEach(([k, input]) => { input.id = `pf-${k}`; });
   const fieldsStatus = status();
   const fieldsForm = el("form", { class: "card", id: "fields-form" }, el("h2", { text: "Fields" }),
+    el("p", { class: "help", text: "Applied, these replace a raw priority string, if one is in use." }),
     field("Lowest version", f.min_version), field("Highest version", f.max_version),
     field("Ciphers", f.ciphers, "comma-separated, e.g. AES-128-GCM, CHACHA20-POLY1305"),
     field("Groups", f.groups, "comma-separated, e.g. X25519, SECP256R1"),
@@ -162,6 +163,10 @@ export default async function render(root) {
     // An emptied field is not 0 (HSTS off): sent as it is, the box refuses
     // it by the field ("hsts_max_age: '' is not a whole number").
     hsts_max_age: f.hsts_max_age.value.trim() === "" ? "" : Number(f.hsts_max_age.value),
+    // A raw string, when one is stored, is served instead of the fields:
+    // kept, it made this form's Apply a new version that changed nothing
+    // served.  Applying the fields is asking for them.
+    priority_override: "",
   });
 
   // Preview then (optionally) apply; errors go to the form's status line.
