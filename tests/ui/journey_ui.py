@@ -12,7 +12,9 @@ environment as its.
   comes back without a reload.
 - fields_after_raw: with a raw priority string in use, the fields form's
   Apply made a new version and said "Applied" while the raw string went
-  on being served: the fields replace it now."""
+  on being served: the fields replace it now.
+- stale_applied: after a rollback (or another form's change) each form
+  still said "Applied: now version N." of a version no longer active."""
 import sys
 
 from selenium.common.exceptions import TimeoutException
@@ -106,5 +108,32 @@ def fields_after_raw(d):
     A.check(A.tls_accepts("-tls1_3"), "while it accepts TLS 1.3")
 
 
+def form_says(d, form):
+    return d.find_element(By.CSS_SELECTOR, f"#{form} .status").text
+
+
+def stale_applied(d):
+    A.open_page(d, "policy", "#preset-form")
+    d.find_element(By.CSS_SELECTOR, "#preset option[value=modern]").click()
+    d.find_element(By.ID, "preset-apply").click()
+    A.wait(d, EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#preset-form .status"), "Applied"))
+    h = d.find_element(By.ID, "pf-hsts_max_age")
+    h.clear()
+    h.send_keys("600")
+    d.find_element(By.CSS_SELECTOR, "#fields-form button[type=submit]").click()
+    A.wait(d, EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#fields-form .status"), "Applied"))
+    now = A.ctl_json("policy", "show")["id"]
+    A.check(form_says(d, "fields-form") == f"Applied: now version {now}." and
+            form_says(d, "preset-form") == "",
+            "the fields applied: the preset form no longer says its older version is applied",
+            f"{form_says(d, 'preset-form')!r}")
+    btn = A.wait(d, EC.element_to_be_clickable((By.CSS_SELECTOR, "button[data-version]")))
+    version = btn.get_attribute("data-version")
+    btn.click()
+    A.wait(d, EC.text_to_be_present_in_element((By.ID, "history-status"), f"Rolled back to version {version}:"))
+    said = [form_says(d, f) for f in ("preset-form", "fields-form", "raw-form")]
+    A.check(said == ["", "", ""], "rolled back: no form still says a version is applied", said)
+
+
 if __name__ == "__main__":
-    sys.exit(A.run_steps(phone_width, plugin_menu, fields_after_raw))
+    sys.exit(A.run_steps(phone_width, plugin_menu, fields_after_raw, stale_applied))

@@ -169,6 +169,12 @@ export default async function render(root) {
     priority_override: "",
   });
 
+  // A change made by one form (or a rollback) makes the other forms'
+  // "Applied: now version N." lines stale: they named a version no longer
+  // active.
+  const clearOthers = (mine) => [presetStatus, fieldsStatus, rawStatus]
+    .forEach((s) => { if (s !== mine) s.clear(); });
+
   // Preview then (optionally) apply; errors go to the form's status line.
   // Changes name the version the form was filled from ("base"): a change
   // made elsewhere since is refused (409), not undone by the form's fields.
@@ -182,6 +188,7 @@ export default async function render(root) {
         await refresh();
         fillFields();
         showActive();
+        clearOthers(st);
         st.ok(`Applied: now version ${active.id}.`);
       } else {
         st.ok("Preview below; nothing is stored until you apply.");
@@ -265,6 +272,7 @@ export default async function render(root) {
           await refresh();
           fillFields();
           showActive();
+          clearOthers(null);
           // The last step: the page is settled once this line shows.  refresh()
           // rebuilt the history, so the status line is the new table's.
           hist.querySelector("#history-status").textContent =
