@@ -10,6 +10,15 @@ const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "–");
 const num = (x, d = 1) => (typeof x === "number" ? x.toFixed(d) : "–");
 const pcts = ["50", "90", "99", "100"];
 
+// The machine a run was made on, in words and units, as tlsboxctl bench
+// show says it: its JSON keys as they were read "memory kb 24683772" (KiB,
+// not kilobits) and "aes true".
+function machineText(m) {
+  const mem = typeof m.memory_kb === "number" ? `, memory ${(m.memory_kb / (1 << 20)).toFixed(1)} GiB` : "";
+  return `${m.cpu_model}, ${m.cores} cores, governor ${m.governor}, kernel ${m.kernel}, ${m.arch}, ` +
+    `AES instructions ${m.aes ? "yes" : "no"}${mem}`;
+}
+
 export default async function render(root, { api, el, field, status }) {
   let poll = null;
   let gone = false;
@@ -83,10 +92,7 @@ export default async function render(root, { api, el, field, status }) {
           q.ratio ? `×${num(q.ratio, 2)}` : q.note || "–"])));
     }
     const m = r.machine;
-    if (m) {
-      parts.push(el("p", { class: "small muted", id: "bench-machine", text: "Machine: " +
-        Object.entries(m).map(([k, v]) => `${k.replace("_", " ")} ${v}`).join(", ") }));
-    }
+    if (m) parts.push(el("p", { class: "small muted", id: "bench-machine", text: `Machine: ${machineText(m)}` }));
     const pin = r.info && r.info.pinning;
     if (pin && pin.note) parts.push(el("p", { class: "small muted", text: `Cores: ${pin.note}` }));
     result.replaceChildren(...parts);

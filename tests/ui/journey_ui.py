@@ -14,7 +14,10 @@ environment as its.
   Apply made a new version and said "Applied" while the raw string went
   on being served: the fields replace it now.
 - stale_applied: after a rollback (or another form's change) each form
-  still said "Applied: now version N." of a version no longer active."""
+  still said "Applied: now version N." of a version no longer active.
+- bench_machine: a run's machine line read "memory kb 24683772, aes true"
+  (JSON keys, KiB called kb); it says what tlsboxctl bench show says now,
+  and the memory in GiB."""
 import sys
 
 from selenium.common.exceptions import TimeoutException
@@ -135,5 +138,21 @@ def stale_applied(d):
     A.check(said == ["", "", ""], "rolled back: no form still says a version is applied", said)
 
 
+def bench_machine(d):
+    A.open_page(d, "p/bench", "#bench-form")
+    n = d.find_element(By.ID, "bench-requests")
+    n.clear()
+    n.send_keys("200")
+    d.find_element(By.CSS_SELECTOR, "#bench-form button[type=submit]").click()
+    line = A.wait(d, EC.presence_of_element_located((By.ID, "bench-machine")), 90).text
+    run = max(A.ctl_json("bench", "list"), key=lambda r: r["id"])
+    m = A.ctl_json("bench", "show", str(run["id"]))["machine"]
+    want = (f"Machine: {m['cpu_model']}, {m['cores']} cores, governor {m['governor']}, "
+            f"kernel {m['kernel']}, {m['arch']}, AES instructions {'yes' if m['aes'] else 'no'}, "
+            f"memory {m['memory_kb'] / 1048576:.1f} GiB")
+    A.check(line == want, "a run's machine line says the memory in GiB, as tlsboxctl bench show its other parts",
+            f"{line!r} != {want!r}")
+
+
 if __name__ == "__main__":
-    sys.exit(A.run_steps(phone_width, plugin_menu, fields_after_raw, stale_applied))
+    sys.exit(A.run_steps(phone_width, plugin_menu, fields_after_raw, stale_applied, bench_machine))
