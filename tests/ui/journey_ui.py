@@ -17,7 +17,9 @@ environment as its.
   still said "Applied: now version N." of a version no longer active.
 - bench_machine: a run's machine line read "memory kb 24683772, aes true"
   (JSON keys, KiB called kb); it says what tlsboxctl bench show says now,
-  and the memory in GiB."""
+  and the memory in GiB.
+- no_null: the policy page's "Active" card ended in a line "null" (the
+  absent "Not served" note): no page shows null, undefined or NaN."""
 import sys
 
 from selenium.common.exceptions import TimeoutException
@@ -154,5 +156,33 @@ def bench_machine(d):
             f"{line!r} != {want!r}")
 
 
+# Text nodes of the page saying null, undefined, NaN or [object Object].
+JS_NULLS = """const out = [];
+const w = document.createTreeWalker(document.getElementById("main"), NodeFilter.SHOW_TEXT);
+while (w.nextNode()) {
+  const t = w.currentNode.textContent;
+  if (/\\b(null|undefined|NaN)\\b|\\[object Object\\]/.test(t)) out.push(t.slice(0, 80));
+}
+return out;"""
+
+
+def no_null(d):
+    A.open_page(d, "policy", "#preset-form")
+    card = d.find_element(By.ID, "active-priority").find_element(By.XPATH, "..")
+    shown = A.ctl_json("policy", "show")
+    want = f"Active: version {shown['id']} ({shown['policy']['preset']})\n{shown['priority']}"
+    A.check(card.text == want, "the policy page's Active card: its version and priority string, nothing more",
+            f"{card.text!r}")
+    pages = (("dashboard", "#last-errors"), ("policy", "#preview-clients"), ("certs", "#cert-table"),
+             ("plugins", "#toggle-bench"), ("account", "#totp-state"), ("p/bench", "#bench-runs"))
+    found = {}
+    for page, ready in pages:
+        A.open_page(d, page, ready)
+        nulls = d.execute_script(JS_NULLS)
+        if nulls:
+            found[page] = nulls
+    A.check(not found, "no page shows null, undefined or NaN", found)
+
+
 if __name__ == "__main__":
-    sys.exit(A.run_steps(phone_width, plugin_menu, fields_after_raw, stale_applied, bench_machine))
+    sys.exit(A.run_steps(phone_width, plugin_menu, fields_after_raw, stale_applied, bench_machine, no_null))

@@ -90,10 +90,12 @@ export default async function render(root) {
     // load the page anyway, so that a preset or a rollback can replace it.
     activePreview = active.refused ? null : await get("policy/preview");
     const p = active.policy;
-    cur.replaceChildren(el("h2", { text: `Active: version ${active.id} (${p.preset || "custom"})` }),
+    // Filtered: replaceChildren, unlike el(), writes a null as the text "null".
+    cur.replaceChildren(...[el("h2", { text: `Active: version ${active.id} (${p.preset || "custom"})` }),
       el("p", { class: "mono small", id: "active-priority", text: active.priority }),
       active.refused ? el("p", { class: "warn", id: "active-refused",
-        text: `Not served: ${active.refused}. The default policy (intermediate) serves until another is applied.` }) : null);
+        text: `Not served: ${active.refused}. The default policy (intermediate) serves until another is applied.` }) : null]
+      .filter(Boolean));
     await history();
   }
   const showActive = () => {
