@@ -6,7 +6,8 @@ environment as its.
 
 - phone_width: at 375 px (an iPhone's width) no page scrolls sideways; the
   dashboard's charts kept the width they were first drawn at, and the
-  notify page's table had no table-wrap.
+  notify page's table had no table-wrap; a page chosen from the folded
+  menu left the menu open above it.
 - plugin_menu: a plugin turned off on the plugins page leaves the menu at
   once (its entry led to "This page failed to load"), and turned on again
   comes back without a reload.
@@ -45,6 +46,14 @@ def phone_width(d):
         A.open_page(d, "p/notify", "#notify-rows")
         A.wait(d, EC.presence_of_element_located((By.CSS_SELECTOR, "#notify-rows")))
         A.check(sideways(d) == 0, "375 px wide: the notify page does not scroll sideways", sideways(d))
+        # The folded menu: open, a page chosen, folded again.
+        d.find_element(By.ID, "menu-toggle").click()
+        link = A.wait(d, EC.visibility_of_element_located((By.CSS_SELECTOR, "#menu a[data-page=policy]")))
+        link.click()
+        A.wait(d, EC.presence_of_element_located((By.ID, "preset-form")))
+        A.check(not link.is_displayed() and
+                d.find_element(By.ID, "menu-toggle").get_attribute("aria-expanded") == "false",
+                "375 px wide: a page chosen from the menu folds the menu again")
     finally:
         d.set_window_size(1280, 900)
 

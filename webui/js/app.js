@@ -130,6 +130,9 @@ async function route() {
   const id = location.hash.replace(/^#\/?/, "") || "dashboard";
   const page = known.find((p) => p.id === id) || known[0];
   markCurrent(page.id);
+  // A page chosen from the phone layout's folded menu: the menu folds
+  // again (left open, it stayed above the page, over the screen's top).
+  setMenuOpen(false);
   const root = el("section", { class: "page", "aria-labelledby": "page-title" });
   setMain(root);
   watch(root, page.id);
@@ -226,10 +229,12 @@ document.getElementById("logout").addEventListener("click", async () => {
   drop();
   loggedOut();
 });
-document.getElementById("menu-toggle").addEventListener("click", (ev) => {
-  const open = ev.currentTarget.getAttribute("aria-expanded") !== "true";
-  ev.currentTarget.setAttribute("aria-expanded", String(open));
+function setMenuOpen(open) {
+  document.getElementById("menu-toggle").setAttribute("aria-expanded", String(open));
   document.getElementById("nav").classList.toggle("open", open);
+}
+document.getElementById("menu-toggle").addEventListener("click", (ev) => {
+  setMenuOpen(ev.currentTarget.getAttribute("aria-expanded") !== "true");
 });
 window.addEventListener("hashchange", route);
 // A plugin stopped or started (the plugins page): the menu's plugin pages
