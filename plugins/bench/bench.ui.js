@@ -19,7 +19,7 @@ function machineText(m) {
     `AES instructions ${m.aes ? "yes" : "no"}${mem}`;
 }
 
-export default async function render(root, { api, el, field, status }) {
+export default async function render(root, { api, el, field, fieldError, status }) {
   let poll = null;
   let gone = false;
   const sel = (id, opts) => el("select", { id }, opts.map((o) => el("option", { value: o, text: o })));
@@ -142,17 +142,39 @@ export default async function render(root, { api, el, field, status }) {
   }
 
   async function start(path, body) {
+    if (!body) return; // refused by a field already
     runSt.clear();
+    Object.values(f).forEach((i) => fieldError(i, null));
     try {
       const r = await api("POST", path, body);
       runSt.ok(`Run ${r.id} (${r.kind}) started.`);
       await follow(r.id);
     } catch (e) {
-      runSt.fail(e.message);
+      // "bench: concurrency 0 is out of range: 1..1000": by that field.
+      const m = e.message.match(/^bench: "?([a-z_]+)"? /);
+      if (m && f[m[1]]) {
+        fieldError(f[m[1]], e.message);
+        f[m[1]].focus();
+        runSt.fail("Not started: see the field marked above.");
+      } else {
+        runSt.fail(e.message);
+      }
     }
   }
 
+  // Requests and duration both emptied: sent as 0 requests, the box's
+  // "requests 0 is out of range" named a value nobody typed.
+  function countOrDuration() {
+    if (f.requests.value.trim() !== "" || f.duration.value.trim() !== "") return true;
+    Object.values(f).forEach((i) => fieldError(i, null));
+    fieldError(f.requests, "Give a number of requests, or a duration below.");
+    f.requests.focus();
+    runSt.fail("Not started: see the field marked above.");
+    return false;
+  }
+
   function runBody() {
+    if (!countOrDuration()) return null;
     const b = { scenario: f.scenario.value, concurrency: Number(f.concurrency.value) };
     if (f.duration.value) b.duration = Number(f.duration.value);
     else b.requests = Number(f.requests.value);

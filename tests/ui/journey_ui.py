@@ -20,7 +20,10 @@ environment as its.
   (JSON keys, KiB called kb); it says what tlsboxctl bench show says now,
   and the memory in GiB.
 - no_null: the policy page's "Active" card ended in a line "null" (the
-  absent "Not served" note): no page shows null, undefined or NaN."""
+  absent "Not served" note): no page shows null, undefined or NaN.
+- bench_refusals: the bench form's refusals went to the line under its
+  buttons, and an emptied Requests field was refused as "requests 0 is
+  out of range": each is said by its field now."""
 import sys
 
 from selenium.common.exceptions import TimeoutException
@@ -193,5 +196,29 @@ def no_null(d):
     A.check(not found, "no page shows null, undefined or NaN", found)
 
 
+def bench_refusals(d):
+    A.open_page(d, "p/bench", "#bench-form")
+    runs = len(A.ctl_json("bench", "list"))
+    d.find_element(By.ID, "bench-requests").clear()
+    d.find_element(By.ID, "bench-duration").clear()
+    d.find_element(By.CSS_SELECTOR, "#bench-form button[type=submit]").click()
+    err = A.wait(d, EC.visibility_of_element_located((By.ID, "bench-requests-err")))
+    A.check(err.text == "Give a number of requests, or a duration below." and
+            form_says(d, "bench-form") == "Not started: see the field marked above.",
+            "emptied Requests and duration: said by the Requests field", err.text)
+    n = d.find_element(By.ID, "bench-requests")
+    n.send_keys("100")
+    url = d.find_element(By.ID, "bench-url")
+    url.send_keys("ftp://127.0.0.1/")
+    d.find_element(By.CSS_SELECTOR, "#bench-form button[type=submit]").click()
+    err = A.wait(d, EC.visibility_of_element_located((By.ID, "bench-url-err")))
+    A.check(err.text.startswith("bench: url \"ftp://127.0.0.1/\" must start with http") and
+            not d.find_element(By.ID, "bench-requests-err").is_displayed(),
+            "a URL the box refuses: its message by the Target URL field, the Requests one gone", err.text)
+    A.check(len(A.ctl_json("bench", "list")) == runs, "and neither started a run")
+    url.clear()
+
+
 if __name__ == "__main__":
-    sys.exit(A.run_steps(phone_width, plugin_menu, fields_after_raw, stale_applied, bench_machine, no_null))
+    sys.exit(A.run_steps(phone_width, plugin_menu, fields_after_raw, stale_applied, bench_machine, no_null,
+                         bench_refusals))

@@ -25,6 +25,7 @@ const bold = (n) => (!(n instanceof Node) ? [] : n.tag === "strong" && n.classNa
 const cells = (tr) => tr.children.map(text);
 const status = () => Object.assign(el("p"), { ok() {}, fail() {}, clear() {} });
 const field = (label, input) => el("label", { text: label }, input);
+const fieldError = () => {};
 
 const ocspRow = (name, st, extra) => ({ name, responder: "http://127.0.0.1:1/", answer: "good", status: st,
   failures: 0, last_error: null, produced_at: 1700000000, this_update: 1700000000, next_update: 1700000060,
@@ -52,7 +53,7 @@ const api = async (method, path) => {
 
 const root = el("div");
 const { default: render } = await import(page);
-const stop = await render(root, { api, el, field, status });
+const stop = await render(root, { api, el, field, fieldError, status });
 let out;
 if (kind === "ocsp") {
   const summary = byId(root, "ocsp-summary");

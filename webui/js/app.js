@@ -2,7 +2,7 @@
 // router that loads one page module at a time (plugins add their own).
 import { api, get, post, setCsrf } from "./api.js";
 import { drop, keep, restore, watch, written } from "./drafts.js";
-import { el, field, status } from "./ui.js";
+import { el, field, fieldError, status } from "./ui.js";
 
 const pages = [
   { id: "dashboard", title: "Dashboard", module: "./pages/dashboard.js" },
@@ -151,7 +151,7 @@ async function route() {
     const title = el("h1", { id: "page-title", text: mod.title || page.title });
     root.append(title);
     document.title = `${mod.title || page.title} · tlsbox`;
-    const done = await mod.default(root, { api, el, field, status });
+    const done = await mod.default(root, { api, el, field, fieldError, status });
     // Left before it finished rendering: its cleanup runs now, it must not
     // replace the cleanup of the page shown since.
     if (typeof done === "function") {
