@@ -136,6 +136,7 @@ export default async function render(root, { api, el, field, fieldError, status 
     if (mine !== chain || gone) return;
     bar.hidden = true;
     cancel.hidden = true;
+    runSt.clear(); // "Run N started." beside "Run N done." read as two runs
     prog.textContent = `Run ${id} ${r.state}.`;
     showRun(r);
     await loadRuns();

@@ -8,7 +8,7 @@ tb_setup
 tb_need_browser
 
 tb_start_ui_daemon || bail "daemon did not start"
-tb_ui_run journey_ui.py 300 25
+tb_ui_run journey_ui.py 300 26
 tb_stop_daemon
 ok $? "daemon stops cleanly"
 done_testing

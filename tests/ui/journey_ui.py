@@ -166,6 +166,10 @@ def bench_machine(d):
             f"memory {m['memory_kb'] / 1048576:.1f} GiB")
     A.check(line == want, "a run's machine line says the memory in GiB, as tlsboxctl bench show its other parts",
             f"{line!r} != {want!r}")
+    said = [d.find_element(By.ID, "bench-progress").text,
+            d.find_element(By.CSS_SELECTOR, "#bench-form p.status").text]
+    A.check(said == [f"Run {run['id']} done.", ""],
+            "the run done, the form no longer also says it started", said)
 
 
 # Text nodes of the page saying null, undefined, NaN or [object Object].
