@@ -1,7 +1,10 @@
 /* Routes on the site's plain HTTP port.  Site workers read the table on every
  * plain-HTTP request, so it is an immutable array behind an atomic pointer;
  * the main thread replaces it (routes change only when plugins start/stop)
- * and keeps retired arrays until exit, which makes readers lock-free. */
+ * and keeps retired arrays until no reader can hold them, which makes
+ * readers lock-free.  Removing a plugin's routes waits for that anyway, so
+ * it frees them then: each plugin disable/enable used to leave two arrays
+ * behind until exit. */
 #include "core/http_routes.h"
 
 #include <errno.h>
@@ -99,9 +102,18 @@ void http_routes_remove_owner(struct tlsbox_plugin *owner)
     for (size_t i = 0; i < old->n; i++)
         if (old->routes[i].owner != owner)
             t->routes[t->n++] = old->routes[i];
-    /* The prefixes of removed routes stay owned by the retired table. */
     publish(t);
     wait_for_dispatchers();
+    /* No dispatch can still read a table published before t: free them all,
+     * and the prefixes of the routes removed (t holds every other one). */
+    for (size_t i = 0; i < old->n; i++)
+        if (old->routes[i].owner == owner)
+            free(old->routes[i].prefix);
+    while (retired) {
+        struct http_table *next = retired->retired_next;
+        free(retired);
+        retired = next;
+    }
 }
 
 int http_route_dispatch(const char *method, const char *path, struct tlsbox_http_reply *reply)

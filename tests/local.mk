@@ -52,7 +52,11 @@ tests_plugins_host_rules_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 
 check_PROGRAMS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test \
-	tests/unit/core/admin_totp_test tests/unit/core/qr_encode_test tests/unit/core/cert_expiry_test
+	tests/unit/core/admin_totp_test tests/unit/core/qr_encode_test tests/unit/core/cert_expiry_test \
+	tests/unit/core/http_routes_test
+tests_unit_core_http_routes_test_SOURCES = tests/unit/core/http_routes_test.c
+tests_unit_core_http_routes_test_CFLAGS = $(CORE_CFLAGS)
+tests_unit_core_http_routes_test_LDADD = core/libtlsboxcore.la
 tests_unit_core_cert_expiry_test_SOURCES = tests/unit/core/cert_expiry_test.c
 tests_unit_core_cert_expiry_test_CFLAGS = $(CORE_CFLAGS)
 tests_unit_core_cert_expiry_test_LDADD = core/libtlsboxcore.la
@@ -115,6 +119,7 @@ tests_unit_pdk_mock_host_test_LDADD = $(MOCKHOST_LIBS)
 TESTS += tests/unit/core/plugin_loader_test tests/unit/core/api_test \
 	tests/unit/core/plugin_schema_test tests/unit/core/admin_test tests/unit/core/host_test \
 	tests/unit/core/admin_totp_test tests/unit/core/qr_encode_test tests/unit/core/cert_expiry_test \
+	tests/unit/core/http_routes_test \
 	tests/integration/10_daemon_basics.sh \
 	tests/integration/11_plugin_loader.sh \
 	tests/integration/12_pdk_out_of_tree.sh \
